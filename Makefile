@@ -1,0 +1,45 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.installed
+PKGS   := packages/mdla-ir packages/mdla-legalize packages/mdla-quant packages/mdla-runtime \
+          packages/mdla-witness apps/workbench apps/lipread
+PYPROJECTS := $(addsuffix /pyproject.toml,$(PKGS))
+
+.PHONY: demo test lint typecheck imports pytest clean venv
+
+venv: $(STAMP)
+
+# torch/torchvision come first, pinned to the builds on this machine's disk, so that no
+# package's looser `torch>=` pulls another build over the network.
+$(STAMP): $(PYPROJECTS) requirements-dev.txt Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.14.1 torchvision==0.29.1
+	$(PIP) install -q -r requirements-dev.txt
+	$(PIP) install -q -e 'packages/mdla-ir[zoo]' -e packages/mdla-legalize -e packages/mdla-quant \
+	    -e packages/mdla-runtime -e packages/mdla-witness -e apps/workbench -e apps/lipread
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/demo.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+imports: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+pytest: $(STAMP)
+	$(PY) -m pytest
+
+test: lint typecheck imports pytest
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,63 @@
+"""mdla_ir: the flat IR of the mdla toolchain.
+
+    graph = mdla_ir.from_torch(model.eval(), torch.randn(1, 3, 224, 224))
+    print(graph)                                  # the op table
+    mdla_ir.verify(graph)                         # structural checks, messages name the op
+    logits, = mdla_ir.run_float(graph, [x])       # numpy float32 reference, model layout
+    graph = mdla_ir.run_passes(graph, passes)     # pure passes, verified after each
+
+Importing this package never imports torch; `from_torch` and `load_model` load it on use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from mdla_ir.errors import IRError, UnsupportedError, VerifyError
+from mdla_ir.graph import Graph, Op, QuantParams, Source, Tensor, same_graph
+from mdla_ir.interp import evaluate, run_float
+from mdla_ir.ops import OpKind
+from mdla_ir.passes import DEFAULT_PASSES, PassResult, run_passes
+from mdla_ir.verify import verify
+
+if TYPE_CHECKING:
+    from mdla_ir.zoo import Model
+
+
+def from_torch(
+    module: Any, example_inputs: Any, name: str | None = None, optimize: bool = True
+) -> Graph:
+    """Trace `module` with torch.fx and return its flat IR (see `mdla_ir.importer`)."""
+    importer = importlib.import_module("mdla_ir.importer")
+    graph: Graph = importer.from_torch(module, example_inputs, name=name, optimize=optimize)
+    return graph
+
+
+def load_model(spec: str, weights: str | None = None, **options: Any) -> Model:
+    """Resolve a model spec (torchvision name, `efficientnet_lite0`, `file.py:factory`, ...)."""
+    zoo = importlib.import_module("mdla_ir.zoo")
+    model: Model = zoo.load_model(spec, weights=weights, **options)
+    return model
+
+
+__all__ = [
+    "DEFAULT_PASSES",
+    "Graph",
+    "IRError",
+    "Op",
+    "OpKind",
+    "PassResult",
+    "QuantParams",
+    "Source",
+    "Tensor",
+    "UnsupportedError",
+    "VerifyError",
+    "evaluate",
+    "from_torch",
+    "load_model",
+    "run_float",
+    "run_passes",
+    "same_graph",
+    "verify",
+]

@@ -1,0 +1,175 @@
+"""CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, BATCH_MATMUL and CONV_3D in float32.
+
+CONV_2D: out[n,y,x,o] = b[o] + sum_{i,j,c} in[n, y*sh + i*dh, x*sw + j*dw, g*Cg + c] * w[o,i,j,c]
+(in zero-padded, g = o // (O/groups)),
+computed as im2col patches times the filter matrix per group.
+DEPTHWISE_CONV_2D: out[n,y,x,c*m+k] = b + sum_{i,j} in[n, y*sh+i*dh, x*sw+j*dw, c] * w[i,j,c*m+k].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from mdla_ir.graph import Op
+from mdla_ir.interp.registry import Array, apply_fuse, from_nhwc, kernel, to_nhwc
+from mdla_ir.ops import OpKind
+
+
+def _pad_nhwc(x: Array, padding: Sequence[int], value: float = 0.0) -> Array:
+    t, b, left, r = padding
+    if not any(padding):
+        return x
+    return np.pad(x, ((0, 0), (t, b), (left, r), (0, 0)), constant_values=value)
+
+
+def windows(
+    x: Array, kernel_hw: Sequence[int], stride: Sequence[int], dilation: Sequence[int]
+) -> Array:
+    """Strided view (N, OH, OW, C, KH, KW) of an already padded NHWC array."""
+    (kh, kw), (sh, sw), (dh, dw) = kernel_hw, stride, dilation
+    span_h, span_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+    view = np.lib.stride_tricks.sliding_window_view(x, (span_h, span_w), axis=(1, 2))
+    return view[:, ::sh, ::sw, :, ::dh, ::dw]
+
+
+def conv2d_nhwc(
+    x: Array,
+    w: Array,
+    bias: Array | None,
+    stride: Sequence[int],
+    dilation: Sequence[int],
+    padding: Sequence[int],
+    groups: int,
+) -> Array:
+    """x (N,H,W,C), w (O,KH,KW,C/groups) -> (N,OH,OW,O), float32."""
+    o, kh, kw, cg = w.shape
+    patches = windows(_pad_nhwc(x, padding), (kh, kw), stride, dilation)
+    n, oh, ow = patches.shape[:3]
+    og = o // groups
+    out = np.empty((n, oh, ow, o), dtype=np.float32)
+    for g in range(groups):
+        p = patches[:, :, :, g * cg : (g + 1) * cg].transpose(0, 1, 2, 4, 5, 3)
+        cols = p.reshape(n * oh * ow, kh * kw * cg)
+        wg = w[g * og : (g + 1) * og].reshape(og, kh * kw * cg)
+        out[..., g * og : (g + 1) * og] = (cols @ wg.T).reshape(n, oh, ow, og)
+    if bias is not None:
+        out += bias.astype(np.float32)
+    return out
+
+
+def depthwise_nhwc(
+    x: Array,
+    w: Array,
+    bias: Array | None,
+    stride: Sequence[int],
+    dilation: Sequence[int],
+    padding: Sequence[int],
+) -> Array:
+    """x (N,H,W,C), w (1,KH,KW,C*m) -> (N,OH,OW,C*m)."""
+    _, kh, kw, o = w.shape
+    mult = o // x.shape[3]
+    xp = _pad_nhwc(x, padding)
+    if mult > 1:
+        xp = np.repeat(xp, mult, axis=3)
+    (sh, sw), (dh, dw) = stride, dilation
+    n, hp, wp, _ = xp.shape
+    oh, ow = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, oh, ow, o), dtype=np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            tap = xp[
+                :,
+                i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                j * dw : j * dw + sw * (ow - 1) + 1 : sw,
+            ]
+            out += tap * w[0, i, j]
+    if bias is not None:
+        out += bias.astype(np.float32)
+    return out
+
+
+def _conv_args(op: Op, args: Sequence[Array]) -> tuple[Array, Array, Array | None]:
+    return args[0], args[1], (args[2] if len(args) > 2 else None)
+
+
+@kernel(OpKind.CONV_2D)
+def conv_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    x, w, b = _conv_args(op, args)
+    if layout == "NCHW":  # torch filter (O, I/g, KH, KW) -> (O, KH, KW, I/g)
+        w = w.transpose(0, 2, 3, 1)
+    y = conv2d_nhwc(
+        to_nhwc(x, layout),
+        w,
+        b,
+        op.attrs["stride"],
+        op.attrs["dilation"],
+        op.attrs["padding"],
+        op.attrs.get("groups", 1),
+    )
+    return [from_nhwc(apply_fuse(y, op.attrs.get("fuse", "NONE")), layout)]
+
+
+@kernel(OpKind.DEPTHWISE_CONV_2D)
+def depthwise_conv_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    x, w, b = _conv_args(op, args)
+    if layout == "NCHW":  # torch filter (O, 1, KH, KW) -> (1, KH, KW, O)
+        w = w.transpose(1, 2, 3, 0)
+    y = depthwise_nhwc(
+        to_nhwc(x, layout), w, b, op.attrs["stride"], op.attrs["dilation"], op.attrs["padding"]
+    )
+    return [from_nhwc(apply_fuse(y, op.attrs.get("fuse", "NONE")), layout)]
+
+
+@kernel(OpKind.FULLY_CONNECTED)
+def fully_connected(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """out[..., o] = b[o] + sum_i x[..., i] * w[o, i]."""
+    x, w, b = _conv_args(op, args)
+    y = (x @ w.T).astype(np.float32)
+    if b is not None:
+        y += b
+    return [apply_fuse(y, op.attrs.get("fuse", "NONE"))]
+
+
+@kernel(OpKind.BATCH_MATMUL)
+def batch_matmul(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    a, b = args[0], args[1]
+    if op.attrs.get("adj_x"):
+        a = np.swapaxes(a, -1, -2)
+    if op.attrs.get("adj_y"):
+        b = np.swapaxes(b, -1, -2)
+    return [np.matmul(a, b).astype(np.float32)]
+
+
+@kernel(OpKind.CONV_3D)
+def conv_3d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """NCDHW: out[:, :, t] = b + sum_k conv2d(x_pad[:, :, t*st + k*dt], w[:, :, k])."""
+    x, w, b = _conv_args(op, args)
+    if layout == "NHWC":  # an NHWC graph holds 5-D activations as NDHWC (filter stays torch's)
+        x = x.transpose(0, 4, 1, 2, 3)
+    (st, sh, sw), (pt, ph, pw), (dt, dh, dw) = (
+        op.attrs["stride"],
+        op.attrs["padding"],
+        op.attrs["dilation"],
+    )
+    groups = op.attrs.get("groups", 1)
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pt), (0, 0), (0, 0)))
+    kd = w.shape[2]
+    od = (xp.shape[2] - dt * (kd - 1) - 1) // st + 1
+    frames = []
+    for t in range(od):
+        acc: Array | None = None
+        for k in range(kd):
+            xs = xp[:, :, t * st + k * dt].transpose(0, 2, 3, 1)
+            wk = w[:, :, k].transpose(0, 2, 3, 1)
+            y = conv2d_nhwc(xs, wk, None, (sh, sw), (dh, dw), (ph, ph, pw, pw), groups)
+            acc = y if acc is None else acc + y
+        assert acc is not None  # kd >= 1 by the filter's shape
+        frames.append(acc.transpose(0, 3, 1, 2))
+    out = np.stack(frames, axis=2)
+    if b is not None:
+        out += b.reshape(1, -1, 1, 1, 1)
+    if layout == "NHWC":
+        out = np.ascontiguousarray(out.transpose(0, 2, 3, 4, 1))
+    return [out.astype(np.float32)]

@@ -1,0 +1,146 @@
+"""Elementwise, activation, normalization and data-movement kernels in float32."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from mdla_ir.graph import Op
+from mdla_ir.interp.registry import Array, apply_fuse, kernel
+from mdla_ir.ops import OpKind
+
+_BINARY = {
+    OpKind.ADD: np.add,
+    OpKind.SUB: np.subtract,
+    OpKind.MUL: np.multiply,
+    OpKind.DIV: np.divide,
+}
+
+
+@kernel(*_BINARY)
+def binary(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    y = _BINARY[op.kind](args[0], args[1]).astype(np.float32)
+    return [apply_fuse(y, op.attrs.get("fuse", "NONE"))]
+
+
+def sigmoid(x: Array) -> Array:
+    """1 / (1 + exp(-x)), evaluated without overflow for large |x|."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(np.float32)
+
+
+def _relu6(x: Array) -> Array:
+    return np.clip(x, 0.0, 6.0)
+
+
+_ERF = np.vectorize(math.erf, otypes=[np.float64])
+
+_UNARY: dict[OpKind, Callable[[Array], Array]] = {
+    OpKind.RELU: lambda x: np.maximum(x, 0.0),
+    OpKind.RELU6: _relu6,
+    OpKind.LOGISTIC: sigmoid,
+    OpKind.TANH: np.tanh,
+    OpKind.SILU: lambda x: x * sigmoid(x),
+    OpKind.HARD_SIGMOID: lambda x: _relu6(x + 3.0) / 6.0,
+    OpKind.HARD_SWISH: lambda x: x * _relu6(x + 3.0) / 6.0,
+    OpKind.GELU: lambda x: 0.5 * x * (1.0 + _ERF(x / math.sqrt(2.0))),
+    OpKind.EXP: np.exp,
+    OpKind.LOG: np.log,
+    OpKind.SQRT: np.sqrt,
+    OpKind.RSQRT: lambda x: 1.0 / np.sqrt(x),
+    OpKind.DROPOUT: lambda x: x,
+    OpKind.IDENTITY: lambda x: x,
+    OpKind.QUANTIZE: lambda x: x,
+    OpKind.DEQUANTIZE: lambda x: x,
+}
+
+
+@kernel(*_UNARY)
+def unary(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    return [np.asarray(_UNARY[op.kind](args[0]), dtype=np.float32)]
+
+
+@kernel(OpKind.SOFTMAX)
+def softmax(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """exp(beta*(x - max)) / sum(exp(beta*(x - max))) along `axis`."""
+    axis, beta = op.attrs.get("axis", -1), op.attrs.get("beta", 1.0)
+    z = beta * (args[0] - args[0].max(axis=axis, keepdims=True))
+    e = np.exp(z)
+    return [(e / e.sum(axis=axis, keepdims=True)).astype(np.float32)]
+
+
+def _channel_view(v: Array, rank: int, axis: int) -> Array:
+    shape = [1] * rank
+    shape[axis] = -1
+    return v.reshape(shape)
+
+
+@kernel(OpKind.BATCH_NORM)
+def batch_norm(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """y = (x - mean) / sqrt(var + eps) * gamma + beta on the channel axis."""
+    x, mean, var, gamma, beta = args
+    axis = 1 if layout == "NCHW" else x.ndim - 1
+    scale = gamma / np.sqrt(var.astype(np.float64) + op.attrs["eps"])
+    shift = beta - mean * scale
+    y = x * _channel_view(scale, x.ndim, axis) + _channel_view(shift, x.ndim, axis)
+    return [y.astype(np.float32)]
+
+
+@kernel(OpKind.LAYER_NORM)
+def layer_norm(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """y = (x - mean) / sqrt(var + eps) * w + b over the trailing normalized dims."""
+    x = args[0].astype(np.float64)
+    axes = tuple(range(x.ndim - len(op.attrs["normalized_shape"]), x.ndim))
+    mu = x.mean(axis=axes, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=axes, keepdims=True)
+    y = (x - mu) / np.sqrt(var + op.attrs["eps"])
+    if len(args) > 1:
+        y = y * args[1]
+    if len(args) > 2:
+        y = y + args[2]
+    return [y.astype(np.float32)]
+
+
+@kernel(OpKind.CHANNEL_SHUFFLE)
+def channel_shuffle(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """Split `axis` into (groups, C/groups), swap the two, merge back."""
+    x, groups = args[0], op.attrs["groups"]
+    axis = op.attrs["axis"] % x.ndim
+    shape = x.shape
+    split = (*shape[:axis], groups, shape[axis] // groups, *shape[axis + 1 :])
+    return [np.ascontiguousarray(np.swapaxes(x.reshape(split), axis, axis + 1)).reshape(shape)]
+
+
+@kernel(OpKind.CONCATENATION)
+def concatenation(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    return [np.concatenate(list(args), axis=op.attrs["axis"])]
+
+
+@kernel(OpKind.RESHAPE)
+def reshape(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    return [args[0].reshape(op.attrs["shape"])]
+
+
+@kernel(OpKind.FLATTEN)
+def flatten(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    x = args[0]
+    start, end = op.attrs["start"] % x.ndim, op.attrs["end"] % x.ndim
+    return [x.reshape(*x.shape[:start], -1, *x.shape[end + 1 :])]
+
+
+@kernel(OpKind.TRANSPOSE)
+def transpose(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    return [np.ascontiguousarray(args[0].transpose(op.attrs["perm"]))]
+
+
+@kernel(OpKind.PAD)
+def pad(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    return [
+        np.pad(
+            args[0],
+            [tuple(p) for p in op.attrs["pads"]],
+            constant_values=op.attrs.get("value", 0.0),
+        )
+    ]

@@ -1,0 +1,85 @@
+"""Pools and reductions in float32: MAX/AVERAGE_POOL_2D, adaptive average pool, MEAN, 3-D max pool.
+
+MAX_POOL_2D: out = max over the window of in_pad, padding never wins (it is -inf).
+AVERAGE_POOL_2D: out = sum(window of zero-padded in) / count, where count is the window size
+(count_include_pad, PyTorch's default) or the number of real input elements in the window
+(Neuron's semantics, count_include_pad = False).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from mdla_ir.graph import Op
+from mdla_ir.interp.conv import windows
+from mdla_ir.interp.registry import Array, apply_fuse, from_nhwc, kernel, to_nhwc
+from mdla_ir.ops import OpKind
+
+
+def _pad(x: Array, padding: Sequence[int], value: float) -> Array:
+    t, b, left, r = padding
+    return np.pad(x, ((0, 0), (t, b), (left, r), (0, 0)), constant_values=value)
+
+
+@kernel(OpKind.MAX_POOL_2D)
+def max_pool_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    x = to_nhwc(args[0], layout)
+    win = windows(
+        _pad(x, op.attrs["padding"], -np.inf), op.attrs["kernel"], op.attrs["stride"], (1, 1)
+    )
+    y = win.max(axis=(4, 5)).astype(np.float32)
+    return [from_nhwc(apply_fuse(y, op.attrs.get("fuse", "NONE")), layout)]
+
+
+@kernel(OpKind.AVERAGE_POOL_2D)
+def average_pool_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    x = to_nhwc(args[0], layout)
+    kernel_hw, stride, padding = op.attrs["kernel"], op.attrs["stride"], op.attrs["padding"]
+    total = windows(_pad(x, padding, 0.0), kernel_hw, stride, (1, 1)).sum(axis=(4, 5))
+    if op.attrs.get("count_include_pad", False):
+        count: Array | float = float(kernel_hw[0] * kernel_hw[1])
+    else:
+        ones = np.ones((1, x.shape[1], x.shape[2], 1), dtype=np.float32)
+        count = windows(_pad(ones, padding, 0.0), kernel_hw, stride, (1, 1)).sum(axis=(4, 5))
+    y = (total / count).astype(np.float32)
+    return [from_nhwc(apply_fuse(y, op.attrs.get("fuse", "NONE")), layout)]
+
+
+@kernel(OpKind.ADAPTIVE_AVG_POOL_2D)
+def adaptive_avg_pool_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """PyTorch's bins: rows floor(i*H/OH) .. ceil((i+1)*H/OH), averaged."""
+    x = to_nhwc(args[0], layout)
+    n, h, w, c = x.shape
+    oh, ow = op.attrs["output_size"]
+    out = np.empty((n, oh, ow, c), dtype=np.float32)
+    for i in range(oh):
+        r0, r1 = (i * h) // oh, math.ceil((i + 1) * h / oh)
+        for j in range(ow):
+            c0, c1 = (j * w) // ow, math.ceil((j + 1) * w / ow)
+            out[:, i, j] = x[:, r0:r1, c0:c1].mean(axis=(1, 2))
+    return [from_nhwc(out, layout)]
+
+
+@kernel(OpKind.MEAN)
+def mean(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    axes = tuple(int(a) for a in op.attrs["axes"])
+    return [
+        args[0]
+        .mean(axis=axes, keepdims=bool(op.attrs.get("keepdims", False)), dtype=np.float64)
+        .astype(np.float32)
+    ]
+
+
+@kernel(OpKind.MAX_POOL_3D)
+def max_pool_3d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """NCDHW max over (kd, kh, kw) windows with -inf padding."""
+    x = args[0].transpose(0, 4, 1, 2, 3) if layout == "NHWC" else args[0]  # NDHWC -> NCDHW
+    kernel3, stride3, pad3 = op.attrs["kernel"], op.attrs["stride"], op.attrs["padding"]
+    xp = np.pad(x, ((0, 0), (0, 0), *((p, p) for p in pad3)), constant_values=-np.inf)
+    view = np.lib.stride_tricks.sliding_window_view(xp, tuple(kernel3), axis=(2, 3, 4))
+    view = view[:, :, :: stride3[0], :: stride3[1], :: stride3[2]]
+    y = view.max(axis=(5, 6, 7)).astype(np.float32)
+    return [np.ascontiguousarray(y.transpose(0, 2, 3, 4, 1)) if layout == "NHWC" else y]

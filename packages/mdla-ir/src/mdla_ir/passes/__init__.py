@@ -1,0 +1,59 @@
+"""Graph passes: each is `pass(graph) -> PassResult(graph, changed)`, pure and idempotent.
+
+`run_passes` applies a pipeline and, with `verify=True`, runs the verifier after every pass so
+that a broken graph is blamed on the pass that broke it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from mdla_ir.errors import VerifyError
+from mdla_ir.graph import Graph
+from mdla_ir.passes.canonicalize_mean import canonicalize_mean
+from mdla_ir.passes.canonicalize_reshapes import canonicalize_reshapes
+from mdla_ir.passes.drop_identities import drop_identities
+from mdla_ir.passes.fold_batchnorm import fold_batchnorm
+from mdla_ir.passes.fuse_activations import fuse_activations
+from mdla_ir.passes.mark_depthwise import mark_depthwise
+from mdla_ir.passes.rewrite import PassResult, Rewriter
+from mdla_ir.verify import problems
+
+Pass = Callable[[Graph], PassResult]
+
+# The import pipeline, top to bottom.
+DEFAULT_PASSES: tuple[Pass, ...] = (
+    drop_identities,  # DROPOUT/IDENTITY          -> (nothing)
+    canonicalize_reshapes,  # FLATTEN/RESHAPE chains    -> one RESHAPE or nothing
+    canonicalize_mean,  # ADAPTIVE_AVG_POOL_2D(1×1) -> MEAN(H, W)
+    fold_batchnorm,  # CONV -> BATCH_NORM        -> CONV (scaled w, shifted b)
+    mark_depthwise,  # CONV_2D(groups=C)         -> DEPTHWISE_CONV_2D
+    fuse_activations,  # CONV/ADD -> RELU(6)       -> CONV/ADD + fuse code
+)
+
+
+def run_passes(graph: Graph, passes: Sequence[Pass] = DEFAULT_PASSES, verify: bool = True) -> Graph:
+    for p in passes:
+        graph = p(graph).graph
+        if verify:
+            found = problems(graph)
+            if found:
+                raise VerifyError(
+                    f"pass `{p.__name__}` broke graph `{graph.name}`:\n  " + "\n  ".join(found)
+                )
+    return graph
+
+
+__all__ = [
+    "DEFAULT_PASSES",
+    "Pass",
+    "PassResult",
+    "Rewriter",
+    "canonicalize_mean",
+    "canonicalize_reshapes",
+    "drop_identities",
+    "fold_batchnorm",
+    "fuse_activations",
+    "mark_depthwise",
+    "run_passes",
+]

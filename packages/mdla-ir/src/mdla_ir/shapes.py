@@ -1,0 +1,235 @@
+"""Output-shape rules, one per op kind, shared by the verifier and by rewrites that create ops.
+
+`infer(op, in_shapes, layout)` returns the output shapes, or None for kinds with no rule here
+(the verifier then only checks that the op's output tensors exist).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from mdla_ir.errors import IRError
+from mdla_ir.ops import ACTIVATIONS, BINARY, OpKind
+
+Shape = tuple[int, ...]
+Rule = Callable[[Mapping[str, Any], Sequence[Shape], str], list[Shape]]
+RULES: dict[OpKind, Rule] = {}
+
+
+def rule(*kinds: OpKind) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        for kind in kinds:
+            RULES[kind] = fn
+        return fn
+
+    return register
+
+
+def broadcast(*shapes: Shape) -> Shape:
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+    except ValueError as exc:
+        raise IRError(f"shapes {' and '.join(map(str, shapes))} do not broadcast") from exc
+
+
+def window_out(size: int, k: int, stride: int, dilation: int, pad_lo: int, pad_hi: int) -> int:
+    """Output length of a sliding window: floor((size + pads - dilation*(k-1) - 1)/stride) + 1."""
+    return (size + pad_lo + pad_hi - dilation * (k - 1) - 1) // stride + 1
+
+
+def _nhwc(shape: Shape, layout: str) -> tuple[int, int, int, int]:
+    if len(shape) != 4:
+        raise IRError(f"expected a rank-4 tensor, got shape {shape}")
+    n, a, b, c = shape
+    return (n, b, c, a) if layout == "NCHW" else (n, a, b, c)
+
+
+def _layout(n: int, h: int, w: int, c: int, layout: str) -> Shape:
+    return (n, c, h, w) if layout == "NCHW" else (n, h, w, c)
+
+
+def conv_weight_hw(kind: OpKind, wshape: Shape, layout: str) -> tuple[int, int, int]:
+    """(kernel_h, kernel_w, out_channels) of a CONV_2D/DEPTHWISE_CONV_2D filter."""
+    if layout == "NCHW":  # torch: (O, I/groups, kh, kw)
+        return wshape[2], wshape[3], wshape[0]
+    if kind is OpKind.DEPTHWISE_CONV_2D:  # Neuron: (1, kh, kw, O)
+        return wshape[1], wshape[2], wshape[3]
+    return wshape[1], wshape[2], wshape[0]  # Neuron: (O, kh, kw, I/groups)
+
+
+@rule(OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D)
+def _conv(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    n, h, w, _ = _nhwc(shapes[0], layout)
+    kind = OpKind.DEPTHWISE_CONV_2D if attrs.get("depthwise") else OpKind.CONV_2D
+    kh, kw, cout = conv_weight_hw(kind, shapes[1], layout)
+    (sh, sw), (dh, dw) = attrs["stride"], attrs["dilation"]
+    t, b, left, r = attrs["padding"]
+    oh, ow = window_out(h, kh, sh, dh, t, b), window_out(w, kw, sw, dw, left, r)
+    return [_layout(n, oh, ow, cout, layout)]
+
+
+@rule(OpKind.AVERAGE_POOL_2D, OpKind.MAX_POOL_2D)
+def _pool(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    n, h, w, c = _nhwc(shapes[0], layout)
+    (kh, kw), (sh, sw) = attrs["kernel"], attrs["stride"]
+    t, b, left, r = attrs["padding"]
+    return [
+        _layout(n, window_out(h, kh, sh, 1, t, b), window_out(w, kw, sw, 1, left, r), c, layout)
+    ]
+
+
+@rule(*BINARY)
+def _binary(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    return [broadcast(shapes[0], shapes[1])]
+
+
+@rule(
+    *ACTIVATIONS,
+    OpKind.DROPOUT,
+    OpKind.IDENTITY,
+    OpKind.SOFTMAX,
+    OpKind.BATCH_NORM,
+    OpKind.LAYER_NORM,
+    OpKind.EXP,
+    OpKind.LOG,
+    OpKind.SQRT,
+    OpKind.RSQRT,
+    OpKind.CHANNEL_SHUFFLE,
+    OpKind.QUANTIZE,
+    OpKind.DEQUANTIZE,
+)
+def _same(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    return [shapes[0]]
+
+
+@rule(OpKind.CONCATENATION)
+def _concat(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    axis = attrs["axis"] % len(shapes[0])
+    for s in shapes[1:]:
+        if len(s) != len(shapes[0]) or any(
+            a != b for i, (a, b) in enumerate(zip(s, shapes[0], strict=True)) if i != axis
+        ):
+            raise IRError(f"concatenation inputs {list(shapes)} differ off axis {axis}")
+    out = list(shapes[0])
+    out[axis] = sum(s[axis] for s in shapes)
+    return [tuple(out)]
+
+
+@rule(OpKind.RESHAPE)
+def _reshape(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    new = tuple(attrs["shape"])
+    if int(np.prod(new)) != int(np.prod(shapes[0])):
+        raise IRError(f"cannot reshape {shapes[0]} to {new}: element counts differ")
+    return [new]
+
+
+@rule(OpKind.FLATTEN)
+def _flatten(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    s = shapes[0]
+    start, end = attrs["start"] % len(s), attrs["end"] % len(s)
+    return [(*s[:start], int(np.prod(s[start : end + 1])), *s[end + 1 :])]
+
+
+@rule(OpKind.MEAN)
+def _mean(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    s = shapes[0]
+    axes = {a % len(s) for a in attrs["axes"]}
+    if attrs.get("keepdims", False):
+        return [tuple(1 if i in axes else d for i, d in enumerate(s))]
+    return [tuple(d for i, d in enumerate(s) if i not in axes)]
+
+
+@rule(OpKind.PAD)
+def _pad(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    pads = attrs["pads"]
+    if len(pads) != len(shapes[0]):
+        raise IRError(
+            f"PAD has {len(pads)} (before, after) pairs for a rank-{len(shapes[0])} input"
+        )
+    return [tuple(d + lo + hi for d, (lo, hi) in zip(shapes[0], pads, strict=True))]
+
+
+@rule(OpKind.TRANSPOSE)
+def _transpose(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    return [tuple(shapes[0][p] for p in attrs["perm"])]
+
+
+@rule(OpKind.FULLY_CONNECTED)
+def _fc(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    x, w = shapes[0], shapes[1]
+    if x[-1] != w[1]:
+        raise IRError(f"FULLY_CONNECTED input width {x[-1]} does not match weights {w}")
+    return [(*x[:-1], w[0])]
+
+
+@rule(OpKind.ADAPTIVE_AVG_POOL_2D)
+def _adaptive(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    n, _, _, c = _nhwc(shapes[0], layout)
+    oh, ow = attrs["output_size"]
+    return [_layout(n, oh, ow, c, layout)]
+
+
+def _ncdhw(shape: Shape, layout: str) -> Shape:
+    """A 5-D activation as NCDHW (an NHWC graph holds it channels-last, NDHWC)."""
+    return (shape[0], shape[4], *shape[1:4]) if layout == "NHWC" else shape
+
+
+def _from_ncdhw(shape: Shape, layout: str) -> Shape:
+    return (shape[0], *shape[2:5], shape[1]) if layout == "NHWC" else shape
+
+
+@rule(OpKind.CONV_3D)
+def _conv3d(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    n, _, d, h, w = _ncdhw(shapes[0], layout)
+    o, _, kd, kh, kw = shapes[1]
+    st, pad, dil = attrs["stride"], attrs["padding"], attrs["dilation"]
+    outs = [
+        window_out(size, k, s, dl, p, p)
+        for size, k, s, dl, p in zip((d, h, w), (kd, kh, kw), st, dil, pad, strict=True)
+    ]
+    return [_from_ncdhw((n, o, *outs), layout)]
+
+
+@rule(OpKind.MAX_POOL_3D)
+def _pool3d(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    n, c, *sizes = _ncdhw(shapes[0], layout)
+    outs = [
+        window_out(size, k, s, 1, p, p)
+        for size, k, s, p in zip(
+            sizes, attrs["kernel"], attrs["stride"], attrs["padding"], strict=True
+        )
+    ]
+    return [_from_ncdhw((n, c, *outs), layout)]
+
+
+@rule(OpKind.BATCH_MATMUL)
+def _bmm(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    a, b = shapes[0], shapes[1]
+    m = a[-1] if attrs.get("adj_x") else a[-2]
+    k_a = a[-2] if attrs.get("adj_x") else a[-1]
+    k_b = b[-1] if attrs.get("adj_y") else b[-2]
+    n = b[-2] if attrs.get("adj_y") else b[-1]
+    if k_a != k_b:
+        raise IRError(f"BATCH_MATMUL inner dimensions differ: {a} @ {b}")
+    return [(*broadcast(a[:-2], b[:-2]), m, n)]
+
+
+@rule(OpKind.RESIZE_BILINEAR)
+def _resize(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    n, _, _, c = _nhwc(shapes[0], layout)
+    oh, ow = attrs["size"]
+    return [_layout(n, oh, ow, c, layout)]
+
+
+def infer(
+    kind: OpKind, attrs: Mapping[str, Any], in_shapes: Sequence[Shape], layout: str
+) -> list[Shape] | None:
+    fn = RULES.get(kind)
+    if fn is None:
+        return None
+    if kind is OpKind.DEPTHWISE_CONV_2D:
+        attrs = {**attrs, "depthwise": True}
+    return fn(attrs, in_shapes, layout)

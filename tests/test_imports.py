@@ -1,0 +1,41 @@
+"""Package boundaries at run time: what runs on the phone imports without torch installed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+BLOCK_TORCH = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "torchvision"):
+            raise ImportError(f"blocked: {name}")
+        return None
+sys.meta_path.insert(0, Block())
+import {module}
+assert not any(m.split(".")[0] == "torch" for m in sys.modules), "torch was imported"
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("module", ["mdla_ir", "mdla_witness"])
+def test_imports_without_torch(module: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", BLOCK_TORCH.replace("{module}", module)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
+
+
+def test_from_torch_without_torch_says_so() -> None:
+    code = BLOCK_TORCH.replace("{module}", "mdla_ir") + (
+        "\ntry:\n    mdla_ir.from_torch(None, None)\nexcept ImportError as e:\n    print(e)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert "blocked: torch" in proc.stdout
