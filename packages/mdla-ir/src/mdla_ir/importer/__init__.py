@@ -1,0 +1,214 @@
+"""torch.fx import: trace a module, propagate shapes (fx ShapeProp), emit the flat IR.
+
+Every fx node becomes one op, a constant, or a compile-time Python value (sizes, shapes). The
+tables in `importer.tables` say which torch module / function / method becomes which op kind;
+constructs not in them are collected and reported together in one `UnsupportedError` naming each
+fx node, what it called and the model's source line.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import traceback
+from typing import Any
+
+import numpy as np
+import torch
+from torch import fx, nn
+from torch.fx.passes.shape_prop import ShapeProp
+
+from mdla_ir.errors import IRError, UnsupportedError
+from mdla_ir.graph import Graph, Tensor
+from mdla_ir.importer.context import Ctx, Unsupported, source_line, target_name
+from mdla_ir.importer.tables import FUNCTIONS, METHODS, MODULES, identity
+from mdla_ir.ops import OpKind
+from mdla_ir.passes import run_passes
+from mdla_ir.verify import verify
+
+
+class _Tracer(fx.Tracer):
+    """torch.nn modules are leaves (fx's default); so are modules that are identities in eval."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.record_stack_traces = True
+
+    def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
+        if type(m).__name__ == "StochasticDepth":
+            return True
+        return super().is_leaf_module(m, module_qualified_name)
+
+
+class _ValueProp(ShapeProp):
+    """ShapeProp that also keeps the Python values (sizes, shapes) non-tensor nodes produce."""
+
+    def __init__(self, gm: fx.GraphModule) -> None:
+        super().__init__(gm)
+        self.values: dict[fx.Node, Any] = {}
+
+    def run_node(self, n: fx.Node) -> Any:
+        result = super().run_node(n)
+        if not isinstance(result, torch.Tensor):
+            self.values[n] = result
+        return result
+
+
+def _convert_node(c: Ctx, node: fx.Node) -> None:
+    args = node.args
+    kwargs = dict(node.kwargs)
+    if node.op == "call_module":
+        module = c.gm.get_submodule(str(node.target))
+        fn = next((f for t, f in MODULES.items() if type(module) is t), None)
+        if fn is None and type(module).__name__ == "StochasticDepth":
+            fn = identity(OpKind.DROPOUT)
+        if fn is None:
+            raise Unsupported(f"module {type(module).__module__}.{type(module).__qualname__}")
+        fn(c, module, args, kwargs)
+    elif node.op == "call_function":
+        fn = FUNCTIONS.get(node.target)
+        if fn is None:
+            raise Unsupported(f"function {target_name(node)}")
+        fn(c, None, args, kwargs)
+    elif node.op == "call_method":
+        fn = METHODS.get(str(node.target))
+        if fn is None:
+            raise Unsupported(f"method Tensor.{node.target}")
+        fn(c, None, args, kwargs)
+    else:
+        raise Unsupported(f"fx node kind {node.op}")
+
+
+def _example_list(example_inputs: Any) -> list[torch.Tensor]:
+    if isinstance(example_inputs, torch.Tensor):
+        return [example_inputs]
+    items = list(example_inputs)
+    if not all(isinstance(x, torch.Tensor) for x in items):
+        raise IRError("example_inputs must be a tensor or a sequence of tensors")
+    return items
+
+
+def _trace(module: nn.Module, name: str) -> fx.GraphModule:
+    tracer = _Tracer()
+    if tracer.is_leaf_module(module, ""):  # fx always traces into the root: wrap a bare layer
+        module = nn.Sequential(module)
+    try:
+        graph = tracer.trace(module)
+        return fx.GraphModule(tracer.root, graph, name)
+    except Exception as exc:
+        frames = [
+            f
+            for f in traceback.extract_tb(exc.__traceback__)
+            if f"{os.sep}torch{os.sep}" not in f.filename and f.filename != __file__
+        ]
+        where = (
+            f" at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno} "
+            f"(`{(frames[-1].line or '').strip()}`)"
+            if frames
+            else ""
+        )
+        raise IRError(
+            f"torch.fx cannot trace `{name}`{where}: {type(exc).__name__}: {exc}. "
+            "Data-dependent Python control flow and non-tensor outputs do not trace; "
+            "make that branch static or mark the module a leaf."
+        ) from exc
+
+
+def from_torch(
+    module: nn.Module, example_inputs: Any, name: str | None = None, optimize: bool = True
+) -> Graph:
+    """Import `module` (in eval mode) into the flat IR; `optimize` runs the default passes."""
+    name = name or type(module).__name__
+    if module.training:
+        raise IRError(
+            f"`{name}` is in training mode: call .eval() before importing it "
+            "(BatchNorm and dropout trace differently in training)"
+        )
+    examples = _example_list(example_inputs)
+    gm = _trace(module, name)
+    prop = _ValueProp(gm)
+    with torch.no_grad():
+        prop.propagate(*examples)
+    c = Ctx(gm, prop.values)
+    inputs: list[str] = []
+    outputs: list[str] = []
+    failed: set[fx.Node] = set()
+    for node in gm.graph.nodes:
+        c.node = node
+        if node.op == "placeholder":
+            meta = node.meta["tensor_meta"]
+            c.tensors[node.name] = Tensor(node.name, tuple(int(d) for d in meta.shape))
+            c.refs[node] = node.name
+            inputs.append(node.name)
+        elif node.op == "get_attr":
+            value = (
+                getattr(gm, str(node.target))
+                if "." not in str(node.target)
+                else (
+                    gm.get_parameter(str(node.target))
+                    if _has_param(gm, str(node.target))
+                    else gm.get_buffer(str(node.target))
+                )
+            )
+            c.refs[node] = c.const(str(node.target), value.detach().numpy().astype(np.float32))
+        elif node.op == "output":
+            outputs += _outputs(c, node.args[0])
+        elif node in prop.values and not _holds_tensor(prop.values[node]):
+            continue  # a compile-time value (x.size(0), shape arithmetic): no op
+        elif node.target is operator.getitem and node.args[0] in failed:
+            failed.add(node)  # its producer is already reported
+            _placeholder_for(c, node)
+        else:
+            try:
+                _convert_node(c, node)
+            except Unsupported as exc:
+                missing = [a for a in node.all_input_nodes if a in failed and a not in c.refs]
+                if not missing:  # else only a consequence of an earlier, reported failure
+                    c.unsupported.append(
+                        f"`{node.name}`: {exc} ({target_name(node)}) at "
+                        f"{source_line(node) or 'unknown line'}"
+                    )
+                failed.add(node)
+                _placeholder_for(c, node)
+    if c.unsupported:
+        raise UnsupportedError(
+            f"cannot import `{name}`: {len(c.unsupported)} unsupported construct(s):\n  "
+            + "\n  ".join(c.unsupported),
+            c.unsupported,
+        )
+    graph = Graph(
+        name,
+        c.tensors,
+        tuple(c.ops),
+        tuple(inputs),
+        tuple(outputs),
+        meta={"source": "torch.fx", "module": type(module).__qualname__},
+    )
+    verify(graph)
+    return run_passes(graph) if optimize else graph
+
+
+def _holds_tensor(value: Any) -> bool:
+    if isinstance(value, list | tuple):
+        return any(_holds_tensor(v) for v in value)
+    return isinstance(value, torch.Tensor)
+
+
+def _has_param(gm: fx.GraphModule, target: str) -> bool:
+    return target in dict(gm.named_parameters())
+
+
+def _outputs(c: Ctx, out: Any) -> list[str]:
+    items = list(out) if isinstance(out, list | tuple) else [out]
+    bad = [str(o) for o in items if not c.is_tensor(o)]
+    if bad:
+        raise IRError(f"model outputs {bad} are not tensors (only tensor outputs import)")
+    return [c.refs[o] for o in items]
+
+
+def _placeholder_for(c: Ctx, node: fx.Node) -> None:
+    """Keep converting after an unsupported node, so every problem is reported at once."""
+    meta = node.meta.get("tensor_meta")
+    if meta is not None and hasattr(meta, "shape"):
+        c.tensors[node.name] = Tensor(node.name, tuple(int(d) for d in meta.shape))
+        c.refs[node] = node.name

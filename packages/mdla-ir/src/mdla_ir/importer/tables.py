@@ -1,0 +1,262 @@
+"""Converters for elementwise, activation and data-movement ops, and the three dispatch tables:
+torch module type, function, and Tensor method -> converter.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+from torch import nn
+
+from mdla_ir.importer.context import Converter, Ctx, Unsupported
+from mdla_ir.importer.layers import (
+    adaptive,
+    f_conv2d,
+    f_linear,
+    f_pad,
+    f_pool,
+    m_avgpool,
+    m_batchnorm,
+    m_conv2d,
+    m_conv3d,
+    m_layernorm,
+    m_linear,
+    m_maxpool,
+    m_maxpool3d,
+    m_pad,
+)
+from mdla_ir.ops import OpKind
+
+
+def unary(kind: OpKind, **attrs: Any) -> Converter:
+    def convert(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+        c.emit(kind, [c.ref(args[0] if args else kw["input"])], **attrs)
+
+    return convert
+
+
+def m_hardtanh(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    lo, hi = (
+        (m.min_val, m.max_val)
+        if m is not None
+        else (
+            c.value(kw.get("min_val", args[1] if len(args) > 1 else -1.0)),
+            c.value(kw.get("max_val", args[2] if len(args) > 2 else 1.0)),
+        )
+    )
+    if (lo, hi) != (0.0, 6.0):
+        raise Unsupported(f"hardtanh({lo}, {hi}) (only hardtanh(0, 6) = ReLU6 is imported)")
+    c.emit(OpKind.RELU6, [c.ref(args[0])])
+
+
+def m_gelu(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    approx = m.approximate if m is not None else c.value(kw.get("approximate", "none"))
+    if approx != "none":
+        raise Unsupported("GELU(approximate='tanh')")
+    c.emit(OpKind.GELU, [c.ref(args[0])])
+
+
+def _softmax(c: Ctx, x: Any, dim: Any) -> None:
+    if dim is None:
+        raise Unsupported("softmax without an explicit dim")
+    c.emit(OpKind.SOFTMAX, [c.ref(x)], axis=int(dim), beta=1.0)
+
+
+def binary(kind: OpKind) -> Converter:
+    def convert(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+        a, b = (args[0] if args else kw["input"]), (args[1] if len(args) > 1 else kw["other"])
+        if c.value(kw.get("alpha", 1)) != 1:
+            raise Unsupported("add/sub with alpha != 1")
+        if kw.get("rounding_mode") is not None:
+            raise Unsupported("div with a rounding_mode")
+        c.emit(kind, [c.ref(a), c.ref(b)], fuse="NONE")
+
+    return convert
+
+
+def _flatten(c: Ctx, x: Any, start: int = 0, end: int = -1) -> None:
+    c.emit(OpKind.FLATTEN, [c.ref(x)], start=int(start), end=int(end))
+
+
+def _flatten_call(c: Ctx, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    a = dict(zip(("input", "start_dim", "end_dim"), args, strict=False)) | kw
+    _flatten(c, a["input"], int(c.value(a.get("start_dim", 0))), int(c.value(a.get("end_dim", -1))))
+
+
+def _reshape(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    node = c.node
+    assert node is not None
+    c.emit(
+        OpKind.RESHAPE,
+        [c.ref(args[0])],
+        shape=tuple(int(d) for d in node.meta["tensor_meta"].shape),
+    )
+
+
+def _mean(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    x = args[0]
+    dim = c.value(args[1] if len(args) > 1 else kw.get("dim"))
+    keep = bool(c.value(args[2] if len(args) > 2 else kw.get("keepdim", False)))
+    rank = len(c.tensors[c.ref(x)].shape)
+    dims = range(rank) if dim is None else ([dim] if isinstance(dim, int) else dim)
+    c.emit(OpKind.MEAN, [c.ref(x)], axes=tuple(sorted(int(d) % rank for d in dims)), keepdims=keep)
+
+
+def _permute(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    dims = c.value(args[1:] if len(args) > 2 else (args[1] if len(args) > 1 else kw["dims"]))
+    rank = len(c.tensors[c.ref(args[0])].shape)
+    c.emit(OpKind.TRANSPOSE, [c.ref(args[0])], perm=tuple(int(d) % rank for d in dims))
+
+
+def _transpose(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    rank = len(c.tensors[c.ref(args[0])].shape)
+    d0, d1 = int(c.value(args[1])) % rank, int(c.value(args[2])) % rank
+    perm = list(range(rank))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    c.emit(OpKind.TRANSPOSE, [c.ref(args[0])], perm=tuple(perm))
+
+
+def _cat(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    tensors = args[0] if args else kw["tensors"]
+    dim = int(c.value(args[1] if len(args) > 1 else kw.get("dim", 0)))
+    rank = len(c.tensors[c.ref(tensors[0])].shape)
+    c.emit(OpKind.CONCATENATION, [c.ref(t) for t in tensors], axis=dim % rank)
+
+
+def _channel_shuffle(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    groups = m.groups if m is not None else c.value(args[1] if len(args) > 1 else kw["groups"])
+    c.emit(OpKind.CHANNEL_SHUFFLE, [c.ref(args[0])], groups=int(groups), axis=1)
+
+
+def _matmul(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    c.emit(OpKind.BATCH_MATMUL, [c.ref(args[0]), c.ref(args[1])], adj_x=False, adj_y=False)
+
+
+def f_layer_norm(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    a = dict(zip(("input", "normalized_shape", "weight", "bias", "eps"), args, strict=False)) | kw
+    ins = [c.ref(a["input"])] + [c.ref(a[k]) for k in ("weight", "bias") if a.get(k) is not None]
+    c.emit(
+        OpKind.LAYER_NORM,
+        ins,
+        normalized_shape=tuple(c.value(a["normalized_shape"])),
+        eps=float(c.value(a.get("eps", 1e-5))),
+    )
+
+
+def identity(kind: OpKind) -> Converter:
+    return unary(kind)
+
+
+MODULES: dict[type, Converter] = {
+    nn.Conv2d: m_conv2d,
+    nn.Conv3d: m_conv3d,
+    nn.BatchNorm1d: m_batchnorm,
+    nn.BatchNorm2d: m_batchnorm,
+    nn.BatchNorm3d: m_batchnorm,
+    nn.ReLU: unary(OpKind.RELU),
+    nn.ReLU6: unary(OpKind.RELU6),
+    nn.Hardtanh: m_hardtanh,
+    nn.SiLU: unary(OpKind.SILU),
+    nn.Sigmoid: unary(OpKind.LOGISTIC),
+    nn.Tanh: unary(OpKind.TANH),
+    nn.Hardswish: unary(OpKind.HARD_SWISH),
+    nn.Hardsigmoid: unary(OpKind.HARD_SIGMOID),
+    nn.GELU: m_gelu,
+    nn.Softmax: lambda c, m, a, k: _softmax(c, a[0], m.dim),
+    nn.LayerNorm: m_layernorm,
+    nn.ChannelShuffle: _channel_shuffle,
+    nn.MaxPool2d: m_maxpool,
+    nn.AvgPool2d: m_avgpool,
+    nn.AdaptiveAvgPool2d: lambda c, m, a, k: adaptive(c, a[0], m.output_size),
+    nn.MaxPool3d: m_maxpool3d,
+    nn.Linear: m_linear,
+    nn.Flatten: lambda c, m, a, k: _flatten(c, a[0], m.start_dim, m.end_dim),
+    nn.Dropout: identity(OpKind.DROPOUT),
+    nn.Dropout1d: identity(OpKind.DROPOUT),
+    nn.Dropout2d: identity(OpKind.DROPOUT),
+    nn.Dropout3d: identity(OpKind.DROPOUT),
+    nn.AlphaDropout: identity(OpKind.DROPOUT),
+    nn.Identity: identity(OpKind.IDENTITY),
+    nn.ZeroPad2d: m_pad,
+    nn.ConstantPad2d: m_pad,
+}
+
+FUNCTIONS: dict[Any, Converter] = {
+    operator.add: binary(OpKind.ADD),
+    operator.iadd: binary(OpKind.ADD),
+    torch.add: binary(OpKind.ADD),
+    operator.sub: binary(OpKind.SUB),
+    torch.sub: binary(OpKind.SUB),
+    operator.mul: binary(OpKind.MUL),
+    operator.imul: binary(OpKind.MUL),
+    torch.mul: binary(OpKind.MUL),
+    operator.truediv: binary(OpKind.DIV),
+    torch.div: binary(OpKind.DIV),
+    torch.cat: _cat,
+    torch.concat: _cat,
+    torch.flatten: lambda c, m, a, k: _flatten_call(c, a, k),
+    torch.reshape: _reshape,
+    torch.relu: unary(OpKind.RELU),
+    F.relu: unary(OpKind.RELU),
+    F.relu6: unary(OpKind.RELU6),
+    F.hardtanh: lambda c, m, a, k: m_hardtanh(c, None, a, k),
+    torch.sigmoid: unary(OpKind.LOGISTIC),
+    F.sigmoid: unary(OpKind.LOGISTIC),
+    torch.tanh: unary(OpKind.TANH),
+    F.tanh: unary(OpKind.TANH),
+    F.silu: unary(OpKind.SILU),
+    F.hardswish: unary(OpKind.HARD_SWISH),
+    F.hardsigmoid: unary(OpKind.HARD_SIGMOID),
+    F.gelu: lambda c, m, a, k: m_gelu(c, None, a, k),
+    F.softmax: lambda c, m, a, k: _softmax(c, a[0], c.value(a[1] if len(a) > 1 else k.get("dim"))),
+    torch.softmax: lambda c, m, a, k: _softmax(
+        c, a[0], c.value(a[1] if len(a) > 1 else k.get("dim"))
+    ),
+    F.adaptive_avg_pool2d: lambda c, m, a, k: adaptive(
+        c, a[0], c.value(a[1] if len(a) > 1 else k["output_size"])
+    ),
+    F.avg_pool2d: f_pool(OpKind.AVERAGE_POOL_2D),
+    F.max_pool2d: f_pool(OpKind.MAX_POOL_2D),
+    F.conv2d: f_conv2d,
+    F.linear: f_linear,
+    F.dropout: identity(OpKind.DROPOUT),
+    F.dropout2d: identity(OpKind.DROPOUT),
+    F.dropout3d: identity(OpKind.DROPOUT),
+    F.pad: f_pad,
+    torch.mean: _mean,
+    torch.permute: _permute,
+    torch.transpose: _transpose,
+    torch.matmul: _matmul,
+    torch.bmm: _matmul,
+    F.layer_norm: f_layer_norm,
+    torch.sqrt: unary(OpKind.SQRT),
+    torch.rsqrt: unary(OpKind.RSQRT),
+    torch.exp: unary(OpKind.EXP),
+    torch.log: unary(OpKind.LOG),
+    F.channel_shuffle: _channel_shuffle,
+    torch.channel_shuffle: _channel_shuffle,
+}
+
+METHODS: dict[str, Converter] = {
+    "view": _reshape,
+    "reshape": _reshape,
+    "squeeze": _reshape,
+    "unsqueeze": _reshape,
+    "flatten": lambda c, m, a, k: _flatten_call(c, a, k),
+    "permute": _permute,
+    "transpose": _transpose,
+    "contiguous": identity(OpKind.IDENTITY),
+    "clone": identity(OpKind.IDENTITY),
+    "mean": _mean,
+    "add": binary(OpKind.ADD),
+    "sub": binary(OpKind.SUB),
+    "mul": binary(OpKind.MUL),
+    "div": binary(OpKind.DIV),
+    "relu": unary(OpKind.RELU),
+    "sigmoid": unary(OpKind.LOGISTIC),
+    "tanh": unary(OpKind.TANH),
+    "softmax": lambda c, m, a, k: _softmax(c, a[0], c.value(a[1] if len(a) > 1 else k.get("dim"))),
+}
