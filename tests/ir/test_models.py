@@ -100,3 +100,14 @@ def test_real_weights_classify_a_cat() -> None:
     assert model.labels is not None
     top = model.labels[int(np.argmax(logits))]
     assert "cat" in top.lower()
+
+
+def test_evaluate_streams_every_value_to_an_observer() -> None:
+    model = mdla_ir.load_model("squeezenet1_1")
+    graph = mdla_ir.from_torch(model.module, model.example_inputs)
+    seen: dict[str, tuple[int, ...]] = {}
+    x = np.zeros((1, 3, 224, 224), np.float32)
+    kept = mdla_ir.evaluate(graph, [x], keep=(), observe=lambda n, v: seen.update({n: v.shape}))
+    assert kept == {}
+    assert set(seen) == {*graph.inputs, *(o for op in graph.ops for o in op.outputs)}
+    assert all(seen[n] == graph.tensors[n].shape for n in seen)

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -55,11 +55,16 @@ def to_model_layout(graph: Graph, name: str, value: Array) -> Array:
 
 
 def evaluate(
-    graph: Graph, inputs: Sequence[Any] | Array, keep: Iterable[str] | None = None
+    graph: Graph,
+    inputs: Sequence[Any] | Array,
+    keep: Iterable[str] | None = None,
+    observe: Callable[[str, Array], None] | None = None,
 ) -> dict[str, Array]:
     """Run the graph; return the graph-layout values of `keep` (default: the outputs).
 
-    Values are freed as soon as their last consumer has run, so memory stays at the live set.
+    Values are freed as soon as their last consumer has run, so memory stays at the live set;
+    `observe(name, value)` sees every graph input and op output as it is computed (calibration
+    statistics stream through it without keeping activations).
     """
     wanted = set(graph.outputs if keep is None else keep)
     env = bind_inputs(graph, inputs)
@@ -68,6 +73,9 @@ def evaluate(
         for name in op.inputs:
             last_use[name] = i
     kept: dict[str, Array] = {n: env[n] for n in graph.inputs if n in wanted}
+    if observe is not None:
+        for name in graph.inputs:
+            observe(name, env[name])
     for i, op in enumerate(graph.ops):
         fn = KERNELS.get(op.kind)
         if fn is None:
@@ -81,6 +89,8 @@ def evaluate(
             ) from exc
         for name, value in zip(op.outputs, results, strict=True):
             env[name] = value
+            if observe is not None:
+                observe(name, value)
             if name in wanted:
                 kept[name] = value
         for name in op.inputs:
