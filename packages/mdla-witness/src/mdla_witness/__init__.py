@@ -1,6 +1,25 @@
-"""mdla_witness: prove the NPU ran (stdlib only, importable on the phone without torch).
+"""mdla_witness: prove the NPU ran (stdlib only, importable on a phone without torch).
 
-Planned (issue 6): `find_power_nodes(sysfs="/sys")` discovers the APU runtime-PM nodes and
-`witness(run, idle_s=4.0)` runs the idle-control / run protocol and returns a verdict that can
-say "witnessed", "not witnessed" or "cannot witness: <why>". Nothing is implemented yet.
+    nodes = mdla_witness.find_power_nodes()                 # APU runtime-PM nodes + readings
+    w = mdla_witness.witness(lambda: target.run(m, xs))      # idle control, run, verdict
+    print(w.verdict)        # "witnessed" | "not witnessed" | "cannot witness: <why>"
+
+`shell=` runs every read elsewhere (the SSH target passes one that runs on the phone).
 """
+
+from __future__ import annotations
+
+from mdla_witness.errors import WitnessError
+from mdla_witness.nodes import PowerNode, Reading, find_power_nodes, local_shell, read_nodes
+from mdla_witness.protocol import Witness, witness
+
+__all__ = [
+    "PowerNode",
+    "Reading",
+    "Witness",
+    "WitnessError",
+    "find_power_nodes",
+    "local_shell",
+    "read_nodes",
+    "witness",
+]
