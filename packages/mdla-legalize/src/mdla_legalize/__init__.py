@@ -1,3 +1,33 @@
-"""mdla_legalize: the MDLA 3.5 target as data, rewrite-rule tables, explain and prefix cuts (issue
-3). Being built; nothing is exported yet.
+"""mdla_legalize: the MDLA target as data, rewrite rules as tables, explain, prefix cuts.
+
+target = mdla_legalize.load_target("mdla3.5")          # or a path to a target .toml
+print(mdla_legalize.explain(graph, target))             # per op: maps? why not? fix?
+device_graph = mdla_legalize.legalize(graph, target)    # NHWC, every op on mtk-mdla
+head = mdla_legalize.prefix(device_graph, 82)           # first 82 ops, live tensors out
+target.op("mtk-mdla", OpKind.LOGISTIC).fixed_output     # (1/256, -128) for the quantizer
 """
+
+from __future__ import annotations
+
+from mdla_legalize.errors import LegalizeError
+from mdla_legalize.explain import OpSupport, SupportReport, explain
+from mdla_legalize.layout import to_nhwc
+from mdla_legalize.legalize import legalize, pipeline
+from mdla_legalize.prefix import prefix
+from mdla_legalize.target import DeviceSpec, OpSpec, Target, known_targets, load_target
+
+__all__ = [
+    "DeviceSpec",
+    "LegalizeError",
+    "OpSpec",
+    "OpSupport",
+    "SupportReport",
+    "Target",
+    "explain",
+    "known_targets",
+    "legalize",
+    "load_target",
+    "pipeline",
+    "prefix",
+    "to_nhwc",
+]

@@ -1,0 +1,68 @@
+"""Why one op does or does not map on a device: kind, rank, dims, dtypes, per-channel, padding.
+
+A float graph (before quantization) is judged on kinds, attributes and shapes only; its weights
+are taken to be quantized per channel, as the quantizer does for every weighted op.
+"""
+
+from __future__ import annotations
+
+from mdla_ir import Graph, Op, OpKind
+from mdla_legalize.rules.base import Ctx
+from mdla_legalize.rules.padding import device_same_pads, padding_ok
+from mdla_legalize.target import Target
+
+WEIGHTED = frozenset({OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.FULLY_CONNECTED})
+
+
+def op_problems(graph: Graph, op: Op, target: Target, device: str, ctx: Ctx) -> list[str]:
+    """Every reason `op` does not map on `device` (empty when it maps)."""
+    spec = target.op(device, op.kind)
+    if not spec.supported:
+        return [spec.reason or f"no {op.kind.name} on {device}"]
+    dev = target.device(device)
+    found: list[str] = []
+    acts = [n for n in (*op.inputs, *op.outputs) if not graph.tensors[n].is_const]
+    for n in acts:
+        shape = graph.tensors[n].shape
+        if len(shape) > dev.max_rank:
+            found.append(f"`{n}` has rank {len(shape)} > {dev.max_rank}")
+        elif any(d > dev.max_dim for d in shape):
+            found.append(f"`{n}` {shape} has a dim > {dev.max_dim}")
+        dtype = graph.tensors[n].dtype
+        if dtype != "float32" and dtype not in spec.dtypes:
+            found.append(
+                f"`{n}` is {dtype}; {op.kind.name} on {device} takes {', '.join(spec.dtypes)}"
+            )
+    found += _weights(graph, op, target, device)
+    if "padding" in op.attrs and not padding_ok(op, ctx):
+        found.append(
+            f"pads {tuple(op.attrs['padding'])} (stride {tuple(op.attrs['stride'])}) "
+            f"are neither VALID nor the device's TF-SAME {device_same_pads(op, ctx)}"
+        )
+    if op.kind is OpKind.AVERAGE_POOL_2D and op.attrs.get("count_include_pad"):
+        found.append("counts padding in the average; Neuron's AVERAGE_POOL_2D excludes it")
+    if op.kind in (OpKind.MUL, OpKind.ADD) and not spec.broadcast:
+        shapes = {graph.tensors[n].shape for n in op.inputs}
+        if len(shapes) > 1:
+            found.append(
+                f"operands {sorted(shapes)} broadcast; {op.kind.name} on {device} does not"
+            )
+    return found
+
+
+def _weights(graph: Graph, op: Op, target: Target, device: str) -> list[str]:
+    if op.kind not in WEIGHTED or len(op.inputs) < 2:
+        return []
+    spec = target.op(device, op.kind)
+    w = graph.tensors[op.inputs[1]]
+    per_channel = w.quant.per_channel if w.quant is not None else w.dtype == "float32"
+    if per_channel and not spec.per_channel:
+        note = "" if w.quant is not None else " (the quantizer's choice for weights)"
+        return [f"{op.kind.name} on {device} rejects per-channel weights{note}: {spec.source}"]
+    return []
+
+
+def graph_problems(graph: Graph) -> list[str]:
+    if graph.layout != "NHWC":
+        return [f"graph layout is {graph.layout}; the device graph is NHWC (pass to_nhwc)"]
+    return []

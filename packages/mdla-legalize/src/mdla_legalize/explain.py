@@ -1,0 +1,106 @@
+"""`explain(graph, target, device)`: per op, does it map, why not, and what would fix it.
+
+The fix is the first legalize rule that rewrites the op (tried on the graph as it is, or on its
+NHWC form for the device-layout rules), else "not mappable on this device: <why>".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mdla_ir import Graph, Op
+from mdla_ir.passes import Rewriter
+from mdla_legalize.constraints import graph_problems, op_problems
+from mdla_legalize.layout import to_nhwc
+from mdla_legalize.rules import DEVICE_RULES, MODEL_RULES
+from mdla_legalize.rules.base import Ctx, Rule
+from mdla_legalize.target import Target
+
+
+@dataclass(frozen=True, slots=True)
+class OpSupport:
+    index: int
+    name: str
+    kind: str
+    supported: bool
+    reason: str = ""
+    fix: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SupportReport:
+    graph: str
+    target: str
+    device: str
+    ops: tuple[OpSupport, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def all_supported(self) -> bool:
+        return not self.notes and all(o.supported for o in self.ops)
+
+    @property
+    def unsupported(self) -> list[OpSupport]:
+        return [o for o in self.ops if not o.supported]
+
+    def __str__(self) -> str:
+        ok = sum(o.supported for o in self.ops)
+        lines = [f"{self.graph} on {self.target}/{self.device}: {ok}/{len(self.ops)} ops map"]
+        lines += [f"  note: {n}" for n in self.notes]
+        rows = [("#", "op", "kind", "ok", "fix", "reason")]
+        rows += [
+            (str(o.index), o.name, o.kind, "yes" if o.supported else "NO", o.fix, o.reason)
+            for o in self.ops
+        ]
+        widths = [max(len(r[c]) for r in rows) for c in range(5)]
+        for r in rows:
+            cells = [f"{r[c]:<{widths[c]}}" if c else f"{r[c]:>{widths[c]}}" for c in range(5)]
+            lines.append(("  " + "  ".join(cells) + "  " + r[5]).rstrip())
+        return "\n".join(lines)
+
+
+def _probe(table: list[Rule], graph: Graph, target: Target, device: str, name: str) -> str:
+    """Walk `graph` with `table` as `legalize` would; the rule that rewrites op `name`, or ""."""
+    rw = Rewriter(graph)
+    ctx = Ctx(rw, target, device)
+    for op in rw:
+        for kinds, fn in table:
+            new = fn(op, ctx) if op.kind in kinds else None
+            if new is not None:
+                if op.name == name:
+                    return fn.__name__
+                for o in new:
+                    rw.emit(o)
+                break
+        else:
+            if op.name == name:
+                return ""
+            rw.emit(op)
+    return ""
+
+
+def _fix(op: Op, target: Target, device: str, tables: list[tuple[Graph, list[Rule]]]) -> str:
+    for g, table in tables:
+        if any(o.name == op.name for o in g.ops):
+            found = _probe(table, g, target, device, op.name)
+            if found:
+                return f"rule {found}"
+    return ""
+
+
+def explain(graph: Graph, target: Target, device: str = "mtk-mdla") -> SupportReport:
+    target.device(device)  # an unknown device raises, naming the known ones
+    ctx = Ctx(Rewriter(graph), target, device)
+    rows: list[OpSupport] = []
+    tables: list[tuple[Graph, list[Rule]]] | None = None
+    for i, op in enumerate(graph.ops):
+        problems = op_problems(graph, op, target, device, ctx)
+        if not problems:
+            rows.append(OpSupport(i, op.name, op.label, True))
+            continue
+        if tables is None:
+            device_graph = to_nhwc(graph).graph
+            tables = [(graph, MODEL_RULES + DEVICE_RULES), (device_graph, DEVICE_RULES)]
+        fix = _fix(op, target, device, tables) or (f"not mappable on this device: {problems[0]}")
+        rows.append(OpSupport(i, op.name, op.label, False, "; ".join(problems), fix))
+    return SupportReport(graph.name, target.name, device, tuple(rows), tuple(graph_problems(graph)))

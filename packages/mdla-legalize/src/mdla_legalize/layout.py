@@ -1,0 +1,218 @@
+"""The layout pass: an NCHW graph (as imported from PyTorch) becomes the NHWC device graph.
+
+Activations of rank 4 are held NHWC (perm (0, 2, 3, 1)), of rank 5 NDHWC (0, 2, 3, 4, 1);
+filters take Neuron's layouts (CONV_2D (O, KH, KW, I), DEPTHWISE_CONV_2D (1, KH, KW, C*m));
+axis attributes (MEAN, CONCATENATION, SOFTMAX, PAD, TRANSPOSE) are renumbered; a RESHAPE keeps
+its form when the device memory order is unchanged (checked index by index), else it is wrapped
+in TRANSPOSEs back to the model order (which the MDLA does not map, so explain reports them).
+The graph's inputs and outputs keep the model's layout for callers through `Graph.boundary`,
+which is also the record of the device's I/O layout for the manifest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from mdla_ir import Graph, Op, OpKind, Tensor
+from mdla_ir.ops import ACTIVATIONS, BINARY, CONVS, POOLS
+from mdla_ir.passes import PassResult, Rewriter
+
+Perm = tuple[int, ...]
+Array = np.ndarray[Any, Any]
+PERMS: dict[int, Perm] = {4: (0, 2, 3, 1), 5: (0, 2, 3, 4, 1)}
+# Kinds whose kernels read the channel axis from the graph layout, or that do not care.
+AGNOSTIC = (
+    CONVS
+    | POOLS
+    | ACTIVATIONS
+    | frozenset(
+        {
+            OpKind.BATCH_NORM,
+            OpKind.RESIZE_BILINEAR,
+            OpKind.ADAPTIVE_AVG_POOL_2D,
+            OpKind.CONV_3D,
+            OpKind.MAX_POOL_3D,
+            OpKind.DROPOUT,
+            OpKind.IDENTITY,
+            OpKind.QUANTIZE,
+            OpKind.DEQUANTIZE,
+            OpKind.EXP,
+            OpKind.LOG,
+            OpKind.SQRT,
+            OpKind.RSQRT,
+        }
+    )
+)
+
+
+def perm_of(shape: Sequence[int]) -> Perm:
+    return PERMS.get(len(shape), tuple(range(len(shape))))
+
+
+def _permute(shape: Sequence[int], perm: Perm) -> tuple[int, ...]:
+    return tuple(shape[p] for p in perm)
+
+
+class _Layout:
+    def __init__(self, graph: Graph) -> None:
+        self.g = graph
+        self.rw = Rewriter(graph)
+        self.perm = {n: perm_of(t.shape) for n, t in graph.tensors.items() if not t.is_const}
+        for n, p in self.perm.items():
+            self.rw.tensors[n] = Tensor(n, _permute(graph.tensors[n].shape, p))
+
+    def const(self, name: str, fn: Callable[[Array], Array], tag: str) -> str:
+        data = self.g.const(name)
+        return self.rw.add_const(f"{name}.{tag}", np.ascontiguousarray(fn(data)))
+
+    def convert(self, op: Op) -> list[Op]:
+        handler = HANDLERS.get(op.kind)
+        if handler is not None:
+            return handler(self, op)
+        if op.kind in AGNOSTIC or op.kind in BINARY:
+            return [self.operands(op)]
+        return self.wrapped(op)
+
+    def operands(self, op: Op) -> Op:
+        """Constants beside an activation of rank >= 4 follow it (broadcast aligned first)."""
+        rank = max((len(self.g.tensors[n].shape) for n in op.inputs if n in self.perm), default=0)
+        if rank not in PERMS or op.kind not in BINARY:
+            return op
+        ins: list[str] = []
+        for n in op.inputs:
+            t = self.g.tensors[n]
+            if t.data is not None and t.size > 1:
+                full, perm = (1,) * (rank - len(t.shape)) + t.shape, PERMS[rank]
+                n = self.rw.add_const(
+                    f"{n}.nhwc", np.ascontiguousarray(t.data.reshape(full).transpose(perm))
+                )
+            ins.append(n)
+        return op.with_(inputs=tuple(ins))
+
+    def fresh(self, hint: str, shape: tuple[int, ...]) -> str:
+        name, i = hint, 1
+        while name in self.rw.tensors:
+            name, i = f"{hint}.{i}", i + 1
+        self.rw.tensors[name] = Tensor(name, shape)
+        return name
+
+    def axis(self, name: str, axis: int) -> int:
+        rank = len(self.g.tensors[name].shape)
+        return self.perm[name].index(axis % rank)
+
+    def wrapped(self, op: Op) -> list[Op]:
+        """An op with no NHWC form runs in the model layout between TRANSPOSEs."""
+        before: list[Op] = []
+        ins = []
+        for n in op.inputs:
+            p = self.perm.get(n)
+            if p is not None and p != tuple(range(len(p))):
+                model = self.fresh(f"{n}.model_layout", self.g.tensors[n].shape)
+                before.append(
+                    Op(
+                        OpKind.TRANSPOSE,
+                        f"{op.name}.to_model_{len(before)}",
+                        (n,),
+                        (model,),
+                        {"perm": tuple(int(i) for i in np.argsort(p))},
+                        op.source,
+                    )
+                )
+                n = model
+            ins.append(n)
+        outs: list[str] = []
+        after: list[Op] = []
+        for n in op.outputs:
+            p = self.perm[n]
+            if p != tuple(range(len(p))):
+                model = self.fresh(f"{n}.model_layout", self.g.tensors[n].shape)
+                after.append(
+                    Op(
+                        OpKind.TRANSPOSE,
+                        f"{op.name}.to_device_{len(after)}",
+                        (model,),
+                        (n,),
+                        {"perm": p},
+                        op.source,
+                    )
+                )
+                n = model
+            outs.append(n)
+        return [*before, op.with_(inputs=tuple(ins), outputs=tuple(outs)), *after]
+
+
+def _conv(lo: _Layout, op: Op) -> list[Op]:
+    order = (1, 2, 3, 0) if op.kind is OpKind.DEPTHWISE_CONV_2D else (0, 2, 3, 1)
+    w = lo.const(op.inputs[1], lambda d: d.transpose(order), "nhwc")
+    return [op.with_(inputs=(op.inputs[0], w, *op.inputs[2:]))]
+
+
+def _mean(lo: _Layout, op: Op) -> list[Op]:
+    x = op.inputs[0]
+    axes = sorted(lo.axis(x, a) for a in op.attrs["axes"])
+    if not op.attrs.get("keepdims", False):
+        kept = [p for p in lo.perm[x] if p not in {a % len(lo.perm[x]) for a in op.attrs["axes"]}]
+        if kept != sorted(kept) or lo.perm[op.outputs[0]] != tuple(range(len(kept))):
+            return lo.wrapped(op)
+    return [op.with_(attrs={**op.attrs, "axes": tuple(axes)})]
+
+
+def _axis_attr(lo: _Layout, op: Op) -> list[Op]:
+    return [op.with_(attrs={**op.attrs, "axis": lo.axis(op.outputs[0], op.attrs.get("axis", -1))})]
+
+
+def _pad(lo: _Layout, op: Op) -> list[Op]:
+    pads = op.attrs["pads"]
+    return [
+        op.with_(attrs={**op.attrs, "pads": tuple(tuple(pads[p]) for p in lo.perm[op.inputs[0]])})
+    ]
+
+
+def _transpose(lo: _Layout, op: Op) -> list[Op]:
+    p_in, p_out, p = lo.perm[op.inputs[0]], lo.perm[op.outputs[0]], op.attrs["perm"]
+    return [op.with_(attrs={"perm": tuple(p_in.index(p[q]) for q in p_out)})]
+
+
+def _reshape(lo: _Layout, op: Op) -> list[Op]:
+    x, (y,) = op.inputs[0], op.outputs
+    p_in, p_out = lo.perm[x], lo.perm[y]
+    shape_in, shape_out = lo.g.tensors[x].shape, lo.g.tensors[y].shape
+    idx = np.arange(int(np.prod(shape_in))).reshape(shape_in)
+    if np.array_equal(idx.transpose(p_in).ravel(), idx.reshape(shape_out).transpose(p_out).ravel()):
+        return [op.with_(kind=OpKind.RESHAPE, attrs={"shape": lo.rw.tensors[y].shape})]
+    return lo.wrapped(op.with_(kind=OpKind.RESHAPE, attrs={"shape": shape_out}))
+
+
+HANDLERS: dict[OpKind, Callable[[_Layout, Op], list[Op]]] = {
+    OpKind.CONV_2D: _conv,  # filter (O, I, KH, KW) -> (O, KH, KW, I)
+    OpKind.DEPTHWISE_CONV_2D: _conv,  # filter (O, 1, KH, KW) -> (1, KH, KW, O)
+    OpKind.MEAN: _mean,  # axes (2, 3) -> (1, 2)
+    OpKind.CONCATENATION: _axis_attr,  # axis 1 -> 3
+    OpKind.SOFTMAX: _axis_attr,  # axis 1 -> 3
+    OpKind.PAD: _pad,  # pads (N, C, H, W) -> (N, H, W, C)
+    OpKind.TRANSPOSE: _transpose,  # perm composed with the layouts
+    OpKind.RESHAPE: _reshape,  # same memory order -> RESHAPE, else TRANSPOSEs
+    OpKind.FLATTEN: _reshape,
+}
+
+
+def to_nhwc(graph: Graph) -> PassResult:
+    """NCHW -> NHWC (see the module docstring); an NHWC graph is returned unchanged."""
+    if graph.layout == "NHWC":
+        return PassResult(graph, False)
+    lo = _Layout(graph)
+    for op in lo.rw:
+        for new in lo.convert(op):
+            lo.rw.emit(new)
+    boundary: dict[str, Perm] = {}
+    for name in (*graph.inputs, *graph.outputs):
+        old = tuple(graph.boundary.get(name, range(len(graph.tensors[name].shape))))
+        p = lo.perm[name]
+        combined = tuple(old[i] for i in p) if len(old) == len(p) else old
+        if combined != tuple(range(len(combined))):
+            boundary[name] = combined
+    result = lo.rw.finish()
+    return PassResult(result.graph.with_(layout="NHWC", boundary=boundary), True)

@@ -1,0 +1,36 @@
+"""The rule tables of mdla_legalize, in the order `legalize` applies them.
+
+MODEL_RULES run on the graph in the model's layout (semantic rewrites), DEVICE_RULES on the NHWC
+device graph (frames, padding). Every rule: `(pattern, fn)`, one line, `# before -> after`.
+"""
+
+from mdla_legalize.rules.activations import ACTIVATIONS, PATTERNS
+from mdla_legalize.rules.base import Ctx, Rule, RuleFn, apply_table, pat, rule_names, single
+from mdla_legalize.rules.frames import FRAMES, squeeze_boundary
+from mdla_legalize.rules.heads import POOLS
+from mdla_legalize.rules.movement import MOVEMENT
+from mdla_legalize.rules.padding import PADDING
+
+MODEL_RULES: list[Rule] = PATTERNS + ACTIVATIONS + POOLS
+DEVICE_RULES: list[Rule] = FRAMES + MOVEMENT + PADDING
+ALL_RULES: list[Rule] = MODEL_RULES + DEVICE_RULES
+
+__all__ = [
+    "ACTIVATIONS",
+    "ALL_RULES",
+    "DEVICE_RULES",
+    "FRAMES",
+    "MODEL_RULES",
+    "MOVEMENT",
+    "PADDING",
+    "PATTERNS",
+    "POOLS",
+    "Ctx",
+    "Rule",
+    "RuleFn",
+    "apply_table",
+    "pat",
+    "rule_names",
+    "single",
+    "squeeze_boundary",
+]

@@ -1,0 +1,117 @@
+"""Activations and elementwise ops the MDLA lacks, as exact compositions of ops it maps.
+
+Each rule is exact in float32 up to rounding of a constant (1/6, 1/c), far below 1e-5 relative.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdla_ir import Op, OpKind
+from mdla_legalize.rules.base import Ctx, Rule, derive, pat
+
+UNARY = (OpKind.RELU, OpKind.RELU6, OpKind.LOGISTIC, OpKind.TANH, OpKind.HARD_SWISH)
+
+
+def silu_to_logistic_mul(op: Op, ctx: Ctx) -> list[Op] | None:
+    x, (y,) = op.inputs[0], op.outputs
+    s = ctx.tensor(f"{y}.sigmoid", ctx.shape(x))
+    return [
+        derive(op, "logistic", OpKind.LOGISTIC, [x], [s]),
+        derive(op, "", OpKind.MUL, [x, s], [y], fuse="NONE"),
+    ]
+
+
+def hardsigmoid_to_relu6_mul(op: Op, ctx: Ctx) -> list[Op] | None:
+    """relu6(x + 3) / 6 == (ADD(x, 3) fused RELU6) * (1/6)."""
+    x, (y,) = op.inputs[0], op.outputs
+    t = ctx.tensor(f"{y}.shifted", ctx.shape(x))
+    three = ctx.add_const(f"{op.name}.three", np.array([3.0], np.float32))
+    sixth = ctx.add_const(f"{op.name}.sixth", np.array([1.0 / 6.0], np.float32))
+    return [
+        derive(op, "add", OpKind.ADD, [x, three], [t], fuse="RELU6"),
+        derive(op, "", OpKind.MUL, [t, sixth], [y], fuse="NONE"),
+    ]
+
+
+def hardsigmoid_mul_to_hard_swish(op: Op, ctx: Ctx) -> list[Op] | None:
+    """MUL(x, HARD_SIGMOID(x)) -> HARD_SWISH(x) (the hand-written hardswish of MobileNetV3)."""
+    if op.attrs.get("fuse", "NONE") != "NONE":
+        return None
+    for a, b in (op.inputs, op.inputs[::-1]):
+        gate = ctx.producer(b)
+        if (
+            gate is not None
+            and gate.kind is OpKind.HARD_SIGMOID
+            and gate.inputs[0] == a
+            and ctx.sole_use(b)
+            and ctx.shape(a) == ctx.shape(op.outputs[0])
+        ):
+            ctx.take(b)
+            return [derive(op, "", OpKind.HARD_SWISH, [a], op.outputs)]
+    return None
+
+
+def batchnorm_to_mul_add(op: Op, ctx: Ctx) -> list[Op] | None:
+    """A BatchNorm no conv absorbed: x * s + t with s = gamma/sqrt(var+eps), t = beta - mean*s."""
+    consts = [ctx.const(n) for n in op.inputs[1:5]]
+    if any(c is None for c in consts):
+        return None
+    mean, var, gamma, beta = (np.asarray(c, np.float64) for c in consts)
+    scale = gamma / np.sqrt(var + op.attrs["eps"])
+    x, (y,) = op.inputs[0], op.outputs
+    rank = len(ctx.shape(x))
+    view = [1] * rank
+    view[1 if ctx.layout == "NCHW" else rank - 1] = -1
+    s = ctx.add_const(f"{op.name}.scale", scale.reshape(view).astype(np.float32))
+    t = ctx.add_const(f"{op.name}.shift", (beta - mean * scale).reshape(view).astype(np.float32))
+    m = ctx.tensor(f"{y}.scaled", ctx.shape(x))
+    return [
+        derive(op, "mul", OpKind.MUL, [x, s], [m], fuse="NONE"),
+        derive(op, "", OpKind.ADD, [m, t], [y], fuse="NONE"),
+    ]
+
+
+def sub_const_to_add(op: Op, ctx: Ctx) -> list[Op] | None:
+    """SUB(x, c) -> ADD(x, -c) (negation is exact)."""
+    c = ctx.const(op.inputs[1])
+    if c is None or ctx.const(op.inputs[0]) is not None:
+        return None
+    neg = ctx.add_const(f"{op.inputs[1]}.neg", (-c).astype(np.float32))
+    return [op.with_(kind=OpKind.ADD, inputs=(op.inputs[0], neg))]
+
+
+def div_const_to_mul(op: Op, ctx: Ctx) -> list[Op] | None:
+    """DIV(x, c) -> MUL(x, 1/c) (one rounding of 1/c: within 1 ulp)."""
+    c = ctx.const(op.inputs[1])
+    if c is None or ctx.const(op.inputs[0]) is not None or not np.all(c != 0):
+        return None
+    inv = ctx.add_const(
+        f"{op.inputs[1]}.reciprocal", (1.0 / c.astype(np.float64)).astype(np.float32)
+    )
+    return [op.with_(kind=OpKind.MUL, inputs=(op.inputs[0], inv))]
+
+
+def gate_to_broadcast_mul(op: Op, ctx: Ctx) -> list[Op] | None:
+    """MUL(gate[N,C,1,1], x[N,C,H,W]) -> MUL(x, gate): the full-size operand first, the
+    squeeze-excite gate broadcast as the second operand (TFLite/Neuron broadcast order)."""
+    a, b = op.inputs[:2]
+    out = ctx.shape(op.outputs[0])
+    if ctx.shape(a) == out or ctx.shape(b) != out or ctx.const(b) is not None:
+        return None
+    return [op.with_(inputs=(b, a))]
+
+
+# Patterns first (they need the ops the decompositions below would take apart).
+PATTERNS: list[Rule] = [
+    (pat(OpKind.MUL), hardsigmoid_mul_to_hard_swish),  # MUL(x, HARD_SIGMOID(x)) -> HARD_SWISH(x)
+]
+
+ACTIVATIONS: list[Rule] = [
+    (pat(OpKind.SILU), silu_to_logistic_mul),  # SILU(x) -> MUL(x, LOGISTIC(x))
+    (pat(OpKind.HARD_SIGMOID), hardsigmoid_to_relu6_mul),  # HSIG(x) -> MUL(RELU6(x + 3), 1/6)
+    (pat(OpKind.BATCH_NORM), batchnorm_to_mul_add),  # BATCH_NORM(x) -> ADD(MUL(x, s), t)
+    (pat(OpKind.SUB), sub_const_to_add),  # SUB(x, c) -> ADD(x, -c)
+    (pat(OpKind.DIV), div_const_to_mul),  # DIV(x, c) -> MUL(x, 1/c)
+    (pat(OpKind.MUL), gate_to_broadcast_mul),  # MUL(gate, x) -> MUL(x, gate)
+]

@@ -1,0 +1,111 @@
+"""The rule engine: a rule is a `(pattern, fn)` pair, a table is a list of rules.
+
+A pattern is the set of op kinds a rule looks at; `fn(op, ctx)` returns the ops that replace
+`op` (they must produce `op`'s outputs, so consumers need no rewiring), or None when the rule does
+not apply. `apply_table` walks the ops once, trying the rules in table order; `legalize` repeats
+tables until nothing changes. Tables compose with `+`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from mdla_ir import Graph, Op, OpKind, Tensor
+from mdla_ir.passes import PassResult, Rewriter
+from mdla_legalize.target import OpSpec, Target
+
+Array = np.ndarray[Any, Any]
+
+
+class Ctx:
+    """What a rule may look at and create while a table is applied."""
+
+    def __init__(self, rw: Rewriter, target: Target | None, device: str) -> None:
+        self.rw, self.target, self.device = rw, target, device
+        self.graph = rw.old
+
+    @property
+    def layout(self) -> str:
+        return self.graph.layout
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.rw.tensors[name].shape
+
+    def const(self, name: str) -> Array | None:
+        return self.rw.tensors[name].data
+
+    def producer(self, name: str) -> Op | None:
+        """The already emitted op producing `name` (None for inputs and constants)."""
+        return self.rw.producer(name)
+
+    def sole_use(self, name: str) -> bool:
+        return self.rw.sole_use(name)
+
+    def take(self, name: str) -> Op:
+        """Remove the already emitted producer of `name` (the rule re-emits what it needs)."""
+        return self.rw.remove_producer(name)
+
+    def tensor(self, hint: str, shape: Sequence[int]) -> str:
+        """A fresh activation tensor named after `hint`."""
+        name, i = hint, 1
+        while name in self.rw.tensors:
+            name, i = f"{hint}.{i}", i + 1
+        self.rw.tensors[name] = Tensor(name, tuple(int(d) for d in shape))
+        return name
+
+    def add_const(self, hint: str, data: Array) -> str:
+        return self.rw.add_const(hint, np.ascontiguousarray(data))
+
+    def spec(self, kind: OpKind) -> OpSpec | None:
+        return None if self.target is None else self.target.op(self.device, kind)
+
+
+RuleFn = Callable[[Op, Ctx], list[Op] | None]
+Rule = tuple[frozenset[OpKind], RuleFn]
+
+
+def pat(*kinds: OpKind) -> frozenset[OpKind]:
+    return frozenset(kinds)
+
+
+def apply_table(
+    table: Sequence[Rule], graph: Graph, target: Target | None = None, device: str = "mtk-mdla"
+) -> PassResult:
+    """One walk over the ops; the first rule that returns a replacement wins."""
+    rw = Rewriter(graph)
+    ctx = Ctx(rw, target, device)
+    fired: dict[str, int] = dict(graph.meta.get("rules", {}))
+    for op in rw:
+        for kinds, fn in table:
+            new = fn(op, ctx) if op.kind in kinds else None
+            if new is not None:
+                for o in new:
+                    rw.emit(o)
+                fired[fn.__name__] = fired.get(fn.__name__, 0) + 1
+                break
+        else:
+            rw.emit(op)
+    result = rw.finish()
+    if not result.changed:  # (the record of fired rules: graph.meta["rules"])
+        return result
+    return PassResult(result.graph.with_(meta={**graph.meta, "rules": fired}), True)
+
+
+def rule_names(table: Sequence[Rule]) -> list[str]:
+    return [fn.__name__ for _, fn in table]
+
+
+def single(fn: RuleFn, *kinds: OpKind) -> list[Rule]:
+    """A one-rule table (for tests and for `explain`'s fix lookup)."""
+    return [(pat(*kinds), fn)]
+
+
+def derive(
+    op: Op, suffix: str, kind: OpKind, inputs: Sequence[str], outputs: Sequence[str], **attrs: Any
+) -> Op:
+    """A new op standing for part of `op` (its name extended by `suffix`, same source)."""
+    name = f"{op.name}.{suffix}" if suffix else op.name
+    return Op(kind, name, tuple(inputs), tuple(outputs), attrs, op.source)

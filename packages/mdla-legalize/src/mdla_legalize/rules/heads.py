@@ -1,0 +1,134 @@
+"""Classifier heads and pools: Linear as a 1x1 CONV_2D, adaptive/average pools as MEAN/AVG/PAD.
+
+The MDLA rejects FULLY_CONNECTED with per-channel weights (the 1280->1000 classifier, silicon
+fact 3), so a Linear over pooled features becomes a 1x1 CONV_2D over those features held as a
+1x1 image: FC(x[N,I]) == RESHAPE(CONV_2D 1x1(RESHAPE(x)[N,I,1,1]))[N,O]. The RESHAPE pair around
+it collapses against the head's flatten (mdla_ir canonicalize_reshapes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdla_ir import Op, OpKind
+from mdla_legalize.rules.base import Ctx, Rule, derive, pat
+
+
+def _image(n: int, c: int, layout: str) -> tuple[int, int, int, int]:
+    return (n, c, 1, 1) if layout == "NCHW" else (n, 1, 1, c)
+
+
+def linear_to_conv1x1(op: Op, ctx: Ctx) -> list[Op] | None:
+    x, w_name = op.inputs[:2]
+    w = ctx.const(w_name)
+    if w is None or len(ctx.shape(x)) != 2:
+        return None
+    (n, i), o = ctx.shape(x), w.shape[0]
+    filt = w.reshape(o, i, 1, 1) if ctx.layout == "NCHW" else w.reshape(o, 1, 1, i)
+    bias = (
+        op.inputs[2]
+        if len(op.inputs) > 2
+        else ctx.add_const(f"{op.name}.zero_bias", np.zeros(o, np.float32))
+    )
+    (y,) = op.outputs
+    x4 = ctx.tensor(f"{x}.as_image", _image(n, i, ctx.layout))
+    y4 = ctx.tensor(f"{y}.as_image", _image(n, o, ctx.layout))
+    return [
+        derive(op, "to_image", OpKind.RESHAPE, [x], [x4], shape=_image(n, i, ctx.layout)),
+        derive(
+            op,
+            "",
+            OpKind.CONV_2D,
+            [x4, ctx.add_const(f"{w_name}.conv1x1", filt), bias],
+            [y4],
+            stride=(1, 1),
+            dilation=(1, 1),
+            padding=(0, 0, 0, 0),
+            groups=1,
+            fuse=op.attrs.get("fuse", "NONE"),
+        ),
+        derive(op, "flatten", OpKind.RESHAPE, [y4], [y], shape=(n, o)),
+    ]
+
+
+def _spatial(shape: tuple[int, ...], layout: str) -> tuple[int, int]:
+    return (shape[2], shape[3]) if layout == "NCHW" else (shape[1], shape[2])
+
+
+def adaptive_pool_to_avgpool(op: Op, ctx: Ctx) -> list[Op] | None:
+    """Uniform bins (H % OH == 0 and W % OW == 0): AVERAGE_POOL_2D with kernel = stride = H/OH.
+    (PyTorch's bins floor(i*H/OH)..ceil((i+1)*H/OH) are then exactly those windows.)"""
+    h, w = _spatial(ctx.shape(op.inputs[0]), ctx.layout)
+    oh, ow = op.attrs["output_size"]
+    if h % oh or w % ow:
+        return None
+    if (oh, ow) == (1, 1):
+        return [op.with_(kind=OpKind.MEAN, attrs={"axes": _axes(ctx.layout), "keepdims": True})]
+    k = (h // oh, w // ow)
+    return [
+        op.with_(
+            kind=OpKind.AVERAGE_POOL_2D,
+            attrs={
+                "kernel": k,
+                "stride": k,
+                "padding": (0, 0, 0, 0),
+                "fuse": "NONE",
+                "count_include_pad": False,
+            },
+        )
+    ]
+
+
+def _axes(layout: str) -> tuple[int, int]:
+    return (2, 3) if layout == "NCHW" else (1, 2)
+
+
+def global_avgpool_to_mean(op: Op, ctx: Ctx) -> list[Op] | None:
+    """An average pool whose one window is the whole unpadded image is MEAN over H, W."""
+    hw = _spatial(ctx.shape(op.inputs[0]), ctx.layout)
+    if (
+        tuple(op.attrs["kernel"]) != hw
+        or any(op.attrs["padding"])
+        or op.attrs.get("fuse", "NONE") != "NONE"
+    ):
+        return None
+    return [op.with_(kind=OpKind.MEAN, attrs={"axes": _axes(ctx.layout), "keepdims": True})]
+
+
+def avgpool_include_pad_to_pad(op: Op, ctx: Ctx) -> list[Op] | None:
+    """count_include_pad with padding: zero PAD, then a VALID pool (whose count is the window)."""
+    if not op.attrs.get("count_include_pad") or not any(op.attrs["padding"]):
+        return None
+    x = op.inputs[0]
+    t, b, left, r = op.attrs["padding"]
+    pads = (
+        ((0, 0), (0, 0), (t, b), (left, r))
+        if ctx.layout == "NCHW"
+        else ((0, 0), (t, b), (left, r), (0, 0))
+    )
+    padded = ctx.tensor(
+        f"{x}.padded", [d + lo + hi for d, (lo, hi) in zip(ctx.shape(x), pads, strict=True)]
+    )
+    return [
+        derive(op, "pad", OpKind.PAD, [x], [padded], pads=pads, value=0.0),
+        op.with_(
+            inputs=(padded,),
+            attrs={**op.attrs, "padding": (0, 0, 0, 0), "count_include_pad": False},
+        ),
+    ]
+
+
+def avgpool_unpadded_count(op: Op, ctx: Ctx) -> list[Op] | None:
+    """Without padding both counts are the window size: state Neuron's (exclude-pad) form."""
+    if not op.attrs.get("count_include_pad") or any(op.attrs["padding"]):
+        return None
+    return [op.with_(attrs={**op.attrs, "count_include_pad": False})]
+
+
+POOLS: list[Rule] = [
+    (pat(OpKind.FULLY_CONNECTED), linear_to_conv1x1),  # FC(x) -> RESHAPE(CONV_2D 1×1(RESHAPE x))
+    (pat(OpKind.ADAPTIVE_AVG_POOL_2D), adaptive_pool_to_avgpool),  # ADAPTIVE -> MEAN / AVG_POOL
+    (pat(OpKind.AVERAGE_POOL_2D), global_avgpool_to_mean),  # AVG(whole image) -> MEAN(H, W)
+    (pat(OpKind.AVERAGE_POOL_2D), avgpool_include_pad_to_pad),  # AVG(+pad) -> AVG VALID(PAD x)
+    (pat(OpKind.AVERAGE_POOL_2D), avgpool_unpadded_count),  # AVG(+pad, no pads) -> AVG(-pad)
+]

@@ -1,0 +1,1 @@
+"""Target description files (`<name>.toml`), shipped as package data."""

@@ -1,0 +1,92 @@
+"""Activation and elementwise rules, each alone through the shared pass checker."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdla_ir import OpKind
+from mdla_ir.testing import GraphBuilder
+from mdla_legalize.rules.activations import (
+    batchnorm_to_mul_add,
+    div_const_to_mul,
+    gate_to_broadcast_mul,
+    hardsigmoid_mul_to_hard_swish,
+    hardsigmoid_to_relu6_mul,
+    silu_to_logistic_mul,
+    sub_const_to_add,
+)
+from mdla_legalize.testing import check_rule
+
+
+def test_silu_becomes_logistic_times_input() -> None:
+    b = GraphBuilder()
+    y = b.op(OpKind.SILU, [b.input("x", (1, 4, 5, 5))])
+    new = check_rule(silu_to_logistic_mul, b.build(y), {"SILU": -1, "LOGISTIC": 1, "MUL": 1})
+    mul = new.ops[-1]
+    assert mul.kind is OpKind.MUL
+    assert mul.inputs[0] == "x"
+    assert mul.outputs == (y,)
+
+
+def test_hardsigmoid_becomes_add_relu6_then_mul() -> None:
+    b = GraphBuilder()
+    y = b.op(OpKind.HARD_SIGMOID, [b.input("x", (1, 3, 4, 4))])
+    new = check_rule(hardsigmoid_to_relu6_mul, b.build(y), {"HARD_SIGMOID": -1, "ADD": 1, "MUL": 1})
+    assert new.ops[0].attrs["fuse"] == "RELU6"
+
+
+def test_hand_written_hardswish_becomes_hard_swish() -> None:
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 4, 4))
+    gate = b.op(OpKind.HARD_SIGMOID, [x])
+    y = b.op(OpKind.MUL, [x, gate], fuse="NONE")
+    check_rule(
+        hardsigmoid_mul_to_hard_swish, b.build(y), {"HARD_SIGMOID": -1, "MUL": -1, "HARD_SWISH": 1}
+    )
+
+
+def test_hardsigmoid_used_elsewhere_is_not_fused() -> None:
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 4, 4))
+    gate = b.op(OpKind.HARD_SIGMOID, [x])
+    y = b.op(OpKind.MUL, [x, gate], fuse="NONE")
+    check_rule(hardsigmoid_mul_to_hard_swish, b.build(y, gate), {})
+
+
+def test_lone_batchnorm_becomes_mul_add() -> None:
+    b = GraphBuilder()
+    c = 6
+    ins = [
+        b.input("x", (1, c, 3, 3)),
+        b.const("m", (c,)),
+        b.const("v", np.abs(np.random.default_rng(1).standard_normal(c)).astype(np.float32) + 0.1),
+        b.const("g", (c,)),
+        b.const("be", (c,)),
+    ]
+    y = b.op(OpKind.BATCH_NORM, ins, eps=1e-5)
+    check_rule(batchnorm_to_mul_add, b.build(y), {"BATCH_NORM": -1, "MUL": 1, "ADD": 1})
+
+
+def test_sub_and_div_by_constants() -> None:
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 4, 4))
+    s = b.op(OpKind.SUB, [x, b.const("c", (1, 3, 1, 1))], fuse="NONE")
+    y = b.op(OpKind.DIV, [s, b.const("d", np.full((1, 3, 1, 1), 4.0, np.float32))], fuse="NONE")
+    g = check_rule(sub_const_to_add, b.build(y), {"SUB": -1, "ADD": 1})
+    check_rule(div_const_to_mul, g, {"DIV": -1, "MUL": 1})
+
+
+def test_sub_of_two_activations_is_left_alone() -> None:
+    b = GraphBuilder()
+    y = b.op(OpKind.SUB, [b.input("x", (1, 2)), b.input("z", (1, 2))], fuse="NONE")
+    check_rule(sub_const_to_add, b.build(y), {})
+
+
+def test_squeeze_excite_gate_is_broadcast_as_second_operand() -> None:
+    b = GraphBuilder()
+    x = b.input("x", (1, 8, 5, 5))
+    pooled = b.op(OpKind.MEAN, [x], axes=(2, 3), keepdims=True)
+    gate = b.op(OpKind.LOGISTIC, [pooled])
+    y = b.op(OpKind.MUL, [gate, x], fuse="NONE")
+    new = check_rule(gate_to_broadcast_mul, b.build(y), {})
+    assert new.ops[-1].inputs == (x, gate)

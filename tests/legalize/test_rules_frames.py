@@ -1,0 +1,109 @@
+"""Conv3d / MaxPool3d over frames, and the boundary squeeze (on NHWC = NDHWC clips)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mdla_ir import OpKind, run_float
+from mdla_ir.testing import GraphBuilder, check_pass, random_inputs, relative_error
+from mdla_legalize.rules.frames import (
+    conv3d_to_conv2d,
+    elementwise_into_reshape,
+    maxpool3d_to_maxpool2d,
+    squeeze_boundary,
+)
+from mdla_legalize.testing import check_rule
+
+
+def _conv3d(
+    b: GraphBuilder,
+    x: str,
+    cin: int,
+    cout: int,
+    k: tuple[int, int, int],
+    s: tuple[int, int, int],
+    p: tuple[int, int, int],
+) -> str:
+    return b.op(
+        OpKind.CONV_3D,
+        [x, b.const(f"w{len(b.ops)}", (cout, cin, *k)), b.const(f"b{len(b.ops)}", (cout,))],
+        stride=s,
+        padding=p,
+        dilation=(1, 1, 1),
+        groups=1,
+    )
+
+
+@pytest.mark.parametrize(
+    ("k", "s", "p"),
+    [
+        ((3, 5, 5), (1, 2, 2), (1, 2, 2)),  # LipNet conv1
+        ((3, 3, 3), (1, 1, 1), (1, 1, 1)),  # LipNet conv3
+        ((3, 3, 3), (1, 1, 1), (0, 1, 1)),  # no temporal padding: T - 2 frames
+        ((1, 3, 3), (1, 1, 1), (0, 1, 1)),  # a per-frame conv
+    ],
+)
+def test_conv3d_becomes_taps_conv_then_conv2d(
+    k: tuple[int, int, int], s: tuple[int, int, int], p: tuple[int, int, int]
+) -> None:
+    b = GraphBuilder(layout="NHWC")
+    y = _conv3d(b, b.input("x", (1, 4, 10, 12, 3)), 3, 6, k, s, p)
+    new = check_rule(conv3d_to_conv2d, b.build(y), {"CONV_3D": -1, "CONV_2D": 2, "RESHAPE": 3})
+    taps = new.ops[1]
+    assert new.tensors[taps.outputs[0]].shape == (1, new.tensors[y].shape[1], 120, 3 * k[0])
+
+
+def test_conv3d_with_temporal_stride_stays() -> None:
+    b = GraphBuilder(layout="NHWC")
+    y = _conv3d(b, b.input("x", (1, 6, 8, 8, 2)), 2, 4, (3, 3, 3), (2, 1, 1), (1, 1, 1))
+    check_rule(conv3d_to_conv2d, b.build(y), {})
+
+
+def test_maxpool3d_per_frame() -> None:
+    b = GraphBuilder(layout="NHWC")
+    y = b.op(
+        OpKind.MAX_POOL_3D,
+        [b.input("x", (1, 3, 8, 8, 4))],
+        kernel=(1, 2, 2),
+        stride=(1, 2, 2),
+        padding=(0, 0, 0),
+    )
+    check_rule(
+        maxpool3d_to_maxpool2d, b.build(y), {"MAX_POOL_3D": -1, "MAX_POOL_2D": 1, "RESHAPE": 2}
+    )
+
+
+def test_temporal_maxpool_stays() -> None:
+    b = GraphBuilder(layout="NHWC")
+    y = b.op(
+        OpKind.MAX_POOL_3D,
+        [b.input("x", (1, 4, 8, 8, 4))],
+        kernel=(2, 2, 2),
+        stride=(2, 2, 2),
+        padding=(0, 0, 0),
+    )
+    check_rule(maxpool3d_to_maxpool2d, b.build(y), {})
+
+
+def test_relu_moves_inside_the_reshape() -> None:
+    b = GraphBuilder(layout="NHWC")
+    r = b.op(OpKind.RESHAPE, [b.input("x", (3, 4, 4, 2))], shape=(1, 3, 4, 4, 2))
+    y = b.op(OpKind.RELU, [r])
+    new = check_rule(elementwise_into_reshape, b.build(y), {})
+    assert [op.kind for op in new.ops] == [OpKind.RELU, OpKind.RESHAPE]
+
+
+def test_squeeze_boundary_folds_the_clip_reshapes() -> None:
+    b = GraphBuilder(layout="NHWC")
+    frames = b.op(OpKind.RESHAPE, [b.input("x", (1, 3, 4, 4, 2))], shape=(3, 4, 4, 2))
+    act = b.op(OpKind.RELU, [frames])
+    y = b.op(OpKind.RESHAPE, [act], shape=(1, 3, 4, 4, 2))
+    graph = b.build(y)
+    graph = graph.with_(boundary={"x": (0, 2, 3, 4, 1), y: (0, 2, 3, 4, 1)})
+    xs = random_inputs(graph)
+    assert xs[0].shape == (1, 2, 3, 4, 4)
+    new = check_pass(squeeze_boundary, graph, {"RESHAPE": -2})
+    assert new.tensors["x"].shape == (3, 4, 4, 2)
+    assert new.tensors[y].shape == (3, 4, 4, 2)
+    assert new.model_shape("x") == (1, 2, 3, 4, 4)
+    assert relative_error(run_float(new, xs)[0], run_float(graph, xs)[0]) == 0.0

@@ -1,0 +1,95 @@
+"""Classifier-head and pool rules."""
+
+from __future__ import annotations
+
+from mdla_ir import OpKind
+from mdla_ir.testing import GraphBuilder
+from mdla_legalize.rules.heads import (
+    adaptive_pool_to_avgpool,
+    avgpool_include_pad_to_pad,
+    avgpool_unpadded_count,
+    global_avgpool_to_mean,
+    linear_to_conv1x1,
+)
+from mdla_legalize.testing import check_rule
+
+
+def _pool(b: GraphBuilder, x: str, k: int, s: int, p: int, include: bool) -> str:
+    return b.op(
+        OpKind.AVERAGE_POOL_2D,
+        [x],
+        kernel=(k, k),
+        stride=(s, s),
+        padding=(p, p, p, p),
+        fuse="NONE",
+        count_include_pad=include,
+    )
+
+
+def test_linear_becomes_1x1_conv_over_pooled_features() -> None:
+    b = GraphBuilder()
+    x = b.input("x", (1, 32, 7, 7))
+    pooled = b.op(OpKind.MEAN, [x], axes=(2, 3), keepdims=True)
+    flat = b.op(OpKind.RESHAPE, [pooled], shape=(1, 32))
+    y = b.op(
+        OpKind.FULLY_CONNECTED, [flat, b.const("w", (10, 32)), b.const("b", (10,))], fuse="NONE"
+    )
+    new = check_rule(
+        linear_to_conv1x1, b.build(y), {"FULLY_CONNECTED": -1, "CONV_2D": 1, "RESHAPE": 2}
+    )
+    conv = next(op for op in new.ops if op.kind is OpKind.CONV_2D)
+    assert new.tensors[conv.inputs[1]].shape == (10, 32, 1, 1)
+
+
+def test_linear_without_bias_and_on_nhwc() -> None:
+    b = GraphBuilder(layout="NHWC")
+    y = b.op(OpKind.FULLY_CONNECTED, [b.input("x", (2, 16)), b.const("w", (4, 16))], fuse="RELU")
+    new = check_rule(
+        linear_to_conv1x1, b.build(y), {"FULLY_CONNECTED": -1, "CONV_2D": 1, "RESHAPE": 2}
+    )
+    assert new.tensors[new.ops[1].inputs[1]].shape == (4, 1, 1, 16)
+    assert new.ops[1].attrs["fuse"] == "RELU"
+
+
+def test_adaptive_pool_with_uniform_bins_becomes_average_pool() -> None:
+    b = GraphBuilder()
+    y = b.op(OpKind.ADAPTIVE_AVG_POOL_2D, [b.input("x", (1, 4, 12, 8))], output_size=(3, 2))
+    new = check_rule(
+        adaptive_pool_to_avgpool, b.build(y), {"ADAPTIVE_AVG_POOL_2D": -1, "AVERAGE_POOL_2D": 1}
+    )
+    assert new.ops[0].attrs["kernel"] == (4, 4)
+
+
+def test_adaptive_pool_to_one_is_mean_and_uneven_bins_stay() -> None:
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 7, 7))
+    y = b.op(OpKind.ADAPTIVE_AVG_POOL_2D, [x], output_size=(1, 1))
+    z = b.op(OpKind.ADAPTIVE_AVG_POOL_2D, [x], output_size=(3, 3))
+    check_rule(adaptive_pool_to_avgpool, b.build(y, z), {"ADAPTIVE_AVG_POOL_2D": -1, "MEAN": 1})
+
+
+def test_global_average_pool_becomes_mean() -> None:
+    b = GraphBuilder()
+    y = _pool(b, b.input("x", (1, 4, 7, 7)), 7, 1, 0, True)
+    check_rule(global_avgpool_to_mean, b.build(y), {"AVERAGE_POOL_2D": -1, "MEAN": 1})
+
+
+def test_include_pad_average_pool_gets_an_explicit_pad() -> None:
+    b = GraphBuilder()
+    y = _pool(b, b.input("x", (1, 4, 8, 8)), 3, 2, 1, True)
+    new = check_rule(avgpool_include_pad_to_pad, b.build(y), {"PAD": 1})
+    assert not new.ops[1].attrs["count_include_pad"]
+    assert new.ops[1].attrs["padding"] == (0, 0, 0, 0)
+
+
+def test_exclude_pad_average_pool_is_already_neurons() -> None:
+    b = GraphBuilder()
+    y = _pool(b, b.input("x", (1, 4, 8, 8)), 3, 2, 1, False)
+    check_rule(avgpool_include_pad_to_pad, b.build(y), {})
+
+
+def test_unpadded_include_pad_pool_states_the_exclude_form() -> None:
+    b = GraphBuilder()
+    y = _pool(b, b.input("x", (1, 4, 8, 8)), 2, 2, 0, True)
+    new = check_rule(avgpool_unpadded_count, b.build(y), {})
+    assert new.ops[0].attrs["count_include_pad"] is False
