@@ -1,16 +1,30 @@
 """mdla_quant: INT8 post-training quantization and the bit-exact int8 reference.
 
+    qgraph = mdla_quant.quantize(legalized, calibration, QuantConfig(method="percentile"))
     outputs = mdla_quant.run_int8(qgraph, [x])              # float in/out, model layout
     raw = mdla_quant.run_int8(qgraph, [x], raw=True)         # int8 outputs, graph layout (NHWC)
-    raw = mdla_quant.run_int8(qgraph, [x], raw=True, rounding="single")   # XNNPACK-style
+    print(mdla_quant.compare(legalized, qgraph, [[x]]))      # per tensor: cosine, SQNR, max err
 
-The kernels (`mdla_quant.kernels.INT8_KERNELS`) reproduce TFLite's reference int8 kernels
-bit for bit; `mdla_quant.arith` holds the fixed-point primitives they share.
+The kernels (`mdla_quant.kernels.INT8_KERNELS`) reproduce TFLite's reference int8 kernels bit
+for bit; `mdla_quant.arith` holds the fixed-point primitives they share.
 """
 
 from __future__ import annotations
 
+from mdla_quant.compare import CompareReport, compare
+from mdla_quant.config import METHODS, QuantConfig
 from mdla_quant.errors import KernelError, QuantError
+from mdla_quant.quantize import calibrate, quantize
 from mdla_quant.reference import run_int8
 
-__all__ = ["KernelError", "QuantError", "run_int8"]
+__all__ = [
+    "METHODS",
+    "CompareReport",
+    "KernelError",
+    "QuantConfig",
+    "QuantError",
+    "calibrate",
+    "compare",
+    "quantize",
+    "run_int8",
+]

@@ -1,0 +1,48 @@
+"""`QuantConfig`: how activations are calibrated and how the int8 arithmetic rounds."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from mdla_quant.errors import QuantError
+
+METHODS = ("minmax", "percentile", "mse", "entropy")
+
+
+@dataclass(frozen=True, slots=True)
+class QuantConfig:
+    """Post-training quantization settings.
+
+    method       activation range from calibration: `minmax` (observed range), `percentile`
+                 (clip both tails at `percentile`), `mse` (clipping that minimizes the
+                 quantization MSE over the histogram), `entropy` (KL divergence, TensorRT-style)
+    rounding     `double`: TFLite's reference kernels (the bit-exact target, default);
+                 `single`: TFLITE_SINGLE_ROUNDING (what XNNPACK matches)
+    bias_correction  shift each conv/FC bias by the mean int8-vs-float output error per channel,
+                 measured on the calibration data (needs a re-iterable calibration set)
+    target, device   whose scale constraints apply (fixed output scales, shared scales)
+    """
+
+    method: str = "percentile"
+    percentile: float = 99.99
+    rounding: str = "double"
+    bias_correction: bool = False
+    bins: int = 2048
+    target: str = "mdla3.5"
+    device: str = "mtk-mdla"
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise QuantError(
+                f"unknown calibration method `{self.method}`: expected one of {', '.join(METHODS)}"
+            )
+        if self.rounding not in ("double", "single"):
+            raise QuantError(f"unknown rounding `{self.rounding}`: expected double or single")
+        if not 50.0 < self.percentile <= 100.0:
+            raise QuantError(f"percentile {self.percentile} is outside (50, 100]")
+        if self.bins < 256 or self.bins % 4:
+            raise QuantError(f"bins={self.bins}: use a multiple of 4, at least 256")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

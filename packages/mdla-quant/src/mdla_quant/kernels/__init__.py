@@ -1,0 +1,22 @@
+"""The int8 reference kernels: one module per op, registered in `INT8_KERNELS` by OpKind."""
+
+from __future__ import annotations
+
+from mdla_quant.kernels import (  # noqa: F401  (register kernels)
+    add,
+    conv,
+    depthwise_conv,
+    fully_connected,
+    hard_swish,
+    lut,
+    mean,
+    movement,
+    mul,
+    pooling,
+    relu,
+    resize_bilinear,
+    softmax,
+)
+from mdla_quant.kernels.registry import INT8_KERNELS, Kernel
+
+__all__ = ["INT8_KERNELS", "Kernel"]

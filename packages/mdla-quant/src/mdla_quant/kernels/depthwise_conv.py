@@ -1,0 +1,49 @@
+"""DEPTHWISE_CONV_2D, int8 per-channel (TFLite reference_integer_ops/depthwise_conv.h).
+
+    acc[n,y,x,c*m+k] = bias[c*m+k]
+        + sum_{i,j} w[0,i,j,c*m+k] * (in[n, y*sh + i*dh - t, x*sw + j*dw - l, c] - z_in)
+    out = clamp(MBQM(acc, M_oc, s_oc) + z_out, act_min, act_max)
+
+Filter (1, KH, KW, C*m) int8 with per-channel scales on dim 3. Accumulation is int64 (exact);
+`check_int32` raises where TFLite's int32 accumulator would overflow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdla_ir.graph import Op, QuantParams
+from mdla_ir.ops import OpKind
+from mdla_quant.arith import Array
+from mdla_quant.kernels.conv import requantize
+from mdla_quant.kernels.registry import fail, int8_arg, kernel, per_tensor, spatial_pad
+
+
+@kernel(OpKind.DEPTHWISE_CONV_2D)
+def depthwise_conv_2d(
+    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+) -> Array:
+    x, w = int8_arg(op, args, 0), int8_arg(op, args, 1)
+    _, kh, kw, oc = w.shape
+    if x.ndim != 4 or w.shape[0] != 1 or oc % x.shape[3] != 0:
+        raise fail(op, f"input {x.shape} does not match filter (1,KH,KW,C*m) {w.shape}")
+    mult = oc // x.shape[3]
+    if op.attrs.get("multiplier", mult) != mult:
+        raise fail(op, f"multiplier={op.attrs['multiplier']} but filter implies {mult}")
+    _, z_in = per_tensor(op, arg_q[0], "input")
+    xp = spatial_pad(x, op.attrs["padding"], z_in).astype(np.int64) - z_in
+    if mult > 1:
+        xp = np.repeat(xp, mult, axis=3)  # channel c*m + k reads input channel c
+    (sh, sw), (dh, dw) = op.attrs["stride"], op.attrs.get("dilation", (1, 1))
+    n, hp, wp, _ = xp.shape
+    oh, ow = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
+    if oh <= 0 or ow <= 0:
+        raise fail(op, f"filter {kh}x{kw} does not fit the padded input {xp.shape}")
+    acc = np.zeros((n, oh, ow, oc), dtype=np.int64)
+    wq = w.astype(np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            y0, x0 = i * dh, j * dw
+            tap = xp[:, y0 : y0 + sh * (oh - 1) + 1 : sh, x0 : x0 + sw * (ow - 1) + 1 : sw]
+            acc += tap * wq[0, i, j]
+    return requantize(op, acc, args, arg_q, out_q, rounding)

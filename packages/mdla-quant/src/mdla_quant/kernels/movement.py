@@ -1,0 +1,54 @@
+"""CONCATENATION, PAD and RESHAPE: int8 data movement, no arithmetic.
+
+Input and output share scale and zero point (the int8 spec; LiteRT's CONCATENATION Prepare
+rejects int8 inputs whose params differ from the output's), so values move unchanged:
+    CONCATENATION: out = concat(x_0, ..., x_k, axis)
+    PAD:           out = pad(x, pads, value = z)          (z is real 0)
+    RESHAPE:       out = reshape(x, shape)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdla_ir.graph import Op, QuantParams
+from mdla_ir.ops import OpKind
+from mdla_quant.arith import Array
+from mdla_quant.kernels.registry import fail, int8_arg, kernel, same_params
+
+
+@kernel(OpKind.CONCATENATION)
+def concatenation(
+    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+) -> Array:
+    xs = [int8_arg(op, args, i) for i in range(len(args))]
+    for i, q in enumerate(arg_q):
+        same_params(op, q, out_q, f"input {i}")
+    try:
+        return np.concatenate(xs, axis=int(op.attrs["axis"]))
+    except (ValueError, np.exceptions.AxisError) as exc:
+        raise fail(op, f"cannot concatenate shapes {[x.shape for x in xs]}: {exc}") from exc
+
+
+@kernel(OpKind.PAD)
+def pad(
+    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+) -> Array:
+    x = int8_arg(op, args, 0)
+    zp = same_params(op, arg_q[0], out_q, "input")
+    pads = [tuple(int(v) for v in p) for p in op.attrs["pads"]]
+    if len(pads) != x.ndim or any(len(p) != 2 or min(p) < 0 for p in pads):
+        raise fail(op, f"pads {pads} must give (before, after) >= 0 for each of {x.ndim} dims")
+    return np.pad(x, pads, constant_values=zp)
+
+
+@kernel(OpKind.RESHAPE)
+def reshape(
+    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+) -> Array:
+    x = int8_arg(op, args, 0)
+    same_params(op, arg_q[0], out_q, "input")
+    try:
+        return x.reshape(tuple(int(d) for d in op.attrs["shape"]))
+    except ValueError as exc:
+        raise fail(op, f"cannot reshape {x.shape} to {tuple(op.attrs['shape'])}") from exc

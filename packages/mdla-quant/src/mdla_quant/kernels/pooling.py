@@ -1,0 +1,72 @@
+"""AVERAGE_POOL_2D and MAX_POOL_2D, int8 (TFLite reference_integer_ops/pooling.h).
+
+Input and output share scale and zero point, so neither pool requantizes.
+
+    AVERAGE: acc = sum of the raw int8 taps inside the image, n = their count (padding excluded)
+             out = clamp(acc > 0 ? (acc + n/2) / n : (acc - n/2) / n, act_min, act_max)
+             (C truncating division: round half away from zero)
+    MAX:     out = clamp(max of the taps inside the image, act_min, act_max)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdla_ir.graph import Op, QuantParams
+from mdla_ir.ops import OpKind
+from mdla_quant.arith import Array, saturate
+from mdla_quant.kernels.registry import (
+    activation_range,
+    fail,
+    int8_arg,
+    kernel,
+    same_params,
+    spatial_pad,
+    windows,
+)
+
+
+def _geometry(op: Op, x: Array) -> tuple[tuple[int, int], tuple[int, int], tuple[int, ...]]:
+    if x.ndim != 4:
+        raise fail(op, f"input must be NHWC, got shape {x.shape}")
+    kh, kw = (int(k) for k in op.attrs["kernel"])
+    sh, sw = (int(s) for s in op.attrs["stride"])
+    padding = tuple(int(p) for p in op.attrs["padding"])
+    t, b, left, r = padding
+    if (
+        x.shape[1] + t + b < kh
+        or x.shape[2] + left + r < kw
+        or max(t, b) >= kh
+        or max(left, r) >= kw
+    ):
+        raise fail(op, f"window {kh}x{kw} with padding {padding} does not fit input {x.shape}")
+    return (kh, kw), (sh, sw), padding
+
+
+@kernel(OpKind.AVERAGE_POOL_2D)
+def average_pool_2d(
+    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+) -> Array:
+    x = int8_arg(op, args, 0)
+    same_params(op, arg_q[0], out_q, "input")
+    kernel_hw, stride, padding = _geometry(op, x)
+    # |acc| <= 128 * KH * KW: int64 is exact for any window.
+    acc = windows(spatial_pad(x.astype(np.int64), padding, 0), kernel_hw, stride).sum(axis=(4, 5))
+    inside = spatial_pad(np.ones((1, x.shape[1], x.shape[2], 1), np.int64), padding, 0)
+    n = windows(inside, kernel_hw, stride).sum(axis=(4, 5))
+    avg = np.sign(acc) * ((np.abs(acc) + n // 2) // n)  # == C's (acc +- n/2) / n
+    lo, hi = activation_range(op, out_q)
+    return saturate(avg, lo, hi)
+
+
+@kernel(OpKind.MAX_POOL_2D)
+def max_pool_2d(
+    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+) -> Array:
+    x = int8_arg(op, args, 0)
+    same_params(op, arg_q[0], out_q, "input")
+    kernel_hw, stride, padding = _geometry(op, x)
+    # Padding with -128 never wins: every window holds at least one real tap (checked above).
+    xp = spatial_pad(x, padding, -128)
+    lo, hi = activation_range(op, out_q)
+    return saturate(windows(xp, kernel_hw, stride).max(axis=(4, 5)).astype(np.int64), lo, hi)

@@ -1,0 +1,111 @@
+"""The int8 kernel table and the helpers every kernel shares.
+
+A kernel is `fn(op, args, arg_q, out_q, rounding) -> int8 array`: `args` are the op's inputs in
+op order (int8 activations and constants, int32 bias), `arg_q` their QuantParams, `out_q` the
+output's, `rounding` "double" or "single" (see `mdla_quant.arith`). Validation (readable
+messages naming the op) is split from computation, as in TFLite's Prepare/Eval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from mdla_ir.graph import Op, QuantParams
+from mdla_ir.ops import OpKind
+from mdla_quant.arith import Array, round_half_away
+from mdla_quant.errors import KernelError
+
+Kernel = Callable[[Op, list[Array], list[QuantParams | None], QuantParams, str], Array]
+INT8_KERNELS: dict[OpKind, Kernel] = {}
+
+
+def kernel(*kinds: OpKind) -> Callable[[Kernel], Kernel]:
+    def register(fn: Kernel) -> Kernel:
+        for kind in kinds:
+            INT8_KERNELS[kind] = fn
+        return fn
+
+    return register
+
+
+def fail(op: Op, why: str) -> KernelError:
+    return KernelError(f"op `{op.name}` ({op.kind.name}): {why}", op.name)
+
+
+def per_tensor(op: Op, q: QuantParams | None, what: str) -> tuple[np.float32, int]:
+    """(scale as float32, zero point) of a per-tensor quantized operand."""
+    if q is None or len(q.scale) != 1 or len(q.zero_point) != 1:
+        raise fail(op, f"{what} needs per-tensor quantization parameters, got {q}")
+    zp = int(q.zero_point[0])
+    if not -128 <= zp <= 127 or not q.scale[0] > 0:
+        raise fail(
+            op,
+            f"{what} has scale {q.scale[0]} / zero point {zp}: need scale > 0 "
+            "and zero point in [-128, 127]",
+        )
+    return np.float32(q.scale[0]), zp
+
+
+def same_params(op: Op, in_q: QuantParams | None, out_q: QuantParams, what: str) -> int:
+    """Ops that move int8 values unchanged need identical in/out params; returns the zp."""
+    s_in, z_in = per_tensor(op, in_q, what)
+    s_out, z_out = per_tensor(op, out_q, "output")
+    if (s_in, z_in) != (s_out, z_out):
+        raise fail(
+            op,
+            f"{what} params ({s_in}, {z_in}) differ from the output's "
+            f"({s_out}, {z_out}); the quantizer must give them one scale and zero point",
+        )
+    return z_out
+
+
+def activation_range(op: Op, out_q: QuantParams) -> tuple[int, int]:
+    """CalculateActivationRangeQuantized: Q(f) = z + (int)roundf(f / s) in float32.
+
+    NONE [-128, 127]; RELU [max(-128, Q(0)), 127]; RELU6 [max(-128, Q(0)), min(127, Q(6))];
+    RELU1 [max(-128, Q(-1)), min(127, Q(1))].
+    """
+    scale, zp = per_tensor(op, out_q, "output")
+
+    def q(f: float) -> int:
+        return zp + int(round_half_away(np.float32(f) / scale))
+
+    fuse = op.attrs.get("fuse", "NONE")
+    if fuse == "NONE":
+        return -128, 127
+    if fuse == "RELU":
+        return max(-128, q(0.0)), 127
+    if fuse == "RELU6":
+        return max(-128, q(0.0)), min(127, q(6.0))
+    if fuse == "RELU1":
+        return max(-128, q(-1.0)), min(127, q(1.0))
+    raise fail(op, f"unknown fused activation `{fuse}` (expected NONE, RELU, RELU1, RELU6)")
+
+
+def int8_arg(op: Op, args: Sequence[Array], i: int) -> Array:
+    if len(args) <= i:
+        raise fail(op, f"expected at least {i + 1} input(s), got {len(args)}")
+    x = args[i]
+    if x.dtype != np.int8:
+        raise fail(op, f"input {i} must be int8, got {x.dtype}")
+    return x
+
+
+def spatial_pad(x: Array, padding: Sequence[int], value: int) -> Array:
+    """Pad an NHWC array by explicit (top, bottom, left, right)."""
+    t, b, left, r = (int(p) for p in padding)
+    if min(t, b, left, r) < 0:
+        raise ValueError(f"negative padding {tuple(padding)}")
+    return np.pad(x, ((0, 0), (t, b), (left, r), (0, 0)), constant_values=value)
+
+
+def windows(
+    x: Array, kernel_hw: Sequence[int], stride: Sequence[int], dilation: Sequence[int] = (1, 1)
+) -> Array:
+    """Strided view (N, OH, OW, C, KH, KW) of an already padded NHWC array."""
+    (kh, kw), (sh, sw), (dh, dw) = kernel_hw, stride, dilation
+    span = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
+    view = np.lib.stride_tricks.sliding_window_view(x, span, axis=(1, 2))
+    return view[:, ::sh, ::sw, :, ::dh, ::dw]

@@ -1,0 +1,35 @@
+"""RELU and RELU6 as standalone int8 ops (TFLite activations.cc QuantizedReluX, ReluX).
+
+(M, s) = QuantizeMultiplier((double)(float)(s_in / s_out))   the ratio is a float32 division
+lo = max(-128, z_out + roundf(0 / s_out)),  hi = 127 (RELU) or min(127, z_out + roundf(6 / s_out))
+out = clamp(z_out + MBQM(x - z_in, M, s), lo, hi)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdla_ir.graph import Op, QuantParams
+from mdla_ir.ops import OpKind
+from mdla_quant.arith import Array, mbqm, quantize_multiplier, round_half_away, saturate
+from mdla_quant.kernels.registry import int8_arg, kernel, per_tensor
+
+_CEILING = {OpKind.RELU: None, OpKind.RELU6: 6.0}
+
+
+@kernel(OpKind.RELU, OpKind.RELU6)
+def relu(
+    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+) -> Array:
+    x = int8_arg(op, args, 0)
+    s_in, z_in = per_tensor(op, arg_q[0], "input")
+    s_out, z_out = per_tensor(op, out_q, "output")
+    m, s = quantize_multiplier(float(s_in / s_out), rounding)  # float32 / float32, as in C
+    lo = max(-128, z_out + int(round_half_away(np.float32(0.0) / s_out)))
+    ceiling = _CEILING[op.kind]
+    hi = (
+        127
+        if ceiling is None
+        else min(127, z_out + int(round_half_away(np.float32(ceiling) / s_out)))
+    )
+    return saturate(z_out + mbqm(x.astype(np.int64) - z_in, m, s, rounding), lo, hi)

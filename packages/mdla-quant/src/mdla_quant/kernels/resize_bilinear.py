@@ -1,0 +1,73 @@
+"""RESIZE_BILINEAR, int8 NHWC (TFLite reference_ops::ResizeBilinearInteger).
+
+Scales in Q10:  sc = ((2^10 * in + out/2) / out)  or, align_corners and out > 1,
+                sc = ((2^10 * (in-1) + (out-1)/2) / (out-1))
+Source row:     p = y * sc  (+ sc/2 - 2^9 with half_pixel_centers)
+                y0 = max(trunc(p / 2^10), 0),  y1 = min(trunc((p + 2^10 - 1) / 2^10), in - 1)
+                dy = p - 2^10 * y0 (the Q10 fraction), likewise for columns.
+Sum (Q20):      v = x[y0,x0](2^10-dy)(2^10-dx) + x[y1,x0] dy (2^10-dx)
+                  + x[y0,x1](2^10-dy) dx + x[y1,x1] dy dx
+double:         out = trunc((v +- 2^19) / 2^20)    (ties away from zero)
+single:         out = (v + 2^19) >> 20              (ties toward +inf)
+Input and output share scale and zero point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdla_ir.graph import Op, QuantParams
+from mdla_ir.ops import OpKind
+from mdla_quant.arith import Array, saturate
+from mdla_quant.kernels.registry import fail, int8_arg, kernel, same_params
+
+
+def _trunc_div(a: Array, d: int) -> Array:
+    return np.asarray(np.sign(a) * (np.abs(a) // d))
+
+
+def _axis(n_in: int, n_out: int, align: bool, half: bool) -> tuple[Array, Array, Array]:
+    """(lower index, upper index, Q10 fraction) of every output coordinate on one axis."""
+    if align and n_out > 1:
+        sc = (2**10 * (n_in - 1) + (n_out - 1) // 2) // (n_out - 1)
+    else:
+        sc = (2**10 * n_in + n_out // 2) // n_out
+    p = np.arange(n_out, dtype=np.int64) * sc
+    if half:
+        p = p + sc // 2 - 2**9
+    lo = np.maximum(_trunc_div(p, 2**10), 0)
+    hi = np.minimum(_trunc_div(p + 2**10 - 1, 2**10), n_in - 1)
+    return lo, hi, p - 2**10 * lo
+
+
+@kernel(OpKind.RESIZE_BILINEAR)
+def resize_bilinear(
+    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+) -> Array:
+    x = int8_arg(op, args, 0)
+    same_params(op, arg_q[0], out_q, "input")
+    if x.ndim != 4:
+        raise fail(op, f"input must be NHWC, got shape {x.shape}")
+    oh, ow = (int(v) for v in op.attrs["size"])
+    align, half = bool(op.attrs.get("align_corners")), bool(op.attrs.get("half_pixel_centers"))
+    if (align and half) or min(oh, ow) < 1:
+        raise fail(
+            op,
+            f"size {(oh, ow)}, align_corners={align}, half_pixel_centers={half}: "
+            "need size >= 1 and at most one of the two flags",
+        )
+    y0, y1, dy = _axis(x.shape[1], oh, align, half)
+    x0, x1, dx = _axis(x.shape[2], ow, align, half)
+    v = x.astype(np.int64)
+    dy, dx = dy[None, :, None, None], dx[None, None, :, None]
+    rows0, rows1 = v[:, y0], v[:, y1]
+    # |v| <= 128 * 2^20 < 2^28: int64 is exact.
+    q20 = (
+        (rows0[:, :, x0] * (2**10 - dy) * (2**10 - dx))
+        + (rows1[:, :, x0] * dy * (2**10 - dx))
+        + (rows0[:, :, x1] * (2**10 - dy) * dx)
+        + (rows1[:, :, x1] * dy * dx)
+    )
+    if rounding == "single":
+        return saturate((q20 + 2**19) >> 20)
+    return saturate(_trunc_div(q20 + np.where(q20 > 0, 2**19, -(2**19)), 2**20))

@@ -1,0 +1,143 @@
+"""Streaming activation statistics and the four ways to turn them into a clipping range.
+
+`Histogram` keeps the exact running min/max and a histogram over a symmetric range [-R, R]
+whose R only ever doubles (the old bins then merge pairwise into the middle half), so any
+number of calibration batches streams through in constant memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+Array = np.ndarray[Any, Any]
+
+
+class Histogram:
+    def __init__(self, bins: int = 2048) -> None:
+        self.bins = bins
+        self.counts = np.zeros(bins, dtype=np.float64)
+        self.radius = 0.0
+        self.lo, self.hi = np.inf, -np.inf
+        self.zeros = 0  # exact zeros (a ReLU's), also counted in the bins
+
+    def update(self, x: Array) -> None:
+        x = np.asarray(x, dtype=np.float32).ravel()
+        if x.size == 0:
+            return
+        lo, hi = float(x.min()), float(x.max())
+        self.zeros += int(np.count_nonzero(x == 0))
+        self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
+        need = max(abs(lo), abs(hi))
+        if self.radius == 0.0:
+            self.radius = 2.0 ** np.ceil(np.log2(need)) if need > 0 else 1.0
+        while need > self.radius:
+            self._grow()
+        idx = ((x + self.radius) * (self.bins / (2 * self.radius))).astype(np.int64)
+        self.counts += np.bincount(np.clip(idx, 0, self.bins - 1), minlength=self.bins)
+
+    def _grow(self) -> None:
+        """Double R: old bin pairs merge into the middle half of the new bins."""
+        merged = self.counts.reshape(-1, 2).sum(axis=1)
+        quarter = self.bins // 4
+        self.counts = np.zeros(self.bins)
+        self.counts[quarter : quarter + merged.size] = merged
+        self.radius *= 2.0
+
+    @property
+    def edges(self) -> Array:
+        return np.linspace(-self.radius, self.radius, self.bins + 1)
+
+    @property
+    def centers(self) -> Array:
+        e = self.edges
+        return (e[:-1] + e[1:]) / 2
+
+    def empty(self) -> bool:
+        return not np.isfinite(self.lo)
+
+
+def minmax_range(h: Histogram) -> tuple[float, float]:
+    return h.lo, h.hi
+
+
+def percentile_range(h: Histogram, percentile: float) -> tuple[float, float]:
+    """Clip each tail at (100 - p)% and p% of the mass (linear within a bin)."""
+    cdf = np.cumsum(h.counts) / h.counts.sum()
+    edges = h.edges
+
+    def at(q: float) -> float:
+        i = int(np.searchsorted(cdf, q))
+        i = min(i, h.bins - 1)
+        prev = cdf[i - 1] if i > 0 else 0.0
+        frac = (q - prev) / (cdf[i] - prev) if cdf[i] > prev else 0.0
+        return float(edges[i] + frac * (edges[i + 1] - edges[i]))
+
+    tail = 1.0 - percentile / 100.0
+    return max(h.lo, at(tail)), min(h.hi, at(1.0 - tail))
+
+
+def _quant_error(h: Histogram, lo: Array, hi: Array) -> Array:
+    """Expected squared error of uint8-grid quantization of the histogram, per candidate range."""
+    c, n = h.centers[None, :], h.counts[None, :]
+    lo, hi = np.minimum(lo, 0.0)[:, None], np.maximum(hi, 0.0)[:, None]
+    scale = np.maximum((hi - lo) / 255.0, 1e-12)
+    q = np.clip(np.round((c - lo) / scale), 0, 255) * scale + lo
+    width = 2 * h.radius / h.bins
+    return ((((q - c) ** 2) + width**2 / 12.0) * n).sum(axis=1)  # type: ignore[no-any-return]
+
+
+def mse_range(h: Histogram, steps: int = 100) -> tuple[float, float]:
+    """The range alpha*[lo, hi], alpha in (0, 1], with the least expected quantization MSE."""
+    alphas = np.linspace(1.0 / steps, 1.0, steps)
+    err = _quant_error(h, alphas * h.lo, alphas * h.hi)
+    a = float(alphas[int(np.argmin(err))])
+    return a * h.lo, a * h.hi
+
+
+def entropy_range(h: Histogram, levels: int = 128) -> tuple[float, float]:
+    """TensorRT's KL calibration on |x|: the threshold T (a bin edge) whose `levels`-level
+    quantization Q of the clipped |x| histogram P (outliers folded into P's last bin) has the
+    least KL(P || Q); Q spreads each level's mass evenly over that level's non-empty bins."""
+    half = h.bins // 2
+    mag = h.counts[half:] + h.counts[:half][::-1]  # |x| histogram over [0, R]
+    mag[0] -= h.zeros  # exact zeros quantize exactly (the zero point): they carry no error
+    nonzero = np.nonzero(mag)[0]
+    if nonzero.size == 0:
+        return h.lo, h.hi
+    top = int(nonzero[-1]) + 1
+    best, best_i = np.inf, top
+    for i in range(min(levels, top), top + 1):
+        p = mag[:i].copy()
+        p[-1] += mag[i:].sum()
+        starts = np.unique(np.linspace(0, i, min(levels, i) + 1).astype(np.int64)[:-1])
+        sums = np.add.reduceat(mag[:i], starts)  # Q is built from the unfolded histogram
+        used = np.add.reduceat((p > 0).astype(np.float64), starts)
+        group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, i)))
+        q = np.where(p > 0, (sums / np.maximum(used, 1.0))[group], 0.0)
+        kl = _kl(p, q)
+        if kl < best:
+            best, best_i = kl, i
+    t = best_i * h.radius / half
+    return max(h.lo, -float(t)), min(h.hi, float(t))
+
+
+def _kl(p: Array, q: Array) -> float:
+    p = p / p.sum()
+    q = q / q.sum() if q.sum() > 0 else q
+    mask = p > 0
+    with np.errstate(divide="ignore"):
+        terms = p[mask] * np.log(p[mask] / np.where(q[mask] > 0, q[mask], 1e-12))
+    return float(terms.sum())
+
+
+def clip_range(h: Histogram, method: str, percentile: float) -> tuple[float, float]:
+    if method == "minmax":
+        return minmax_range(h)
+    if method == "percentile":
+        return percentile_range(h, percentile)
+    if method == "mse":
+        return mse_range(h)
+    # A non-negative tensor gets all 256 int8 steps on [0, T]; a signed one 128 per side.
+    return entropy_range(h, levels=256 if h.lo >= 0 else 128)

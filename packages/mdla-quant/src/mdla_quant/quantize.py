@@ -1,0 +1,227 @@
+"""`quantize(graph, calibration, config)`: float NHWC graph in, int8 graph out.
+
+1. Calibrate: stream every calibration sample through the float interpreter; a `Histogram` per
+   activation (graph inputs and op outputs) sees each value once and keeps nothing else.
+2. Ranges: the config's method turns each histogram into [lo, hi] (widened to contain 0).
+3. Constraints (from the target's op table): outputs of ops with `fixed_output` take those
+   params; `keeps_input_scale` ties an op's output to its input, `shared_scale` ties all inputs
+   and the output together; tied tensors form groups (union-find) whose range is the union.
+4. Activation params: scale = (hi - lo) / 255, zero point = round(-128 - lo / scale).
+5. Weights: symmetric int8 in [-127, 127], per output channel where the target allows it
+   (channel dim 0 for CONV_2D, 3 for DEPTHWISE_CONV_2D), else per tensor; bias int32 with
+   scale in_scale * w_scale[c]; other constants per-tensor asymmetric int8.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from mdla_ir import Graph, OpKind, QuantParams, Tensor, evaluate
+from mdla_legalize import load_target
+from mdla_legalize.target import Target
+from mdla_quant.arith import round_half_away
+from mdla_quant.config import QuantConfig
+from mdla_quant.errors import QuantError
+from mdla_quant.observers import Histogram, clip_range
+
+Array = np.ndarray[Any, Any]
+Progress = Callable[[int, float], None]  # (samples seen, seconds elapsed)
+WEIGHTED = {OpKind.CONV_2D: 0, OpKind.DEPTHWISE_CONV_2D: 3, OpKind.FULLY_CONNECTED: 0}
+
+
+def calibrate(
+    graph: Graph, calibration: Iterable[Any], bins: int = 2048, progress: Progress | None = None
+) -> tuple[dict[str, Histogram], int]:
+    """One histogram per activation, streamed over every sample of `calibration`."""
+    hists: dict[str, Histogram] = {}
+
+    def observe(name: str, value: Array) -> None:
+        hists.setdefault(name, Histogram(bins)).update(value)
+
+    start, n = time.perf_counter(), 0
+    for sample in calibration:
+        inputs = sample if isinstance(sample, list | tuple) else [sample]
+        evaluate(graph, inputs, keep=(), observe=observe)
+        n += 1
+        if progress is not None:
+            progress(n, time.perf_counter() - start)
+    if n == 0:
+        raise QuantError(
+            f"calibration of `{graph.name}` got no samples: pass an iterable of "
+            "input lists (e.g. preprocessed images)"
+        )
+    return hists, n
+
+
+def activation_params(lo: float, hi: float) -> QuantParams:
+    """Asymmetric int8: the range [min(lo,0), max(hi,0)] onto [-128, 127]."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    scale = float(np.float32((hi - lo) / 255.0)) if hi > lo else 1.0 / 255.0
+    zero_point = int(np.clip(round_half_away(-128.0 - lo / scale), -128, 127))
+    return QuantParams((scale,), (zero_point,))
+
+
+class _Groups:
+    """Union-find over tensor names, for scale ties."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, a: str) -> str:
+        self.parent.setdefault(a, a)
+        while self.parent[a] != a:
+            self.parent[a] = self.parent[self.parent[a]]
+            a = self.parent[a]
+        return a
+
+    def union(self, names: Sequence[str]) -> None:
+        root = self.find(names[0])
+        for n in names[1:]:
+            self.parent[self.find(n)] = root
+
+
+def _activation_quant(
+    graph: Graph, hists: dict[str, Histogram], config: QuantConfig, target: Target
+) -> dict[str, QuantParams]:
+    groups, fixed = _Groups(), {}
+    for op in graph.ops:
+        spec = target.op(config.device, op.kind)
+        acts = [n for n in op.inputs if not graph.tensors[n].is_const]
+        if spec.keeps_input_scale and acts:
+            groups.union([acts[0], op.outputs[0]])
+        if spec.shared_scale:
+            groups.union([*acts, op.outputs[0]])
+        if spec.fixed_output is not None:
+            scale, zp = spec.fixed_output
+            fixed[op.outputs[0]] = QuantParams((scale,), (zp,))
+    ranges: dict[str, tuple[float, float]] = {}
+    names = [*graph.inputs, *(o for op in graph.ops for o in op.outputs)]
+    for name in names:
+        lo, hi = clip_range(hists[name], config.method, config.percentile)
+        root = groups.find(name)
+        old = ranges.get(root, (lo, hi))
+        ranges[root] = (min(old[0], lo), max(old[1], hi))
+    params = {n: activation_params(*ranges[groups.find(n)]) for n in names}
+    for name, q in fixed.items():
+        for other in (n for n in names if groups.find(n) == groups.find(name)):
+            _check_fits(graph, other, name, hists[other], q)
+            params[other] = q
+    return params
+
+
+def _check_fits(graph: Graph, name: str, fixed_by: str, h: Histogram, q: QuantParams) -> None:
+    """A tensor tied to a fixed-output tensor takes its params: its values must fit them."""
+    lo = q.scale[0] * (-128 - q.zero_point[0])
+    hi = q.scale[0] * (127 - q.zero_point[0])
+    slack = 2 * q.scale[0]
+    if name != fixed_by and (h.lo < lo - slack or h.hi > hi + slack):
+        raise QuantError(
+            f"graph `{graph.name}`: `{name}` (range [{h.lo:.4g}, {h.hi:.4g}]) shares a scale with "
+            f"`{fixed_by}`, whose output params are fixed to [{lo:.4g}, {hi:.4g}] by the target; "
+            "the device cannot requantize between them (separate the two, e.g. concatenate "
+            "before the fixed-output op)"
+        )
+
+
+BIAS_LIMIT = 2.0**30  # |int32 bias| bound: leaves headroom for the accumulation beside it
+
+
+def quantize_weights(
+    w: Array, channel_dim: int | None, min_scale: Array | None = None
+) -> tuple[Array, QuantParams]:
+    """Symmetric int8 in [-127, 127]: s = max|w| / 127 per channel (or tensor).
+
+    `min_scale` raises s where needed so the channel's bias fits in int32 (TFLite's converter
+    adjusts weight scales the same way): s >= |b| / (in_scale * 2^30).
+    """
+    w64 = w.astype(np.float64)
+    if channel_dim is None:
+        amax = np.array([np.abs(w64).max(initial=0.0)])
+    else:
+        amax = np.abs(np.moveaxis(w64, channel_dim, 0)).reshape(w.shape[channel_dim], -1).max(1)
+    scale64 = np.where(amax > 0, amax / 127.0, 1.0)
+    if min_scale is not None:
+        scale64 = np.maximum(scale64, min_scale)
+    scale = scale64.astype(np.float32)
+    shape = [1] * w.ndim
+    if channel_dim is not None:
+        shape[channel_dim] = -1
+    q = np.clip(round_half_away(w64 / scale.astype(np.float64).reshape(shape)), -127, 127)
+    return q.astype(np.int8), QuantParams(
+        tuple(float(s) for s in scale), (0,) * scale.size, channel_dim
+    )
+
+
+def quantize_bias(b: Array, in_scale: float, w_q: QuantParams) -> tuple[Array, QuantParams]:
+    scale = np.float64(np.float32(in_scale)) * np.asarray(w_q.scale, np.float32).astype(np.float64)
+    q = np.clip(round_half_away(b.astype(np.float64) / scale), -(2**31), 2**31 - 1)
+    return q.astype(np.int32), QuantParams(tuple(float(s) for s in scale), (0,) * scale.size, 0)
+
+
+def quantize(
+    graph: Graph,
+    calibration: Iterable[Any],
+    config: QuantConfig | None = None,
+    progress: Progress | None = None,
+) -> Graph:
+    """The int8 graph of the (legalized, NHWC) float `graph`; see the module docstring."""
+    config = config or QuantConfig()
+    if graph.layout != "NHWC":
+        raise QuantError(
+            f"graph `{graph.name}` is {graph.layout}: quantize the legalized (NHWC) "
+            "graph, so that what is validated is what is emitted"
+        )
+    target = load_target(config.target)
+    hists, samples = calibrate(graph, calibration, config.bins, progress)
+    acts = _activation_quant(graph, hists, config, target)
+    tensors: dict[str, Tensor] = {
+        n: Tensor(n, t.shape, "int8", quant=acts[n]) for n, t in graph.tensors.items() if n in acts
+    }
+    for op in graph.ops:
+        for i, name in enumerate(op.inputs):
+            t = graph.tensors[name]
+            if t.data is None or name in tensors:
+                continue
+            tensors[name] = _const(graph, op, i, t, acts, config, target, tensors)
+    meta = {
+        **graph.meta,
+        "quant": config.as_dict(),
+        "rounding": config.rounding,
+        "calibration_samples": samples,
+    }
+    return graph.with_(tensors=tensors, meta=meta)
+
+
+def _const(
+    graph: Graph,
+    op: Any,
+    i: int,
+    t: Tensor,
+    acts: dict[str, QuantParams],
+    config: QuantConfig,
+    target: Target,
+    done: dict[str, Tensor],
+) -> Tensor:
+    data = np.asarray(t.data)
+    if op.kind in WEIGHTED and i == 1:
+        dim = WEIGHTED[op.kind] if target.op(config.device, op.kind).per_channel else None
+        bias = np.abs(graph.const(op.inputs[2]).astype(np.float64))
+        need = bias / (float(np.float32(acts[op.inputs[0]].scale[0])) * BIAS_LIMIT)
+        q, params = quantize_weights(data, dim, need if dim is not None else need.max())
+        return Tensor(t.name, t.shape, "int8", data=q, quant=params)
+    if op.kind in WEIGHTED and i == 2:
+        w = done.get(op.inputs[1]) or _const(
+            graph, op, 1, graph.tensors[op.inputs[1]], acts, config, target, done
+        )
+        assert w.quant is not None  # set just above
+        q, params = quantize_bias(data, acts[op.inputs[0]].scale[0], w.quant)
+        return Tensor(t.name, t.shape, "int32", data=q, quant=params)
+    params = activation_params(float(data.min(initial=0.0)), float(data.max(initial=0.0)))
+    q = np.clip(
+        round_half_away(data / np.float32(params.scale[0])) + params.zero_point[0], -128, 127
+    )
+    return Tensor(t.name, t.shape, "int8", data=q.astype(np.int8), quant=params)

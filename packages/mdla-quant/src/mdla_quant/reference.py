@@ -1,0 +1,120 @@
+"""`run_int8`: run a quantized graph through the int8 reference kernels, op by op.
+
+Float inputs in the model's layout are permuted into the graph's (as `mdla_ir.run_float` does)
+and quantized as TFLite's QUANTIZE does, q = clamp(roundf(x / s) + z); outputs are dequantized,
+real = s * (q - z), and permuted back (or returned raw: int8, graph layout).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from mdla_ir.graph import Graph, QuantParams
+from mdla_ir.interp import bind_inputs, to_model_layout
+from mdla_quant.arith import Array, check_rounding, round_half_away, saturate
+from mdla_quant.errors import KernelError, QuantError
+from mdla_quant.kernels import INT8_KERNELS
+
+
+def _io_params(graph: Graph, name: str) -> tuple[np.float32, int]:
+    q = graph.tensors[name].quant
+    if graph.tensors[name].dtype != "int8" or q is None or len(q.scale) != 1:
+        raise QuantError(
+            f"graph `{graph.name}`: boundary tensor `{name}` is not per-tensor "
+            f"int8 (dtype {graph.tensors[name].dtype}, quant {q})"
+        )
+    return np.float32(q.scale[0]), int(q.zero_point[0])
+
+
+def quantize_input(x: Array, scale: np.float32, zero_point: int) -> Array:
+    """Float -> int8 QUANTIZE (reference/quantize.h): clamp((int)roundf(x / s) + z)."""
+    q = round_half_away(x.astype(np.float32) / scale)
+    return saturate(np.clip(q, -(2.0**31), 2.0**31 - 1).astype(np.int64) + zero_point)
+
+
+def _operand(graph: Graph, env: dict[str, Array], name: str) -> Array:
+    if name in env:
+        return env[name]
+    tensor = graph.tensors.get(name)
+    if tensor is None or tensor.data is None:
+        raise QuantError(f"graph `{graph.name}`: tensor `{name}` is used before it is computed")
+    return np.asarray(tensor.data)
+
+
+Observer = Callable[[str, Array], None]
+
+
+def run_int8(
+    qgraph: Graph,
+    inputs: Sequence[Any] | Array,
+    raw: bool = False,
+    rounding: str | None = None,
+    observe: Observer | None = None,
+) -> list[Array]:
+    """Outputs of the int8 graph `qgraph` for real-valued `inputs` (model layout).
+
+    Returns dequantized float32 outputs in the model's layout, or with `raw=True` the int8
+    outputs in the graph's layout. `rounding` ("double" or "single") defaults to the graph's
+    `meta["rounding"]`, else "double". `observe(name, q)`, if given, sees every int8 activation
+    (graph inputs, then each op's output) in graph layout as soon as it is computed.
+    """
+    mode = check_rounding(rounding or str(qgraph.meta.get("rounding", "double")))
+    if qgraph.layout != "NHWC":
+        raise QuantError(f"graph `{qgraph.name}` has layout {qgraph.layout}; int8 graphs are NHWC")
+    env = {}
+    for name, x in bind_inputs(qgraph, inputs).items():
+        if not np.all(np.isfinite(x)):
+            raise QuantError(f"graph `{qgraph.name}`: input `{name}` holds NaN or inf values")
+        env[name] = quantize_input(x, *_io_params(qgraph, name))
+        if observe is not None:
+            observe(name, env[name])
+    last_use = {n: i for i, op in enumerate(qgraph.ops) for n in op.inputs}
+    keep = set(qgraph.outputs)
+    for i, op in enumerate(qgraph.ops):
+        fn = INT8_KERNELS.get(op.kind)
+        if fn is None:
+            raise KernelError(f"op `{op.name}`: no int8 kernel for {op.kind.name}", op.name)
+        if len(op.outputs) != 1:
+            raise KernelError(
+                f"op `{op.name}` ({op.kind.name}): int8 kernels have one output, "
+                f"got {len(op.outputs)}",
+                op.name,
+            )
+        args = [_operand(qgraph, env, n) for n in op.inputs]
+        arg_q: list[QuantParams | None] = [qgraph.tensors[n].quant for n in op.inputs]
+        out = qgraph.tensors[op.outputs[0]]
+        if out.quant is None:
+            raise KernelError(
+                f"op `{op.name}` ({op.kind.name}): output `{out.name}` has no "
+                "quantization parameters",
+                op.name,
+            )
+        try:
+            value = fn(op, args, arg_q, out.quant, mode)
+        except (ValueError, IndexError, KeyError, TypeError) as exc:
+            raise KernelError(
+                f"op #{i} `{op.name}` ({op.kind.name}) failed in the int8 reference: {exc}", op.name
+            ) from exc
+        if value.shape != tuple(out.shape):
+            raise KernelError(
+                f"op `{op.name}` ({op.kind.name}): computed shape {value.shape}, "
+                f"graph says {tuple(out.shape)}",
+                op.name,
+            )
+        env[out.name] = value
+        if observe is not None:
+            observe(out.name, value)
+        for name in op.inputs:
+            if last_use.get(name) == i and name in env and name not in keep:
+                del env[name]
+    if raw:
+        return [env[n] for n in qgraph.outputs]
+    results = []
+    for name in qgraph.outputs:
+        scale, zp = _io_params(qgraph, name)
+        real = (scale * (env[name].astype(np.float32) - np.float32(zp))).astype(np.float32)
+        results.append(to_model_layout(qgraph, name, real))
+    return results

@@ -1,0 +1,189 @@
+"""The quantizer: observers, parameter rules, target scale constraints, streaming calibration."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import mdla_ir
+from mdla_ir import Graph, OpKind
+from mdla_ir.testing import GraphBuilder
+from mdla_quant import run_int8
+from mdla_quant.config import QuantConfig
+from mdla_quant.errors import QuantError
+from mdla_quant.observers import Histogram, clip_range
+from mdla_quant.quantize import activation_params, quantize, quantize_bias, quantize_weights
+
+CONV = {"stride": (1, 1), "dilation": (1, 1), "padding": (1, 1, 1, 1), "groups": 1}
+POOL = {"kernel": (2, 2), "stride": (2, 2), "padding": (0, 0, 0, 0), "fuse": "NONE"}
+
+
+def samples(n: int, shape: tuple[int, ...] = (1, 8, 8, 3), seed: int = 0) -> list[list[Any]]:
+    rng = np.random.default_rng(seed)
+    return [[rng.standard_normal(shape).astype(np.float32)] for _ in range(n)]
+
+
+def net() -> Graph:
+    """conv+relu6 -> {logistic -> maxpool -> mul, conv -> avgpool} -> concat, and a tanh."""
+    b = GraphBuilder(layout="NHWC")
+    x = b.input("x", (1, 8, 8, 3))
+    c = b.op(
+        OpKind.CONV_2D,
+        [x, b.const("w", (4, 3, 3, 3)), b.const("b", (4,))],
+        name="c",
+        fuse="RELU6",
+        **CONV,
+    )
+    m = b.op(OpKind.MAX_POOL_2D, [b.op(OpKind.LOGISTIC, [c], name="sig")], name="mp", **POOL)
+    c2 = b.op(
+        OpKind.CONV_2D,
+        [c, b.const("w2", (4, 3, 3, 4)), b.const("b2", (4,))],
+        name="c2",
+        fuse="NONE",
+        **CONV,
+    )
+    a = b.op(OpKind.AVERAGE_POOL_2D, [c2], name="ap", **POOL)
+    k = b.const("k", np.array([0.5], np.float32))
+    gate = b.op(OpKind.MUL, [m, k], name="gate", fuse="NONE")
+    cat = b.op(OpKind.CONCATENATION, [a, gate], name="cat", axis=3)
+    return b.build(cat, b.op(OpKind.TANH, [c2], name="th"))
+
+
+def test_histogram_streams_and_keeps_exact_extremes() -> None:
+    h = Histogram(256)
+    h.update(np.array([0.1, -0.2], np.float32))
+    before = h.counts.sum()
+    h.update(np.array([37.0, 1.0], np.float32))  # forces the range to double several times
+    assert (h.lo, h.hi) == (np.float32(-0.2), np.float32(37.0))
+    assert h.counts.sum() == before + 2
+    assert h.radius == 64.0
+    edges = h.edges
+    for v in (0.1, -0.2, 37.0, 1.0):  # every value still lands in the bin holding it
+        assert h.counts[np.searchsorted(edges, np.float32(v), side="right") - 1] >= 1
+
+
+def test_clip_methods_on_known_distributions() -> None:
+    rng = np.random.default_rng(1)
+    h = Histogram()
+    for _ in range(20):
+        h.update(rng.uniform(0.0, 1.0, 50_000))
+    lo, hi = clip_range(h, "percentile", 99.0)
+    assert hi == pytest.approx(0.99, abs=2e-3)
+    assert lo == pytest.approx(0.01, abs=2e-3)
+    assert clip_range(h, "minmax", 99.0) == (h.lo, h.hi)
+    heavy = Histogram()
+    heavy.update(np.concatenate([rng.standard_normal(200_000), [60.0, -60.0]]))
+    for method in ("entropy", "percentile"):
+        mlo, mhi = clip_range(heavy, method, 99.99)
+        assert 2.0 < mhi < 20.0, method  # two outliers must not stretch the range to 60
+        assert -20.0 < mlo < -2.0, method
+    # MSE clips where that lowers the expected error: a Laplace tail, yes; that is its optimum.
+    laplace = Histogram()
+    laplace.update(rng.laplace(0.0, 1.0, 400_000))
+    lo, hi = clip_range(laplace, "mse", 99.99)
+    assert 0.2 * laplace.hi < hi < 0.9 * laplace.hi
+    assert 0.9 * laplace.lo < lo < 0.2 * laplace.lo
+
+
+def test_activation_params() -> None:
+    q = activation_params(-1.0, 3.0)
+    assert q.scale[0] == pytest.approx(4.0 / 255.0)
+    assert q.zero_point == (-128 + round(1.0 / (4.0 / 255.0)),)
+    assert activation_params(0.5, 2.0).zero_point == (-128,)  # range widened to contain 0
+    assert activation_params(-2.0, -0.5).zero_point == (127,)
+    assert activation_params(0.0, 0.0).scale[0] > 0
+
+
+def test_weight_and_bias_quantization() -> None:
+    w = np.zeros((3, 2, 2, 2), np.float32)
+    w[0] = 0.5
+    w[1, 0, 0, 0] = -2.0
+    q, params = quantize_weights(w, 0)
+    assert q.dtype == np.int8
+    assert params.channel_dim == 0
+    assert params.scale == pytest.approx((0.5 / 127, 2.0 / 127, 1.0))
+    assert q[0].min() == 127
+    assert q[1, 0, 0, 0] == -127
+    assert not q[2].any()
+    dw, dq = quantize_weights(np.ones((1, 3, 3, 5), np.float32), 3)
+    assert len(dq.scale) == 5
+    assert dw.max() == 127
+    b, bq = quantize_bias(np.array([1.0, -1.0, 0.25]), 0.1, params)
+    assert b.dtype == np.int32
+    assert bq.scale[1] == pytest.approx(0.1 * 2.0 / 127, rel=1e-6)
+    assert b[1] == round(-1.0 / (np.float32(0.1) * np.float32(2.0 / 127)))
+
+
+def test_target_constraints_are_enforced() -> None:
+    q = quantize(net(), samples(6), QuantConfig(method="minmax"))
+    t = q.tensors
+    assert t["sig"].quant == mdla_ir.QuantParams((1 / 256,), (-128,))
+    assert t["th"].quant == mdla_ir.QuantParams((1 / 128,), (0,))
+    assert t["mp"].quant == t["sig"].quant  # pools keep their input's params
+    assert t["ap"].quant == t["c2"].quant == t["gate"].quant == t["cat"].quant  # shared scale
+    assert t["w"].dtype == "int8"
+    assert t["w"].quant is not None
+    assert t["w"].quant.channel_dim == 0
+    assert t["b"].dtype == "int32"
+    assert t["k"].dtype == "int8"
+    assert q.meta["rounding"] == "double"
+    assert q.meta["calibration_samples"] == 6
+
+
+def test_int8_tracks_float_within_a_few_steps_on_calibrated_data() -> None:
+    g, calib = net(), samples(8)
+    q = quantize(g, calib, QuantConfig(method="minmax"))  # no clipping on these samples
+    cat_q, c2_q = q.tensors["cat"].quant, q.tensors["c2"].quant
+    assert cat_q is not None
+    assert c2_q is not None
+    for xs in calib[:3]:
+        (cat_f, th_f), (cat_i, th_i) = mdla_ir.run_float(g, xs), run_int8(q, xs)
+        assert np.abs(cat_f - cat_i).max() <= 3 * cat_q.scale[0]
+        assert np.abs(th_f - th_i).max() <= c2_q.scale[0]  # tanh' <= 1: the input's step bounds it
+
+
+@pytest.mark.parametrize("method", ["percentile", "mse", "entropy"])
+def test_int8_tracks_float_on_held_out_data(method: str) -> None:
+    g = net()
+    q = quantize(g, samples(8), QuantConfig(method=method))
+    for xs in samples(3, seed=9):
+        for f, i8 in zip(mdla_ir.run_float(g, xs), run_int8(q, xs), strict=True):
+            cosine = float((f * i8).sum() / np.sqrt((f * f).sum() * (i8 * i8).sum()))
+            assert cosine > 0.99, method
+
+
+def test_calibration_streams_from_a_generator_with_progress() -> None:
+    seen: list[int] = []
+
+    def stream() -> Iterator[list[Any]]:
+        yield from samples(5)
+
+    quantize(net(), stream(), progress=lambda n, _t: seen.append(n))
+    assert seen == [1, 2, 3, 4, 5]
+
+
+def test_bad_inputs_are_refused() -> None:
+    with pytest.raises(QuantError, match="got no samples"):
+        quantize(net(), [])
+    b = GraphBuilder()
+    nchw = b.build(b.op(OpKind.RELU, [b.input("x", (1, 3))]))
+    with pytest.raises(QuantError, match="quantize the legalized"):
+        quantize(nchw, samples(1))
+    with pytest.raises(QuantError, match="unknown calibration method `kl`"):
+        QuantConfig(method="kl")
+    with pytest.raises(QuantError, match="unknown rounding"):
+        QuantConfig(rounding="nearest")
+    with pytest.raises(QuantError, match="percentile 30"):
+        QuantConfig(percentile=30)
+
+
+def test_a_fixed_scale_that_cannot_hold_a_tied_tensor_is_an_error() -> None:
+    b = GraphBuilder(layout="NHWC")
+    x = b.input("x", (1, 4, 4, 2))
+    big = b.op(OpKind.MUL, [x, b.const("k", np.array([9.0], np.float32))], name="big", fuse="NONE")
+    cat = b.op(OpKind.CONCATENATION, [b.op(OpKind.LOGISTIC, [x], name="sig"), big], axis=3)
+    with pytest.raises(QuantError, match=r"`big` .* shares a scale with `sig`"):
+        quantize(b.build(cat), samples(2, (1, 4, 4, 2)))
