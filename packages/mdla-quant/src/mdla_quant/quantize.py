@@ -24,6 +24,7 @@ from mdla_ir import Graph, OpKind, QuantParams, Tensor, evaluate
 from mdla_legalize import load_target
 from mdla_legalize.target import Target
 from mdla_quant.arith import round_half_away
+from mdla_quant.bias_correction import correct_biases
 from mdla_quant.config import QuantConfig
 from mdla_quant.errors import QuantError
 from mdla_quant.observers import Histogram, clip_range
@@ -175,6 +176,11 @@ def quantize(
             f"graph `{graph.name}` is {graph.layout}: quantize the legalized (NHWC) "
             "graph, so that what is validated is what is emitted"
         )
+    if config.bias_correction and iter(calibration) is calibration:
+        raise QuantError(
+            "bias correction reads the calibration set a second time: pass a list "
+            "or another re-iterable, not a generator"
+        )
     target = load_target(config.target)
     hists, samples = calibrate(graph, calibration, config.bins, progress)
     acts = _activation_quant(graph, hists, config, target)
@@ -193,7 +199,8 @@ def quantize(
         "rounding": config.rounding,
         "calibration_samples": samples,
     }
-    return graph.with_(tensors=tensors, meta=meta)
+    qgraph = graph.with_(tensors=tensors, meta=meta)
+    return correct_biases(graph, qgraph, calibration) if config.bias_correction else qgraph
 
 
 def _const(

@@ -64,49 +64,17 @@ def run_int8(
     mode = check_rounding(rounding or str(qgraph.meta.get("rounding", "double")))
     if qgraph.layout != "NHWC":
         raise QuantError(f"graph `{qgraph.name}` has layout {qgraph.layout}; int8 graphs are NHWC")
-    env = {}
-    for name, x in bind_inputs(qgraph, inputs).items():
-        if not np.all(np.isfinite(x)):
-            raise QuantError(f"graph `{qgraph.name}`: input `{name}` holds NaN or inf values")
-        env[name] = quantize_input(x, *_io_params(qgraph, name))
-        if observe is not None:
-            observe(name, env[name])
+    env = quantize_inputs(qgraph, inputs)
+    if observe is not None:
+        for name, value in env.items():
+            observe(name, value)
     last_use = {n: i for i, op in enumerate(qgraph.ops) for n in op.inputs}
     keep = set(qgraph.outputs)
     for i, op in enumerate(qgraph.ops):
-        fn = INT8_KERNELS.get(op.kind)
-        if fn is None:
-            raise KernelError(f"op `{op.name}`: no int8 kernel for {op.kind.name}", op.name)
-        if len(op.outputs) != 1:
-            raise KernelError(
-                f"op `{op.name}` ({op.kind.name}): int8 kernels have one output, "
-                f"got {len(op.outputs)}",
-                op.name,
-            )
-        args = [_operand(qgraph, env, n) for n in op.inputs]
-        arg_q: list[QuantParams | None] = [qgraph.tensors[n].quant for n in op.inputs]
-        out = qgraph.tensors[op.outputs[0]]
-        if out.quant is None:
-            raise KernelError(
-                f"op `{op.name}` ({op.kind.name}): output `{out.name}` has no "
-                "quantization parameters",
-                op.name,
-            )
-        try:
-            value = fn(op, args, arg_q, out.quant, mode)
-        except (ValueError, IndexError, KeyError, TypeError) as exc:
-            raise KernelError(
-                f"op #{i} `{op.name}` ({op.kind.name}) failed in the int8 reference: {exc}", op.name
-            ) from exc
-        if value.shape != tuple(out.shape):
-            raise KernelError(
-                f"op `{op.name}` ({op.kind.name}): computed shape {value.shape}, "
-                f"graph says {tuple(out.shape)}",
-                op.name,
-            )
-        env[out.name] = value
+        value = run_op(qgraph, i, env, mode)
+        env[op.outputs[0]] = value
         if observe is not None:
-            observe(out.name, value)
+            observe(op.outputs[0], value)
         for name in op.inputs:
             if last_use.get(name) == i and name in env and name not in keep:
                 del env[name]
@@ -118,3 +86,47 @@ def run_int8(
         real = (scale * (env[name].astype(np.float32) - np.float32(zp))).astype(np.float32)
         results.append(to_model_layout(qgraph, name, real))
     return results
+
+
+def quantize_inputs(qgraph: Graph, inputs: Sequence[Any] | Array) -> dict[str, Array]:
+    """The int8 graph-layout values of model-layout float `inputs` (TFLite's QUANTIZE)."""
+    env = {}
+    for name, x in bind_inputs(qgraph, inputs).items():
+        if not np.all(np.isfinite(x)):
+            raise QuantError(f"graph `{qgraph.name}`: input `{name}` holds NaN or inf values")
+        env[name] = quantize_input(x, *_io_params(qgraph, name))
+    return env
+
+
+def run_op(qgraph: Graph, i: int, env: dict[str, Array], mode: str) -> Array:
+    """The int8 output of op #i of `qgraph`, its activation inputs taken from `env`."""
+    op = qgraph.ops[i]
+    fn = INT8_KERNELS.get(op.kind)
+    if fn is None:
+        raise KernelError(f"op `{op.name}`: no int8 kernel for {op.kind.name}", op.name)
+    if len(op.outputs) != 1:
+        raise KernelError(
+            f"op `{op.name}` ({op.kind.name}): int8 kernels have one output, got {len(op.outputs)}",
+            op.name,
+        )
+    args = [_operand(qgraph, env, n) for n in op.inputs]
+    arg_q: list[QuantParams | None] = [qgraph.tensors[n].quant for n in op.inputs]
+    out = qgraph.tensors[op.outputs[0]]
+    if out.quant is None:
+        raise KernelError(
+            f"op `{op.name}` ({op.kind.name}): output `{out.name}` has no quantization parameters",
+            op.name,
+        )
+    try:
+        value = fn(op, args, arg_q, out.quant, mode)
+    except (ValueError, IndexError, KeyError, TypeError) as exc:
+        raise KernelError(
+            f"op #{i} `{op.name}` ({op.kind.name}) failed in the int8 reference: {exc}", op.name
+        ) from exc
+    if value.shape != tuple(out.shape):
+        raise KernelError(
+            f"op `{op.name}` ({op.kind.name}): computed shape {value.shape}, "
+            f"graph says {tuple(out.shape)}",
+            op.name,
+        )
+    return value
