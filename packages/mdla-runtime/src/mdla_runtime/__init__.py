@@ -1,10 +1,35 @@
 """mdla_runtime: the .mdla manifest, the C engine on the Neuron ABI and the host emulator.
 
+mdla_runtime.save(qgraph, "model.mdla"); m = mdla_runtime.load("model.mdla")   # the manifest
+target = mdla_runtime.open_target("emu")        # or "lib:/path/libneuron_adapter.so"
+result = target.run(m, [x], devices=("mtk-mdla",), ops=None, repeat=1)   # RunResult
 mdla_runtime.export_tflite(qgraph, "model.tflite")   # int8 NHWC graph -> .tflite (LiteRT)
 """
 
 from __future__ import annotations
 
+from mdla_runtime.build import compile_c
+from mdla_runtime.errors import BuildError, LoweringError, ManifestError, TargetError
+from mdla_runtime.manifest import IOSpec, Manifest, Operand, Operation, load, parse, save
+from mdla_runtime.target import RunResult, Target, open_target
 from mdla_runtime.tflite import ExportError, export_tflite
 
-__all__ = ["ExportError", "export_tflite"]
+__all__ = [
+    "BuildError",
+    "ExportError",
+    "IOSpec",
+    "LoweringError",
+    "Manifest",
+    "ManifestError",
+    "Operand",
+    "Operation",
+    "RunResult",
+    "Target",
+    "TargetError",
+    "compile_c",
+    "export_tflite",
+    "load",
+    "open_target",
+    "parse",
+    "save",
+]

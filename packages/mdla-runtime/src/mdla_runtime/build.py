@@ -1,0 +1,116 @@
+"""Building the package's C code with the machine's C compiler, cached by content.
+
+    exe = compile_c([csrc / "engine.c", ...], "mdla-engine", libs=("-ldl",))
+    lib = compile_c([...], "libneuron_emu.so", shared=True, flags=("-O3",))
+
+The compiler is `$CC`, else the first of cc, gcc, clang on PATH. Outputs go to
+`$MDLA_CACHE_DIR` (else ~/.cache/mdla) under a key hashing the compiler (path and version), the
+flags and every source and header of the source directories, so an edit rebuilds and an
+unchanged tree never does. Writes are atomic, so concurrent builds cannot leave a half-written
+binary. `engine_path()` builds (once) and returns `mdla-engine`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from mdla_runtime.errors import BuildError
+
+CSRC = Path(__file__).parent / "csrc"
+BASE_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra")
+ENGINE_SOURCES = (
+    "engine.c",
+    "engine_run.c",
+    "model.c",
+    "adapter.c",
+    "manifest.c",
+    "manifest_check.c",
+    "mdla_msgpack.c",
+    "report.c",
+)
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("MDLA_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "mdla"
+
+
+def find_compiler() -> str:
+    """`$CC`, else cc, gcc or clang; a `BuildError` saying what to install when none exists."""
+    env = os.environ.get("CC")
+    candidates = [env] if env else ["cc", "gcc", "clang"]
+    for name in candidates:
+        path = shutil.which(name.split()[0]) if name else None
+        if path:
+            return path
+    raise BuildError(
+        f"no C compiler found (tried {', '.join(c for c in candidates if c)}): mdla-runtime builds "
+        "its engine with one. Install one (Debian/Ubuntu: apt-get install gcc; Termux: pkg "
+        "install clang) or point $CC at it."
+    )
+
+
+def _version(cc: str) -> str:
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BuildError(f"C compiler {cc} does not run: {exc}") from exc
+    return out.stdout
+
+
+def _key(cc: str, sources: Sequence[Path], args: Iterable[str]) -> str:
+    h = hashlib.sha256()
+    h.update(cc.encode() + b"\0" + _version(cc).encode() + b"\0")
+    h.update("\0".join(args).encode() + b"\0")
+    headers = sorted({p for s in sources for p in s.parent.glob("*.h")})
+    for path in [*sources, *headers]:
+        h.update(str(path.name).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:20]
+
+
+def compile_c(
+    sources: Sequence[str | os.PathLike[str]],
+    output_name: str,
+    shared: bool = False,
+    flags: Sequence[str] = (),
+    libs: Sequence[str] = (),
+) -> Path:
+    """Compile `sources` into `output_name` (an executable, or a .so with `shared`); cached."""
+    cc = find_compiler()
+    srcs = [Path(s).resolve() for s in sources]
+    for s in srcs:
+        if not s.is_file():
+            raise BuildError(f"C source {s} does not exist")
+    args = [*BASE_FLAGS, *(("-shared", "-fPIC") if shared else ()), *flags]
+    includes = sorted({f"-I{s.parent}" for s in srcs})
+    key = _key(cc, srcs, [*args, *libs, output_name])
+    out_dir = cache_dir() / f"{Path(output_name).stem}-{key}"
+    out = out_dir / output_name
+    if out.exists():
+        return out
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{output_name}.", dir=out_dir)
+    os.close(fd)
+    cmd = [cc, *args, *includes, *map(str, srcs), "-o", tmp, *libs]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise BuildError(
+                f"building {output_name} failed ({' '.join(cmd)}):\n{proc.stderr.strip()}"
+            )
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, out)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return out
+
+
+def engine_path() -> Path:
+    """The `mdla-engine` executable for this machine, built on first use."""
+    return compile_c([CSRC / s for s in ENGINE_SOURCES], "mdla-engine", libs=("-ldl",))

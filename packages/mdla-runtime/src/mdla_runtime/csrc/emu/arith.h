@@ -1,0 +1,114 @@
+/*
+ * arith.h: TFLite's int8 fixed-point arithmetic, the one definition every kernel uses.
+ * (The same formulas as mdla_quant/arith.py, computed in int64 exactly as numpy does.)
+ *
+ *   real multiplier d  ->  (M, s), d ~= M * 2^(s - 31), M in [2^30, 2^31)   (QuantizeMultiplier)
+ *   double (gemmlowp, TFLite reference build):
+ *       MBQM(x, M, s) = RDBPOT(SRDHM(x * 2^max(s,0), M), max(-s,0))
+ *       SRDHM(a, b)   = floor((a*b + 2^30) / 2^31)     ties toward +inf; saturates for a=b=-2^31
+ *       RDBPOT(v, e)  = round(v / 2^e)                  ties away from zero
+ *   single (TFLITE_SINGLE_ROUNDING):
+ *       MBQM(x, M, s) = (x*M + 2^(30-s)) >> (31-s)      one rounding, ties toward +inf
+ *
+ * Right shifts of negative int64 are arithmetic on every compiler this builds with (gcc, clang;
+ * C11 leaves it implementation-defined); overflow bounds are noted beside each helper.
+ */
+#ifndef MDLA_EMU_ARITH_H
+#define MDLA_EMU_ARITH_H
+
+#include <math.h>
+#include <stdint.h>
+
+#define EMU_INT32_MIN (-2147483647 - 1)
+#define EMU_INT32_MAX 2147483647
+
+/* floor(x / 2^e) for int64 (an arithmetic right shift). */
+static inline int64_t emu_asr(int64_t x, int e) { return x >> e; }
+
+/* QuantizeMultiplier: d = q * 2^s, q in [0.5, 1); M = round(q * 2^31); carry, flush, cap. */
+static inline void emu_quantize_multiplier(double d, int rounding, int64_t *m, int *s) {
+    if (!(d > 0.0) || !isfinite(d)) {
+        *m = 0;
+        *s = 0;
+        return;
+    }
+    int e = 0;
+    double q = frexp(d, &e);
+    int64_t mm = (int64_t)round(q * 2147483648.0); /* exact: q * 2^31 < 2^31; C round = away */
+    if (mm == 2147483648LL) {
+        mm = 1073741824LL;
+        e += 1;
+    }
+    if (e < -31) {
+        mm = 0;
+        e = 0;
+    }
+    if (rounding == 1 && e > 30) {
+        mm = EMU_INT32_MAX;
+        e = 30;
+    }
+    *m = mm;
+    *s = e;
+}
+
+/* SRDHM over int64 holding int32-range values: |a*b| <= 2^62, + 2^30 fits int64. */
+static inline int64_t emu_srdhm(int64_t a, int64_t b) {
+    if (a == EMU_INT32_MIN && b == EMU_INT32_MIN) return EMU_INT32_MAX;
+    return emu_asr(a * b + (INT64_C(1) << 30), 31);
+}
+
+/* RDBPOT: mask = 2^e - 1, rem = v & mask, thr = (mask >> 1) + (v < 0), (v >> e) + (rem > thr). */
+static inline int64_t emu_rdbpot(int64_t v, int e) {
+    const int64_t mask = (INT64_C(1) << e) - 1;
+    const int64_t rem = (int64_t)((uint64_t)v & (uint64_t)mask);
+    const int64_t thr = (mask >> 1) + (v < 0 ? 1 : 0);
+    return emu_asr(v, e) + (rem > thr ? 1 : 0);
+}
+
+/* MBQM(x, M, s) in the chosen rounding; callers keep |x * 2^max(s,0)| < 2^31 (TFLite's int32). */
+static inline int64_t emu_mbqm(int64_t x, int64_t m, int s, int rounding) {
+    if (rounding == 1) {
+        const int total = 31 - s; /* in [1, 62]: x*M < 2^62, the rounding term < 2^61 */
+        return emu_asr(x * m + (INT64_C(1) << (total - 1)), total);
+    }
+    const int left = s > 0 ? s : 0, right = s > 0 ? 0 : -s;
+    return emu_rdbpot(emu_srdhm(x * (INT64_C(1) << left), m), right);
+}
+
+static inline int32_t emu_clamp(int64_t v, int32_t lo, int32_t hi) {
+    return v < lo ? lo : (v > hi ? hi : (int32_t)v);
+}
+
+/* numpy's round_half_away: sign(x) * floor(|x| + 0.5), in the operand's own precision. */
+static inline double emu_round_away(double x) {
+    const double r = floor(fabs(x) + 0.5);
+    return x > 0 ? r : (x < 0 ? -r : 0.0);
+}
+static inline float emu_round_awayf(float x) {
+    const float r = floorf(fabsf(x) + 0.5f);
+    return x > 0 ? r : (x < 0 ? -r : 0.0f);
+}
+
+/* CalculateActivationRangeQuantized: Q(f) = z + (int)roundf(f / s) in float32.
+ * fuse NONE [-128,127]; RELU [max(-128,Q(0)),127]; RELU1 [max(-128,Q(-1)),min(127,Q(1))];
+ * RELU6 [max(-128,Q(0)),min(127,Q(6))]. */
+static inline void emu_activation_range(int32_t fuse, float scale, int32_t zp, int32_t *lo,
+                                        int32_t *hi) {
+    const int32_t q0 = zp + (int32_t)emu_round_awayf(0.0f / scale);
+    *lo = -128;
+    *hi = 127;
+    if (fuse == 1) {
+        *lo = q0 > -128 ? q0 : -128;
+    } else if (fuse == 2) {
+        const int32_t qm1 = zp + (int32_t)emu_round_awayf(-1.0f / scale);
+        const int32_t q1 = zp + (int32_t)emu_round_awayf(1.0f / scale);
+        *lo = qm1 > -128 ? qm1 : -128;
+        *hi = q1 < 127 ? q1 : 127;
+    } else if (fuse == 3) {
+        const int32_t q6 = zp + (int32_t)emu_round_awayf(6.0f / scale);
+        *lo = q0 > -128 ? q0 : -128;
+        *hi = q6 < 127 ? q6 : 127;
+    }
+}
+
+#endif /* MDLA_EMU_ARITH_H */

@@ -1,0 +1,146 @@
+/*
+ * device.c: Neuron_getVersion, device enumeration, and whether an operation maps on a device.
+ *
+ * The op table of each device is generated (emu_targets.c) from the target data file that
+ * mdla_legalize reads too (targets/mdla3.5.toml): one source of truth. An op maps on a device
+ * when the table lists it as supported, the emulator has an int8 kernel for it, and it meets the
+ * entry's constraints:
+ *   dtypes             int8 activations need "int8" among the entry's dtypes
+ *   max_rank, max_dim  every activation operand within the device's limits
+ *   per_channel        per-channel weights only where the entry says so (silicon fact 3)
+ *   padding            "same-valid": explicit pads must be VALID or the TF-SAME pads (fact 6)
+ *   broadcast          binary operands of unequal shapes only where the entry says so
+ *   shared_scale       all inputs and the output share one scale and zero point (fact 7)
+ *   keeps_input_scale  output scale and zero point equal the input's
+ *   fixed_output       the output's scale and zero point are fixed (LOGISTIC, SOFTMAX, ...)
+ */
+#include <stddef.h>
+
+#include "emu.h"
+
+static NeuronDevice devices[EMU_MAX_DEVICES];
+
+static uint32_t device_count(void) {
+    return emu_target_device_count < EMU_MAX_DEVICES ? emu_target_device_count : EMU_MAX_DEVICES;
+}
+
+int Neuron_getVersion(NeuronRuntimeVersion *version) {
+    if (version == NULL) return NEURON_UNEXPECTED_NULL;
+    version->major = 8;
+    version->minor = 0;
+    version->patch = 0;
+    return NEURON_NO_ERROR;
+}
+
+int Neuron_getDeviceCount(uint32_t *numDevices) {
+    if (numDevices == NULL) return NEURON_UNEXPECTED_NULL;
+    *numDevices = device_count();
+    return NEURON_NO_ERROR;
+}
+
+int Neuron_getDevice(uint32_t devIndex, NeuronDevice **device) {
+    if (device == NULL) return NEURON_UNEXPECTED_NULL;
+    if (devIndex >= device_count()) return NEURON_BAD_DATA;
+    devices[devIndex].index = devIndex; /* the handle of an index is stable */
+    devices[devIndex].spec = &emu_target_devices[devIndex];
+    *device = &devices[devIndex];
+    return NEURON_NO_ERROR;
+}
+
+int NeuronDevice_getName(const NeuronDevice *device, const char **name) {
+    if (device == NULL || name == NULL) return NEURON_UNEXPECTED_NULL;
+    const EmuTargetDevice *d = emu_device_spec(device);
+    if (d == NULL) return NEURON_BAD_DATA;
+    *name = d->name;
+    return NEURON_NO_ERROR;
+}
+
+const EmuTargetDevice *emu_device_spec(const NeuronDevice *d) {
+    for (uint32_t i = 0; i < device_count(); i++)
+        if (d == &devices[i]) return &emu_target_devices[i];
+    return NULL;
+}
+
+bool emu_device_is_apu(const EmuTargetDevice *d) {
+    /* mtk-mdla and mtk-dsp (the VPU) live in the APU power domain; the GPU does not */
+    const char *n = d->name;
+    return n[0] == 'm' && n[1] == 't' && n[2] == 'k' && n[3] == '-' &&
+           ((n[4] == 'm' && n[5] == 'd' && n[6] == 'l' && n[7] == 'a') ||
+            (n[4] == 'd' && n[5] == 's' && n[6] == 'p'));
+}
+
+static const EmuTargetOp *entry(const EmuTargetDevice *d, int32_t code) {
+    for (uint32_t i = 0; i < d->n_ops; i++)
+        if (d->ops[i].code == code) return &d->ops[i];
+    return NULL;
+}
+
+static bool within_limits(const EmuTargetDevice *d, const EmuTargetOp *e, const EmuOperand *o) {
+    if (o->rank > d->max_rank) return false;
+    for (uint32_t i = 0; i < o->rank; i++)
+        if (o->dims[i] > d->max_dim) return false;
+    return emu_is_int8_act(o->type) ? (e->dtypes & EMU_DT_INT8) != 0 : true;
+}
+
+static bool same_shape(const EmuOperand *a, const EmuOperand *b) {
+    if (a->rank != b->rank) return false;
+    for (uint32_t i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+static bool padding_ok(const NeuronModel *m, const EmuOperation *op, int mode) {
+    if (mode != EMU_PAD_SAME_VALID) return true;
+    EmuWindow w;
+    if (emu_window(m, op, &w) != NEURON_NO_ERROR) return false;
+    if (w.implicit) return true; /* the padding codes are VALID or TF-SAME by construction */
+    if (!(w.pad_top | w.pad_bottom | w.pad_left | w.pad_right)) return true; /* VALID */
+    const EmuOperand *x = &m->opnds[op->in[0]];
+    int32_t t, b, l, r;
+    emu_same_pads((int32_t)x->dims[1], w.filter_h, w.stride_h, w.dilation_h, &t, &b);
+    emu_same_pads((int32_t)x->dims[2], w.filter_w, w.stride_w, w.dilation_w, &l, &r);
+    return w.pad_top == t && w.pad_bottom == b && w.pad_left == l && w.pad_right == r;
+}
+
+bool emu_op_supported(const EmuTargetDevice *d, const NeuronModel *m, const EmuOperation *op) {
+    const EmuTargetOp *e = entry(d, op->code);
+    if (e == NULL || !e->supported || emu_kernel(op->code) == NULL) return false;
+    for (uint32_t i = 0; i < op->n_in; i++) {
+        const EmuOperand *o = &m->opnds[op->in[i]];
+        if (o->lifetime != EMU_CONST && !within_limits(d, e, o)) return false;
+    }
+    const EmuOperand *out = &m->opnds[op->out[0]];
+    if (!within_limits(d, e, out)) return false;
+    const int32_t c = op->code;
+    if ((c == NEURON_CONV_2D || c == NEURON_DEPTHWISE_CONV_2D || c == NEURON_FULLY_CONNECTED) &&
+        m->opnds[op->in[1]].type == NEURON_TENSOR_QUANT8_SYMM_PER_CHANNEL && !e->per_channel)
+        return false;
+    if ((c == NEURON_CONV_2D || c == NEURON_DEPTHWISE_CONV_2D || c == NEURON_AVERAGE_POOL_2D ||
+         c == NEURON_MAX_POOL_2D) &&
+        !padding_ok(m, op, e->padding))
+        return false;
+    if ((c == NEURON_ADD || c == NEURON_SUB || c == NEURON_MUL) && !e->broadcast &&
+        !same_shape(&m->opnds[op->in[0]], &m->opnds[op->in[1]]))
+        return false;
+    if (e->shared_scale || c == NEURON_CONCATENATION) { /* the int8 kernel never rescales */
+        const uint32_t n = c == NEURON_CONCATENATION ? op->n_in - 1 : op->n_in;
+        for (uint32_t i = 0; i < n; i++) {
+            const EmuOperand *o = &m->opnds[op->in[i]];
+            if (emu_is_int8_act(o->type) && !emu_same_quant(o, out)) return false;
+        }
+    }
+    if (e->keeps_input_scale && !emu_same_quant(&m->opnds[op->in[0]], out)) return false;
+    if (e->has_fixed_output &&
+        (out->scale != e->fixed_output_scale || out->zero_point != e->fixed_output_zero_point))
+        return false;
+    return true;
+}
+
+bool emu_model_mappable(const NeuronModel *m, const EmuTargetDevice *const *devs, uint32_t n) {
+    for (uint32_t k = 0; k < m->n_ops; k++) {
+        bool any = false;
+        for (uint32_t i = 0; i < n && !any; i++) any = emu_op_supported(devs[i], m, &m->ops[k]);
+        if (!any) return false;
+    }
+    return true;
+}

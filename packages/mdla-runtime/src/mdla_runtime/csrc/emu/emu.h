@@ -1,0 +1,160 @@
+/*
+ * emu.h: the host Neuron emulator's internal model (libneuron_emu.so).
+ *
+ * The public face is neuron_abi.h; this header holds what the API files and the kernels share:
+ * operands and operations as the caller built them, the frozen kernel table, the per-device op
+ * support generated from the target data file (emu_targets.c, written by emulator.py from
+ * mdla_legalize/targets/mdla3.5.toml), and the fake APU runtime-PM node.
+ */
+#ifndef MDLA_EMU_H
+#define MDLA_EMU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "neuron_abi.h"
+
+#define EMU_MAX_RANK 6
+#define EMU_IMMEDIATE_COPY_BYTES 128 /* NEURON_MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES */
+
+enum { EMU_ROUND_DOUBLE = 0, EMU_ROUND_SINGLE = 1 };
+
+enum { EMU_TEMP = 0, EMU_MODEL_INPUT, EMU_MODEL_OUTPUT, EMU_CONST };
+
+typedef struct {
+    int32_t type;
+    uint32_t rank;
+    uint32_t dims[EMU_MAX_RANK];
+    float scale;
+    int32_t zero_point;
+    uint32_t channel_dim;   /* per-channel operands only */
+    uint32_t channel_count; /* 0 = no per-channel params */
+    float *channel_scales;  /* owned */
+    int lifetime;
+    bool has_value;
+    bool omitted;      /* setOperandValue(NULL, 0): an optional operand left out */
+    const void *value; /* points into `owned` (small or restored values) or the caller's buffer */
+    size_t value_len;
+    void *owned;
+} EmuOperand;
+
+typedef struct {
+    int32_t code;
+    uint32_t n_in, n_out;
+    uint32_t *in, *out; /* owned */
+} EmuOperation;
+
+struct NeuronModel {
+    bool finished;
+    bool io_identified;
+    EmuOperand *opnds;
+    uint32_t n_opnds, cap_opnds;
+    EmuOperation *ops;
+    uint32_t n_ops, cap_ops;
+    uint32_t *inputs, *outputs; /* owned */
+    uint32_t n_inputs, n_outputs;
+};
+
+/* ---- operands (model.c) -------------------------------------------------------------------- */
+size_t emu_type_size(int32_t type); /* bytes per element, 0 for an unknown type */
+bool emu_is_tensor(int32_t type);
+bool emu_is_int8_act(int32_t type); /* TENSOR_QUANT8_ASYMM_SIGNED or TENSOR_QUANT8_SYMM */
+uint64_t emu_elements(const EmuOperand *o);
+size_t emu_bytes(const EmuOperand *o);
+bool emu_same_quant(const EmuOperand *a, const EmuOperand *b);
+int emu_scalar_i32(const NeuronModel *m, uint32_t idx, int32_t *v);
+int emu_scalar_bool(const NeuronModel *m, uint32_t idx, bool *v);
+int emu_scalar_f32(const NeuronModel *m, uint32_t idx, float *v);
+void emu_model_release(NeuronModel *m);
+/* A finished deep copy owning every value (a compilation's snapshot; NULL on out-of-memory). */
+NeuronModel *emu_model_clone(const NeuronModel *m);
+
+/* ---- op signatures and geometry (validate.c) ----------------------------------------------- */
+typedef struct {
+    int32_t pad_top, pad_bottom, pad_left, pad_right;
+    int32_t stride_h, stride_w, dilation_h, dilation_w;
+    int32_t filter_h, filter_w; /* pools: the window; convs: from the filter */
+    int32_t multiplier;         /* depthwise */
+    int32_t fuse;
+    bool implicit; /* the padding-code form (pads computed here, TF-asymmetric SAME) */
+} EmuWindow;
+
+/* Structural checks at addOperation: operand counts and types of every op the emulator knows. */
+int emu_check_signature(const NeuronModel *m, const EmuOperation *op);
+/* Pads, strides, dilations, filter and fuse of CONV_2D, DEPTHWISE_CONV_2D and the pools. */
+int emu_window(const NeuronModel *m, const EmuOperation *op, EmuWindow *w);
+/* TF SAME pads of one axis: total = max((ceil(n/s) - 1)*s + d*(k-1) + 1 - n, 0), extra after. */
+void emu_same_pads(int32_t n, int32_t k, int32_t s, int32_t d, int32_t *before, int32_t *after);
+int emu_out_size(int32_t n, int32_t k, int32_t s, int32_t d, int32_t before, int32_t after);
+
+/* ---- kernels (k_*.c) ------------------------------------------------------------------------ */
+typedef struct {
+    uint8_t *scratch; /* im2col and accumulator space, sized by the kernels' scratch_bytes */
+    size_t scratch_len;
+} EmuScratch;
+
+typedef struct {
+    int32_t code;
+    const char *name;
+    /* Validate everything value-dependent and freeze the params; NEURON_BAD_DATA on a problem. */
+    int (*prepare)(const NeuronModel *m, const EmuOperation *op, int rounding, void **params);
+    /* inputs[i] is the data of op input i (activations or constants); out the output's. */
+    void (*eval)(const void *params, const void *const *inputs, void *out, EmuScratch *scratch);
+    size_t (*scratch_bytes)(const void *params); /* NULL: no scratch */
+    void (*release)(void *params);               /* frees the params and all they own */
+} EmuKernel;
+
+const EmuKernel *emu_kernel(int32_t code); /* NULL when the emulator has no int8 kernel */
+
+/* ---- devices and op support (device.c, emu_targets.c) ------------------------------------- */
+enum { EMU_DT_INT8 = 1, EMU_DT_UINT8 = 2, EMU_DT_INT16 = 4, EMU_DT_FLOAT16 = 8, EMU_DT_FLOAT32 = 16 };
+enum { EMU_PAD_ANY = 0, EMU_PAD_EXPLICIT = 1, EMU_PAD_SAME_VALID = 2 };
+
+typedef struct {
+    int32_t code;
+    bool supported;
+    bool per_channel;
+    int padding;
+    bool broadcast;
+    bool shared_scale;
+    bool keeps_input_scale;
+    bool has_fixed_output;
+    float fixed_output_scale;
+    int32_t fixed_output_zero_point;
+    uint32_t dtypes;
+    const char *reason;
+} EmuTargetOp;
+
+typedef struct {
+    const char *name;
+    uint32_t max_rank;
+    uint32_t max_dim;
+    uint32_t dtypes;
+    uint32_t n_ops;
+    const EmuTargetOp *ops;
+} EmuTargetDevice;
+
+extern const char *const emu_target_name;
+extern const EmuTargetDevice emu_target_devices[];
+extern const uint32_t emu_target_device_count;
+
+struct NeuronDevice {
+    uint32_t index;
+    const EmuTargetDevice *spec;
+};
+
+#define EMU_MAX_DEVICES 8
+/* The device of a handle (NULL when the pointer is not one of ours). */
+const EmuTargetDevice *emu_device_spec(const NeuronDevice *d);
+bool emu_device_is_apu(const EmuTargetDevice *d);
+/* Whether `op` maps on the device: target data, the emulator's kernels, the device's limits. */
+bool emu_op_supported(const EmuTargetDevice *d, const NeuronModel *m, const EmuOperation *op);
+/* Every op maps on the union of the devices (one unsupported op: nothing maps). */
+bool emu_model_mappable(const NeuronModel *m, const EmuTargetDevice *const *devs, uint32_t n);
+
+/* ---- the fake APU runtime-PM node (sysfs.c) ----------------------------------------------- */
+void emu_apu_begin(void); /* resume (if suspended) before a compute on an APU device */
+void emu_apu_end(void);   /* arm the autosuspend timer after it */
+
+#endif /* MDLA_EMU_H */

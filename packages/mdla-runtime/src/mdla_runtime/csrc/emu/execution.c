@@ -1,0 +1,129 @@
+/*
+ * execution.c: NeuronExecution_* (bind inputs and outputs, compute).
+ *
+ * An execution may compute many times (the engine's --repeat). setInput/setOutput take the
+ * model input/output index, type NULL (or a type equal to the operand's) and the exact byte
+ * size; buffers must outlive the execution. Temporaries live in the execution. A compute on an
+ * APU device (mtk-mdla, mtk-dsp) resumes the fake APU runtime-PM node for its duration.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compilation.h"
+
+struct NeuronExecution {
+    NeuronCompilation *compilation;
+    void **data;      /* per operand: its bytes during compute */
+    void **temps;     /* per operand: the owned temporary, else NULL */
+    bool *in_set, *out_set;
+    uint8_t *scratch;
+    const void **args; /* the input pointers of one operation */
+    uint32_t max_in;
+};
+
+void NeuronExecution_free(NeuronExecution *execution) {
+    NeuronExecution *e = execution;
+    if (e == NULL) return;
+    if (e->temps != NULL && e->compilation->model != NULL)
+        for (uint32_t i = 0; i < e->compilation->model->n_opnds; i++) free(e->temps[i]);
+    free(e->temps);
+    free(e->data);
+    free(e->in_set);
+    free(e->out_set);
+    free(e->scratch);
+    free(e->args);
+    free(e);
+}
+
+int NeuronExecution_create(NeuronCompilation *compilation, NeuronExecution **execution) {
+    if (execution != NULL) *execution = NULL;
+    if (compilation == NULL || execution == NULL) return NEURON_UNEXPECTED_NULL;
+    if (!compilation->finished) return NEURON_BAD_STATE;
+    const NeuronModel *m = compilation->model;
+    NeuronExecution *e = calloc(1, sizeof *e);
+    if (e == NULL) return NEURON_OUT_OF_MEMORY;
+    e->compilation = compilation;
+    const size_t n = m->n_opnds ? m->n_opnds : 1;
+    e->data = calloc(n, sizeof *e->data);
+    e->temps = calloc(n, sizeof *e->temps);
+    e->in_set = calloc(m->n_inputs + 1, sizeof *e->in_set);
+    e->out_set = calloc(m->n_outputs + 1, sizeof *e->out_set);
+    e->scratch = malloc(compilation->scratch ? compilation->scratch : 1);
+    for (uint32_t k = 0; k < m->n_ops; k++)
+        if (m->ops[k].n_in > e->max_in) e->max_in = m->ops[k].n_in;
+    e->args = calloc(e->max_in + 1, sizeof *e->args);
+    bool ok = e->data && e->temps && e->in_set && e->out_set && e->scratch && e->args;
+    for (uint32_t i = 0; ok && i < m->n_opnds; i++) {
+        const EmuOperand *o = &m->opnds[i];
+        if (o->lifetime == EMU_CONST) {
+            e->data[i] = (void *)o->value;
+        } else if (o->lifetime == EMU_TEMP) {
+            e->temps[i] = malloc(emu_bytes(o) ? emu_bytes(o) : 1);
+            e->data[i] = e->temps[i];
+            ok = e->temps[i] != NULL;
+        }
+    }
+    if (!ok) {
+        NeuronExecution_free(e);
+        return NEURON_OUT_OF_MEMORY;
+    }
+    *execution = e;
+    return NEURON_NO_ERROR;
+}
+
+/* A caller-given type must describe the operand exactly (the emulator has no dynamic shapes). */
+static bool type_matches(const EmuOperand *o, const NeuronOperandType *t) {
+    if (t == NULL) return true;
+    if (t->type != o->type || t->dimensionCount != o->rank) return false;
+    if (o->rank && t->dimensions == NULL) return false;
+    for (uint32_t d = 0; d < o->rank; d++)
+        if (t->dimensions[d] != o->dims[d]) return false;
+    return t->scale == o->scale && t->zeroPoint == o->zero_point;
+}
+
+int NeuronExecution_setInput(NeuronExecution *execution, int32_t index,
+                             const NeuronOperandType *type, const void *buffer, size_t length) {
+    if (execution == NULL || buffer == NULL) return NEURON_UNEXPECTED_NULL;
+    const NeuronModel *m = execution->compilation->model;
+    if (index < 0 || (uint32_t)index >= m->n_inputs) return NEURON_BAD_DATA;
+    const uint32_t op = m->inputs[index];
+    if (!type_matches(&m->opnds[op], type) || length != emu_bytes(&m->opnds[op]))
+        return NEURON_BAD_DATA;
+    execution->data[op] = (void *)buffer; /* read only */
+    execution->in_set[index] = true;
+    return NEURON_NO_ERROR;
+}
+
+int NeuronExecution_setOutput(NeuronExecution *execution, int32_t index,
+                              const NeuronOperandType *type, void *buffer, size_t length) {
+    if (execution == NULL || buffer == NULL) return NEURON_UNEXPECTED_NULL;
+    const NeuronModel *m = execution->compilation->model;
+    if (index < 0 || (uint32_t)index >= m->n_outputs) return NEURON_BAD_DATA;
+    const uint32_t op = m->outputs[index];
+    if (!type_matches(&m->opnds[op], type)) return NEURON_BAD_DATA;
+    if (length < emu_bytes(&m->opnds[op])) return NEURON_OUTPUT_INSUFFICIENT_SIZE;
+    if (length != emu_bytes(&m->opnds[op])) return NEURON_BAD_DATA;
+    execution->data[op] = buffer;
+    execution->out_set[index] = true;
+    return NEURON_NO_ERROR;
+}
+
+int NeuronExecution_compute(NeuronExecution *execution) {
+    NeuronExecution *e = execution;
+    if (e == NULL) return NEURON_UNEXPECTED_NULL;
+    const NeuronCompilation *c = e->compilation;
+    const NeuronModel *m = c->model;
+    for (uint32_t i = 0; i < m->n_inputs; i++)
+        if (!e->in_set[i]) return NEURON_BAD_STATE;
+    for (uint32_t i = 0; i < m->n_outputs; i++)
+        if (!e->out_set[i]) return NEURON_BAD_STATE;
+    if (c->apu) emu_apu_begin();
+    EmuScratch scratch = {e->scratch, c->scratch};
+    for (uint32_t k = 0; k < m->n_ops; k++) {
+        const EmuOperation *op = &m->ops[k];
+        for (uint32_t i = 0; i < op->n_in; i++) e->args[i] = e->data[op->in[i]];
+        emu_kernel(op->code)->eval(c->params[k], e->args, e->data[op->out[0]], &scratch);
+    }
+    if (c->apu) emu_apu_end();
+    return NEURON_NO_ERROR;
+}

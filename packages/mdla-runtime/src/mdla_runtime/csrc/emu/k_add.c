@@ -1,0 +1,84 @@
+/*
+ * ADD and SUB, int8 with numpy broadcasting (TFLite reference_integer_ops/add.h, sub.cc).
+ *
+ * Prepare (double, from float32 scales), left_shift = 20:
+ *     twice = 2 * max(s1, s2)
+ *     (M1, e1) = QM(s1 / twice),  (M2, e2) = QM(s2 / twice)          both <= 0.5: e <= 0
+ *     (Mo, eo) = QM(twice / (2^20 * s_out))
+ * Eval:
+ *     a = MBQM((x1 - z1) * 2^20, M1, e1);  b = MBQM((x2 - z2) * 2^20, M2, e2)
+ *     out = clamp(MBQM(a +- b, Mo, eo) + z_out, act_min, act_max)
+ * a and b depend on one int8 code each, so they are two 256-entry tables frozen at prepare.
+ * |x - z| <= 255: (x - z) * 2^20 < 2^28 and a +- b < 2^29, within int32.
+ */
+#include "kernels.h"
+
+typedef struct {
+    EmuBroadcast bc;
+    int64_t a[256], b[256]; /* indexed by code + 128 */
+    int64_t mo;
+    int eo, rounding, sign;
+    int32_t z_out, lo, hi;
+} AddParams;
+
+static int add_sub_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, int sign,
+                           void **out) {
+    *out = NULL;
+    const EmuOperand *x1 = &m->opnds[op->in[0]], *x2 = &m->opnds[op->in[1]],
+                     *y = &m->opnds[op->out[0]];
+    int32_t fuse = 0;
+    EMU_CHECK(emu_scalar_i32(m, op->in[2], &fuse) == NEURON_NO_ERROR && fuse >= 0 && fuse <= 3);
+    EMU_CHECK(emu_is_int8_act(y->type));
+    AddParams *p = calloc(1, sizeof *p);
+    if (p == NULL) return NEURON_OUT_OF_MEMORY;
+    if (emu_broadcast_prepare(x1, x2, y, &p->bc) != NEURON_NO_ERROR) {
+        free(p);
+        return NEURON_BAD_DATA;
+    }
+    const double s1 = x1->scale, s2 = x2->scale;
+    const double twice = 2.0 * (s1 > s2 ? s1 : s2);
+    int64_t m1, m2;
+    int e1, e2;
+    emu_quantize_multiplier(s1 / twice, rounding, &m1, &e1);
+    emu_quantize_multiplier(s2 / twice, rounding, &m2, &e2);
+    emu_quantize_multiplier(twice / (1048576.0 * (double)y->scale), rounding, &p->mo, &p->eo);
+    for (int q = -128; q < 128; q++) {
+        p->a[q + 128] = emu_mbqm((int64_t)(q - x1->zero_point) * 1048576, m1, e1, rounding);
+        p->b[q + 128] = emu_mbqm((int64_t)(q - x2->zero_point) * 1048576, m2, e2, rounding);
+    }
+    p->rounding = rounding;
+    p->sign = sign;
+    p->z_out = y->zero_point;
+    emu_activation_range(fuse, y->scale, y->zero_point, &p->lo, &p->hi);
+    *out = p;
+    return NEURON_NO_ERROR;
+}
+
+static int add_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
+    return add_sub_prepare(m, op, rounding, 1, out);
+}
+
+static int sub_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
+    return add_sub_prepare(m, op, rounding, -1, out);
+}
+
+static void add_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *out,
+                    uint32_t count, uint32_t a_step, uint32_t b_step) {
+    const AddParams *p = ctx;
+    for (uint32_t i = 0; i < count; i++) {
+        const int64_t va = p->a[a[i * a_step] + 128], vb = p->b[b[i * b_step] + 128];
+        const int64_t raw = p->sign > 0 ? va + vb : va - vb;
+        out[i] = (int8_t)emu_clamp(emu_mbqm(raw, p->mo, p->eo, p->rounding) + p->z_out, p->lo,
+                                   p->hi);
+    }
+}
+
+static void add_eval(const void *params, const void *const *inputs, void *output,
+                     EmuScratch *scratch) {
+    (void)scratch;
+    const AddParams *p = params;
+    emu_broadcast_run(&p->bc, p, inputs[0], inputs[1], output, add_run);
+}
+
+const EmuKernel emu_k_add = {NEURON_ADD, "ADD", add_prepare, add_eval, NULL, free};
+const EmuKernel emu_k_sub = {NEURON_SUB, "SUB", sub_prepare, add_eval, NULL, free};

@@ -1,0 +1,64 @@
+/*
+ * CONCATENATION, int8 (TFLite reference_ops Concatenation): values move unchanged.
+ *
+ *     out[..., offset_i + j, ...] = x_i[..., j, ...]     along `axis`
+ * Every input shares the output's scale and zero point (LiteRT rejects int8 inputs whose params
+ * differ, and the MDLA does too: silicon fact 7; unequal scales make the op unmappable on every
+ * device, see device.c), so there is no rescaling. As outer x (axis *
+ * inner) blocks: each input contributes one contiguous run per outer index.
+ */
+#include <string.h>
+
+#include "kernels.h"
+
+typedef struct {
+    uint32_t n_inputs;
+    uint64_t outer;
+    uint64_t run[]; /* bytes per outer index of each input */
+} ConcatParams;
+
+static int concat_prepare(const NeuronModel *m, const EmuOperation *op, int rounding,
+                          void **out) {
+    (void)rounding;
+    *out = NULL;
+    const uint32_t n = op->n_in - 1;
+    const EmuOperand *y = &m->opnds[op->out[0]];
+    int32_t axis = 0;
+    EMU_CHECK(emu_scalar_i32(m, op->in[n], &axis) == NEURON_NO_ERROR);
+    EMU_CHECK(emu_is_int8_act(y->type) && y->rank >= 1);
+    EMU_CHECK(axis >= -(int32_t)y->rank && axis < (int32_t)y->rank);
+    const uint32_t ax = (uint32_t)(axis < 0 ? axis + (int32_t)y->rank : axis);
+    uint64_t along = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const EmuOperand *x = &m->opnds[op->in[i]];
+        EMU_CHECK(x->rank == y->rank); /* one shared scale: a device constraint (device.c) */
+        for (uint32_t d = 0; d < y->rank; d++) EMU_CHECK(d == ax || x->dims[d] == y->dims[d]);
+        along += x->dims[ax];
+    }
+    EMU_CHECK(along == y->dims[ax]);
+    ConcatParams *p = calloc(1, sizeof *p + n * sizeof(uint64_t));
+    if (p == NULL) return NEURON_OUT_OF_MEMORY;
+    p->n_inputs = n;
+    p->outer = 1;
+    uint64_t inner = 1;
+    for (uint32_t d = 0; d < ax; d++) p->outer *= y->dims[d];
+    for (uint32_t d = ax + 1; d < y->rank; d++) inner *= y->dims[d];
+    for (uint32_t i = 0; i < n; i++) p->run[i] = m->opnds[op->in[i]].dims[ax] * inner;
+    *out = p;
+    return NEURON_NO_ERROR;
+}
+
+static void concat_eval(const void *params, const void *const *inputs, void *output,
+                        EmuScratch *scratch) {
+    (void)scratch;
+    const ConcatParams *p = params;
+    int8_t *dst = output;
+    for (uint64_t o = 0; o < p->outer; o++)
+        for (uint32_t i = 0; i < p->n_inputs; i++) {
+            memcpy(dst, (const int8_t *)inputs[i] + o * p->run[i], p->run[i]);
+            dst += p->run[i];
+        }
+}
+
+const EmuKernel emu_k_concatenation = {NEURON_CONCATENATION, "CONCATENATION", concat_prepare,
+                                       concat_eval, NULL, free};

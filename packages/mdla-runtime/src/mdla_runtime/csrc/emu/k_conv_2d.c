@@ -1,0 +1,133 @@
+/*
+ * CONV_2D, int8 per-channel (TFLite reference_integer_ops/conv.h), as im2col + int16 GEMM.
+ *
+ *   acc[n,y,x,o] = sum_{i,j,c} w[o,i,j,c] * (in[n, y*sh + i*dh - t, x*sw + j*dw - l, c] - z_in)
+ *                  (taps outside the image are skipped: the same as padding with z_in)
+ *   out = clamp(MBQM(acc + bias[o], M_o, s_o) + z_out, act_min, act_max)
+ *
+ * im2col row of output pixel p, k = (i*KW + j)*I + c:  col[p][k] = in[...] - z_in, 0 outside.
+ * Then acc[p][o] = sum_k col[p][k] * w[o][k] (the filter (O,KH,KW,I) is already [O][K]).
+ * Bounds: |col| <= 255 fits int16, |w| <= 127; |acc| < K * 2^15 < 2^31 for K <= 2^16.
+ */
+#include <string.h>
+
+#include "kernels.h"
+
+#define TILE_ROWS 16 /* output pixels per GEMM tile: their im2col rows stay in L1/L2 */
+
+typedef struct {
+    int32_t n, h, w, ci, oh, ow, co, kh, kw, depth;
+    EmuWindow win;
+    int32_t z_in;
+    int16_t *filter; /* [co][depth], widened once */
+    EmuRequant rq;
+} ConvParams;
+
+static void conv_free(void *p) {
+    ConvParams *cp = p;
+    if (cp == NULL) return;
+    free(cp->filter);
+    emu_requant_free(&cp->rq);
+    free(cp);
+}
+
+static int conv_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
+    EmuWindow win;
+    EMU_CHECK(emu_window(m, op, &win) == NEURON_NO_ERROR);
+    const EmuOperand *x = &m->opnds[op->in[0]], *f = &m->opnds[op->in[1]],
+                     *y = &m->opnds[op->out[0]];
+    EMU_CHECK(x->rank == 4 && f->rank == 4 && f->dims[3] == x->dims[3] && f->has_value);
+    const int32_t depth = (int32_t)(f->dims[1] * f->dims[2] * f->dims[3]);
+    EMU_CHECK(depth <= 65536);
+    const int32_t oh = emu_out_size((int32_t)x->dims[1], win.filter_h, win.stride_h,
+                                    win.dilation_h, win.pad_top, win.pad_bottom);
+    const int32_t ow = emu_out_size((int32_t)x->dims[2], win.filter_w, win.stride_w,
+                                    win.dilation_w, win.pad_left, win.pad_right);
+    EMU_CHECK(oh > 0 && ow > 0);
+    const uint32_t want[4] = {x->dims[0], (uint32_t)oh, (uint32_t)ow, f->dims[0]};
+    EMU_CHECK(emu_dims_are(y, 4, want));
+    ConvParams *p = calloc(1, sizeof *p);
+    if (p == NULL) return NEURON_OUT_OF_MEMORY;
+    *out = p; /* released by conv_prepare_checked on error */
+    p->n = (int32_t)x->dims[0];
+    p->h = (int32_t)x->dims[1];
+    p->w = (int32_t)x->dims[2];
+    p->ci = (int32_t)x->dims[3];
+    p->oh = oh;
+    p->ow = ow;
+    p->co = (int32_t)f->dims[0];
+    p->kh = win.filter_h;
+    p->kw = win.filter_w;
+    p->depth = depth;
+    p->win = win;
+    p->z_in = x->zero_point;
+    int rc = emu_requant_prepare(m, op->in[0], op->in[1], op->in[2], op->out[0], p->co, 0,
+                                 win.fuse, rounding, &p->rq);
+    if (rc != NEURON_NO_ERROR) return rc;
+    p->filter = malloc((size_t)p->co * depth * sizeof *p->filter);
+    if (p->filter == NULL) return NEURON_OUT_OF_MEMORY;
+    const int8_t *wv = f->value;
+    for (size_t i = 0; i < (size_t)p->co * depth; i++) p->filter[i] = wv[i];
+    return NEURON_NO_ERROR;
+}
+
+static size_t conv_scratch(const void *params) {
+    const ConvParams *p = params;
+    return (size_t)TILE_ROWS * p->depth * sizeof(int16_t) +
+           (size_t)TILE_ROWS * p->co * sizeof(int32_t);
+}
+
+/* The im2col row of output pixel (b, oy, ox): KH*KW runs of I channels, each copied or zero. */
+static void im2col_row(const ConvParams *p, const int8_t *in, int32_t b, int32_t oy, int32_t ox,
+                       int16_t *col) {
+    const EmuWindow *w = &p->win;
+    for (int32_t i = 0; i < p->kh; i++) {
+        const int32_t iy = oy * w->stride_h + i * w->dilation_h - w->pad_top;
+        for (int32_t j = 0; j < p->kw; j++) {
+            const int32_t ix = ox * w->stride_w + j * w->dilation_w - w->pad_left;
+            int16_t *dst = col + (size_t)(i * p->kw + j) * p->ci;
+            if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) {
+                memset(dst, 0, (size_t)p->ci * sizeof *dst);
+                continue;
+            }
+            const int8_t *src = in + (((size_t)b * p->h + iy) * p->w + ix) * p->ci;
+            for (int32_t c = 0; c < p->ci; c++) dst[c] = (int16_t)(src[c] - p->z_in);
+        }
+    }
+}
+
+static void conv_eval(const void *params, const void *const *inputs, void *output,
+                      EmuScratch *scratch) {
+    const ConvParams *p = params;
+    const int8_t *in = inputs[0];
+    int8_t *out = output;
+    int16_t *cols = (int16_t *)scratch->scratch;
+    int32_t *acc = (int32_t *)(scratch->scratch + (size_t)TILE_ROWS * p->depth * sizeof(int16_t));
+    const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
+    for (int64_t start = 0; start < pixels; start += TILE_ROWS) {
+        const int32_t rows = (int32_t)(pixels - start < TILE_ROWS ? pixels - start : TILE_ROWS);
+        for (int32_t r = 0; r < rows; r++) {
+            const int64_t q = start + r;
+            const int32_t ox = (int32_t)(q % p->ow), oy = (int32_t)((q / p->ow) % p->oh),
+                          b = (int32_t)(q / ((int64_t)p->ow * p->oh));
+            im2col_row(p, in, b, oy, ox, cols + (size_t)r * p->depth);
+        }
+        emu_gemm_s16(cols, p->filter, acc, rows, p->co, p->depth);
+        for (int32_t r = 0; r < rows; r++)
+            emu_requant_row(&p->rq, acc + (size_t)r * p->co, out + (size_t)(start + r) * p->co);
+    }
+}
+
+static int conv_prepare_checked(const NeuronModel *m, const EmuOperation *op, int rounding,
+                                void **out) {
+    *out = NULL;
+    int rc = conv_prepare(m, op, rounding, out);
+    if (rc != NEURON_NO_ERROR && *out != NULL) {
+        conv_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+const EmuKernel emu_k_conv_2d = {NEURON_CONV_2D, "CONV_2D", conv_prepare_checked, conv_eval,
+                                 conv_scratch, conv_free};

@@ -1,0 +1,102 @@
+/*
+ * MEAN, int8 (TFLite reference/reduce.h QuantizedMeanOrSum; Prepare in reduce.cc).
+ *
+ *     (M, s) = QuantizeMultiplier(s_in / s_out)               in double, from float32 scales
+ *     n = number of reduced elements;  k = min(floor(log2 n), 32, 31 + s)
+ *     M' = floor(M * 2^k / n) (int64);  s' = s - k
+ *     out = clamp(MBQM(sum x - z_in * n, M', s') + z_out)
+ * Operands: input, axes TENSOR_INT32 1-D (negative axes wrap, repeats ignored), keep_dims i32
+ * (positive keeps). n <= 2^23 keeps the int32 sum exact: |sum| <= 2^23 * 255 < 2^31.
+ */
+#include <string.h>
+
+#include "kernels.h"
+
+typedef struct {
+    uint32_t rank;
+    uint32_t dims[EMU_MAX_RANK];
+    bool reduced[EMU_MAX_RANK];
+    uint64_t in_count, out_count, n;
+    int64_t m;
+    int s, rounding;
+    int32_t z_in, z_out;
+} MeanParams;
+
+static int mean_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
+    *out = NULL;
+    const EmuOperand *x = &m->opnds[op->in[0]], *axes = &m->opnds[op->in[1]],
+                     *y = &m->opnds[op->out[0]];
+    int32_t keep = 0;
+    EMU_CHECK(emu_scalar_i32(m, op->in[2], &keep) == NEURON_NO_ERROR);
+    EMU_CHECK(emu_is_int8_act(y->type) && x->rank >= 1);
+    EMU_CHECK(axes->has_value && !axes->omitted && axes->rank == 1 && axes->dims[0] >= 1);
+    MeanParams *p = calloc(1, sizeof *p);
+    if (p == NULL) return NEURON_OUT_OF_MEMORY;
+    const int32_t *av = axes->value;
+    bool ok = true;
+    for (uint32_t i = 0; ok && i < axes->dims[0]; i++) {
+        ok = av[i] >= -(int32_t)x->rank && av[i] < (int32_t)x->rank;
+        if (ok) p->reduced[av[i] < 0 ? av[i] + (int32_t)x->rank : av[i]] = true;
+    }
+    uint32_t want[EMU_MAX_RANK], want_rank = 0;
+    p->rank = x->rank;
+    p->n = 1;
+    for (uint32_t d = 0; ok && d < x->rank; d++) {
+        p->dims[d] = x->dims[d];
+        if (p->reduced[d]) p->n *= x->dims[d];
+        if (!p->reduced[d]) want[want_rank++] = x->dims[d];
+        else if (keep > 0) want[want_rank++] = 1;
+    }
+    ok = ok && p->n <= (UINT64_C(1) << 23) &&
+         (emu_dims_are(y, want_rank, want) || (want_rank == 0 && y->rank == 1 && y->dims[0] == 1));
+    if (!ok) {
+        free(p);
+        return NEURON_BAD_DATA;
+    }
+    int64_t mult;
+    int shift;
+    emu_quantize_multiplier((double)x->scale / (double)y->scale, rounding, &mult, &shift);
+    int k = 0;
+    while ((UINT64_C(1) << (k + 1)) <= p->n) k++; /* floor(log2 n) */
+    if (k > 32) k = 32;
+    if (k > 31 + shift) k = 31 + shift;
+    p->m = (int64_t)(((uint64_t)mult << k) / p->n); /* M < 2^31, k <= 32: fits */
+    p->s = shift - k;
+    p->rounding = rounding;
+    p->in_count = emu_elements(x);
+    p->out_count = emu_elements(y);
+    p->z_in = x->zero_point;
+    p->z_out = y->zero_point;
+    *out = p;
+    return NEURON_NO_ERROR;
+}
+
+static size_t mean_scratch(const void *params) {
+    return (size_t)((const MeanParams *)params)->out_count * sizeof(int64_t);
+}
+
+static void mean_eval(const void *params, const void *const *inputs, void *output,
+                      EmuScratch *scratch) {
+    const MeanParams *p = params;
+    const int8_t *x = inputs[0];
+    int8_t *y = output;
+    int64_t *sum = (int64_t *)scratch->scratch;
+    memset(sum, 0, p->out_count * sizeof *sum);
+    uint32_t idx[EMU_MAX_RANK] = {0};
+    for (uint64_t i = 0; i < p->in_count; i++) {
+        uint64_t o = 0; /* the output element: the kept coordinates in order */
+        for (uint32_t d = 0; d < p->rank; d++)
+            if (!p->reduced[d]) o = o * p->dims[d] + idx[d];
+        sum[o] += x[i];
+        for (int d = (int)p->rank - 1; d >= 0; d--) {
+            if (++idx[d] < p->dims[d]) break;
+            idx[d] = 0;
+        }
+    }
+    for (uint64_t o = 0; o < p->out_count; o++) {
+        const int64_t shifted = sum[o] - (int64_t)p->z_in * (int64_t)p->n;
+        y[o] = (int8_t)emu_clamp(emu_mbqm(shifted, p->m, p->s, p->rounding) + p->z_out, -128, 127);
+    }
+}
+
+const EmuKernel emu_k_mean = {NEURON_MEAN, "MEAN", mean_prepare, mean_eval, mean_scratch, free};

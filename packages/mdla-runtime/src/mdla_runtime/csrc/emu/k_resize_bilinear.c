@@ -1,0 +1,127 @@
+/*
+ * RESIZE_BILINEAR, int8 NHWC (TFLite reference_ops::ResizeBilinearInteger).
+ *
+ * Scale in Q10:   sc = (2^10 * in + out/2) / out,  or with align_corners and out > 1
+ *                 sc = (2^10 * (in-1) + (out-1)/2) / (out-1)
+ * Source row:     p = y * sc (+ sc/2 - 2^9 with half_pixel_centers)
+ *                 y0 = max(trunc(p / 2^10), 0),  y1 = min(trunc((p + 2^10 - 1) / 2^10), in - 1)
+ *                 dy = p - 2^10 * y0 (the Q10 fraction); columns alike.
+ * Sum (Q20):      v = x[y0,x0](2^10-dy)(2^10-dx) + x[y1,x0] dy (2^10-dx)
+ *                   + x[y0,x1](2^10-dy) dx + x[y1,x1] dy dx
+ * double:         out = trunc((v +- 2^19) / 2^20)   (ties away from zero)
+ * single:         out = (v + 2^19) >> 20             (ties toward +inf)
+ * Operands: input, out width, out height (i32; or f32 scales: out = floor(in * scale)),
+ * [NCHW bool, align_corners bool, half_pixel_centers bool]. |v| <= 128 * 2^20 < 2^28.
+ */
+#include "kernels.h"
+
+typedef struct {
+    int32_t n, h, w, c, oh, ow, rounding;
+    int32_t *y0, *y1, *dy, *x0, *x1, *dx; /* one allocation, 3*(oh + ow) entries */
+} ResizeParams;
+
+static void resize_release(void *params) {
+    ResizeParams *p = params;
+    if (p == NULL) return;
+    free(p->y0);
+    free(p);
+}
+
+static int32_t trunc_div(int64_t a, int64_t d) { return (int32_t)(a / d); }
+
+static void axis(int32_t n_in, int32_t n_out, bool align, bool half, int32_t *lo, int32_t *hi,
+                 int32_t *frac) {
+    const int64_t sc = align && n_out > 1 ? (1024LL * (n_in - 1) + (n_out - 1) / 2) / (n_out - 1)
+                                          : (1024LL * n_in + n_out / 2) / n_out;
+    for (int32_t i = 0; i < n_out; i++) {
+        int64_t p = i * sc;
+        if (half) p += sc / 2 - 512;
+        int32_t l = trunc_div(p, 1024), h = trunc_div(p + 1023, 1024);
+        l = l > 0 ? l : 0;
+        h = h < n_in - 1 ? h : n_in - 1;
+        lo[i] = l;
+        hi[i] = h;
+        frac[i] = (int32_t)(p - 1024LL * l);
+    }
+}
+
+static int resize_prepare(const NeuronModel *m, const EmuOperation *op, int rounding,
+                          void **out) {
+    *out = NULL;
+    const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
+    EMU_CHECK(x->rank == 4 && emu_is_int8_act(y->type) && emu_same_quant(x, y));
+    int32_t ow = 0, oh = 0;
+    if (m->opnds[op->in[1]].type == NEURON_INT32) {
+        EMU_CHECK(emu_scalar_i32(m, op->in[1], &ow) == NEURON_NO_ERROR &&
+                  emu_scalar_i32(m, op->in[2], &oh) == NEURON_NO_ERROR);
+    } else {
+        float sw = 0.0f, sh = 0.0f;
+        EMU_CHECK(emu_scalar_f32(m, op->in[1], &sw) == NEURON_NO_ERROR &&
+                  emu_scalar_f32(m, op->in[2], &sh) == NEURON_NO_ERROR);
+        EMU_CHECK(sw > 0.0f && sh > 0.0f && sw < 65536.0f && sh < 65536.0f);
+        ow = (int32_t)floorf((float)x->dims[2] * sw);
+        oh = (int32_t)floorf((float)x->dims[1] * sh);
+    }
+    bool flags[3] = {false, false, false}; /* NCHW, align_corners, half_pixel_centers */
+    for (uint32_t i = 3; i < op->n_in; i++)
+        EMU_CHECK(emu_scalar_bool(m, op->in[i], &flags[i - 3]) == NEURON_NO_ERROR);
+    EMU_CHECK(!flags[0] && !(flags[1] && flags[2]));
+    EMU_CHECK(oh >= 1 && ow >= 1 && oh <= 65535 && ow <= 65535);
+    const uint32_t want[4] = {x->dims[0], (uint32_t)oh, (uint32_t)ow, x->dims[3]};
+    EMU_CHECK(emu_dims_are(y, 4, want));
+    ResizeParams *p = calloc(1, sizeof *p);
+    if (p == NULL) return NEURON_OUT_OF_MEMORY;
+    p->y0 = malloc(3 * ((size_t)oh + ow) * sizeof(int32_t));
+    if (p->y0 == NULL) {
+        free(p);
+        return NEURON_OUT_OF_MEMORY;
+    }
+    p->y1 = p->y0 + oh;
+    p->dy = p->y1 + oh;
+    p->x0 = p->dy + oh;
+    p->x1 = p->x0 + ow;
+    p->dx = p->x1 + ow;
+    p->n = (int32_t)x->dims[0];
+    p->h = (int32_t)x->dims[1];
+    p->w = (int32_t)x->dims[2];
+    p->c = (int32_t)x->dims[3];
+    p->oh = oh;
+    p->ow = ow;
+    p->rounding = rounding;
+    axis(p->h, oh, flags[1], flags[2], p->y0, p->y1, p->dy);
+    axis(p->w, ow, flags[1], flags[2], p->x0, p->x1, p->dx);
+    *out = p;
+    return NEURON_NO_ERROR;
+}
+
+static void resize_eval(const void *params, const void *const *inputs, void *output,
+                        EmuScratch *scratch) {
+    (void)scratch;
+    const ResizeParams *p = params;
+    const int8_t *x = inputs[0];
+    int8_t *out = output;
+    const int64_t one = 1024;
+    for (int32_t b = 0; b < p->n; b++)
+        for (int32_t oy = 0; oy < p->oh; oy++) {
+            const int64_t dy = p->dy[oy];
+            const int8_t *r0 = x + ((size_t)b * p->h + p->y0[oy]) * p->w * p->c;
+            const int8_t *r1 = x + ((size_t)b * p->h + p->y1[oy]) * p->w * p->c;
+            for (int32_t ox = 0; ox < p->ow; ox++) {
+                const int64_t dx = p->dx[ox];
+                const size_t c0 = (size_t)p->x0[ox] * p->c, c1 = (size_t)p->x1[ox] * p->c;
+                int8_t *dst = out + (((size_t)b * p->oh + oy) * p->ow + ox) * p->c;
+                for (int32_t c = 0; c < p->c; c++) {
+                    const int64_t v = r0[c0 + c] * (one - dy) * (one - dx) +
+                                      r1[c0 + c] * dy * (one - dx) + r0[c1 + c] * (one - dy) * dx +
+                                      r1[c1 + c] * dy * dx;
+                    const int64_t q = p->rounding == EMU_ROUND_SINGLE
+                                          ? emu_asr(v + (1 << 19), 20)
+                                          : (v + (v > 0 ? (1 << 19) : -(1 << 19))) / (1 << 20);
+                    dst[c] = (int8_t)emu_clamp(q, -128, 127);
+                }
+            }
+        }
+}
+
+const EmuKernel emu_k_resize_bilinear = {NEURON_RESIZE_BILINEAR, "RESIZE_BILINEAR",
+                                         resize_prepare, resize_eval, NULL, resize_release};

@@ -1,0 +1,395 @@
+/*
+ * model.c: NeuronModel_* (building a graph operand by operand) and the operand helpers.
+ *
+ * Order of calls, as the adapter enforces it: create -> addOperand/setOperandValue/
+ * setOperandSymmPerChannelQuantParams/addOperation/identifyInputsAndOutputs (any order) ->
+ * finish -> (getSupportedOperationsForDevices, compilations). Anything that edits a finished
+ * model is NEURON_BAD_STATE. Values of at most 128 bytes are copied at once; larger ones are
+ * kept by pointer and must stay unchanged until NeuronCompilation_finish returns (the
+ * compilation snapshots them).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+
+size_t emu_type_size(int32_t type) {
+    switch (type) {
+    case NEURON_FLOAT32: case NEURON_INT32: case NEURON_UINT32: case NEURON_TENSOR_FLOAT32:
+    case NEURON_TENSOR_INT32:
+        return 4;
+    case NEURON_TENSOR_QUANT8_ASYMM: case NEURON_BOOL: case NEURON_TENSOR_BOOL8:
+    case NEURON_TENSOR_QUANT8_SYMM_PER_CHANNEL: case NEURON_TENSOR_QUANT8_SYMM:
+    case NEURON_TENSOR_QUANT8_ASYMM_SIGNED:
+        return 1;
+    case NEURON_TENSOR_QUANT16_SYMM: case NEURON_TENSOR_FLOAT16: case NEURON_FLOAT16:
+    case NEURON_TENSOR_QUANT16_ASYMM:
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+bool emu_is_tensor(int32_t type) {
+    return !(type == NEURON_FLOAT32 || type == NEURON_INT32 || type == NEURON_UINT32 ||
+             type == NEURON_BOOL || type == NEURON_FLOAT16);
+}
+
+bool emu_is_int8_act(int32_t type) {
+    return type == NEURON_TENSOR_QUANT8_ASYMM_SIGNED || type == NEURON_TENSOR_QUANT8_SYMM;
+}
+
+uint64_t emu_elements(const EmuOperand *o) {
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < o->rank; i++) n *= o->dims[i];
+    return n;
+}
+
+size_t emu_bytes(const EmuOperand *o) { return (size_t)emu_elements(o) * emu_type_size(o->type); }
+
+bool emu_same_quant(const EmuOperand *a, const EmuOperand *b) {
+    return a->scale == b->scale && a->zero_point == b->zero_point;
+}
+
+static const EmuOperand *scalar(const NeuronModel *m, uint32_t idx, int32_t type) {
+    if (idx >= m->n_opnds) return NULL;
+    const EmuOperand *o = &m->opnds[idx];
+    if (o->type != type || !o->has_value || o->omitted || o->value_len != emu_type_size(type))
+        return NULL;
+    return o;
+}
+
+int emu_scalar_i32(const NeuronModel *m, uint32_t idx, int32_t *v) {
+    const EmuOperand *o = scalar(m, idx, NEURON_INT32);
+    if (o == NULL) return NEURON_BAD_DATA;
+    memcpy(v, o->value, sizeof *v);
+    return NEURON_NO_ERROR;
+}
+
+int emu_scalar_bool(const NeuronModel *m, uint32_t idx, bool *v) {
+    const EmuOperand *o = scalar(m, idx, NEURON_BOOL);
+    if (o == NULL) return NEURON_BAD_DATA;
+    *v = *(const uint8_t *)o->value != 0;
+    return NEURON_NO_ERROR;
+}
+
+int emu_scalar_f32(const NeuronModel *m, uint32_t idx, float *v) {
+    const EmuOperand *o = scalar(m, idx, NEURON_FLOAT32);
+    if (o == NULL) return NEURON_BAD_DATA;
+    memcpy(v, o->value, sizeof *v);
+    return NEURON_NO_ERROR;
+}
+
+void emu_model_release(NeuronModel *m) {
+    if (m == NULL) return;
+    for (uint32_t i = 0; i < m->n_opnds; i++) {
+        free(m->opnds[i].channel_scales);
+        free(m->opnds[i].owned);
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        free(m->ops[i].in);
+        free(m->ops[i].out);
+    }
+    free(m->opnds);
+    free(m->ops);
+    free(m->inputs);
+    free(m->outputs);
+    free(m);
+}
+
+static void *dup(const void *src, size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (p != NULL && n) memcpy(p, src, n);
+    return p;
+}
+
+NeuronModel *emu_model_clone(const NeuronModel *m) {
+    NeuronModel *c = calloc(1, sizeof *c);
+    if (c == NULL) return NULL;
+    *c = *m;
+    c->opnds = calloc(m->n_opnds ? m->n_opnds : 1, sizeof *c->opnds);
+    c->ops = calloc(m->n_ops ? m->n_ops : 1, sizeof *c->ops);
+    c->inputs = dup(m->inputs, m->n_inputs * sizeof *m->inputs);
+    c->outputs = dup(m->outputs, m->n_outputs * sizeof *m->outputs);
+    c->cap_opnds = m->n_opnds;
+    c->cap_ops = m->n_ops;
+    bool ok = c->opnds && c->ops && c->inputs && c->outputs;
+    for (uint32_t i = 0; ok && i < m->n_opnds; i++) {
+        EmuOperand *d = &c->opnds[i];
+        *d = m->opnds[i];
+        d->owned = NULL;
+        d->channel_scales = NULL;
+        if (m->opnds[i].channel_count) {
+            d->channel_scales = dup(m->opnds[i].channel_scales, d->channel_count * sizeof(float));
+            ok = d->channel_scales != NULL;
+        }
+        if (ok && d->has_value && !d->omitted) {
+            d->owned = dup(m->opnds[i].value, d->value_len);
+            d->value = d->owned;
+            ok = d->owned != NULL;
+        }
+    }
+    for (uint32_t i = 0; ok && i < m->n_ops; i++) {
+        EmuOperation *d = &c->ops[i];
+        *d = m->ops[i];
+        d->in = dup(m->ops[i].in, d->n_in * sizeof(uint32_t));
+        d->out = dup(m->ops[i].out, d->n_out * sizeof(uint32_t));
+        ok = d->in && d->out;
+        if (!ok) { /* keep the release below from freeing the source's arrays */
+            if (d->in == NULL) d->n_in = 0;
+            if (d->out == NULL) d->n_out = 0;
+        }
+    }
+    if (!ok) {
+        emu_model_release(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* ---- the API ------------------------------------------------------------------------------- */
+
+int NeuronModel_create(NeuronModel **model) {
+    if (model == NULL) return NEURON_UNEXPECTED_NULL;
+    *model = calloc(1, sizeof **model);
+    return *model ? NEURON_NO_ERROR : NEURON_OUT_OF_MEMORY;
+}
+
+void NeuronModel_free(NeuronModel *model) { emu_model_release(model); }
+
+int NeuronModel_addOperand(NeuronModel *model, const NeuronOperandType *type) {
+    if (model == NULL || type == NULL) return NEURON_UNEXPECTED_NULL;
+    if (model->finished) return NEURON_BAD_STATE;
+    if (emu_type_size(type->type) == 0) return NEURON_BAD_DATA;
+    const bool tensor = emu_is_tensor(type->type);
+    if (!tensor && type->dimensionCount != 0) return NEURON_BAD_DATA;
+    if (type->dimensionCount > EMU_MAX_RANK) return NEURON_BAD_DATA;
+    if (type->dimensionCount > 0 && type->dimensions == NULL) return NEURON_UNEXPECTED_NULL;
+    uint64_t elements = 1;
+    for (uint32_t i = 0; i < type->dimensionCount; i++) {
+        /* dims of 0 (unknown) are not supported: every shape is static on the MDLA */
+        if (type->dimensions[i] == 0) return NEURON_BAD_DATA;
+        elements *= type->dimensions[i];
+        if (elements > (UINT64_C(1) << 31)) return NEURON_BAD_DATA;
+    }
+    const int32_t t = type->type;
+    if (t == NEURON_TENSOR_QUANT8_ASYMM_SIGNED || t == NEURON_TENSOR_QUANT8_ASYMM ||
+        t == NEURON_TENSOR_QUANT8_SYMM) {
+        if (!(type->scale > 0.0f) || !isfinite(type->scale)) return NEURON_BAD_DATA;
+        const int32_t lo = t == NEURON_TENSOR_QUANT8_ASYMM ? 0 : -128;
+        if (type->zeroPoint < lo || type->zeroPoint > lo + 255) return NEURON_BAD_DATA;
+        if (t == NEURON_TENSOR_QUANT8_SYMM && type->zeroPoint != 0) return NEURON_BAD_DATA;
+    }
+    if (t == NEURON_TENSOR_QUANT8_SYMM_PER_CHANNEL && (type->zeroPoint != 0)) return NEURON_BAD_DATA;
+    if (model->n_opnds == model->cap_opnds) {
+        uint32_t cap = model->cap_opnds ? 2 * model->cap_opnds : 16;
+        EmuOperand *p = realloc(model->opnds, cap * sizeof *p);
+        if (p == NULL) return NEURON_OUT_OF_MEMORY;
+        model->opnds = p;
+        model->cap_opnds = cap;
+    }
+    EmuOperand *o = &model->opnds[model->n_opnds++];
+    memset(o, 0, sizeof *o);
+    o->type = t;
+    o->rank = type->dimensionCount;
+    for (uint32_t i = 0; i < o->rank; i++) o->dims[i] = type->dimensions[i];
+    o->scale = type->scale;
+    o->zero_point = type->zeroPoint;
+    return NEURON_NO_ERROR;
+}
+
+int NeuronModel_setOperandValue(NeuronModel *model, int32_t index, const void *buffer,
+                                size_t length) {
+    if (model == NULL) return NEURON_UNEXPECTED_NULL;
+    if (model->finished) return NEURON_BAD_STATE;
+    if (index < 0 || (uint32_t)index >= model->n_opnds) return NEURON_BAD_DATA;
+    EmuOperand *o = &model->opnds[index];
+    if (buffer == NULL && length != 0) return NEURON_UNEXPECTED_NULL;
+    free(o->owned);
+    o->owned = NULL;
+    o->value = NULL;
+    o->has_value = false;
+    o->omitted = false;
+    if (buffer == NULL) { /* an omitted optional operand */
+        o->has_value = true;
+        o->omitted = true;
+        o->value_len = 0;
+        return NEURON_NO_ERROR;
+    }
+    if (length != emu_bytes(o)) return NEURON_BAD_DATA;
+    if (length <= EMU_IMMEDIATE_COPY_BYTES) {
+        o->owned = malloc(length ? length : 1);
+        if (o->owned == NULL) return NEURON_OUT_OF_MEMORY;
+        memcpy(o->owned, buffer, length);
+        o->value = o->owned;
+    } else {
+        o->value = buffer; /* by pointer, as the real adapter: valid until compilation finish */
+    }
+    o->value_len = length;
+    o->has_value = true;
+    return NEURON_NO_ERROR;
+}
+
+int NeuronModel_setOperandSymmPerChannelQuantParams(
+    NeuronModel *model, int32_t index, const NeuronSymmPerChannelQuantParams *channelQuant) {
+    if (model == NULL || channelQuant == NULL) return NEURON_UNEXPECTED_NULL;
+    if (model->finished) return NEURON_BAD_STATE;
+    if (index < 0 || (uint32_t)index >= model->n_opnds) return NEURON_BAD_DATA;
+    EmuOperand *o = &model->opnds[index];
+    if (o->type != NEURON_TENSOR_QUANT8_SYMM_PER_CHANNEL) return NEURON_BAD_DATA;
+    if (channelQuant->channelDim >= o->rank) return NEURON_BAD_DATA;
+    if (channelQuant->scaleCount != o->dims[channelQuant->channelDim]) return NEURON_BAD_DATA;
+    if (channelQuant->scales == NULL) return NEURON_UNEXPECTED_NULL;
+    for (uint32_t i = 0; i < channelQuant->scaleCount; i++)
+        if (!(channelQuant->scales[i] > 0.0f) || !isfinite(channelQuant->scales[i]))
+            return NEURON_BAD_DATA;
+    float *s = malloc(channelQuant->scaleCount * sizeof *s);
+    if (s == NULL) return NEURON_OUT_OF_MEMORY;
+    memcpy(s, channelQuant->scales, channelQuant->scaleCount * sizeof *s);
+    free(o->channel_scales);
+    o->channel_scales = s;
+    o->channel_count = channelQuant->scaleCount;
+    o->channel_dim = channelQuant->channelDim;
+    return NEURON_NO_ERROR;
+}
+
+int NeuronModel_addOperation(NeuronModel *model, NeuronOperationType type, uint32_t inputCount,
+                             const uint32_t *inputs, uint32_t outputCount,
+                             const uint32_t *outputs) {
+    if (model == NULL) return NEURON_UNEXPECTED_NULL;
+    if ((inputCount && inputs == NULL) || (outputCount && outputs == NULL))
+        return NEURON_UNEXPECTED_NULL;
+    if (model->finished) return NEURON_BAD_STATE;
+    if (type < 0 || type > NEURON_YUV420TOAFBC) return NEURON_BAD_DATA;
+    if (inputCount == 0 || outputCount == 0 || inputCount > 4096 || outputCount > 64)
+        return NEURON_BAD_DATA;
+    for (uint32_t i = 0; i < inputCount; i++)
+        if (inputs[i] >= model->n_opnds) return NEURON_BAD_DATA;
+    for (uint32_t i = 0; i < outputCount; i++)
+        if (outputs[i] >= model->n_opnds) return NEURON_BAD_DATA;
+    EmuOperation op = {type, inputCount, outputCount, (uint32_t *)inputs, (uint32_t *)outputs};
+    int rc = emu_check_signature(model, &op);
+    if (rc != NEURON_NO_ERROR) return rc;
+    if (model->n_ops == model->cap_ops) {
+        uint32_t cap = model->cap_ops ? 2 * model->cap_ops : 16;
+        EmuOperation *p = realloc(model->ops, cap * sizeof *p);
+        if (p == NULL) return NEURON_OUT_OF_MEMORY;
+        model->ops = p;
+        model->cap_ops = cap;
+    }
+    op.in = dup(inputs, inputCount * sizeof *inputs);
+    op.out = dup(outputs, outputCount * sizeof *outputs);
+    if (op.in == NULL || op.out == NULL) {
+        free(op.in);
+        free(op.out);
+        return NEURON_OUT_OF_MEMORY;
+    }
+    model->ops[model->n_ops++] = op;
+    return NEURON_NO_ERROR;
+}
+
+int NeuronModel_identifyInputsAndOutputs(NeuronModel *model, uint32_t inputCount,
+                                         const uint32_t *inputs, uint32_t outputCount,
+                                         const uint32_t *outputs) {
+    if (model == NULL) return NEURON_UNEXPECTED_NULL;
+    if ((inputCount && inputs == NULL) || (outputCount && outputs == NULL))
+        return NEURON_UNEXPECTED_NULL;
+    if (model->finished) return NEURON_BAD_STATE;
+    if (outputCount == 0) return NEURON_BAD_DATA;
+    for (uint32_t i = 0; i < inputCount; i++) {
+        if (inputs[i] >= model->n_opnds || !emu_is_tensor(model->opnds[inputs[i]].type))
+            return NEURON_BAD_DATA;
+        for (uint32_t j = 0; j < outputCount; j++)
+            if (inputs[i] == outputs[j]) return NEURON_BAD_DATA; /* both input and output */
+        for (uint32_t j = 0; j < i; j++)
+            if (inputs[i] == inputs[j]) return NEURON_BAD_DATA;
+    }
+    for (uint32_t i = 0; i < outputCount; i++) {
+        if (outputs[i] >= model->n_opnds || !emu_is_tensor(model->opnds[outputs[i]].type))
+            return NEURON_BAD_DATA;
+        for (uint32_t j = 0; j < i; j++)
+            if (outputs[i] == outputs[j]) return NEURON_BAD_DATA;
+    }
+    uint32_t *in = dup(inputs, inputCount * sizeof *inputs);
+    uint32_t *out = dup(outputs, outputCount * sizeof *outputs);
+    if (in == NULL || out == NULL) {
+        free(in);
+        free(out);
+        return NEURON_OUT_OF_MEMORY;
+    }
+    free(model->inputs);
+    free(model->outputs);
+    model->inputs = in;
+    model->outputs = out;
+    model->n_inputs = inputCount;
+    model->n_outputs = outputCount;
+    model->io_identified = true;
+    return NEURON_NO_ERROR;
+}
+
+/* Every operand is a constant, a model input, or written by exactly one earlier operation; every
+ * operation validates (kernel prepare, when the emulator has the kernel). */
+int NeuronModel_finish(NeuronModel *model) {
+    if (model == NULL) return NEURON_UNEXPECTED_NULL;
+    if (model->finished) return NEURON_BAD_STATE;
+    if (!model->io_identified || model->n_ops == 0) return NEURON_BAD_DATA;
+    for (uint32_t i = 0; i < model->n_opnds; i++)
+        model->opnds[i].lifetime = model->opnds[i].has_value ? EMU_CONST : EMU_TEMP;
+    for (uint32_t i = 0; i < model->n_inputs; i++) {
+        EmuOperand *o = &model->opnds[model->inputs[i]];
+        if (o->has_value) return NEURON_BAD_DATA;
+        o->lifetime = EMU_MODEL_INPUT;
+    }
+    for (uint32_t i = 0; i < model->n_outputs; i++) {
+        EmuOperand *o = &model->opnds[model->outputs[i]];
+        if (o->has_value) return NEURON_BAD_DATA;
+        o->lifetime = EMU_MODEL_OUTPUT;
+    }
+    uint8_t *written = calloc(model->n_opnds ? model->n_opnds : 1, 1);
+    if (written == NULL) return NEURON_OUT_OF_MEMORY;
+    int rc = NEURON_NO_ERROR;
+    for (uint32_t i = 0; i < model->n_inputs; i++) written[model->inputs[i]] = 1;
+    for (uint32_t k = 0; k < model->n_ops && rc == NEURON_NO_ERROR; k++) {
+        const EmuOperation *op = &model->ops[k];
+        for (uint32_t i = 0; i < op->n_in && rc == NEURON_NO_ERROR; i++) {
+            const EmuOperand *o = &model->opnds[op->in[i]];
+            if (o->lifetime != EMU_CONST && !written[op->in[i]]) rc = NEURON_BAD_DATA;
+        }
+        for (uint32_t i = 0; i < op->n_out && rc == NEURON_NO_ERROR; i++) {
+            const EmuOperand *o = &model->opnds[op->out[i]];
+            if (o->lifetime == EMU_CONST || o->lifetime == EMU_MODEL_INPUT || written[op->out[i]])
+                rc = NEURON_BAD_DATA;
+            written[op->out[i]] = 1;
+        }
+        const EmuKernel *kern = emu_kernel(op->code);
+        if (rc == NEURON_NO_ERROR && kern != NULL) {
+            void *params = NULL;
+            rc = kern->prepare(model, op, EMU_ROUND_DOUBLE, &params);
+            if (params != NULL) kern->release(params);
+        }
+    }
+    for (uint32_t i = 0; i < model->n_outputs && rc == NEURON_NO_ERROR; i++)
+        if (!written[model->outputs[i]]) rc = NEURON_BAD_DATA;
+    free(written);
+    if (rc == NEURON_NO_ERROR) model->finished = true;
+    return rc;
+}
+
+int NeuronModel_getSupportedOperationsForDevices(const NeuronModel *model,
+                                                 const NeuronDevice *const *devices,
+                                                 uint32_t numDevices, bool *supportedOps) {
+    if (model == NULL || devices == NULL || supportedOps == NULL) return NEURON_UNEXPECTED_NULL;
+    if (!model->finished) return NEURON_BAD_STATE;
+    if (numDevices == 0 || numDevices > EMU_MAX_DEVICES) return NEURON_BAD_DATA;
+    const EmuTargetDevice *devs[EMU_MAX_DEVICES];
+    for (uint32_t i = 0; i < numDevices; i++) {
+        devs[i] = emu_device_spec(devices[i]);
+        if (devs[i] == NULL) return NEURON_BAD_DATA;
+    }
+    /* Silicon fact 4: all-or-nothing. One op that maps on none of the devices makes every
+     * entry false, as the adapter on the MT6886 reports (0/N). */
+    const bool all = emu_model_mappable(model, devs, numDevices);
+    for (uint32_t k = 0; k < model->n_ops; k++) supportedOps[k] = all;
+    return NEURON_NO_ERROR;
+}

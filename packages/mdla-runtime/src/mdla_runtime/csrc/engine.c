@@ -1,0 +1,273 @@
+/*
+ * engine.c: mdla-engine, which runs a .mdla manifest through a Neuron Adapter library.
+ *
+ *   mdla-engine MODEL.mdla --check                        validate, print the header
+ *   mdla-engine --devices [--lib PATH]                    list the adapter's devices
+ *   mdla-engine MODEL.mdla --supported [--device D,...]   per-op support on each device
+ *   mdla-engine MODEL.mdla --input X.bin ... --outdir DIR [--repeat N] [--ops N] [--cache F]
+ *
+ * It compiles with NeuronCompilation_createForDevices on the named devices only (default
+ * mtk-mdla; no fallback), reports Neuron results by name with the operation when known, and
+ * with --json prints one JSON object for mdla_runtime.target. See usage() for every option.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "op_names.h"
+#include "report.h"
+
+engine E;
+
+static void usage(FILE *f) {
+    fputs("usage: mdla-engine [MODEL.mdla] [options]\n"
+          "  --check            validate the manifest and print its header (no adapter needed)\n"
+          "  --devices          list the adapter's devices\n"
+          "  --supported        per-operation support on each named device\n"
+          "  --lib PATH         the Neuron Adapter library (default: the names phones ship)\n"
+          "  --device D[,D...]  compile for these devices only (default mtk-mdla; no fallback)\n"
+          "  --input FILE       raw int8 input in device layout, once per model input, in order\n"
+          "  --outdir DIR       write output_<k>.bin (raw int8, device layout) here\n"
+          "  --repeat N         run N times; report median and min latency\n"
+          "  --ops N            build only the first N operations (outputs: tensors live at the cut)\n"
+          "  --cache FILE       store the compiled network on first run, restore it afterwards\n"
+          "  --json             one JSON object on stdout\n"
+          "exit: 0 ok, 1 bad manifest or input, 2 usage, 3 unsupported on the device, 4 adapter\n",
+          f);
+}
+
+
+void fail(int status, const char *stage, int result, long op, const char *fmt, ...) {
+    char msg[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const mdla_operation *o = (op >= 0 && (uint32_t)op < E.m.n_operations) ? &E.m.operations[op] : NULL;
+    if (E.opt.json) {
+        printf("{\"ok\": false, \"error\": {\"stage\": \"%s\", \"result\": ", stage);
+        if (result >= 0) json_cstr(stdout, neuron_result_name(result));
+        else fputs("null", stdout);
+        printf(", \"op_index\": %ld, \"op_name\": ", op);
+        if (o) json_str(stdout, o->name.s, o->name.n);
+        else fputs("null", stdout);
+        printf(", \"exit\": %d, \"message\": ", status);
+        json_cstr(stdout, msg);
+        fputs("}}\n", stdout);
+    } else {
+        fprintf(stderr, "mdla-engine: %s: %s\n", stage, msg);
+    }
+    exit(status);
+}
+
+static void fail_manifest(const mdla_error *err) {
+    if (E.opt.json) {
+        printf("{\"ok\": false, \"error\": {\"stage\": \"manifest\", \"kind\": \"%s\", \"field\": ", err->kind);
+        json_cstr(stdout, err->field);
+        printf(", \"offset\": %llu, \"exit\": 1, \"message\": ", (unsigned long long)err->offset);
+        json_cstr(stdout, err->why);
+        fputs("}}\n", stdout);
+    } else {
+        fprintf(stderr, "mdla-engine: %s: %s: `%s` at byte %llu: %s\n", E.opt.manifest, err->kind,
+                err->field, (unsigned long long)err->offset, err->why);
+    }
+    exit(EXIT_BAD_INPUT);
+}
+
+static long number(const char *flag, const char *s) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < 1) fail(EXIT_USAGE, "usage", -1, -1, "%s wants a positive integer, got `%s`", flag, s);
+    return v;
+}
+
+static void parse_args(int argc, char **argv, options *o) {
+    memset(o, 0, sizeof *o);
+    o->device = "mtk-mdla";
+    o->repeat = 1;
+    o->ops = -1;
+    for (int i = 1; i < argc; i++) o->json |= strcmp(argv[i], "--json") == 0; /* before any error */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--json")) o->json = true;
+        else if (!strcmp(a, "--check")) o->check = true;
+        else if (!strcmp(a, "--devices")) o->devices = true;
+        else if (!strcmp(a, "--supported")) o->supported = true;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
+        else if (a[0] == '-' && a[1] == '-' && !v) fail(EXIT_USAGE, "usage", -1, -1, "%s needs a value", a);
+        else if (!strcmp(a, "--lib")) o->lib = argv[++i];
+        else if (!strcmp(a, "--device")) o->device = argv[++i];
+        else if (!strcmp(a, "--cache")) o->cache = argv[++i];
+        else if (!strcmp(a, "--outdir")) o->outdir = argv[++i];
+        else if (!strcmp(a, "--repeat")) o->repeat = number(a, argv[++i]);
+        else if (!strcmp(a, "--ops")) o->ops = number(a, argv[++i]);
+        else if (!strcmp(a, "--input")) {
+            if (o->n_inputs == MAX_FILES) fail(EXIT_USAGE, "usage", -1, -1, "more than %d inputs", MAX_FILES);
+            o->inputs[o->n_inputs++] = argv[++i];
+        } else if (a[0] == '-') fail(EXIT_USAGE, "usage", -1, -1, "unknown option %s (see --help)", a);
+        else if (o->manifest) fail(EXIT_USAGE, "usage", -1, -1, "two manifests: %s and %s", o->manifest, a);
+        else o->manifest = a;
+    }
+    if (!o->manifest && !o->devices) fail(EXIT_USAGE, "usage", -1, -1, "no manifest given (see --help)");
+}
+
+static void map_manifest(void) {
+    int fd = open(E.opt.manifest, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        fail(EXIT_BAD_INPUT, "manifest", -1, -1, "cannot open %s: %s", E.opt.manifest, strerror(errno));
+    E.size = (size_t)st.st_size;
+    static const uint8_t empty[1];
+    E.buf = empty;
+    if (E.size) {
+        void *p = mmap(NULL, E.size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) fail(EXIT_BAD_INPUT, "manifest", -1, -1, "cannot map %s: %s", E.opt.manifest, strerror(errno));
+        E.buf = p;
+    }
+    close(fd);
+    mdla_error err;
+    if (!mdla_manifest_parse(E.buf, E.size, &E.m, &err)) fail_manifest(&err);
+}
+
+static void print_check(void) {
+    const mdla_manifest *m = &E.m;
+    if (!E.opt.json) {
+        printf("%s: model `%.*s`, %u operands, %u operations, %u inputs, %u outputs, "
+               "header %llu bytes, data %llu bytes\n",
+               E.opt.manifest, (int)m->model_name.n, m->model_name.s, m->n_operands,
+               m->n_operations, m->n_inputs, m->n_outputs, (unsigned long long)m->header_length,
+               (unsigned long long)m->data_size);
+        for (uint32_t i = 0; i < m->n_operations; i++)
+            printf("  %4u  %-20s %2u in  %.*s\n", i, neuron_op_name(m->operations[i].code),
+                   m->operations[i].n_inputs, (int)m->operations[i].name.n, m->operations[i].name.s);
+        return;
+    }
+    printf("{\"ok\": true, \"manifest\": {\"name\": ");
+    json_str(stdout, m->model_name.s, m->model_name.n);
+    printf(", \"operands\": %u, \"operations\": %u, \"inputs\": %u, \"outputs\": %u, "
+           "\"header_length\": %llu, \"data_size\": %llu}, \"ops\": [",
+           m->n_operands, m->n_operations, m->n_inputs, m->n_outputs,
+           (unsigned long long)m->header_length, (unsigned long long)m->data_size);
+    for (uint32_t i = 0; i < m->n_operations; i++) {
+        printf("%s{\"code\": \"%s\", \"name\": ", i ? ", " : "", neuron_op_name(m->operations[i].code));
+        json_str(stdout, m->operations[i].name.s, m->operations[i].name.n);
+        fputc('}', stdout);
+    }
+    puts("]}");
+}
+
+void require(const char *const *names) {
+    char missing[2048];
+    if (!adapter_require(&E.api, names, missing, sizeof missing))
+        fail(EXIT_DEVICE, "adapter", -1, -1, "missing symbol(s) in %s: %s", E.api.path, missing);
+}
+
+static void open_adapter(void) {
+    char msg[4096];
+    if (!adapter_open(&E.api, E.opt.lib, msg, sizeof msg))
+        fail(EXIT_DEVICE, "adapter", -1, -1, "cannot load a Neuron Adapter; tried:\n%s", msg);
+    static const char *const basic[] = {"Neuron_getDeviceCount", "Neuron_getDevice",
+                                        "NeuronDevice_getName", NULL};
+    require(basic);
+    if (E.api.Neuron_getVersion && E.api.Neuron_getVersion(&E.version) == NEURON_NO_ERROR)
+        E.have_version = true;
+    uint32_t n = 0;
+    int rc = E.api.Neuron_getDeviceCount(&n);
+    if (rc) fail(EXIT_DEVICE, "devices", rc, -1, "Neuron_getDeviceCount: %s", neuron_result_name(rc));
+    E.n_dev = n > MAX_DEVICES ? MAX_DEVICES : n;
+    for (uint32_t i = 0; i < E.n_dev; i++) {
+        rc = E.api.Neuron_getDevice(i, &E.dev[i]);
+        if (!rc) rc = E.api.NeuronDevice_getName(E.dev[i], &E.dev_name[i]);
+        if (rc) fail(EXIT_DEVICE, "devices", rc, -1, "device %u: %s", i, neuron_result_name(rc));
+        if (!E.dev_name[i]) E.dev_name[i] = "?";
+    }
+}
+
+static void select_devices(void) {
+    char list[1024];
+    mdla_fmt(list, sizeof list, "%s", E.opt.device);
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        uint32_t k = 0;
+        while (k < E.n_dev && strcmp(E.dev_name[k], tok) != 0) k++;
+        if (k == E.n_dev) {
+            char have[1024] = "";
+            for (uint32_t i = 0; i < E.n_dev; i++)
+                mdla_fmt(have + strlen(have), sizeof have - strlen(have), "%s%s", i ? ", " : "", E.dev_name[i]);
+            fail(EXIT_DEVICE, "devices", NEURON_UNAVAILABLE_DEVICE, -1,
+                 "no device named `%s` (the adapter has: %s)", tok, E.n_dev ? have : "none");
+        }
+        for (uint32_t s = 0; s < E.n_sel; s++)
+            if (E.sel[s] == E.dev[k]) fail(EXIT_USAGE, "usage", -1, -1, "device `%s` named twice", tok);
+        if (E.n_sel == MAX_DEVICES) fail(EXIT_USAGE, "usage", -1, -1, "too many devices");
+        E.sel_name[E.n_sel] = E.dev_name[k];
+        E.sel[E.n_sel++] = E.dev[k];
+    }
+    if (!E.n_sel) fail(EXIT_USAGE, "usage", -1, -1, "--device names no device");
+}
+
+void json_devices(void) {
+    printf("\"version\": ");
+    if (E.have_version) printf("\"%u.%u.%u\"", E.version.major, E.version.minor, E.version.patch);
+    else fputs("null", stdout);
+    printf(", \"adapter\": ");
+    json_cstr(stdout, E.api.path);
+    printf(", \"devices\": [");
+    for (uint32_t i = 0; i < E.n_dev; i++) {
+        printf("%s", i ? ", " : "");
+        json_cstr(stdout, E.dev_name[i]);
+    }
+    printf("]");
+}
+
+int main(int argc, char **argv) {
+    parse_args(argc, argv, &E.opt);
+    if (E.opt.manifest) map_manifest();
+    if (E.opt.check) { print_check(); return 0; }
+    open_adapter();
+    if (E.opt.devices && !E.opt.manifest) {
+        if (E.opt.json) { printf("{\"ok\": true, "); json_devices(); puts("}"); }
+        else for (uint32_t i = 0; i < E.n_dev; i++) printf("%s\n", E.dev_name[i]);
+        return 0;
+    }
+    select_devices();
+    uint8_t *blob = NULL;
+    NeuronModel *model = NULL;
+    NeuronCompilation *comp = NULL;
+    if (E.opt.supported) {
+        model = build();
+        print_supported(model);
+        E.api.NeuronModel_free(model);
+        return 0;
+    }
+    uint32_t n_ops = E.opt.ops < 0 || (uint64_t)E.opt.ops > E.m.n_operations ? E.m.n_operations : (uint32_t)E.opt.ops;
+    if (E.opt.cache) {
+        if (!plan_make(&E.m, n_ops, &E.plan)) fail(EXIT_DEVICE, "build", NEURON_OUT_OF_MEMORY, -1, "out of memory");
+        comp = cache_restore(&blob);
+        if (!comp) plan_free(&E.plan);
+    }
+    if (!comp) {
+        model = build();
+        comp = compile(model);
+        if (E.opt.cache) cache_store(comp);
+    }
+    execute(comp);
+    print_run();
+    E.api.NeuronCompilation_free(comp);
+    if (model) E.api.NeuronModel_free(model);
+    free(blob);
+    free(E.lat);
+    plan_free(&E.plan);
+    mdla_manifest_free(&E.m);
+    return 0;
+}

@@ -1,0 +1,61 @@
+/*
+ * engine.h: what engine.c (options, adapter, devices, output) and engine_run.c (build,
+ * compile, cache, execute) share: the engine state and the failure reporting.
+ */
+#ifndef MDLA_ENGINE_H
+#define MDLA_ENGINE_H
+
+#include "adapter.h"
+#include "manifest.h"
+#include "model.h"
+
+#define MAX_FILES 64
+#define MAX_DEVICES 16
+
+typedef struct {
+    const char *manifest, *lib, *device, *cache, *outdir;
+    const char *inputs[MAX_FILES];
+    int n_inputs;
+    long repeat, ops;
+    bool json, check, devices, supported;
+} options;
+
+typedef struct {
+    options opt;
+    neuron_api api;
+    const uint8_t *buf;
+    size_t size;
+    mdla_manifest m;
+    mdla_plan plan;
+    uint32_t n_dev, n_sel;
+    NeuronDevice *dev[MAX_DEVICES];
+    const char *dev_name[MAX_DEVICES];
+    const NeuronDevice *sel[MAX_DEVICES];
+    const char *sel_name[MAX_DEVICES];
+    NeuronRuntimeVersion version;
+    bool have_version;
+    const char *cache_state;
+    double *lat;
+    long runs;
+} engine;
+
+extern engine E;
+
+/* Report a failure (text or JSON) and exit with `status`; result/op are -1 when unknown. */
+void fail(int status, const char *stage, int result, long op, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6), noreturn))
+#endif
+    ;
+void require(const char *const *names);
+void json_devices(void);
+
+NeuronModel *build(void);
+void print_supported(NeuronModel *model);
+NeuronCompilation *compile(NeuronModel *model);
+NeuronCompilation *cache_restore(uint8_t **blob);
+void cache_store(NeuronCompilation *comp);
+void execute(NeuronCompilation *comp);
+void print_run(void);
+
+#endif /* MDLA_ENGINE_H */

@@ -1,0 +1,329 @@
+/* engine_run.c: mdla-engine's build, support report, compilation, cache and execution. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "op_names.h"
+#include "report.h"
+
+NeuronModel *build(void) {
+    static const char *const names[] = {
+        "NeuronModel_create", "NeuronModel_free", "NeuronModel_addOperand",
+        "NeuronModel_setOperandValue", "NeuronModel_setOperandSymmPerChannelQuantParams",
+        "NeuronModel_addOperation", "NeuronModel_identifyInputsAndOutputs", "NeuronModel_finish",
+        NULL};
+    require(names);
+    uint32_t n_ops = E.opt.ops < 0 || (uint64_t)E.opt.ops > E.m.n_operations ? E.m.n_operations
+                                                                             : (uint32_t)E.opt.ops;
+    if (!plan_make(&E.m, n_ops, &E.plan)) fail(EXIT_DEVICE, "build", NEURON_OUT_OF_MEMORY, -1, "out of memory");
+    NeuronModel *model;
+    build_error be;
+    if (!model_build(&E.api, &E.m, &E.plan, &model, &be)) {
+        if (be.operand >= 0) {
+            const mdla_operand *o = &E.m.operands[be.operand];
+            fail(EXIT_DEVICE, "build", be.code, -1, "%s: %s for operand %ld `%.*s` (%s)", be.call,
+                 neuron_result_name(be.code), be.operand, (int)o->name.n, o->name.s, mdla_type_name(o->type));
+        }
+        if (be.op >= 0) {
+            const mdla_operation *op = &E.m.operations[be.op];
+            fail(EXIT_DEVICE, "build", be.code, be.op, "%s: %s for operation %ld `%.*s` (%s)", be.call,
+                 neuron_result_name(be.code), be.op, (int)op->name.n, op->name.s, neuron_op_name(op->code));
+        }
+        fail(EXIT_DEVICE, "build", be.code, -1, "%s: %s", be.call, neuron_result_name(be.code));
+    }
+    return model;
+}
+
+/* Per-op support on each selected device; returns how many ops device `d` supports. */
+static uint32_t support(NeuronModel *model, uint32_t d, bool *ok) {
+    int rc = E.api.NeuronModel_getSupportedOperationsForDevices(model, &E.sel[d], 1, ok);
+    if (rc) fail(EXIT_DEVICE, "supported", rc, -1, "NeuronModel_getSupportedOperationsForDevices on %s: %s",
+                 E.sel_name[d], neuron_result_name(rc));
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < E.plan.n_ops; i++) n += ok[i];
+    return n;
+}
+
+void print_supported(NeuronModel *model) {
+    static const char *const names[] = {"NeuronModel_getSupportedOperationsForDevices", NULL};
+    require(names);
+    uint32_t n = E.plan.n_ops;
+    bool *ok = calloc((size_t)(n ? n : 1) * E.n_sel, sizeof *ok);
+    if (!ok) fail(EXIT_DEVICE, "supported", NEURON_OUT_OF_MEMORY, -1, "out of memory");
+    uint32_t count[MAX_DEVICES];
+    for (uint32_t d = 0; d < E.n_sel; d++) count[d] = support(model, d, ok + (size_t)d * n);
+    if (E.opt.json) {
+        printf("{\"ok\": true, ");
+        json_devices();
+        printf(", \"ops\": [");
+        for (uint32_t i = 0; i < n; i++) {
+            printf("%s{\"code\": \"%s\", \"name\": ", i ? ", " : "", neuron_op_name(E.m.operations[i].code));
+            json_str(stdout, E.m.operations[i].name.s, E.m.operations[i].name.n);
+            fputc('}', stdout);
+        }
+        printf("], \"supported\": {");
+        for (uint32_t d = 0; d < E.n_sel; d++) {
+            printf("%s", d ? ", " : "");
+            json_cstr(stdout, E.sel_name[d]);
+            printf(": [");
+            for (uint32_t i = 0; i < n; i++) printf("%s%s", i ? ", " : "", ok[d * n + i] ? "true" : "false");
+            printf("]");
+        }
+        puts("}}");
+    } else {
+        for (uint32_t d = 0; d < E.n_sel; d++) printf("%s: %u/%u operations supported\n", E.sel_name[d], count[d], n);
+        for (uint32_t i = 0; i < n; i++) {
+            printf("  %4u  %-20s", i, neuron_op_name(E.m.operations[i].code));
+            for (uint32_t d = 0; d < E.n_sel; d++) printf("  %s:%s", E.sel_name[d], ok[d * n + i] ? "yes" : "NO");
+            printf("  %.*s\n", (int)E.m.operations[i].name.n, E.m.operations[i].name.s);
+        }
+    }
+    free(ok);
+}
+
+/* Whether the devices support every op of the first n operations (a fresh prefix model). */
+static bool prefix_maps(uint32_t n) {
+    mdla_plan plan;
+    NeuronModel *model = NULL;
+    build_error be;
+    bool ok = plan_make(&E.m, n, &plan) && model_build(&E.api, &E.m, &plan, &model, &be);
+    bool *sup = ok ? calloc(n ? n : 1, sizeof *sup) : NULL;
+    ok = sup && E.api.NeuronModel_getSupportedOperationsForDevices(model, E.sel, E.n_sel, sup) == NEURON_NO_ERROR;
+    for (uint32_t i = 0; ok && i < n; i++) ok = sup[i];
+    free(sup);
+    if (model) E.api.NeuronModel_free(model);
+    plan_free(&plan);
+    return ok;
+}
+
+/* After a failed compilation: name the first unsupported op. When the support report is
+ * all-or-nothing (the MDLA's), find it by bisecting op prefixes, as `--ops N` does by hand. */
+static void explain_compile(NeuronModel *model, int rc, const char *call) {
+    long first = -1;
+    uint32_t n = E.plan.n_ops, total = 0;
+    bool *ok = calloc(n ? n : 1, sizeof *ok);
+    if (ok && E.api.NeuronModel_getSupportedOperationsForDevices &&
+        E.api.NeuronModel_getSupportedOperationsForDevices(model, E.sel, E.n_sel, ok) == NEURON_NO_ERROR) {
+        for (uint32_t i = 0; i < n; i++) {
+            total += ok[i];
+            if (!ok[i] && first < 0) first = (long)i;
+        }
+        if (total == 0 && n > 1) { /* all-or-nothing: prefix lo maps, prefix hi does not */
+            uint32_t lo = 0, hi = n;
+            while (hi - lo > 1) {
+                uint32_t mid = lo + (hi - lo) / 2;
+                if (prefix_maps(mid)) lo = mid;
+                else hi = mid;
+            }
+            first = (long)lo;
+        }
+    }
+    free(ok);
+    int status = rc == NEURON_UNMAPPABLE ? EXIT_UNSUPPORTED : EXIT_DEVICE;
+    if (first >= 0) {
+        const mdla_operation *op = &E.m.operations[first];
+        fail(status, "compile", rc, first,
+             "%s on %s: %s; the device reports %u/%u operations supported; the first it cannot run "
+             "is operation %ld `%.*s` (%s) (the first %ld map, the first %ld do not)",
+             call, E.opt.device, neuron_result_name(rc), total, n, first, (int)op->name.n, op->name.s,
+             neuron_op_name(op->code), first, first + 1);
+    }
+    fail(status, "compile", rc, -1, "%s on %s: %s; the device reports %u/%u operations supported",
+         call, E.opt.device, neuron_result_name(rc), total, n);
+}
+
+NeuronCompilation *compile(NeuronModel *model) {
+    static const char *const names[] = {"NeuronCompilation_createForDevices", "NeuronCompilation_finish",
+                                        "NeuronCompilation_free", NULL};
+    require(names);
+    NeuronCompilation *comp = NULL;
+    int rc = E.api.NeuronCompilation_createForDevices(model, E.sel, E.n_sel, &comp);
+    if (rc) explain_compile(model, rc, "NeuronCompilation_createForDevices");
+    if (E.api.NeuronCompilation_setPriority) E.api.NeuronCompilation_setPriority(comp, NEURON_PRIORITY_HIGH);
+    if (E.api.NeuronCompilation_setPreference)
+        E.api.NeuronCompilation_setPreference(comp, NEURON_PREFER_FAST_SINGLE_ANSWER);
+    rc = E.api.NeuronCompilation_finish(comp);
+    if (rc) explain_compile(model, rc, "NeuronCompilation_finish");
+    return comp;
+}
+
+/* --cache FILE: 64-byte prefix ("MDLACACHE", key, blob size), then the adapter's blob. The key
+ * hashes the manifest bytes, --ops and --device, so a stale cache is rebuilt, never misused. */
+#define CACHE_PREFIX 64
+
+static uint64_t cache_key(void) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < E.size; i++) h = (h ^ E.buf[i]) * 1099511628211ull;
+    h = (h ^ E.plan.n_ops) * 1099511628211ull;
+    for (const char *s = E.opt.device; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+static void put_u64(uint8_t *p, uint64_t v) { for (int k = 0; k < 8; k++) p[k] = (uint8_t)(v >> (8 * k)); }
+static uint64_t get_u64(const uint8_t *p) { uint64_t v = 0; for (int k = 7; k >= 0; k--) v = (v << 8) | p[k]; return v; }
+
+NeuronCompilation *cache_restore(uint8_t **blob) {
+    FILE *f = fopen(E.opt.cache, "rb");
+    if (!f) return NULL;
+    uint8_t pre[CACHE_PREFIX];
+    NeuronCompilation *comp = NULL;
+    if (fread(pre, 1, CACHE_PREFIX, f) == CACHE_PREFIX && memcmp(pre, "MDLACACHE", 9) == 0 &&
+        get_u64(pre + 16) == cache_key()) {
+        uint64_t size = get_u64(pre + 24);
+        *blob = size && size < (1ull << 34) ? malloc((size_t)size) : NULL;
+        if (*blob && fread(*blob, 1, (size_t)size, f) == size) {
+            static const char *const names[] = {"NeuronModel_restoreFromCompiledNetwork", NULL};
+            require(names);
+            NeuronModel *model = NULL;
+            int rc = E.api.NeuronModel_restoreFromCompiledNetwork(&model, &comp, *blob, (size_t)size);
+            if (rc) fail(EXIT_DEVICE, "cache", rc, -1, "NeuronModel_restoreFromCompiledNetwork(%s): %s",
+                         E.opt.cache, neuron_result_name(rc));
+            E.cache_state = "restored";
+        }
+    }
+    fclose(f);
+    if (!comp) E.cache_state = "stale";
+    return comp;
+}
+
+void cache_store(NeuronCompilation *comp) {
+    static const char *const names[] = {"NeuronCompilation_getCompiledNetworkSize",
+                                        "NeuronCompilation_storeCompiledNetwork", NULL};
+    require(names);
+    size_t size = 0;
+    int rc = E.api.NeuronCompilation_getCompiledNetworkSize(comp, &size);
+    uint8_t *blob = rc ? NULL : malloc(size ? size : 1);
+    if (!rc && !blob) rc = NEURON_OUT_OF_MEMORY;
+    if (!rc) rc = E.api.NeuronCompilation_storeCompiledNetwork(comp, blob, size);
+    if (rc) fail(EXIT_DEVICE, "cache", rc, -1, "storing the compiled network: %s", neuron_result_name(rc));
+    uint8_t pre[CACHE_PREFIX] = "MDLACACHE";
+    put_u64(pre + 16, cache_key());
+    put_u64(pre + 24, size);
+    char tmp[4200];
+    mdla_fmt(tmp, sizeof tmp, "%s.tmp%ld", E.opt.cache, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    bool ok = f && fwrite(pre, 1, CACHE_PREFIX, f) == CACHE_PREFIX && fwrite(blob, 1, size, f) == size;
+    if (f && fclose(f) != 0) ok = false;
+    free(blob);
+    if (!ok || rename(tmp, E.opt.cache) != 0) {
+        remove(tmp);
+        fail(EXIT_BAD_INPUT, "cache", -1, -1, "cannot write %s: %s", E.opt.cache, strerror(errno));
+    }
+    E.cache_state = E.cache_state ? "rebuilt" : "stored";
+}
+
+static uint8_t *read_input(const char *path, uint64_t want, uint32_t k) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail(EXIT_BAD_INPUT, "input", -1, -1, "cannot open input %u %s: %s", k, path, strerror(errno));
+    uint8_t *buf = malloc(want + 1);
+    size_t got = buf ? fread(buf, 1, want + 1, f) : 0;
+    fclose(f);
+    if (!buf || got != want)
+        fail(EXIT_BAD_INPUT, "input", -1, -1, "input %u %s: %zu bytes, the model wants %llu (int8, device layout)",
+             k, path, got, (unsigned long long)want);
+    return buf;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void execute(NeuronCompilation *comp) {
+    static const char *const names[] = {"NeuronExecution_create", "NeuronExecution_free",
+                                        "NeuronExecution_setInput", "NeuronExecution_setOutput",
+                                        "NeuronExecution_compute", NULL};
+    require(names);
+    const mdla_plan *p = &E.plan;
+    if (E.opt.n_inputs != (int)E.m.n_inputs)
+        fail(EXIT_USAGE, "input", -1, -1, "the model has %u input(s), got %d --input file(s)", E.m.n_inputs, E.opt.n_inputs);
+    uint8_t *in[MAX_FILES] = {0}, **out = calloc(p->n_outputs + 1, sizeof *out);
+    for (uint32_t k = 0; k < p->n_inputs; k++)
+        in[k] = read_input(E.opt.inputs[p->input_pos[k]], E.m.operands[p->inputs[k]].elements, p->input_pos[k]);
+    for (uint32_t k = 0; out && k < p->n_outputs; k++) out[k] = malloc(E.m.operands[p->outputs[k]].elements + 1);
+    E.lat = calloc((size_t)E.opt.repeat, sizeof *E.lat);
+    if (!out || !E.lat) fail(EXIT_DEVICE, "run", NEURON_OUT_OF_MEMORY, -1, "out of memory");
+    for (long r = 0; r < E.opt.repeat; r++) {
+        NeuronExecution *ex = NULL;
+        int rc = E.api.NeuronExecution_create(comp, &ex);
+        for (uint32_t k = 0; !rc && k < p->n_inputs; k++)
+            rc = E.api.NeuronExecution_setInput(ex, (int32_t)k, NULL, in[k], E.m.operands[p->inputs[k]].elements);
+        for (uint32_t k = 0; !rc && k < p->n_outputs; k++)
+            rc = E.api.NeuronExecution_setOutput(ex, (int32_t)k, NULL, out[k], E.m.operands[p->outputs[k]].elements);
+        if (rc) fail(EXIT_DEVICE, "run", rc, -1, "preparing the execution: %s", neuron_result_name(rc));
+        double t0 = now_ms();
+        rc = E.api.NeuronExecution_compute(ex);
+        E.lat[r] = now_ms() - t0;
+        E.api.NeuronExecution_free(ex);
+        if (rc) fail(rc == NEURON_UNMAPPABLE ? EXIT_UNSUPPORTED : EXIT_DEVICE, "run", rc, -1,
+                     "NeuronExecution_compute: %s", neuron_result_name(rc));
+        E.runs = r + 1;
+    }
+    for (uint32_t k = 0; E.opt.outdir && k < p->n_outputs; k++) {
+        char path[4200];
+        mdla_fmt(path, sizeof path, "%s/output_%u.bin", E.opt.outdir, k);
+        FILE *f = fopen(path, "wb");
+        size_t n = (size_t)E.m.operands[p->outputs[k]].elements;
+        bool ok = f && fwrite(out[k], 1, n, f) == n;
+        if (f && fclose(f) != 0) ok = false;
+        if (!ok) fail(EXIT_BAD_INPUT, "output", -1, -1, "cannot write %s: %s", path, strerror(errno));
+    }
+    for (uint32_t k = 0; k < p->n_inputs; k++) free(in[k]);
+    for (uint32_t k = 0; k < p->n_outputs; k++) free(out[k]);
+    free(out);
+    qsort(E.lat, (size_t)E.runs, sizeof *E.lat, cmp_double);
+}
+
+static double median(void) {
+    long n = E.runs;
+    return n % 2 ? E.lat[n / 2] : (E.lat[n / 2 - 1] + E.lat[n / 2]) / 2;
+}
+
+void print_run(void) {
+    const mdla_plan *p = &E.plan;
+    if (!E.opt.json) {
+        printf("%s on %s: %u/%u operations, %ld run(s), median %.3f ms, min %.3f ms, cache %s\n",
+               E.opt.manifest, E.opt.device, p->n_ops, E.m.n_operations, E.runs, median(), E.lat[0],
+               E.cache_state ? E.cache_state : "off");
+        for (uint32_t k = 0; k < p->n_outputs; k++) {
+            const mdla_operand *o = &E.m.operands[p->outputs[k]];
+            printf("  output %u: operand %u `%.*s`%s%s/output_%u.bin\n", k, p->outputs[k], (int)o->name.n,
+                   o->name.s, E.opt.outdir ? " -> " : "", E.opt.outdir ? E.opt.outdir : "", k);
+        }
+        return;
+    }
+    printf("{\"ok\": true, ");
+    json_devices();
+    printf(", \"selected\": ");
+    json_cstr(stdout, E.opt.device);
+    printf(", \"ops\": %u, \"total_ops\": %u, \"cache\": ", p->n_ops, E.m.n_operations);
+    if (E.cache_state) json_cstr(stdout, E.cache_state);
+    else fputs("null", stdout);
+    printf(", \"latency_ms\": {\"median\": %.6f, \"min\": %.6f, \"runs\": %ld}, \"inputs\": [", median(), E.lat[0], E.runs);
+    for (uint32_t k = 0; k < p->n_inputs; k++) printf("%s%u", k ? ", " : "", p->input_pos[k]);
+    printf("], \"outputs\": [");
+    for (uint32_t k = 0; k < p->n_outputs; k++) {
+        const mdla_operand *o = &E.m.operands[p->outputs[k]];
+        printf("%s{\"operand\": %u, \"name\": ", k ? ", " : "", p->outputs[k]);
+        json_str(stdout, o->name.s, o->name.n);
+        printf(", \"dims\": [");
+        for (uint32_t d = 0; d < o->rank; d++) printf("%s%u", d ? ", " : "", o->dims[d]);
+        printf("], \"scale\": %.9g, \"zero_point\": %d, \"file\": ", (double)o->scale, o->zero_point);
+        if (E.opt.outdir) printf("\"output_%u.bin\"", k);
+        else fputs("null", stdout);
+        fputc('}', stdout);
+    }
+    puts("]}");
+}
+

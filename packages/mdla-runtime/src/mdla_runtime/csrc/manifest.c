@@ -1,0 +1,403 @@
+/* manifest.c: validation and decoding of .mdla files; mirrors mdla_runtime/validate.py. */
+#include "manifest.h"
+#include "manifest_check.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* double -> float without undefined behaviour: out-of-range values become +-inf explicitly. */
+static float to_f32(double d) {
+    if (d > FLT_MAX) return INFINITY;
+    if (d < -FLT_MAX) return -INFINITY;
+    return (float)d;
+}
+
+const char *mdla_type_name(int32_t type) {
+    switch (type) {
+    case 0: return "FLOAT32";
+    case 1: return "INT32";
+    case 6: return "BOOL";
+    case 3: return "TENSOR_FLOAT32";
+    case 4: return "TENSOR_INT32";
+    case 9: return "TENSOR_BOOL8";
+    case 5: return "TENSOR_QUANT8_ASYMM";
+    case 11: return "TENSOR_QUANT8_SYMM_PER_CHANNEL";
+    case 13: return "TENSOR_QUANT8_SYMM";
+    case 14: return "TENSOR_QUANT8_ASYMM_SIGNED";
+    default: return NULL;
+    }
+}
+
+size_t mdla_element_size(int32_t type) {
+    switch (type) {
+    case 3: case 4: return 4;
+    case 5: case 9: case 11: case 13: case 14: return 1;
+    default: return 0;
+    }
+}
+
+static bool is_scalar(int32_t t) { return t == 0 || t == 1 || t == 6; }
+
+bool mdla_arity_ok(int32_t code, uint32_t ni, uint32_t no) {
+    static const struct { int32_t code; uint8_t n[5]; } table[] = {
+        {0, {3}}, {1, {7, 8, 10, 11}}, {3, {7, 8, 10, 11, 13}}, {4, {8, 9, 11, 12, 14}},
+        {6, {1}}, {9, {4}}, {14, {1}}, {17, {7, 8, 10, 11}}, {18, {3}}, {19, {1}}, {20, {1}},
+        {21, {1}}, {22, {2}}, {23, {3, 4, 5, 6}}, {25, {2, 3}}, {28, {1}}, {30, {3}}, {31, {3}},
+        {32, {2}}, {36, {3}}, {37, {2}}, {72, {1}}, {99, {1}}, {102, {2, 3, 4}},
+    };
+    if (code == 2) return ni >= 2 && no == 1; /* CONCATENATION: n inputs + axis */
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (table[i].code != code) continue;
+        if (no != 1) return false;
+        for (int k = 0; k < 5 && table[i].n[k]; k++)
+            if (table[i].n[k] == ni) return true;
+        return false;
+    }
+    return true;
+}
+
+static bool op_known(const mp_node *n) {
+    static const int na[] = {7, 10, 13, 15, 16, 24, 27, 42, 43, 47, 52, 60, 64, 74, 79, 82, 85,
+                             92, 93, 95, 98, 101, 103, 104, 105};
+    if (n->kind != MP_UINT || n->v.u > 107) return false;
+    for (size_t i = 0; i < sizeof na / sizeof na[0]; i++)
+        if ((uint64_t)na[i] == n->v.u) return false;
+    return true;
+}
+
+static const char *const OPERAND_KEYS[] = {"type", "dims", "name", "scale", "zero_point",
+                                           "channel_dim", "scales", "data", "value", NULL};
+static const char *const OPERAND_REQ[] = {"type", "dims", NULL};
+
+static bool operand(checker *c, uint32_t e, uint32_t i, uint64_t data_size, mdla_operand *o) {
+    char f[MDLA_FIELD_MAX], g[MDLA_FIELD_MAX + 16];
+    mdla_fmt(f, sizeof f, "operands[%u]", i);
+    if (!chk_keys(c, e, f, OPERAND_KEYS, OPERAND_REQ)) return false;
+    const mp_node *t = chk_node(c, mp_get(c->doc, e, "type"));
+    if (t->kind != MP_UINT || !mdla_type_name(t->v.u > 1000000 ? -1 : (int32_t)t->v.u)) {
+        mdla_fmt(g, sizeof g, "%s.type", f);
+        return chk_fail(c, "UnknownTypeCode", g, t->offset, "unknown operand type code");
+    }
+    o->type = (int32_t)t->v.u;
+    uint32_t dims = mp_get(c->doc, e, "dims");
+    mdla_fmt(g, sizeof g, "%s.dims", f);
+    if (!chk_uint_list(c, dims, g, UINT32_MAX)) return false;
+    if (chk_node(c, dims)->count > MDLA_MAX_RANK) return chk_fail(c, "DimsOverflow", g, chk_node(c, dims)->offset, "rank > 8");
+    o->rank = chk_node(c, dims)->count;
+    uint64_t count = 1;
+    bool zero = false, over = false;
+    for (uint32_t k = 0; k < o->rank; k++) {
+        o->dims[k] = (uint32_t)chk_list_at(c, dims, k);
+        if (o->dims[k] == 0) zero = true;
+        else if (!over) {
+            count *= o->dims[k];
+            if (count > MDLA_MAX_ELEMENTS) over = true;
+        }
+    }
+    if (!zero && over) return chk_fail(c, "DimsOverflow", g, chk_node(c, dims)->offset, "too many elements");
+    o->elements = zero ? 0 : count;
+    if (!chk_typed(c, e, "name", f, "str") || !chk_typed(c, e, "scale", f, "float") ||
+        !chk_typed(c, e, "zero_point", f, "int") || !chk_typed(c, e, "channel_dim", f, "uint") ||
+        !chk_typed(c, e, "scales", f, "floats"))
+        return false;
+    o->name = chk_str_of(c, e, "name");
+    uint32_t v;
+    if ((v = mp_get(c->doc, e, "scale"))) o->scale = to_f32(chk_node(c, v)->v.f);
+    if ((v = mp_get(c->doc, e, "zero_point")))
+        o->zero_point = chk_node(c, v)->kind == MP_UINT ? (int32_t)chk_node(c, v)->v.u : (int32_t)chk_node(c, v)->v.i;
+    uint32_t value = mp_get(c->doc, e, "value"), data = mp_get(c->doc, e, "data");
+    if (is_scalar(o->type)) {
+        if (o->rank || data || !value)
+            return chk_fail(c, "BadHeader", f, chk_node(c, e)->offset, "a scalar has dims [], an inline value and no data");
+        if (!chk_typed(c, e, "value", f, o->type == 1 ? "int" : o->type == 0 ? "float" : "bool"))
+            return false;
+        const mp_node *n = chk_node(c, value);
+        o->has_value = true;
+        if (o->type == 1) o->i32 = n->kind == MP_UINT ? (int32_t)n->v.u : (int32_t)n->v.i;
+        else if (o->type == 0) o->f32 = to_f32(n->v.f);
+        else o->b8 = n->v.b;
+    } else if (value) {
+        mdla_fmt(g, sizeof g, "%s.value", f);
+        return chk_fail(c, "BadHeader", g, chk_node(c, value)->offset, "only scalars carry a value");
+    }
+    uint32_t cd = mp_get(c->doc, e, "channel_dim"), sc = mp_get(c->doc, e, "scales");
+    o->per_channel = o->type == 11;
+    if (o->per_channel != (cd != 0) || o->per_channel != (sc != 0))
+        return chk_fail(c, "BadHeader", f, chk_node(c, e)->offset, "channel_dim and scales go with per-channel types only");
+    if (o->per_channel) {
+        if (chk_node(c, cd)->v.u >= o->rank) {
+            mdla_fmt(g, sizeof g, "%s.channel_dim", f);
+            return chk_fail(c, "BadHeader", g, chk_node(c, cd)->offset, "past the rank");
+        }
+        o->channel_dim = (uint32_t)chk_node(c, cd)->v.u;
+        if (chk_node(c, sc)->count != o->dims[o->channel_dim]) {
+            mdla_fmt(g, sizeof g, "%s.scales", f);
+            return chk_fail(c, "CountMismatch", g, chk_node(c, sc)->offset, "one scale per channel");
+        }
+        o->n_scales = chk_node(c, sc)->count;
+        o->scales = calloc(o->n_scales ? o->n_scales : 1, sizeof(float));
+        if (!o->scales) return chk_fail(c, "BadHeader", f, chk_node(c, sc)->offset, "out of memory");
+        uint32_t s = sc + 1;
+        for (uint32_t k = 0; k < o->n_scales; k++, s = chk_node(c, s)->next) o->scales[k] = to_f32(chk_node(c, s)->v.f);
+    }
+    if (!data) return true;
+    mdla_fmt(g, sizeof g, "%s.data", f);
+    if (!chk_uint_list(c, data, g, UINT64_MAX)) return false;
+    uint64_t at = chk_node(c, data)->offset;
+    if (chk_node(c, data)->count != 2) return chk_fail(c, "BadHeader", g, at, "a slice is [offset, length]");
+    uint64_t off = chk_list_at(c, data, 0), len = chk_list_at(c, data, 1);
+    if (off % MDLA_ALIGN) return chk_fail(c, "Misaligned", g, at, "offset is not a multiple of 64");
+    if (off > data_size || len > data_size - off)
+        return chk_fail(c, "OffsetOutOfBounds", g, at, "slice reaches past data_size");
+    if (len != o->elements * mdla_element_size(o->type))
+        return chk_fail(c, "CountMismatch", g, at, "slice length does not match dims");
+    o->has_data = true;
+    o->data_offset = off;
+    o->data_len = len;
+    return true;
+}
+
+static const char *const OPERATION_KEYS[] = {"code", "inputs", "outputs", "name", NULL};
+static const char *const OPERATION_REQ[] = {"code", "inputs", "outputs", NULL};
+
+static bool index_list(checker *c, uint32_t arr, const char *field, uint32_t n, uint32_t **out) {
+    if (!chk_uint_list(c, arr, field, UINT32_MAX)) return false;
+    uint32_t count = chk_node(c, arr)->count, e = arr + 1;
+    *out = calloc(count ? count : 1, sizeof(uint32_t));
+    if (!*out) return chk_fail(c, "BadHeader", field, chk_node(c, arr)->offset, "out of memory");
+    for (uint32_t k = 0; k < count; k++, e = chk_node(c, e)->next) {
+        if (chk_node(c, e)->v.u >= n) {
+            char f[MDLA_FIELD_MAX + 16];
+            mdla_fmt(f, sizeof f, "%s[%u]", field, k);
+            return chk_fail(c, "BadIndex", f, chk_node(c, e)->offset, "operand index past the operand list");
+        }
+        (*out)[k] = (uint32_t)chk_node(c, e)->v.u;
+    }
+    return true;
+}
+
+static bool operation(checker *c, uint32_t e, uint32_t i, uint32_t n, mdla_operation *op) {
+    char f[MDLA_FIELD_MAX], g[MDLA_FIELD_MAX + 16];
+    mdla_fmt(f, sizeof f, "operations[%u]", i);
+    if (!chk_keys(c, e, f, OPERATION_KEYS, OPERATION_REQ)) return false;
+    const mp_node *code = chk_node(c, mp_get(c->doc, e, "code"));
+    mdla_fmt(g, sizeof g, "%s.code", f);
+    if (!op_known(code)) return chk_fail(c, "UnknownOpCode", g, code->offset, "not a Neuron operation code");
+    op->code = (int32_t)code->v.u;
+    uint32_t ins = mp_get(c->doc, e, "inputs"), outs = mp_get(c->doc, e, "outputs");
+    mdla_fmt(g, sizeof g, "%s.inputs", f);
+    if (!index_list(c, ins, g, n, &op->inputs)) return false;
+    op->n_inputs = chk_node(c, ins)->count;
+    mdla_fmt(g, sizeof g, "%s.outputs", f);
+    if (!index_list(c, outs, g, n, &op->outputs)) return false;
+    op->n_outputs = chk_node(c, outs)->count;
+    if (!mdla_arity_ok(op->code, op->n_inputs, op->n_outputs)) {
+        mdla_fmt(g, sizeof g, "%s.inputs", f);
+        return chk_fail(c, "OperandCountMismatch", g, chk_node(c, ins)->offset, "wrong operand count for this operation");
+    }
+    if (!chk_typed(c, e, "name", f, "str")) return false;
+    op->name = chk_str_of(c, e, "name");
+    return true;
+}
+
+static const char *const IO_KEYS[] = {"operand", "name", "scale", "zero_point", "layout",
+                                      "shape", "perm", "model_shape", NULL};
+static const char *const IO_REQ[] = {"operand", NULL};
+
+static bool io(checker *c, uint32_t e, const char *f, uint32_t n, mdla_io *out) {
+    char g[MDLA_FIELD_MAX + 16];
+    if (!chk_keys(c, e, f, IO_KEYS, IO_REQ) || !chk_typed(c, e, "operand", f, "uint")) return false;
+    const mp_node *op = chk_node(c, mp_get(c->doc, e, "operand"));
+    if (op->v.u >= n) {
+        mdla_fmt(g, sizeof g, "%s.operand", f);
+        return chk_fail(c, "BadIndex", g, op->offset, "operand index past the operand list");
+    }
+    out->operand = (uint32_t)op->v.u;
+    if (!chk_typed(c, e, "name", f, "str") || !chk_typed(c, e, "scale", f, "float") ||
+        !chk_typed(c, e, "zero_point", f, "int") || !chk_typed(c, e, "layout", f, "str"))
+        return false;
+    static const char *const lists[] = {"shape", "perm", "model_shape"};
+    for (int k = 0; k < 3; k++) {
+        uint32_t v = mp_get(c->doc, e, lists[k]);
+        mdla_fmt(g, sizeof g, "%s.%s", f, lists[k]);
+        if (v && !chk_uint_list(c, v, g, UINT32_MAX)) return false;
+    }
+    out->name = chk_str_of(c, e, "name");
+    uint32_t v;
+    if ((v = mp_get(c->doc, e, "scale"))) out->scale = to_f32(chk_node(c, v)->v.f);
+    if ((v = mp_get(c->doc, e, "zero_point")))
+        out->zero_point = chk_node(c, v)->kind == MP_UINT ? (int32_t)chk_node(c, v)->v.u : (int32_t)chk_node(c, v)->v.i;
+    return true;
+}
+
+typedef struct { uint64_t off, len; uint32_t idx; } slice;
+
+static int slice_cmp(const void *a, const void *b) {
+    const slice *x = a, *y = b;
+    if (x->off != y->off) return x->off < y->off ? -1 : 1;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static uint64_t rd_le(const uint8_t *p, unsigned n) {
+    uint64_t v = 0;
+    for (unsigned k = n; k-- > 0;) v = (v << 8) | p[k];
+    return v;
+}
+
+static bool preamble(const uint8_t *buf, size_t n, mdla_manifest *m, mdla_error *err) {
+    size_t head = n < 8 ? n : 8;
+    if (memcmp(buf, MDLA_MAGIC, head) != 0) {
+        mdla_fail(err, "BadMagic", "magic", 0, "not a .mdla file");
+        return false;
+    }
+    if (n < MDLA_PREAMBLE) {
+        mdla_fail(err, "TruncatedHeader", "preamble", n, "file has %zu bytes, the preamble 20", n);
+        return false;
+    }
+    uint64_t version = rd_le(buf + 8, 4);
+    if (version != MDLA_FORMAT_VERSION) {
+        mdla_fail(err, "FutureVersion", "version", 8, "format %llu; this reader knows %u",
+                  (unsigned long long)version, MDLA_FORMAT_VERSION);
+        return false;
+    }
+    uint64_t hlen = rd_le(buf + 12, 8);
+    if (hlen > MDLA_MAX_HEADER) {
+        mdla_fail(err, "HeaderTooLarge", "header_length", 12, "%llu bytes > 64 MiB",
+                  (unsigned long long)hlen);
+        return false;
+    }
+    if (MDLA_PREAMBLE + hlen > n) {
+        mdla_fail(err, "TruncatedHeader", "header", n, "header of %llu bytes, file ends at %zu",
+                  (unsigned long long)hlen, n);
+        return false;
+    }
+    m->header_length = hlen;
+    m->data_start = (MDLA_PREAMBLE + hlen + MDLA_ALIGN - 1) / MDLA_ALIGN * MDLA_ALIGN;
+    return true;
+}
+
+static const char *const TOP[] = {"model", "operands", "operations", "inputs", "outputs",
+                                  "data_size", NULL};
+
+static bool sections(checker *c, size_t size, mdla_manifest *m) {
+    if (!chk_keys(c, 0, "header", TOP, TOP)) return false;
+    static const char *const lists[] = {"operands", "operations", "inputs", "outputs"};
+    uint32_t model = mp_get(c->doc, 0, "model");
+    if (chk_node(c, model)->kind != MP_MAP) return chk_fail(c, "BadHeader", "model", chk_node(c, model)->offset, "expected dict");
+    for (int k = 0; k < 4; k++) {
+        const mp_node *v = chk_node(c, mp_get(c->doc, 0, lists[k]));
+        if (v->kind != MP_ARRAY) return chk_fail(c, "BadHeader", lists[k], v->offset, "expected list");
+    }
+    const mp_node *ds = chk_node(c, mp_get(c->doc, 0, "data_size"));
+    if (ds->kind != MP_UINT) return chk_fail(c, "BadHeader", "data_size", ds->offset, "expected an unsigned int");
+    uint64_t have = size - m->data_start;
+    if (ds->v.u > have) return chk_fail(c, "TruncatedData", "data_size", ds->offset, "data section is shorter than data_size");
+    if (ds->v.u < have) return chk_fail(c, "CountMismatch", "data_size", ds->offset, "trailing bytes after the data section");
+    m->data_size = ds->v.u;
+    m->model_name = chk_str_of(c, model, "name");
+    return true;
+}
+
+static bool operands(checker *c, const uint8_t *buf, mdla_manifest *m) {
+    uint32_t ops = mp_get(c->doc, 0, "operands");
+    m->n_operands = chk_node(c, ops)->count;
+    m->operands = calloc(m->n_operands ? m->n_operands : 1, sizeof *m->operands);
+    slice *sl = calloc(m->n_operands ? m->n_operands : 1, sizeof *sl);
+    uint32_t *node = calloc(m->n_operands ? m->n_operands : 1, sizeof *node);
+    bool ok = m->operands && sl && node;
+    if (!ok) chk_fail(c, "BadHeader", "operands", chk_node(c, ops)->offset, "out of memory");
+    uint32_t ns = 0, e = ops + 1;
+    for (uint32_t i = 0; ok && i < m->n_operands; i++, e = chk_node(c, e)->next) {
+        mdla_operand *o = &m->operands[i];
+        node[i] = e;
+        ok = operand(c, e, i, m->data_size, o);
+        if (ok && o->has_data) {
+            o->data = buf + m->data_start + o->data_offset;
+            if (o->data_len) sl[ns++] = (slice){o->data_offset, o->data_len, i};
+        }
+    }
+    if (ok) qsort(sl, ns, sizeof *sl, slice_cmp);
+    for (uint32_t k = 1; ok && k < ns; k++) {
+        if (sl[k - 1].off + sl[k - 1].len > sl[k].off) {
+            char f[MDLA_FIELD_MAX];
+            mdla_fmt(f, sizeof f, "operands[%u].data", sl[k].idx);
+            ok = chk_fail(c, "OverlappingSlices", f, chk_node(c, mp_get(c->doc, node[sl[k].idx], "data"))->offset,
+                      "slice starts inside the previous one");
+        }
+    }
+    free(sl);
+    free(node);
+    return ok;
+}
+
+static bool operations(checker *c, mdla_manifest *m) {
+    uint32_t arr = mp_get(c->doc, 0, "operations");
+    m->n_operations = chk_node(c, arr)->count;
+    m->operations = calloc(m->n_operations ? m->n_operations : 1, sizeof *m->operations);
+    if (!m->operations) return chk_fail(c, "BadHeader", "operations", chk_node(c, arr)->offset, "out of memory");
+    uint32_t e = arr + 1;
+    for (uint32_t i = 0; i < m->n_operations; i++, e = chk_node(c, e)->next)
+        if (!operation(c, e, i, m->n_operands, &m->operations[i])) return false;
+    return true;
+}
+
+static bool ios(checker *c, const char *key, uint32_t n_operands, uint32_t *count, mdla_io **out) {
+    uint32_t arr = mp_get(c->doc, 0, key);
+    *count = chk_node(c, arr)->count;
+    *out = calloc(*count ? *count : 1, sizeof **out);
+    if (!*out) return chk_fail(c, "BadHeader", key, chk_node(c, arr)->offset, "out of memory");
+    uint32_t e = arr + 1;
+    char f[MDLA_FIELD_MAX];
+    for (uint32_t i = 0; i < *count; i++, e = chk_node(c, e)->next) {
+        mdla_fmt(f, sizeof f, "%s[%u]", key, i);
+        if (!io(c, e, f, n_operands, &(*out)[i])) return false;
+    }
+    return true;
+}
+
+bool mdla_manifest_parse(const uint8_t *buf, size_t size, mdla_manifest *m, mdla_error *err) {
+    memset(m, 0, sizeof *m);
+    memset(err, 0, sizeof *err);
+    if (!preamble(buf, size, m, err)) return false;
+    mp_doc doc;
+    if (!mp_decode(buf, MDLA_PREAMBLE, MDLA_PREAMBLE + m->header_length, &doc, err)) {
+        mp_free(&doc);
+        return false;
+    }
+    bool ok = true;
+    if (m->data_start > size) {
+        mdla_fail(err, "TruncatedData", "data", size, "data section starts at %llu",
+                  (unsigned long long)m->data_start);
+        ok = false;
+    }
+    for (uint64_t k = MDLA_PREAMBLE + m->header_length; ok && k < m->data_start; k++) {
+        if (buf[k]) {
+            mdla_fail(err, "BadPadding", "padding", k, "padding before the data section must be zero");
+            ok = false;
+        }
+    }
+    checker c = {&doc, err, ""};
+    ok = ok && sections(&c, size, m) && operands(&c, buf, m) && operations(&c, m) &&
+         ios(&c, "inputs", m->n_operands, &m->n_inputs, &m->inputs) &&
+         ios(&c, "outputs", m->n_operands, &m->n_outputs, &m->outputs);
+    mp_free(&doc);
+    if (!ok) mdla_manifest_free(m);
+    return ok;
+}
+
+void mdla_manifest_free(mdla_manifest *m) {
+    for (uint32_t i = 0; m->operands && i < m->n_operands; i++) free(m->operands[i].scales);
+    for (uint32_t i = 0; m->operations && i < m->n_operations; i++) {
+        free(m->operations[i].inputs);
+        free(m->operations[i].outputs);
+    }
+    free(m->operands);
+    free(m->operations);
+    free(m->inputs);
+    free(m->outputs);
+    memset(m, 0, sizeof *m);
+}

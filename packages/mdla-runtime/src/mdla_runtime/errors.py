@@ -1,0 +1,134 @@
+"""The package's errors: `ManifestError` (a .mdla file or its lowering) and `TargetError`.
+
+Every manifest error names the header field (`operands[3].dims`) and the byte offset in the file
+where the reader found the problem, so a corrupt file can be inspected with a hex dump. The C
+reader (csrc/manifest.c) reports the same kinds, under the same class names, for the same files.
+"""
+
+from __future__ import annotations
+
+
+class ManifestError(ValueError):
+    """A malformed .mdla file (or a graph that cannot be lowered to one)."""
+
+    @property
+    def kind(self) -> str:
+        """The class name without `Error` (`BadMagic`): the C reader reports the same kinds."""
+        return type(self).__name__.removesuffix("Error")
+
+    def __init__(self, field: str, offset: int | None, why: str) -> None:
+        where = f" at byte {offset}" if offset is not None else ""
+        super().__init__(f"{self.kind}: `{field}`{where}: {why}")
+        self.field = field
+        self.offset = offset
+        self.why = why
+
+
+class BadMagicError(ManifestError):
+    """The file does not start with the .mdla magic bytes."""
+
+
+class FutureVersionError(ManifestError):
+    """The format version is newer (or older) than this reader."""
+
+
+class HeaderTooLargeError(ManifestError):
+    """The header length exceeds the 64 MiB bound."""
+
+
+class TruncatedHeaderError(ManifestError):
+    """The file ends inside the preamble or the header."""
+
+
+class BadHeaderError(ManifestError):
+    """The msgpack header is malformed or breaks the schema."""
+
+
+class BadPaddingError(ManifestError):
+    """The bytes between header and data are not zero."""
+
+
+class TruncatedDataError(ManifestError):
+    """The file ends before the end of the data section."""
+
+
+class OffsetOutOfBoundsError(ManifestError):
+    """A data slice reaches outside the data section."""
+
+
+class MisalignedError(ManifestError):
+    """A data slice does not start on a 64-byte boundary."""
+
+
+class OverlappingSlicesError(ManifestError):
+    """Two data slices share bytes."""
+
+
+class CountMismatchError(ManifestError):
+    """A length or count disagrees with what it describes."""
+
+
+class UnknownTypeCodeError(ManifestError):
+    """An operand's Neuron type code is not supported."""
+
+
+class UnknownOpCodeError(ManifestError):
+    """An operation's code is not a Neuron operation."""
+
+
+class DimsOverflowError(ManifestError):
+    """An operand's dims are too many or their product overflows."""
+
+
+class OperandCountMismatchError(ManifestError):
+    """An operation has a number of operands its Neuron op cannot take."""
+
+
+class BadIndexError(ManifestError):
+    """An operand index points past the operand list."""
+
+
+class LoweringError(ManifestError):
+    """The graph cannot be lowered to Neuron operands."""
+
+
+ALL_KINDS: tuple[type[ManifestError], ...] = (
+    BadMagicError,
+    FutureVersionError,
+    HeaderTooLargeError,
+    TruncatedHeaderError,
+    BadHeaderError,
+    BadPaddingError,
+    TruncatedDataError,
+    OffsetOutOfBoundsError,
+    MisalignedError,
+    OverlappingSlicesError,
+    CountMismatchError,
+    UnknownTypeCodeError,
+    UnknownOpCodeError,
+    DimsOverflowError,
+    OperandCountMismatchError,
+    BadIndexError,
+)
+
+
+class TargetError(RuntimeError):
+    """A target (emulator, local adapter, phone) failed: carries the Neuron result and the op."""
+
+    def __init__(
+        self,
+        message: str,
+        result: str | None = None,
+        op_index: int | None = None,
+        op_name: str | None = None,
+        exit_code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.result = result
+        self.op_index = op_index
+        self.op_name = op_name
+        self.exit_code = exit_code
+
+
+class BuildError(RuntimeError):
+    """C sources could not be compiled (no compiler, or the compiler failed)."""

@@ -1,0 +1,245 @@
+"""Builders for tests: a small valid manifest and one malformed variant per error kind.
+
+blob = sample_manifest()                  # a valid .mdla file (a per-channel CONV_2D)
+for case in malformed_cases(): ...        # (name, bytes, error class, field), for both readers
+blob = pack(header, data)                 # re-frame an edited header (valid preamble/padding)
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack  # type: ignore[import-untyped]
+import numpy as np
+
+from mdla_ir.graph import Graph
+from mdla_ir.ops import OpKind
+from mdla_runtime import container as fmt
+from mdla_runtime import errors
+from mdla_runtime.manifest import to_bytes
+
+Header = dict[str, Any]
+
+
+def sample_graph() -> Graph:
+    from mdla_quant.testing import random_qgraph
+
+    return random_qgraph(OpKind.CONV_2D, np.random.default_rng(7))
+
+
+def sample_manifest() -> bytes:
+    return to_bytes(sample_graph())
+
+
+def split(blob: bytes) -> tuple[Header, bytes]:
+    """The header (as a plain dict) and the data section of a valid file."""
+    hlen = int.from_bytes(blob[12:20], "little")
+    header = msgpack.unpackb(blob[fmt.PREAMBLE : fmt.PREAMBLE + hlen])
+    return header, blob[fmt.align(fmt.PREAMBLE + hlen) :]
+
+
+def pack(header: Header, data: bytes, version: int = fmt.FORMAT_VERSION) -> bytes:
+    packed: bytes = msgpack.packb(header, use_bin_type=True)
+    pad = fmt.align(fmt.PREAMBLE + len(packed)) - fmt.PREAMBLE - len(packed)
+    return fmt.MAGIC + struct.pack("<IQ", version, len(packed)) + packed + bytes(pad) + data
+
+
+@dataclass(frozen=True)
+class Malformed:
+    name: str
+    data: bytes
+    kind: type[errors.ManifestError]
+    field: str
+
+
+def _const_operands(header: Header) -> tuple[int, int]:
+    """Indices of the per-channel weights and of the int32 bias."""
+    ops = header["operands"]
+    w = next(i for i, o in enumerate(ops) if o["type"] == fmt.TENSOR_QUANT8_SYMM_PER_CHANNEL)
+    b = next(i for i, o in enumerate(ops) if o["type"] == fmt.TENSOR_INT32 and "data" in o)
+    return w, b
+
+
+def _edit(blob: bytes, fn: Callable[[Header], None]) -> bytes:
+    header, data = split(blob)
+    fn(header)
+    return pack(header, data)
+
+
+def malformed_cases() -> list[Malformed]:
+    blob = sample_manifest()
+    header, data = split(blob)
+    hlen = int.from_bytes(blob[12:20], "little")
+    w, b = _const_operands(header)
+    wd = header["operands"][w]["data"]
+    scalar = next(i for i, o in enumerate(header["operands"]) if o["type"] == fmt.INT32)
+    cases = [
+        Malformed("bad_magic", b"GGUF" + blob[4:], errors.BadMagicError, "magic"),
+        Malformed(
+            "future_version", pack(header, data, version=2), errors.FutureVersionError, "version"
+        ),
+        Malformed(
+            "header_too_large",
+            blob[:12] + struct.pack("<Q", fmt.MAX_HEADER + 1) + blob[20:],
+            errors.HeaderTooLargeError,
+            "header_length",
+        ),
+        Malformed("truncated_preamble", blob[:10], errors.TruncatedHeaderError, "preamble"),
+        Malformed(
+            "truncated_header",
+            blob[: fmt.PREAMBLE + hlen // 2],
+            errors.TruncatedHeaderError,
+            "header",
+        ),
+        Malformed("truncated_data", blob[:-10], errors.TruncatedDataError, "data_size"),
+        Malformed("trailing_bytes", blob + bytes(64), errors.CountMismatchError, "data_size"),
+        Malformed("not_msgpack", blob[:20] + b"\xc1" + blob[21:], errors.BadHeaderError, "header"),
+    ]
+    pad_at = fmt.PREAMBLE + hlen
+    if pad_at < fmt.align(pad_at):
+        bad = blob[:pad_at] + b"\x01" + blob[pad_at + 1 :]
+        cases.append(Malformed("bad_padding", bad, errors.BadPaddingError, "padding"))
+
+    def op_field(i: int, key: str, value: Any) -> Callable[[Header], None]:
+        return lambda h: h["operands"][i].__setitem__(key, value)
+
+    edits: list[tuple[str, Callable[[Header], None], type[errors.ManifestError], str]] = [
+        (
+            "offset_outside",
+            op_field(w, "data", [fmt.align(len(data)), wd[1]]),
+            errors.OffsetOutOfBoundsError,
+            f"operands[{w}].data",
+        ),
+        (
+            "misaligned",
+            op_field(w, "data", [wd[0] + 1, wd[1]]),
+            errors.MisalignedError,
+            f"operands[{w}].data",
+        ),
+        (
+            "short_slice",
+            op_field(w, "data", [wd[0], wd[1] - 1]),
+            errors.CountMismatchError,
+            f"operands[{w}].data",
+        ),
+        (
+            "scales_count",
+            op_field(w, "scales", header["operands"][w]["scales"][:-1]),
+            errors.CountMismatchError,
+            f"operands[{w}].scales",
+        ),
+        ("unknown_type", op_field(0, "type", 77), errors.UnknownTypeCodeError, "operands[0].type"),
+        (
+            "dims_overflow",
+            op_field(0, "dims", [65536, 65536, 1, 1]),
+            errors.DimsOverflowError,
+            "operands[0].dims",
+        ),
+        (
+            "rank_overflow",
+            op_field(0, "dims", [1] * 9),
+            errors.DimsOverflowError,
+            "operands[0].dims",
+        ),
+        ("unknown_key", op_field(0, "colour", 1), errors.BadHeaderError, "operands[0].colour"),
+        (
+            "unknown_op",
+            lambda h: h["operations"][0].__setitem__("code", 999),
+            errors.UnknownOpCodeError,
+            "operations[0].code",
+        ),
+        (
+            "unavailable_op",
+            lambda h: h["operations"][0].__setitem__("code", 60),
+            errors.UnknownOpCodeError,
+            "operations[0].code",
+        ),
+        (
+            "operand_count",
+            lambda h: h["operations"][0]["inputs"].pop(),
+            errors.OperandCountMismatchError,
+            "operations[0].inputs",
+        ),
+        (
+            "bad_index",
+            lambda h: h["operations"][0].__setitem__("outputs", [9999]),
+            errors.BadIndexError,
+            "operations[0].outputs[0]",
+        ),
+        (
+            "bad_io_index",
+            lambda h: h["inputs"][0].__setitem__("operand", 9999),
+            errors.BadIndexError,
+            "inputs[0].operand",
+        ),
+        ("missing_section", lambda h: h.pop("operations"), errors.BadHeaderError, "operations"),
+        (
+            "scalar_without_value",
+            lambda h: h["operands"][scalar].pop("value"),
+            errors.BadHeaderError,
+            f"operands[{scalar}]",
+        ),
+    ]
+    b_len = header["operands"][b]["data"][1]
+    overlap = [wd[0], b_len]  # the bias moved onto the weights' bytes
+
+    def overlapping(h: Header) -> None:
+        h["operands"][b]["data"] = overlap
+
+    if b_len <= wd[1]:
+        edits.append(
+            (
+                "overlapping",
+                overlapping,
+                errors.OverlappingSlicesError,
+                f"operands[{max(w, b) if b_len == wd[1] else w}].data",
+            )
+        )
+    cases += [Malformed(n, _edit(blob, fn), kind, f) for n, fn, kind, f in edits]
+    return cases
+
+
+def chain_qgraph() -> Graph:
+    """Four ops, for --ops cuts: conv0 x->c, relu0 c->r, add0 (r, c)->a, pool0 a->p.
+
+    Live tensors at each cut: after 1 op [c]; after 2 [c, r]; after 3 [a]; after 4 [p].
+    The model input is NCHW (boundary perm (0, 2, 3, 1)), so layouts are exercised too.
+    """
+    from mdla_ir.graph import Graph, Op
+    from mdla_quant.testing import act, const, qp
+
+    rng = np.random.default_rng(11)
+    ws = rng.uniform(0.01, 0.05, 4).astype(np.float32)
+    w = rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)
+    b = rng.integers(-500, 500, 4).astype(np.int32)
+    xq, cq, aq = qp(0.05, 3), qp(0.2, -10), qp(0.25, -20)
+    tensors = [
+        act("x", (1, 6, 6, 3), xq),
+        const("w", w, qp(ws, 0, 0)),
+        const("b", b, qp(ws * np.float32(0.05), 0, 0)),
+        act("c", (1, 6, 6, 4), cq),
+        act("r", (1, 6, 6, 4), cq),
+        act("a", (1, 6, 6, 4), aq),
+        act("p", (1, 3, 3, 4), aq),
+    ]
+    conv = {"stride": (1, 1), "dilation": (1, 1), "padding": (1, 1, 1, 1), "fuse": "NONE"}
+    pool = {"kernel": (2, 2), "stride": (2, 2), "padding": (0, 0, 0, 0), "fuse": "NONE"}
+    ops = (
+        Op(OpKind.CONV_2D, "conv0", ("x", "w", "b"), ("c",), conv),
+        Op(OpKind.RELU, "relu0", ("c",), ("r",)),
+        Op(OpKind.ADD, "add0", ("r", "c"), ("a",), {"fuse": "NONE"}),
+        Op(OpKind.MAX_POOL_2D, "pool0", ("a",), ("p",), pool),
+    )
+    return Graph(
+        "chain",
+        {t.name: t for t in tensors},
+        ops,
+        ("x",),
+        ("p",),
+        layout="NHWC",
+        boundary={"x": (0, 2, 3, 1)},
+        meta={"rounding": "double", "labels": ["a", "b"]},
+    )
