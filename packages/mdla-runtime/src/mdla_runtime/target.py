@@ -80,16 +80,22 @@ class Target:
     def __repr__(self) -> str:
         return f"Target({self.name!r}, lib={str(self.lib)!r})"
 
-    def _engine(self, args: Sequence[str]) -> dict[str, Any]:
-        """Run the engine with --json; the SSH target overrides this to run it on the phone."""
+    def _execute(self, args: Sequence[str]) -> tuple[int, str, str]:
+        """Run `mdla-engine args --json` here: (exit code, stdout, stderr). The SSH target
+        overrides this to run the engine on the phone, moving the files named in `args`."""
         cmd = [str(engine_path()), *args, "--lib", str(self.lib), "--json"]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def _engine(self, args: Sequence[str]) -> dict[str, Any]:
+        """Run the engine with --json and turn its report (or its failure) into a result."""
+        returncode, stdout, stderr = self._execute(args)
         try:
-            out: dict[str, Any] = json.loads(proc.stdout)
+            out: dict[str, Any] = json.loads(stdout)
         except json.JSONDecodeError:
             raise TargetError(
-                f"mdla-engine exited {proc.returncode} without a report: {proc.stderr.strip()}",
-                exit_code=proc.returncode,
+                f"mdla-engine exited {returncode} without a report: {stderr.strip()}",
+                exit_code=returncode,
             ) from None
         if not out.get("ok"):
             err = out.get("error", {})
@@ -98,7 +104,7 @@ class Target:
                 result=err.get("result"),
                 op_index=err.get("op_index") if err.get("op_index", -1) >= 0 else None,
                 op_name=err.get("op_name"),
-                exit_code=proc.returncode,
+                exit_code=returncode,
             )
         return out
 
@@ -198,8 +204,7 @@ def open_target(spec: str = "emu") -> Target:
             raise TargetError(f"target {spec!r}: no such library {lib}")
         return Target(lib.resolve(), spec)
     if spec.startswith("ssh://"):
-        raise TargetError(
-            f"target {spec!r}: SSH targets are not yet supported (they come in their own issue); "
-            "use 'emu' or 'lib:/path/to/libneuron_adapter.so'"
-        )
+        from mdla_runtime.ssh import SshTarget
+
+        return SshTarget(spec)
     raise TargetError(f"unknown target {spec!r}: use 'emu', 'lib:/path/to.so' or 'ssh://user@host'")
