@@ -92,7 +92,8 @@ def test_target_error_carries_result_and_op(
 @pytest.mark.parametrize(
     ("spec", "needle"),
     [
-        ("ssh://pi@phone:8022", "not yet supported"),
+        ("ssh://pi@no-such-host.invalid:8022", "cannot reach no-such-host.invalid over SSH"),
+        ("ssh://pi@phone?colour=red", "unknown option"),
         ("lib:/nonexistent/libneuron_adapter.so", "no such library"),
         ("tpu", "unknown target"),
     ],
