@@ -6,76 +6,14 @@ torchvision ones at a fixed random init, the LipNet front-end on a short clip).
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Any
-
 import numpy as np
 import pytest
-import skimage.data
-import torch
 
 import mdla_ir
-import mdla_legalize
 from mdla_quant import QuantConfig, compare, quantize, run_int8
 from mdla_quant.reference import quantize_inputs
 from mdla_runtime.tflite import run_tflite_reference, tflite_bytes
-
-MODELS = [
-    "efficientnet_lite0",
-    "mobilenet_v2",
-    "resnet18",
-    "efficientnet_b0",
-    "squeezenet1_1",
-    "lipnet_frontend",
-]
-PHOTOS = [
-    skimage.data.chelsea,
-    skimage.data.coffee,
-    skimage.data.rocket,
-    skimage.data.camera,
-    skimage.data.astronaut,
-    lambda: skimage.data.stereo_motorcycle()[0],
-]
-
-
-def recalibrate_batchnorm(module: torch.nn.Module, shape: tuple[int, ...]) -> None:
-    """Give a randomly initialized torchvision model the BatchNorm statistics of real data.
-
-    At init every BN has mean 0 and var 1 whatever its input, so activations of a deep random
-    model shrink to ~1e-10 and fused RELU6 bounds no longer fit int32 (LiteRT then refuses the
-    model). Running the model in training mode over random inputs sets honest statistics.
-    """
-    for m in module.modules():
-        if isinstance(m, torch.nn.BatchNorm2d):
-            m.reset_running_stats()
-            m.momentum = None  # a cumulative average
-    module.train()
-    gen = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for _ in range(4):
-            module(torch.rand(shape, generator=gen) * 2 - 1)
-    module.eval()
-
-
-@cache
-def legalized(spec: str) -> tuple[mdla_ir.Graph, Any]:
-    if spec == "lipnet_frontend":
-        model = mdla_ir.load_model(spec, frames=4)
-    else:
-        model = mdla_ir.load_model(spec)
-    if spec in ("mobilenet_v2", "resnet18", "efficientnet_b0"):
-        recalibrate_batchnorm(model.module, (2, 3, 224, 224))
-    graph = mdla_ir.from_torch(model.module, model.example_inputs, name=spec)
-    return mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5")), model
-
-
-def inputs_for(spec: str, n: int, seed: int) -> list[list[np.ndarray]]:
-    graph, model = legalized(spec)
-    if model.preprocess is not None:
-        return [[model.prepare(PHOTOS[(seed + i) % len(PHOTOS)]())] for i in range(n)]
-    rng = np.random.default_rng(seed)
-    shape = graph.model_shape(graph.inputs[0])
-    return [[rng.uniform(0.0, 1.0, shape).astype(np.float32)] for _ in range(n)]
+from tests.models import MODELS, inputs_for, legalized
 
 
 @pytest.mark.parametrize("spec", MODELS)

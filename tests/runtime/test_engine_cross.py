@@ -1,5 +1,6 @@
-"""Portability: mdla-engine (and the fake adapter) cross-built for aarch64 with Debian's
-gcc-aarch64-linux-gnu and run under qemu-aarch64: it checks a manifest and runs a model."""
+"""Portability: mdla-engine, the host emulator and the fake adapter cross-built for aarch64 with
+Debian's gcc-aarch64-linux-gnu and run under qemu-aarch64: the engine checks a manifest and runs
+a model, on the emulator bit-exact with mdla_quant.run_int8."""
 
 from __future__ import annotations
 
@@ -11,8 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mdla_runtime import save
+from mdla_quant import run_int8
+from mdla_runtime import load, save
 from mdla_runtime.build import CSRC, ENGINE_SOURCES
+from mdla_runtime.emulator import CFLAGS as EMU_FLAGS
+from mdla_runtime.emulator import EMU_SRC, emulator_sources
+from mdla_runtime.target import quantize
 from mdla_runtime.testing import chain_qgraph
 
 CC, QEMU, SYSROOT = "aarch64-linux-gnu-gcc", "qemu-aarch64", "/usr/aarch64-linux-gnu"
@@ -38,6 +43,16 @@ def arm(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "-ldl",
         ],
         [CC, *flags, "-shared", "-fPIC", str(FAKE), "-o", str(out / "libfake.so")],
+        [
+            CC,
+            *EMU_FLAGS,
+            f"-I{CSRC}",
+            f"-I{EMU_SRC}",
+            *map(str, emulator_sources()),
+            "-o",
+            str(out / "libneuron_emu.so"),
+            "-lm",
+        ],
     ):
         proc = subprocess.run(cmd, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
@@ -73,3 +88,18 @@ def test_aarch64_engine_runs_a_model(arm: Path, tmp_path: Path) -> None:
     assert out["devices"] == ["mtk-mdla", "mtk-gpu", "mtk-dsp"]
     assert [o["dims"] for o in out["outputs"]] == [[1, 3, 3, 4]]
     assert (np.fromfile(tmp_path / "output_0.bin", np.int8) == 10).all()
+
+
+def test_aarch64_emulator_runs_a_model_bit_exact(arm: Path, tmp_path: Path) -> None:
+    graph = chain_qgraph()
+    path = save(graph, tmp_path / "chain.mdla")
+    (spec,) = load(path).inputs
+    x = np.random.default_rng(3).normal(size=spec.model_shape).astype(np.float32)
+    (tmp_path / "x.bin").write_bytes(quantize(x, spec).tobytes())
+    args = [str(path), "--lib", str(arm / "libneuron_emu.so"), "--input", str(tmp_path / "x.bin")]
+    proc = qemu(arm, *args, "--outdir", str(tmp_path), "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["selected"] == "mtk-mdla"
+    (want,) = run_int8(graph, [x], raw=True)
+    got = np.fromfile(tmp_path / "output_0.bin", np.int8).reshape(want.shape)
+    np.testing.assert_array_equal(got, want)

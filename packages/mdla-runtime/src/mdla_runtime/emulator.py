@@ -14,14 +14,13 @@ import ctypes
 import hashlib
 import importlib.util
 import os
-import shutil
-import subprocess
-import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from mdla_ir.ops import OpKind
+from mdla_runtime import build
+from mdla_runtime.errors import BuildError
 
 CSRC = Path(__file__).parent / "csrc"
 EMU_SRC = CSRC / "emu"
@@ -131,82 +130,45 @@ def generate_targets(data: dict[str, Any], where: str) -> str:
     return "\n".join(lines)
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("MDLA_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mdla"
-    )
-    return Path(base) / "emu"
-
-
 def _sources() -> list[Path]:
     return sorted(EMU_SRC.glob("*.c"))
 
 
-def _compiler() -> str:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if cc is None:
-        raise EmulatorError("no C compiler found (set CC, or install gcc or clang)")
-    return cc
-
-
-def build_emulator(target: str = TARGET, force: bool = False) -> Path:
-    """Build `libneuron_emu.so` (cached by the hash of sources, target data and flags).
-
-    Uses `mdla_runtime.build.compile_c` (the package's cached C builds) when it is present,
-    else a direct compiler call with the same caching.
-    """
+def generated_targets(target: str = TARGET) -> Path:
+    """`emu_targets.c` generated from the target's data file, cached by its content."""
     toml_path = target_file(target)
     try:
         data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise EmulatorError(f"target data file `{toml_path}` is not valid TOML: {exc}") from exc
     generated = generate_targets(data, str(toml_path))
-    if not force and importlib.util.find_spec("mdla_runtime.build") is not None:
-        return _build_with_compile_c(generated)
-    cc = _compiler()
-    digest = hashlib.sha256()
-    for part in [generated, cc, *CFLAGS]:
-        digest.update(part.encode())
-    for path in [*_sources(), *sorted(EMU_SRC.glob("*.h")), CSRC / "neuron_abi.h"]:
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
-    out_dir = cache_dir() / digest.hexdigest()[:16]
-    lib = out_dir / LIB_NAME
-    if lib.is_file() and not force:
-        return lib
-    out_dir.mkdir(parents=True, exist_ok=True)
-    gen = out_dir / "emu_targets.c"
-    gen.write_text(generated, encoding="utf-8")
-    with tempfile.NamedTemporaryFile(dir=out_dir, suffix=".so", delete=False) as tmp:
-        tmp_path = Path(tmp.name)
-    cmd = [cc, *CFLAGS, f"-I{CSRC}", f"-I{EMU_SRC}", "-o", str(tmp_path)]
-    cmd += [str(p) for p in _sources()] + [str(gen), "-lm"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        tmp_path.unlink(missing_ok=True)
-        raise EmulatorError(f"building {LIB_NAME} failed:\n{' '.join(cmd)}\n{proc.stderr}")
-    tmp_path.replace(lib)  # atomic: a concurrent build never sees a partial library
-    return lib
-
-
-def _build_with_compile_c(generated: str) -> Path:
-    from mdla_runtime import build  # the engine's build helper (same package)
-
-    digest = hashlib.sha256(generated.encode()).hexdigest()[:16]
-    gen_dir = cache_dir() / f"targets-{digest}"
+    gen_dir = build.cache_dir() / f"targets-{hashlib.sha256(generated.encode()).hexdigest()[:16]}"
     gen = gen_dir / "emu_targets.c"
     if not gen.is_file():
         gen_dir.mkdir(parents=True, exist_ok=True)
         tmp = gen_dir / f".emu_targets.{os.getpid()}.c"
         tmp.write_text(generated, encoding="utf-8")
-        tmp.replace(gen)
+        tmp.replace(gen)  # atomic: a concurrent build never reads a partial file
+    return gen
+
+
+def emulator_sources(target: str = TARGET) -> list[Path]:
+    """Every C file of the emulator, the generated op table included (for cross builds)."""
+    return [*_sources(), generated_targets(target)]
+
+
+def build_emulator(target: str = TARGET) -> Path:
+    """Build `libneuron_emu.so` with the package's cached C build (rebuilt when a source or
+    the target data changes)."""
     flags = [f for f in CFLAGS if f not in ("-shared", "-fPIC")]
     flags += [f"-I{CSRC}", f"-I{EMU_SRC}"]
     try:
         return Path(
-            build.compile_c([*_sources(), gen], LIB_NAME, shared=True, flags=flags, libs=["-lm"])
+            build.compile_c(
+                emulator_sources(target), LIB_NAME, shared=True, flags=flags, libs=["-lm"]
+            )
         )
-    except Exception as exc:  # BuildError: report it as the emulator's
+    except BuildError as exc:
         raise EmulatorError(str(exc)) from exc
 
 

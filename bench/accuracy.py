@@ -1,0 +1,139 @@
+"""INT8 vs FP32 accuracy of the whole float -> legalize -> quantize path (issue 4's benchmark).
+
+Part 1, efficientnet_lite0 with its real ImageNet weights: calibrate on augmented crops of the
+scikit-image sample photos, validate on *different* crops (other seeds, other crop boxes), and
+report per calibration method the INT8-vs-FP32 top-1 agreement and whether INT8 top-1 equals
+FP32 top-1 on every original photo.
+Part 2, the four torchvision models (random init, seed 0, BatchNorm statistics set on random
+data): logits cosine and SQNR per method, and the worst layers.
+
+    .venv/bin/python bench/accuracy.py [--crops 200] [--calib 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import skimage.data
+import torch
+from PIL import Image
+
+import mdla_ir
+import mdla_legalize
+from mdla_ir.zoo import recalibrate_batchnorm
+from mdla_quant import METHODS, QuantConfig, compare, quantize, run_int8
+
+PHOTOS = {
+    "chelsea": skimage.data.chelsea,
+    "coffee": skimage.data.coffee,
+    "rocket": skimage.data.rocket,
+    "motorcycle": lambda: skimage.data.stereo_motorcycle()[0],
+    "camera": skimage.data.camera,
+    "astronaut": skimage.data.astronaut,
+}
+
+
+def crops(images: list[np.ndarray], n: int, seed: int) -> list[np.ndarray]:
+    """Random resized crops (35-100 % of the area, aspect 3/4-4/3), random mirror, 224×224."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        img = images[i % len(images)]
+        img = np.stack([img] * 3, -1) if img.ndim == 2 else img[..., :3]
+        h, w = img.shape[:2]
+        area = rng.uniform(0.35, 1.0) * h * w
+        aspect = np.exp(rng.uniform(np.log(3 / 4), np.log(4 / 3)))
+        ch = int(min(h, round(np.sqrt(area / aspect))))
+        cw = int(min(w, round(np.sqrt(area * aspect))))
+        y, x = rng.integers(0, h - ch + 1), rng.integers(0, w - cw + 1)
+        patch = Image.fromarray(img[y : y + ch, x : x + cw]).resize(
+            (224, 224), Image.Resampling.BICUBIC
+        )
+        arr = np.asarray(patch, np.float32)
+        if rng.random() < 0.5:
+            arr = arr[:, ::-1]
+        out.append(((arr - 127.0) / 128.0).transpose(2, 0, 1)[None].astype(np.float32))
+    return out
+
+
+def lite0(n_crops: int, n_calib: int) -> None:
+    model = mdla_ir.load_model("efficientnet_lite0")
+    target = mdla_legalize.load_target("mdla3.5")
+    graph = mdla_legalize.legalize(mdla_ir.from_torch(model.module, model.example_inputs), target)
+    images = [load() for load in PHOTOS.values()]
+    originals = [model.prepare(img) for img in images]
+    calib = [[x] for x in crops(images, n_calib, seed=1)]
+    held_out = crops(images, n_crops, seed=2)
+    fp32 = [int(np.argmax(mdla_ir.run_float(graph, [x])[0])) for x in held_out]
+    fp32_orig = [int(np.argmax(mdla_ir.run_float(graph, [x])[0])) for x in originals]
+    print(
+        f"efficientnet_lite0 (real weights), {len(graph)} ops after legalize; calibration "
+        f"{n_calib} crops, validation {n_crops} other crops of the {len(images)} photos\n"
+    )
+    print(
+        f"{'method':<11} {'bias corr.':<10} {'top-1 agree':>12} {'originals':>10} "
+        f"{'quantize s':>10} {'int8 img/s':>10}"
+    )
+    for method in METHODS:
+        for bias_correction in (False, True):
+            t0 = time.perf_counter()
+            q = quantize(graph, calib, QuantConfig(method=method, bias_correction=bias_correction))
+            t_q = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            int8 = [int(np.argmax(run_int8(q, [x])[0])) for x in held_out]
+            rate = len(held_out) / (time.perf_counter() - t0)
+            agree = np.mean(np.array(int8) == np.array(fp32)) * 100
+            orig = sum(
+                int(np.argmax(run_int8(q, [x])[0])) == f
+                for x, f in zip(originals, fp32_orig, strict=True)
+            )
+            print(
+                f"{method:<11} {'yes' if bias_correction else 'no':<10} {agree:>11.1f}% "
+                f"{orig:>6}/{len(originals)} {t_q:>10.1f} {rate:>10.1f}",
+                flush=True,
+            )
+
+
+def torchvision_models() -> None:
+    print(
+        "\ntorchvision models, random init (seed 0), BN statistics from random data; "
+        "8 calibration and 4 validation inputs of uniform noise in [-1, 1]\n"
+    )
+    print(f"{'model':<16} {'method':<11} {'logits cos':>10} {'SQNR dB':>8}  worst layers (SQNR dB)")
+    rng = np.random.default_rng(0)
+    target = mdla_legalize.load_target("mdla3.5")
+    for spec in ("mobilenet_v2", "resnet18", "efficientnet_b0", "squeezenet1_1"):
+        model = mdla_ir.load_model(spec, seed=0)
+        if spec != "squeezenet1_1":
+            recalibrate_batchnorm(model.module)
+        graph = mdla_legalize.legalize(
+            mdla_ir.from_torch(model.module, model.example_inputs), target
+        )
+        calib = [[rng.uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32)] for _ in range(8)]
+        val = [[rng.uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32)] for _ in range(4)]
+        for method in METHODS:
+            report = compare(graph, quantize(graph, calib, QuantConfig(method=method)), val)
+            logits = report.stat(graph.outputs[0])
+            worst = ", ".join(f"{t.op} {t.sqnr_db:.1f}" for t in report.worst(3))
+            print(
+                f"{spec:<16} {method:<11} {logits.cosine:>10.4f} {logits.sqnr_db:>8.1f}  {worst}",
+                flush=True,
+            )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--crops", type=int, default=200, help="held-out validation crops")
+    parser.add_argument("--calib", type=int, default=32, help="calibration crops")
+    parser.add_argument("--skip-torchvision", action="store_true")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(2)
+    lite0(args.crops, args.calib)
+    if not args.skip_torchvision:
+        torchvision_models()
+
+
+if __name__ == "__main__":
+    main()
