@@ -111,7 +111,11 @@ def test_libfuzzer_finds_no_crash_in_the_c_reader(tmp_path: Path) -> None:
     corpus.mkdir()
     for i, blob in enumerate(SEEDS + [c.data for c in malformed_cases()]):
         (corpus / f"seed{i}.mdla").write_bytes(blob)
-    cmd = [str(exe), f"-max_total_time={FUZZ_SECONDS}", "-max_len=8192", "-rss_limit_mb=1024"]
+    # The RSS limit covers ASan's shadow memory and libFuzzer's corpus on a loaded machine (1 GiB
+    # was hit with 24 MB of live heap); the malloc limit is what bounds any single allocation a
+    # malformed header could ask for.
+    cmd = [str(exe), f"-max_total_time={FUZZ_SECONDS}", "-max_len=8192"]
+    cmd += ["-rss_limit_mb=4096", "-malloc_limit_mb=1024"]
     cmd += [f"-artifact_prefix={tmp_path}/", str(corpus)]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=FUZZ_SECONDS + 120)
     crashes = sorted(p.name for p in tmp_path.glob("crash-*"))

@@ -1,1 +1,15 @@
-"""workbench: one CLI and a Textual TUI for the whole mdla pipeline (issue 7; not built yet)."""
+"""workbench: one CLI (Typer) and a Textual TUI for the whole mdla pipeline.
+
+    workbench compile efficientnet_lite0 --calib samples -o lite0.mdla
+    workbench check efficientnet_b0            # what maps on mtk-mdla, why not, which rule fixes it
+    workbench run lite0.mdla cat.jpg --on emu  # top-5, latency, device
+    workbench                                  # the TUI
+
+The shared logic lives in `workbench.pipeline` (compile), `workbench.images` (photos in, the
+model's input out, torch-free), `workbench.validation` and `workbench.witnessing`; the CLI
+commands (`workbench.commands.*`) and the TUI screens (`workbench.tui.*`) only present it.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,46 @@
+"""The `workbench` command: one Typer app, one module per command (`workbench.commands`)."""
+
+from __future__ import annotations
+
+import typer
+
+from workbench.commands import bisect, check, compile, devices, export, run, tui, validate, witness
+
+app = typer.Typer(
+    name="workbench",
+    help="Compile PyTorch CNNs to INT8 for the MediaTek MDLA and run them on a phone or the "
+    "host emulator. Without a command: the TUI.",
+    rich_markup_mode="markdown",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback(invoke_without_command=True)
+def entry(ctx: typer.Context) -> None:
+    """Compile PyTorch CNNs to INT8 for the MediaTek MDLA and run them on a phone or the
+    host emulator. Without a command: the TUI."""
+    if ctx.invoked_subcommand is None:
+        tui.tui_command(None, "emu", False)
+
+
+app.command("compile", epilog=compile.EPILOG)(compile.compile_command)
+app.command("check", epilog=check.EPILOG)(check.check_command)
+app.command("run", epilog=run.EPILOG)(run.run_command)
+app.command("bisect", epilog=bisect.EPILOG)(bisect.bisect_command)
+app.command("validate", epilog=validate.EPILOG)(validate.validate_command)
+app.command("witness", epilog=witness.EPILOG)(witness.witness_command)
+app.command("devices", epilog=devices.EPILOG)(devices.devices_command)
+app.command("export", epilog=export.EPILOG)(export.export_command)
+app.command("tui", epilog=tui.EPILOG)(tui.tui_command)
+
+try:  # `workbench probe` (issue 9) is its own module, written in parallel
+    from workbench.commands.probe import probe
+except ImportError:  # pragma: no cover - only while that module is absent
+    pass
+else:
+    app.command("probe")(probe)
+
+
+def main() -> None:
+    app()

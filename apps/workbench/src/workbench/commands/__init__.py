@@ -1,0 +1,1 @@
+"""One module per `workbench` command; `workbench.cli` registers them."""

@@ -1,0 +1,114 @@
+"""`workbench compile`: model spec -> legalized, calibrated INT8 `.mdla` (and `.tflite`)."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+import mdla_quant
+import mdla_runtime
+from workbench import pipeline
+from workbench.commands.options import (
+    Calib,
+    Count,
+    Debug,
+    Method,
+    MethodName,
+    On,
+    Percentile,
+    Rounding,
+    RoundingName,
+    SkipRule,
+    TargetName,
+    Weights,
+    console,
+)
+from workbench.errors import reported
+
+EPILOG = """Examples:
+
+  workbench compile efficientnet_lite0 --calib samples -o lite0.mdla
+
+  workbench compile resnet18 --weights r18.pt --calib photos/ --method mse -o r18.mdla
+
+  workbench compile my_net.py:build --calib random --tflite net.tflite -o net.mdla
+"""
+
+
+def compile_command(
+    model: Annotated[
+        str, typer.Argument(help="Model spec: torchvision name, efficientnet_lite0, file.py:fn.")
+    ],
+    out: Annotated[Path, typer.Option("-o", "--out", help="The .mdla file to write.")],
+    weights: Weights = None,
+    calib: Calib = "samples",
+    count: Count = 6,
+    method: Method = MethodName.percentile,
+    percentile: Percentile = 99.99,
+    rounding: Rounding = RoundingName.double,
+    target: TargetName = "mdla3.5",
+    tflite: Annotated[
+        Path | None, typer.Option("--tflite", help="Also export the int8 graph as .tflite.")
+    ] = None,
+    skip_rule: SkipRule = None,
+    on: On = "emu",
+    debug: Debug = False,
+) -> None:
+    """Import, legalize, calibrate and quantize MODEL, then write one .mdla file.
+
+    Prints a progress bar over calibration and a summary: ops, ops on mtk-mdla N/N (the
+    device's own support query, --on), file size and the worst-layer SQNR.
+    """
+    with reported(debug):
+        con = console()
+        start = time.perf_counter()
+        pipeline.check_output(out, ".mdla")
+        if tflite is not None:
+            pipeline.check_output(tflite, ".tflite")
+        config = mdla_quant.QuantConfig(
+            method=method.value, percentile=percentile, rounding=rounding.value, target=target
+        )
+        source = pipeline.load_source(model, str(weights) if weights else None)
+        device_graph = pipeline.legalize_graph(source.graph, target, config.device, skip_rule or [])
+        calibration = pipeline.calibration_inputs(calib, source, count)
+        with Progress(
+            TextColumn("calibrating"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=con,
+        ) as bar:
+            task = bar.add_task("calibrate", total=len(calibration))
+            compiled = pipeline.quantize_graph(
+                source,
+                device_graph,
+                calibration,
+                config,
+                progress=lambda n, _s: bar.update(task, completed=n),
+            )
+        manifest = pipeline.save_manifest(compiled, out)
+        if tflite is not None:
+            mdla_runtime.export_tflite(compiled.qgraph, tflite)
+        ok, total = pipeline.support_count(mdla_runtime.open_target(on), manifest, config.device)
+        worst = pipeline.worst_layers(compiled, 1)
+        summary = Table(title=f"compiled {source.graph.name}", show_header=False, box=None)
+        summary.add_row("ops", f"{len(source.graph.ops)} imported -> {len(manifest.operations)}")
+        summary.add_row(f"ops on {config.device}", f"{ok}/{total} ({on})")
+        summary.add_row(
+            "calibration", f"{len(calibration)} x {calib}, {method.value}, {rounding.value}"
+        )
+        summary.add_row("size", f"{out.stat().st_size / 1024:.1f} KiB  {out}")
+        if tflite is not None:
+            summary.add_row("tflite", f"{tflite.stat().st_size / 1024:.1f} KiB  {tflite}")
+        if worst:
+            w = worst[0]
+            db = "inf" if math.isinf(w.sqnr_db) else f"{w.sqnr_db:.1f}"
+            summary.add_row("worst layer", f"{w.op} ({w.kind}): SQNR {db} dB")
+        summary.add_row("time", f"{time.perf_counter() - start:.1f} s")
+        con.print(summary)

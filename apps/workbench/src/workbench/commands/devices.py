@@ -1,0 +1,27 @@
+"""`workbench devices`: the adapter library, its Neuron version and its devices."""
+
+from __future__ import annotations
+
+import mdla_runtime
+from workbench.commands.options import Debug, On, console
+from workbench.errors import reported
+
+EPILOG = """Examples:
+
+  workbench devices
+
+  workbench devices --on lib:/vendor/lib64/libneuron_adapter_mgvi.so
+"""
+
+
+def devices_command(on: On = "emu", debug: Debug = False) -> None:
+    """Show which Neuron Adapter library the target loads, its version and its devices."""
+    with reported(debug):
+        target = mdla_runtime.open_target(on)
+        # Target has no public "info" yet: the engine's --devices report carries the version.
+        info = target._engine(["--devices"])
+        con = console()
+        con.print(f"target:  {target.name}", markup=False)
+        con.print(f"adapter: {info.get('adapter', target.lib)}", markup=False)
+        con.print(f"neuron:  {info.get('version', 'unknown')}", markup=False)
+        con.print(f"devices: {', '.join(str(d) for d in info['devices'])}", markup=False)

@@ -1,0 +1,75 @@
+"""Parameters shared by several commands (Annotated aliases) and the output console."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+Debug = Annotated[bool, typer.Option("--debug", help="Show the traceback of an error.")]
+On = Annotated[
+    str,
+    typer.Option(
+        "--on",
+        help="Where to run: `emu` (host emulator), `lib:/path/libneuron_adapter.so`, "
+        "`ssh://user@host[:port]` (a phone).",
+    ),
+]
+Device = Annotated[str, typer.Option("--device", help="Neuron device to target.")]
+TargetName = Annotated[
+    str, typer.Option("--target", help="Target description: `mdla3.5` or a target .toml path.")
+]
+Weights = Annotated[
+    Path | None,
+    typer.Option("--weights", help="State-dict file for a torchvision model.", exists=True),
+]
+Calib = Annotated[
+    str,
+    typer.Option(
+        "--calib",
+        help="Calibration data: `samples` (scikit-image photos), `random`, or a directory "
+        "of images.",
+    ),
+]
+Count = Annotated[int, typer.Option("--count", min=1, help="Number of calibration inputs.")]
+
+
+class MethodName(StrEnum):
+    """mdla_quant.METHODS as a choice (tests hold the two equal)."""
+
+    minmax = "minmax"
+    percentile = "percentile"
+    mse = "mse"
+    entropy = "entropy"
+
+
+class RoundingName(StrEnum):
+    double = "double"
+    single = "single"
+
+
+Method = Annotated[MethodName, typer.Option("--method", help="Activation range method.")]
+Percentile = Annotated[
+    float, typer.Option("--percentile", min=50.0, max=100.0, help="Percentile for `percentile`.")
+]
+Rounding = Annotated[
+    RoundingName,
+    typer.Option(
+        "--rounding", help="`double`: TFLite reference kernels; `single`: TFLITE_SINGLE_ROUNDING."
+    ),
+]
+SkipRule = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--skip-rule",
+        help="Compile without this legalize rule (repeatable): see what the device says.",
+    ),
+]
+
+
+def console() -> Console:
+    """Rich console on stdout (made per call, so it writes wherever stdout is now)."""
+    return Console(highlight=False, soft_wrap=True)

@@ -1,0 +1,106 @@
+"""Photos in, the model's input out: decoding and preprocessing without torch.
+
+A manifest records how its model wants images (`model.preprocess`: "imagenet" mean/std or "tf"
+(x - 127) / 128) and its input shape; `prepare(image, mode, (h, w))` resizes the short side to
+size / 0.875 (bicubic), centre-crops (h, w) and normalizes, giving NCHW float32 (the model's own
+layout; the target permutes to the device's). Sample photos come from scikit-image.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from workbench.errors import BAD_INPUT, WorkbenchError
+
+Array = np.ndarray[Any, Any]
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp")
+MEAN = np.array((0.485, 0.456, 0.406), np.float32)
+STD = np.array((0.229, 0.224, 0.225), np.float32)
+CROP = 0.875
+
+
+def _skimage(name: str) -> Callable[[], Array]:
+    def load() -> Array:
+        try:
+            import skimage.data
+        except ModuleNotFoundError as exc:
+            raise WorkbenchError(
+                "the sample photos need scikit-image: pip install 'workbench[models]'"
+            ) from exc
+        image: Array = getattr(skimage.data, name)()
+        return image[0] if name == "stereo_motorcycle" else image
+
+    return load
+
+
+SAMPLES: dict[str, Callable[[], Array]] = {
+    "chelsea": _skimage("chelsea"),
+    "coffee": _skimage("coffee"),
+    "rocket": _skimage("rocket"),
+    "motorcycle": _skimage("stereo_motorcycle"),
+    "camera": _skimage("camera"),
+    "astronaut": _skimage("astronaut"),
+}
+
+
+def read_image(path: str | Path) -> Array:
+    """An image file as HWC uint8 RGB; a sample name (`chelsea`, ...) as that photo."""
+    if str(path) in SAMPLES and not Path(path).exists():
+        return SAMPLES[str(path)]()
+    try:
+        with Image.open(path) as img:
+            return np.asarray(img.convert("RGB"), dtype=np.uint8)
+    except FileNotFoundError:
+        raise WorkbenchError(
+            f"image `{path}` does not exist (nor is it a sample: {', '.join(SAMPLES)})"
+        ) from None
+    except (UnidentifiedImageError, OSError) as exc:
+        raise WorkbenchError(f"cannot decode image `{path}`: {exc}", BAD_INPUT) from None
+
+
+def image_files(directory: str | Path) -> list[Path]:
+    root = Path(directory)
+    if not root.is_dir():
+        raise WorkbenchError(f"calibration directory `{root}` does not exist")
+    files = sorted(p for p in root.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not files:
+        raise WorkbenchError(f"calibration directory `{root}` holds no images {IMAGE_SUFFIXES}")
+    return files
+
+
+def prepare(image: Array, mode: str, size: tuple[int, int]) -> Array:
+    """HWC uint8 RGB (or grey) -> (1, 3, h, w) float32 normalized as `mode` says."""
+    if mode not in ("imagenet", "tf"):
+        raise WorkbenchError(f"unknown preprocessing `{mode}` (expected imagenet or tf)")
+    rgb = np.stack([image] * 3, axis=-1) if image.ndim == 2 else image[..., :3]
+    img = Image.fromarray(np.ascontiguousarray(rgb).astype(np.uint8))
+    h, w = size
+    scale = round(min(h, w) / CROP) / min(img.size)
+    new_w = max(w, round(img.size[0] * scale))
+    new_h = max(h, round(img.size[1] * scale))
+    img = img.resize((new_w, new_h), Image.Resampling.BICUBIC)
+    left, top = (new_w - w) // 2, (new_h - h) // 2
+    pixels = np.asarray(img.crop((left, top, left + w, top + h)), dtype=np.float32)
+    x = (pixels - 127.0) / 128.0 if mode == "tf" else (pixels / 255.0 - MEAN) / STD
+    return np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)
+
+
+def softmax(z: Array) -> Array:
+    e = np.exp(z - z.max())
+    out: Array = e / e.sum()
+    return out
+
+
+def top_k(
+    logits: Array, labels: tuple[str, ...] | list[str] | None, k: int = 5
+) -> list[tuple[int, str, float]]:
+    """(class index, label or `#index`, probability) of the k best classes."""
+    p = softmax(np.asarray(logits, np.float64).ravel())
+    best = np.argsort(-p, kind="stable")[:k]
+    names = list(labels) if labels else []
+    return [(int(i), names[i] if i < len(names) else f"#{int(i)}", float(p[i])) for i in best]

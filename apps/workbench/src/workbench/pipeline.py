@@ -1,0 +1,208 @@
+"""Compile: model spec -> float graph -> device graph -> int8 graph -> .mdla, shared by the CLI,
+the TUI and the demo.
+
+    source = load_source("efficientnet_lite0")                 # imports torch (on use)
+    device = legalize_graph(source.graph, "mdla3.5")            # LegalizeError lists what fails
+    calib = calibration_inputs("samples", source, count=6)
+    compiled = quantize_graph(source, device, calib, QuantConfig(), progress=cb)
+    manifest = save_manifest(compiled, "lite0.mdla")
+
+`skip_rules` compiles without named legalize rules (to see what the device says about the
+construct the rule would rewrite: `workbench bisect`'s demonstration case).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import mdla_ir
+import mdla_legalize
+import mdla_quant
+import mdla_runtime
+from mdla_ir import Graph
+from mdla_legalize import rules as rule_tables
+from mdla_legalize.legalize import Stage, pipeline, run_to_fixed_point, table
+from workbench.errors import BAD_INPUT, USAGE, WorkbenchError
+from workbench.images import SAMPLES, image_files, prepare, read_image
+
+Array = np.ndarray[Any, Any]
+Progress = Callable[[int, float], None]
+TABLES = ("PATTERNS", "ACTIVATIONS", "POOLS", "FRAMES", "MOVEMENT", "PADDING")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A model spec resolved and imported: the float graph plus how it wants its inputs."""
+
+    spec: str
+    graph: Graph
+    input_shapes: tuple[tuple[int, ...], ...]
+    preprocess: str | None
+    labels: tuple[str, ...] | None
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        shape = self.input_shapes[0]
+        return (shape[2], shape[3])
+
+
+@dataclass
+class Compiled:
+    source: Source
+    device_graph: Graph
+    qgraph: Graph
+    calibration: list[list[Array]]
+    config: mdla_quant.QuantConfig
+    manifest: mdla_runtime.Manifest | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def is_manifest(spec: str) -> bool:
+    return spec.endswith(".mdla")
+
+
+def model_name(spec: str) -> str:
+    return spec.rpartition(":")[2] if ":" in spec else spec
+
+
+def load_source(spec: str, weights: str | None = None) -> Source:
+    """Resolve and import a model spec (torchvision name, efficientnet_lite0, file.py:factory)."""
+    if is_manifest(spec):
+        raise WorkbenchError(
+            f"`{spec}` is a compiled manifest; this needs a model spec (e.g. squeezenet1_1)", USAGE
+        )
+    model = mdla_ir.load_model(spec, weights)
+    graph = mdla_ir.from_torch(model.module, model.example_inputs, name=model_name(spec))
+    shapes = tuple(tuple(int(d) for d in x.shape) for x in model.example_inputs)
+    return Source(spec, graph, shapes, model.preprocess, model.labels)
+
+
+def rule_names() -> list[str]:
+    return [fn.__name__ for name in TABLES for _, fn in getattr(rule_tables, name)]
+
+
+def legalize_graph(
+    graph: Graph, target: str = "mdla3.5", device: str = "mtk-mdla", skip_rules: Sequence[str] = ()
+) -> Graph:
+    """The device graph; with `skip_rules` the named rules never fire and the result is not
+    required to map (the device then says what it thinks of it)."""
+    tgt = mdla_legalize.load_target(target)
+    if not skip_rules:
+        return mdla_legalize.legalize(graph, tgt, device)
+    unknown = sorted(set(skip_rules) - set(rule_names()))
+    if unknown:
+        raise WorkbenchError(
+            f"unknown rule(s) {', '.join(unknown)}: known rules are {', '.join(rule_names())}",
+            USAGE,
+        )
+    for stages in pipeline(tgt, device):
+        graph = run_to_fixed_point(graph, [_without(s, skip_rules, tgt, device) for s in stages])
+    return graph.with_(meta={**graph.meta, "target": tgt.name, "device": device})
+
+
+def _without(stage: Stage, skip: Sequence[str], target: mdla_legalize.Target, device: str) -> Stage:
+    name = stage.__name__.upper()
+    if name not in TABLES:
+        return stage
+    kept = [r for r in getattr(rule_tables, name) if r[1].__name__ not in skip]
+    return table(stage.__name__, kept, target, device)
+
+
+def calibration_inputs(calib: str, source: Source, count: int, seed: int = 0) -> list[list[Array]]:
+    """`samples` (scikit-image photos), `random` (uniform [-1, 1]) or a directory of images."""
+    if count < 1:
+        raise WorkbenchError(f"--count must be at least 1, got {count}", USAGE)
+    if calib == "random":
+        rng = np.random.default_rng(seed)
+        return [
+            [rng.uniform(-1, 1, shape).astype(np.float32) for shape in source.input_shapes]
+            for _ in range(count)
+        ]
+    if source.preprocess is None or len(source.input_shapes) != 1:
+        raise WorkbenchError(
+            f"model `{source.spec}` records no image preprocessing: calibrate it with "
+            "--calib random (or ship a factory that returns a module only)"
+        )
+    images = list(SAMPLES)[:count] if calib == "samples" else image_files(calib)[:count]
+    return [[prepare(read_image(i), source.preprocess, source.image_size)] for i in images]
+
+
+def quantize_graph(
+    source: Source,
+    device_graph: Graph,
+    calibration: list[list[Array]],
+    config: mdla_quant.QuantConfig,
+    progress: Progress | None = None,
+) -> Compiled:
+    qgraph = mdla_quant.quantize(device_graph, calibration, config, progress=progress)
+    meta: dict[str, Any] = {**qgraph.meta, "spec": source.spec}
+    if source.preprocess is not None:
+        meta["preprocess"] = source.preprocess
+    if source.labels:
+        meta["labels"] = list(source.labels)
+    return Compiled(source, device_graph, qgraph.with_(meta=meta), calibration, config)
+
+
+def save_manifest(compiled: Compiled, out: str | Path) -> mdla_runtime.Manifest:
+    path = Path(out)
+    check_output(path, ".mdla")
+    if not path.parent.exists():
+        raise WorkbenchError(f"output directory `{path.parent}` does not exist", BAD_INPUT)
+    mdla_runtime.save(compiled.qgraph, path)
+    compiled.manifest = mdla_runtime.load(path)
+    return compiled.manifest
+
+
+def compile_model(
+    spec: str,
+    weights: str | None = None,
+    calib: str = "samples",
+    count: int = 6,
+    config: mdla_quant.QuantConfig | None = None,
+    target: str = "mdla3.5",
+    skip_rules: Sequence[str] = (),
+    progress: Progress | None = None,
+) -> Compiled:
+    """Import, legalize, calibrate and quantize `spec` (the manifest is not written)."""
+    source = load_source(spec, weights)
+    config = config or mdla_quant.QuantConfig(target=target)
+    device = legalize_graph(source.graph, target, config.device, skip_rules)
+    calibration = calibration_inputs(calib, source, count)
+    return quantize_graph(source, device, calibration, config, progress)
+
+
+def worst_layers(compiled: Compiled, n: int = 5, samples: int = 2) -> list[Any]:
+    """The n tensors with the lowest SQNR (int8 reference vs float) over a few calibration
+    inputs: `mdla_quant.compare`'s TensorStats."""
+    report = mdla_quant.compare(
+        compiled.device_graph, compiled.qgraph, compiled.calibration[:samples]
+    )
+    return report.worst(n)
+
+
+def load_manifest(path: str | Path) -> mdla_runtime.Manifest:
+    if not Path(path).is_file():
+        raise WorkbenchError(f"manifest `{path}` does not exist")
+    return mdla_runtime.load(path)
+
+
+def manifest_or_none(spec: str) -> mdla_runtime.Manifest | None:
+    return load_manifest(spec) if is_manifest(spec) else None
+
+
+def check_output(out: str | Path, suffix: str) -> None:
+    """Fail early (exit 2) on an output name that is not `*.suffix`."""
+    if Path(out).suffix != suffix:
+        raise WorkbenchError(f"output `{out}` must end in {suffix}", USAGE)
+
+
+def support_count(
+    target: mdla_runtime.Target, manifest: mdla_runtime.Manifest, device: str = "mtk-mdla"
+) -> tuple[int, int]:
+    flags = target.supported(manifest, [device])[device]
+    return sum(flags), len(flags)

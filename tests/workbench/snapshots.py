@@ -1,0 +1,37 @@
+"""SVG snapshots of TUI screens, compared with the files committed under `snapshots/`.
+
+`WORKBENCH_UPDATE_SNAPSHOTS=1 pytest tests/workbench` rewrites them. Temporary paths (the
+emulator's counter directory) are masked so the files do not depend on the run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from textual.app import App
+
+DIR = Path(__file__).with_name("snapshots")
+MASKS = [(re.compile(r"/tmp/[\w.-]+/"), "/tmp/X/")]
+
+
+def normalize(svg: str) -> str:
+    for pattern, repl in MASKS:
+        svg = pattern.sub(repl, svg)
+    return svg
+
+
+def assert_snapshot(app: App[None], name: str) -> None:
+    svg = normalize(app.export_screenshot(title=name))
+    path = DIR / f"{name}.svg"
+    if os.environ.get("WORKBENCH_UPDATE_SNAPSHOTS") == "1":
+        DIR.mkdir(exist_ok=True)
+        path.write_text(svg)
+        return
+    if not path.exists():
+        pytest.fail(f"no snapshot {path}: run with WORKBENCH_UPDATE_SNAPSHOTS=1 and review it")
+    if path.read_text() != svg:
+        (DIR / f"{name}.actual.svg").write_text(svg)
+        pytest.fail(f"screen {name} differs from {path} (see {name}.actual.svg)")
