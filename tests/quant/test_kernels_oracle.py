@@ -19,31 +19,19 @@ import pytest
 from mdla_ir.graph import Graph
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
-from mdla_quant.testing import act, as_floats, qp, random_codes, random_qgraph, single_op_qgraph
+from mdla_quant.testing import (
+    INT8_KINDS,
+    act,
+    as_floats,
+    qp,
+    random_codes,
+    random_qgraph,
+    single_op_qgraph,
+)
 from mdla_runtime.tflite import run_tflite_reference, tflite_bytes
 
 CASES = 1000
-KINDS = [
-    OpKind.CONV_2D,
-    OpKind.DEPTHWISE_CONV_2D,
-    OpKind.FULLY_CONNECTED,
-    OpKind.AVERAGE_POOL_2D,
-    OpKind.MAX_POOL_2D,
-    OpKind.ADD,
-    OpKind.SUB,
-    OpKind.MUL,
-    OpKind.RELU,
-    OpKind.RELU6,
-    OpKind.LOGISTIC,
-    OpKind.TANH,
-    OpKind.HARD_SWISH,
-    OpKind.SOFTMAX,
-    OpKind.CONCATENATION,
-    OpKind.PAD,
-    OpKind.RESHAPE,
-    OpKind.MEAN,
-    OpKind.RESIZE_BILINEAR,
-]
+KINDS = INT8_KINDS
 
 
 def compare(graph: Graph, rng: np.random.Generator) -> tuple[int, int]:

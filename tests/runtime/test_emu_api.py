@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import ctypes
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # the shared helpers next to this file
-from test_emu_support import (
+from tests.runtime.test_emu_support import (
     BAD_DATA,
     BAD_STATE,
     BAD_VERSION,
@@ -221,7 +218,7 @@ def test_compiled_network_round_trip() -> None:
     blob, x, y = compiled_blob()
     rc, model, comp = restore(blob)
     assert rc == NO_ERROR
-    from test_emu_support import Compiled
+    from tests.runtime.test_emu_support import Compiled
 
     (again,) = Compiled(comp, [y.shape]).run([x])
     assert np.array_equal(again, y)

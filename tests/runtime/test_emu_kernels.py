@@ -7,9 +7,7 @@ compiled for the three devices (their union maps every kernel here) and run thro
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,33 +15,11 @@ import pytest
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
 from mdla_quant.errors import KernelError
-from mdla_quant.testing import as_floats, random_codes, random_qgraph
-
-sys.path.insert(0, str(Path(__file__).parent))  # the shared helpers next to this file
-from test_emu_support import DEVICES, NO_ERROR, compile_model, lower_single_op
+from mdla_quant.testing import INT8_KINDS, as_floats, random_codes, random_qgraph
+from tests.runtime.test_emu_support import DEVICES, NO_ERROR, compile_model, lower_single_op
 
 CASES = 50
-KINDS = [
-    OpKind.CONV_2D,
-    OpKind.DEPTHWISE_CONV_2D,
-    OpKind.FULLY_CONNECTED,
-    OpKind.AVERAGE_POOL_2D,
-    OpKind.MAX_POOL_2D,
-    OpKind.ADD,
-    OpKind.SUB,
-    OpKind.MUL,
-    OpKind.RELU,
-    OpKind.RELU6,
-    OpKind.LOGISTIC,
-    OpKind.TANH,
-    OpKind.HARD_SWISH,
-    OpKind.SOFTMAX,
-    OpKind.CONCATENATION,
-    OpKind.PAD,
-    OpKind.RESHAPE,
-    OpKind.MEAN,
-    OpKind.RESIZE_BILINEAR,
-]
+KINDS = INT8_KINDS
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 
 from mdla_runtime.emulator import CSRC, build_emulator
 
-HERE = Path(__file__).parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (tests/ is a package there)
 
 SCRIPT = textwrap.dedent(
     """
@@ -28,8 +28,8 @@ SCRIPT = textwrap.dedent(
         return {f: (node / f).read_text().strip() for f in
                 ("runtime_status", "runtime_active_time", "runtime_suspended_time")}
 
-    from test_emu_api import conv_model
-    from test_emu_support import compile_model, emu
+    from tests.runtime.test_emu_api import conv_model
+    from tests.runtime.test_emu_support import compile_model, emu
     emu()  # loading the library creates the node
     log = {"loaded": read()}
     b, shape = conv_model(h=64)
@@ -56,7 +56,7 @@ SCRIPT = textwrap.dedent(
 def run_node(tmp_path: Path, device: str) -> dict[str, dict[str, str]]:
     env = {**os.environ, "MDLA_EMU_SYSFS": str(tmp_path / "apu_top")}
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path / "apu_top"), str(HERE), device],
+        [sys.executable, "-c", SCRIPT, str(tmp_path / "apu_top"), str(ROOT), device],
         env=env,
         capture_output=True,
         text=True,

@@ -24,6 +24,30 @@ Rng = np.random.Generator
 FUSES = ("NONE", "RELU", "RELU1", "RELU6")
 
 
+# Every op kind `random_qgraph` builds (the MDLA op set with int8 kernels).
+INT8_KINDS = [
+    OpKind.CONV_2D,
+    OpKind.DEPTHWISE_CONV_2D,
+    OpKind.FULLY_CONNECTED,
+    OpKind.AVERAGE_POOL_2D,
+    OpKind.MAX_POOL_2D,
+    OpKind.ADD,
+    OpKind.SUB,
+    OpKind.MUL,
+    OpKind.RELU,
+    OpKind.RELU6,
+    OpKind.LOGISTIC,
+    OpKind.TANH,
+    OpKind.HARD_SWISH,
+    OpKind.SOFTMAX,
+    OpKind.CONCATENATION,
+    OpKind.PAD,
+    OpKind.RESHAPE,
+    OpKind.MEAN,
+    OpKind.RESIZE_BILINEAR,
+]
+
+
 def qp(
     scale: float | Sequence[float] | Array,
     zp: int | Sequence[int] = 0,
