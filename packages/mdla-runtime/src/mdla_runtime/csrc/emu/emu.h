@@ -89,10 +89,25 @@ void emu_same_pads(int32_t n, int32_t k, int32_t s, int32_t d, int32_t *before, 
 int emu_out_size(int32_t n, int32_t k, int32_t s, int32_t d, int32_t before, int32_t after);
 
 /* ---- kernels (k_*.c) ------------------------------------------------------------------------ */
+typedef struct EmuPool EmuPool;
 typedef struct {
     uint8_t *scratch; /* im2col and accumulator space, sized by the kernels' scratch_bytes */
-    size_t scratch_len;
+    size_t scratch_len; /* per thread: thread t's space starts at scratch + t * scratch_len */
+    EmuPool *pool;      /* NULL: one thread */
 } EmuScratch;
+
+/* ---- worker threads (pool.c) ---------------------------------------------------------------- */
+#define EMU_MAX_THREADS 64
+/* fn(ctx, begin, end, scratch): compute items [begin, end) with this thread's scratch. */
+typedef void (*EmuTaskFn)(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch);
+int emu_env_threads(void); /* MDLA_EMU_THREADS, default 1 */
+EmuPool *emu_pool_create(int threads); /* NULL for one thread (or when no thread starts) */
+void emu_pool_free(EmuPool *pool);
+int emu_pool_threads(const EmuPool *pool);
+/* Run fn over [0, count) in contiguous chunks of whole grains, one per thread; returns when
+ * all are done. */
+void emu_parallel_for(EmuScratch *s, int64_t count, int64_t grain, EmuTaskFn fn,
+                      const void *ctx);
 
 typedef struct {
     int32_t code;

@@ -5,6 +5,8 @@
  * model input/output index, type NULL (or a type equal to the operand's) and the exact byte
  * size; buffers must outlive the execution. Temporaries live in the execution. A compute on an
  * APU device (mtk-mdla, mtk-dsp) resumes the fake APU runtime-PM node for its duration.
+ * MDLA_EMU_THREADS=n (default 1) gives the execution n - 1 worker threads for the convolutions
+ * and n scratch areas; results are the same for every n.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +18,9 @@ struct NeuronExecution {
     void **data;      /* per operand: its bytes during compute */
     void **temps;     /* per operand: the owned temporary, else NULL */
     bool *in_set, *out_set;
-    uint8_t *scratch;
+    uint8_t *scratch; /* threads * scratch_len bytes */
+    size_t scratch_len;
+    EmuPool *pool;
     const void **args; /* the input pointers of one operation */
     uint32_t max_in;
 };
@@ -30,6 +34,7 @@ void NeuronExecution_free(NeuronExecution *execution) {
     free(e->data);
     free(e->in_set);
     free(e->out_set);
+    emu_pool_free(e->pool);
     free(e->scratch);
     free(e->args);
     free(e);
@@ -48,7 +53,9 @@ int NeuronExecution_create(NeuronCompilation *compilation, NeuronExecution **exe
     e->temps = calloc(n, sizeof *e->temps);
     e->in_set = calloc(m->n_inputs + 1, sizeof *e->in_set);
     e->out_set = calloc(m->n_outputs + 1, sizeof *e->out_set);
-    e->scratch = malloc(compilation->scratch ? compilation->scratch : 1);
+    e->pool = emu_pool_create(emu_env_threads());
+    e->scratch_len = (compilation->scratch + 63) / 64 * 64; /* each thread's on its own lines */
+    e->scratch = malloc(e->scratch_len ? e->scratch_len * emu_pool_threads(e->pool) : 1);
     for (uint32_t k = 0; k < m->n_ops; k++)
         if (m->ops[k].n_in > e->max_in) e->max_in = m->ops[k].n_in;
     e->args = calloc(e->max_in + 1, sizeof *e->args);
@@ -118,7 +125,7 @@ int NeuronExecution_compute(NeuronExecution *execution) {
     for (uint32_t i = 0; i < m->n_outputs; i++)
         if (!e->out_set[i]) return NEURON_BAD_STATE;
     if (c->apu) emu_apu_begin();
-    EmuScratch scratch = {e->scratch, c->scratch};
+    EmuScratch scratch = {e->scratch, e->scratch_len, e->pool};
     for (uint32_t k = 0; k < m->n_ops; k++) {
         const EmuOperation *op = &m->ops[k];
         for (uint32_t i = 0; i < op->n_in; i++) e->args[i] = e->data[op->in[i]];

@@ -8,17 +8,14 @@
  * Eval:
  *     a = MBQM((x1 - z1) * 2^20, M1, e1);  b = MBQM((x2 - z2) * 2^20, M2, e2)
  *     out = clamp(MBQM(a +- b, Mo, eo) + z_out, act_min, act_max)
- * a and b depend on one int8 code each, so they are two 256-entry tables frozen at prepare.
+ * out depends on the two int8 codes only, so prepare freezes it into a 256 x 256 table.
  * |x - z| <= 255: (x - z) * 2^20 < 2^28 and a +- b < 2^29, within int32.
  */
 #include "kernels.h"
 
 typedef struct {
     EmuBroadcast bc;
-    int64_t a[256], b[256]; /* indexed by code + 128 */
-    int64_t mo;
-    int eo, rounding, sign;
-    int32_t z_out, lo, hi;
+    int8_t out[256][256]; /* indexed by (code1 + 128, code2 + 128) */
 } AddParams;
 
 static int add_sub_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, int sign,
@@ -37,19 +34,23 @@ static int add_sub_prepare(const NeuronModel *m, const EmuOperation *op, int rou
     }
     const double s1 = x1->scale, s2 = x2->scale;
     const double twice = 2.0 * (s1 > s2 ? s1 : s2);
-    int64_t m1, m2;
-    int e1, e2;
+    int64_t m1, m2, mo, a[256], b[256]; /* a, b indexed by code + 128 */
+    int e1, e2, eo;
     emu_quantize_multiplier(s1 / twice, rounding, &m1, &e1);
     emu_quantize_multiplier(s2 / twice, rounding, &m2, &e2);
-    emu_quantize_multiplier(twice / (1048576.0 * (double)y->scale), rounding, &p->mo, &p->eo);
+    emu_quantize_multiplier(twice / (1048576.0 * (double)y->scale), rounding, &mo, &eo);
     for (int q = -128; q < 128; q++) {
-        p->a[q + 128] = emu_mbqm((int64_t)(q - x1->zero_point) * 1048576, m1, e1, rounding);
-        p->b[q + 128] = emu_mbqm((int64_t)(q - x2->zero_point) * 1048576, m2, e2, rounding);
+        a[q + 128] = emu_mbqm((int64_t)(q - x1->zero_point) * 1048576, m1, e1, rounding);
+        b[q + 128] = emu_mbqm((int64_t)(q - x2->zero_point) * 1048576, m2, e2, rounding);
     }
-    p->rounding = rounding;
-    p->sign = sign;
-    p->z_out = y->zero_point;
-    emu_activation_range(fuse, y->scale, y->zero_point, &p->lo, &p->hi);
+    int32_t lo, hi;
+    emu_activation_range(fuse, y->scale, y->zero_point, &lo, &hi);
+    for (int i = 0; i < 256; i++)
+        for (int j = 0; j < 256; j++) {
+            const int64_t raw = sign > 0 ? a[i] + b[j] : a[i] - b[j];
+            p->out[i][j] = (int8_t)emu_clamp(emu_mbqm(raw, mo, eo, rounding) + y->zero_point,
+                                             lo, hi);
+        }
     *out = p;
     return NEURON_NO_ERROR;
 }
@@ -65,12 +66,7 @@ static int sub_prepare(const NeuronModel *m, const EmuOperation *op, int roundin
 static void add_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *out,
                     uint32_t count, uint32_t a_step, uint32_t b_step) {
     const AddParams *p = ctx;
-    for (uint32_t i = 0; i < count; i++) {
-        const int64_t va = p->a[a[i * a_step] + 128], vb = p->b[b[i * b_step] + 128];
-        const int64_t raw = p->sign > 0 ? va + vb : va - vb;
-        out[i] = (int8_t)emu_clamp(emu_mbqm(raw, p->mo, p->eo, p->rounding) + p->z_out, p->lo,
-                                   p->hi);
-    }
+    for (uint32_t i = 0; i < count; i++) out[i] = p->out[a[i * a_step] + 128][b[i * b_step] + 128];
 }
 
 static void add_eval(const void *params, const void *const *inputs, void *output,

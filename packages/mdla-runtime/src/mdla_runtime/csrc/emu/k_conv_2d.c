@@ -8,18 +8,23 @@
  * im2col row of output pixel p, k = (i*KW + j)*I + c:  col[p][k] = in[...] - z_in, 0 outside.
  * Then acc[p][o] = sum_k col[p][k] * w[o][k] (the filter (O,KH,KW,I) is already [O][K]).
  * Bounds: |col| <= 255 fits int16, |w| <= 127; |acc| < K * 2^15 < 2^31 for K <= 2^16.
+ * Blocking (emu_gemm_s16_blocked): K is zero-padded to a multiple of EMU_GEMM_KB in both
+ * operands, the filter to a multiple of EMU_GEMM_NR rows (once, at prepare), a tile of output
+ * pixels to a multiple of EMU_GEMM_MR rows; padded rows and columns are computed and dropped.
  */
 #include <string.h>
 
 #include "kernels.h"
 
-#define TILE_ROWS 16 /* output pixels per GEMM tile: their im2col rows stay in L1/L2 */
+#define TILE_BYTES 32768 /* im2col bytes per GEMM tile: its rows stay in L1 */
 
 typedef struct {
     int32_t n, h, w, ci, oh, ow, co, kh, kw, depth;
+    int32_t kpad, copad, tile_rows; /* depth and co padded; output pixels per tile */
+    bool pointwise; /* 1x1, stride 1, no padding: output pixel q reads input pixel q */
     EmuWindow win;
     int32_t z_in;
-    int16_t *filter; /* [co][depth], widened once */
+    int16_t *filter; /* [copad][kpad], widened and zero-padded once */
     EmuRequant rq;
 } ConvParams;
 
@@ -64,58 +69,96 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, int roundi
     int rc = emu_requant_prepare(m, op->in[0], op->in[1], op->in[2], op->out[0], p->co, 0,
                                  win.fuse, rounding, &p->rq);
     if (rc != NEURON_NO_ERROR) return rc;
-    p->filter = malloc((size_t)p->co * depth * sizeof *p->filter);
+    p->pointwise = p->kh == 1 && p->kw == 1 && win.stride_h == 1 && win.stride_w == 1 &&
+                   win.pad_top == 0 && win.pad_bottom == 0 && win.pad_left == 0 &&
+                   win.pad_right == 0;
+    p->kpad = emu_round_up(depth, EMU_GEMM_KB);
+    p->copad = emu_round_up(p->co, EMU_GEMM_NR);
+    const int32_t fit = TILE_BYTES / (p->kpad * (int32_t)sizeof(int16_t)) / EMU_GEMM_MR;
+    p->tile_rows = EMU_GEMM_MR * (fit < 1 ? 1 : (fit > 16 ? 16 : fit));
+    p->filter = calloc((size_t)p->copad * p->kpad, sizeof *p->filter);
     if (p->filter == NULL) return NEURON_OUT_OF_MEMORY;
     const int8_t *wv = f->value;
-    for (size_t i = 0; i < (size_t)p->co * depth; i++) p->filter[i] = wv[i];
+    for (int32_t o = 0; o < p->co; o++)
+        for (int32_t k = 0; k < depth; k++)
+            p->filter[(size_t)o * p->kpad + k] = wv[(size_t)o * depth + k];
     return NEURON_NO_ERROR;
 }
 
 static size_t conv_scratch(const void *params) {
     const ConvParams *p = params;
-    return (size_t)TILE_ROWS * p->depth * sizeof(int16_t) +
-           (size_t)TILE_ROWS * p->co * sizeof(int32_t);
+    return (size_t)p->tile_rows * p->kpad * sizeof(int16_t) +
+           (size_t)p->tile_rows * p->copad * sizeof(int32_t);
 }
 
-/* The im2col row of output pixel (b, oy, ox): KH*KW runs of I channels, each copied or zero. */
+/* The im2col row of output pixel (b, oy, ox): KH*KW runs of I channels, each copied or zero,
+ * then zeros up to kpad. */
 static void im2col_row(const ConvParams *p, const int8_t *in, int32_t b, int32_t oy, int32_t ox,
-                       int16_t *col) {
+                       int16_t *restrict col) {
     const EmuWindow *w = &p->win;
+    const int32_t ci = p->ci, z = p->z_in;
     for (int32_t i = 0; i < p->kh; i++) {
         const int32_t iy = oy * w->stride_h + i * w->dilation_h - w->pad_top;
         for (int32_t j = 0; j < p->kw; j++) {
             const int32_t ix = ox * w->stride_w + j * w->dilation_w - w->pad_left;
-            int16_t *dst = col + (size_t)(i * p->kw + j) * p->ci;
+            int16_t *restrict dst = col + (size_t)(i * p->kw + j) * ci;
             if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) {
-                memset(dst, 0, (size_t)p->ci * sizeof *dst);
+                memset(dst, 0, (size_t)ci * sizeof *dst);
                 continue;
             }
-            const int8_t *src = in + (((size_t)b * p->h + iy) * p->w + ix) * p->ci;
-            for (int32_t c = 0; c < p->ci; c++) dst[c] = (int16_t)(src[c] - p->z_in);
+            const int8_t *restrict src = in + (((size_t)b * p->h + iy) * p->w + ix) * ci;
+            for (int32_t c = 0; c < ci; c++) dst[c] = (int16_t)(src[c] - z);
         }
+    }
+    memset(col + p->depth, 0, (size_t)(p->kpad - p->depth) * sizeof *col);
+}
+
+typedef struct {
+    const ConvParams *p;
+    const int8_t *in;
+    int8_t *out;
+} ConvJob;
+
+/* GEMM tiles [begin, end): tile t covers output pixels [t * tile_rows, (t + 1) * tile_rows). */
+static void conv_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+    const ConvJob *job = ctx;
+    const ConvParams *p = job->p;
+    const int32_t tile = p->tile_rows;
+    int16_t *cols = (int16_t *)scratch;
+    int32_t *acc = (int32_t *)(scratch + (size_t)tile * p->kpad * sizeof(int16_t));
+    const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t start = t * tile;
+        const int32_t rows = (int32_t)(pixels - start < tile ? pixels - start : tile);
+        int32_t b = (int32_t)(start / ((int64_t)p->ow * p->oh));
+        int32_t oy = (int32_t)((start / p->ow) % p->oh), ox = (int32_t)(start % p->ow);
+        for (int32_t r = 0; p->pointwise && r < rows; r++) {
+            const int8_t *restrict src = job->in + (size_t)(start + r) * p->ci;
+            int16_t *restrict dst = cols + (size_t)r * p->kpad;
+            for (int32_t c = 0; c < p->ci; c++) dst[c] = (int16_t)(src[c] - p->z_in);
+            memset(dst + p->ci, 0, (size_t)(p->kpad - p->ci) * sizeof *dst);
+        }
+        for (int32_t r = 0; !p->pointwise && r < rows; r++) {
+            im2col_row(p, job->in, b, oy, ox, cols + (size_t)r * p->kpad);
+            if (++ox == p->ow) {
+                ox = 0;
+                if (++oy == p->oh) oy = 0, b++;
+            }
+        }
+        const int32_t padded = emu_round_up(rows, EMU_GEMM_MR);
+        memset(cols + (size_t)rows * p->kpad, 0,
+               (size_t)(padded - rows) * p->kpad * sizeof *cols);
+        emu_gemm_s16_blocked(cols, p->filter, acc, padded, p->copad, p->kpad);
+        emu_requant_rows(&p->rq, acc, (size_t)p->copad, job->out + (size_t)start * p->co, rows);
     }
 }
 
 static void conv_eval(const void *params, const void *const *inputs, void *output,
                       EmuScratch *scratch) {
     const ConvParams *p = params;
-    const int8_t *in = inputs[0];
-    int8_t *out = output;
-    int16_t *cols = (int16_t *)scratch->scratch;
-    int32_t *acc = (int32_t *)(scratch->scratch + (size_t)TILE_ROWS * p->depth * sizeof(int16_t));
+    const ConvJob job = {p, inputs[0], output};
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
-    for (int64_t start = 0; start < pixels; start += TILE_ROWS) {
-        const int32_t rows = (int32_t)(pixels - start < TILE_ROWS ? pixels - start : TILE_ROWS);
-        for (int32_t r = 0; r < rows; r++) {
-            const int64_t q = start + r;
-            const int32_t ox = (int32_t)(q % p->ow), oy = (int32_t)((q / p->ow) % p->oh),
-                          b = (int32_t)(q / ((int64_t)p->ow * p->oh));
-            im2col_row(p, in, b, oy, ox, cols + (size_t)r * p->depth);
-        }
-        emu_gemm_s16(cols, p->filter, acc, rows, p->co, p->depth);
-        for (int32_t r = 0; r < rows; r++)
-            emu_requant_row(&p->rq, acc + (size_t)r * p->co, out + (size_t)(start + r) * p->co);
-    }
+    emu_parallel_for(scratch, (pixels + p->tile_rows - 1) / p->tile_rows, 1, conv_tiles, &job);
 }
 
 static int conv_prepare_checked(const NeuronModel *m, const EmuOperation *op, int rounding,

@@ -7,6 +7,9 @@
  *
  * Loops: per output pixel, per tap inside the image, one pass over the contiguous channels
  * (the filter (1,KH,KW,C*m) is [tap][C*m], the input row [C]). Bounds: |acc| <= KH*KW*255*127.
+ * With multiplier 1 and horizontal stride 1 a run of output pixels reads a run of input pixels,
+ * so one tap over `period` pixels (period * C a multiple of 64) is one flat loop against the
+ * tap's weights repeated `period` times (`wrep`): the same products, added in the same order.
  */
 #include <string.h>
 
@@ -17,6 +20,8 @@ typedef struct {
     EmuWindow win;
     int32_t z_in;
     int16_t *filter; /* [KH*KW][co] */
+    int16_t *wrep;   /* [KH*KW][period * co] (flat rows only, else NULL) */
+    int32_t period;
     EmuRequant rq;
 } DwParams;
 
@@ -24,6 +29,7 @@ static void dw_release(void *params) {
     DwParams *p = params;
     if (p == NULL) return;
     free(p->filter);
+    free(p->wrep);
     emu_requant_free(&p->rq);
     free(p);
 }
@@ -60,6 +66,21 @@ static int dw_fill(const NeuronModel *m, const EmuOperation *op, int rounding, D
     if (p->filter == NULL) return NEURON_OUT_OF_MEMORY;
     const int8_t *wv = f->value;
     for (size_t i = 0; i < taps * p->co; i++) p->filter[i] = wv[i];
+    if (p->mult == 1 && win.stride_w == 1) {
+        int32_t g = 64, r = p->co; /* period = 64 / gcd(co, 64) */
+        while (r != 0) {
+            const int32_t t = g % r;
+            g = r;
+            r = t;
+        }
+        p->period = 64 / g;
+        const size_t run = (size_t)p->period * p->co;
+        p->wrep = malloc(taps * run * sizeof *p->wrep);
+        if (p->wrep == NULL) return NEURON_OUT_OF_MEMORY;
+        for (size_t t = 0; t < taps; t++)
+            for (size_t e = 0; e < run; e++)
+                p->wrep[t * run + e] = p->filter[t * p->co + e % (size_t)p->co];
+    }
     return NEURON_NO_ERROR;
 }
 
@@ -78,44 +99,104 @@ static int dw_prepare(const NeuronModel *m, const EmuOperation *op, int rounding
 
 static size_t dw_scratch(const void *params) {
     const DwParams *p = params;
-    return (size_t)p->co * sizeof(int32_t) + (size_t)p->co * sizeof(int16_t);
+    return (size_t)p->ow * p->co * sizeof(int32_t) + (size_t)p->co * sizeof(int16_t);
+}
+
+/* One output pixel: acc[c] = sum over the taps inside the image of w[tap][c] * (x[c] - z_in). */
+EMU_BODY void dw_pixel(const DwParams *p, const int8_t *in, int32_t b, int32_t oy, int32_t ox,
+                     int32_t *restrict acc, int16_t *restrict xs) {
+    const EmuWindow *w = &p->win;
+    const int32_t co = p->co, ci = p->ci, mult = p->mult, z = p->z_in;
+    memset(acc, 0, (size_t)co * sizeof *acc);
+    for (int32_t i = 0; i < w->filter_h; i++) {
+        const int32_t iy = oy * w->stride_h + i * w->dilation_h - w->pad_top;
+        if (iy < 0 || iy >= p->h) continue;
+        for (int32_t j = 0; j < w->filter_w; j++) {
+            const int32_t ix = ox * w->stride_w + j * w->dilation_w - w->pad_left;
+            if (ix < 0 || ix >= p->w) continue;
+            const int8_t *restrict src = in + (((size_t)b * p->h + iy) * p->w + ix) * ci;
+            const int16_t *restrict wt = p->filter + (size_t)(i * w->filter_w + j) * co;
+            if (mult == 1) {
+                int32_t c = 0;
+                for (; c + 16 <= co; c += 16) /* fixed-width blocks: whole vectors, no tail */
+                    for (int32_t k = c; k < c + 16; k++)
+                        acc[k] += (int32_t)(int16_t)(src[k] - z) * wt[k];
+                for (; c < co; c++) acc[c] += (int32_t)(int16_t)(src[c] - z) * wt[c];
+            } else {
+                for (int32_t c = 0; c < ci; c++)
+                    for (int32_t k = 0; k < mult; k++) xs[c * mult + k] = (int16_t)(src[c] - z);
+                for (int32_t c = 0; c < co; c++) acc[c] += (int32_t)xs[c] * wt[c];
+            }
+        }
+    }
+}
+
+/* acc[e] += (x[e] - z_in) * w[e] for e < count. */
+EMU_BODY void dw_run(const int8_t *restrict x, const int16_t *restrict w, int32_t z,
+                     int32_t *restrict acc, int32_t count) {
+    for (int32_t e = 0; e < count; e++) acc[e] += (int32_t)(int16_t)(x[e] - z) * w[e];
+}
+
+/* One output row (multiplier 1, horizontal stride 1): acc[ox][c] over ox < ow. Per tap, the
+ * output pixels whose input pixel lies inside the image, in runs of `period` pixels. */
+EMU_BODY void dw_row_flat(const DwParams *p, const int8_t *in, int32_t b, int32_t oy,
+                          int32_t *acc) {
+    const EmuWindow *w = &p->win;
+    const int32_t co = p->co, run = p->period * co;
+    memset(acc, 0, (size_t)p->ow * co * sizeof *acc);
+    for (int32_t i = 0; i < w->filter_h; i++) {
+        const int32_t iy = oy * w->stride_h + i * w->dilation_h - w->pad_top;
+        if (iy < 0 || iy >= p->h) continue;
+        const int8_t *row = in + ((size_t)b * p->h + iy) * p->w * co;
+        for (int32_t j = 0; j < w->filter_w; j++) {
+            const int32_t off = j * w->dilation_w - w->pad_left; /* ix = ox + off */
+            const int32_t lo = off < 0 ? -off : 0;
+            const int32_t hi = p->w - off < p->ow ? p->w - off : p->ow;
+            const int16_t *wr = p->wrep + (size_t)(i * w->filter_w + j) * run;
+            int32_t ox = lo;
+            for (; ox + p->period <= hi; ox += p->period)
+                dw_run(row + (size_t)(ox + off) * co, wr, p->z_in, acc + (size_t)ox * co, run);
+            for (; ox < hi; ox++)
+                dw_run(row + (size_t)(ox + off) * co, wr, p->z_in, acc + (size_t)ox * co, co);
+        }
+    }
+}
+
+typedef struct {
+    const DwParams *p;
+    const int8_t *in;
+    int8_t *out;
+} DwJob;
+
+/* Output rows [begin, end) of the n * oh rows; one row of accumulators, requantized at once. */
+EMU_BODY void dw_rows(const DwJob *job, int64_t begin, int64_t end, uint8_t *scratch) {
+    const DwParams *p = job->p;
+    int32_t *acc = (int32_t *)scratch;
+    int16_t *xs = (int16_t *)(scratch + (size_t)p->ow * p->co * sizeof(int32_t));
+    for (int64_t row = begin; row < end; row++) {
+        const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);
+        if (p->wrep != NULL)
+            dw_row_flat(p, job->in, b, oy, acc);
+        else
+            for (int32_t ox = 0; ox < p->ow; ox++)
+                dw_pixel(p, job->in, b, oy, ox, acc + (size_t)ox * p->co, xs);
+        emu_requant_rows(&p->rq, acc, (size_t)p->co, job->out + (size_t)row * p->ow * p->co,
+                         p->ow);
+    }
+}
+
+EMU_DISPATCHED((const DwJob *job, int64_t begin, int64_t end, uint8_t *scratch), dw_rows,
+               (job, begin, end, scratch))
+
+static void dw_task(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+    EMU_CALL(dw_rows, ((const DwJob *)ctx, begin, end, scratch));
 }
 
 static void dw_eval(const void *params, const void *const *inputs, void *output,
                     EmuScratch *scratch) {
     const DwParams *p = params;
-    const EmuWindow *w = &p->win;
-    const int8_t *in = inputs[0];
-    int8_t *out = output;
-    int32_t *acc = (int32_t *)scratch->scratch;
-    int16_t *xs = (int16_t *)(scratch->scratch + (size_t)p->co * sizeof(int32_t));
-    for (int32_t b = 0; b < p->n; b++) {
-        for (int32_t oy = 0; oy < p->oh; oy++) {
-            for (int32_t ox = 0; ox < p->ow; ox++) {
-                memset(acc, 0, (size_t)p->co * sizeof *acc);
-                for (int32_t i = 0; i < w->filter_h; i++) {
-                    const int32_t iy = oy * w->stride_h + i * w->dilation_h - w->pad_top;
-                    if (iy < 0 || iy >= p->h) continue;
-                    for (int32_t j = 0; j < w->filter_w; j++) {
-                        const int32_t ix = ox * w->stride_w + j * w->dilation_w - w->pad_left;
-                        if (ix < 0 || ix >= p->w) continue;
-                        const int8_t *src = in + (((size_t)b * p->h + iy) * p->w + ix) * p->ci;
-                        const int16_t *wt = p->filter + (size_t)(i * w->filter_w + j) * p->co;
-                        if (p->mult == 1) {
-                            for (int32_t c = 0; c < p->co; c++)
-                                acc[c] += (int32_t)(int16_t)(src[c] - p->z_in) * wt[c];
-                        } else {
-                            for (int32_t c = 0; c < p->ci; c++)
-                                for (int32_t k = 0; k < p->mult; k++) xs[c * p->mult + k] =
-                                    (int16_t)(src[c] - p->z_in);
-                            for (int32_t c = 0; c < p->co; c++) acc[c] += (int32_t)xs[c] * wt[c];
-                        }
-                    }
-                }
-                emu_requant_row(&p->rq, acc, out + (((size_t)b * p->oh + oy) * p->ow + ox) * p->co);
-            }
-        }
-    }
+    const DwJob job = {p, inputs[0], output};
+    emu_parallel_for(scratch, (int64_t)p->n * p->oh, 1, dw_task, &job);
 }
 
 const EmuKernel emu_k_depthwise_conv_2d = {NEURON_DEPTHWISE_CONV_2D, "DEPTHWISE_CONV_2D",

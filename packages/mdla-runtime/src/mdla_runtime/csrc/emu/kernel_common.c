@@ -5,11 +5,22 @@
  *     (M_c, s_c) = QuantizeMultiplier((double)s_in * (double)s_w[c] / (double)s_out)
  *     out[c]     = clamp(MBQM(acc[c] + bias[c], M_c, s_c) + z_out, act_min, act_max)
  * acc + bias is formed in int64 (TFLite's int32 accumulator never overflows for filters of at
- * most 2^16 taps: |w| <= 127, |x - z_in| <= 255).
+ * most 2^16 taps: |w| <= 127, |x - z_in| <= 255), or in int32 where prepare proves it fits
+ * (the narrow path). Both loops run over channels without branches so they vectorize.
  */
 #include <string.h>
 
 #include "kernels.h"
+
+#ifdef EMU_DISPATCH
+bool emu_avx512;
+__attribute__((constructor)) static void detect_avx512(void) {
+    __builtin_cpu_init();
+    emu_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                 __builtin_cpu_supports("avx512vnni");
+}
+#endif
 
 static const EmuKernel *const table[] = {
     &emu_k_conv_2d, &emu_k_depthwise_conv_2d, &emu_k_fully_connected, &emu_k_average_pool_2d,
@@ -49,15 +60,66 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
     rq->mult = malloc((size_t)channels * sizeof *rq->mult);
     rq->shift = malloc((size_t)channels * sizeof *rq->shift);
     rq->bias = calloc((size_t)channels, sizeof *rq->bias);
-    if (rq->mult == NULL || rq->shift == NULL || rq->bias == NULL) {
+    rq->lmul = malloc((size_t)channels * sizeof *rq->lmul);
+    rq->right = malloc((size_t)channels * sizeof *rq->right);
+    rq->mask = malloc((size_t)channels * sizeof *rq->mask);
+    rq->round = malloc((size_t)channels * sizeof *rq->round);
+    if (rq->mult == NULL || rq->shift == NULL || rq->bias == NULL || rq->lmul == NULL ||
+        rq->right == NULL || rq->mask == NULL || rq->round == NULL) {
         emu_requant_free(rq);
         return NEURON_OUT_OF_MEMORY;
     }
     if (!b->omitted) memcpy(rq->bias, b->value, (size_t)channels * sizeof *rq->bias);
+    const uint64_t taps = emu_elements(f) / (uint64_t)channels; /* terms of one channel's sum */
+    int64_t max_bias = 0;
+    for (int32_t c = 0; c < channels; c++) {
+        const int64_t a = rq->bias[c] < 0 ? -(int64_t)rq->bias[c] : rq->bias[c];
+        if (a > max_bias) max_bias = a;
+    }
+    rq->narrow = rounding == EMU_ROUND_DOUBLE && taps <= 65536 &&
+                 (int64_t)taps * 255 * 128 + max_bias <= EMU_INT32_MAX;
     for (int32_t c = 0; c < channels; c++) {
         const float s_w = f->channel_count ? f->channel_scales[c] : f->scale;
         const double real = (double)x->scale * (double)s_w / (double)y->scale;
         emu_quantize_multiplier(real, rounding, &rq->mult[c], &rq->shift[c]);
+        const int s = rq->shift[c];
+        if (rounding == EMU_ROUND_SINGLE) {
+            rq->lmul[c] = 1;
+            rq->mask[c] = 0;
+            rq->right[c] = 31 - s;
+            rq->round[c] = INT64_C(1) << (30 - s);
+        } else {
+            rq->lmul[c] = INT64_C(1) << (s > 0 ? s : 0);
+            rq->right[c] = s > 0 ? 0 : -s;
+            rq->mask[c] = (INT64_C(1) << rq->right[c]) - 1;
+            rq->round[c] = INT64_C(1) << 30;
+            rq->narrow = rq->narrow && s <= 0;
+        }
+    }
+    if (rq->narrow) {
+        int32_t g = 64, r = channels; /* period = 64 / gcd(channels, 64) */
+        while (r != 0) {
+            const int32_t t = g % r;
+            g = r;
+            r = t;
+        }
+        rq->period = 64 / g;
+        const size_t len = (size_t)rq->period * channels;
+        rq->m32 = malloc(len * sizeof *rq->m32);
+        rq->right32 = malloc(len * sizeof *rq->right32);
+        rq->mask32 = malloc(len * sizeof *rq->mask32);
+        rq->bias32 = malloc(len * sizeof *rq->bias32);
+        if (rq->m32 == NULL || rq->right32 == NULL || rq->mask32 == NULL || rq->bias32 == NULL) {
+            emu_requant_free(rq);
+            return NEURON_OUT_OF_MEMORY;
+        }
+        for (size_t i = 0; i < len; i++) {
+            const size_t c = i % (size_t)channels;
+            rq->m32[i] = (int32_t)rq->mult[c]; /* M_c < 2^31 */
+            rq->right32[i] = (int32_t)rq->right[c];
+            rq->mask32[i] = (int32_t)rq->mask[c];
+            rq->bias32[i] = rq->bias[c];
+        }
     }
     rq->z_out = y->zero_point;
     rq->rounding = rounding;
@@ -69,17 +131,97 @@ void emu_requant_free(EmuRequant *rq) {
     free(rq->mult);
     free(rq->shift);
     free(rq->bias);
-    rq->mult = NULL;
-    rq->shift = NULL;
-    rq->bias = NULL;
+    free(rq->lmul);
+    free(rq->right);
+    free(rq->mask);
+    free(rq->round);
+    free(rq->m32);
+    free(rq->right32);
+    free(rq->mask32);
+    free(rq->bias32);
+    memset(rq, 0, sizeof *rq);
+}
+
+/* emu_mbqm unrolled over the channels with the per-channel constants of prepare, as one
+ * branch-free loop the compiler vectorizes (int64 lanes). The same int64 operations in the same
+ * order as emu_mbqm, so the same results; SRDHM's saturation (a = b = -2^31) cannot occur since
+ * M_c is in [0, 2^31): QuantizeMultiplier never yields a negative multiplier. */
+/* The narrow case of the loop below in int32 lanes. h = SRDHM(v, M) fits int32 (|v * M| <
+ * 2^62), so its low 32 bits, taken from a logical shift, are h itself (gcc and clang convert
+ * uint32 to int32 modulo 2^32). (h >> e) + carry cannot overflow (carry needs e >= 1); it is
+ * narrowed to +-2^16 before adding z_out, which leaves the final clamp unchanged. */
+EMU_BODY int8_t requant_narrow(int32_t v, int32_t mult, int32_t right, int32_t mask, int32_t z,
+                               int32_t lo, int32_t hi) {
+    const uint64_t prod = (uint64_t)((int64_t)v * mult + (INT64_C(1) << 30));
+    const int32_t h = (int32_t)(uint32_t)(prod >> 31);
+    const int32_t rem = h & mask, thr = (mask >> 1) + (h < 0 ? 1 : 0);
+    int32_t t = (h >> right) + (rem > thr ? 1 : 0);
+    t = t < -65536 ? -65536 : (t > 65536 ? 65536 : t);
+    const int32_t q = t + z;
+    return (int8_t)(q < lo ? lo : (q > hi ? hi : q));
+}
+
+EMU_BODY void requant_row_narrow(const EmuRequant *rq, const int32_t *restrict acc,
+                                 int8_t *restrict out, int32_t n) {
+    const int32_t z = rq->z_out, lo = rq->lo, hi = rq->hi;
+    const int32_t *restrict bias = rq->bias32, *restrict mult = rq->m32,
+                            *restrict right = rq->right32, *restrict mask = rq->mask32;
+    for (int32_t c = 0; c < n; c++)
+        out[c] = requant_narrow(acc[c] + bias[c], mult[c], right[c], mask[c], z, lo, hi);
+}
+
+EMU_BODY void requant_row_wide(const EmuRequant *rq, const int32_t *restrict acc,
+                               int8_t *restrict out) {
+    const int32_t n = rq->channels;
+    const int64_t z = rq->z_out, lo = rq->lo, hi = rq->hi;
+    const int32_t *restrict bias = rq->bias;
+    const int64_t *restrict mult = rq->mult, *restrict right = rq->right,
+                            *restrict round = rq->round;
+    if (rq->rounding == EMU_ROUND_SINGLE) {
+        for (int32_t c = 0; c < n; c++) {
+            const int64_t v = (int64_t)acc[c] + bias[c];
+            const int64_t q = ((v * mult[c] + round[c]) >> right[c]) + z;
+            out[c] = (int8_t)(q < lo ? lo : (q > hi ? hi : q));
+        }
+        return;
+    }
+    const int64_t *restrict lmul = rq->lmul, *restrict mask = rq->mask;
+    for (int32_t c = 0; c < n; c++) {
+        const int64_t v = ((int64_t)acc[c] + bias[c]) * lmul[c];
+        const int64_t h = (v * mult[c] + (INT64_C(1) << 30)) >> 31; /* SRDHM */
+        const int64_t rem = (int64_t)((uint64_t)h & (uint64_t)mask[c]);
+        const int64_t thr = (mask[c] >> 1) + (h < 0 ? 1 : 0);
+        const int64_t q = (h >> right[c]) + (rem > thr ? 1 : 0) + z; /* RDBPOT */
+        out[c] = (int8_t)(q < lo ? lo : (q > hi ? hi : q));
+    }
+}
+
+/* `rows` rows: acc rows `acc_stride` apart, out rows `channels` apart. */
+EMU_BODY void requant_rows(const EmuRequant *rq, const int32_t *acc, size_t acc_stride,
+                           int8_t *out, int32_t rows) {
+    const size_t n = (size_t)rq->channels;
+    int32_t r = 0;
+    if (rq->narrow && acc_stride == n) /* period rows at a time, as one flat run */
+        for (; r + rq->period <= rows; r += rq->period)
+            requant_row_narrow(rq, acc + r * n, out + r * n, rq->period * rq->channels);
+    if (rq->narrow)
+        for (; r < rows; r++)
+            requant_row_narrow(rq, acc + r * acc_stride, out + r * n, rq->channels);
+    else
+        for (; r < rows; r++) requant_row_wide(rq, acc + r * acc_stride, out + r * n);
+}
+
+EMU_DISPATCHED((const EmuRequant *rq, const int32_t *acc, size_t acc_stride, int8_t *out,
+                int32_t rows),
+               requant_rows, (rq, acc, acc_stride, out, rows))
+
+void emu_requant_rows(const EmuRequant *rq, const int32_t *acc, size_t acc_stride, int8_t *out,
+                      int32_t rows) {
+    EMU_CALL(requant_rows, (rq, acc, acc_stride, out, rows));
 }
 
 void emu_requant_row(const EmuRequant *rq, const int32_t *acc, int8_t *out) {
-    for (int32_t c = 0; c < rq->channels; c++) {
-        const int64_t v = (int64_t)acc[c] + rq->bias[c];
-        const int64_t q = emu_mbqm(v, rq->mult[c], rq->shift[c], rq->rounding) + rq->z_out;
-        out[c] = (int8_t)emu_clamp(q, rq->lo, rq->hi);
-    }
+    EMU_CALL(requant_rows, (rq, acc, 0, out, 1));
 }
 
 /* Dot products of int16 rows: the inner loop runs over contiguous k, which gcc and clang turn
@@ -119,6 +261,47 @@ void emu_gemm_s16(const int16_t *a, const int16_t *b, int32_t *out, int32_t rows
             out[(size_t)p * cols + o] = s;
         }
     }
+}
+
+/* 4x4 register tile: sixteen dot products share every load of four `a` rows and four `b` rows;
+ * gcc and clang vectorize the k loop into sixteen vector accumulators (pmaddwd / vpdpwssd /
+ * smlal). Bounds as emu_gemm_s16 (the zero padding adds nothing). */
+EMU_BODY void gemm_tile_4x4(const int16_t *restrict a, const int16_t *restrict b, int32_t depth,
+                          int32_t *restrict out, int32_t ldo) {
+    const int16_t *a0 = a, *a1 = a0 + depth, *a2 = a1 + depth, *a3 = a2 + depth;
+    const int16_t *b0 = b, *b1 = b0 + depth, *b2 = b1 + depth, *b3 = b2 + depth;
+    int32_t s00 = 0, s01 = 0, s02 = 0, s03 = 0, s10 = 0, s11 = 0, s12 = 0, s13 = 0;
+    int32_t s20 = 0, s21 = 0, s22 = 0, s23 = 0, s30 = 0, s31 = 0, s32 = 0, s33 = 0;
+    for (int32_t k = 0; k < depth; k++) {
+        const int32_t x0 = a0[k], x1 = a1[k], x2 = a2[k], x3 = a3[k];
+        const int32_t w0 = b0[k], w1 = b1[k], w2 = b2[k], w3 = b3[k];
+        s00 += x0 * w0, s01 += x0 * w1, s02 += x0 * w2, s03 += x0 * w3;
+        s10 += x1 * w0, s11 += x1 * w1, s12 += x1 * w2, s13 += x1 * w3;
+        s20 += x2 * w0, s21 += x2 * w1, s22 += x2 * w2, s23 += x2 * w3;
+        s30 += x3 * w0, s31 += x3 * w1, s32 += x3 * w2, s33 += x3 * w3;
+    }
+    int32_t *o0 = out, *o1 = o0 + ldo, *o2 = o1 + ldo, *o3 = o2 + ldo;
+    o0[0] = s00, o0[1] = s01, o0[2] = s02, o0[3] = s03;
+    o1[0] = s10, o1[1] = s11, o1[2] = s12, o1[3] = s13;
+    o2[0] = s20, o2[1] = s21, o2[2] = s22, o2[3] = s23;
+    o3[0] = s30, o3[1] = s31, o3[2] = s32, o3[3] = s33;
+}
+
+EMU_BODY void gemm_blocked(const int16_t *a, const int16_t *b, int32_t *out, int32_t rows,
+                           int32_t cols, int32_t depth) {
+    for (int32_t o = 0; o < cols; o += EMU_GEMM_NR)
+        for (int32_t p = 0; p < rows; p += EMU_GEMM_MR)
+            gemm_tile_4x4(a + (size_t)p * depth, b + (size_t)o * depth, depth,
+                          out + (size_t)p * cols + o, cols);
+}
+
+EMU_DISPATCHED((const int16_t *a, const int16_t *b, int32_t *out, int32_t rows, int32_t cols,
+                int32_t depth),
+               gemm_blocked, (a, b, out, rows, cols, depth))
+
+void emu_gemm_s16_blocked(const int16_t *a, const int16_t *b, int32_t *out, int32_t rows,
+                          int32_t cols, int32_t depth) {
+    EMU_CALL(gemm_blocked, (a, b, out, rows, cols, depth));
 }
 
 int emu_broadcast_prepare(const EmuOperand *a, const EmuOperand *b, const EmuOperand *y,

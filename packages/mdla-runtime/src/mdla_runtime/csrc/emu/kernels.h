@@ -11,6 +11,29 @@
 #include "arith.h"
 #include "emu.h"
 
+/* x86-64 with gcc or clang: the hot loops (GEMM, requantization, depthwise) are compiled twice
+ * from one body, for the build's target and for AVX-512 (VNNI); the twin runs only when cpuid
+ * reports those features (emu_avx512, set when the library loads). Valgrind's cpuid hides
+ * AVX-512, so the leak test runs the first; the aarch64 cross build has only the first. Both
+ * are the same integer C, hence the same results.
+ *   EMU_BODY void f(params) {...}            the body (always inlined)
+ *   EMU_DISPATCHED((params), f, (args))      defines f_base and f_avx512 calling it
+ *   EMU_CALL(f, (args))                      calls the one this CPU runs */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define EMU_DISPATCH 1
+#define EMU_BODY static inline __attribute__((always_inline))
+#define EMU_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+extern bool emu_avx512;
+#define EMU_DISPATCHED(params, body, args)                                                       \
+    static void body##_base params { body args; }                                                \
+    EMU_AVX512 static void body##_avx512 params { body args; }
+#define EMU_CALL(body, args) (emu_avx512 ? body##_avx512 args : body##_base args)
+#else
+#define EMU_BODY static inline
+#define EMU_DISPATCHED(params, body, args) static void body##_base params { body args; }
+#define EMU_CALL(body, args) body##_base args
+#endif
+
 #define EMU_CHECK(cond)                                                                          \
     do {                                                                                         \
         if (!(cond)) return NEURON_BAD_DATA;                                                     \
@@ -22,6 +45,18 @@ typedef struct {
     int64_t *mult; /* (M_c, s_c) = QuantizeMultiplier(s_in * s_w[c] / s_out), in double */
     int *shift;
     int32_t *bias; /* zeros when the bias operand is omitted */
+    /* The same (M_c, s_c) unfolded per channel so one branch-free loop serves every channel:
+     * double: lmul = 2^max(s,0), right = max(-s,0), mask = 2^right - 1
+     * single: right = 31 - s, round = 2^(30 - s)  (lmul, mask unused) */
+    int64_t *lmul, *right, *mask, *round;
+    /* narrow (double rounding, every s_c <= 0, and depth * 255 * 128 + max|bias| < 2^31): the
+     * int32 sum acc + bias cannot overflow, so SRDHM is one 32x32->64 product and RDBPOT runs
+     * in int32 (m32 = M_c, right32 = -s_c, mask32 = 2^-s_c - 1). */
+    bool narrow;
+    int32_t *m32, *right32, *mask32, *bias32;
+    /* The narrow constants repeat for `period` rows (period * channels is a multiple of 64), so
+     * `period` consecutive rows are one flat loop of whole vectors. */
+    int32_t period;
     int32_t z_out, lo, hi;
     int rounding;
 } EmuRequant;
@@ -34,6 +69,9 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
 void emu_requant_free(EmuRequant *rq);
 /* out[c] = clamp(MBQM(acc[c] + bias[c], M_c, s_c) + z_out, lo, hi) for c < channels. */
 void emu_requant_row(const EmuRequant *rq, const int32_t *acc, int8_t *out);
+/* emu_requant_row over `rows` rows of acc (`acc_stride` apart) into consecutive output rows. */
+void emu_requant_rows(const EmuRequant *rq, const int32_t *acc, size_t acc_stride, int8_t *out,
+                      int32_t rows);
 
 /* Numpy broadcasting of two operands to the output, right-aligned to EMU_MAX_RANK dims. */
 typedef struct {
@@ -64,6 +102,16 @@ bool emu_dims_are(const EmuOperand *o, uint32_t rank, const uint32_t *dims);
 /* out[p][o] = sum_k a[p][k] * b[o][k]  (int16 x int16 -> int32, rows contiguous in k) */
 void emu_gemm_s16(const int16_t *a, const int16_t *b, int32_t *out, int32_t rows, int32_t cols,
                   int32_t depth);
+
+/* The blocked form the convolutions use: rows and cols multiples of EMU_GEMM_MR/NR, depth a
+ * multiple of EMU_GEMM_KB, operands zero-padded to those sizes (zeros add nothing), rows of
+ * `a` and `b` `depth` apart, rows of `out` `cols` apart. */
+#define EMU_GEMM_MR 4
+#define EMU_GEMM_NR 4
+#define EMU_GEMM_KB 32
+void emu_gemm_s16_blocked(const int16_t *a, const int16_t *b, int32_t *out, int32_t rows,
+                          int32_t cols, int32_t depth);
+static inline int32_t emu_round_up(int32_t v, int32_t m) { return (v + m - 1) / m * m; }
 
 /* Every kernel, for the table in kernel_table.c. */
 #define EMU_KERNEL_DECL(name) extern const EmuKernel name;
