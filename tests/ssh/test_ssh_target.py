@@ -56,6 +56,18 @@ def inputs() -> list[np.ndarray]:
     return [np.random.default_rng(1).normal(size=(1, 3, 6, 6)).astype(np.float32)]
 
 
+def running_in(workdir: str) -> list[int]:
+    """Processes whose command line mentions `workdir` (the phone is this machine)."""
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if workdir.encode() in cmdline.read_bytes():
+                pids.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return pids
+
+
 def test_spec_parsing() -> None:
     s = parse_spec("ssh://u0_a1@phone:8022?su=1&lib=/x.so&env=A=1&timeout=5")
     assert (s.destination, s.port, s.su, s.lib, s.env, s.timeout) == (
@@ -178,6 +190,10 @@ def test_dropped_connection_mid_run_then_cleanup(
         assert isinstance(errors[0], TargetError)
         assert "dropped" in str(errors[0]) or "closed" in str(errors[0])
         assert Path(stale).exists()  # nothing could clean it up
+        deadline = time.monotonic() + 10  # ... but the engine noticed and stopped computing
+        while running_in(stale) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not running_in(stale)
     finally:
         server.stop()
     server2 = start_server(tmp_path_factory.mktemp("sshd-again"))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import shlex
 import subprocess
 import tarfile
@@ -177,15 +178,22 @@ class SshTarget(Target):
         stdin: bytes | None = None,
         timeout: float | None = None,
         root: bool = False,
+        tether: bool = False,
     ) -> tuple[int, bytes, str]:
-        """Run `command` on the phone (through `su -c` when `root` and su=1)."""
+        """Run `command` on the phone (through `su -c` when `root` and su=1).
+
+        `tether` keeps the command's stdin open for as long as this call runs: the remote side
+        sees end-of-file exactly when the connection dies, which is how a run notices it.
+        """
         if root and self.spec.su:
             command = f"su -c {shlex.quote(command)}"
         start = time.perf_counter()
+        read_end, write_end = os.pipe() if tether else (-1, -1)
         try:
             proc = subprocess.run(
                 [*self._ssh_base(), command],
                 input=stdin,
+                stdin=read_end if tether else None,
                 capture_output=True,
                 timeout=timeout or self.spec.timeout,
                 check=False,
@@ -197,6 +205,9 @@ class SshTarget(Target):
             ) from exc
         finally:
             self.timings[step] = self.timings.get(step, 0.0) + time.perf_counter() - start
+            if tether:
+                os.close(read_end)
+                os.close(write_end)
         stderr = proc.stderr.decode(errors="replace")
         if proc.returncode == 255:
             raise TargetError(_classify(stderr, self.spec.host, step), exit_code=4)
@@ -340,8 +351,17 @@ class SshTarget(Target):
         ld = f"LD_LIBRARY_PATH={shlex.quote(self._s.ld_path)} " if self._s.ld_path else ""
         lib = ["--lib", self.spec.lib] if self.spec.lib else []
         cmd = " ".join(shlex.quote(a) for a in [self._s.engine, *remote_args, *lib, "--json"])
-        script = f"mkdir -p {work}/out && cd {work} && {ld}{env} {cmd}"
-        code, out, err = self._exec("run", script, root=True, timeout=max(self.spec.timeout, 600))
+        # The engine runs beside a watcher of the session's stdin (saved as fd 3: background
+        # jobs get /dev/null): if the connection drops, stdin ends and the watcher kills the
+        # engine, so a lost phone does not keep computing for nobody.
+        script = (
+            f"mkdir -p {work}/out && cd {work} && exec 3<&0 && {{ {ld}{env} {cmd} & p=$!; "
+            "(cat <&3; kill -9 $p) >/dev/null 2>&1 & w=$!; wait $p; rc=$?; "
+            "kill $w 2>/dev/null; exit $rc; }"
+        )
+        code, out, err = self._exec(
+            "run", script, root=True, timeout=max(self.spec.timeout, 600), tether=True
+        )
         if outdir is not None:
             self._fetch(f"{work}/out", outdir)
         for i, arg in enumerate(args[:-1]):
