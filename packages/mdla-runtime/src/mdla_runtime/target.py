@@ -108,8 +108,14 @@ class Target:
             )
         return out
 
+    def info(self) -> dict[str, Any]:
+        """The adapter the engine loaded (`adapter`), its Neuron version (`version`) and its
+        devices (`devices`), as the engine reports them."""
+        out = self._engine(["--devices"])
+        return {k: out[k] for k in ("adapter", "version", "devices") if k in out}
+
     def devices(self) -> list[str]:
-        return [str(d) for d in self._engine(["--devices"])["devices"]]
+        return [str(d) for d in self.info()["devices"]]
 
     def supported(
         self,

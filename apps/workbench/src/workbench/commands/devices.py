@@ -18,8 +18,7 @@ def devices_command(on: On = "emu", debug: Debug = False) -> None:
     """Show which Neuron Adapter library the target loads, its version and its devices."""
     with reported(debug):
         target = mdla_runtime.open_target(on)
-        # Target has no public "info" yet: the engine's --devices report carries the version.
-        info = target._engine(["--devices"])
+        info = target.info()
         con = console()
         con.print(f"target:  {target.name}", markup=False)
         con.print(f"adapter: {info.get('adapter', target.lib)}", markup=False)

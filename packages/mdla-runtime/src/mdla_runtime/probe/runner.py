@@ -56,7 +56,7 @@ def describe(exc: TargetError) -> str:
 
 def target_info(target: Target) -> tuple[list[str], str]:
     """The adapter's devices and Neuron version ("?" when it does not say)."""
-    info = target._engine(["--devices"])  # Target has no public version query yet
+    info = target.info()
     return [str(d) for d in info.get("devices", [])], str(info.get("version") or "?")
 
 
