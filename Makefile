@@ -20,7 +20,7 @@ $(STAMP): $(PYPROJECTS) requirements-dev.txt Makefile
 	$(PIP) install -q torch==2.14.1 torchvision==0.29.1
 	$(PIP) install -q -r requirements-dev.txt
 	$(PIP) install -q -e 'packages/mdla-ir[zoo]' -e packages/mdla-legalize -e packages/mdla-quant \
-	    -e packages/mdla-runtime -e packages/mdla-witness -e 'apps/workbench[models]' -e apps/lipread
+	    -e packages/mdla-runtime -e packages/mdla-witness -e 'apps/workbench[models]' -e 'apps/lipread[auto]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -1,0 +1,46 @@
+"""The `lipread` CLI: `lipread VIDEO [options]` reads a clip; `lipread calibrate DIR` compiles;
+`lipread convert CKPT OUT.npz` makes a torch-free checkpoint.
+
+`lipread VIDEO` is shorthand for `lipread read VIDEO` (see `route`). Errors are one line on
+stderr with STYLE.md's exit codes: 1 bad input or model, 2 usage, 3 unsupported, 4 device.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import typer
+
+app = typer.Typer(
+    name="lipread",
+    help="A silent mouth video in, the sentence out; LipNet's front-end INT8 on the MDLA.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+COMMANDS = ("read", "calibrate", "convert")
+
+
+def route(argv: Sequence[str]) -> list[str]:
+    """`lipread VIDEO ...` -> `lipread read VIDEO ...`; commands and --help pass unchanged."""
+    args = list(argv)
+    if args and args[0] not in COMMANDS and args[0] not in ("--help", "-h"):
+        return ["read", *args]
+    return args
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(route(sys.argv[1:]), prog_name="lipread")
+
+
+def _register() -> None:
+    from lipread.commands import calibrate, convert, read
+
+    app.command("read")(read.read)
+    app.command("calibrate")(calibrate.calibrate)
+    app.command("convert")(convert.convert)
+
+
+_register()

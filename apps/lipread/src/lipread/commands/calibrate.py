@@ -1,0 +1,54 @@
+"""`lipread calibrate DIR --weights CKPT`: compile a checkpoint's front-end on your videos."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+
+from lipread.checkpoint import load_checkpoint
+from lipread.commands.options import Debug, RoiOpt, Weights, as_roi, guarded
+from lipread.errors import VideoError
+from lipread.frontend import CLIP_FRAMES, compile_frontend
+from lipread.pipeline import prepare
+from lipread.video import read_video
+
+VIDEO_SUFFIXES = {".mp4", ".mpg", ".mpeg", ".avi", ".mov", ".mkv", ".webm", ".m4v"}
+
+
+def videos_in(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        raise VideoError(f"{folder}: not a directory")
+    found = sorted(p for p in folder.rglob("*") if p.suffix.lower() in VIDEO_SUFFIXES)
+    if not found:
+        raise VideoError(f"{folder}: no video files ({', '.join(sorted(VIDEO_SUFFIXES))})")
+    return found
+
+
+def calibrate(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A folder of your videos.")],
+    weights: Weights = None,
+    roi: RoiOpt = "none",
+    max_clips: Annotated[int, typer.Option(min=1, help="Use at most this many videos.")] = 32,
+    debug: Debug = False,
+) -> None:
+    """Calibrate the INT8 front-end on DIR's videos; later `lipread` runs use the result."""
+
+    def go() -> tuple[Path, int]:
+        ckpt = load_checkpoint(weights)
+        paths = videos_in(folder)[:max_clips]
+
+        def clips() -> Iterator[np.ndarray[Any, Any]]:
+            for path in paths:
+                x = prepare(read_video(path), as_roi(roi), ckpt.config)
+                for start in range(0, max(1, x.shape[2] - CLIP_FRAMES + 1), CLIP_FRAMES):
+                    yield x[:, :, start : start + CLIP_FRAMES]
+
+        out, _ = compile_frontend(ckpt, clips(), source=f"{folder} ({len(paths)} videos)")
+        return out, len(paths)
+
+    manifest, n = guarded(go, debug)
+    typer.echo(f"calibrated on {n} videos: {manifest}")

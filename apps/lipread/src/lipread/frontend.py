@@ -1,0 +1,154 @@
+"""The STCNN front-end through the project pipeline, compiled once and cached by weights hash.
+
+    compile: FrontEnd (torch) -> mdla_ir.from_torch -> mdla_legalize.legalize(mdla3.5)
+             -> mdla_quant.quantize(calibration clips) -> mdla_runtime.save(<cache>/<key>.mdla)
+    run:     mdla_runtime.load + target.run(devices=("mtk-mdla",)): every op on the NPU
+
+Compiling needs torch; running a cached (or the shipped demo) manifest does not. The cache is
+$LIPREAD_CACHE, else ~/.cache/lipread; the key is the weights' SHA-256 and the clip length.
+
+Clip length: the front-end is compiled for a static T (75 frames, GRID's 3 s). `run_chunked`
+handles any length L. L > T: windows of T frames overlapping by 2·HALO, each keeping only the
+frames at least HALO from an inner window edge; the last window is aligned to the clip's end.
+The front-end's temporal receptive field is ±3 frames (three k=3 convs), so HALO = 3 makes this
+exactly (bit for bit, in int8 too) the features of one run over all L frames. L < T: the clip is
+padded to T by repeating its last frame (a still mouth) and the first L feature frames are kept;
+only the last ≤ 3 of them can differ from a true length-L run (they see the still frames rather
+than the zero padding).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lipread.checkpoint import Checkpoint
+from lipread.errors import LipreadError, UnsupportedError
+
+Array = np.ndarray[Any, Any]
+FrontEndFn = Callable[[Array], Array]  # (1, 3, T, H, W) -> (1, C, T, h, w)
+CLIP_FRAMES = 75
+HALO = 3
+CACHE_VERSION = 1
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("LIPREAD_CACHE") or Path.home() / ".cache" / "lipread")
+
+
+def cache_key(ckpt: Checkpoint, frames: int = CLIP_FRAMES) -> str:
+    return f"{ckpt.sha256[:20]}-T{frames}-v{CACHE_VERSION}"
+
+
+def shipped_manifest(ckpt: Checkpoint, frames: int = CLIP_FRAMES) -> Path | None:
+    """A precompiled manifest shipped beside the checkpoint (the demo model's), if it matches."""
+    path = ckpt.path.with_name(f"{ckpt.path.stem}.T{frames}.mdla")
+    info = path.with_suffix(".json")
+    ok = path.is_file() and info.is_file()
+    return (
+        path if ok and json.loads(info.read_text()).get("key") == cache_key(ckpt, frames) else None
+    )
+
+
+def cached_manifest(ckpt: Checkpoint, frames: int = CLIP_FRAMES) -> Path | None:
+    """The cached compile for these weights (user-calibrated first), else the shipped one."""
+    path = cache_dir() / f"{cache_key(ckpt, frames)}.mdla"
+    return path if path.is_file() else shipped_manifest(ckpt, frames)
+
+
+def torch_frontend(ckpt: Checkpoint) -> Any:
+    """The FP32 torch FrontEnd with the checkpoint's conv weights (needs torch)."""
+    try:
+        import torch
+
+        from lipread.model import FrontEnd
+    except ModuleNotFoundError as exc:
+        raise UnsupportedError(
+            "compiling the front-end or --fp32 needs torch: pip install 'lipread[torch]'"
+        ) from exc
+    fe = FrontEnd(ckpt.config)
+    fe.load_state_dict({k: torch.from_numpy(v) for k, v in ckpt.state.items() if "conv" in k})
+    return fe.eval()
+
+
+def compile_frontend(
+    ckpt: Checkpoint,
+    calibration: Iterable[Array],
+    out: Path | None = None,
+    frames: int = CLIP_FRAMES,
+    source: str = "synthetic",
+) -> tuple[Path, Any]:
+    """Compile and save the INT8 front-end; returns the manifest path and the int8 graph."""
+    import torch
+
+    import mdla_ir
+    import mdla_legalize
+    import mdla_quant
+    import mdla_runtime
+
+    fe = torch_frontend(ckpt)
+    cfg = ckpt.config
+    example = torch.zeros(1, 3, frames, cfg.height, cfg.width)
+    clips = [[pad_clip(c, frames)] for c in calibration]
+    if not clips:
+        raise LipreadError("calibration: no clips to calibrate the INT8 front-end on")
+    path = out or cache_dir() / f"{cache_key(ckpt, frames)}.mdla"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        graph = mdla_ir.from_torch(fe, (example,))
+        device_graph = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
+        qgraph = mdla_quant.quantize(device_graph, clips, mdla_quant.QuantConfig())
+        mdla_runtime.save(qgraph, path)
+    except (mdla_ir.IRError, mdla_legalize.LegalizeError) as exc:
+        raise UnsupportedError(f"front-end does not compile for mtk-mdla: {exc}") from exc
+    except (mdla_quant.QuantError, mdla_runtime.ManifestError, mdla_runtime.LoweringError) as exc:
+        raise LipreadError(f"front-end INT8 compile failed: {exc}") from exc
+    info = {"key": cache_key(ckpt, frames), "calibration": source, "clips": len(clips)}
+    path.with_suffix(".json").write_text(json.dumps(info, indent=1))
+    return path, qgraph
+
+
+def pad_clip(x: Array, frames: int) -> Array:
+    """(1, 3, L, H, W) with L <= frames -> (1, 3, frames, H, W), the last frame repeated."""
+    if x.shape[2] >= frames:
+        return x[:, :, :frames]
+    extra = np.repeat(x[:, :, -1:], frames - x.shape[2], axis=2)
+    return np.concatenate([x, extra], axis=2)
+
+
+def windows(length: int, frames: int = CLIP_FRAMES, halo: int = HALO) -> list[tuple[int, int, int]]:
+    """(start, keep_from, keep_to) per window: absolute frame indices, keep_to exclusive."""
+    if length <= frames:
+        return [(0, 0, length)]
+    step = frames - 2 * halo
+    if step <= 0:
+        raise ValueError(f"clip length {frames} is too short for a halo of {halo}")
+    out: list[tuple[int, int, int]] = []
+    start = 0
+    while True:
+        last = start + frames >= length
+        if last:
+            start = length - frames
+        keep_from = out[-1][2] if out else 0
+        keep_to = length if last else start + frames - halo
+        out.append((start, keep_from, keep_to))
+        if last:
+            return out
+        start += step
+
+
+def run_chunked(fn: FrontEndFn, x: Array, frames: int = CLIP_FRAMES, halo: int = HALO) -> Array:
+    """Features of a clip of any length through a front-end compiled for `frames` frames."""
+    length = x.shape[2]
+    if length <= frames:
+        return fn(pad_clip(x, frames))[:, :, :length]
+    parts = []
+    for start, keep_from, keep_to in windows(length, frames, halo):
+        feats = fn(x[:, :, start : start + frames])
+        parts.append(feats[:, :, keep_from - start : keep_to - start])
+    return np.concatenate(parts, axis=2)

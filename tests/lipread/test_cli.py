@@ -1,0 +1,207 @@
+"""`lipread` through Typer's CliRunner: --help, the happy paths and every error exit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import lipread.roi
+from lipread.cli import app, route
+from lipread.frontend import cache_dir
+from lipread.video import write_video
+
+from .test_checkpoint import published_state
+from .test_video import write_empty_video
+
+runner = CliRunner()
+SAMPLES = Path(__file__).parents[2] / "apps/lipread/samples"
+
+
+def sample() -> tuple[Path, str]:
+    path = sorted(SAMPLES.glob("synthetic_*.mp4"))[0]
+    words = path.stem.split("_")[2:]
+    return path, " ".join(words).upper()
+
+
+@pytest.mark.parametrize("args", [["--help"], ["read", "--help"], ["calibrate", "--help"]])
+def test_help(args: list[str]) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0
+    assert "Usage" in result.output
+
+
+def test_route_makes_read_the_default() -> None:
+    assert route(["clip.mp4", "--json"]) == ["read", "clip.mp4", "--json"]
+    assert route(["calibrate", "d"]) == ["calibrate", "d"]
+    assert route(["--help"]) == ["--help"]
+
+
+def read_json(*args: str) -> dict[str, object]:
+    result = runner.invoke(app, ["read", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    info: dict[str, object] = json.loads(result.stdout)
+    return info
+
+
+def test_reads_a_shipped_sample_on_the_emulator() -> None:
+    path, _ = sample()
+    result = runner.invoke(app, ["read", str(path)])
+    assert result.exit_code == 0, result.output
+    text = result.stdout.strip()
+    assert text
+    assert text == read_json(str(path))["text"]
+    assert set(text) <= set(" ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def test_json_reports_device_timings_and_path() -> None:
+    info = read_json(str(sample()[0]))
+    assert info["device"] == "mtk-mdla"
+    assert info["frames"] == 75
+    assert info["windows"] == 1
+    path = info["ctc_path"]
+    assert isinstance(path, list)
+    assert len(path) == 75
+    assert all(0 <= c < 28 for c in path)
+    assert float(str(info["frontend_ms_per_frame"])) > 0
+    run = info["run"]
+    assert isinstance(run, dict)
+    assert Path(run["manifest"]).is_file()
+
+
+def test_int8_on_the_emulator_tracks_fp32() -> None:
+    path = str(sample()[0])
+    npu, fp32 = read_json(path), read_json(path, "--fp32")
+    assert fp32["device"] == "cpu (torch fp32)"
+    a, b = npu["ctc_path"], fp32["ctc_path"]
+    assert isinstance(a, list)
+    assert isinstance(b, list)
+    agree = sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
+    assert agree >= 0.9
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the shipped demo model is under-trained (CPU budget); see apps/lipread/README.md",
+)
+def test_the_demo_model_reads_its_samples() -> None:
+    path, sentence = sample()
+    assert read_json(str(path))["text"] == sentence
+
+
+def test_short_clip_is_padded(short_clip: Path) -> None:
+    result = runner.invoke(app, ["read", str(short_clip), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["frames"] == 20
+
+
+def test_missing_and_non_video_files(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["read", str(tmp_path / "none.mp4")])
+    assert result.exit_code == 1
+    assert "no such file" in result.stderr
+    (tmp_path / "notes.mp4").write_text("hello")
+    result = runner.invoke(app, ["read", str(tmp_path / "notes.mp4")])
+    assert result.exit_code == 1
+    assert "not a readable video" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_zero_frames(tmp_path: Path) -> None:
+    write_empty_video(tmp_path / "empty.avi")
+    result = runner.invoke(app, ["read", str(tmp_path / "empty.avi")])
+    assert result.exit_code == 1
+    assert "zero frames" in result.stderr
+
+
+def test_no_face_names_the_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    def finder(frames: np.ndarray) -> np.ndarray:
+        out = np.full((len(frames), 2, 2), 30.0)
+        out[:, 1, 0] = 90.0
+        out[40:60] = np.nan
+        return out
+
+    monkeypatch.setattr(lipread.roi, "mtcnn_corners", finder)
+    result = runner.invoke(app, ["read", str(sample()[0]), "--roi", "auto"])
+    assert result.exit_code == 1
+    assert "no face found in frames 40-59 of 75" in result.stderr
+
+
+def test_auto_without_facenet_is_unsupported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "facenet_pytorch", None)
+    result = runner.invoke(app, ["read", str(sample()[0]), "--roi", "auto"])
+    assert result.exit_code == 3
+    assert "facenet-pytorch" in result.stderr
+
+
+def test_wrong_checkpoint(tmp_path: Path) -> None:
+    state = published_state()
+    del state["gru1.weight_hh_l0"]
+    torch.save(state, tmp_path / "bad.pt")
+    result = runner.invoke(app, ["read", str(sample()[0]), "--weights", str(tmp_path / "bad.pt")])
+    assert result.exit_code == 1
+    assert "missing gru1.weight_hh_l0" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [(["--roi", "1,2,3"], 2), (["--on", "phone"], 2), (["--on", "lib:/no/such/lib.so"], 4)],
+)
+def test_usage_and_device_errors(args: list[str], code: int) -> None:
+    result = runner.invoke(app, ["read", str(sample()[0]), *args])
+    assert result.exit_code == code, result.output
+
+
+def test_calibrate_compiles_into_the_cache(short_clip: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    write_video(folder / "a.mp4", np.zeros((8, 64, 128, 3), np.uint8) + 120)
+    (folder / "b.mp4").write_bytes(short_clip.read_bytes())
+    result = runner.invoke(app, ["calibrate", str(folder)])
+    assert result.exit_code == 0, result.output
+    manifest = Path(result.stdout.split(": ", 1)[1].strip())
+    assert manifest.is_file()
+    assert manifest.parent == cache_dir()
+    assert "2 videos" in json.loads(manifest.with_suffix(".json").read_text())["calibration"]
+    again = runner.invoke(app, ["read", str(sample()[0]), "--json"])
+    assert json.loads(again.stdout)["run"]["manifest"] == str(manifest)
+
+
+def test_calibrate_needs_videos(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["calibrate", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "no video files" in result.stderr
+
+
+def test_convert_writes_a_torch_free_checkpoint(tmp_path: Path) -> None:
+    torch.save(published_state(), tmp_path / "LipNet.pt")
+    result = runner.invoke(app, ["convert", str(tmp_path / "LipNet.pt"), str(tmp_path / "l.npz")])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["convert", str(tmp_path / "none.pt"), str(tmp_path / "x.npz")])
+    assert result.exit_code == 1
+    assert "no such checkpoint" in result.stderr
+
+
+NO_TORCH = """
+import sys
+sys.modules["torch"] = None  # importing torch now fails, as on a phone without it
+from lipread.cli import main
+sys.argv = ["lipread", sys.argv[1]]
+main()
+"""
+
+
+def test_runs_without_torch_from_the_shipped_manifest(tmp_path: Path) -> None:
+    path, _ = sample()
+    env = {**os.environ, "LIPREAD_CACHE": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", NO_TORCH, str(path)], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == read_json(str(path))["text"]

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from lipread.errors import VideoError
+from lipread.render import render_clip
+from lipread.video import read_video, resample, write_video
+
+
+def test_roundtrip_h264(tmp_path: Path) -> None:
+    clip = render_clip(("lay", "red"), 3, 1, frames=10)
+    write_video(tmp_path / "c.mp4", clip)
+    back = read_video(tmp_path / "c.mp4")
+    assert back.shape == clip.shape
+    assert back.flags.c_contiguous
+    assert np.abs(back.astype(float) - clip).mean() < 6.0
+
+
+@pytest.mark.parametrize(("fps", "n", "expected"), [(50, 20, 10), (10, 4, 10), (25, 7, 7)])
+def test_other_frame_rates_are_resampled_to_25(
+    tmp_path: Path, fps: int, n: int, expected: int
+) -> None:
+    frames = np.zeros((n, 16, 16, 3), np.uint8)
+    frames[:, :, :, 0] = (np.arange(n) * 10)[:, None, None]
+    write_video(tmp_path / "r.mp4", frames, fps=fps, crf=0)
+    back = read_video(tmp_path / "r.mp4")
+    assert len(back) == expected
+
+
+def test_resample_sample_and_hold() -> None:
+    frames = np.arange(4).reshape(4, 1, 1, 1)
+    out = resample(frames, np.array([0.0, 0.1, 0.2, 0.3]))  # 10 fps -> 25 fps
+    assert out[:, 0, 0, 0].tolist() == [0, 0, 0, 1, 1, 2, 2, 2, 3, 3]
+
+
+def test_not_a_video(tmp_path: Path) -> None:
+    bad = tmp_path / "notes.mp4"
+    bad.write_text("this is not a video\n")
+    with pytest.raises(VideoError, match="not a readable video"):
+        read_video(bad)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(VideoError, match="no such file"):
+        read_video(tmp_path / "nope.mp4")
+
+
+def write_empty_video(path: Path) -> None:
+    """An AVI with one MPEG-4 video stream and no frames in it."""
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("mpeg4", rate=Fraction(25))
+        stream.width, stream.height, stream.pix_fmt = 16, 16, "yuv420p"
+        out.start_encoding()
+
+
+def test_zero_frames(tmp_path: Path) -> None:
+    write_empty_video(tmp_path / "empty.avi")
+    with pytest.raises(VideoError, match="zero frames"):
+        read_video(tmp_path / "empty.avi")
+
+
+def test_no_video_stream(tmp_path: Path) -> None:
+    with av.open(str(tmp_path / "audio.m4a"), "w") as out:  # sound only
+        stream = out.add_stream("aac", rate=16000)
+        frame = av.AudioFrame.from_ndarray(np.zeros((1, 4096), np.float32), "fltp", "mono")
+        frame.sample_rate = 16000
+        out.mux(stream.encode(frame))
+        out.mux(stream.encode())
+    with pytest.raises(VideoError, match="no video stream"):
+        read_video(tmp_path / "audio.m4a")
+
+
+def test_odd_sizes_are_refused_for_h264(tmp_path: Path) -> None:
+    with pytest.raises(VideoError, match="even"):
+        write_video(tmp_path / "odd.mp4", np.zeros((2, 15, 16, 3), np.uint8))
