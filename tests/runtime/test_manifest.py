@@ -160,3 +160,16 @@ def test_fixed_offsets(name: str, offset: int) -> None:
     with pytest.raises(errors.ManifestError) as info:
         parse(CASES[name].data)
     assert info.value.offset == offset
+
+
+def test_save_gives_the_file_ordinary_permissions(tmp_path: Path) -> None:
+    import os
+
+    from mdla_runtime.testing import chain_qgraph
+
+    old = os.umask(0o022)
+    try:
+        path = save(chain_qgraph(), tmp_path / "m.mdla")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644

@@ -154,6 +154,9 @@ def save(graph: Graph, path: str | os.PathLike[str]) -> Path:
             f.write(blob)
             f.flush()
             os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would surprise a user copying the file
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from mdla_quant.reference import quantize_input
 from mdla_runtime.build import engine_path
 from mdla_runtime.errors import TargetError
 from mdla_runtime.manifest import IOSpec, Manifest, load
@@ -48,9 +49,7 @@ def quantize(x: Array, spec: IOSpec) -> Array:
         )
     if spec.perm:
         x = np.ascontiguousarray(x.transpose(spec.perm)).reshape(spec.shape)
-    q = x / np.float32(spec.scale)
-    q = np.trunc(q + np.copysign(np.float32(0.5), q))
-    return np.clip(q.astype(np.float64) + spec.zero_point, -128, 127).astype(np.int8)
+    return quantize_input(x, np.float32(spec.scale), spec.zero_point)
 
 
 def dequantize(raw: Array, spec: IOSpec | None, scale: float, zero_point: int) -> Array:
