@@ -10,44 +10,18 @@
 
 #include "kernels.h"
 
-typedef struct {
-    int32_t n, h, w, c, oh, ow, lo, hi;
-    EmuWindow win;
-} PoolParams;
-
 static int avg_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
     (void)rounding;
-    *out = NULL;
-    EmuWindow win;
-    EMU_CHECK(emu_window(m, op, &win) == NEURON_NO_ERROR);
-    const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
-    EMU_CHECK(emu_is_int8_act(y->type) && emu_same_quant(x, y));
-    /* every window must hold an image tap (the count n is never 0) */
-    EMU_CHECK(win.pad_top < win.filter_h && win.pad_bottom < win.filter_h &&
-              win.pad_left < win.filter_w && win.pad_right < win.filter_w);
-    const int32_t oh = emu_out_size((int32_t)x->dims[1], win.filter_h, win.stride_h, 1,
-                                    win.pad_top, win.pad_bottom);
-    const int32_t ow = emu_out_size((int32_t)x->dims[2], win.filter_w, win.stride_w, 1,
-                                    win.pad_left, win.pad_right);
-    EMU_CHECK(oh > 0 && ow > 0);
-    const uint32_t want[4] = {x->dims[0], (uint32_t)oh, (uint32_t)ow, x->dims[3]};
-    EMU_CHECK(emu_dims_are(y, 4, want));
-    PoolParams *p = calloc(1, sizeof *p);
-    if (p == NULL) return NEURON_OUT_OF_MEMORY;
-    *p = (PoolParams){(int32_t)x->dims[0], (int32_t)x->dims[1], (int32_t)x->dims[2],
-                      (int32_t)x->dims[3], oh, ow, 0, 0, win};
-    emu_activation_range(win.fuse, y->scale, y->zero_point, &p->lo, &p->hi);
-    *out = p;
-    return NEURON_NO_ERROR;
+    return emu_pooling_prepare(m, op, out);
 }
 
 static size_t avg_scratch(const void *params) {
-    return (size_t)((const PoolParams *)params)->c * sizeof(int32_t);
+    return (size_t)((const EmuPoolingParams *)params)->c * sizeof(int32_t);
 }
 
 static void avg_eval(const void *params, const void *const *inputs, void *output,
                      EmuScratch *scratch) {
-    const PoolParams *p = params;
+    const EmuPoolingParams *p = params;
     const EmuWindow *w = &p->win;
     const int8_t *in = inputs[0];
     int8_t *out = output;

@@ -364,3 +364,27 @@ void emu_lut_eval(const void *params, const void *const *inputs, void *output,
     int8_t *y = output;
     for (uint64_t i = 0; i < p->count; i++) y[i] = p->table[x[i] + 128];
 }
+
+int emu_pooling_prepare(const NeuronModel *m, const EmuOperation *op, void **out) {
+    *out = NULL;
+    EmuWindow win;
+    EMU_CHECK(emu_window(m, op, &win) == NEURON_NO_ERROR);
+    const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
+    EMU_CHECK(emu_is_int8_act(y->type) && emu_same_quant(x, y));
+    EMU_CHECK(win.pad_top < win.filter_h && win.pad_bottom < win.filter_h &&
+              win.pad_left < win.filter_w && win.pad_right < win.filter_w);
+    const int32_t oh = emu_out_size((int32_t)x->dims[1], win.filter_h, win.stride_h, 1,
+                                    win.pad_top, win.pad_bottom);
+    const int32_t ow = emu_out_size((int32_t)x->dims[2], win.filter_w, win.stride_w, 1,
+                                    win.pad_left, win.pad_right);
+    EMU_CHECK(oh > 0 && ow > 0);
+    const uint32_t want[4] = {x->dims[0], (uint32_t)oh, (uint32_t)ow, x->dims[3]};
+    EMU_CHECK(emu_dims_are(y, 4, want));
+    EmuPoolingParams *p = calloc(1, sizeof *p);
+    if (p == NULL) return NEURON_OUT_OF_MEMORY;
+    *p = (EmuPoolingParams){(int32_t)x->dims[0], (int32_t)x->dims[1], (int32_t)x->dims[2],
+                   (int32_t)x->dims[3], oh, ow, 0, 0, win};
+    emu_activation_range(win.fuse, y->scale, y->zero_point, &p->lo, &p->hi);
+    *out = p;
+    return NEURON_NO_ERROR;
+}

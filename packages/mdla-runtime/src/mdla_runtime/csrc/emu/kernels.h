@@ -136,4 +136,13 @@ EMU_KERNEL_DECL(emu_k_reshape)
 EMU_KERNEL_DECL(emu_k_mean)
 EMU_KERNEL_DECL(emu_k_resize_bilinear)
 
+
+/* AVERAGE_POOL_2D and MAX_POOL_2D: the frozen geometry of a pool whose input and output share
+ * scale and zero point, and whose every window holds an image tap (pads < the window). */
+typedef struct {
+    int32_t n, h, w, c, oh, ow, lo, hi;
+    EmuWindow win;
+} EmuPoolingParams;
+int emu_pooling_prepare(const NeuronModel *m, const EmuOperation *op, void **out);
+
 #endif /* MDLA_EMU_KERNELS_H */
