@@ -109,3 +109,17 @@ def windows(
     span = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
     view = np.lib.stride_tricks.sliding_window_view(x, span, axis=(1, 2))
     return view[:, ::sh, ::sw, :, ::dh, ::dw]
+
+
+def binary_operands(
+    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams
+) -> tuple[tuple[Array, np.float32, int], tuple[Array, np.float32, int], tuple[np.float32, int]]:
+    """ADD/SUB/MUL: both int8 inputs with their per-tensor (scale, zero point), and the
+    output's; the input shapes must broadcast (numpy rules)."""
+    x1, x2 = int8_arg(op, args, 0), int8_arg(op, args, 1)
+    (s1, z1), (s2, z2) = per_tensor(op, arg_q[0], "input 0"), per_tensor(op, arg_q[1], "input 1")
+    try:
+        np.broadcast_shapes(x1.shape, x2.shape)
+    except ValueError as exc:
+        raise fail(op, f"shapes {x1.shape} and {x2.shape} do not broadcast") from exc
+    return (x1, s1, z1), (x2, s2, z2), per_tensor(op, out_q, "output")
