@@ -187,3 +187,14 @@ def test_a_fixed_scale_that_cannot_hold_a_tied_tensor_is_an_error() -> None:
     cat = b.op(OpKind.CONCATENATION, [b.op(OpKind.LOGISTIC, [x], name="sig"), big], axis=3)
     with pytest.raises(QuantError, match=r"`big` .* shares a scale with `sig`"):
         quantize(b.build(cat), samples(2, (1, 4, 4, 2)))
+
+
+def test_bias_correction_needs_a_reiterable_calibration_set() -> None:
+    def stream() -> Iterator[list[Any]]:
+        yield from samples(3)
+
+    with pytest.raises(QuantError, match="not a generator"):
+        quantize(net(), stream(), QuantConfig(bias_correction=True))
+    corrected = quantize(net(), samples(3), QuantConfig(bias_correction=True))
+    plain = quantize(net(), samples(3), QuantConfig())
+    assert not np.array_equal(corrected.const("b"), plain.const("b"))  # the biases moved

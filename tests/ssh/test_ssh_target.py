@@ -204,3 +204,17 @@ def test_dropped_connection_mid_run_then_cleanup(
     finally:
         server2.stop()
     os.sync()
+
+
+def test_a_prebuilt_engine_is_uploaded_and_used(
+    sshd: Server, phone: dict[str, Path], manifest: Path
+) -> None:
+    from mdla_runtime.build import engine_path
+
+    base = phone["base"] / "prebuilt"
+    with open_target(url(sshd, phone, base=str(base), engine=str(engine_path()))) as target:
+        assert "/mdla-cache/prebuilt-" in target._s.engine  # type: ignore[attr-defined]
+        assert "engine build" not in target.timings  # type: ignore[attr-defined]
+        result = target.run(load(manifest), inputs())
+    local = open_target("emu").run(load(manifest), inputs())
+    np.testing.assert_array_equal(result.raw_outputs[0], local.raw_outputs[0])

@@ -260,12 +260,12 @@ class SshTarget(Target):
         if self.spec.engine:
             blob = Path(self.spec.engine).read_bytes()
             digest = hashlib.sha256(blob).hexdigest()[:20]
-            path = f"{base}/mdla-cache/prebuilt-{digest}/mdla-engine"
+            folder = f"{base}/mdla-cache/prebuilt-{digest}"
+            path = f"{folder}/mdla-engine"
             self._check(
                 "engine upload",
-                f"test -x {path} || {{ mkdir -p {path}.d && "
-                f"cat > {path}.tmp && chmod 755 {path}.tmp && mkdir -p "
-                f"$(dirname {path}) && mv {path}.tmp {path}; }}",
+                f"test -x {path} || {{ mkdir -p {folder} && cat > {path}.tmp && "
+                f"chmod 755 {path}.tmp && mv {path}.tmp {path}; }}",
                 stdin=blob,
             )
             return path

@@ -20,7 +20,7 @@ import numpy as np
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, quantize_multiplier, rdbpot, saturate
-from mdla_quant.kernels.registry import fail, int8_arg, kernel, per_tensor
+from mdla_quant.kernels.registry import fail, kernel, unary_operands
 
 I16_MIN, I16_MAX = -(2**15), 2**15 - 1
 
@@ -49,9 +49,7 @@ def _sat_shl16(a: Array, amount: int) -> Array:
 def hard_swish(
     op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
 ) -> Array:
-    x = int8_arg(op, args, 0)
-    s_in, z_in = per_tensor(op, arg_q[0], "input")
-    s_out, z_out = per_tensor(op, out_q, "output")
+    x, (s_in, z_in), (s_out, z_out) = unary_operands(op, args, arg_q, out_q)
     hires = np.float32(1.0 / 128.0) * s_in
     mo, eo = quantize_multiplier(float(hires / s_out))
     mr, er = quantize_multiplier(float(hires / np.float32(3.0 / 32768.0)))

@@ -20,7 +20,7 @@ import numpy as np
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, round_half_away
-from mdla_quant.kernels.registry import fail, int8_arg, kernel, per_tensor
+from mdla_quant.kernels.registry import fail, kernel, unary_operands
 
 FIXED_OUTPUT = {OpKind.LOGISTIC: (1.0 / 256.0, -128), OpKind.TANH: (1.0 / 128.0, 0)}
 
@@ -64,9 +64,7 @@ def table(kind: OpKind, s_in: np.float32, z_in: int, s_out: np.float32, z_out: i
 def lut_activation(
     op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
 ) -> Array:
-    x = int8_arg(op, args, 0)
-    s_in, z_in = per_tensor(op, arg_q[0], "input")
-    s_out, z_out = per_tensor(op, out_q, "output")
+    x, (s_in, z_in), (s_out, z_out) = unary_operands(op, args, arg_q, out_q)
     want = FIXED_OUTPUT[op.kind]
     if (s_out, z_out) != (np.float32(want[0]), want[1]):
         raise fail(

@@ -13,16 +13,14 @@ import numpy as np
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, f32, mbqm, quantize_multiplier, saturate
-from mdla_quant.kernels.registry import fail, int8_arg, kernel, per_tensor
+from mdla_quant.kernels.registry import fail, kernel, unary_operands
 
 
 @kernel(OpKind.MEAN)
 def mean(
     op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
 ) -> Array:
-    x = int8_arg(op, args, 0)
-    s_in, z_in = per_tensor(op, arg_q[0], "input")
-    s_out, z_out = per_tensor(op, out_q, "output")
+    x, (s_in, z_in), (s_out, z_out) = unary_operands(op, args, arg_q, out_q)
     axes = tuple(sorted({int(a) % x.ndim for a in op.attrs["axes"]})) if x.ndim else ()
     if not axes:
         raise fail(op, f"axes {op.attrs['axes']} reduce nothing of shape {x.shape}")

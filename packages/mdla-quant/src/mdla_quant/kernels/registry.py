@@ -123,3 +123,11 @@ def binary_operands(
     except ValueError as exc:
         raise fail(op, f"shapes {x1.shape} and {x2.shape} do not broadcast") from exc
     return (x1, s1, z1), (x2, s2, z2), per_tensor(op, out_q, "output")
+
+
+def unary_operands(
+    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams
+) -> tuple[Array, tuple[np.float32, int], tuple[np.float32, int]]:
+    """One int8 input with its per-tensor (scale, zero point), and the output's."""
+    x = int8_arg(op, args, 0)
+    return x, per_tensor(op, arg_q[0], "input"), per_tensor(op, out_q, "output")

@@ -12,7 +12,7 @@ import numpy as np
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, mbqm, quantize_multiplier, round_half_away, saturate
-from mdla_quant.kernels.registry import int8_arg, kernel, per_tensor
+from mdla_quant.kernels.registry import kernel, unary_operands
 
 _CEILING = {OpKind.RELU: None, OpKind.RELU6: 6.0}
 
@@ -21,9 +21,7 @@ _CEILING = {OpKind.RELU: None, OpKind.RELU6: 6.0}
 def relu(
     op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
 ) -> Array:
-    x = int8_arg(op, args, 0)
-    s_in, z_in = per_tensor(op, arg_q[0], "input")
-    s_out, z_out = per_tensor(op, out_q, "output")
+    x, (s_in, z_in), (s_out, z_out) = unary_operands(op, args, arg_q, out_q)
     m, s = quantize_multiplier(float(s_in / s_out), rounding)  # float32 / float32, as in C
     lo = max(-128, z_out + int(round_half_away(np.float32(0.0) / s_out)))
     ceiling = _CEILING[op.kind]

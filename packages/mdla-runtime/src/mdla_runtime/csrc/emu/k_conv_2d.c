@@ -44,13 +44,8 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, int roundi
     EMU_CHECK(x->rank == 4 && f->rank == 4 && f->dims[3] == x->dims[3] && f->has_value);
     const int32_t depth = (int32_t)(f->dims[1] * f->dims[2] * f->dims[3]);
     EMU_CHECK(depth <= 65536);
-    const int32_t oh = emu_out_size((int32_t)x->dims[1], win.filter_h, win.stride_h,
-                                    win.dilation_h, win.pad_top, win.pad_bottom);
-    const int32_t ow = emu_out_size((int32_t)x->dims[2], win.filter_w, win.stride_w,
-                                    win.dilation_w, win.pad_left, win.pad_right);
-    EMU_CHECK(oh > 0 && ow > 0);
-    const uint32_t want[4] = {x->dims[0], (uint32_t)oh, (uint32_t)ow, f->dims[0]};
-    EMU_CHECK(emu_dims_are(y, 4, want));
+    int32_t oh, ow;
+    EMU_CHECK(emu_window_output(x, &win, f->dims[0], y, &oh, &ow) == NEURON_NO_ERROR);
     ConvParams *p = calloc(1, sizeof *p);
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
     *out = p; /* released by conv_prepare_checked on error */

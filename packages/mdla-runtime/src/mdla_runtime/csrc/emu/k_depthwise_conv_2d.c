@@ -41,13 +41,8 @@ static int dw_fill(const NeuronModel *m, const EmuOperation *op, int rounding, D
                      *y = &m->opnds[op->out[0]];
     EMU_CHECK(x->rank == 4 && f->rank == 4 && f->dims[0] == 1 && f->has_value);
     EMU_CHECK(f->dims[3] == x->dims[3] * (uint32_t)win.multiplier);
-    const int32_t oh = emu_out_size((int32_t)x->dims[1], win.filter_h, win.stride_h,
-                                    win.dilation_h, win.pad_top, win.pad_bottom);
-    const int32_t ow = emu_out_size((int32_t)x->dims[2], win.filter_w, win.stride_w,
-                                    win.dilation_w, win.pad_left, win.pad_right);
-    EMU_CHECK(oh > 0 && ow > 0);
-    const uint32_t want[4] = {x->dims[0], (uint32_t)oh, (uint32_t)ow, f->dims[3]};
-    EMU_CHECK(emu_dims_are(y, 4, want));
+    int32_t oh, ow;
+    EMU_CHECK(emu_window_output(x, &win, f->dims[3], y, &oh, &ow) == NEURON_NO_ERROR);
     p->n = (int32_t)x->dims[0];
     p->h = (int32_t)x->dims[1];
     p->w = (int32_t)x->dims[2];

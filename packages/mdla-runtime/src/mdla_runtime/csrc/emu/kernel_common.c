@@ -373,18 +373,25 @@ int emu_pooling_prepare(const NeuronModel *m, const EmuOperation *op, void **out
     EMU_CHECK(emu_is_int8_act(y->type) && emu_same_quant(x, y));
     EMU_CHECK(win.pad_top < win.filter_h && win.pad_bottom < win.filter_h &&
               win.pad_left < win.filter_w && win.pad_right < win.filter_w);
-    const int32_t oh = emu_out_size((int32_t)x->dims[1], win.filter_h, win.stride_h, 1,
-                                    win.pad_top, win.pad_bottom);
-    const int32_t ow = emu_out_size((int32_t)x->dims[2], win.filter_w, win.stride_w, 1,
-                                    win.pad_left, win.pad_right);
-    EMU_CHECK(oh > 0 && ow > 0);
-    const uint32_t want[4] = {x->dims[0], (uint32_t)oh, (uint32_t)ow, x->dims[3]};
-    EMU_CHECK(emu_dims_are(y, 4, want));
+    int32_t oh, ow;
+    EMU_CHECK(emu_window_output(x, &win, x->dims[3], y, &oh, &ow) == NEURON_NO_ERROR);
     EmuPoolingParams *p = calloc(1, sizeof *p);
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
     *p = (EmuPoolingParams){(int32_t)x->dims[0], (int32_t)x->dims[1], (int32_t)x->dims[2],
                    (int32_t)x->dims[3], oh, ow, 0, 0, win};
     emu_activation_range(win.fuse, y->scale, y->zero_point, &p->lo, &p->hi);
     *out = p;
+    return NEURON_NO_ERROR;
+}
+
+int emu_window_output(const EmuOperand *x, const EmuWindow *win, uint32_t channels,
+                      const EmuOperand *y, int32_t *oh, int32_t *ow) {
+    *oh = emu_out_size((int32_t)x->dims[1], win->filter_h, win->stride_h, win->dilation_h,
+                       win->pad_top, win->pad_bottom);
+    *ow = emu_out_size((int32_t)x->dims[2], win->filter_w, win->stride_w, win->dilation_w,
+                       win->pad_left, win->pad_right);
+    EMU_CHECK(*oh > 0 && *ow > 0);
+    const uint32_t want[4] = {x->dims[0], (uint32_t)*oh, (uint32_t)*ow, channels};
+    EMU_CHECK(emu_dims_are(y, 4, want));
     return NEURON_NO_ERROR;
 }

@@ -143,6 +143,10 @@ typedef struct {
     int32_t n, h, w, c, oh, ow, lo, hi;
     EmuWindow win;
 } EmuPoolingParams;
+/* The NHWC output of a windowed op: oh, ow from the window (emu_out_size), and `y` must be
+ * [N, oh, ow, channels]; NEURON_BAD_DATA when the window leaves no output or y disagrees. */
+int emu_window_output(const EmuOperand *x, const EmuWindow *win, uint32_t channels,
+                      const EmuOperand *y, int32_t *oh, int32_t *ow);
 int emu_pooling_prepare(const NeuronModel *m, const EmuOperation *op, void **out);
 
 #endif /* MDLA_EMU_KERNELS_H */
