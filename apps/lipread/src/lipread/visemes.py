@@ -5,8 +5,10 @@ the lips can show) and has a mouth-shape target: opening, width (spread), roundi
 (protrusion), teeth and tongue visibility, plus a nominal duration in 25 fps frames.
 
 Real lip reading has homophenes (/b/, /p/, /m/ look alike). So that the *synthetic* task can be
-learnt, every phoneme's target differs slightly from its class mates (e.g. /p/ presses the lips
-longer and harder than /b/); the class is the coarse shape, the offset the fine one.
+learnt, every phoneme's target differs from its class mates by enough to see at 32x64 (/p/ is
+a long press of narrow, protruded lips, /b/ a short one of wide flat lips; /s/ clenched and
+spread, /f/ narrow with the teeth on the lip); the class is the coarse shape, the offset the
+fine one. tests/lipread/test_render.py checks that no two words of a GRID slot look alike.
 """
 
 from __future__ import annotations
@@ -37,21 +39,21 @@ PHONEMES: dict[str, tuple[str, Shape]] = {
     "UW": ("round", Shape(0.25, 0.15, 1.00, 0.00, 0.00, 3.0)),
     "AO": ("round", Shape(0.70, 0.30, 0.70, 0.15, 0.10, 3.0)),
     # bilabials: lips pressed together
-    "P": ("bilabial", Shape(0.00, 0.40, 0.05, 0.00, 0.00, 3.0)),
-    "B": ("bilabial", Shape(0.00, 0.50, 0.15, 0.00, 0.00, 2.0)),
-    "M": ("bilabial", Shape(0.02, 0.60, 0.00, 0.00, 0.00, 2.5)),
+    "P": ("bilabial", Shape(0.00, 0.10, 0.50, 0.00, 0.00, 4.0)),
+    "B": ("bilabial", Shape(0.00, 0.95, 0.00, 0.00, 0.00, 2.0)),
+    "M": ("bilabial", Shape(0.02, 0.55, 0.20, 0.00, 0.00, 3.0)),
     # labiodentals: upper teeth on the lower lip
-    "F": ("labiodental", Shape(0.12, 0.55, 0.00, 1.00, 0.00, 3.0)),
-    "V": ("labiodental", Shape(0.18, 0.65, 0.10, 0.85, 0.00, 2.0)),
+    "F": ("labiodental", Shape(0.06, 0.40, 0.30, 1.00, 0.00, 3.0)),
+    "V": ("labiodental", Shape(0.10, 0.20, 0.85, 1.00, 0.00, 3.0)),
     # dental: tongue tip between the teeth
     "TH": ("dental", Shape(0.22, 0.60, 0.00, 0.60, 1.00, 3.0)),
     # alveolars
-    "T": ("alveolar", Shape(0.20, 0.60, 0.00, 0.80, 0.45, 2.0)),
-    "D": ("alveolar", Shape(0.28, 0.55, 0.10, 0.65, 0.55, 2.0)),
-    "N": ("alveolar", Shape(0.32, 0.50, 0.05, 0.50, 0.70, 2.5)),
-    "S": ("alveolar", Shape(0.10, 0.80, 0.00, 1.00, 0.00, 3.0)),
-    "Z": ("alveolar", Shape(0.16, 0.70, 0.20, 0.90, 0.10, 2.5)),
-    "L": ("lateral", Shape(0.45, 0.60, 0.00, 0.40, 0.95, 2.5)),
+    "T": ("alveolar", Shape(0.20, 0.65, 0.00, 1.00, 0.60, 2.0)),
+    "D": ("alveolar", Shape(0.40, 0.45, 0.15, 0.40, 0.80, 2.5)),
+    "N": ("alveolar", Shape(0.28, 0.35, 0.20, 0.60, 0.50, 2.5)),
+    "S": ("alveolar", Shape(0.03, 1.00, 0.00, 1.00, 0.00, 4.0)),
+    "Z": ("alveolar", Shape(0.25, 0.85, 0.45, 0.80, 0.10, 3.0)),
+    "L": ("lateral", Shape(0.60, 0.60, 0.00, 0.30, 1.00, 3.0)),
     # velars
     "K": ("velar", Shape(0.40, 0.55, 0.00, 0.30, 0.00, 2.0)),
     "G": ("velar", Shape(0.50, 0.45, 0.10, 0.20, 0.00, 2.0)),
