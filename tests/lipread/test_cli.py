@@ -87,13 +87,16 @@ def test_int8_on_the_emulator_tracks_fp32() -> None:
     assert agree >= 0.9
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the shipped demo model is under-trained (CPU budget); see apps/lipread/README.md",
-)
-def test_the_demo_model_reads_its_samples() -> None:
-    path, sentence = sample()
-    assert read_json(str(path))["text"] == sentence
+@pytest.mark.parametrize("path", sorted(SAMPLES.glob("synthetic_*.mp4")), ids=lambda p: p.stem)
+def test_the_demo_model_reads_its_samples(path: Path) -> None:
+    sentence = " ".join(path.stem.split("_")[2:]).upper()
+    result = runner.invoke(app, ["read", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == sentence
+
+
+def test_there_are_three_synthetic_samples() -> None:
+    assert len(sorted(SAMPLES.glob("synthetic_*.mp4"))) == 3
 
 
 def test_short_clip_is_padded(short_clip: Path) -> None:
