@@ -30,16 +30,33 @@ def test_int8_model_is_bit_exact_with_litert(spec: str) -> None:
             assert int(np.count_nonzero(a != b)) == 0
 
 
+def softmax(logits: np.ndarray) -> np.ndarray:
+    e = np.exp(logits.ravel() - logits.max())
+    return e / e.sum()  # type: ignore[no-any-return]
+
+
 @pytest.mark.parametrize("method", ["minmax", "percentile", "mse", "entropy"])
 def test_accuracy_floor_on_the_sample_photos(method: str) -> None:
-    """INT8 top-1 equals FP32 top-1 on every photo (calibrated on them and their mirrors)."""
+    """INT8 top-1 equals FP32 top-1 on every photo (calibrated on them and their mirrors)
+    where FP32 is decided (top-1 probability ahead by >= 0.05); on a near-tie, INT8's top-1
+    is one of FP32's two. chelsea is such a tie (tiger cat 0.386, Egyptian cat 0.356): the
+    entropy method flips it on some x86 machines and not on others (its KL thresholds move
+    with the last bits of the float activations that the histograms are built from)."""
     graph, _ = legalized("efficientnet_lite0")
     photos = inputs_for("efficientnet_lite0", 6, 0)
     calibration = photos + [[x[..., ::-1].copy()] for (x,) in photos]
     qgraph = quantize(graph, calibration, QuantConfig(method=method))
+    decided = 0
     for xs in photos:
         (f,), (q,) = mdla_ir.run_float(graph, xs), run_int8(qgraph, xs)
-        assert int(np.argmax(f)) == int(np.argmax(q)), method
+        p = softmax(f)
+        first, second = np.argsort(-p)[:2]
+        if p[first] - p[second] >= 0.05:
+            decided += 1
+            assert int(np.argmax(q)) == int(first), method
+        else:
+            assert int(np.argmax(q)) in (int(first), int(second)), method
+    assert decided == 5  # every photo but chelsea
 
 
 def test_bias_correction_raises_the_logits_sqnr() -> None:
