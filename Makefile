@@ -25,6 +25,10 @@ $(STAMP): $(PYPROJECTS) requirements-dev.txt Makefile
 
 demo: $(STAMP)
 	$(PY) -m workbench.demo
+	@echo "lipread: the three synthetic sample videos (each file name holds the sentence spoken),"
+	@echo "front-end INT8 on the emulator (mtk-mdla), GRU tail in numpy"
+	@for f in apps/lipread/samples/synthetic_*.mp4; do \
+	    printf '   %-55s -> ' "$$(basename $$f)"; $(VENV)/bin/lipread "$$f" || exit 1; done
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -3,14 +3,16 @@
 1. WER/CER on held-out synthetic GRID clips (speakers 100000.., never used in training or
    calibration) with the shipped demo model: FP32 (torch), INT8 reference (mdla_quant.run_int8)
    and INT8 on the emulator (mdla_runtime, every op on mtk-mdla). The front-end varies; the
-   tail is the same numpy GRU/CTC for the INT8 paths and torch for FP32.
+   tail is the same numpy GRU/CTC for the INT8 paths and torch for FP32. A fourth row is the
+   whole app: each clip written as H.264 mp4, then `read_sentence` (PyAV decode, resize,
+   emulator, numpy tail), i.e. what `lipread clip.mp4` prints.
 2. The full-size LipNet (published shapes, random weights, seed 0) on a synthetic 64x128 clip:
    NPU-path (emulator) front-end features vs FP32 torch, cosine and SQNR; ms/frame on the
    emulator; end-to-end seconds of the whole app on a 3 s clip.
 3. Demo front-end ms/frame on the emulator; end-to-end seconds for a 3 s clip (`read_sentence`
    on a shipped sample: PyAV decode, crop, front-end on the emulator, numpy tail).
 
-    .venv/bin/python bench/lipread.py [--clips 100] [--full-frames 75]
+    .venv/bin/python bench/lipread.py [--clips 200] [--full-frames 75]
 """
 
 # ruff: noqa: E402  (the path fix below must run before `lipread` is imported)
@@ -51,16 +53,19 @@ from lipread.pipeline import read_sentence, synthetic_calibration
 from lipread.render import render_clip
 from lipread.roi import Roi
 from lipread.tail import tail_logits
+from lipread.video import write_video
 
 HELD_OUT = 100_000
 SAMPLES = Path(__file__).parents[1] / "apps/lipread/samples"
 
 
-def held_out(ckpt: Checkpoint, n: int) -> tuple[list[np.ndarray], list[str]]:
+def held_out(ckpt: Checkpoint, n: int, videos: Path) -> tuple[list[np.ndarray], list[str]]:
+    """Model inputs of n held-out clips, their transcripts; each clip also as videos/<i>.mp4."""
     xs, texts = [], []
     for i in range(n):
         words = sample_sentence(np.random.default_rng([HELD_OUT + i, 0, 7]))
         frames = render_clip(words, HELD_OUT + i, 0)
+        write_video(videos / f"{i:04d}.mp4", frames)
         xs.append(to_model_input(resize(frames, (ckpt.config.height, ckpt.config.width))))
         texts.append(sentence_text(words))
     return xs, texts
@@ -73,7 +78,8 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 def accuracy(n: int) -> list[tuple[str, float, float, float]]:
     ckpt = load_checkpoint()
-    xs, refs = held_out(ckpt, n)
+    videos = Path(tempfile.mkdtemp())
+    xs, refs = held_out(ckpt, n, videos)
     model = LipNet(ckpt.config).eval()
     model.load_lipnet_state({k: torch.from_numpy(v) for k, v in ckpt.state.items()})
     manifest_path = cached_manifest(ckpt)
@@ -84,16 +90,23 @@ def accuracy(n: int) -> list[tuple[str, float, float, float]]:
         raise SystemExit("no shipped demo manifest: run apps/lipread/train_demo.py --manifest-only")
     manifest = mdla_runtime.load(manifest_path)
     target = mdla_runtime.open_target("emu")
-    hyps: dict[str, list[str]] = {"fp32": [], "int8 reference": [], "int8 emulator": []}
+    hyps: dict[str, list[str]] = {
+        "FP32 (torch)": [],
+        "INT8 reference (mdla_quant.run_int8)": [],
+        "INT8 on the emulator (mtk-mdla)": [],
+        "the app: H.264 mp4 -> lipread, emulator": [],
+    }
+    fp32, ref, emu, app = hyps.values()
     agree = 0
-    for x in xs:
+    for i, x in enumerate(xs):
         with torch.no_grad():
-            hyps["fp32"].append(greedy_ctc(model(torch.from_numpy(x))[0].numpy())[0])
+            fp32.append(greedy_ctc(model(torch.from_numpy(x))[0].numpy())[0])
         ref_feats = mdla_quant.run_int8(qgraph, [x])[0]
         emu_feats = target.run(manifest, [x]).outputs[0]
         agree += int(np.array_equal(ref_feats, emu_feats))
-        hyps["int8 reference"].append(greedy_ctc(tail_logits(ref_feats, ckpt.state))[0])
-        hyps["int8 emulator"].append(greedy_ctc(tail_logits(emu_feats, ckpt.state))[0])
+        ref.append(greedy_ctc(tail_logits(ref_feats, ckpt.state))[0])
+        emu.append(greedy_ctc(tail_logits(emu_feats, ckpt.state))[0])
+        app.append(read_sentence(videos / f"{i:04d}.mp4", ckpt, Roi("none"), on="emu").text)
     print(f"emulator features == int8 reference features (bit-exact): {agree}/{n} clips")
     return [
         (name, corpus_rate(refs, h), corpus_rate(refs, h, "char"),
@@ -149,7 +162,7 @@ def timings() -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--clips", type=int, default=100)
+    ap.add_argument("--clips", type=int, default=200)
     ap.add_argument("--full-frames", type=int, default=75)
     args = ap.parse_args()
     torch.set_num_threads(2)
@@ -159,7 +172,10 @@ def main() -> None:
     print("| path | WER | CER | sentences exact |")
     print("|---|---|---|---|")
     for name, wer, cer, exact in rows:
-        print(f"| {name} | {wer:.2%} | {cer:.2%} | {exact:.0%} |")
+        print(f"| {name} | {wer:.2%} | {cer:.2%} | {exact:.1%} |")
+    gap = max(abs(wer - rows[0][1]) for _, wer, _, _ in rows[1:])
+    verdict = "met" if gap <= 0.005 else "NOT met"
+    print(f"\nlargest |WER(INT8 path) - WER(FP32)|: {gap:.2%} (bar 0.50%): {verdict}")
     cos, sqnr, full_ms, full_e2e = full_size(args.full_frames)
     demo_ms, e2e = timings()
     print("\n| measure | value |")
