@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 import lipread.roi
 from lipread.cli import app, route
 from lipread.frontend import cache_dir
+from lipread.render import render_clip
 from lipread.video import write_video
 
 from .test_checkpoint import published_state
@@ -97,6 +98,19 @@ def test_the_demo_model_reads_its_samples(path: Path) -> None:
 
 def test_there_are_three_synthetic_samples() -> None:
     assert len(sorted(SAMPLES.glob("synthetic_*.mp4"))) == 3
+
+
+def test_a_clip_longer_than_a_sentence_gets_a_note(tmp_path: Path) -> None:
+    first = render_clip(("bin", "blue", "at", "f", "two", "now"), 424242, 0)
+    second = render_clip(("set", "red", "with", "q", "nine", "soon"), 424242, 1)
+    write_video(tmp_path / "two.mp4", np.concatenate([first, second]))
+    result = runner.invoke(app, ["read", str(tmp_path / "two.mp4"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["frames"] == 150
+    assert "two.mp4 is 150 frames (6.0 s)" in result.stderr
+    assert "cut it into sentences" in result.stderr
+    one = runner.invoke(app, ["read", str(sample()[0])])
+    assert one.stderr == ""
 
 
 def test_short_clip_is_padded(short_clip: Path) -> None:

@@ -10,7 +10,11 @@ import typer
 
 from lipread.checkpoint import load_checkpoint
 from lipread.commands.options import Debug, RoiOpt, Weights, as_roi, guarded, target_option
+from lipread.frontend import CLIP_FRAMES
 from lipread.pipeline import Reading, read_sentence
+from lipread.video import FPS
+
+LONG_CLIP = CLIP_FRAMES * 3 // 2  # past 4.5 s a clip can hold a second sentence
 
 
 def read(
@@ -34,6 +38,14 @@ def read(
         return read_sentence(video, ckpt, as_roi(roi), on=on, fp32=fp32)
 
     reading = guarded(go, debug)
+    if reading.frames > LONG_CLIP:
+        typer.echo(
+            f"lipread: note: {video.name} is {reading.frames} frames "
+            f"({reading.frames / FPS:.1f} s); LipNet reads one GRID sentence per "
+            f"{CLIP_FRAMES}-frame (3 s) clip and may misread a clip holding more than one: "
+            "cut it into sentences",
+            err=True,
+        )
     if as_json:
         typer.echo(json.dumps(reading.as_dict(), indent=1))
     else:
