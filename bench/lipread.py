@@ -45,12 +45,12 @@ from lipread.frontend import (
     compile_frontend,
     torch_frontend,
 )
-from lipread.grid import greedy_ctc, sample_sentence, sentence_text
+from lipread.grid import greedy_ctc, sentence_text
 from lipread.image import resize, to_model_input
 from lipread.metrics import corpus_rate
 from lipread.model import LipNet
 from lipread.pipeline import read_sentence, synthetic_calibration
-from lipread.render import render_clip
+from lipread.render import render_clip, spoken_sentence
 from lipread.roi import Roi
 from lipread.tail import tail_logits
 from lipread.video import write_video
@@ -60,10 +60,10 @@ SAMPLES = Path(__file__).parents[1] / "apps/lipread/samples"
 
 
 def held_out(ckpt: Checkpoint, n: int, videos: Path) -> tuple[list[np.ndarray], list[str]]:
-    """Model inputs of n held-out clips, their transcripts; each clip also as videos/<i>.mp4."""
+    """Model inputs of n held-out clips, their transcripts; each clip also as videos/NNNN.mp4."""
     xs, texts = [], []
     for i in range(n):
-        words = sample_sentence(np.random.default_rng([HELD_OUT + i, 0, 7]))
+        words = spoken_sentence(HELD_OUT + i, 0)
         frames = render_clip(words, HELD_OUT + i, 0)
         write_video(videos / f"{i:04d}.mp4", frames)
         xs.append(to_model_input(resize(frames, (ckpt.config.height, ckpt.config.width))))
@@ -77,15 +77,18 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def accuracy(n: int) -> list[tuple[str, float, float, float]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        return accuracy_in(n, Path(tmp))
+
+
+def accuracy_in(n: int, tmp: Path) -> list[tuple[str, float, float, float]]:
+    """WER, CER and exact-sentence rate per path; the clips' mp4s and a compile go in tmp."""
     ckpt = load_checkpoint()
-    videos = Path(tempfile.mkdtemp())
-    xs, refs = held_out(ckpt, n, videos)
+    xs, refs = held_out(ckpt, n, tmp)
     model = LipNet(ckpt.config).eval()
     model.load_lipnet_state({k: torch.from_numpy(v) for k, v in ckpt.state.items()})
     manifest_path = cached_manifest(ckpt)
-    _, qgraph = compile_frontend(
-        ckpt, synthetic_calibration(ckpt.config), out=Path(tempfile.mkdtemp()) / "fe.mdla"
-    )
+    _, qgraph = compile_frontend(ckpt, synthetic_calibration(ckpt.config), out=tmp / "fe.mdla")
     if manifest_path is None:
         raise SystemExit("no shipped demo manifest: run apps/lipread/train_demo.py --manifest-only")
     manifest = mdla_runtime.load(manifest_path)
@@ -106,7 +109,7 @@ def accuracy(n: int) -> list[tuple[str, float, float, float]]:
         agree += int(np.array_equal(ref_feats, emu_feats))
         ref.append(greedy_ctc(tail_logits(ref_feats, ckpt.state))[0])
         emu.append(greedy_ctc(tail_logits(emu_feats, ckpt.state))[0])
-        app.append(read_sentence(videos / f"{i:04d}.mp4", ckpt, Roi("none"), on="emu").text)
+        app.append(read_sentence(tmp / f"{i:04d}.mp4", ckpt, Roi("none"), on="emu").text)
     print(f"emulator features == int8 reference features (bit-exact): {agree}/{n} clips")
     return [
         (name, corpus_rate(refs, h), corpus_rate(refs, h, "char"),
@@ -127,7 +130,7 @@ def full_size(frames: int) -> tuple[float, float, float, float]:
     out = cache_dir() / f"{cache_key(ckpt, frames)}.mdla"
     calib = [x[:, :, :frames] for x in synthetic_calibration(PUBLISHED, clips=2)]
     compile_frontend(ckpt, calib, out=out, frames=frames)
-    words = sample_sentence(np.random.default_rng([HELD_OUT + 999, 0, 7]))
+    words = spoken_sentence(HELD_OUT + 999, 0)
     x = to_model_input(render_clip(words, HELD_OUT + 999, 0)[:frames].astype(np.float32))
     with torch.no_grad():
         ref = torch_frontend(ckpt)(torch.from_numpy(x)).numpy()

@@ -50,12 +50,12 @@ import lipread
 from lipread.checkpoint import load_checkpoint, save_npz
 from lipread.config import DEMO
 from lipread.frontend import CLIP_FRAMES, compile_frontend
-from lipread.grid import WORDS, encode, greedy_ctc, sample_sentence, sentence_text
+from lipread.grid import WORDS, encode, greedy_ctc, sentence_text
 from lipread.image import resize, to_model_input
 from lipread.metrics import corpus_rate
 from lipread.model import LipNet
 from lipread.pipeline import synthetic_calibration
-from lipread.render import render_aligned, render_clip
+from lipread.render import render_aligned, render_clip, spoken_sentence
 from lipread.video import write_video
 
 HERE = Path(__file__).parent
@@ -82,7 +82,7 @@ def word_frames(words: tuple[str, ...], spans: list[tuple[float, float]], n: int
 
 def make_clip(job: tuple[int, int]) -> tuple[np.ndarray, str, np.ndarray]:
     speaker, clip = job
-    words = sample_sentence(np.random.default_rng([speaker, clip, 7]))
+    words = spoken_sentence(speaker, clip)
     frames, spans = render_aligned(words, speaker, clip)
     small = resize(frames, (DEMO.height, DEMO.width))
     clip_u8 = np.clip(np.round(small), 0, 255).astype(np.uint8)
@@ -225,7 +225,7 @@ def samples() -> None:
     for old in SAMPLES.glob("synthetic_*.mp4"):
         old.unlink()
     for speaker in (9001, 9002, 9003):
-        words = sample_sentence(np.random.default_rng([speaker, 0, 7]))
+        words = spoken_sentence(speaker, 0)
         path = SAMPLES / f"synthetic_s{speaker}_{'_'.join(words)}.mp4"
         write_video(path, render_clip(words, speaker, 0))
         log(path, json.dumps(sentence_text(words)))

@@ -26,10 +26,14 @@ runner = CliRunner()
 SAMPLES = Path(__file__).parents[2] / "apps/lipread/samples"
 
 
+def spoken(path: Path) -> str:
+    """The sentence a sample says, from its name: synthetic_s<speaker>_<word>_..._<word>.mp4."""
+    return " ".join(path.stem.split("_")[2:]).upper()
+
+
 def sample() -> tuple[Path, str]:
     path = sorted(SAMPLES.glob("synthetic_*.mp4"))[0]
-    words = path.stem.split("_")[2:]
-    return path, " ".join(words).upper()
+    return path, spoken(path)
 
 
 @pytest.mark.parametrize("args", [["--help"], ["read", "--help"], ["calibrate", "--help"]])
@@ -90,10 +94,9 @@ def test_int8_on_the_emulator_tracks_fp32() -> None:
 
 @pytest.mark.parametrize("path", sorted(SAMPLES.glob("synthetic_*.mp4")), ids=lambda p: p.stem)
 def test_the_demo_model_reads_its_samples(path: Path) -> None:
-    sentence = " ".join(path.stem.split("_")[2:]).upper()
     result = runner.invoke(app, ["read", str(path)])
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == sentence
+    assert result.stdout.strip() == spoken(path)
 
 
 def test_there_are_three_synthetic_samples() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 
@@ -15,7 +16,9 @@ from lipread.render import Speaker, timeline_with_spans
 SCRIPT = Path(__file__).parents[2] / "apps/lipread/train_demo.py"
 
 
+@cache
 def recipe() -> ModuleType:
+    """train_demo.py as a module (it is a script, not part of the package)."""
     spec = importlib.util.spec_from_file_location("train_demo", SCRIPT)
     assert spec is not None
     assert spec.loader is not None

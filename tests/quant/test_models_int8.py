@@ -14,6 +14,7 @@ from mdla_quant import QuantConfig, compare, quantize, run_int8
 from mdla_quant.reference import quantize_inputs
 from mdla_runtime.tflite import run_tflite_reference, tflite_bytes
 from tests.models import MODELS, inputs_for, legalized
+from workbench.images import softmax
 
 
 @pytest.mark.parametrize("spec", MODELS)
@@ -30,11 +31,6 @@ def test_int8_model_is_bit_exact_with_litert(spec: str) -> None:
             assert int(np.count_nonzero(a != b)) == 0
 
 
-def softmax(logits: np.ndarray) -> np.ndarray:
-    e = np.exp(logits.ravel() - logits.max())
-    return e / e.sum()  # type: ignore[no-any-return]
-
-
 @pytest.mark.parametrize("method", ["minmax", "percentile", "mse", "entropy"])
 def test_accuracy_floor_on_the_sample_photos(method: str) -> None:
     """INT8 top-1 equals FP32 top-1 on every photo (calibrated on them and their mirrors)
@@ -49,7 +45,7 @@ def test_accuracy_floor_on_the_sample_photos(method: str) -> None:
     decided = 0
     for xs in photos:
         (f,), (q,) = mdla_ir.run_float(graph, xs), run_int8(qgraph, xs)
-        p = softmax(f)
+        p = softmax(f.ravel())
         first, second = np.argsort(-p)[:2]
         if p[first] - p[second] >= 0.05:
             decided += 1

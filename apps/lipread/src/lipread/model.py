@@ -32,29 +32,27 @@ class FrontEnd(nn.Module):
         self.pool3 = nn.MaxPool3d((1, 2, 2), (1, 2, 2))
         self.relu = nn.ReLU()
         self.dropout3d = nn.Dropout3d(dropout)
+        # Identity (no parameters, no state-dict keys) where there is no BatchNorm
         self.norms = nn.ModuleList(
-            [nn.BatchNorm3d(c) for c in (cfg.conv1, cfg.conv2, cfg.conv3)] if batchnorm else []
+            nn.BatchNorm3d(c) if batchnorm else nn.Identity()
+            for c in (cfg.conv1, cfg.conv2, cfg.conv3)
         )
 
-    def stages(self) -> list[tuple[nn.Conv3d, nn.Module]]:
-        return [(self.conv1, self.pool1), (self.conv2, self.pool2), (self.conv3, self.pool3)]
+    def stages(self) -> list[tuple[nn.Conv3d, nn.Module, nn.Module]]:
+        convs, pools = (self.conv1, self.conv2, self.conv3), (self.pool1, self.pool2, self.pool3)
+        return list(zip(convs, self.norms, pools, strict=True))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for i, (conv, pool) in enumerate(self.stages()):
-            x = conv(x)
-            if self.norms:
-                x = self.norms[i](x)
-            x = pool(self.dropout3d(self.relu(x)))
+        for conv, norm, pool in self.stages():
+            x = pool(self.dropout3d(self.relu(norm(conv(x)))))
         return x
 
     def folded_state(self) -> dict[str, torch.Tensor]:
         """conv1..3 weights and biases with each BatchNorm's running statistics folded in."""
         out: dict[str, torch.Tensor] = {}
-        for i, (conv, _) in enumerate(self.stages(), start=1):
+        for i, (conv, bn, _) in enumerate(self.stages(), start=1):
             w, b = conv.weight.detach(), conv.bias.detach()  # type: ignore[union-attr]
-            if self.norms:
-                bn = self.norms[i - 1]
-                assert isinstance(bn, nn.BatchNorm3d)
+            if isinstance(bn, nn.BatchNorm3d):
                 assert bn.running_mean is not None
                 assert bn.running_var is not None
                 scale = bn.weight.detach() / torch.sqrt(bn.running_var + bn.eps)

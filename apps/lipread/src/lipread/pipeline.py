@@ -21,9 +21,9 @@ from lipread.frontend import (
     run_chunked,
     torch_frontend,
 )
-from lipread.grid import greedy_ctc, sample_sentence
+from lipread.grid import greedy_ctc
 from lipread.image import crop, resize, to_model_input
-from lipread.render import render_clip
+from lipread.render import render_clip, spoken_sentence
 from lipread.roi import CornerFinder, Roi, mouth_boxes
 from lipread.tail import tail_logits
 from lipread.video import read_video
@@ -79,7 +79,7 @@ def synthetic_calibration(cfg: LipNetConfig, clips: int = 4) -> Iterator[Array]:
     """Synthetic GRID clips at the model's input size (the default calibration set)."""
     for i in range(clips):
         speaker = CALIBRATION_SPEAKERS + i
-        words = sample_sentence(np.random.default_rng([speaker, 0, 7]))
+        words = spoken_sentence(speaker, 0)
         yield to_model_input(resize(render_clip(words, speaker, 0), (cfg.height, cfg.width)))
 
 

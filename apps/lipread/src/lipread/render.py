@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from lipread.grid import sample_sentence
 from lipread.visemes import REST, shapes
 
 Array = np.ndarray[Any, Any]
@@ -156,6 +157,12 @@ def draw(params: Array, spk: Speaker, offsets: Array, size: tuple[int, int] = CR
     gain, gx, gy = spk.light
     light = gain * (1.0 + gx * (xx - 0.5) + gy * (yy - 0.5))
     return img * light[..., None]
+
+
+def spoken_sentence(speaker: int, clip: int) -> tuple[str, ...]:
+    """The GRID sentence synthetic `speaker` says in `clip`: the corpus's one seed convention
+    (training, calibration, samples and the benchmark each use their own speaker range)."""
+    return sample_sentence(np.random.default_rng([speaker, clip, 7]))
 
 
 def render_clip(

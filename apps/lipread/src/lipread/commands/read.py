@@ -14,7 +14,7 @@ from lipread.frontend import CLIP_FRAMES
 from lipread.pipeline import Reading, read_sentence
 from lipread.video import FPS
 
-LONG_CLIP = CLIP_FRAMES * 3 // 2  # past 4.5 s a clip can hold a second sentence
+LONG_CLIP = CLIP_FRAMES * 3 // 2  # past 1.5 sentences' length a clip can hold a second one
 
 
 def read(
@@ -42,7 +42,8 @@ def read(
         typer.echo(
             f"lipread: note: {video.name} is {reading.frames} frames "
             f"({reading.frames / FPS:.1f} s); LipNet reads one GRID sentence per "
-            f"{CLIP_FRAMES}-frame (3 s) clip and may misread a clip holding more than one: "
+            f"{CLIP_FRAMES}-frame ({CLIP_FRAMES / FPS:.0f} s) clip and may misread a clip holding "
+            "more than one: "
             "cut it into sentences",
             err=True,
         )
