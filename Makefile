@@ -4,11 +4,11 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
-PKGS   := packages/mdla-ir packages/mdla-legalize packages/mdla-quant packages/mdla-runtime \
-          packages/mdla-witness apps/workbench apps/lipread
+PKGS   := packages/mdla-ir packages/mdla-target packages/mdla-legalize packages/mdla-quant packages/mdla-runtime \
+          packages/mdla-witness packages/mdla-zoo apps/workbench apps/lipread
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PKGS))
 
-.PHONY: demo test lint typecheck imports pytest clean venv
+.PHONY: demo test lint typecheck imports pytest clean venv sysdeps
 
 venv: $(STAMP)
 
@@ -19,8 +19,8 @@ $(STAMP): $(PYPROJECTS) requirements-dev.txt Makefile
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.14.1 torchvision==0.29.1
 	$(PIP) install -q -r requirements-dev.txt
-	$(PIP) install -q -e 'packages/mdla-ir[zoo]' -e packages/mdla-legalize -e packages/mdla-quant \
-	    -e packages/mdla-runtime -e packages/mdla-witness -e 'apps/workbench[models]' -e 'apps/lipread[auto]'
+	$(PIP) install -q -e packages/mdla-ir -e packages/mdla-target -e packages/mdla-legalize -e packages/mdla-quant \
+	    -e packages/mdla-runtime -e packages/mdla-witness -e 'packages/mdla-zoo[models]' -e 'apps/workbench[models]' -e 'apps/lipread[auto]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -40,7 +40,11 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(VENV)/bin/lint-imports
 
-pytest: $(STAMP)
+# Debian packages the tests need (clang, the aarch64 cross compiler, qemu-user, valgrind, sshd).
+sysdeps:
+	bash scripts/sysdeps.sh
+
+pytest: $(STAMP) sysdeps
 	$(PY) -m pytest
 
 test: lint typecheck imports pytest

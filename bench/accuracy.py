@@ -22,8 +22,8 @@ from PIL import Image
 
 import mdla_ir
 import mdla_legalize
-from mdla_ir.zoo import recalibrate_batchnorm
 from mdla_quant import METHODS, QuantConfig, compare, quantize, run_int8
+from mdla_zoo import load_model, recalibrate_batchnorm
 
 PHOTOS = {
     "chelsea": skimage.data.chelsea,
@@ -59,7 +59,7 @@ def crops(images: list[np.ndarray], n: int, seed: int) -> list[np.ndarray]:
 
 
 def lite0(n_crops: int, n_calib: int) -> None:
-    model = mdla_ir.load_model("efficientnet_lite0")
+    model = load_model("efficientnet_lite0")
     target = mdla_legalize.load_target("mdla3.5")
     graph = mdla_legalize.legalize(mdla_ir.from_torch(model.module, model.example_inputs), target)
     images = [load() for load in PHOTOS.values()]
@@ -119,7 +119,7 @@ def torchvision_models() -> None:
     rng = np.random.default_rng(0)
     target = mdla_legalize.load_target("mdla3.5")
     for spec in ("mobilenet_v2", "resnet18", "efficientnet_b0", "squeezenet1_1"):
-        model = mdla_ir.load_model(spec, seed=0)
+        model = load_model(spec, seed=0)
         if spec != "squeezenet1_1":
             recalibrate_batchnorm(model.module)
         graph = mdla_legalize.legalize(

@@ -24,7 +24,8 @@ import mdla_legalize
 from mdla_quant import QuantConfig, quantize
 from mdla_quant.reference import quantize_inputs
 from mdla_runtime import load, open_target, save
-from mdla_runtime.tflite import tflite_bytes
+from mdla_runtime.export.tflite import tflite_bytes
+from mdla_zoo import load_model
 
 
 def litert_median_ms(blob: bytes, x: np.ndarray, resolver: str, repeat: int) -> float:
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args(argv)
-    model = mdla_ir.load_model("efficientnet_lite0")
+    model = load_model("efficientnet_lite0")
     graph = mdla_legalize.legalize(
         mdla_ir.from_torch(model.module, model.example_inputs), mdla_legalize.load_target("mdla3.5")
     )

@@ -2,7 +2,7 @@
 
 efficientnet_lite0 has its real weights and is fed the scikit-image sample photos; the
 torchvision models are randomly initialized (seed 0) with BatchNorm statistics set on random
-data; the LipNet front-end runs on a 4-frame clip.
+data; the LipNet front-end (lipread's, the one LipNet definition) runs on a 4-frame clip.
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from typing import Any
 
 import numpy as np
 import skimage.data
+import torch
 
 import mdla_ir
 import mdla_legalize
-from mdla_ir.zoo import recalibrate_batchnorm
+from lipread.model import frontend
+from mdla_zoo import Model, load_model, recalibrate_batchnorm
 
 MODELS = [
     "efficientnet_lite0",
@@ -35,12 +37,18 @@ PHOTOS = [
 ]
 
 
+def load(spec: str, frames: int) -> Model:
+    """A zoo model; `lipnet_frontend` is lipread's front-end (seed 0) on a `frames`-frame clip."""
+    if spec != "lipnet_frontend":
+        return load_model(spec)
+    torch.manual_seed(0)
+    module, example = frontend(frames)
+    return Model(spec, module, (example,))
+
+
 @cache
 def legalized(spec: str) -> tuple[mdla_ir.Graph, Any]:
-    if spec == "lipnet_frontend":
-        model = mdla_ir.load_model(spec, frames=4)
-    else:
-        model = mdla_ir.load_model(spec)
+    model = load(spec, frames=4)
     if spec in ("mobilenet_v2", "resnet18", "efficientnet_b0"):
         recalibrate_batchnorm(model.module)
     graph = mdla_ir.from_torch(model.module, model.example_inputs, name=spec)

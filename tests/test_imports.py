@@ -21,7 +21,19 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("module", ["mdla_ir", "mdla_witness"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "mdla_ir",
+        "mdla_witness",
+        "mdla_zoo",
+        "mdla_zoo.preprocess",
+        "mdla_target",
+        "mdla_runtime",
+        "mdla_runtime.engine.target",
+        "mdla_runtime.emu.emulator",
+    ],
+)
 def test_imports_without_torch(module: str) -> None:
     proc = subprocess.run(
         [sys.executable, "-c", BLOCK_TORCH.replace("{module}", module)],
@@ -39,3 +51,15 @@ def test_from_torch_without_torch_says_so() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert "blocked: torch" in proc.stdout
+
+
+def test_zoo_preprocessing_runs_without_torch_and_load_model_says_so() -> None:
+    code = BLOCK_TORCH.replace("{module}", "mdla_zoo") + (
+        "import numpy as np\n"
+        "x = mdla_zoo.prepare(np.zeros((300, 400, 3), np.uint8), 'tf', (224, 224))\n"
+        "print(x.shape, x.dtype)\n"
+        "try:\n    mdla_zoo.load_model('squeezenet1_1')\nexcept ImportError as e:\n    print(e)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[1:] == ["(1, 3, 224, 224) float32", "blocked: torch"]

@@ -220,3 +220,19 @@ def test_wrong_input_shape_is_reported() -> None:
         mdla_ir.run_float(graph, [torch.zeros(1, 3, 5, 4).numpy()])
     with pytest.raises(IRError, match="takes 1 input"):
         mdla_ir.run_float(graph, [])
+
+
+def test_the_source_hash_covers_structure_and_weights() -> None:
+    """sha256 of the fx code and the state dict: stable, and moved by any weight or op change."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU()).eval()
+    x = torch.randn(1, 3, 8, 8)
+    first = mdla_ir.from_torch(net, x).provenance
+    assert len(first.source_hash) == 64
+    assert first.module == "Sequential"
+    assert mdla_ir.from_torch(net, x).provenance.source_hash == first.source_hash
+    with torch.no_grad():
+        net[0].weight[0, 0, 0, 0] += 1e-3
+    assert mdla_ir.from_torch(net, x).provenance.source_hash != first.source_hash
+    other = nn.Sequential(net[0], nn.ReLU6()).eval()
+    assert mdla_ir.from_torch(other, x).provenance.source_hash != first.source_hash

@@ -8,6 +8,8 @@ import torch
 
 import mdla_ir
 from mdla_ir.testing import relative_error
+from mdla_zoo import load_model
+from tests.models import load
 
 # Op counts after the default passes (BN folded, ReLU/ReLU6 fused, dropout dropped).
 EXPECTED = {
@@ -55,11 +57,7 @@ EXPECTED = {
 @pytest.fixture(scope="module", params=sorted(EXPECTED))
 def imported(request: pytest.FixtureRequest) -> tuple[str, mdla_ir.Graph, torch.nn.Module]:
     spec = request.param
-    model = (
-        mdla_ir.load_model(spec, frames=5)
-        if spec == "lipnet_frontend"
-        else (mdla_ir.load_model(spec))
-    )
+    model = load(spec, frames=5)
     return spec, mdla_ir.from_torch(model.module, model.example_inputs, name=spec), model.module
 
 
@@ -81,7 +79,7 @@ def test_float_parity_with_pytorch(imported: tuple[str, mdla_ir.Graph, torch.nn.
 
 
 def test_passes_preserve_the_unoptimized_graph() -> None:
-    model = mdla_ir.load_model("mobilenet_v2")
+    model = load_model("mobilenet_v2")
     raw = mdla_ir.from_torch(model.module, model.example_inputs, optimize=False)
     assert raw.count()["BATCH_NORM"] == 52
     assert raw.count()["RELU6"] == 35
@@ -91,19 +89,8 @@ def test_passes_preserve_the_unoptimized_graph() -> None:
     assert relative_error(mdla_ir.run_float(opt, [x])[0], mdla_ir.run_float(raw, [x])[0]) < 1e-5
 
 
-def test_real_weights_classify_a_cat() -> None:
-    import skimage.data
-
-    model = mdla_ir.load_model("efficientnet_lite0")
-    graph = mdla_ir.from_torch(model.module, model.example_inputs)
-    (logits,) = mdla_ir.run_float(graph, [model.prepare(skimage.data.chelsea())])
-    assert model.labels is not None
-    top = model.labels[int(np.argmax(logits))]
-    assert "cat" in top.lower()
-
-
 def test_evaluate_streams_every_value_to_an_observer() -> None:
-    model = mdla_ir.load_model("squeezenet1_1")
+    model = load_model("squeezenet1_1")
     graph = mdla_ir.from_torch(model.module, model.example_inputs)
     seen: dict[str, tuple[int, ...]] = {}
     x = np.zeros((1, 3, 224, 224), np.float32)

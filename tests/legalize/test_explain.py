@@ -8,13 +8,14 @@ import mdla_ir
 from mdla_ir import OpKind
 from mdla_ir.testing import GraphBuilder
 from mdla_legalize import LegalizeError, explain, legalize, load_target, to_nhwc
+from mdla_zoo import load_model
 
 TARGET = load_target("mdla3.5")
 
 
 @pytest.fixture(scope="module")
 def b0_report() -> str:
-    model = mdla_ir.load_model("efficientnet_b0")
+    model = load_model("efficientnet_b0")
     graph = mdla_ir.from_torch(model.module, model.example_inputs)
     return explain(graph, TARGET)  # type: ignore[return-value]
 

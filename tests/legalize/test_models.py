@@ -8,6 +8,7 @@ import torch
 import mdla_ir
 from mdla_ir.testing import relative_error
 from mdla_legalize import explain, legalize, load_target, prefix
+from tests.models import load
 
 TARGET = load_target("mdla3.5")
 
@@ -44,7 +45,7 @@ EXPECTED = {
 }
 
 
-# The rules each model needed (graph.meta["rules"]: rule name -> times it fired).
+# The rules each model needed (graph.provenance.rules: rule name -> times it fired).
 RULES = {
     "mobilenet_v2": {"linear_to_conv1x1": 1, "conv_pad_to_pad_valid": 5},
     "resnet18": {"linear_to_conv1x1": 1, "conv_pad_to_pad_valid": 4, "maxpool_pad_to_pad_valid": 1},
@@ -68,11 +69,7 @@ RULES = {
 @pytest.fixture(scope="module", params=sorted(EXPECTED))
 def legalized(request: pytest.FixtureRequest) -> tuple[str, mdla_ir.Graph, torch.nn.Module]:
     spec = request.param
-    model = (
-        mdla_ir.load_model(spec, frames=5)
-        if spec == "lipnet_frontend"
-        else (mdla_ir.load_model(spec))
-    )
+    model = load(spec, frames=5)
     graph = mdla_ir.from_torch(model.module, model.example_inputs, name=spec)
     return spec, legalize(graph, TARGET), model.module
 
@@ -82,7 +79,8 @@ def test_every_op_maps_on_the_mdla(legalized: tuple[str, mdla_ir.Graph, torch.nn
     report = explain(graph, TARGET)
     assert report.all_supported, str(report)
     assert graph.count() == EXPECTED[spec]
-    assert dict(graph.meta.get("rules", {})) == RULES[spec]
+    assert graph.provenance.rule_counts == RULES[spec]
+    assert (graph.provenance.target, graph.provenance.device) == ("mdla3.5", "mtk-mdla")
     assert graph.layout == "NHWC"
     assert all(len(t.shape) <= 4 for t in graph.tensors.values() if not t.is_const)
 
@@ -99,7 +97,9 @@ def test_float_parity_with_pytorch(legalized: tuple[str, mdla_ir.Graph, torch.nn
 
 def test_legalize_is_a_fixed_point(legalized: tuple[str, mdla_ir.Graph, torch.nn.Module]) -> None:
     _, graph, _ = legalized
-    assert mdla_ir.same_graph(legalize(graph, TARGET), graph.with_(meta=graph.meta))
+    again = legalize(graph, TARGET)
+    assert mdla_ir.same_graph(again, graph)
+    assert again.provenance == graph.provenance  # nothing fired, so no rule counted twice
 
 
 def test_every_prefix_of_a_device_graph_maps(

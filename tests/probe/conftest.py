@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mdla_runtime import open_target
-from mdla_runtime.probe import Matrix, catalogue, run_probes
+from workbench.probe import Matrix, catalogue, run_probes
 
 DEVICES = ("mtk-mdla", "mtk-gpu", "mtk-dsp")
 
@@ -19,6 +19,6 @@ def emu_matrix() -> Matrix:
 
 @pytest.fixture(scope="session")
 def probed_file(emu_matrix: Matrix, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from mdla_runtime.probe import write_target
+    from workbench.probe import write_target
 
     return write_target(emu_matrix, tmp_path_factory.mktemp("probe") / "emu-probed.toml")

@@ -11,12 +11,12 @@ import numpy as np
 
 from mdla_ir.ops import OpKind
 from mdla_legalize import load_target
-from mdla_legalize.target import OpSpec
 from mdla_quant import run_int8
-from mdla_runtime.emulator import EMU_SRC
-from mdla_runtime.probe import MATH, Matrix, catalogue
-from mdla_runtime.probe.targetfile import maps
+from mdla_runtime.emu.emulator import EMU_SRC
+from mdla_target.target import OpSpec
 from tests.probe.conftest import DEVICES
+from workbench.probe import MATH, Matrix, catalogue
+from workbench.probe.targetfile import maps
 
 
 def emulator_kinds() -> set[OpKind]:

@@ -10,8 +10,8 @@ import pytest
 
 from mdla_runtime import open_target
 from mdla_runtime.build import compile_c
-from mdla_runtime.emulator import CSRC, EMU_SRC, generate_targets, target_file
-from mdla_runtime.probe import Probe, ProbeResult, catalogue, run_probes
+from mdla_runtime.emu.emulator import CSRC, EMU_SRC, generate_targets, target_file
+from workbench.probe import Probe, ProbeResult, catalogue, run_probes
 
 HERE = Path(__file__).parent
 

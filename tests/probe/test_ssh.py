@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 from mdla_ir.ops import OpKind
 from mdla_legalize import load_target
 from mdla_runtime import open_target
-from mdla_runtime.emulator import build_emulator
-from mdla_runtime.probe import catalogue, run_probes
+from mdla_runtime.emu.emulator import build_emulator
 from tests.ssh.sshd_server import Server, sshd
 from workbench.commands.probe import probe
+from workbench.probe import catalogue, run_probes
 
 __all__ = ["sshd"]
 OPS = ("CONV_2D", "LOGISTIC", "CONCATENATION", "SQRT", "POW")

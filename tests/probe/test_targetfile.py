@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from mdla_ir.ops import OpKind
-from mdla_legalize import LegalizeError, load_target
 from mdla_runtime import load, save
-from mdla_runtime.probe import Cell, Matrix, ProbeResult, catalogue, write_target
-from mdla_runtime.probe.patch import patch_file
+from mdla_target import TargetDataError, load_target
+from workbench.probe import Cell, Matrix, ProbeResult, catalogue, write_target
+from workbench.probe.patch import patch_file
 
 OK = Cell(True, True, True, True, latency_us=3.0)
 NO = Cell(False, False, False, error="UNMAPPABLE")
@@ -59,7 +59,7 @@ def test_an_unsupported_op_carries_the_reason(tmp_path: Path) -> None:
     assert "UNMAPPABLE" in spec.reason
     text = (tmp_path / "t.toml").read_text()
     assert "#   POW: maps on no device (not an OpKind)" in text
-    with pytest.raises(LegalizeError):
+    with pytest.raises(TargetDataError):
         load_target(tmp_path / "missing.toml")
 
 

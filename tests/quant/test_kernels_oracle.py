@@ -16,10 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mdla_ir.graph import Graph
-from mdla_ir.ops import OpKind
-from mdla_quant import run_int8
-from mdla_quant.testing import (
+from mdla_ir.builders import (
     INT8_KINDS,
     act,
     as_floats,
@@ -28,7 +25,10 @@ from mdla_quant.testing import (
     random_qgraph,
     single_op_qgraph,
 )
-from mdla_runtime.tflite import run_tflite_reference, tflite_bytes
+from mdla_ir.graph import Graph
+from mdla_ir.ops import OpKind
+from mdla_quant import run_int8
+from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
 
 CASES = 1000
 KINDS = INT8_KINDS

@@ -8,17 +8,19 @@ tap skipping (not padding), elementwise formulas one element at a time.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 import numpy as np
 import pytest
 
+from mdla_ir.builders import as_floats, random_codes, random_qgraph
 from mdla_ir.graph import Graph, QuantParams
 from mdla_ir.ops import OpKind
+from mdla_ir.provenance import QuantRecord
 from mdla_quant import run_int8
-from mdla_quant.testing import as_floats, random_codes, random_qgraph
-from mdla_runtime.tflite import run_tflite_reference, tflite_bytes
+from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
 
 CASES = 120
 
@@ -206,12 +208,13 @@ def test_single_rounding_matches_scalar_formula(kind: OpKind) -> None:
     assert bad == 0, f"{kind.name}: {bad} of {total} elements differ"
 
 
-def test_graph_meta_selects_single_rounding() -> None:
+def test_graph_provenance_selects_single_rounding() -> None:
     rng = np.random.default_rng(5)
     g = random_qgraph(OpKind.MUL, rng)
     codes = random_codes(g, rng)
     floats = as_floats(g, codes)
-    single = g.with_(meta={"rounding": "single"})
+    prov = dataclasses.replace(g.provenance, quant=QuantRecord(rounding="single"))
+    single = g.with_(provenance=prov)
     assert np.array_equal(
         run_int8(single, floats, raw=True)[0], run_int8(g, floats, raw=True, rounding="single")[0]
     )

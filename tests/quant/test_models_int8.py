@@ -12,7 +12,7 @@ import pytest
 import mdla_ir
 from mdla_quant import QuantConfig, compare, quantize, run_int8
 from mdla_quant.reference import quantize_inputs
-from mdla_runtime.tflite import run_tflite_reference, tflite_bytes
+from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
 from tests.models import MODELS, inputs_for, legalized
 from workbench.images import softmax
 

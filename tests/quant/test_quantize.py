@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 import mdla_ir
 from mdla_ir import Graph, OpKind
+from mdla_ir.provenance import record_fields
 from mdla_ir.testing import GraphBuilder
 from mdla_quant import run_int8
 from mdla_quant.config import QuantConfig
@@ -129,8 +131,24 @@ def test_target_constraints_are_enforced() -> None:
     assert t["w"].quant.channel_dim == 0
     assert t["b"].dtype == "int32"
     assert t["k"].dtype == "int8"
-    assert q.meta["rounding"] == "double"
-    assert q.meta["calibration_samples"] == 6
+    assert q.provenance.rounding == "double"
+    assert q.provenance.quant == mdla_ir.QuantRecord(method="minmax")
+    assert q.provenance.calibration_samples == 6
+
+
+def test_the_provenance_records_the_whole_config() -> None:
+    config = QuantConfig(method="mse", rounding="single", bins=1024, percentile=99.0)
+    q = quantize(net(), samples(3), config)
+    assert q.provenance.quant is not None
+    assert dataclasses.asdict(q.provenance.quant) == config.as_dict()
+    assert q.provenance.rounding == "single"
+    assert q.provenance.calibration_samples == 3
+
+
+def test_quant_record_mirrors_every_config_field() -> None:
+    """mdla_ir's QuantRecord is QuantConfig's twin: a field added to one must reach the other."""
+    assert record_fields(mdla_ir.QuantRecord) == record_fields(QuantConfig)
+    assert mdla_ir.QuantRecord() == QuantConfig().record()
 
 
 def test_int8_tracks_float_within_a_few_steps_on_calibrated_data() -> None:

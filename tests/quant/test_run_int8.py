@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mdla_ir.builders import act, as_floats, const, qp, random_codes, single_op_qgraph
 from mdla_ir.graph import Graph, Op
 from mdla_ir.ops import OpKind
 from mdla_quant import KernelError, QuantError, run_int8
-from mdla_quant.testing import act, as_floats, const, qp, random_codes, single_op_qgraph
-from mdla_runtime.tflite import run_tflite_reference, tflite_bytes
+from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
 
 
 def test_boundary_permutations_and_dequantized_outputs() -> None:

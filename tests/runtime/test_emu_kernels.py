@@ -1,6 +1,6 @@
 """The emulator's int8 kernels against mdla_quant.run_int8, bit for bit, in both roundings.
 
-Every case is a random single-op qgraph from mdla_quant.testing, lowered to Neuron operands,
+Every case is a random single-op qgraph from mdla_ir.builders, lowered to Neuron operands,
 compiled for the three devices (their union maps every kernel here) and run through the ABI.
 """
 
@@ -12,10 +12,10 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from mdla_ir.builders import INT8_KINDS, as_floats, random_codes, random_qgraph
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
 from mdla_quant.errors import KernelError
-from mdla_quant.testing import INT8_KINDS, as_floats, random_codes, random_qgraph
 from tests.runtime.test_emu_support import DEVICES, NO_ERROR, compile_model, lower_single_op
 
 CASES = 50

@@ -17,7 +17,7 @@ import numpy as np
 
 from mdla_ir.graph import Graph, Tensor
 from mdla_ir.ops import OpKind
-from mdla_runtime.emulator import load_emulator
+from mdla_runtime.emu.emulator import load_emulator
 
 Array = np.ndarray[Any, Any]
 

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mdla_ir.builders import random_qgraph
 from mdla_ir.ops import OpKind
-from mdla_quant.testing import random_qgraph
 from mdla_runtime import load, save
 from mdla_runtime.build import CSRC, compile_c, engine_path
 from mdla_runtime.testing import chain_qgraph

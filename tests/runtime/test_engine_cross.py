@@ -14,10 +14,10 @@ import pytest
 
 from mdla_quant import run_int8
 from mdla_runtime import load, save
-from mdla_runtime.build import CSRC, ENGINE_SOURCES
-from mdla_runtime.emulator import CFLAGS as EMU_FLAGS
-from mdla_runtime.emulator import EMU_SRC, emulator_sources
-from mdla_runtime.target import quantize
+from mdla_runtime.build import CSRC, ENGINE_SOURCES, generated_dir
+from mdla_runtime.emu.emulator import CFLAGS as EMU_FLAGS
+from mdla_runtime.emu.emulator import EMU_SRC, emulator_sources
+from mdla_runtime.engine.target import quantize
 from mdla_runtime.testing import chain_qgraph
 
 CC, QEMU, SYSROOT = "aarch64-linux-gnu-gcc", "qemu-aarch64", "/usr/aarch64-linux-gnu"
@@ -32,7 +32,7 @@ def arm(tmp_path_factory: pytest.TempPathFactory) -> Path:
             f"{', '.join(missing)} missing: apt-get install -y gcc-aarch64-linux-gnu qemu-user"
         )
     out = tmp_path_factory.mktemp("aarch64")
-    flags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{CSRC}"]
+    flags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{CSRC}", f"-I{generated_dir()}"]
     for cmd in (
         [
             CC,
@@ -48,6 +48,7 @@ def arm(tmp_path_factory: pytest.TempPathFactory) -> Path:
             *EMU_FLAGS,
             f"-I{CSRC}",
             f"-I{EMU_SRC}",
+            f"-I{generated_dir()}",
             *map(str, emulator_sources()),
             "-o",
             str(out / "libneuron_emu.so"),

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mdla_ir.builders import random_qgraph
 from mdla_ir.ops import OpKind
-from mdla_quant.testing import random_qgraph
 from mdla_runtime import ManifestError
-from mdla_runtime.build import CSRC
-from mdla_runtime.manifest import parse, to_bytes
+from mdla_runtime.build import CSRC, generated_dir
+from mdla_runtime.format.manifest import parse, to_bytes
 from mdla_runtime.testing import chain_qgraph, malformed_cases, pack, sample_manifest, split
 
 SEEDS = [sample_manifest(), to_bytes(chain_qgraph())]
@@ -104,7 +104,7 @@ def test_libfuzzer_finds_no_crash_in_the_c_reader(tmp_path: Path) -> None:
         for f in ("fuzz_manifest.c", "manifest.c", "manifest_check.c", "mdla_msgpack.c")
     ]
     flags = ["-std=c11", "-g", "-O1", "-fsanitize=fuzzer,address,undefined"]
-    flags += ["-fno-sanitize-recover=undefined"]
+    flags += ["-fno-sanitize-recover=undefined", f"-I{generated_dir()}"]
     build = subprocess.run([clang, *flags, *srcs, "-o", str(exe)], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     corpus = tmp_path / "corpus"

@@ -8,12 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mdla_ir.builders import random_qgraph
 from mdla_ir.graph import Op
 from mdla_ir.ops import FUSE_CODES, OpKind
-from mdla_quant.testing import random_qgraph
-from mdla_runtime import container as fmt
 from mdla_runtime import errors, load, save
-from mdla_runtime.testing import malformed_cases, pack, sample_manifest, split
+from mdla_runtime.format import container as fmt
+from mdla_runtime.format.manifest import parse
+from mdla_runtime.format.model import MODEL_KEYS
+from mdla_runtime.testing import malformed_cases, pack, sample_graph, sample_manifest, split
 
 KINDS = [
     OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.FULLY_CONNECTED, OpKind.AVERAGE_POOL_2D,
@@ -127,14 +129,14 @@ def test_lowering_names_the_op_and_the_fix() -> None:
 def test_an_edited_but_valid_header_still_loads() -> None:
     header, data = split(sample_manifest())
     header["model"]["labels"] = ["cat", "dog"]
-    from mdla_runtime.manifest import parse
+    from mdla_runtime.format.manifest import parse
 
     assert parse(pack(header, data)).model["labels"] == ["cat", "dog"]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_malformed_file_raises_its_error(name: str) -> None:
-    from mdla_runtime.manifest import parse
+    from mdla_runtime.format.manifest import parse
 
     case = CASES[name]
     with pytest.raises(case.kind) as info:
@@ -155,7 +157,7 @@ def test_every_error_kind_has_a_malformed_case() -> None:
     [("bad_magic", 0), ("future_version", 8), ("header_too_large", 12), ("not_msgpack", 20)],
 )
 def test_fixed_offsets(name: str, offset: int) -> None:
-    from mdla_runtime.manifest import parse
+    from mdla_runtime.format.manifest import parse
 
     with pytest.raises(errors.ManifestError) as info:
         parse(CASES[name].data)
@@ -173,3 +175,20 @@ def test_save_gives_the_file_ordinary_permissions(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_the_model_section_round_trips_the_provenance() -> None:
+    graph = sample_graph()
+    m = parse(sample_manifest())
+    assert m.provenance == graph.provenance
+    assert m.rounding == "double"
+    assert set(m.model) == set(MODEL_KEYS) - {"probe_patched"}
+
+
+def test_a_format_1_file_says_rebuild() -> None:
+    header, data = split(sample_manifest())
+    with pytest.raises(errors.FutureVersionError) as info:
+        parse(pack(header, data, version=1))
+    assert "format version 1, rebuild with `workbench compile`" in str(info.value)
+    assert f"reads format {fmt.FORMAT_VERSION}" in str(info.value)
+    assert fmt.FORMAT_VERSION == 2

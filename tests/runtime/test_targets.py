@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mdla_ir.affine import quantize_input
+from mdla_ir.builders import as_floats, random_codes, random_qgraph
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
-from mdla_quant.reference import quantize_input
-from mdla_quant.testing import as_floats, random_codes, random_qgraph
 from mdla_runtime import TargetError, load, open_target, save
 from mdla_runtime.build import CSRC, compile_c
-from mdla_runtime.target import dequantize, quantize
+from mdla_runtime.engine.target import dequantize, quantize
 from mdla_runtime.testing import chain_qgraph
 
 FAKE = Path(__file__).parent / "fake_adapter.c"
@@ -65,7 +65,7 @@ def test_run_applies_the_io_contract(tmp_path: Path) -> None:
 
 
 def test_dequantize_undoes_the_boundary_permutation() -> None:
-    from mdla_runtime.manifest import IOSpec
+    from mdla_runtime.format.manifest import IOSpec
 
     spec = IOSpec(0, "y", 0.5, 2, "NHWC", (1, 2, 3, 4), (0, 2, 3, 1), (1, 4, 2, 3))
     raw = np.arange(24, dtype=np.int8).reshape(1, 2, 3, 4)
@@ -147,8 +147,8 @@ def test_emulator_runs_a_chain_on_mdla_with_cuts(tmp_path: Path, emu: object) ->
 
 def _classifier() -> tuple[object, object]:
     """An un-legalized classifier head: MEAN (global pool), then FC 1280->1000 per-channel."""
+    from mdla_ir.builders import act, const, qp
     from mdla_ir.graph import Graph, Op
-    from mdla_quant.testing import act, const, qp
 
     rng = np.random.default_rng(4)
     ws = rng.uniform(0.001, 0.01, 1000).astype(np.float32)

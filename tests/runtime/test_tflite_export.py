@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mdla_ir.builders import act, as_floats, const, qp, random_codes, single_op_qgraph
 from mdla_ir.graph import Graph
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
-from mdla_quant.testing import act, as_floats, const, qp, random_codes, single_op_qgraph
 from mdla_runtime import ExportError, export_tflite
-from mdla_runtime.tflite import padding_mode, run_tflite_reference, tflite_bytes
+from mdla_runtime.export.tflite import padding_mode, run_tflite_reference, tflite_bytes
 
 
 def _read(path: Path) -> object:

@@ -124,7 +124,7 @@ def test_run_errors(runner: CliRunner, artifacts: dict[str, Path], tmp_path: Pat
         ([str(tmp_path / "none.mdla")], 1, "does not exist"),
         ([str(corrupt)], 1, "FutureVersion"),
         ([str(artifacts["tiny"]), "--on", "lib:/no/such/lib.so"], 4, "no such library"),
-        ([str(artifacts["tiny"]), "--on", "tcp://x"], 4, "unknown target"),
+        ([str(artifacts["tiny"]), "--on", "tcp://x"], 2, "unknown target"),
         ([str(artifacts["tiny"]), "--repeat", "0"], 2, ""),
     ]
     for args, code, message in cases:

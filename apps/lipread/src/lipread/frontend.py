@@ -19,6 +19,7 @@ than the zero padding).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -34,7 +35,7 @@ Array = np.ndarray[Any, Any]
 FrontEndFn = Callable[[Array], Array]  # (1, 3, T, H, W) -> (1, C, T, h, w)
 CLIP_FRAMES = 75
 HALO = 3
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: manifest format 2 (a cached format-1 file would be refused)
 
 
 def cache_dir() -> Path:
@@ -103,6 +104,8 @@ def compile_frontend(
         graph = mdla_ir.from_torch(fe, (example,))
         device_graph = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
         qgraph = mdla_quant.quantize(device_graph, clips, mdla_quant.QuantConfig())
+        prov = dataclasses.replace(qgraph.provenance, spec="lipread.model:FrontEnd")
+        qgraph = qgraph.with_(provenance=prov)
         mdla_runtime.save(qgraph, path)
     except (mdla_ir.IRError, mdla_legalize.LegalizeError) as exc:
         raise UnsupportedError(f"front-end does not compile for mtk-mdla: {exc}") from exc

@@ -101,3 +101,11 @@ class LipNet(nn.Module):
         """The state dict under LipNet-PyTorch's key names (training BatchNorms folded in)."""
         tail = {k: v for k, v in self.state_dict().items() if not k.startswith("frontend.")}
         return {**self.frontend.folded_state(), **tail}
+
+
+def frontend(frames: int = 75) -> tuple[FrontEnd, torch.Tensor]:
+    """The model spec `lipread.model:frontend`: the published front-end (random init, eval
+    mode) and a zero clip (1, 3, frames, 64, 128) as its example input (no image preprocessing).
+    """
+    cfg = PUBLISHED
+    return FrontEnd(cfg).eval(), torch.zeros(1, 3, frames, cfg.height, cfg.width)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import mdla_legalize
 import mdla_runtime
+import mdla_target
 from mdla_ir import Graph
 from mdla_ir.ops import OpKind
 
@@ -90,6 +91,6 @@ def culprit(
             else f"{kind} maps on {device}, so one of its attributes or operands does not "
             "(padding, dtype, per-channel weights, shape); `workbench check MODEL` says which"
         )
-    except (ValueError, KeyError, mdla_legalize.LegalizeError):
+    except (ValueError, KeyError, mdla_legalize.LegalizeError, mdla_target.TargetDataError):
         reason = f"{kind} is not in {target}'s table for {device}"
     return Culprit(index, op.name, kind, reason)

@@ -1,16 +1,20 @@
 """Exit codes and the one place where package errors become one stderr line.
 
-1  bad input or model (IRError, QuantError, ManifestError, unreadable files)
-2  usage (Typer/Click's own, and WorkbenchError(..., USAGE))
-3  unsupported on the target (LegalizeError, UNMAPPABLE from the device)
+1  bad input or model (IRError, ZooError, QuantError, ManifestError, TargetDataError,
+   unreadable files)
+2  usage (Typer/Click's own, WorkbenchError(..., USAGE), a malformed --on: TargetSpecError)
+3  unsupported on the target (LegalizeError, UnknownDeviceError, UNMAPPABLE from the device)
 4  device or connection (TargetError otherwise, WitnessError)
+130  interrupted (Ctrl-C): outputs are written atomically, so each is the old file or the new one
 """
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import typer
@@ -19,10 +23,14 @@ from typer.exceptions import TyperException
 from mdla_ir import IRError
 from mdla_legalize import LegalizeError
 from mdla_quant import QuantError
-from mdla_runtime import ExportError, ManifestError, TargetError
+from mdla_runtime import ExportError, ManifestError, TargetError, TargetSpecError
+from mdla_target import TargetDataError, UnknownDeviceError
 from mdla_witness import WitnessError
+from mdla_zoo import ZooError
 
 BAD_INPUT, USAGE, UNSUPPORTED, DEVICE = 1, 2, 3, 4
+INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+_SIGINT = threading.Event()  # set by interrupt_guard's handler: a Ctrl-C came in this command
 
 
 class WorkbenchError(Exception):
@@ -37,15 +45,20 @@ def exit_code(exc: BaseException) -> int | None:
     """The exit code of a known error, or None for an unexpected one (a bug)."""
     if isinstance(exc, WorkbenchError):
         return exc.exit_code
-    if isinstance(exc, LegalizeError):
+    if isinstance(exc, LegalizeError | UnknownDeviceError):
         return UNSUPPORTED
+    if isinstance(exc, TargetSpecError):
+        return USAGE
     if isinstance(exc, TargetError):
         if exc.result == "UNMAPPABLE" or exc.exit_code == UNSUPPORTED:
             return UNSUPPORTED
         return BAD_INPUT if exc.exit_code == BAD_INPUT else DEVICE
     if isinstance(exc, WitnessError):
         return DEVICE
-    if isinstance(exc, IRError | QuantError | ManifestError | ExportError | OSError):
+    if isinstance(
+        exc,
+        IRError | ZooError | QuantError | ManifestError | ExportError | TargetDataError | OSError,
+    ):
         return BAD_INPUT
     return None
 
@@ -60,11 +73,18 @@ def one_line(exc: BaseException) -> str:
 @contextmanager
 def reported(debug: bool = False) -> Iterator[None]:
     """Turn a known error into `error: <one line>` on stderr and its exit code."""
+    _SIGINT.clear()  # each command starts without a Ctrl-C on record
     try:
         yield
     except (typer.Exit, typer.Abort, TyperException):
         raise
+    except KeyboardInterrupt as exc:
+        sys.stderr.write("error: interrupted\n")
+        raise typer.Exit(INTERRUPTED) from exc
     except Exception as exc:
+        if _interrupted(exc) or _SIGINT.is_set():  # a library wrapped or swallowed the Ctrl-C
+            sys.stderr.write("error: interrupted\n")
+            raise typer.Exit(INTERRUPTED) from exc
         code = exit_code(exc)
         if debug:
             traceback.print_exc(file=sys.stderr)
@@ -76,3 +96,40 @@ def reported(debug: bool = False) -> Iterator[None]:
             raise typer.Exit(BAD_INPUT) from exc
         sys.stderr.write(f"error: {one_line(exc)}\n")
         raise typer.Exit(code) from exc
+
+
+def _interrupted(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+@contextmanager
+def interrupt_guard() -> Iterator[Callable[[], None]]:
+    """Remember every Ctrl-C, even one a library swallows (an import half done, then an odd
+    error later); the yielded `check()` raises KeyboardInterrupt if one came, and `reported`
+    turns any error after it into "interrupted" (exit 130). Call `check()` right before writing
+    outputs, so an interrupted command never replaces a file the user asked it to abandon."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def handler(signum: int, frame: object) -> None:
+        _SIGINT.set()
+        raise KeyboardInterrupt
+
+    def check() -> None:
+        if _SIGINT.is_set():
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield check
+    finally:
+        signal.signal(signal.SIGINT, previous)

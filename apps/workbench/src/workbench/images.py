@@ -1,9 +1,9 @@
-"""Photos in, the model's input out: decoding and preprocessing without torch.
+"""Photos in, the model's input out: decoding, the sample photos, top-k, without torch.
 
 A manifest records how its model wants images (`model.preprocess`: "imagenet" mean/std or "tf"
-(x - 127) / 128) and its input shape; `prepare(image, mode, (h, w))` resizes the short side to
-size / 0.875 (bicubic), centre-crops (h, w) and normalizes, giving NCHW float32 (the model's own
-layout; the target permutes to the device's). Sample photos come from scikit-image.
+(x - 127) / 128) and its input shape; `prepare(image, mode, (h, w))` is `mdla_zoo.prepare` (the
+one preprocessing: short side to size / 0.875 bicubic, centre crop, normalize, NCHW float32)
+with its errors as the workbench's. Sample photos come from scikit-image.
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ from typing import Any
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from mdla_zoo import ZooError
+from mdla_zoo import prepare as zoo_prepare
 from workbench.errors import BAD_INPUT, WorkbenchError
 
 Array = np.ndarray[Any, Any]
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp")
-MEAN = np.array((0.485, 0.456, 0.406), np.float32)
-STD = np.array((0.229, 0.224, 0.225), np.float32)
-CROP = 0.875
 
 
 def _skimage(name: str) -> Callable[[], Array]:
@@ -75,19 +74,10 @@ def image_files(directory: str | Path) -> list[Path]:
 
 def prepare(image: Array, mode: str, size: tuple[int, int]) -> Array:
     """HWC uint8 RGB (or grey) -> (1, 3, h, w) float32 normalized as `mode` says."""
-    if mode not in ("imagenet", "tf"):
-        raise WorkbenchError(f"unknown preprocessing `{mode}` (expected imagenet or tf)")
-    rgb = np.stack([image] * 3, axis=-1) if image.ndim == 2 else image[..., :3]
-    img = Image.fromarray(np.ascontiguousarray(rgb).astype(np.uint8))
-    h, w = size
-    scale = round(min(h, w) / CROP) / min(img.size)
-    new_w = max(w, round(img.size[0] * scale))
-    new_h = max(h, round(img.size[1] * scale))
-    img = img.resize((new_w, new_h), Image.Resampling.BICUBIC)
-    left, top = (new_w - w) // 2, (new_h - h) // 2
-    pixels = np.asarray(img.crop((left, top, left + w, top + h)), dtype=np.float32)
-    x = (pixels - 127.0) / 128.0 if mode == "tf" else (pixels / 255.0 - MEAN) / STD
-    return np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)
+    try:
+        return zoo_prepare(image, mode, size)
+    except ZooError as exc:
+        raise WorkbenchError(str(exc)) from None
 
 
 def softmax(z: Array) -> Array:

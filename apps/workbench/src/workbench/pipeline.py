@@ -13,6 +13,8 @@ construct the rule would rewrite: `workbench bisect`'s demonstration case).
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,15 +26,14 @@ import mdla_ir
 import mdla_legalize
 import mdla_quant
 import mdla_runtime
-from mdla_ir import Graph
-from mdla_legalize import rules as rule_tables
-from mdla_legalize.legalize import Stage, pipeline, run_to_fixed_point, table
+import mdla_zoo
+from mdla_ir import Graph, Preprocess
+from mdla_runtime.atomic import write_atomic
 from workbench.errors import BAD_INPUT, USAGE, WorkbenchError
 from workbench.images import SAMPLES, image_files, prepare, read_image
 
 Array = np.ndarray[Any, Any]
 Progress = Callable[[int, float], None]
-TABLES = ("PATTERNS", "ACTIVATIONS", "POOLS", "FRAMES", "MOVEMENT", "PADDING")
 
 
 @dataclass(frozen=True)
@@ -76,14 +77,14 @@ def load_source(spec: str, weights: str | None = None) -> Source:
         raise WorkbenchError(
             f"`{spec}` is a compiled manifest; this needs a model spec (e.g. squeezenet1_1)", USAGE
         )
-    model = mdla_ir.load_model(spec, weights)
+    model = mdla_zoo.load_model(spec, weights)
     graph = mdla_ir.from_torch(model.module, model.example_inputs, name=model_name(spec))
     shapes = tuple(tuple(int(d) for d in x.shape) for x in model.example_inputs)
     return Source(spec, graph, shapes, model.preprocess, model.labels)
 
 
 def rule_names() -> list[str]:
-    return [fn.__name__ for name in TABLES for _, fn in getattr(rule_tables, name)]
+    return mdla_legalize.known_rules()
 
 
 def legalize_graph(
@@ -92,25 +93,10 @@ def legalize_graph(
     """The device graph; with `skip_rules` the named rules never fire and the result is not
     required to map (the device then says what it thinks of it)."""
     tgt = mdla_legalize.load_target(target)
-    if not skip_rules:
-        return mdla_legalize.legalize(graph, tgt, device)
-    unknown = sorted(set(skip_rules) - set(rule_names()))
-    if unknown:
-        raise WorkbenchError(
-            f"unknown rule(s) {', '.join(unknown)}: known rules are {', '.join(rule_names())}",
-            USAGE,
-        )
-    for stages in pipeline(tgt, device):
-        graph = run_to_fixed_point(graph, [_without(s, skip_rules, tgt, device) for s in stages])
-    return graph.with_(meta={**graph.meta, "target": tgt.name, "device": device})
-
-
-def _without(stage: Stage, skip: Sequence[str], target: mdla_legalize.Target, device: str) -> Stage:
-    name = stage.__name__.upper()
-    if name not in TABLES:
-        return stage
-    kept = [r for r in getattr(rule_tables, name) if r[1].__name__ not in skip]
-    return table(stage.__name__, kept, target, device)
+    try:
+        return mdla_legalize.legalize(graph, tgt, device, skip_rules=skip_rules)
+    except mdla_legalize.UnknownRuleError as exc:
+        raise WorkbenchError(str(exc), USAGE) from None
 
 
 def calibration_inputs(calib: str, source: Source, count: int, seed: int = 0) -> list[list[Array]]:
@@ -140,22 +126,51 @@ def quantize_graph(
     progress: Progress | None = None,
 ) -> Compiled:
     qgraph = mdla_quant.quantize(device_graph, calibration, config, progress=progress)
-    meta: dict[str, Any] = {**qgraph.meta, "spec": source.spec}
-    if source.preprocess is not None:
-        meta["preprocess"] = source.preprocess
-    if source.labels:
-        meta["labels"] = list(source.labels)
-    return Compiled(source, device_graph, qgraph.with_(meta=meta), calibration, config)
+    prov = dataclasses.replace(
+        qgraph.provenance,
+        spec=source.spec,
+        labels=tuple(source.labels or ()),
+        preprocess=preprocess_record(source),
+    )
+    return Compiled(source, device_graph, qgraph.with_(provenance=prov), calibration, config)
 
 
-def save_manifest(compiled: Compiled, out: str | Path) -> mdla_runtime.Manifest:
+def preprocess_record(source: Source) -> Preprocess | None:
+    """The model's image preprocessing as the manifest records it: mean/std apply to pixels
+    scaled to [0, 1] ("tf": (p - 127) / 128 = (p/255 - 127/255) / (128/255))."""
+    mode = source.preprocess
+    if mode is None or len(source.input_shapes) != 1 or len(source.input_shapes[0]) != 4:
+        return None
+    if mode == "imagenet":
+        mean = tuple(float(v) for v in mdla_zoo.IMAGENET_MEAN)
+        std = tuple(float(v) for v in mdla_zoo.IMAGENET_STD)
+    else:
+        mean, std = (127 / 255,) * 3, (128 / 255,) * 3
+    return Preprocess(mode, source.image_size, mean, std)
+
+
+def save_manifest(
+    compiled: Compiled,
+    out: str | Path,
+    tflite: str | Path | None = None,
+    before_write: Callable[[], None] = lambda: None,
+) -> mdla_runtime.Manifest:
+    """Write the `.mdla` (and the `.tflite`, if asked) atomically. Everything that can fail is
+    done before the first file is replaced; `before_write` runs last (an interrupt check)."""
     path = Path(out)
     check_output(path, ".mdla")
-    if not path.parent.exists():
-        raise WorkbenchError(f"output directory `{path.parent}` does not exist", BAD_INPUT)
-    mdla_runtime.save(compiled.qgraph, path)
-    compiled.manifest = mdla_runtime.load(path)
-    return compiled.manifest
+    tflite_blob = None
+    if tflite is not None:
+        check_output(tflite, ".tflite")
+        tflite_blob = mdla_runtime.tflite_bytes(compiled.qgraph)
+    blob = mdla_runtime.to_bytes(compiled.qgraph)
+    manifest = mdla_runtime.parse(blob, path)
+    before_write()
+    write_atomic(path, blob)
+    if tflite is not None and tflite_blob is not None:
+        write_atomic(tflite, tflite_blob)
+    compiled.manifest = manifest
+    return manifest
 
 
 def compile_model(
@@ -196,9 +211,18 @@ def manifest_or_none(spec: str) -> mdla_runtime.Manifest | None:
 
 
 def check_output(out: str | Path, suffix: str) -> None:
-    """Fail early (exit 2) on an output name that is not `*.suffix`."""
-    if Path(out).suffix != suffix:
+    """Fail early, before any work: the name must be `*.suffix` (exit 2), and the path must be
+    writable: its directory exists and is writable, and it is not itself a directory (exit 1)."""
+    path = Path(out)
+    if path.suffix != suffix:
         raise WorkbenchError(f"output `{out}` must end in {suffix}", USAGE)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise WorkbenchError(f"output `{out}` is a directory", BAD_INPUT)
+    if not parent.is_dir():
+        raise WorkbenchError(f"output directory `{parent}` does not exist", BAD_INPUT)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise WorkbenchError(f"output directory `{parent}` is not writable", BAD_INPUT)
 
 
 def support_count(

@@ -6,23 +6,22 @@
     logits, = mdla_ir.run_float(graph, [x])       # numpy float32 reference, model layout
     graph = mdla_ir.run_passes(graph, passes)     # pure passes, verified after each
 
-Importing this package never imports torch; `from_torch` and `load_model` load it on use.
+Importing this package never imports torch; `from_torch` loads it on use. Model specs
+(`load_model`) live one floor up, in `mdla_zoo`.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mdla_ir.errors import IRError, UnsupportedError, VerifyError
 from mdla_ir.graph import Graph, Op, QuantParams, Source, Tensor, same_graph
 from mdla_ir.interp import evaluate, run_float
 from mdla_ir.ops import OpKind
-from mdla_ir.passes import DEFAULT_PASSES, PassResult, run_passes
+from mdla_ir.passes import DEFAULT_PASSES, PassResult, Stage, run_passes, run_stages
+from mdla_ir.provenance import Preprocess, Provenance, QuantRecord
 from mdla_ir.verify import verify
-
-if TYPE_CHECKING:
-    from mdla_ir.zoo import Model
 
 
 def from_torch(
@@ -34,13 +33,6 @@ def from_torch(
     return graph
 
 
-def load_model(spec: str, weights: str | None = None, **options: Any) -> Model:
-    """Resolve a model spec (torchvision name, `efficientnet_lite0`, `file.py:factory`, ...)."""
-    zoo = importlib.import_module("mdla_ir.zoo")
-    model: Model = zoo.load_model(spec, weights=weights, **options)
-    return model
-
-
 __all__ = [
     "DEFAULT_PASSES",
     "Graph",
@@ -48,16 +40,20 @@ __all__ = [
     "Op",
     "OpKind",
     "PassResult",
+    "Preprocess",
+    "Provenance",
     "QuantParams",
+    "QuantRecord",
     "Source",
+    "Stage",
     "Tensor",
     "UnsupportedError",
     "VerifyError",
     "evaluate",
     "from_torch",
-    "load_model",
     "run_float",
     "run_passes",
+    "run_stages",
     "same_graph",
     "verify",
 ]

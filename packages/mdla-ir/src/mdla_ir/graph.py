@@ -7,6 +7,7 @@ the device); `boundary` maps each graph input/output to the permutation from the
 layout to the graph's, so callers always exchange tensors in the model's layout. A permutation
 longer than the tensor's rank means the permuted model tensor's leading unit dims are squeezed
 (a clip (1, C, T, H, W) held on the device as frames (T, H, W, C): perm (0, 2, 3, 4, 1)).
+`provenance` is the typed compile record (`mdla_ir.provenance`), filled floor by floor.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from mdla_ir.ops import OpKind
+from mdla_ir.provenance import Provenance
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +96,7 @@ class Graph:
     outputs: tuple[str, ...]
     layout: str = "NCHW"
     boundary: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    meta: Mapping[str, Any] = field(default_factory=dict)
+    provenance: Provenance = field(default_factory=Provenance)
 
     def with_(self, **changes: Any) -> Graph:
         return dataclasses.replace(self, **changes)

@@ -1,88 +1,26 @@
-"""The op vocabulary: one enum, members named as in the Neuron ABI where Neuron has the op.
+"""The op vocabulary: one enum (`mdla_ir.kinds.OpKind`, members named as in the Neuron ABI where
+Neuron has the op) and its named groups, derived from the op schema (`mdla_ir.schema`).
 
 Ops that only exist before legalization (PyTorch-level constructs with no Neuron operation, such
-as SILU or CONV_3D) use descriptive UPPER_CASE names and are grouped below, so a reader sees at a
+as SILU or CONV_3D) use descriptive UPPER_CASE names and negative values, so a reader sees at a
 glance which kinds a device graph may still contain.
 """
 
 from __future__ import annotations
 
-from enum import Enum
+from mdla_ir.kinds import OpKind
+from mdla_ir.schema import group
 
+__all__ = ["ACTIVATIONS", "BINARY", "CONVS", "FUSABLE", "FUSE_CODES", "POOLS", "SPATIAL", "OpKind"]
 
-class OpKind(Enum):
-    # Neuron / NNAPI operations (value = the Neuron operation code).
-    ADD = 0
-    AVERAGE_POOL_2D = 1
-    CONCATENATION = 2
-    CONV_2D = 3
-    DEPTHWISE_CONV_2D = 4
-    DEQUANTIZE = 6
-    FULLY_CONNECTED = 9
-    LOGISTIC = 14
-    MAX_POOL_2D = 17
-    MUL = 18
-    RELU = 19
-    RELU6 = 21
-    RESHAPE = 22
-    RESIZE_BILINEAR = 23
-    SOFTMAX = 25
-    TANH = 28
-    DIV = 30
-    MEAN = 31
-    PAD = 32
-    SUB = 36
-    TRANSPOSE = 37
-    CHANNEL_SHUFFLE = 46
-    EXP = 49
-    LOG = 60
-    QUANTIZE = 72
-    RSQRT = 83
-    SQRT = 88
-    HARD_SWISH = 99
-    BATCH_MATMUL = 102
-
-    # Pre-legalization constructs (no Neuron operation; negative values keep them apart).
-    BATCH_NORM = -1
-    SILU = -2
-    HARD_SIGMOID = -3
-    GELU = -4
-    LAYER_NORM = -5
-    CONV_3D = -6
-    MAX_POOL_3D = -7
-    ADAPTIVE_AVG_POOL_2D = -8
-    FLATTEN = -9
-    DROPOUT = -10
-    IDENTITY = -11
-
-    @property
-    def is_neuron(self) -> bool:
-        """True when the kind is a Neuron operation (its value is the Neuron operation code)."""
-        return self.value >= 0
-
-
-CONVS = frozenset({OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D})
-POOLS = frozenset({OpKind.AVERAGE_POOL_2D, OpKind.MAX_POOL_2D})
-ACTIVATIONS = frozenset(
-    {
-        OpKind.RELU,
-        OpKind.RELU6,
-        OpKind.LOGISTIC,
-        OpKind.TANH,
-        OpKind.HARD_SWISH,
-        OpKind.SILU,
-        OpKind.HARD_SIGMOID,
-        OpKind.GELU,
-    }
-)
-BINARY = frozenset({OpKind.ADD, OpKind.MUL, OpKind.SUB, OpKind.DIV})
+# The op groups, derived from the schema's `groups` (mdla_ir/schema.py).
+CONVS = group("conv")
+POOLS = group("pool")
+ACTIVATIONS = group("activation")
+BINARY = group("binary")
 # Ops whose kernel cares where the channel axis is (everything else takes explicit axes).
-SPATIAL = (
-    CONVS
-    | POOLS
-    | frozenset({OpKind.BATCH_NORM, OpKind.RESIZE_BILINEAR, OpKind.ADAPTIVE_AVG_POOL_2D})
-)
+SPATIAL = group("spatial")
 # Ops a fused activation (Neuron FuseCode) may be folded into.
-FUSABLE = CONVS | POOLS | frozenset({OpKind.ADD, OpKind.MUL, OpKind.SUB, OpKind.FULLY_CONNECTED})
+FUSABLE = group("fusable")
 # Fuse codes as the Neuron ABI numbers them.
 FUSE_CODES = {"NONE": 0, "RELU": 1, "RELU1": 2, "RELU6": 3}

@@ -1,4 +1,5 @@
-"""The structural verifier: SSA, topological order, shapes, and no dangling tensors.
+"""The structural verifier: SSA, topological order, attributes (each op's record in the op
+schema), shapes, and no dangling tensors.
 
 Every message names the op (or tensor) at fault; `verify` raises `VerifyError` listing all of
 the problems it found, not only the first.
@@ -6,8 +7,10 @@ the problems it found, not only the first.
 
 from __future__ import annotations
 
+from mdla_ir.attrs import AttrError
 from mdla_ir.errors import IRError, VerifyError
 from mdla_ir.graph import Graph, Op
+from mdla_ir.schema import SCHEMA
 from mdla_ir.shapes import infer
 
 LAYOUTS = ("NCHW", "NHWC")
@@ -28,6 +31,10 @@ def _op_problems(graph: Graph, index: int, op: Op, defined: set[str]) -> list[st
             problems.append(f"{where}: output `{name}` is already defined (not SSA)")
         elif graph.tensors[name].is_const:
             problems.append(f"{where}: output `{name}` is a constant")
+    try:
+        SCHEMA[op.kind].attrs.parse(op.attrs, where)  # the op family's attribute record
+    except AttrError as exc:
+        problems.append(str(exc))
     if problems:
         return problems
     try:

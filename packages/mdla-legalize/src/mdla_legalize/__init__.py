@@ -9,12 +9,12 @@ target.op("mtk-mdla", OpKind.LOGISTIC).fixed_output     # (1/256, -128) for the 
 
 from __future__ import annotations
 
-from mdla_legalize.errors import LegalizeError
+from mdla_legalize.errors import LegalizeError, UnknownRuleError
 from mdla_legalize.explain import OpSupport, SupportReport, explain
 from mdla_legalize.layout import to_nhwc
-from mdla_legalize.legalize import legalize, pipeline
+from mdla_legalize.legalize import known_rules, legalize, pipeline
 from mdla_legalize.prefix import prefix
-from mdla_legalize.target import DeviceSpec, OpSpec, Target, known_targets, load_target
+from mdla_target import DeviceSpec, OpSpec, Target, known_targets, load_target  # old names kept
 
 __all__ = [
     "DeviceSpec",
@@ -23,7 +23,9 @@ __all__ = [
     "OpSupport",
     "SupportReport",
     "Target",
+    "UnknownRuleError",
     "explain",
+    "known_rules",
     "known_targets",
     "legalize",
     "load_target",

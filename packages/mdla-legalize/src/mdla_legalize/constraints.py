@@ -9,7 +9,7 @@ from __future__ import annotations
 from mdla_ir import Graph, Op, OpKind
 from mdla_legalize.rules.base import Ctx
 from mdla_legalize.rules.padding import device_same_pads, padding_ok
-from mdla_legalize.target import Target
+from mdla_target.target import Target
 
 WEIGHTED = frozenset({OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.FULLY_CONNECTED})
 

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from mdla_ir import Graph, Op
 from mdla_ir.passes import Rewriter
 from mdla_legalize.constraints import graph_problems, op_problems
+from mdla_legalize.errors import check_device
 from mdla_legalize.layout import to_nhwc
 from mdla_legalize.rules import DEVICE_RULES, MODEL_RULES
 from mdla_legalize.rules.base import Ctx, Rule
-from mdla_legalize.target import Target
+from mdla_target.target import Target
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +90,7 @@ def _fix(op: Op, target: Target, device: str, tables: list[tuple[Graph, list[Rul
 
 
 def explain(graph: Graph, target: Target, device: str = "mtk-mdla") -> SupportReport:
-    target.device(device)  # an unknown device raises, naming the known ones
+    check_device(target, device)  # an unknown device raises, naming the known ones
     ctx = Ctx(Rewriter(graph), target, device)
     rows: list[OpSupport] = []
     tables: list[tuple[Graph, list[Rule]]] | None = None

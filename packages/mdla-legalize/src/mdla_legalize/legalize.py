@@ -1,27 +1,35 @@
-"""`legalize(graph, target)`: rewrite a float graph into ops the device maps, then prove it.
+"""`legalize(graph, target, device, skip_rules)`: rewrite a float graph into ops the device
+maps, then prove it.
 
-The pipeline (`pipeline()`), top to bottom; each stage list runs until nothing changes:
-mdla_ir's import clean-up, the model-layout rules (MODEL_RULES), the NCHW -> NHWC layout pass,
-the device-layout rules (DEVICE_RULES) with RELU/RELU6 fusion, then `explain` must find every op
-mapped, else LegalizeError lists each op that is not, with its reason and fix.
+The pipeline (`pipeline()`): named stages of mdla_ir's pass manager, top to bottom, each run
+until nothing changes: mdla_ir's import clean-up, the model-layout rules (MODEL_RULES), the
+NCHW -> NHWC layout pass, the device-layout rules (DEVICE_RULES) with RELU/RELU6 fusion. Then
+`explain` must find every op mapped, else LegalizeError lists each op that is not, with its
+reason and fix. The rules that fired go to `graph.provenance.rules`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Collection, Sequence
 
 from mdla_ir import Graph
 from mdla_ir.passes import (
+    PassError,
     PassResult,
+    Stage,
+    UnknownPassError,
     canonicalize_mean,
     canonicalize_reshapes,
     drop_identities,
     fold_batchnorm,
     fuse_activations,
     mark_depthwise,
+    run_stages,
 )
-from mdla_ir.verify import problems
-from mdla_legalize.errors import LegalizeError
+from mdla_ir.passes.manager import known_names
+from mdla_ir.provenance import merge_rules
+from mdla_legalize.errors import LegalizeError, UnknownRuleError, check_device
 from mdla_legalize.explain import explain
 from mdla_legalize.layout import to_nhwc
 from mdla_legalize.rules import (
@@ -33,78 +41,85 @@ from mdla_legalize.rules import (
     POOLS,
     squeeze_boundary,
 )
-from mdla_legalize.rules.base import Rule, apply_table
-from mdla_legalize.target import Target
-
-Stage = Callable[[Graph], PassResult]
-MAX_ROUNDS = 16
+from mdla_legalize.rules.base import Rule, apply_table, rule_names
+from mdla_target.target import Target
 
 
-def table(name: str, rules: Sequence[Rule], target: Target | None, device: str) -> Stage:
-    def stage(graph: Graph) -> PassResult:
-        return apply_table(rules, graph, target, device)
+class Table:
+    """A rule table as a pass; the pass manager can skip single rules of it (a `RuleSet`)."""
 
-    stage.__name__ = name
-    return stage
+    def __init__(
+        self, name: str, rules: Sequence[Rule], target: Target | None, device: str
+    ) -> None:
+        self.__name__ = name
+        self.rules, self.target, self.device = tuple(rules), target, device
+
+    def __call__(self, graph: Graph) -> PassResult:
+        return apply_table(self.rules, graph, self.target, self.device)
+
+    def rule_names(self) -> tuple[str, ...]:
+        return tuple(rule_names(self.rules))
+
+    def without(self, names: Collection[str]) -> Table:
+        kept = [r for r in self.rules if r[1].__name__ not in names]
+        return Table(self.__name__, kept, self.target, self.device)
 
 
-def pipeline(target: Target | None, device: str = "mtk-mdla") -> list[tuple[Stage, ...]]:
-    """The stage lists of `legalize`; each list runs to a fixed point before the next."""
+def table(name: str, rules: Sequence[Rule], target: Target | None, device: str) -> Table:
+    return Table(name, rules, target, device)
 
-    def t(name: str, rules: Sequence[Rule]) -> Stage:
-        return table(name, rules, target, device)
 
+def pipeline(target: Target | None, device: str = "mtk-mdla") -> list[Stage]:
+    """The stages of `legalize`; each runs to a fixed point before the next."""
+
+    def t(name: str, rules: Sequence[Rule]) -> Table:
+        return Table(name, rules, target, device)
+
+    reshapes = canonicalize_reshapes
+    cleanup = (drop_identities, reshapes, canonicalize_mean, fold_batchnorm, mark_depthwise)
+    tail = (t("padding", PADDING), squeeze_boundary)
     return [
-        (
-            drop_identities,
-            canonicalize_reshapes,
-            canonicalize_mean,  # mdla_ir import clean-up
-            fold_batchnorm,
-            mark_depthwise,
+        Stage("cleanup", cleanup),  # mdla_ir import clean-up
+        Stage(
+            "model_layout",  # Linear, avg/adaptive pools, SiLU, hardsigmoid, ...
+            (t("patterns", PATTERNS), t("activations", ACTIVATIONS), t("pools", POOLS), reshapes),
         ),
-        (
-            t("patterns", PATTERNS),
-            t("activations", ACTIVATIONS),  # SiLU, hardsigmoid, ...
-            t("pools", POOLS),
-            canonicalize_reshapes,
-        ),  # Linear, avg/adaptive pools
-        (to_nhwc,),  # NCHW -> NHWC + boundary
-        (
-            t("frames", FRAMES),
-            t("movement", MOVEMENT),  # Conv3d, MaxPool3d
-            canonicalize_reshapes,
-            fuse_activations,
-            t("padding", PADDING),
-            squeeze_boundary,
-        ),  # RELU fuse, PAD + VALID
+        Stage("layout", (to_nhwc,)),  # NCHW -> NHWC + boundary
+        Stage(
+            "device_layout",  # Conv3d, MaxPool3d, RELU fuse, PAD + VALID
+            (t("frames", FRAMES), t("movement", MOVEMENT), reshapes, fuse_activations, *tail),
+        ),
     ]
 
 
-def run_to_fixed_point(graph: Graph, stages: Sequence[Stage]) -> Graph:
-    for _ in range(MAX_ROUNDS):
-        changed = False
-        for stage in stages:
-            result = stage(graph)
-            found = problems(result.graph)
-            if found:
-                raise LegalizeError(
-                    f"stage `{stage.__name__}` broke graph `{graph.name}`:\n  "
-                    + "\n  ".join(found),
-                    found,
-                )
-            graph, changed = result.graph, changed or result.changed
-        if not changed:
-            return graph
-    names = ", ".join(s.__name__ for s in stages)
-    raise LegalizeError(f"stages {names} did not reach a fixed point in {MAX_ROUNDS} rounds", [])
+def known_rules(target: Target | None = None, device: str = "mtk-mdla") -> list[str]:
+    """Every name `skip_rules` accepts: the rules of legalize's tables and its passes."""
+    return known_names(pipeline(target, device))
 
 
-def legalize(graph: Graph, target: Target, device: str = "mtk-mdla") -> Graph:
-    """Rewrite `graph` for `device`; raise LegalizeError listing every op still unsupported."""
-    target.device(device)
-    for stages in pipeline(target, device):
-        graph = run_to_fixed_point(graph, stages)
-    graph = graph.with_(meta={**graph.meta, "target": target.name, "device": device})
+def legalize(
+    graph: Graph, target: Target, device: str = "mtk-mdla", skip_rules: Collection[str] = ()
+) -> Graph:
+    """Rewrite `graph` for `device`; raise LegalizeError listing every op still unsupported.
+
+    `skip_rules` names rules (or passes) that must not run (UnknownRuleError lists the known
+    ones). With rules skipped the result is returned even where ops do not map: the device then
+    says what it thinks of the construct the rule would have rewritten (`workbench bisect`).
+    """
+    check_device(target, device)
+    try:
+        graph, trace = run_stages(graph, pipeline(target, device), skip=skip_rules)
+    except UnknownPassError as exc:
+        raise UnknownRuleError(str(exc), exc.unknown, exc.known) from None
+    except PassError as exc:
+        raise LegalizeError(str(exc), exc.problems) from exc
+    prov = graph.provenance
+    rules = merge_rules(prov.rules, trace.rules())
+    graph = graph.with_(
+        provenance=dataclasses.replace(prov, target=target.name, device=device, rules=rules)
+    )
+    if skip_rules:
+        return graph
     report = explain(graph, target, device)
     if not report.all_supported:
         items = [*report.notes] + [

@@ -15,7 +15,7 @@ from mdla_ir.passes import PassResult
 from mdla_ir.testing import check_pass
 from mdla_legalize.rules import ALL_RULES
 from mdla_legalize.rules.base import RuleFn, apply_table
-from mdla_legalize.target import Target
+from mdla_target.target import Target
 
 
 def rule_pass(

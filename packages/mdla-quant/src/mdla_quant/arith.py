@@ -22,22 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from mdla_ir.affine import round_half_away as round_half_away  # the one definition
 from mdla_quant.errors import QuantError
 
 Array = np.ndarray[Any, Any]
 Num = Array | np.generic | int | float  # anything np.asarray turns into an int64/float array
 ROUNDINGS = ("double", "single")
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-
-
-def round_half_away(x: Num) -> Array:
-    """C's round()/roundf(): nearest integer, ties away from zero (numpy's rint ties to even).
-
-    Exact in the input's own precision: floor(|x| + 0.5) only rounds when |x| >= 2^52 (float64)
-    or 2^23 (float32), where x is already an integer.
-    """
-    a = np.asarray(x)
-    return np.asarray(np.sign(a) * np.floor(np.abs(a) + a.dtype.type(0.5)))
 
 
 def check_rounding(rounding: str) -> str:

@@ -80,7 +80,7 @@ def correct_biases(
     batch = [s if isinstance(s, list | tuple) else [s] for s in islice(calibration, samples)]
     if not batch:
         raise QuantError("bias correction got no calibration samples")
-    mode = str(qgraph.meta.get("rounding", "double"))
+    mode = qgraph.provenance.rounding
     floats = [bind_inputs(graph, xs) for xs in batch]
     ints = [quantize_inputs(qgraph, xs) for xs in batch]
     tensors = dict(qgraph.tensors)

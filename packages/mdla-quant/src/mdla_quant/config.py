@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from mdla_ir.provenance import QuantRecord
 from mdla_quant.errors import QuantError
 
 METHODS = ("minmax", "percentile", "mse", "entropy")
@@ -46,3 +47,7 @@ class QuantConfig:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def record(self) -> QuantRecord:
+        """This config as the graph's provenance holds it (mdla_ir's twin record)."""
+        return QuantRecord(**self.as_dict())

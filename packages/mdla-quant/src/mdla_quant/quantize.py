@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -21,13 +22,13 @@ from typing import Any
 import numpy as np
 
 from mdla_ir import Graph, OpKind, QuantParams, Tensor, evaluate
-from mdla_legalize import load_target
-from mdla_legalize.target import Target
 from mdla_quant.arith import round_half_away
 from mdla_quant.bias_correction import correct_biases
 from mdla_quant.config import QuantConfig
 from mdla_quant.errors import QuantError
 from mdla_quant.observers import Histogram, clip_range
+from mdla_target import load_target
+from mdla_target.target import Target
 
 Array = np.ndarray[Any, Any]
 Progress = Callable[[int, float], None]  # (samples seen, seconds elapsed)
@@ -193,13 +194,8 @@ def quantize(
             if t.data is None or name in tensors:
                 continue
             tensors[name] = _const(graph, op, i, t, acts, config, target, tensors)
-    meta = {
-        **graph.meta,
-        "quant": config.as_dict(),
-        "rounding": config.rounding,
-        "calibration_samples": samples,
-    }
-    qgraph = graph.with_(tensors=tensors, meta=meta)
+    prov = dataclasses.replace(graph.provenance, quant=config.record(), calibration_samples=samples)
+    qgraph = graph.with_(tensors=tensors, provenance=prov)
     return correct_biases(graph, qgraph, calibration) if config.bias_correction else qgraph
 
 

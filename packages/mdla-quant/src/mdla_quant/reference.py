@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from mdla_ir.affine import quantize_input
 from mdla_ir.graph import Graph, QuantParams
 from mdla_ir.interp import bind_inputs, to_model_layout
-from mdla_quant.arith import Array, check_rounding, round_half_away, saturate
+from mdla_quant.arith import Array, check_rounding
 from mdla_quant.errors import KernelError, QuantError
 from mdla_quant.kernels import INT8_KERNELS
 
@@ -27,12 +28,6 @@ def _io_params(graph: Graph, name: str) -> tuple[np.float32, int]:
             f"int8 (dtype {graph.tensors[name].dtype}, quant {q})"
         )
     return np.float32(q.scale[0]), int(q.zero_point[0])
-
-
-def quantize_input(x: Array, scale: np.float32, zero_point: int) -> Array:
-    """Float -> int8 QUANTIZE (reference/quantize.h): clamp((int)roundf(x / s) + z)."""
-    q = round_half_away(x.astype(np.float32) / scale)
-    return saturate(np.clip(q, -(2.0**31), 2.0**31 - 1).astype(np.int64) + zero_point)
 
 
 def _operand(graph: Graph, env: dict[str, Array], name: str) -> Array:
@@ -58,10 +53,11 @@ def run_int8(
 
     Returns dequantized float32 outputs in the model's layout, or with `raw=True` the int8
     outputs in the graph's layout. `rounding` ("double" or "single") defaults to the graph's
-    `meta["rounding"]`, else "double". `observe(name, q)`, if given, sees every int8 activation
-    (graph inputs, then each op's output) in graph layout as soon as it is computed.
+    `provenance.rounding` (its QuantConfig's), else "double". `observe(name, q)`, if given, sees
+    every int8 activation (graph inputs, then each op's output) in graph layout as soon as it is
+    computed.
     """
-    mode = check_rounding(rounding or str(qgraph.meta.get("rounding", "double")))
+    mode = check_rounding(rounding or qgraph.provenance.rounding)
     if qgraph.layout != "NHWC":
         raise QuantError(f"graph `{qgraph.name}` has layout {qgraph.layout}; int8 graphs are NHWC")
     env = quantize_inputs(qgraph, inputs)

@@ -8,11 +8,27 @@ mdla_runtime.export_tflite(qgraph, "model.tflite")   # int8 NHWC graph -> .tflit
 
 from __future__ import annotations
 
+from mdla_runtime.atomic import write_atomic
 from mdla_runtime.build import compile_c
-from mdla_runtime.errors import BuildError, LoweringError, ManifestError, TargetError
-from mdla_runtime.manifest import IOSpec, Manifest, Operand, Operation, load, parse, save
-from mdla_runtime.target import RunResult, Target, open_target
-from mdla_runtime.tflite import ExportError, export_tflite
+from mdla_runtime.engine.target import RunResult, Target, open_target
+from mdla_runtime.errors import (
+    BuildError,
+    LoweringError,
+    ManifestError,
+    TargetError,
+    TargetSpecError,
+)
+from mdla_runtime.export.tflite import ExportError, export_tflite, tflite_bytes
+from mdla_runtime.format.manifest import (
+    IOSpec,
+    Manifest,
+    Operand,
+    Operation,
+    load,
+    parse,
+    save,
+    to_bytes,
+)
 
 __all__ = [
     "BuildError",
@@ -26,10 +42,14 @@ __all__ = [
     "RunResult",
     "Target",
     "TargetError",
+    "TargetSpecError",
     "compile_c",
     "export_tflite",
     "load",
     "open_target",
     "parse",
     "save",
+    "tflite_bytes",
+    "to_bytes",
+    "write_atomic",
 ]

@@ -8,6 +8,11 @@ The compiler is `$CC`, else the first of cc, gcc, clang on PATH. Outputs go to
 flags and every source and header of the source directories, so an edit rebuilds and an
 unchanged tree never does. Writes are atomic, so concurrent builds cannot leave a half-written
 binary. `engine_path()` builds (once) and returns `mdla-engine`.
+
+Every build also sees the op tables generated from the op schema (`mdla_ops.h`, see
+`codegen.py`): `generated_dir()` writes them into the cache and is on every include path and in
+every cache key; `engine_sources()` gives the engine's files, the generated header included (what
+a remote build ships).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from mdla_runtime.codegen import ops_header
 from mdla_runtime.errors import BuildError
 
 CSRC = Path(__file__).parent / "csrc"
@@ -64,12 +70,31 @@ def _version(cc: str) -> str:
     return out.stdout
 
 
+def generated_dir() -> Path:
+    """The directory holding the generated `mdla_ops.h` (in the cache, keyed by its text)."""
+    text = ops_header()
+    out_dir = cache_dir() / f"ops-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    header = out_dir / "mdla_ops.h"
+    if not header.is_file():
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tmp = out_dir / f".mdla_ops.{os.getpid()}.h"
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(header)  # atomic: a concurrent build never reads a partial file
+    return out_dir
+
+
+def engine_sources() -> dict[str, bytes]:
+    """{file name: bytes} of every file the engine builds from, the generated header included."""
+    files = sorted({*(CSRC / s for s in ENGINE_SOURCES), *CSRC.glob("*.h")})
+    return {f.name: f.read_bytes() for f in files} | {"mdla_ops.h": ops_header().encode()}
+
+
 def _key(cc: str, sources: Sequence[Path], args: Iterable[str]) -> str:
     h = hashlib.sha256()
     h.update(cc.encode() + b"\0" + _version(cc).encode() + b"\0")
     h.update("\0".join(args).encode() + b"\0")
     headers = sorted({p for s in sources for p in s.parent.glob("*.h")})
-    for path in [*sources, *headers]:
+    for path in [*sources, *headers, generated_dir() / "mdla_ops.h"]:
         h.update(str(path.name).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:20]
 
@@ -88,7 +113,7 @@ def compile_c(
         if not s.is_file():
             raise BuildError(f"C source {s} does not exist")
     args = [*BASE_FLAGS, *(("-shared", "-fPIC") if shared else ()), *flags]
-    includes = sorted({f"-I{s.parent}" for s in srcs})
+    includes = [*sorted({f"-I{s.parent}" for s in srcs}), f"-I{generated_dir()}"]
     key = _key(cc, srcs, [*args, *libs, output_name])
     out_dir = cache_dir() / f"{Path(output_name).stem}-{key}"
     out = out_dir / output_name

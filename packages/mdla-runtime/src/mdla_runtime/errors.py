@@ -130,5 +130,12 @@ class TargetError(RuntimeError):
         self.exit_code = exit_code
 
 
+class TargetSpecError(TargetError):
+    """A malformed target spec (`--on`): a usage error, exit 2, before anything is contacted."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=2)
+
+
 class BuildError(RuntimeError):
     """C sources could not be compiled (no compiler, or the compiler failed)."""

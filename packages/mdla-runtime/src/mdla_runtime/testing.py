@@ -17,17 +17,31 @@ import numpy as np
 
 from mdla_ir.graph import Graph
 from mdla_ir.ops import OpKind
-from mdla_runtime import container as fmt
 from mdla_runtime import errors
-from mdla_runtime.manifest import to_bytes
+from mdla_runtime.format import container as fmt
+from mdla_runtime.format.manifest import to_bytes
 
 Header = dict[str, Any]
 
 
 def sample_graph() -> Graph:
-    from mdla_quant.testing import random_qgraph
+    """A per-channel CONV_2D with every optional part of the model section filled in."""
+    from mdla_ir.builders import random_qgraph
+    from mdla_ir.provenance import Preprocess, Provenance, QuantRecord
 
-    return random_qgraph(OpKind.CONV_2D, np.random.default_rng(7))
+    prov = Provenance(
+        spec="sample",
+        module="Conv2d",
+        source_hash="0" * 64,
+        target="mdla3.5",
+        device="mtk-mdla",
+        rules=(("conv_pad_to_pad_valid", 1),),
+        quant=QuantRecord(),
+        calibration_samples=4,
+        labels=("cat", "dog"),
+        preprocess=Preprocess("imagenet", (8, 8), (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+    )
+    return random_qgraph(OpKind.CONV_2D, np.random.default_rng(7)).with_(provenance=prov)
 
 
 def sample_manifest() -> bytes:
@@ -69,6 +83,46 @@ def _edit(blob: bytes, fn: Callable[[Header], None]) -> bytes:
     return pack(header, data)
 
 
+Edit = tuple[str, Callable[[Header], None], type[errors.ManifestError], str]
+
+
+def _model_edits() -> list[Edit]:
+    """One malformation per check of the model section (format/model.py)."""
+
+    def model(key: str, value: Any) -> Callable[[Header], None]:
+        return lambda h: h["model"].__setitem__(key, value)
+
+    def quant(key: str, value: Any) -> Callable[[Header], None]:
+        return lambda h: h["model"]["quant"].__setitem__(key, value)
+
+    bad = errors.BadHeaderError
+    return [
+        ("model_unknown_key", model("colour", "red"), bad, "model.colour"),
+        ("model_missing_key", lambda h: h["model"].pop("source_hash"), bad, "model.source_hash"),
+        ("model_name_type", model("name", 7), bad, "model.name"),
+        ("model_rounding_value", model("rounding", "nearest"), bad, "model.rounding"),
+        (
+            "model_calibration_type",
+            model("calibration_samples", -1),
+            bad,
+            "model.calibration_samples",
+        ),
+        ("model_rules_type", model("rules", {"fold": "twice"}), bad, "model.rules.fold"),
+        ("model_rules_not_map", model("rules", [1]), bad, "model.rules"),
+        ("model_label_type", model("labels", ["cat", 3]), bad, "model.labels[1]"),
+        ("model_quant_unknown", quant("colour", 1), bad, "model.quant.colour"),
+        ("model_quant_bins_type", quant("bins", 2.5), bad, "model.quant.bins"),
+        ("model_quant_rounding", quant("rounding", "single"), bad, "model.quant.rounding"),
+        (
+            "model_preprocess_size",
+            model("preprocess", {"mode": "tf", "size": [1, "x"], "mean": [], "std": []}),
+            bad,
+            "model.preprocess.size[1]",
+        ),
+        ("model_preprocess_key", model("preprocess", {"mode": "tf"}), bad, "model.preprocess.size"),
+    ]
+
+
 def malformed_cases() -> list[Malformed]:
     blob = sample_manifest()
     header, data = split(blob)
@@ -79,7 +133,13 @@ def malformed_cases() -> list[Malformed]:
     cases = [
         Malformed("bad_magic", b"GGUF" + blob[4:], errors.BadMagicError, "magic"),
         Malformed(
-            "future_version", pack(header, data, version=2), errors.FutureVersionError, "version"
+            "future_version",
+            pack(header, data, version=fmt.FORMAT_VERSION + 1),
+            errors.FutureVersionError,
+            "version",
+        ),
+        Malformed(
+            "old_version", pack(header, data, version=1), errors.FutureVersionError, "version"
         ),
         Malformed(
             "header_too_large",
@@ -106,7 +166,7 @@ def malformed_cases() -> list[Malformed]:
     def op_field(i: int, key: str, value: Any) -> Callable[[Header], None]:
         return lambda h: h["operands"][i].__setitem__(key, value)
 
-    edits: list[tuple[str, Callable[[Header], None], type[errors.ManifestError], str]] = [
+    edits: list[Edit] = [
         (
             "offset_outside",
             op_field(w, "data", [fmt.align(len(data)), wd[1]]),
@@ -176,6 +236,7 @@ def malformed_cases() -> list[Malformed]:
             "inputs[0].operand",
         ),
         ("missing_section", lambda h: h.pop("operations"), errors.BadHeaderError, "operations"),
+        *_model_edits(),
         (
             "scalar_without_value",
             lambda h: h["operands"][scalar].pop("value"),
@@ -208,8 +269,9 @@ def chain_qgraph() -> Graph:
     Live tensors at each cut: after 1 op [c]; after 2 [c, r]; after 3 [a]; after 4 [p].
     The model input is NCHW (boundary perm (0, 2, 3, 1)), so layouts are exercised too.
     """
+    from mdla_ir.builders import act, const, qp
     from mdla_ir.graph import Graph, Op
-    from mdla_quant.testing import act, const, qp
+    from mdla_ir.provenance import Provenance
 
     rng = np.random.default_rng(11)
     ws = rng.uniform(0.01, 0.05, 4).astype(np.float32)
@@ -241,5 +303,5 @@ def chain_qgraph() -> Graph:
         ("p",),
         layout="NHWC",
         boundary={"x": (0, 2, 3, 1)},
-        meta={"rounding": "double", "labels": ["a", "b"]},
+        provenance=Provenance(labels=("a", "b")),
     )

@@ -29,7 +29,7 @@ from workbench.commands.options import (
     Weights,
     console,
 )
-from workbench.errors import reported
+from workbench.errors import interrupt_guard, reported
 
 EPILOG = """Examples:
 
@@ -65,7 +65,7 @@ def compile_command(
     Prints a progress bar over calibration and a summary: ops, ops on mtk-mdla N/N (the
     device's own support query, --on), file size and the worst-layer SQNR.
     """
-    with reported(debug):
+    with reported(debug), interrupt_guard() as interrupted:
         con = console()
         start = time.perf_counter()
         pipeline.check_output(out, ".mdla")
@@ -92,9 +92,7 @@ def compile_command(
                 config,
                 progress=lambda n, _s: bar.update(task, completed=n),
             )
-        manifest = pipeline.save_manifest(compiled, out)
-        if tflite is not None:
-            mdla_runtime.export_tflite(compiled.qgraph, tflite)
+        manifest = pipeline.save_manifest(compiled, out, tflite, before_write=interrupted)
         ok, total = pipeline.support_count(mdla_runtime.open_target(on), manifest, config.device)
         worst = pipeline.worst_layers(compiled, 1)
         summary = Table(title=f"compiled {source.graph.name}", show_header=False, box=None)

@@ -1,7 +1,7 @@
 """`workbench probe --on TARGET`: measure a device's op-support matrix and int8 arithmetic, and
 write it as a target data file the compiler uses (`--target path`).
 
-For every op and variant in `mdla_runtime.probe.catalogue()` and every named device: does
+For every op and variant in `workbench.probe.catalogue()` and every named device: does
 getSupportedOperationsForDevices say yes (S), do createForDevices + finish succeed (C), does an
 execution run (R), is the output bit-exact to the int8 reference, and how long it took (µs).
 """
@@ -18,9 +18,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from mdla_runtime import open_target
-from mdla_runtime.probe import Cell, Matrix, ProbeResult, catalogue, run_probes, target_info
-from mdla_runtime.probe import write_target as write_target_file
 from workbench.errors import DEVICE, USAGE, WorkbenchError, reported
+from workbench.probe import Cell, Matrix, ProbeResult, catalogue, run_probes, target_info
+from workbench.probe import write_target as write_target_file
 
 LEGEND = (
     "S supported (getSupportedOperationsForDevices) · C compiles (createForDevices + finish) · "

@@ -30,9 +30,9 @@ EPILOG = """Examples:
 def manifest_inputs(manifest: mdla_runtime.Manifest, names: list[str]) -> list[tuple[str, Array]]:
     """(name, model input) per image, preprocessed as the manifest records; no images: the
     sample photos, or one seeded random input for a model without image preprocessing."""
-    mode = manifest.model.get("preprocess")
+    pre = manifest.provenance.preprocess
     shape = manifest.inputs[0].model_shape
-    if mode is None:
+    if pre is None:
         if names:
             raise WorkbenchError(
                 f"`{manifest.name}` records no image preprocessing: it cannot take images "
@@ -43,7 +43,7 @@ def manifest_inputs(manifest: mdla_runtime.Manifest, names: list[str]) -> list[t
         return [("random", rng.uniform(-1, 1, shape).astype(np.float32))]
     size = (int(shape[2]), int(shape[3]))
     return [
-        (Path(n).name, imgs.prepare(imgs.read_image(n), str(mode), size))
+        (Path(n).name, imgs.prepare(imgs.read_image(n), pre.mode, size))
         for n in names or list(imgs.SAMPLES)
     ]
 
@@ -64,7 +64,7 @@ def run_command(
     with reported(debug):
         manifest = pipeline.load_manifest(manifest_path)
         target = mdla_runtime.open_target(on)
-        labels = manifest.model.get("labels")
+        labels = manifest.provenance.labels
         results = []
         for name, x in manifest_inputs(manifest, images or []):
             r = target.run(manifest, [x], devices=(device,), repeat=repeat)

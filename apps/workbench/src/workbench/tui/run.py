@@ -53,7 +53,7 @@ class RunScreen(WorkScreen):
         manifest = self.session.manifest
         assert manifest is not None  # checked by action_start
         target = self.session.target()
-        labels = manifest.model.get("labels")
+        labels = manifest.provenance.labels
         table = Table(box=None, pad_edge=False)
         table.add_column("image", no_wrap=True)
         table.add_column("top-5")

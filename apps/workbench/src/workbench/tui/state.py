@@ -103,7 +103,7 @@ def rows_from_graph(
     sqnr: dict[str, float] | None = None,
 ) -> list[OpRow]:
     """One row per op, support and reason from `explain` (and the device's flags if given)."""
-    target = mdla_legalize.load_target(graph.meta.get("target", "mdla3.5"))
+    target = mdla_legalize.load_target(graph.provenance.target or "mdla3.5")
     report = {r.index: r for r in mdla_legalize.explain(graph, target).ops}
     rows = []
     for i, op in enumerate(graph.ops):

@@ -24,6 +24,7 @@ from mdla_ir.importer.context import Ctx, Unsupported, source_line, target_name
 from mdla_ir.importer.tables import FUNCTIONS, METHODS, MODULES, identity
 from mdla_ir.ops import OpKind
 from mdla_ir.passes import run_passes
+from mdla_ir.provenance import Provenance, source_hash
 from mdla_ir.verify import verify
 
 
@@ -182,10 +183,24 @@ def from_torch(
         tuple(c.ops),
         tuple(inputs),
         tuple(outputs),
-        meta={"source": "torch.fx", "module": type(module).__qualname__},
+        provenance=Provenance(
+            module=type(module).__qualname__, source_hash=fx_source_hash(gm, module)
+        ),
     )
     verify(graph)
     return run_passes(graph) if optimize else graph
+
+
+def fx_source_hash(gm: fx.GraphModule, module: nn.Module) -> str:
+    """sha256 of the traced structure (the fx graph's Python code) and the state dict."""
+    state = module.state_dict()
+    tensors = ((k, _raw(v)) for k, v in state.items() if isinstance(v, torch.Tensor))
+    return source_hash(gm.code, tensors)
+
+
+def _raw(t: torch.Tensor) -> np.ndarray[Any, Any]:
+    t = t.detach().cpu().contiguous()
+    return t.view(torch.int16).numpy() if t.dtype == torch.bfloat16 else t.numpy()
 
 
 def _holds_tensor(value: Any) -> bool:

@@ -1,25 +1,31 @@
 """Graph passes: each is `pass(graph) -> PassResult(graph, changed)`, pure and idempotent.
 
-`run_passes` applies a pipeline and, with `verify=True`, runs the verifier after every pass so
-that a broken graph is blamed on the pass that broke it.
+`run_passes` runs a pipeline as one stage of the pass manager (`passes.manager`): to a fixed
+point and, with `verify=True`, with the verifier after every pass so that a broken graph is
+blamed on the pass that broke it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from mdla_ir.errors import VerifyError
 from mdla_ir.graph import Graph
 from mdla_ir.passes.canonicalize_mean import canonicalize_mean
 from mdla_ir.passes.canonicalize_reshapes import canonicalize_reshapes
 from mdla_ir.passes.drop_identities import drop_identities
 from mdla_ir.passes.fold_batchnorm import fold_batchnorm
 from mdla_ir.passes.fuse_activations import fuse_activations
+from mdla_ir.passes.manager import (
+    Pass,
+    PassError,
+    RuleSet,
+    Stage,
+    Trace,
+    UnknownPassError,
+    run_stages,
+)
 from mdla_ir.passes.mark_depthwise import mark_depthwise
 from mdla_ir.passes.rewrite import PassResult, Rewriter
-from mdla_ir.verify import problems
-
-Pass = Callable[[Graph], PassResult]
 
 # The import pipeline, top to bottom.
 DEFAULT_PASSES: tuple[Pass, ...] = (
@@ -33,22 +39,20 @@ DEFAULT_PASSES: tuple[Pass, ...] = (
 
 
 def run_passes(graph: Graph, passes: Sequence[Pass] = DEFAULT_PASSES, verify: bool = True) -> Graph:
-    for p in passes:
-        graph = p(graph).graph
-        if verify:
-            found = problems(graph)
-            if found:
-                raise VerifyError(
-                    f"pass `{p.__name__}` broke graph `{graph.name}`:\n  " + "\n  ".join(found)
-                )
-    return graph
+    """`passes` as the one stage `passes`, run to a fixed point (PassError if it breaks)."""
+    return run_stages(graph, [Stage("passes", tuple(passes))], verify=verify)[0]
 
 
 __all__ = [
     "DEFAULT_PASSES",
     "Pass",
+    "PassError",
     "PassResult",
     "Rewriter",
+    "RuleSet",
+    "Stage",
+    "Trace",
+    "UnknownPassError",
     "canonicalize_mean",
     "canonicalize_reshapes",
     "drop_identities",
@@ -56,4 +60,5 @@ __all__ = [
     "fuse_activations",
     "mark_depthwise",
     "run_passes",
+    "run_stages",
 ]

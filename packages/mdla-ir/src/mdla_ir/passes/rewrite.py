@@ -7,8 +7,8 @@ unused tensors dropped and the honest `changed` flag.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,8 +18,12 @@ from mdla_ir.graph import Graph, Op, Tensor, same_graph
 
 @dataclass(frozen=True, slots=True)
 class PassResult:
+    """A pass's output graph, whether it differs from the input, and (for a pass made of
+    rules, like a legalize table) which rules fired how often: the pass manager's trace."""
+
     graph: Graph
     changed: bool
+    fired: Mapping[str, int] = field(default_factory=dict)
 
 
 class Rewriter:

@@ -15,7 +15,7 @@ import numpy as np
 
 from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.passes import PassResult, Rewriter
-from mdla_legalize.target import OpSpec, Target
+from mdla_target.target import OpSpec, Target
 
 Array = np.ndarray[Any, Any]
 
@@ -74,10 +74,11 @@ def pat(*kinds: OpKind) -> frozenset[OpKind]:
 def apply_table(
     table: Sequence[Rule], graph: Graph, target: Target | None = None, device: str = "mtk-mdla"
 ) -> PassResult:
-    """One walk over the ops; the first rule that returns a replacement wins."""
+    """One walk over the ops; the first rule that returns a replacement wins. The result's
+    `fired` counts each rule that fired (the pass manager's trace, then `provenance.rules`)."""
     rw = Rewriter(graph)
     ctx = Ctx(rw, target, device)
-    fired: dict[str, int] = dict(graph.meta.get("rules", {}))
+    fired: dict[str, int] = {}
     for op in rw:
         for kinds, fn in table:
             new = fn(op, ctx) if op.kind in kinds else None
@@ -89,9 +90,7 @@ def apply_table(
         else:
             rw.emit(op)
     result = rw.finish()
-    if not result.changed:  # (the record of fired rules: graph.meta["rules"])
-        return result
-    return PassResult(result.graph.with_(meta={**graph.meta, "rules": fired}), True)
+    return PassResult(result.graph, True, fired) if result.changed else result
 
 
 def rule_names(table: Sequence[Rule]) -> list[str]:

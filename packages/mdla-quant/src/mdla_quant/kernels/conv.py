@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mdla_ir.attrs import ConvAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, f32, mbqm, quantize_multiplier, saturate
@@ -96,16 +97,17 @@ def conv_2d(
     op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
 ) -> Array:
     x, w = int8_arg(op, args, 0), int8_arg(op, args, 1)
-    if op.attrs.get("groups", 1) != 1:
-        raise fail(op, f"groups={op.attrs['groups']} is not supported (groups must be 1)")
+    a = ConvAttrs.of(op)
+    if a.groups != 1:
+        raise fail(op, f"groups={a.groups} is not supported (groups must be 1)")
     o, kh, kw, ci = w.shape
     if x.ndim != 4 or x.shape[3] != ci:
         raise fail(op, f"input {x.shape} does not match filter (O,KH,KW,I) {w.shape}")
     if kh * kw * ci >= MAX_TAPS:
         raise fail(op, f"{kh * kw * ci} taps per output exceed the exact range")
     _, z_in = per_tensor(op, arg_q[0], "input")
-    xp = spatial_pad(x, op.attrs["padding"], z_in).astype(np.float64) - z_in
-    patches = windows(xp, (kh, kw), op.attrs["stride"], op.attrs.get("dilation", (1, 1)))
+    xp = spatial_pad(x, a.padding, z_in).astype(np.float64) - z_in
+    patches = windows(xp, (kh, kw), a.stride, a.dilation)
     n, oh, ow = patches.shape[:3]
     if oh <= 0 or ow <= 0:
         raise fail(op, f"filter {kh}x{kw} does not fit the padded input {xp.shape}")

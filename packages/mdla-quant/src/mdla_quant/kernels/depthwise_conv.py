@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdla_ir.attrs import ConvAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array
@@ -28,13 +29,14 @@ def depthwise_conv_2d(
     if x.ndim != 4 or w.shape[0] != 1 or oc % x.shape[3] != 0:
         raise fail(op, f"input {x.shape} does not match filter (1,KH,KW,C*m) {w.shape}")
     mult = oc // x.shape[3]
-    if op.attrs.get("multiplier", mult) != mult:
-        raise fail(op, f"multiplier={op.attrs['multiplier']} but filter implies {mult}")
+    a = ConvAttrs.of(op)
+    if a.multiplier is not None and a.multiplier != mult:
+        raise fail(op, f"multiplier={a.multiplier} but filter implies {mult}")
     _, z_in = per_tensor(op, arg_q[0], "input")
-    xp = spatial_pad(x, op.attrs["padding"], z_in).astype(np.int64) - z_in
+    xp = spatial_pad(x, a.padding, z_in).astype(np.int64) - z_in
     if mult > 1:
         xp = np.repeat(xp, mult, axis=3)  # channel c*m + k reads input channel c
-    (sh, sw), (dh, dw) = op.attrs["stride"], op.attrs.get("dilation", (1, 1))
+    (sh, sw), (dh, dw) = a.stride, a.dilation
     n, hp, wp, _ = xp.shape
     oh, ow = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
     if oh <= 0 or ow <= 0:

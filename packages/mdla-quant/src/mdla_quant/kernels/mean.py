@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdla_ir.attrs import MeanAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, f32, mbqm, quantize_multiplier, saturate
@@ -21,15 +22,16 @@ def mean(
     op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
 ) -> Array:
     x, (s_in, z_in), (s_out, z_out) = unary_operands(op, args, arg_q, out_q)
-    axes = tuple(sorted({int(a) % x.ndim for a in op.attrs["axes"]})) if x.ndim else ()
+    attrs = MeanAttrs.of(op)
+    axes = tuple(sorted({a % x.ndim for a in attrs.axes})) if x.ndim else ()
     if not axes:
-        raise fail(op, f"axes {op.attrs['axes']} reduce nothing of shape {x.shape}")
+        raise fail(op, f"axes {attrs.axes} reduce nothing of shape {x.shape}")
     n = int(np.prod([x.shape[a] for a in axes]))
     if n == 0 or n > 2**23:
         raise fail(op, f"{n} reduced elements: need 1 .. 2^23 so that the int32 sum is exact")
     m, s = quantize_multiplier(f32(s_in) / f32(s_out), rounding)
     k = min(n.bit_length() - 1, 32, 31 + int(s))
     m2, s2 = (int(m) << k) // n, int(s) - k  # M < 2^31, k <= 32: the shift fits int64
-    total = x.astype(np.int64).sum(axis=axes, keepdims=bool(op.attrs.get("keepdims", False)))
+    total = x.astype(np.int64).sum(axis=axes, keepdims=attrs.keepdims)
     shifted = total - z_in * n  # |sum| <= 2^23 * 255 < 2^31: the int32 cast is exact
     return saturate(mbqm(shifted, m2, s2, rounding) + z_out)

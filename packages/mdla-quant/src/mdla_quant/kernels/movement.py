@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdla_ir.attrs import AxisAttrs, PadAttrs, ReshapeAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array
@@ -25,7 +26,7 @@ def concatenation(
     for i, q in enumerate(arg_q):
         same_params(op, q, out_q, f"input {i}")
     try:
-        return np.concatenate(xs, axis=int(op.attrs["axis"]))
+        return np.concatenate(xs, axis=AxisAttrs.of(op).axis)
     except (ValueError, np.exceptions.AxisError) as exc:
         raise fail(op, f"cannot concatenate shapes {[x.shape for x in xs]}: {exc}") from exc
 
@@ -36,7 +37,7 @@ def pad(
 ) -> Array:
     x = int8_arg(op, args, 0)
     zp = same_params(op, arg_q[0], out_q, "input")
-    pads = [tuple(int(v) for v in p) for p in op.attrs["pads"]]
+    pads = list(PadAttrs.of(op).pads)
     if len(pads) != x.ndim or any(len(p) != 2 or min(p) < 0 for p in pads):
         raise fail(op, f"pads {pads} must give (before, after) >= 0 for each of {x.ndim} dims")
     return np.pad(x, pads, constant_values=zp)
@@ -48,7 +49,8 @@ def reshape(
 ) -> Array:
     x = int8_arg(op, args, 0)
     same_params(op, arg_q[0], out_q, "input")
+    shape = ReshapeAttrs.of(op).shape
     try:
-        return x.reshape(tuple(int(d) for d in op.attrs["shape"]))
+        return x.reshape(shape)
     except ValueError as exc:
-        raise fail(op, f"cannot reshape {x.shape} to {tuple(op.attrs['shape'])}") from exc
+        raise fail(op, f"cannot reshape {x.shape} to {shape}") from exc

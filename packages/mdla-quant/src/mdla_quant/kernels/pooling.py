@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdla_ir.attrs import PoolAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, saturate
@@ -29,9 +30,8 @@ from mdla_quant.kernels.registry import (
 def _geometry(op: Op, x: Array) -> tuple[tuple[int, int], tuple[int, int], tuple[int, ...]]:
     if x.ndim != 4:
         raise fail(op, f"input must be NHWC, got shape {x.shape}")
-    kh, kw = (int(k) for k in op.attrs["kernel"])
-    sh, sw = (int(s) for s in op.attrs["stride"])
-    padding = tuple(int(p) for p in op.attrs["padding"])
+    a = PoolAttrs.of(op)
+    (kh, kw), (sh, sw), padding = a.kernel, a.stride, a.padding
     t, b, left, r = padding
     if (
         x.shape[1] + t + b < kh

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdla_ir.attrs import ResizeAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, saturate
@@ -48,8 +49,8 @@ def resize_bilinear(
     same_params(op, arg_q[0], out_q, "input")
     if x.ndim != 4:
         raise fail(op, f"input must be NHWC, got shape {x.shape}")
-    oh, ow = (int(v) for v in op.attrs["size"])
-    align, half = bool(op.attrs.get("align_corners")), bool(op.attrs.get("half_pixel_centers"))
+    a = ResizeAttrs.of(op)
+    (oh, ow), align, half = a.size, a.align_corners, a.half_pixel_centers
     if (align and half) or min(oh, ow) < 1:
         raise fail(
             op,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdla_ir.attrs import SoftmaxAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import (
@@ -110,11 +111,12 @@ def softmax(
             f"output must be quantized with scale 1/256, zero point -128 (the int8 "
             f"spec), got ({s_out}, {z_out})",
         )
-    axis = int(op.attrs.get("axis", -1))
+    attrs = SoftmaxAttrs.of(op)
+    axis = attrs.axis
     if x.ndim == 0 or not -x.ndim <= axis < x.ndim:
         raise fail(op, f"axis {axis} is out of range for input shape {x.shape}")
     cap = 2.0**30 - 1 if rounding == "single" else 2.0**31 - 1
-    beta = f32(op.attrs.get("beta", 1.0))
+    beta = f32(attrs.beta)
     m, left = quantize_multiplier(min(float(beta * f32(s_in) * 2.0**26), cap), rounding)
     diff_min = -int(np.floor(31 * 2.0**26 / 2.0 ** int(left)))
     rows = np.moveaxis(x.astype(np.int64), axis, -1)

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "engine.h"
-#include "op_names.h"
+#include "mdla_ops.h"
 #include "report.h"
 
 engine E;
@@ -230,10 +230,29 @@ void json_devices(void) {
     printf("]");
 }
 
+/* The manifest's rounding reaches the host emulator as MDLA_EMU_ROUNDING, which its
+ * NeuronCompilation_createForDevices reads: the Neuron ABI is unchanged, and a real adapter
+ * ignores the variable (on a phone the silicon's own rounding applies). A value the user already
+ * set wins, for experiments, and the engine says so on stderr when it differs. */
+static void apply_rounding(void) {
+    char want[16];
+    mdla_fmt(want, sizeof want, "%.*s", (int)E.m.rounding.n, E.m.rounding.s);
+    const char *have = getenv("MDLA_EMU_ROUNDING");
+    if (have != NULL && *have) {
+        if (strcmp(have, want) != 0)
+            fprintf(stderr, "mdla-engine: note: MDLA_EMU_ROUNDING=%s overrides the manifest's "
+                            "rounding `%s`\n", have, want);
+        return;
+    }
+    if (setenv("MDLA_EMU_ROUNDING", want, 1) != 0)
+        fail(EXIT_BAD_INPUT, "manifest", -1, -1, "cannot set MDLA_EMU_ROUNDING: %s", strerror(errno));
+}
+
 int main(int argc, char **argv) {
     parse_args(argc, argv, &E.opt);
     if (E.opt.manifest) map_manifest();
     if (E.opt.check) { print_check(); return 0; }
+    if (E.opt.manifest) apply_rounding();
     open_adapter();
     if (E.opt.devices && !E.opt.manifest) {
         if (E.opt.json) { printf("{\"ok\": true, "); json_devices(); puts("}"); }
@@ -253,7 +272,7 @@ int main(int argc, char **argv) {
     uint32_t n_ops = E.opt.ops < 0 || (uint64_t)E.opt.ops > E.m.n_operations ? E.m.n_operations : (uint32_t)E.opt.ops;
     if (E.opt.cache) {
         if (!plan_make(&E.m, n_ops, &E.plan)) fail(EXIT_DEVICE, "build", NEURON_OUT_OF_MEMORY, -1, "out of memory");
-        comp = cache_restore(&blob);
+        comp = cache_restore(&blob, &model);
         if (!comp) plan_free(&E.plan);
     }
     if (!comp) {

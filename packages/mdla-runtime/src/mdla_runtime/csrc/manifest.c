@@ -1,6 +1,7 @@
 /* manifest.c: validation and decoding of .mdla files; mirrors mdla_runtime/validate.py. */
 #include "manifest.h"
 #include "manifest_check.h"
+#include "signature.h"
 
 #include <float.h>
 #include <math.h>
@@ -41,22 +42,10 @@ size_t mdla_element_size(int32_t type) {
 
 static bool is_scalar(int32_t t) { return t == 0 || t == 1 || t == 6; }
 
+/* Operand counts from the operation's forms (mdla_ops.h, generated from mdla_ir/schema.py); the
+ * types are the adapter's to check. Codes without forms take any count. */
 bool mdla_arity_ok(int32_t code, uint32_t ni, uint32_t no) {
-    static const struct { int32_t code; uint8_t n[5]; } table[] = {
-        {0, {3}}, {1, {7, 8, 10, 11}}, {3, {7, 8, 10, 11, 13}}, {4, {8, 9, 11, 12, 14}},
-        {6, {1}}, {9, {4}}, {14, {1}}, {17, {7, 8, 10, 11}}, {18, {3}}, {19, {1}}, {20, {1}},
-        {21, {1}}, {22, {2}}, {23, {3, 4, 5, 6}}, {25, {2, 3}}, {28, {1}}, {30, {3}}, {31, {3}},
-        {32, {2}}, {36, {3}}, {37, {2}}, {72, {1}}, {99, {1}}, {102, {2, 3, 4}},
-    };
-    if (code == 2) return ni >= 2 && no == 1; /* CONCATENATION: n inputs + axis */
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        if (table[i].code != code) continue;
-        if (no != 1) return false;
-        for (int k = 0; k < 5 && table[i].n[k]; k++)
-            if (table[i].n[k] == ni) return true;
-        return false;
-    }
-    return true;
+    return mdla_sig_ok(code, ni, NULL, NULL, no, NULL, NULL);
 }
 
 static bool op_known(const mp_node *n) {
@@ -259,8 +248,15 @@ static bool preamble(const uint8_t *buf, size_t n, mdla_manifest *m, mdla_error 
         return false;
     }
     uint64_t version = rd_le(buf + 8, 4);
-    if (version != MDLA_FORMAT_VERSION) {
-        mdla_fail(err, "FutureVersion", "version", 8, "format %llu; this reader knows %u",
+    if (version < MDLA_FORMAT_VERSION) {
+        mdla_fail(err, "FutureVersion", "version", 8,
+                  "format version %llu, rebuild with `workbench compile` (this reader reads format %u)",
+                  (unsigned long long)version, MDLA_FORMAT_VERSION);
+        return false;
+    }
+    if (version > MDLA_FORMAT_VERSION) {
+        mdla_fail(err, "FutureVersion", "version", 8,
+                  "format version %llu is newer than this reader's %u: update mdla",
                   (unsigned long long)version, MDLA_FORMAT_VERSION);
         return false;
     }
@@ -292,6 +288,7 @@ static bool sections(checker *c, size_t size, mdla_manifest *m) {
         const mp_node *v = chk_node(c, mp_get(c->doc, 0, lists[k]));
         if (v->kind != MP_ARRAY) return chk_fail(c, "BadHeader", lists[k], v->offset, "expected list");
     }
+    if (!chk_model(c, model, &m->rounding)) return false;
     const mp_node *ds = chk_node(c, mp_get(c->doc, 0, "data_size"));
     if (ds->kind != MP_UINT) return chk_fail(c, "BadHeader", "data_size", ds->offset, "expected an unsigned int");
     uint64_t have = size - m->data_start;

@@ -16,7 +16,7 @@
 #include "mdla_msgpack.h"
 
 #define MDLA_MAGIC "\x89MDLA\r\n\x1a"
-#define MDLA_FORMAT_VERSION 1u
+#define MDLA_FORMAT_VERSION 2u /* 2: the model section has a fixed key list */
 #define MDLA_PREAMBLE 20u
 #define MDLA_ALIGN 64u
 #define MDLA_MAX_HEADER (64ull << 20)
@@ -65,6 +65,7 @@ typedef struct {
 
 typedef struct {
     mdla_str model_name;
+    mdla_str rounding; /* model.rounding: "double" or "single" (the engine runs with it) */
     uint32_t n_operands, n_operations, n_inputs, n_outputs;
     mdla_operand *operands;
     mdla_operation *operations;

@@ -105,3 +105,79 @@ mdla_str chk_str_of(const checker *c, uint32_t map, const char *key) {
     return s;
 }
 
+
+/* ---- the model section (mirrors mdla_runtime/format/model.py:check_model) ---- */
+
+static const char *const MODEL_KEYS[] = {
+    "name", "content_hash", "source_hash", "rounding", "spec", "module", "target", "device",
+    "rules", "calibration_samples", "labels", "quant", "preprocess", "probe_patched", NULL};
+static const char *const MODEL_REQ[] = {
+    "name", "content_hash", "source_hash", "rounding", "spec", "module", "target", "device",
+    "rules", "calibration_samples", "labels", NULL};
+static const char *const QUANT_KEYS[] = {"method", "percentile", "rounding", "bias_correction",
+                                         "bins", "target", "device", NULL};
+static const char *const QUANT_TYPES[] = {"str", "float", "str", "bool", "uint", "str", "str"};
+static const char *const PREPROCESS_KEYS[] = {"mode", "size", "mean", "std", NULL};
+
+static bool same_str(const mp_node *a, const mp_node *b) {
+    return a->kind == MP_STR && b->kind == MP_STR && a->count == b->count &&
+           memcmp(a->v.s, b->v.s, a->count) == 0;
+}
+
+/* chk_model(): the model section has exactly MODEL_KEYS, each of its type; *rounding is set
+ * to model.rounding ("double" or "single"). */
+bool chk_model(checker *c, uint32_t model, mdla_str *rounding) {
+    char f[MDLA_FIELD_MAX + 32];
+    if (!chk_keys(c, model, "model", MODEL_KEYS, MODEL_REQ)) return false;
+    static const char *const strs[] = {"name", "content_hash", "source_hash", "rounding",
+                                       "spec", "module", "target", "device"};
+    for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++)
+        if (!chk_typed(c, model, strs[k], "model", "str")) return false;
+    if (!chk_typed(c, model, "calibration_samples", "model", "uint") ||
+        !chk_typed(c, model, "probe_patched", "model", "bool"))
+        return false;
+    const mp_node *r = chk_node(c, mp_get(c->doc, model, "rounding"));
+    if (!mp_key_is(r, "double") && !mp_key_is(r, "single"))
+        return chk_fail(c, "BadHeader", "model.rounding", r->offset, "expected `double` or `single`");
+    rounding->s = r->v.s;
+    rounding->n = r->count;
+    uint32_t rules = mp_get(c->doc, model, "rules");
+    const mp_node *rm = chk_node(c, rules);
+    if (rm->kind != MP_MAP) return chk_fail(c, "BadHeader", "model.rules", rm->offset, "expected a map");
+    for (uint32_t i = 0, k = rules + 1; i < rm->count; i++) {
+        const mp_node *key = chk_node(c, k), *v = chk_node(c, key->next);
+        if (!chk_is_uint(v, UINT32_MAX)) {
+            mdla_fmt(f, sizeof f, "model.rules.%.*s", (int)(key->count > 200 ? 200 : key->count), key->v.s);
+            return chk_fail(c, "BadHeader", f, v->offset, "expected uint");
+        }
+        k = v->next;
+    }
+    uint32_t labels = mp_get(c->doc, model, "labels");
+    const mp_node *lm = chk_node(c, labels);
+    if (lm->kind != MP_ARRAY) return chk_fail(c, "BadHeader", "model.labels", lm->offset, "expected an array");
+    for (uint32_t i = 0, e = labels + 1; i < lm->count; i++, e = chk_node(c, e)->next) {
+        if (chk_node(c, e)->kind != MP_STR) {
+            mdla_fmt(f, sizeof f, "model.labels[%u]", i);
+            return chk_fail(c, "BadHeader", f, chk_node(c, e)->offset, "expected str");
+        }
+    }
+    uint32_t quant = mp_get(c->doc, model, "quant");
+    if (quant) {
+        if (!chk_keys(c, quant, "model.quant", QUANT_KEYS, QUANT_KEYS)) return false;
+        for (size_t k = 0; QUANT_KEYS[k]; k++)
+            if (!chk_typed(c, quant, QUANT_KEYS[k], "model.quant", QUANT_TYPES[k])) return false;
+        const mp_node *qr = chk_node(c, mp_get(c->doc, quant, "rounding"));
+        if (!same_str(qr, r))
+            return chk_fail(c, "BadHeader", "model.quant.rounding", qr->offset, "disagrees with model.rounding");
+    }
+    uint32_t pre = mp_get(c->doc, model, "preprocess");
+    if (pre) {
+        if (!chk_keys(c, pre, "model.preprocess", PREPROCESS_KEYS, PREPROCESS_KEYS) ||
+            !chk_typed(c, pre, "mode", "model.preprocess", "str") ||
+            !chk_uint_list(c, mp_get(c->doc, pre, "size"), "model.preprocess.size", UINT32_MAX) ||
+            !chk_typed(c, pre, "mean", "model.preprocess", "floats") ||
+            !chk_typed(c, pre, "std", "model.preprocess", "floats"))
+            return false;
+    }
+    return true;
+}

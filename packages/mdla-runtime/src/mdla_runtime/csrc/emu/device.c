@@ -2,7 +2,7 @@
  * device.c: Neuron_getVersion, device enumeration, and whether an operation maps on a device.
  *
  * The op table of each device is generated (emu_targets.c) from the target data file that
- * mdla_legalize reads too (targets/mdla3.5.toml): one source of truth. An op maps on a device
+ * mdla_target holds (targets/mdla3.5.toml): one source of truth. An op maps on a device
  * when the table lists it as supported, the emulator has an int8 kernel for it, and it meets the
  * entry's constraints:
  *   dtypes             int8 activations need "int8" among the entry's dtypes

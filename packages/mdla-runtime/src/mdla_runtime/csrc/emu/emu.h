@@ -4,7 +4,7 @@
  * The public face is neuron_abi.h; this header holds what the API files and the kernels share:
  * operands and operations as the caller built them, the frozen kernel table, the per-device op
  * support generated from the target data file (emu_targets.c, written by emulator.py from
- * mdla_legalize/targets/mdla3.5.toml), and the fake APU runtime-PM node.
+ * mdla_target/targets/mdla3.5.toml), and the fake APU runtime-PM node.
  */
 #ifndef MDLA_EMU_H
 #define MDLA_EMU_H

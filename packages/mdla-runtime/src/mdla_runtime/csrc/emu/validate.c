@@ -1,39 +1,17 @@
 /*
- * validate.c: operand counts and types of each operation, in NNAPI order (reference section 4),
- * and the window geometry of convolutions and pools.
+ * validate.c: operand counts and types of each operation, read from the operand forms that
+ * mdla_ops.h holds (generated from mdla_ir/schema.py, NNAPI order, reference section 4) through
+ * signature.h, and the window geometry of convolutions and pools.
  *
- *   CONV_2D explicit   in, filter[O,KH,KW,I], bias[O], pad l r t b, stride w h, fuse [, NCHW
- *                      [, dilation w h]]                                      10 | 11 | 13
- *   CONV_2D implicit   in, filter, bias, padding code, stride w h, fuse [, NCHW [, dil w h]]
- *                                                                               7 | 8 | 10
- *   DEPTHWISE explicit in, filter[1,KH,KW,C*m], bias, pad l r t b, stride w h, multiplier, fuse
- *                      [, NCHW [, dilation w h]]                               11 | 12 | 14
- *   DEPTHWISE implicit in, filter, bias, code, stride w h, multiplier, fuse [, NCHW [, dil]]
- *                                                                               8 | 9 | 11
- *   pools explicit     in, pad l r t b, stride w h, filter w h, fuse [, NCHW]   10 | 11
- *   pools implicit     in, code, stride w h, filter w h, fuse [, NCHW]           7 | 8
- * The forms with the same count are told apart as NNAPI does: by whether the operand after the
- * fuse code of the implicit form is the BOOL layout flag.
+ * The forms of one op are told apart by type, as NNAPI does: CONV_2D explicit
+ * `awtiiiiiii[B[ii]]` and implicit `awtiiii[B[ii]]` differ in whether the operand after the
+ * implicit form's fuse code is the BOOL layout flag.
  */
 #include "emu.h"
+#include "signature.h"
 
 static bool is_type(const NeuronModel *m, uint32_t idx, int32_t type) {
     return m->opnds[idx].type == type;
-}
-
-static bool all_type(const NeuronModel *m, const EmuOperation *op, uint32_t from, uint32_t to,
-                     int32_t type) {
-    for (uint32_t i = from; i < to && i < op->n_in; i++)
-        if (!is_type(m, op->in[i], type)) return false;
-    return true;
-}
-
-static bool act(const NeuronModel *m, uint32_t idx) { return emu_is_int8_act(m->opnds[idx].type); }
-
-static bool weights(const NeuronModel *m, uint32_t idx) {
-    const int32_t t = m->opnds[idx].type;
-    return t == NEURON_TENSOR_QUANT8_SYMM_PER_CHANNEL || t == NEURON_TENSOR_QUANT8_SYMM ||
-           t == NEURON_TENSOR_QUANT8_ASYMM_SIGNED;
 }
 
 /* Whether the window op uses the implicit (padding-code) form. */
@@ -43,98 +21,25 @@ static bool implicit_form(const NeuronModel *m, const EmuOperation *op, uint32_t
     return op->n_in > layout_at && is_type(m, op->in[layout_at], NEURON_BOOL);
 }
 
-/* Tail of scalars: [first, first+n_i32) INT32, then an optional BOOL, then optional INT32s. */
-static bool window_tail(const NeuronModel *m, const EmuOperation *op, uint32_t first,
-                        uint32_t n_i32) {
-    const uint32_t layout = first + n_i32;
-    return all_type(m, op, first, layout, NEURON_INT32) &&
-           (op->n_in <= layout || is_type(m, op->in[layout], NEURON_BOOL)) &&
-           all_type(m, op, layout + 1, op->n_in, NEURON_INT32);
-}
+/* The operands an operation names, for the signature matcher. */
+typedef struct {
+    const NeuronModel *m;
+    const uint32_t *idx;
+} OperandList;
 
-static int check_window(const NeuronModel *m, const EmuOperation *op) {
-    const int32_t c = op->code;
-    if (!act(m, op->in[0])) return NEURON_BAD_DATA;
-    if (c == NEURON_CONV_2D || c == NEURON_DEPTHWISE_CONV_2D) {
-        const bool dw = c == NEURON_DEPTHWISE_CONV_2D;
-        const uint32_t n_imp = dw ? 8 : 7, n_exp = dw ? 11 : 10;
-        const bool imp = implicit_form(m, op, n_imp, n_imp);
-        const uint32_t base = imp ? n_imp : n_exp;
-        if (!(op->n_in == base || op->n_in == base + 1 || op->n_in == base + 3))
-            return NEURON_BAD_DATA;
-        if (op->n_in < 3 || !weights(m, op->in[1]) || !is_type(m, op->in[2], NEURON_TENSOR_INT32))
-            return NEURON_BAD_DATA;
-        return window_tail(m, op, 3, base - 3) ? NEURON_NO_ERROR : NEURON_BAD_DATA;
-    }
-    /* pools */
-    const bool imp = implicit_form(m, op, 7, 7);
-    const uint32_t base = imp ? 7 : 10;
-    if (!(op->n_in == base || op->n_in == base + 1)) return NEURON_BAD_DATA;
-    return window_tail(m, op, 1, base - 1) ? NEURON_NO_ERROR : NEURON_BAD_DATA;
+static int32_t operand_type(const void *ctx, uint32_t i) {
+    const OperandList *l = ctx;
+    return l->m->opnds[l->idx[i]].type;
 }
 
 int emu_check_signature(const NeuronModel *m, const EmuOperation *op) {
-    const uint32_t n = op->n_in;
-    if (op->n_out != 1 && op->code != NEURON_SPLIT) {
-        switch (op->code) {
-        case NEURON_ADD: case NEURON_SUB: case NEURON_MUL: case NEURON_CONV_2D:
-        case NEURON_DEPTHWISE_CONV_2D: case NEURON_AVERAGE_POOL_2D: case NEURON_MAX_POOL_2D:
-        case NEURON_FULLY_CONNECTED: case NEURON_RELU: case NEURON_RELU1: case NEURON_RELU6:
-        case NEURON_LOGISTIC: case NEURON_TANH: case NEURON_HARD_SWISH: case NEURON_SOFTMAX:
-        case NEURON_CONCATENATION: case NEURON_PAD: case NEURON_RESHAPE: case NEURON_MEAN:
-        case NEURON_RESIZE_BILINEAR: case NEURON_QUANTIZE: case NEURON_DEQUANTIZE:
-            return NEURON_BAD_DATA;
-        default:
-            break;
-        }
-    }
-    switch (op->code) {
-    case NEURON_CONV_2D: case NEURON_DEPTHWISE_CONV_2D: case NEURON_AVERAGE_POOL_2D:
-    case NEURON_MAX_POOL_2D:
-        return check_window(m, op);
-    case NEURON_ADD: case NEURON_SUB: case NEURON_MUL:
-        return n == 3 && act(m, op->in[0]) && act(m, op->in[1]) &&
-                       is_type(m, op->in[2], NEURON_INT32)
-                   ? NEURON_NO_ERROR
-                   : NEURON_BAD_DATA;
-    case NEURON_FULLY_CONNECTED:
-        return n == 4 && act(m, op->in[0]) && weights(m, op->in[1]) &&
-                       is_type(m, op->in[2], NEURON_TENSOR_INT32) &&
-                       is_type(m, op->in[3], NEURON_INT32)
-                   ? NEURON_NO_ERROR
-                   : NEURON_BAD_DATA;
-    case NEURON_RELU: case NEURON_RELU1: case NEURON_RELU6: case NEURON_LOGISTIC:
-    case NEURON_TANH: case NEURON_HARD_SWISH:
-        return n == 1 && act(m, op->in[0]) && act(m, op->out[0]) ? NEURON_NO_ERROR
-                                                                  : NEURON_BAD_DATA;
-    case NEURON_SOFTMAX:
-        return (n == 2 || n == 3) && act(m, op->in[0]) && is_type(m, op->in[1], NEURON_FLOAT32) &&
-                       (n == 2 || is_type(m, op->in[2], NEURON_INT32))
-                   ? NEURON_NO_ERROR
-                   : NEURON_BAD_DATA;
-    case NEURON_CONCATENATION:
-        if (n < 2 || !is_type(m, op->in[n - 1], NEURON_INT32)) return NEURON_BAD_DATA;
-        for (uint32_t i = 0; i + 1 < n; i++)
-            if (!act(m, op->in[i])) return NEURON_BAD_DATA;
-        return NEURON_NO_ERROR;
-    case NEURON_PAD: case NEURON_RESHAPE: case NEURON_MEAN:
-        if (n != (op->code == NEURON_MEAN ? 3u : 2u) || !act(m, op->in[0]) ||
-            !is_type(m, op->in[1], NEURON_TENSOR_INT32))
-            return NEURON_BAD_DATA;
-        return op->code != NEURON_MEAN || is_type(m, op->in[2], NEURON_INT32) ? NEURON_NO_ERROR
-                                                                              : NEURON_BAD_DATA;
-    case NEURON_RESIZE_BILINEAR: {
-        if (n < 3 || n > 6 || !act(m, op->in[0])) return NEURON_BAD_DATA;
-        const bool ints = all_type(m, op, 1, 3, NEURON_INT32);
-        const bool floats = all_type(m, op, 1, 3, NEURON_FLOAT32);
-        return (ints || floats) && all_type(m, op, 3, n, NEURON_BOOL) ? NEURON_NO_ERROR
-                                                                       : NEURON_BAD_DATA;
-    }
-    case NEURON_QUANTIZE: case NEURON_DEQUANTIZE:
-        return n == 1 ? NEURON_NO_ERROR : NEURON_BAD_DATA;
-    default:
+    const mdla_op_signature *sig = mdla_op_signature_of(op->code);
+    if (sig == NULL || !sig->emu)
         return NEURON_NO_ERROR; /* no int8 kernel: only the generic index checks apply */
-    }
+    const OperandList in = {m, op->in}, out = {m, op->out};
+    return mdla_sig_ok(op->code, op->n_in, operand_type, &in, op->n_out, operand_type, &out)
+               ? NEURON_NO_ERROR
+               : NEURON_BAD_DATA;
 }
 
 void emu_same_pads(int32_t n, int32_t k, int32_t s, int32_t d, int32_t *before, int32_t *after) {

@@ -1,0 +1,62 @@
+"""The op enum: members named as in the Neuron ABI where Neuron has the op (value = the Neuron
+operation code). Ops that only exist before legalization (PyTorch-level constructs with no Neuron
+operation, such as SILU or CONV_3D) use descriptive UPPER_CASE names and negative values.
+
+Import it from `mdla_ir.ops` (or `mdla_ir`); it lives here so that `mdla_ir.schema` can describe
+every kind and `mdla_ir.ops` derive the op groups from that schema.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class OpKind(Enum):
+    # Neuron / NNAPI operations (value = the Neuron operation code).
+    ADD = 0
+    AVERAGE_POOL_2D = 1
+    CONCATENATION = 2
+    CONV_2D = 3
+    DEPTHWISE_CONV_2D = 4
+    DEQUANTIZE = 6
+    FULLY_CONNECTED = 9
+    LOGISTIC = 14
+    MAX_POOL_2D = 17
+    MUL = 18
+    RELU = 19
+    RELU6 = 21
+    RESHAPE = 22
+    RESIZE_BILINEAR = 23
+    SOFTMAX = 25
+    TANH = 28
+    DIV = 30
+    MEAN = 31
+    PAD = 32
+    SUB = 36
+    TRANSPOSE = 37
+    CHANNEL_SHUFFLE = 46
+    EXP = 49
+    LOG = 60
+    QUANTIZE = 72
+    RSQRT = 83
+    SQRT = 88
+    HARD_SWISH = 99
+    BATCH_MATMUL = 102
+
+    # Pre-legalization constructs (no Neuron operation; negative values keep them apart).
+    BATCH_NORM = -1
+    SILU = -2
+    HARD_SIGMOID = -3
+    GELU = -4
+    LAYER_NORM = -5
+    CONV_3D = -6
+    MAX_POOL_3D = -7
+    ADAPTIVE_AVG_POOL_2D = -8
+    FLATTEN = -9
+    DROPOUT = -10
+    IDENTITY = -11
+
+    @property
+    def is_neuron(self) -> bool:
+        """True when the kind is a Neuron operation (its value is the Neuron operation code)."""
+        return self.value >= 0

@@ -1,0 +1,286 @@
+"""The op schema: per OpKind, its Neuron operation code, NNAPI operand forms, outputs, attribute
+record and groups. Everything else reads this table: the op groups of `mdla_ir.ops`, lowering
+to `.mdla` (`mdla_runtime/format/lower.py`), the manifest readers in Python and C, the host
+emulator's signature check (the C tables are generated from it at build time, see
+`mdla_runtime/codegen.py`) and the `.tflite` exporter.
+
+An operand form names each slot and its type, in NNAPI order (reference §4):
+
+    x:a filter:w bias:t pad_left:i ... fuse:i [nchw:B [dilation_w:i dilation_h:i]]
+
+Types: `a` int8 activation (TENSOR_QUANT8_ASYMM_SIGNED, or TENSOR_QUANT8_SYMM as the emulator
+takes it), `w` weights (QUANT8_SYMM_PER_CHANNEL, QUANT8_SYMM or QUANT8_ASYMM_SIGNED), `t`
+TENSOR_INT32, `i` INT32, `f` FLOAT32, `B` BOOL, `*` any; `x+` one or more; `[...]` an optional
+part (nestable). `Form.types` is the compact string (`awtiiiiiii[B[ii]]`) that the C matcher in
+`csrc/signature.h` and `match` below both read. Forms of one op are told apart by type alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from mdla_ir.attrs import (
+    AdaptivePoolAttrs,
+    Attrs,
+    AxisAttrs,
+    ConvAttrs,
+    FlattenAttrs,
+    FuseAttrs,
+    MatmulAttrs,
+    MeanAttrs,
+    NoAttrs,
+    NormAttrs,
+    PadAttrs,
+    PoolAttrs,
+    ReshapeAttrs,
+    ResizeAttrs,
+    ShuffleAttrs,
+    SoftmaxAttrs,
+    TransposeAttrs,
+)
+from mdla_ir.kinds import OpKind
+
+# Neuron operand type codes (reference §3b) each type letter accepts; `*` accepts any.
+FLOAT32, INT32, BOOL, TENSOR_INT32 = 0, 1, 6, 4
+QUANT8_SYMM_PER_CHANNEL, QUANT8_SYMM, QUANT8_ASYMM_SIGNED = 11, 13, 14
+LETTERS: dict[str, frozenset[int] | None] = {
+    "a": frozenset({QUANT8_ASYMM_SIGNED, QUANT8_SYMM}),
+    "w": frozenset({QUANT8_SYMM_PER_CHANNEL, QUANT8_SYMM, QUANT8_ASYMM_SIGNED}),
+    "t": frozenset({TENSOR_INT32}),
+    "i": frozenset({INT32}),
+    "f": frozenset({FLOAT32}),
+    "B": frozenset({BOOL}),
+    "*": None,
+}
+_TOKEN = re.compile(r"\[|\]|([a-z_0-9]+):([awtifB*])(\+?)|\S+")
+
+
+@dataclass(frozen=True, slots=True)
+class Form:
+    """One operand form: `types` the compact type string, `slots` the name of each slot and
+    `letters` its type (`a`, `t`, `a+`, ...), in operand order."""
+
+    text: str
+    types: str
+    slots: tuple[str, ...]
+    letters: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> Form:
+        types, slots, letters, depth = "", [], [], 0
+        for m in _TOKEN.finditer(text):
+            tok = m.group(0)
+            if tok in "[]":
+                depth += 1 if tok == "[" else -1
+                if depth < 0:
+                    raise ValueError(f"form {text!r}: unbalanced `]`")
+                types += tok
+            elif m.group(1) is None:
+                raise ValueError(f"form {text!r}: bad token {tok!r} (want name:type)")
+            else:
+                types += m.group(2) + m.group(3)
+                slots.append(m.group(1))
+                letters.append(m.group(2) + m.group(3))
+        if depth:
+            raise ValueError(f"form {text!r}: unbalanced `[`")
+        return cls(text, types, tuple(slots), tuple(letters))
+
+
+@dataclass(frozen=True, slots=True)
+class OpSchema:
+    """One op: `code` its Neuron operation code (None before legalization), `forms` its input
+    forms (the first is the one lowering writes, every optional slot present), `outputs` its
+    output form, `emu` whether the host emulator enforces the forms (it has a kernel for the op;
+    other ops it accepts as given and reports unsupported), `attrs` its attribute record."""
+
+    name: str
+    code: int | None
+    forms: tuple[Form, ...]
+    outputs: Form
+    attrs: type[Attrs]
+    groups: frozenset[str]
+    emu: bool
+
+    @property
+    def pre_legalization(self) -> bool:
+        return self.code is None
+
+
+def _op(
+    kind: OpKind | str,
+    code: int | None,
+    forms: Sequence[str],
+    attrs: type[Attrs] = NoAttrs,
+    groups: str = "",
+    outputs: str = "y:*",
+    emu: bool = True,
+) -> OpSchema:
+    name = kind if isinstance(kind, str) else kind.name
+    parsed = tuple(Form.parse(f) for f in forms)
+    return OpSchema(name, code, parsed, Form.parse(outputs), attrs, frozenset(groups.split()), emu)
+
+
+CONV = "x:a filter:w bias:t"
+PADS = "pad_left:i pad_right:i pad_top:i pad_bottom:i"
+STRIDES = "stride_w:i stride_h:i"
+CONV_TAIL = "[nchw:B [dilation_w:i dilation_h:i]]"
+DW_TAIL = f"multiplier:i fuse:i {CONV_TAIL}"
+POOL_TAIL = f"{STRIDES} filter_w:i filter_h:i fuse:i [nchw:B]"
+RESIZE_TAIL = "[nchw:B [align_corners:B [half_pixel_centers:B]]]"
+UNARY, BINARY = ("x:a",), ("a:a b:a fuse:i",)
+K = OpKind
+
+# kind: Neuron code, input forms (NNAPI order), attribute record, groups, outputs, emulated
+_ENTRIES: tuple[OpSchema, ...] = (
+    _op(K.ADD, 0, BINARY, FuseAttrs, "binary fusable"),
+    _op(K.AVERAGE_POOL_2D, 1, (f"x:a {PADS} {POOL_TAIL}", f"x:a padding_code:i {POOL_TAIL}"),
+        PoolAttrs, "pool spatial fusable"),
+    _op(K.CONCATENATION, 2, ("inputs:a+ axis:i",), AxisAttrs),
+    _op(K.CONV_2D, 3, (f"{CONV} {PADS} {STRIDES} fuse:i {CONV_TAIL}",
+                       f"{CONV} padding_code:i {STRIDES} fuse:i {CONV_TAIL}"),
+        ConvAttrs, "conv spatial fusable"),
+    _op(K.DEPTHWISE_CONV_2D, 4, (f"{CONV} {PADS} {STRIDES} {DW_TAIL}",
+                                 f"{CONV} padding_code:i {STRIDES} {DW_TAIL}"),
+        ConvAttrs, "conv spatial fusable"),
+    _op(K.DEQUANTIZE, 6, ("x:*",)),
+    _op(K.FULLY_CONNECTED, 9, ("x:a weights:w bias:t fuse:i",), FuseAttrs, "fusable"),
+    _op(K.LOGISTIC, 14, UNARY, groups="activation", outputs="y:a"),
+    _op(K.MAX_POOL_2D, 17, (f"x:a {PADS} {POOL_TAIL}", f"x:a padding_code:i {POOL_TAIL}"),
+        PoolAttrs, "pool spatial fusable"),
+    _op(K.MUL, 18, BINARY, FuseAttrs, "binary fusable"),
+    _op(K.RELU, 19, UNARY, groups="activation", outputs="y:a"),
+    _op("RELU1", 20, UNARY, outputs="y:a"),  # no OpKind: the ABI's only
+    _op(K.RELU6, 21, UNARY, groups="activation", outputs="y:a"),
+    _op(K.RESHAPE, 22, ("x:a shape:t",), ReshapeAttrs),
+    _op(K.RESIZE_BILINEAR, 23, (f"x:a out_w:i out_h:i {RESIZE_TAIL}",
+                                f"x:a scale_w:f scale_h:f {RESIZE_TAIL}"), ResizeAttrs, "spatial"),
+    _op(K.SOFTMAX, 25, ("x:a beta:f [axis:i]",), SoftmaxAttrs),
+    _op(K.TANH, 28, UNARY, groups="activation", outputs="y:a"),
+    _op(K.DIV, 30, BINARY, FuseAttrs, "binary", emu=False),
+    _op(K.MEAN, 31, ("x:a axes:t keep_dims:i",), MeanAttrs),
+    _op(K.PAD, 32, ("x:a paddings:t",), PadAttrs),
+    _op(K.SUB, 36, BINARY, FuseAttrs, "binary fusable"),
+    _op(K.TRANSPOSE, 37, ("x:a perm:t",), TransposeAttrs, emu=False),
+    _op(K.CHANNEL_SHUFFLE, 46, ("x:a groups:i axis:i",), ShuffleAttrs, emu=False),
+    _op(K.EXP, 49, UNARY, outputs="y:a", emu=False),
+    _op(K.LOG, 60, UNARY, outputs="y:a", emu=False),
+    _op(K.QUANTIZE, 72, ("x:*",)),
+    _op(K.RSQRT, 83, UNARY, outputs="y:a", emu=False),
+    _op(K.SQRT, 88, UNARY, outputs="y:a", emu=False),
+    _op(K.HARD_SWISH, 99, UNARY, groups="activation", outputs="y:a"),
+    _op(K.BATCH_MATMUL, 102, ("lhs:a rhs:a [adj_x:B [adj_y:B]]",), MatmulAttrs, emu=False),
+    # Pre-legalization constructs: no Neuron operation, no operand forms.
+    _op(K.BATCH_NORM, None, (), NormAttrs, "spatial"),
+    _op(K.SILU, None, (), groups="activation"),
+    _op(K.HARD_SIGMOID, None, (), groups="activation"),
+    _op(K.GELU, None, (), groups="activation"),
+    _op(K.LAYER_NORM, None, (), NormAttrs),
+    _op(K.CONV_3D, None, (), ConvAttrs),
+    _op(K.MAX_POOL_3D, None, (), PoolAttrs),
+    _op(K.ADAPTIVE_AVG_POOL_2D, None, (), AdaptivePoolAttrs, "spatial"),
+    _op(K.FLATTEN, None, (), FlattenAttrs),
+    _op(K.DROPOUT, None, (), NoAttrs),
+    _op(K.IDENTITY, None, (), NoAttrs),
+)  # fmt: skip
+
+SCHEMA: dict[OpKind, OpSchema] = {
+    OpKind[e.name]: e for e in _ENTRIES if e.name in OpKind.__members__
+}
+# Every operation code with known forms, the ABI-only ones (RELU1) included.
+BY_CODE: dict[int, OpSchema] = {e.code: e for e in _ENTRIES if e.code is not None}
+
+
+def group(name: str) -> frozenset[OpKind]:
+    """The kinds whose schema entry lists group `name` (conv, pool, activation, binary, ...)."""
+    return frozenset(k for k, e in SCHEMA.items() if name in e.groups)
+
+
+def attrs_of(op_kind: OpKind) -> type[Attrs]:
+    return SCHEMA[op_kind].attrs
+
+
+# Neuron operation names, codes 0..107 (reference §3c; 106 and 107 are Neuron-only).
+NEURON_OP_NAMES: tuple[str, ...] = (
+    "ADD", "AVERAGE_POOL_2D", "CONCATENATION", "CONV_2D", "DEPTHWISE_CONV_2D", "DEPTH_TO_SPACE",
+    "DEQUANTIZE", "EMBEDDING_LOOKUP", "FLOOR", "FULLY_CONNECTED", "HASHTABLE_LOOKUP",
+    "L2_NORMALIZATION", "L2_POOL_2D", "LOCAL_RESPONSE_NORM", "LOGISTIC", "LSH_PROJECTION", "LSTM",
+    "MAX_POOL_2D", "MUL", "RELU", "RELU1", "RELU6", "RESHAPE", "RESIZE_BILINEAR", "RNN", "SOFTMAX",
+    "SPACE_TO_DEPTH", "SVDF", "TANH", "BATCH_TO_SPACE_ND", "DIV", "MEAN", "PAD",
+    "SPACE_TO_BATCH_ND", "SQUEEZE", "STRIDED_SLICE", "SUB", "TRANSPOSE", "ABS", "ARGMAX", "ARGMIN",
+    "AXIS_ALIGNED_BBOX_TRANSFORM", "BIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_RNN",
+    "BOX_WITH_NMS_LIMIT", "CAST", "CHANNEL_SHUFFLE", "DETECTION_POSTPROCESSING", "EQUAL", "EXP",
+    "EXPAND_DIMS", "GATHER", "GENERATE_PROPOSALS", "GREATER", "GREATER_EQUAL", "GROUPED_CONV_2D",
+    "HEATMAP_MAX_KEYPOINT", "INSTANCE_NORMALIZATION", "LESS", "LESS_EQUAL", "LOG", "LOGICAL_AND",
+    "LOGICAL_NOT", "LOGICAL_OR", "LOG_SOFTMAX", "MAXIMUM", "MINIMUM", "NEG", "NOT_EQUAL", "PAD_V2",
+    "POW", "PRELU", "QUANTIZE", "QUANTIZED_16BIT_LSTM", "RANDOM_MULTINOMIAL", "REDUCE_ALL",
+    "REDUCE_ANY", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_SUM", "ROI_ALIGN",
+    "ROI_POOLING", "RSQRT", "SELECT", "SIN", "SLICE", "SPLIT", "SQRT", "TILE", "TOPK_V2",
+    "TRANSPOSE_CONV_2D", "UNIDIRECTIONAL_SEQUENCE_LSTM", "UNIDIRECTIONAL_SEQUENCE_RNN",
+    "RESIZE_NEAREST_NEIGHBOR", "QUANTIZED_LSTM", "IF", "WHILE", "ELU", "HARD_SWISH", "FILL",
+    "RANK", "BATCH_MATMUL", "PACK", "MIRROR_PAD", "MIRROR_REVERSE", "HYFBCTOYUV420",
+    "YUV420TOAFBC",
+)  # fmt: skip
+
+
+def _letter_ok(letter: str, t: int | None) -> bool:
+    allowed = LETTERS[letter]
+    return t is None or allowed is None or t in allowed
+
+
+def _group_end(p: str, k: int) -> int:
+    """Index just after the `]` closing the `[` at p[k]."""
+    depth = 0
+    for j in range(k, len(p)):
+        depth += {"[": 1, "]": -1}.get(p[j], 0)
+        if depth == 0:
+            return j + 1
+    return len(p)
+
+
+Matcher = Callable[[int, int, tuple[int | None, ...]], bool]
+
+
+@cache
+def _matcher(p: str) -> Matcher:
+    """A backtracking matcher of form `p`: at(k, i, types) = types[i:] fit p[k:]."""
+
+    def at(k: int, i: int, types: tuple[int | None, ...]) -> bool:
+        if k == len(p):
+            return i == len(types)
+        c = p[k]
+        if c == "]":
+            return at(k + 1, i, types)
+        if c == "[":
+            return at(k + 1, i, types) or at(_group_end(p, k), i, types)
+        if k + 1 < len(p) and p[k + 1] == "+":
+            j = i
+            while j < len(types) and _letter_ok(c, types[j]):
+                j += 1
+            return any(at(k + 2, jj, types) for jj in range(j, i, -1))
+        return i < len(types) and _letter_ok(c, types[i]) and at(k + 1, i + 1, types)
+
+    return at
+
+
+def match(types_form: str, types: Sequence[int | None] | int) -> bool:
+    """Whether operand `types` fit the compact form (`aai`, `a+i`, `awt...[B[ii]]`); an int
+    `types` is a count (every slot matches any type), as is a None entry. Twin of
+    `mdla_sig_match` in csrc/signature.h."""
+    ts = (None,) * types if isinstance(types, int) else tuple(types)
+    return _matcher(types_form)(0, 0, ts)
+
+
+def find_form(entry: OpSchema, types: Sequence[int | None] | int) -> Form | None:
+    """The first of `entry`'s forms that `types` fit, or None."""
+    return next((f for f in entry.forms if match(f.types, types)), None)
+
+
+def arity_ok(code: int, n_inputs: int, n_outputs: int) -> bool:
+    """Operand counts an operation may have: any count for codes without forms."""
+    entry = BY_CODE.get(code)
+    if entry is None:
+        return True
+    return find_form(entry, n_inputs) is not None and match(entry.outputs.types, n_outputs)

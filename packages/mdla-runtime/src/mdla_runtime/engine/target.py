@@ -1,0 +1,223 @@
+"""Targets: where a manifest runs. `open_target(spec)` with
+
+    "emu"                       the host emulator libneuron_emu.so (the default)
+    "lib:/path/libneuron_x.so"  a Neuron Adapter library on this machine
+    "ssh://user@host[:port]"    a phone over SSH (its own issue: the seam is `Target._engine`)
+
+The engine runs a manifest with its recorded `model.rounding`: it sets MDLA_EMU_ROUNDING for the
+host emulator unless the environment already has it (then it prints a note, relayed here to
+stderr); a real adapter ignores the variable, so on a phone the silicon's rounding applies.
+
+Each target drives `mdla-engine --json` as a subprocess: inputs are quantized with the
+manifest's I/O contract (float, model layout -> int8, device layout), outputs come back raw
+(int8, device layout) and dequantized (float, model layout).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mdla_ir.affine import dequantize_output, quantize_input
+from mdla_runtime.build import engine_path
+from mdla_runtime.errors import TargetError, TargetSpecError
+from mdla_runtime.format.manifest import IOSpec, Manifest, load
+
+Array = np.ndarray[Any, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    outputs: list[Array]  # float32, model layout (dequantized with the I/O contract)
+    raw_outputs: list[Array]  # int8, device layout, as the device produced them
+    latency_ms: tuple[float, float]  # (median, min) over the runs
+    device: str
+    output_names: tuple[str, ...] = ()
+    cache: str | None = None
+
+
+def quantize(x: Array, spec: IOSpec) -> Array:
+    """Model-layout floats -> device-layout int8: clamp(round_half_away(x / s) + z)."""
+    x = np.asarray(x, dtype=np.float32)
+    if tuple(x.shape) != spec.model_shape:
+        raise TargetError(
+            f"input `{spec.name}`: shape {x.shape}, the model wants {spec.model_shape}"
+        )
+    if spec.perm:
+        x = np.ascontiguousarray(x.transpose(spec.perm)).reshape(spec.shape)
+    return quantize_input(x, np.float32(spec.scale), spec.zero_point)
+
+
+def dequantize(raw: Array, spec: IOSpec | None, scale: float, zero_point: int) -> Array:
+    """Device-layout int8 -> model-layout floats (s * (q - z)), undoing the boundary perm."""
+    real = dequantize_output(raw, scale, zero_point)
+    if spec is None or not spec.perm:
+        return real
+    real = real.reshape((1,) * (len(spec.perm) - real.ndim) + real.shape)
+    return np.ascontiguousarray(real.transpose(np.argsort(spec.perm)))
+
+
+def _as_manifest(manifest: Manifest | str | os.PathLike[str]) -> Manifest:
+    m = manifest if isinstance(manifest, Manifest) else load(manifest)
+    if m.path is None:
+        raise TargetError("the manifest has no file: save() it and load() the path")
+    return m
+
+
+class Target:
+    """A Neuron Adapter library driven through `mdla-engine`."""
+
+    def __init__(self, lib: Path, name: str) -> None:
+        self.lib, self.name = lib, name
+
+    def __repr__(self) -> str:
+        return f"Target({self.name!r}, lib={str(self.lib)!r})"
+
+    def _execute(self, args: Sequence[str]) -> tuple[int, str, str]:
+        """Run `mdla-engine args --json` here: (exit code, stdout, stderr). The SSH target
+        overrides this to run the engine on the phone, moving the files named in `args`."""
+        cmd = [str(engine_path()), *args, "--lib", str(self.lib), "--json"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def _engine(self, args: Sequence[str]) -> dict[str, Any]:
+        """Run the engine with --json and turn its report (or its failure) into a result."""
+        returncode, stdout, stderr = self._execute(args)
+        try:
+            out: dict[str, Any] = json.loads(stdout)
+        except json.JSONDecodeError:
+            raise TargetError(
+                f"mdla-engine exited {returncode} without a report: {stderr.strip()}",
+                exit_code=returncode,
+            ) from None
+        for line in stderr.splitlines():  # e.g. MDLA_EMU_ROUNDING overriding the manifest
+            if line.startswith("mdla-engine: note:"):
+                sys.stderr.write(line + "\n")
+        if not out.get("ok"):
+            err = out.get("error", {})
+            raise TargetError(
+                f"{self.name}: {err.get('stage')}: {err.get('message')}",
+                result=err.get("result"),
+                op_index=err.get("op_index") if err.get("op_index", -1) >= 0 else None,
+                op_name=err.get("op_name"),
+                exit_code=returncode,
+            )
+        return out
+
+    def info(self) -> dict[str, Any]:
+        """The adapter the engine loaded (`adapter`), its Neuron version (`version`) and its
+        devices (`devices`), as the engine reports them."""
+        out = self._engine(["--devices"])
+        return {k: out[k] for k in ("adapter", "version", "devices") if k in out}
+
+    def devices(self) -> list[str]:
+        return [str(d) for d in self.info()["devices"]]
+
+    def supported(
+        self,
+        manifest: Manifest | str | os.PathLike[str],
+        devices: Sequence[str] = ("mtk-mdla",),
+        ops: int | None = None,
+    ) -> dict[str, list[bool]]:
+        """Per device, one flag per operation (getSupportedOperationsForDevices) of the model
+        or of its first `ops` operations."""
+        m = _as_manifest(manifest)
+        args = [str(m.path), "--supported", "--device", ",".join(devices)]
+        out = self._engine(args + (["--ops", str(ops)] if ops is not None else []))
+        return {str(k): [bool(v) for v in vs] for k, vs in out["supported"].items()}
+
+    def bisect(
+        self, manifest: Manifest | str | os.PathLike[str], devices: Sequence[str] = ("mtk-mdla",)
+    ) -> int | None:
+        """The index of the first operation the devices cannot run, or None when all map.
+
+        Support reports are all-or-nothing on the MDLA, so this searches op prefixes: the
+        answer is the n with the first n ops mapping and the first n + 1 not.
+        """
+        m = _as_manifest(manifest)
+
+        def maps(n: int) -> bool:
+            return all(all(v) for v in self.supported(m, devices, ops=n).values())
+
+        if maps(len(m.operations)):
+            return None
+        lo, hi = 0, len(m.operations)  # maps(lo) (the empty prefix), not maps(hi)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if maps(mid) else (lo, mid)
+        return lo
+
+    def run(
+        self,
+        manifest: Manifest | str | os.PathLike[str],
+        inputs: Sequence[Array] | Array,
+        devices: Sequence[str] = ("mtk-mdla",),
+        ops: int | None = None,
+        repeat: int = 1,
+        cache: str | os.PathLike[str] | None = None,
+    ) -> RunResult:
+        m = _as_manifest(manifest)
+        arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
+        if len(arrays) != len(m.inputs):
+            raise TargetError(f"the model takes {len(m.inputs)} input(s), got {len(arrays)}")
+        with tempfile.TemporaryDirectory(prefix="mdla-run-") as tmp:
+            args = [str(m.path), "--device", ",".join(devices), "--outdir", tmp]
+            args += ["--repeat", str(repeat)] + (["--ops", str(ops)] if ops is not None else [])
+            args += ["--cache", str(cache)] if cache is not None else []
+            for k, (x, spec) in enumerate(zip(arrays, m.inputs, strict=True)):
+                path = Path(tmp) / f"input_{k}.bin"
+                path.write_bytes(quantize(x, spec).tobytes())
+                args += ["--input", str(path)]
+            out = self._engine(args)
+            by_operand = {s.operand: s for s in m.outputs}
+            raws, floats, names = [], [], []
+            for entry in out["outputs"]:
+                raw = np.fromfile(Path(tmp) / entry["file"], dtype=np.int8)
+                raw = raw.reshape(entry["dims"])
+                io = by_operand.get(entry["operand"])
+                raws.append(raw)
+                floats.append(dequantize(raw, io, entry["scale"], entry["zero_point"]))
+                names.append(io.name if io else entry["name"])
+        lat = out["latency_ms"]
+        return RunResult(
+            floats,
+            raws,
+            (float(lat["median"]), float(lat["min"])),
+            str(out["selected"]),
+            tuple(names),
+            out.get("cache"),
+        )
+
+
+def open_target(spec: str = "emu") -> Target:
+    """A target by spec: "emu", "lib:/path/to/libneuron_adapter.so" or "ssh://..." (later)."""
+    if spec == "emu":
+        try:
+            from mdla_runtime.emu.emulator import build_emulator
+        except ImportError as exc:
+            raise TargetError(f"the host emulator is not available: {exc}") from exc
+        try:
+            return Target(Path(build_emulator()), "emu")
+        except (RuntimeError, OSError) as exc:
+            raise TargetError(f"the host emulator cannot be built: {exc}") from exc
+    if spec.startswith("lib:"):
+        lib = Path(spec[4:]).expanduser()
+        if not lib.is_file():
+            raise TargetError(f"target {spec!r}: no such library {lib}")
+        return Target(lib.resolve(), spec)
+    if spec.startswith("ssh://"):
+        from mdla_runtime.engine.ssh import SshTarget
+
+        return SshTarget(spec)
+    raise TargetSpecError(
+        f"unknown target {spec!r}: use 'emu', 'lib:/path/to.so' or 'ssh://user@host'"
+    )

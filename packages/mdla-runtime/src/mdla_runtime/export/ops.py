@@ -1,0 +1,220 @@
+"""One IR op -> TFLite operator(s), with explicit paddings lowered to SAME/VALID or a PAD: a table
+of small functions, one line per op (`_EMITTERS`), reading attributes through their records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from mdla_ir.attrs import (
+    AxisAttrs,
+    ConvAttrs,
+    MeanAttrs,
+    PadAttrs,
+    PoolAttrs,
+    ResizeAttrs,
+    SoftmaxAttrs,
+)
+from mdla_ir.graph import Op, QuantParams
+from mdla_ir.ops import CONVS, OpKind
+from mdla_runtime.export.writer import ExportError, Writer, padding_mode
+
+ZERO_POINT = "zero_point"
+
+
+def _spatial(
+    w: Writer,
+    op: Op,
+    x: str,
+    kernel: Sequence[int],
+    dilation: Sequence[int],
+    pad_value: int | str | None,
+) -> tuple[int, int]:
+    """(input tensor index, TFLite Padding) for a windowed op, inserting PAD/PADV2 if needed."""
+    g = w.graph
+    xs, ys = g.tensors[x].shape, g.tensors[op.outputs[0]].shape
+    a = (ConvAttrs if op.kind in CONVS else PoolAttrs).of(op)
+    padding = a.padding
+    mode = padding_mode(xs[1:3], kernel, a.stride, dilation, padding, ys[1:3])
+    if mode is not None:
+        return w.tensor(x), int(getattr(w.S.Padding, mode))
+    if pad_value is None:
+        raise ExportError(
+            f"op `{op.name}` ({op.kind.name}): padding {padding} is neither SAME "
+            "nor VALID, and AVERAGE_POOL_2D cannot take a PAD in front (padding "
+            "is excluded from its count)"
+        )
+    t, b, left, r = padding
+    shape = (xs[0], xs[1] + t + b, xs[2] + left + r, xs[3])
+    padded = w.add_tensor(f"{op.name}/pad", shape, "int8", g.tensors[x].quant)
+    pads = w.const_i32(f"{op.name}/paddings", [[0, 0], [t, b], [left, r], [0, 0]])
+    if pad_value == "zero_point":
+        w.emit("PAD", [w.tensor(x), pads], [padded], ("PadOptions", w.options("PadOptions")))
+    else:
+        value = w.add_tensor(
+            f"{op.name}/pad_value", (), "int8", g.tensors[x].quant, np.array(pad_value, np.int8)
+        )
+        w.emit(
+            "PADV2",
+            [w.tensor(x), pads, value],
+            [padded],
+            ("PadV2Options", w.options("PadV2Options")),
+        )
+    return padded, int(w.S.Padding.VALID)
+
+
+def _zero_bias(w: Writer, op: Op) -> int:
+    """An all-zero int32 bias with scale s_in * s_w[o], zero point 0 (adds nothing)."""
+    x_q, w_q = (w.graph.tensors[n].quant for n in op.inputs[:2])
+    channels = w.graph.tensors[op.inputs[1]].shape[0]
+    if x_q is None or w_q is None:
+        raise ExportError(f"op `{op.name}` (CONV_2D): input and filter need quantization")
+    scales = np.float32(x_q.scale[0]) * np.broadcast_to(
+        np.asarray(w_q.scale, np.float32), (channels,)
+    )
+    q = QuantParams(tuple(float(v) for v in scales), (0,) * channels, 0)
+    return w.add_tensor(
+        f"{op.name}/zero_bias", (channels,), "int32", q, np.zeros(channels, np.int32)
+    )
+
+
+Emit = Callable[[Writer, Op, list[int]], None]  # (writer, op, [output tensor index])
+
+
+def _conv(w: Writer, op: Op, out: list[int]) -> None:
+    a, ins = ConvAttrs.of(op), list(op.inputs)
+    wshape = w.graph.tensors[ins[1]].shape
+    x, pad = _spatial(w, op, ins[0], wshape[1:3], a.dilation, ZERO_POINT)
+    common = {
+        "padding": pad,
+        "strideH": a.stride[0],
+        "strideW": a.stride[1],
+        "dilationHFactor": a.dilation[0],
+        "dilationWFactor": a.dilation[1],
+        "fusedActivationFunction": w.fuse(op),
+    }
+    rest = [w.tensor(n) for n in ins[1:]]
+    if op.kind is OpKind.CONV_2D:
+        if len(rest) == 1:  # LiteRT's int8 CONV_2D requires a bias
+            rest.append(_zero_bias(w, op))
+        w.emit("CONV_2D", [x, *rest], out, ("Conv2DOptions", w.options("Conv2DOptions", **common)))
+        return
+    mult = wshape[3] // w.graph.tensors[ins[0]].shape[3]
+    opts = w.options("DepthwiseConv2DOptions", depthMultiplier=mult, **common)
+    w.emit("DEPTHWISE_CONV_2D", [x, *rest], out, ("DepthwiseConv2DOptions", opts))
+
+
+def _pool(w: Writer, op: Op, out: list[int]) -> None:
+    a = PoolAttrs.of(op)
+    kh, kw = a.kernel
+    pad_value = -128 if op.kind is OpKind.MAX_POOL_2D else None  # -128 never wins a max
+    x, pad = _spatial(w, op, op.inputs[0], (kh, kw), (1, 1), pad_value)
+    opts = w.options(
+        "Pool2DOptions",
+        padding=pad,
+        strideH=a.stride[0],
+        strideW=a.stride[1],
+        filterHeight=kh,
+        filterWidth=kw,
+        fusedActivationFunction=w.fuse(op),
+    )
+    w.emit(op.kind.name, [x], out, ("Pool2DOptions", opts))
+
+
+def _fc(w: Writer, op: Op, out: list[int]) -> None:
+    keep = len(w.graph.tensors[op.inputs[0]].shape) > 2
+    opts = w.options("FullyConnectedOptions", keepNumDims=keep, fusedActivationFunction=w.fuse(op))
+    w.emit(
+        "FULLY_CONNECTED", [w.tensor(n) for n in op.inputs], out, ("FullyConnectedOptions", opts)
+    )
+
+
+def _binary(options: str) -> Emit:
+    def emit(w: Writer, op: Op, out: list[int]) -> None:
+        opts = w.options(options, fusedActivationFunction=w.fuse(op))
+        w.emit(op.kind.name, [w.tensor(n) for n in op.inputs], out, (options, opts))
+
+    return emit
+
+
+def _plain(w: Writer, op: Op, out: list[int]) -> None:
+    w.emit(op.kind.name, [w.tensor(op.inputs[0])], out)
+
+
+def _softmax(w: Writer, op: Op, out: list[int]) -> None:
+    a = SoftmaxAttrs.of(op)
+    rank = len(w.graph.tensors[op.inputs[0]].shape)
+    if a.axis % rank != rank - 1:
+        raise ExportError(
+            f"op `{op.name}` (SOFTMAX): TFLite reduces the last axis only, got axis {a.axis}"
+        )
+    opts = w.options("SoftmaxOptions", beta=a.beta)
+    w.emit("SOFTMAX", [w.tensor(op.inputs[0])], out, ("SoftmaxOptions", opts))
+
+
+def _concat(w: Writer, op: Op, out: list[int]) -> None:
+    opts = w.options("ConcatenationOptions", axis=AxisAttrs.of(op).axis)
+    w.emit("CONCATENATION", [w.tensor(n) for n in op.inputs], out, ("ConcatenationOptions", opts))
+
+
+def _pad(w: Writer, op: Op, out: list[int]) -> None:
+    pads = w.const_i32(f"{op.name}/paddings", [list(p) for p in PadAttrs.of(op).pads])
+    w.emit("PAD", [w.tensor(op.inputs[0]), pads], out, ("PadOptions", w.options("PadOptions")))
+
+
+def _reshape(w: Writer, op: Op, out: list[int]) -> None:
+    shape = [int(d) for d in w.graph.tensors[op.outputs[0]].shape]
+    ins = [w.tensor(op.inputs[0]), w.const_i32(f"{op.name}/shape", shape)]
+    w.emit("RESHAPE", ins, out, ("ReshapeOptions", w.options("ReshapeOptions", newShape=shape)))
+
+
+def _mean(w: Writer, op: Op, out: list[int]) -> None:
+    a = MeanAttrs.of(op)
+    axes = w.const_i32(f"{op.name}/axes", list(a.axes))
+    opts = w.options("ReducerOptions", keepDims=a.keepdims)
+    w.emit("MEAN", [w.tensor(op.inputs[0]), axes], out, ("ReducerOptions", opts))
+
+
+def _resize(w: Writer, op: Op, out: list[int]) -> None:
+    a = ResizeAttrs.of(op)
+    size = w.const_i32(f"{op.name}/size", list(a.size))
+    opts = w.options(
+        "ResizeBilinearOptions",
+        alignCorners=a.align_corners,
+        halfPixelCenters=a.half_pixel_centers,
+    )
+    w.emit("RESIZE_BILINEAR", [w.tensor(op.inputs[0]), size], out, ("ResizeBilinearOptions", opts))
+
+
+# One line per op: the IR kind -> the function writing its TFLite operator(s).
+_EMITTERS: dict[OpKind, Emit] = {
+    OpKind.CONV_2D: _conv,  # CONV_2D [PAD in front when neither SAME nor VALID]
+    OpKind.DEPTHWISE_CONV_2D: _conv,  # DEPTHWISE_CONV_2D [PAD in front]
+    OpKind.AVERAGE_POOL_2D: _pool,  # AVERAGE_POOL_2D (SAME or VALID only)
+    OpKind.MAX_POOL_2D: _pool,  # MAX_POOL_2D [PADV2 of -128 in front]
+    OpKind.FULLY_CONNECTED: _fc,
+    OpKind.ADD: _binary("AddOptions"),
+    OpKind.SUB: _binary("SubOptions"),
+    OpKind.MUL: _binary("MulOptions"),
+    OpKind.RELU: _plain,
+    OpKind.RELU6: _plain,
+    OpKind.LOGISTIC: _plain,
+    OpKind.TANH: _plain,
+    OpKind.HARD_SWISH: _plain,
+    OpKind.SOFTMAX: _softmax,  # last axis only
+    OpKind.CONCATENATION: _concat,
+    OpKind.PAD: _pad,
+    OpKind.RESHAPE: _reshape,
+    OpKind.MEAN: _mean,
+    OpKind.RESIZE_BILINEAR: _resize,
+}
+
+
+def emit_op(w: Writer, op: Op) -> None:
+    """Append the TFLite operator(s) computing `op`."""
+    out = [w.tensor(op.outputs[0])]
+    emit = _EMITTERS.get(op.kind)
+    if emit is None:
+        raise ExportError(f"op `{op.name}`: {op.kind.name} has no .tflite export")
+    emit(w, op, out)

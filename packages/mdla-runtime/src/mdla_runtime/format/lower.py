@@ -1,0 +1,302 @@
+"""Lowering an int8 qgraph to Neuron operands and operations.
+
+Each graph tensor becomes one operand: activations TENSOR_QUANT8_ASYMM_SIGNED (scale, zero
+point), per-channel weights TENSOR_QUANT8_SYMM_PER_CHANNEL (channelDim 0 for CONV_2D and
+FULLY_CONNECTED, 3 for DEPTHWISE_CONV_2D, scale 0 with the scales beside), per-tensor int8
+constants TENSOR_QUANT8_ASYMM_SIGNED, bias TENSOR_INT32 (scale s_in·s_w, or 0 when per-channel).
+
+Op attributes become operands in NNAPI order: each rule below gives the value of every slot of
+the op's first schema form (`mdla_ir.schema.SCHEMA[kind].forms[0]`: the explicit-padding form,
+with the NCHW flag false and every optional slot present), and `lower` lays them out in the
+form's order, typed by the slot's letter (a tensor name for `a`/`w`/`*`, a list of ints for `t`,
+a number for `i`/`f`/`B`, or a callable returning an operand index).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mdla_ir.attrs import (
+    AttrError,
+    AxisAttrs,
+    ConvAttrs,
+    FuseAttrs,
+    MatmulAttrs,
+    MeanAttrs,
+    PadAttrs,
+    PoolAttrs,
+    ReshapeAttrs,
+    ResizeAttrs,
+    SoftmaxAttrs,
+    TransposeAttrs,
+)
+from mdla_ir.graph import Graph, Op, Tensor
+from mdla_ir.ops import FUSE_CODES, OpKind
+from mdla_ir.schema import SCHEMA
+from mdla_runtime.errors import LoweringError
+from mdla_runtime.format import container as fmt
+
+Array = np.ndarray[Any, Any]
+
+
+@dataclass
+class Lowered:
+    """Header entries (msgpack-ready) and the constant arrays, in operand order."""
+
+    operands: list[dict[str, Any]] = field(default_factory=list)
+    operations: list[dict[str, Any]] = field(default_factory=list)
+    blobs: list[tuple[int, bytes]] = field(default_factory=list)  # (operand index, bytes)
+    index: dict[str, int] = field(default_factory=dict)
+
+    def add(self, entry: dict[str, Any], data: bytes | None = None) -> int:
+        self.operands.append(entry)
+        if data is not None:
+            self.blobs.append((len(self.operands) - 1, data))
+        return len(self.operands) - 1
+
+    def i32(self, v: int) -> int:
+        return self.add({"type": fmt.INT32, "dims": [], "value": int(v)})
+
+    def f32(self, v: float) -> int:
+        return self.add({"type": fmt.FLOAT32, "dims": [], "value": float(np.float32(v))})
+
+    def boolean(self, v: bool) -> int:
+        return self.add({"type": fmt.BOOL, "dims": [], "value": bool(v)})
+
+    def i32_tensor(self, values: Array | list[int], shape: tuple[int, ...] | None = None) -> int:
+        arr = np.asarray(values, dtype="<i4")
+        arr = arr.reshape(shape) if shape is not None else arr
+        entry = {"type": fmt.TENSOR_INT32, "dims": list(arr.shape), "scale": 0.0, "zero_point": 0}
+        return self.add(entry, arr.tobytes())
+
+
+def _fail(op: Op, why: str) -> LoweringError:
+    return LoweringError(op.name, None, f"op {op.kind.name}: {why}")
+
+
+def _tensor_entry(t: Tensor, channel_dim: int | None) -> tuple[dict[str, Any], bytes | None]:
+    q = t.quant
+    entry: dict[str, Any] = {"name": t.name, "dims": [int(d) for d in t.shape]}
+    data = None if t.data is None else np.ascontiguousarray(t.data)
+    if t.dtype == "int32":
+        entry |= {"type": fmt.TENSOR_INT32, "scale": 0.0, "zero_point": 0}
+        return entry, None if data is None else data.astype("<i4").tobytes()
+    if t.dtype != "int8" or q is None:
+        raise LoweringError(t.name, None, f"tensor dtype {t.dtype} quant {q}: need int8 with quant")
+    if len(q.scale) > 1 or (q.per_channel and data is not None):
+        dim = q.channel_dim if channel_dim is None else channel_dim
+        if any(z != 0 for z in q.zero_point):
+            raise LoweringError(t.name, None, "per-channel weights must be symmetric (zp 0)")
+        entry |= {"type": fmt.TENSOR_QUANT8_SYMM_PER_CHANNEL, "scale": 0.0, "zero_point": 0}
+        entry |= {"channel_dim": int(dim or 0), "scales": [float(s) for s in q.scale]}
+    else:
+        entry |= {"type": fmt.TENSOR_QUANT8_ASYMM_SIGNED, "scale": float(q.scale[0])}
+        entry["zero_point"] = int(q.zero_point[0])
+    return entry, None if data is None else data.astype(np.int8).tobytes()
+
+
+def _operand(low: Lowered, graph: Graph, name: str, channel_dim: int | None = None) -> int:
+    if name not in low.index:
+        entry, data = _tensor_entry(graph.tensors[name], channel_dim)
+        low.index[name] = low.add(entry, data)
+    return low.index[name]
+
+
+def _bias(low: Lowered, graph: Graph, op: Op, channels: int) -> int:
+    """The op's int32 bias operand, or a zero bias (NNAPI requires one), with NNAPI's scale."""
+    x, w = (graph.tensors[n].quant for n in op.inputs[:2])
+    per_channel = w is not None and len(w.scale) > 1
+    scale = 0.0 if per_channel or x is None or w is None else x.scale[0] * w.scale[0]
+    if len(op.inputs) > 2:
+        idx = _operand(low, graph, op.inputs[2])
+        low.operands[idx]["scale"] = float(np.float32(scale))
+        return idx
+    entry = {"name": f"{op.name}.bias", "type": fmt.TENSOR_INT32, "dims": [channels]}
+    entry |= {"scale": float(np.float32(scale)), "zero_point": 0}
+    return low.add(entry, np.zeros(channels, "<i4").tobytes())
+
+
+def _fuse(op: Op, fuse: str) -> int:
+    if fuse not in FUSE_CODES:
+        raise _fail(op, f"fuse {fuse!r} is not one of {sorted(FUSE_CODES)}")
+    return FUSE_CODES[fuse]
+
+
+Slots = dict[str, Any]
+
+
+def _window(padding: tuple[int, ...], stride: tuple[int, ...]) -> Slots:
+    t, b, left, r = padding
+    sh, sw = stride
+    names = ("pad_left", "pad_right", "pad_top", "pad_bottom", "stride_w", "stride_h")
+    return dict(zip(names, (left, r, t, b, sw, sh), strict=True))
+
+
+def _conv(low: Lowered, g: Graph, op: Op) -> Slots:
+    a = ConvAttrs.of(op)
+    if a.groups != 1:
+        raise _fail(op, f"groups={a.groups}: legalize grouped convolutions first")
+    depthwise = op.kind is OpKind.DEPTHWISE_CONV_2D
+    w_shape = g.tensors[op.inputs[1]].shape
+    channels = w_shape[3] if depthwise else w_shape[0]
+    slots: Slots = {"x": op.inputs[0], "filter": (op.inputs[1], 3 if depthwise else 0)}
+    slots |= {"bias": lambda: _bias(low, g, op, channels)} | _window(a.padding, a.stride)
+    if depthwise:
+        c_in = g.tensors[op.inputs[0]].shape[-1]
+        slots["multiplier"] = channels // max(c_in, 1) if a.multiplier is None else a.multiplier
+    dh, dw = a.dilation
+    return slots | {"fuse": _fuse(op, a.fuse), "nchw": False, "dilation_w": dw, "dilation_h": dh}
+
+
+def _pool(low: Lowered, g: Graph, op: Op) -> Slots:
+    a = PoolAttrs.of(op)
+    kh, kw = a.kernel
+    slots = {"x": op.inputs[0], **_window(a.padding, a.stride), "filter_w": kw, "filter_h": kh}
+    return slots | {"fuse": _fuse(op, a.fuse), "nchw": False}
+
+
+def _fc(low: Lowered, g: Graph, op: Op) -> Slots:
+    units = g.tensors[op.inputs[1]].shape[0]
+    bias = lambda: _bias(low, g, op, units)  # noqa: E731
+    fuse = _fuse(op, FuseAttrs.of(op).fuse)
+    return {"x": op.inputs[0], "weights": (op.inputs[1], 0), "bias": bias, "fuse": fuse}
+
+
+def _binary(low: Lowered, g: Graph, op: Op) -> Slots:
+    return {"a": op.inputs[0], "b": op.inputs[1], "fuse": _fuse(op, FuseAttrs.of(op).fuse)}
+
+
+def _rank(graph: Graph, op: Op) -> int:
+    return len(graph.tensors[op.inputs[0]].shape)
+
+
+def _concat(low: Lowered, g: Graph, op: Op) -> Slots:
+    return {"inputs": list(op.inputs), "axis": AxisAttrs.of(op).axis % _rank(g, op)}
+
+
+def _softmax(low: Lowered, g: Graph, op: Op) -> Slots:
+    a = SoftmaxAttrs.of(op)
+    return {"x": op.inputs[0], "beta": a.beta, "axis": a.axis}
+
+
+def _pad(low: Lowered, g: Graph, op: Op) -> Slots:
+    pads = np.asarray([v for p in PadAttrs.of(op).pads for v in p], "<i4")
+    return {"x": op.inputs[0], "paddings": pads.reshape(_rank(g, op), 2)}
+
+
+def _mean(low: Lowered, g: Graph, op: Op) -> Slots:
+    a = MeanAttrs.of(op)
+    axes = [ax % _rank(g, op) for ax in a.axes]
+    return {"x": op.inputs[0], "axes": axes, "keep_dims": 1 if a.keepdims else 0}
+
+
+def _resize(low: Lowered, g: Graph, op: Op) -> Slots:
+    a = ResizeAttrs.of(op)
+    h, w = a.size
+    slots = {"x": op.inputs[0], "out_w": w, "out_h": h, "nchw": False}
+    return slots | {"align_corners": a.align_corners, "half_pixel_centers": a.half_pixel_centers}
+
+
+def _matmul(low: Lowered, g: Graph, op: Op) -> Slots:
+    a = MatmulAttrs.of(op)
+    return {"lhs": op.inputs[0], "rhs": op.inputs[1], "adj_x": a.adj_x, "adj_y": a.adj_y}
+
+
+def _unary(low: Lowered, g: Graph, op: Op) -> Slots:
+    return {"x": op.inputs[0]}
+
+
+Rule = Callable[[Lowered, Graph, Op], Slots]
+_RULES: dict[OpKind, Rule] = {
+    OpKind.CONV_2D: _conv,  # x filter bias pads strides fuse nchw dilations
+    OpKind.DEPTHWISE_CONV_2D: _conv,  # ... strides multiplier fuse nchw dilations
+    OpKind.AVERAGE_POOL_2D: _pool,  # x pads strides filter_w filter_h fuse nchw
+    OpKind.MAX_POOL_2D: _pool,
+    OpKind.FULLY_CONNECTED: _fc,  # x weights bias fuse
+    OpKind.ADD: _binary,  # a b fuse
+    OpKind.SUB: _binary,
+    OpKind.MUL: _binary,
+    OpKind.DIV: _binary,
+    OpKind.CONCATENATION: _concat,  # inputs... axis
+    OpKind.SOFTMAX: _softmax,  # x beta axis
+    OpKind.PAD: _pad,  # x paddings[rank, 2]
+    OpKind.RESHAPE: lambda low, g, op: {"x": op.inputs[0], "shape": ReshapeAttrs.of(op).shape},
+    OpKind.TRANSPOSE: lambda low, g, op: {"x": op.inputs[0], "perm": TransposeAttrs.of(op).perm},
+    OpKind.MEAN: _mean,  # x axes keep_dims(i32)
+    OpKind.RESIZE_BILINEAR: _resize,  # x out_w out_h nchw align_corners half_pixel_centers
+    OpKind.BATCH_MATMUL: _matmul,  # lhs rhs adj_x adj_y
+    OpKind.RELU: _unary,
+    OpKind.RELU6: _unary,
+    OpKind.LOGISTIC: _unary,
+    OpKind.TANH: _unary,
+    OpKind.HARD_SWISH: _unary,
+    OpKind.QUANTIZE: _unary,
+    OpKind.DEQUANTIZE: _unary,
+    OpKind.EXP: _unary,
+    OpKind.LOG: _unary,
+    OpKind.SQRT: _unary,
+    OpKind.RSQRT: _unary,
+}
+
+
+def _slot(low: Lowered, graph: Graph, letter: str, value: Any) -> list[int]:
+    """The operand(s) of one slot, typed by the slot's letter in the schema form."""
+    if callable(value):
+        return [value()]
+    if letter == "i":
+        return [low.i32(int(value))]
+    if letter == "f":
+        return [low.f32(float(value))]
+    if letter == "B":
+        return [low.boolean(bool(value))]
+    if letter == "t" and not isinstance(value, str):
+        return [
+            low.i32_tensor([int(v) for v in value] if isinstance(value, list | tuple) else value)
+        ]
+    if letter.endswith("+"):
+        return [_operand(low, graph, name) for name in value]
+    name, channel_dim = value if isinstance(value, tuple) else (value, None)
+    return [_operand(low, graph, name, channel_dim)]
+
+
+def _lay_out(low: Lowered, graph: Graph, op: Op, slots: Slots) -> list[int]:
+    form = SCHEMA[op.kind].forms[0]
+    if set(slots) != set(form.slots):
+        raise _fail(op, f"lowering gives slots {sorted(slots)}, the schema form {form.text!r}")
+    return [
+        i
+        for s, t in zip(form.slots, form.letters, strict=True)
+        for i in _slot(low, graph, t, slots[s])
+    ]
+
+
+def lower(graph: Graph) -> Lowered:
+    """Operands and operations of `graph` (an int8 NHWC qgraph) in Neuron terms."""
+    if graph.layout != "NHWC":
+        raise LoweringError(graph.name, None, f"layout {graph.layout}: int8 graphs are NHWC")
+    low = Lowered()
+    for name in graph.inputs:
+        _operand(low, graph, name)
+    for op in graph.ops:
+        if not op.kind.is_neuron:
+            raise _fail(op, "not a Neuron operation: legalize the graph before saving it")
+        rule = _RULES.get(op.kind)
+        if rule is None:
+            raise _fail(op, "no lowering to Neuron operands")
+        try:
+            ins = _lay_out(low, graph, op, rule(low, graph, op))
+        except AttrError as exc:
+            raise _fail(op, str(exc)) from exc
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            if isinstance(exc, LoweringError):
+                raise
+            raise _fail(op, f"bad attributes {dict(op.attrs)}: {exc!r}") from exc
+        outs = [_operand(low, graph, n) for n in op.outputs]
+        low.operations.append(
+            {"code": op.kind.value, "inputs": ins, "outputs": outs, "name": op.name}
+        )
+    return low

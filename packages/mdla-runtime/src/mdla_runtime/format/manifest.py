@@ -1,0 +1,215 @@
+"""`save(qgraph, path)` and `load(path) -> Manifest`: the .mdla file (layout in `container.py`).
+
+Header schema (msgpack; unknown keys are errors, so a typo never passes silently):
+
+    operands[i]   {type, dims, [name], [scale, zero_point], [channel_dim, scales] (per-channel),
+                   [data: [offset, length]] (constants), [value] (INT32/FLOAT32/BOOL scalars)}
+    operations[i] {code (Neuron), inputs: [operand...], outputs: [operand...], [name] (source op)}
+    inputs/outputs[i] {operand, name, scale, zero_point, layout "NHWC", shape (device),
+                   perm (model layout -> device layout, [] = identity), model_shape}
+    model         the graph's Provenance under a fixed key list (`format/model.py`)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgpack  # type: ignore[import-untyped]
+import numpy as np
+
+from mdla_ir.graph import Graph
+from mdla_ir.provenance import Provenance
+from mdla_runtime.format import container as fmt
+from mdla_runtime.format.lower import lower
+from mdla_runtime.format.model import model_section, provenance
+from mdla_runtime.format.validate import validate
+
+Array = np.ndarray[Any, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    type: int
+    dims: tuple[int, ...]
+    name: str = ""
+    scale: float = 0.0
+    zero_point: int = 0
+    channel_dim: int | None = None
+    scales: tuple[float, ...] = ()
+    data: Array | None = None
+    value: int | float | bool | None = None
+
+    @property
+    def type_name(self) -> str:
+        return fmt.TYPE_NAMES[self.type]
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    code: int
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class IOSpec:
+    """The int8 I/O contract of one model input or output."""
+
+    operand: int
+    name: str
+    scale: float
+    zero_point: int
+    layout: str
+    shape: tuple[int, ...]
+    perm: tuple[int, ...]
+    model_shape: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    model: Mapping[str, Any]
+    operands: tuple[Operand, ...]
+    operations: tuple[Operation, ...]
+    inputs: tuple[IOSpec, ...]
+    outputs: tuple[IOSpec, ...]
+    data_size: int
+    path: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.model.get("name", ""))
+
+    @property
+    def provenance(self) -> Provenance:
+        """The compile record of the model section, typed (labels, preprocess, rounding...)."""
+        return provenance(self.model)
+
+    @property
+    def rounding(self) -> str:
+        """The requantization rounding the engine runs this manifest with."""
+        return str(self.model["rounding"])
+
+
+def _io(graph: Graph, name: str, operand: int) -> dict[str, Any]:
+    t = graph.tensors[name]
+    q = t.quant
+    return {
+        "operand": operand,
+        "name": name,
+        "scale": float(q.scale[0]) if q else 0.0,
+        "zero_point": int(q.zero_point[0]) if q else 0,
+        "layout": graph.layout,
+        "shape": [int(d) for d in t.shape],
+        "perm": [int(p) for p in graph.boundary.get(name, ())],
+        "model_shape": [int(d) for d in graph.model_shape(name)],
+    }
+
+
+def to_bytes(graph: Graph) -> bytes:
+    """The .mdla file of `graph` (an int8 NHWC qgraph) as bytes."""
+    low = lower(graph)
+    data, cursor = bytearray(), 0
+    for idx, blob in low.blobs:
+        cursor = fmt.align(cursor)
+        data += bytes(cursor - len(data)) + blob
+        low.operands[idx]["data"] = [cursor, len(blob)]
+        cursor += len(blob)
+    body = {"operands": low.operands, "operations": low.operations}
+    content = hashlib.sha256(msgpack.packb(body) + bytes(data)).hexdigest()
+    header = {
+        "model": model_section(graph.name, graph.provenance, content),
+        **body,
+        "inputs": [_io(graph, n, low.index[n]) for n in graph.inputs],
+        "outputs": [_io(graph, n, low.index[n]) for n in graph.outputs],
+        "data_size": len(data),
+    }
+    packed: bytes = msgpack.packb(header, use_bin_type=True)
+    pre = fmt.MAGIC + struct.pack("<IQ", fmt.FORMAT_VERSION, len(packed))
+    pad = fmt.align(fmt.PREAMBLE + len(packed)) - fmt.PREAMBLE - len(packed)
+    return pre + packed + bytes(pad) + bytes(data)
+
+
+def save(graph: Graph, path: str | os.PathLike[str]) -> Path:
+    """Write `graph` to `path` atomically (a temp file in the same directory, then rename)."""
+    out = Path(path)
+    blob = to_bytes(graph)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would surprise a user copying the file
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out
+
+
+def _operand(entry: Mapping[str, Any], data: memoryview) -> Operand:
+    arr = None
+    if "data" in entry:
+        off, length = entry["data"]
+        dtype = "<i4" if entry["type"] == fmt.TENSOR_INT32 else np.int8
+        if entry["type"] in (fmt.TENSOR_FLOAT32,):
+            dtype = "<f4"
+        arr = np.frombuffer(data[off : off + length], dtype=dtype).reshape(entry["dims"])
+    return Operand(
+        type=entry["type"],
+        dims=tuple(entry["dims"]),
+        name=entry.get("name", ""),
+        scale=float(entry.get("scale", 0.0)),
+        zero_point=int(entry.get("zero_point", 0)),
+        channel_dim=entry.get("channel_dim"),
+        scales=tuple(entry.get("scales", ())),
+        data=arr,
+        value=entry.get("value"),
+    )
+
+
+def _spec(entry: Mapping[str, Any]) -> IOSpec:
+    shape = tuple(entry.get("shape", ()))
+    return IOSpec(
+        operand=entry["operand"],
+        name=entry.get("name", ""),
+        scale=float(entry.get("scale", 0.0)),
+        zero_point=int(entry.get("zero_point", 0)),
+        layout=entry.get("layout", "NHWC"),
+        shape=shape,
+        perm=tuple(entry.get("perm", ())),
+        model_shape=tuple(entry.get("model_shape", shape)),
+    )
+
+
+def parse(buf: bytes, path: Path | None = None) -> Manifest:
+    """Validate and decode a whole .mdla file; raises a `ManifestError` subclass on any flaw."""
+    header, data_start = validate(buf)
+    data = memoryview(buf)[data_start:]
+    return Manifest(
+        model=header["model"],
+        operands=tuple(_operand(e, data) for e in header["operands"]),
+        operations=tuple(
+            Operation(e["code"], tuple(e["inputs"]), tuple(e["outputs"]), e.get("name", ""))
+            for e in header["operations"]
+        ),
+        inputs=tuple(_spec(e) for e in header["inputs"]),
+        outputs=tuple(_spec(e) for e in header["outputs"]),
+        data_size=header["data_size"],
+        path=path,
+    )
+
+
+def load(path: str | os.PathLike[str]) -> Manifest:
+    p = Path(path)
+    return parse(p.read_bytes(), p)

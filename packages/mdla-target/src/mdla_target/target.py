@@ -1,0 +1,200 @@
+"""Target descriptions: which ops each device of an NPU maps, with constraints and sources.
+
+The data lives in `targets/<name>.toml` (one source of truth, flat enough for the C emulator to
+read): `[device.<dev>]` holds device-wide limits, `[op.<dev>.<KIND>]` one op's entry. A kind with
+no entry, or an entry with `supported = false`, is not mapped; the entry's `reason` says why.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from mdla_ir import OpKind
+from mdla_target.errors import TargetDataError, UnknownDeviceError
+
+PADDING_MODES = ("any", "explicit", "same-valid")
+
+
+@dataclass(frozen=True, slots=True)
+class OpSpec:
+    """One op on one device. Scale constraints are for the quantizer (int8, zero point signed)."""
+
+    kind: OpKind
+    device: str
+    supported: bool
+    source: str
+    reason: str = ""
+    dtypes: tuple[str, ...] = ()
+    per_channel: bool = False
+    padding: str = "any"
+    broadcast: bool = False
+    shared_scale: bool = False
+    keeps_input_scale: bool = False
+    fixed_output: tuple[float, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSpec:
+    name: str
+    max_rank: int
+    max_dim: int
+    dtypes: tuple[str, ...]
+    source: str
+    ops: Mapping[OpKind, OpSpec] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    name: str
+    description: str
+    devices: Mapping[str, DeviceSpec]
+    path: str = ""
+
+    def device(self, name: str) -> DeviceSpec:
+        if name not in self.devices:
+            raise UnknownDeviceError(
+                f"target `{self.name}` has no device `{name}`; its devices: "
+                f"{', '.join(self.devices)}",
+                [name],
+            )
+        return self.devices[name]
+
+    def op(self, device: str, kind: OpKind) -> OpSpec:
+        """The entry of `kind` on `device`; an unlisted kind gives an unsupported entry."""
+        dev = self.device(device)
+        spec = dev.ops.get(kind)
+        if spec is None:
+            return OpSpec(
+                kind,
+                device,
+                False,
+                "assumed",
+                reason=f"{kind.name} is not in the {self.name} {device} op table",
+            )
+        return spec
+
+
+def known_targets() -> list[str]:
+    folder = resources.files("mdla_target").joinpath("targets")
+    return sorted(
+        p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml")
+    )
+
+
+def target_path(name: str) -> Path:
+    """The file of the shipped target `name` (what the emulator's build generates C from)."""
+    if name not in known_targets():
+        raise TargetDataError(
+            f"unknown target `{name}`; known targets: {', '.join(known_targets())}", [name]
+        )
+    return Path(str(resources.files("mdla_target").joinpath("targets", f"{name}.toml")))
+
+
+def load_target(spec: str | Path) -> Target:
+    """A target by name (`"mdla3.5"`, a file shipped in the package) or by path to a TOML file."""
+    path = Path(spec)
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            why = "is a directory" if path.is_dir() else "does not exist"
+            raise TargetDataError(f"target file `{path}` {why}", [str(path)])
+        text, where = path.read_text(encoding="utf-8"), str(path)
+    else:
+        names = known_targets()
+        if str(spec) not in names:
+            raise TargetDataError(
+                f"unknown target `{spec}`; known targets: {', '.join(names)} "
+                "(or give a path to a target .toml file)",
+                names,
+            )
+        text, where = (
+            target_path(str(spec)).read_text(encoding="utf-8"),
+            f"mdla_target/targets/{spec}.toml",
+        )
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TargetDataError(f"target file `{where}` is not valid TOML: {exc}", [where]) from exc
+    return _parse(data, where)
+
+
+def _get(table: Mapping[str, Any], key: str, kind: type, where: str, default: Any = None) -> Any:
+    value = table.get(key, default)
+    if (
+        value is None
+        or (kind is not float and not isinstance(value, kind))
+        or (kind is float and not isinstance(value, int | float))
+    ):
+        raise TargetDataError(f"{where}: `{key}` must be a {kind.__name__}, got {value!r}", [where])
+    return value
+
+
+def _strings(table: Mapping[str, Any], key: str, where: str, default: list[str]) -> tuple[str, ...]:
+    value = _get(table, key, list, where, default)
+    if not all(isinstance(v, str) for v in value):
+        raise TargetDataError(f"{where}: `{key}` must be a list of strings", [where])
+    return tuple(value)
+
+
+def _parse(data: Mapping[str, Any], where: str) -> Target:
+    name = _get(data, "name", str, where)
+    devices_raw = _get(data, "device", dict, where)
+    ops_raw = _get(data, "op", dict, where, {})
+    devices: dict[str, DeviceSpec] = {}
+    for dev, table in devices_raw.items():
+        at = f"{where} [device.{dev}]"
+        dtypes = _strings(table, "dtypes", at, [])
+        ops = {
+            spec.kind: spec
+            for spec in (
+                _op(dev, kind, entry, dtypes, f"{where} [op.{dev}.{kind}]")
+                for kind, entry in ops_raw.get(dev, {}).items()
+            )
+        }
+        devices[dev] = DeviceSpec(
+            dev,
+            _get(table, "max_rank", int, at),
+            _get(table, "max_dim", int, at),
+            dtypes,
+            _get(table, "source", str, at),
+            ops,
+        )
+    unknown = [d for d in ops_raw if d not in devices]
+    if unknown:
+        raise TargetDataError(f"{where}: op tables for undeclared devices {unknown}", unknown)
+    return Target(name, _get(data, "description", str, where, ""), devices, where)
+
+
+def _op(dev: str, kind_name: str, t: Mapping[str, Any], dtypes: tuple[str, ...], at: str) -> OpSpec:
+    try:
+        kind = OpKind[kind_name]
+    except KeyError as exc:
+        raise TargetDataError(f"{at}: `{kind_name}` is not an op kind", [kind_name]) from exc
+    supported = _get(t, "supported", bool, at, True)
+    padding = _get(t, "padding", str, at, "any")
+    if padding not in PADDING_MODES:
+        raise TargetDataError(f"{at}: padding {padding!r} is not one of {PADDING_MODES}", [at])
+    fixed = None
+    if "fixed_output_scale" in t:
+        fixed = (
+            float(_get(t, "fixed_output_scale", float, at)),
+            _get(t, "fixed_output_zero_point", int, at),
+        )
+    return OpSpec(
+        kind,
+        dev,
+        supported,
+        _get(t, "source", str, at),
+        reason=_get(t, "reason", str, at, ""),
+        dtypes=_strings(t, "dtypes", at, list(dtypes)),
+        per_channel=_get(t, "per_channel", bool, at, False),
+        padding=padding,
+        broadcast=_get(t, "broadcast", bool, at, False),
+        shared_scale=_get(t, "shared_scale", bool, at, False),
+        keeps_input_scale=_get(t, "keeps_input_scale", bool, at, False),
+        fixed_output=fixed,
+    )

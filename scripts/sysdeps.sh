@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The Debian packages the test suite needs, installed when missing (make test runs this first):
+#   clang                  libFuzzer + ASan/UBSan builds of the C manifest reader and engine
+#   gcc-aarch64-linux-gnu  the engine and emulator cross-built for the phone's CPU
+#   qemu-user              ... and run under qemu-aarch64
+#   valgrind               leak checks of the engine and the emulator
+#   openssh-server         the loopback "phone" of the SSH target tests
+set -euo pipefail
+need=()
+command -v clang >/dev/null || need+=(clang)
+command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu)
+command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
+command -v valgrind >/dev/null || need+=(valgrind)
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ] && ! command -v sudo >/dev/null; then
+  echo "error: the tests need these Debian packages: ${need[*]}" >&2
+  echo "install them as root: apt-get install ${need[*]}" >&2
+  exit 1
+fi
+SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
+echo "installing Debian packages the tests need: ${need[*]}"
+$SUDO apt-get update -q >/dev/null
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need[@]}" >/dev/null
