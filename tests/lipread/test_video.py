@@ -78,3 +78,58 @@ def test_no_video_stream(tmp_path: Path) -> None:
 def test_odd_sizes_are_refused_for_h264(tmp_path: Path) -> None:
     with pytest.raises(VideoError, match="even"):
         write_video(tmp_path / "odd.mp4", np.zeros((2, 15, 16, 3), np.uint8))
+
+
+@pytest.mark.parametrize("suffix", [".png", ".jpg", ".gif"])
+def test_a_still_picture_is_not_read_as_a_video(tmp_path: Path, suffix: str) -> None:
+    from PIL import Image
+
+    path = tmp_path / f"face{suffix}"
+    Image.fromarray(render_clip(("lay",), 3, 1, frames=1)[0]).save(path)
+    with pytest.raises(VideoError, match="still picture"):
+        read_video(path)
+
+
+def test_a_one_by_one_picture_is_refused(tmp_path: Path) -> None:
+    from PIL import Image
+
+    path = tmp_path / "dot.png"
+    Image.fromarray(np.zeros((1, 1, 3), np.uint8)).save(path)
+    with pytest.raises(VideoError, match="still picture"):
+        read_video(path)
+
+
+def test_tiny_frames_are_refused(tmp_path: Path) -> None:
+    write_video(tmp_path / "tiny.mp4", np.zeros((5, 8, 8, 3), np.uint8))
+    with pytest.raises(VideoError, match="8x8; a mouth needs at least 16x16"):
+        read_video(tmp_path / "tiny.mp4")
+
+
+def test_a_single_frame_video_is_refused(tmp_path: Path) -> None:
+    write_video(tmp_path / "one.mp4", render_clip(("lay",), 3, 1, frames=1))
+    with pytest.raises(VideoError, match="1 frame"):
+        read_video(tmp_path / "one.mp4")
+
+
+def test_a_directory_is_named_as_such(tmp_path: Path) -> None:
+    with pytest.raises(VideoError, match="is a directory"):
+        read_video(tmp_path)
+
+
+def test_large_frames_are_scaled_down_while_decoding(tmp_path: Path) -> None:
+    """A 4K clip decodes at MAX_SIDE on its longer side: memory bounded, aspect kept."""
+    frames = np.zeros((3, 2160, 3840, 3), np.uint8)
+    frames[:, :1080] = 200  # top half bright: survives the scaling
+    write_video(tmp_path / "uhd.mp4", frames, crf=30)
+    back = read_video(tmp_path / "uhd.mp4")
+    assert back.shape == (3, 720, 1280, 3)
+    assert back[:, :300].mean() > 150 > 50 > back[:, 420:].mean()
+
+
+def test_decoded_bytes_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lipread.video
+
+    monkeypatch.setattr(lipread.video, "MAX_BYTES", 16 * 16 * 3 * 4)  # four 16x16 frames
+    write_video(tmp_path / "long.mp4", np.zeros((10, 16, 16, 3), np.uint8))
+    with pytest.raises(VideoError, match=r"decoded frames after 4 frames \(16x16\); cut the clip"):
+        read_video(tmp_path / "long.mp4")

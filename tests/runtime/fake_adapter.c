@@ -25,7 +25,7 @@ struct NeuronModel {
     uint32_t in[CAP], out[CAP];
     bool finished;
 };
-struct NeuronCompilation { NeuronModel *model; bool finished, owns; };
+struct NeuronCompilation { NeuronModel *model; bool finished; };
 struct NeuronExecution { NeuronCompilation *c; const int8_t *in[16]; size_t in_len[16]; int8_t *out[16]; size_t out_len[16]; };
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -151,7 +151,7 @@ int NeuronCompilation_createForDevices(NeuronModel *m, const NeuronDevice *const
 int NeuronCompilation_setPreference(NeuronCompilation *c, int32_t p) { (void)c; logf_("preference %d", p); return 0; }
 int NeuronCompilation_setPriority(NeuronCompilation *c, int p) { (void)c; logf_("priority %d", p); return 0; }
 int NeuronCompilation_finish(NeuronCompilation *c) { c->finished = true; return 0; }
-void NeuronCompilation_free(NeuronCompilation *c) { if (c && c->owns) free(c->model); free(c); }
+void NeuronCompilation_free(NeuronCompilation *c) { free(c); }
 
 int NeuronCompilation_getCompiledNetworkSize(NeuronCompilation *c, size_t *size) { (void)c; *size = 8 + sizeof(NeuronModel); return 0; }
 int NeuronCompilation_storeCompiledNetwork(NeuronCompilation *c, void *buf, const size_t size) {
@@ -167,8 +167,8 @@ int NeuronModel_restoreFromCompiledNetwork(NeuronModel **m, NeuronCompilation **
     *m = malloc(sizeof **m);
     memcpy(*m, (const char *)buf + 8, sizeof **m);
     *c = calloc(1, sizeof **c);
-    (*c)->model = *m;
-    (*c)->finished = (*c)->owns = true;
+    (*c)->model = *m; /* the caller owns the restored model (it outlives the compilation) */
+    (*c)->finished = true;
     logf_("restore %zu", size);
     return 0;
 }

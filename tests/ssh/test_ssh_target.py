@@ -14,46 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mdla_runtime import TargetError, load, open_target, save
-from mdla_runtime.emulator import build_emulator
-from mdla_runtime.ssh import SshTarget, parse_spec
-from mdla_runtime.testing import chain_qgraph
+from mdla_runtime import TargetError, load, open_target
+from mdla_runtime.engine.ssh import SshTarget, parse_spec
 from mdla_witness import witness
+from tests.ssh.helpers import inputs, url
 from tests.ssh.sshd_server import Server, start_server
-
-
-@pytest.fixture(scope="module")
-def phone(sshd: Server, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A fake phone filesystem: a work base, and an APU node bound to the apu_top_3 driver."""
-    root = tmp_path_factory.mktemp("phone")
-    node = root / "sys" / "devices" / "platform" / "190f0000.apu_top"
-    (node / "power").mkdir(parents=True)
-    driver = root / "sys" / "bus" / "platform" / "drivers" / "apu_top_3"
-    driver.mkdir(parents=True)
-    (driver / "190f0000.apu_top").symlink_to(node)
-    return {"base": root / "base", "sys": root / "sys", "node": node}
-
-
-def url(server: Server, phone: dict[str, Path], **extra: str) -> str:
-    opts = {
-        "key": str(server.key),
-        "config": str(server.config),
-        "lib": str(build_emulator()),
-        "base": str(phone["base"]),
-        "env": f"MDLA_EMU_SYSFS={phone['node']}",
-        **extra,
-    }
-    query = "&".join(f"{k}={v}" for k, v in opts.items() if v)
-    return f"ssh://{server.user}@127.0.0.1:{server.port}?{query}"
-
-
-@pytest.fixture(scope="module")
-def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save(chain_qgraph(), tmp_path_factory.mktemp("m") / "chain.mdla")
-
-
-def inputs() -> list[np.ndarray]:
-    return [np.random.default_rng(1).normal(size=(1, 3, 6, 6)).astype(np.float32)]
 
 
 def running_in(workdir: str) -> list[int]:

@@ -13,16 +13,27 @@ from lipread.errors import VideoError
 
 Array = np.ndarray[Any, Any]
 FPS = 25
+MAX_SIDE = 1280  # frames larger than this are scaled down while decoding (aspect kept)
+MIN_SIDE = 16  # smaller frames cannot hold a mouth: refused
+MIN_FRAMES = 3  # the front-end's first Conv3d reads 3 frames; fewer is a still, not speech
+MAX_BYTES = 3 << 30  # decoded RGB frames held at once (3 GiB: ~2 min of 720p at 25 fps)
+# FFmpeg demuxers that read still pictures (plus every `*_pipe` one: png_pipe, jpeg_pipe, ...).
+STILL_FORMATS = frozenset({"image2", "apng", "gif", "webp"})
 
 
 def read_video(path: str | Path, fps: int = FPS) -> Array:
     """Decode every frame as RGB and resample to `fps`: (T, H, W, 3) uint8, C-contiguous.
 
     Resampling keeps, for each output instant k/fps, the last source frame shown at or before
-    it (a frame-rate conversion by sample and hold, as players do). Raises VideoError for a
-    file FFmpeg cannot open, one without a video stream, or one with no decodable frame.
+    it (a frame-rate conversion by sample and hold, as players do). Frames larger than
+    MAX_SIDE on their longer side are scaled down while decoding, so memory stays bounded
+    (an 8K clip decodes at 1280x720). Raises VideoError for a file FFmpeg cannot open, one
+    without a video stream, a still picture, fewer than MIN_FRAMES frames, frames under
+    MIN_SIDE pixels, or more than MAX_BYTES of decoded frames.
     """
     path = Path(path)
+    if path.is_dir():
+        raise VideoError(f"{path}: is a directory, not a video file")
     if not path.is_file():
         raise VideoError(f"{path}: no such file")
     try:
@@ -32,19 +43,57 @@ def read_video(path: str | Path, fps: int = FPS) -> Array:
     with container:
         if not container.streams.video:
             raise VideoError(f"{path}: the file has no video stream")
-        stream = container.streams.video[0]
-        frames: list[Array] = []
-        times: list[float] = []
-        try:
-            for frame in container.decode(stream):
-                frames.append(np.ascontiguousarray(frame.to_ndarray(format="rgb24")))
-                rate = float(stream.average_rate or fps)
-                times.append(float(frame.time) if frame.time is not None else len(times) / rate)
-        except (av.FFmpegError, OSError, ValueError) as exc:
-            raise VideoError(f"{path}: decoding failed after {len(frames)} frames ({exc})") from exc
+        fmt = container.format.name
+        if fmt in STILL_FORMATS or fmt.endswith("_pipe"):
+            raise VideoError(f"{path}: a still picture ({fmt}), not a video of a speaker")
+        frames, times = _decode(container, path, fps)
     if not frames:
         raise VideoError(f"{path}: the video has zero frames")
+    if len(frames) < MIN_FRAMES:
+        raise VideoError(
+            f"{path}: {len(frames)} frame(s); lip reading needs a video of at least "
+            f"{MIN_FRAMES} frames (a still picture cannot be read)"
+        )
     return resample(np.stack(frames), np.array(times), fps)
+
+
+def _scaled(width: int, height: int) -> tuple[int, int]:
+    """The decode size: the frame itself, or scaled so its longer side is MAX_SIDE (even)."""
+    longer = max(width, height)
+    if longer <= MAX_SIDE:
+        return width, height
+    k = MAX_SIDE / longer
+    return max(2, round(width * k / 2) * 2), max(2, round(height * k / 2) * 2)
+
+
+def _decode(container: Any, path: Path, fps: int) -> tuple[list[Array], list[float]]:
+    """Every frame as RGB at a bounded size, with its time; VideoError past MAX_BYTES."""
+    stream = container.streams.video[0]
+    frames: list[Array] = []
+    times: list[float] = []
+    held = 0
+    try:
+        for frame in container.decode(stream):
+            if frame.width < MIN_SIDE or frame.height < MIN_SIDE:
+                raise VideoError(
+                    f"{path}: frames are {frame.width}x{frame.height}; a mouth needs at least "
+                    f"{MIN_SIDE}x{MIN_SIDE} pixels"
+                )
+            w, h = _scaled(frame.width, frame.height)
+            rgb = frame.to_ndarray(format="rgb24", width=w, height=h)
+            held += rgb.nbytes
+            if held > MAX_BYTES:
+                raise VideoError(
+                    f"{path}: more than {MAX_BYTES >> 30} GiB of decoded frames after "
+                    f"{len(frames)} frames ({w}x{h}); cut the clip to the sentence "
+                    "(e.g. ffmpeg -ss START -t SECONDS -i IN OUT)"
+                )
+            frames.append(np.ascontiguousarray(rgb))
+            rate = float(stream.average_rate or fps)
+            times.append(float(frame.time) if frame.time is not None else len(times) / rate)
+    except (av.FFmpegError, OSError, ValueError) as exc:
+        raise VideoError(f"{path}: decoding failed after {len(frames)} frames ({exc})") from exc
+    return frames, times
 
 
 def resample(frames: Array, times: Array, fps: int = FPS) -> Array:

@@ -53,7 +53,7 @@ void json_devices(void);
 NeuronModel *build(void);
 void print_supported(NeuronModel *model);
 NeuronCompilation *compile(NeuronModel *model);
-NeuronCompilation *cache_restore(uint8_t **blob);
+NeuronCompilation *cache_restore(uint8_t **blob, NeuronModel **model);
 void cache_store(NeuronCompilation *comp);
 void execute(NeuronCompilation *comp);
 void print_run(void);

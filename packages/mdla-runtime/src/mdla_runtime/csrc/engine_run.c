@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "engine.h"
-#include "op_names.h"
+#include "mdla_ops.h"
 #include "report.h"
 
 NeuronModel *build(void) {
@@ -167,7 +167,9 @@ static uint64_t cache_key(void) {
 static void put_u64(uint8_t *p, uint64_t v) { for (int k = 0; k < 8; k++) p[k] = (uint8_t)(v >> (8 * k)); }
 static uint64_t get_u64(const uint8_t *p) { uint64_t v = 0; for (int k = 7; k >= 0; k--) v = (v << 8) | p[k]; return v; }
 
-NeuronCompilation *cache_restore(uint8_t **blob) {
+/* The restored compilation, or NULL (no cache file, or a stale one). `*model` receives the model
+ * the adapter restored with it; the caller frees it after the compilation. */
+NeuronCompilation *cache_restore(uint8_t **blob, NeuronModel **model) {
     FILE *f = fopen(E.opt.cache, "rb");
     if (!f) return NULL;
     uint8_t pre[CACHE_PREFIX];
@@ -179,8 +181,7 @@ NeuronCompilation *cache_restore(uint8_t **blob) {
         if (*blob && fread(*blob, 1, (size_t)size, f) == size) {
             static const char *const names[] = {"NeuronModel_restoreFromCompiledNetwork", NULL};
             require(names);
-            NeuronModel *model = NULL;
-            int rc = E.api.NeuronModel_restoreFromCompiledNetwork(&model, &comp, *blob, (size_t)size);
+            int rc = E.api.NeuronModel_restoreFromCompiledNetwork(model, &comp, *blob, (size_t)size);
             if (rc) fail(EXIT_DEVICE, "cache", rc, -1, "NeuronModel_restoreFromCompiledNetwork(%s): %s",
                          E.opt.cache, neuron_result_name(rc));
             E.cache_state = "restored";

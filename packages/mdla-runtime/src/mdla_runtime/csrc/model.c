@@ -11,7 +11,9 @@ bool plan_make(const mdla_manifest *m, uint32_t n_ops, mdla_plan *p) {
     p->map = malloc(n * sizeof *p->map);
     p->inputs = calloc(m->n_inputs + 1, sizeof *p->inputs);
     p->input_pos = calloc(m->n_inputs + 1, sizeof *p->input_pos);
-    p->outputs = calloc(n, sizeof *p->outputs);
+    /* One slot per operand (a prefix cut) or per listed output (the whole model), whichever is
+     * more: a manifest may list an operand as an output more than once. */
+    p->outputs = calloc((size_t)n + m->n_outputs, sizeof *p->outputs);
     if (!flags || !p->map || !p->inputs || !p->input_pos || !p->outputs) {
         free(flags);
         plan_free(p);
