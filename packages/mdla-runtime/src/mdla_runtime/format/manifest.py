@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 
 from mdla_ir.graph import Graph
 from mdla_ir.provenance import Provenance
+from mdla_runtime.atomic import write_atomic
 from mdla_runtime.format import container as fmt
 from mdla_runtime.format.lower import lower
 from mdla_runtime.format.model import model_section, provenance
@@ -139,22 +139,7 @@ def to_bytes(graph: Graph) -> bytes:
 
 def save(graph: Graph, path: str | os.PathLike[str]) -> Path:
     """Write `graph` to `path` atomically (a temp file in the same directory, then rename)."""
-    out = Path(path)
-    blob = to_bytes(graph)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(blob)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would surprise a user copying the file
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return out
+    return write_atomic(path, to_bytes(graph))
 
 
 def _operand(entry: Mapping[str, Any], data: memoryview) -> Operand:
