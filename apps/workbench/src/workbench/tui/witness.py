@@ -88,4 +88,14 @@ class WitnessScreen(WorkScreen):
         w = witnessing.witness_runs(
             target, counter, lambda: target.run(manifest, [x], repeat=runs), idle
         )
+        if w.run_ms is not None:  # a run shorter than a tick still shows as one bar
+            now = witnessing.read(counter)
+            self.ui(self.show_run, float(w.run_ms), getattr(now, "active_ms", None))
         self.ui(self.query_one("#verdict", Static).update, f"{w}\ncounter: {counter.what}")
+
+    def show_run(self, run_ms: float, active_ms: int | None) -> None:
+        """The protocol's run delta as one bar; the next tick counts from `active_ms`."""
+        self.deltas = [*self.deltas, run_ms][-HISTORY:]
+        self.query_one(Sparkline).data = self.deltas
+        if active_ms is not None:
+            self.last_ms = active_ms
