@@ -2,8 +2,8 @@
 
 A manifest records how its model wants images (`model.preprocess`: "imagenet" mean/std or "tf"
 (x - 127) / 128) and its input shape; `prepare(image, mode, (h, w))` is `mdla_zoo.prepare` (the
-one preprocessing: short side to size / 0.875 bicubic, centre crop, normalize, NCHW float32)
-with its errors as the workbench's. Sample photos come from scikit-image.
+one preprocessing: short side to size / 0.875 bicubic, centre crop, normalize, NCHW float32;
+its ZooError is a bad-input exit like every package error). Sample photos come from scikit-image.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from mdla_zoo import ZooError
-from mdla_zoo import prepare as zoo_prepare
+from mdla_zoo import prepare as prepare  # the one preprocessing, re-exported for the commands
 from workbench.errors import BAD_INPUT, WorkbenchError
 
 Array = np.ndarray[Any, Any]
@@ -70,14 +69,6 @@ def image_files(directory: str | Path) -> list[Path]:
     if not files:
         raise WorkbenchError(f"calibration directory `{root}` holds no images {IMAGE_SUFFIXES}")
     return files
-
-
-def prepare(image: Array, mode: str, size: tuple[int, int]) -> Array:
-    """HWC uint8 RGB (or grey) -> (1, 3, h, w) float32 normalized as `mode` says."""
-    try:
-        return zoo_prepare(image, mode, size)
-    except ZooError as exc:
-        raise WorkbenchError(str(exc)) from None
 
 
 def softmax(z: Array) -> Array:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,8 +27,9 @@ ROUNDINGS = ("double", "single")
 class QuantRecord:
     """The `mdla_quant.QuantConfig` a graph was quantized with, field for field.
 
-    mdla_ir cannot import mdla_quant, so the record is defined here and `QuantConfig.record()`
-    fills it; a test holds the two field lists equal.
+    mdla_ir cannot import mdla_quant, so the fields and their defaults are defined here once:
+    `QuantConfig` extends this record with validation, and `QuantConfig.record()` gives the
+    plain record the graph's provenance holds.
     """
 
     method: str = "percentile"
@@ -100,7 +101,3 @@ def source_hash(code: str, tensors: Iterable[tuple[str, Any]]) -> str:
         h.update(f"\0{name}\0{arr.dtype.str}\0{arr.shape}\0".encode())
         h.update(arr.tobytes())
     return h.hexdigest()
-
-
-def record_fields(cls: type[Any]) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(cls))

@@ -43,12 +43,18 @@ from mdla_ir.attrs import (
 )
 from mdla_ir.kinds import OpKind
 
-# Neuron operand type codes (reference §3b) each type letter accepts; `*` accepts any.
-FLOAT32, INT32, BOOL, TENSOR_INT32 = 0, 1, 6, 4
-QUANT8_SYMM_PER_CHANNEL, QUANT8_SYMM, QUANT8_ASYMM_SIGNED = 11, 13, 14
+# Neuron operand type codes (reference §3b) the manifest may hold; the container
+# (mdla_runtime/format/container.py) and the type letters below read these.
+FLOAT32, INT32, BOOL = 0, 1, 6
+TENSOR_FLOAT32, TENSOR_INT32, TENSOR_BOOL8 = 3, 4, 9
+TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_SYMM_PER_CHANNEL = 5, 11
+TENSOR_QUANT8_SYMM, TENSOR_QUANT8_ASYMM_SIGNED = 13, 14
+# The operand types each type letter accepts; `*` accepts any.
 LETTERS: dict[str, frozenset[int] | None] = {
-    "a": frozenset({QUANT8_ASYMM_SIGNED, QUANT8_SYMM}),
-    "w": frozenset({QUANT8_SYMM_PER_CHANNEL, QUANT8_SYMM, QUANT8_ASYMM_SIGNED}),
+    "a": frozenset({TENSOR_QUANT8_ASYMM_SIGNED, TENSOR_QUANT8_SYMM}),
+    "w": frozenset(
+        {TENSOR_QUANT8_SYMM_PER_CHANNEL, TENSOR_QUANT8_SYMM, TENSOR_QUANT8_ASYMM_SIGNED}
+    ),
     "t": frozenset({TENSOR_INT32}),
     "i": frozenset({INT32}),
     "f": frozenset({FLOAT32}),
@@ -109,99 +115,6 @@ class OpSchema:
         return self.code is None
 
 
-def _op(
-    kind: OpKind | str,
-    code: int | None,
-    forms: Sequence[str],
-    attrs: type[Attrs] = NoAttrs,
-    groups: str = "",
-    outputs: str = "y:*",
-    emu: bool = True,
-) -> OpSchema:
-    name = kind if isinstance(kind, str) else kind.name
-    parsed = tuple(Form.parse(f) for f in forms)
-    return OpSchema(name, code, parsed, Form.parse(outputs), attrs, frozenset(groups.split()), emu)
-
-
-CONV = "x:a filter:w bias:t"
-PADS = "pad_left:i pad_right:i pad_top:i pad_bottom:i"
-STRIDES = "stride_w:i stride_h:i"
-CONV_TAIL = "[nchw:B [dilation_w:i dilation_h:i]]"
-DW_TAIL = f"multiplier:i fuse:i {CONV_TAIL}"
-POOL_TAIL = f"{STRIDES} filter_w:i filter_h:i fuse:i [nchw:B]"
-RESIZE_TAIL = "[nchw:B [align_corners:B [half_pixel_centers:B]]]"
-UNARY, BINARY = ("x:a",), ("a:a b:a fuse:i",)
-K = OpKind
-
-# kind: Neuron code, input forms (NNAPI order), attribute record, groups, outputs, emulated
-_ENTRIES: tuple[OpSchema, ...] = (
-    _op(K.ADD, 0, BINARY, FuseAttrs, "binary fusable"),
-    _op(K.AVERAGE_POOL_2D, 1, (f"x:a {PADS} {POOL_TAIL}", f"x:a padding_code:i {POOL_TAIL}"),
-        PoolAttrs, "pool spatial fusable"),
-    _op(K.CONCATENATION, 2, ("inputs:a+ axis:i",), AxisAttrs),
-    _op(K.CONV_2D, 3, (f"{CONV} {PADS} {STRIDES} fuse:i {CONV_TAIL}",
-                       f"{CONV} padding_code:i {STRIDES} fuse:i {CONV_TAIL}"),
-        ConvAttrs, "conv spatial fusable"),
-    _op(K.DEPTHWISE_CONV_2D, 4, (f"{CONV} {PADS} {STRIDES} {DW_TAIL}",
-                                 f"{CONV} padding_code:i {STRIDES} {DW_TAIL}"),
-        ConvAttrs, "conv spatial fusable"),
-    _op(K.DEQUANTIZE, 6, ("x:*",)),
-    _op(K.FULLY_CONNECTED, 9, ("x:a weights:w bias:t fuse:i",), FuseAttrs, "fusable"),
-    _op(K.LOGISTIC, 14, UNARY, groups="activation", outputs="y:a"),
-    _op(K.MAX_POOL_2D, 17, (f"x:a {PADS} {POOL_TAIL}", f"x:a padding_code:i {POOL_TAIL}"),
-        PoolAttrs, "pool spatial fusable"),
-    _op(K.MUL, 18, BINARY, FuseAttrs, "binary fusable"),
-    _op(K.RELU, 19, UNARY, groups="activation", outputs="y:a"),
-    _op("RELU1", 20, UNARY, outputs="y:a"),  # no OpKind: the ABI's only
-    _op(K.RELU6, 21, UNARY, groups="activation", outputs="y:a"),
-    _op(K.RESHAPE, 22, ("x:a shape:t",), ReshapeAttrs),
-    _op(K.RESIZE_BILINEAR, 23, (f"x:a out_w:i out_h:i {RESIZE_TAIL}",
-                                f"x:a scale_w:f scale_h:f {RESIZE_TAIL}"), ResizeAttrs, "spatial"),
-    _op(K.SOFTMAX, 25, ("x:a beta:f [axis:i]",), SoftmaxAttrs),
-    _op(K.TANH, 28, UNARY, groups="activation", outputs="y:a"),
-    _op(K.DIV, 30, BINARY, FuseAttrs, "binary", emu=False),
-    _op(K.MEAN, 31, ("x:a axes:t keep_dims:i",), MeanAttrs),
-    _op(K.PAD, 32, ("x:a paddings:t",), PadAttrs),
-    _op(K.SUB, 36, BINARY, FuseAttrs, "binary fusable"),
-    _op(K.TRANSPOSE, 37, ("x:a perm:t",), TransposeAttrs, emu=False),
-    _op(K.CHANNEL_SHUFFLE, 46, ("x:a groups:i axis:i",), ShuffleAttrs, emu=False),
-    _op(K.EXP, 49, UNARY, outputs="y:a", emu=False),
-    _op(K.LOG, 60, UNARY, outputs="y:a", emu=False),
-    _op(K.QUANTIZE, 72, ("x:*",)),
-    _op(K.RSQRT, 83, UNARY, outputs="y:a", emu=False),
-    _op(K.SQRT, 88, UNARY, outputs="y:a", emu=False),
-    _op(K.HARD_SWISH, 99, UNARY, groups="activation", outputs="y:a"),
-    _op(K.BATCH_MATMUL, 102, ("lhs:a rhs:a [adj_x:B [adj_y:B]]",), MatmulAttrs, emu=False),
-    # Pre-legalization constructs: no Neuron operation, no operand forms.
-    _op(K.BATCH_NORM, None, (), NormAttrs, "spatial"),
-    _op(K.SILU, None, (), groups="activation"),
-    _op(K.HARD_SIGMOID, None, (), groups="activation"),
-    _op(K.GELU, None, (), groups="activation"),
-    _op(K.LAYER_NORM, None, (), NormAttrs),
-    _op(K.CONV_3D, None, (), ConvAttrs),
-    _op(K.MAX_POOL_3D, None, (), PoolAttrs),
-    _op(K.ADAPTIVE_AVG_POOL_2D, None, (), AdaptivePoolAttrs, "spatial"),
-    _op(K.FLATTEN, None, (), FlattenAttrs),
-    _op(K.DROPOUT, None, (), NoAttrs),
-    _op(K.IDENTITY, None, (), NoAttrs),
-)  # fmt: skip
-
-SCHEMA: dict[OpKind, OpSchema] = {
-    OpKind[e.name]: e for e in _ENTRIES if e.name in OpKind.__members__
-}
-# Every operation code with known forms, the ABI-only ones (RELU1) included.
-BY_CODE: dict[int, OpSchema] = {e.code: e for e in _ENTRIES if e.code is not None}
-
-
-def group(name: str) -> frozenset[OpKind]:
-    """The kinds whose schema entry lists group `name` (conv, pool, activation, binary, ...)."""
-    return frozenset(k for k, e in SCHEMA.items() if name in e.groups)
-
-
-def attrs_of(op_kind: OpKind) -> type[Attrs]:
-    return SCHEMA[op_kind].attrs
-
-
 # Neuron operation names, codes 0..107 (reference §3c; 106 and 107 are Neuron-only).
 NEURON_OP_NAMES: tuple[str, ...] = (
     "ADD", "AVERAGE_POOL_2D", "CONCATENATION", "CONV_2D", "DEPTHWISE_CONV_2D", "DEPTH_TO_SPACE",
@@ -223,6 +136,110 @@ NEURON_OP_NAMES: tuple[str, ...] = (
     "RANK", "BATCH_MATMUL", "PACK", "MIRROR_PAD", "MIRROR_REVERSE", "HYFBCTOYUV420",
     "YUV420TOAFBC",
 )  # fmt: skip
+MAX_OP_CODE = len(NEURON_OP_NAMES) - 1
+# Codes the adapter marks "not available": no manifest may use them (both readers refuse).
+NOT_AVAILABLE = frozenset(
+    {7, 10, 13, 15, 16, 24, 27, 42, 43, 47, 52, 60, 64, 74, 79, 82, 85}
+    | {92, 93, 95, 98, 101, 103, 104, 105}
+)
+
+
+def _op(
+    kind: OpKind | str,
+    forms: Sequence[str],
+    attrs: type[Attrs] = NoAttrs,
+    groups: str = "",
+    outputs: str = "y:*",
+    emu: bool = True,
+) -> OpSchema:
+    """The entry of `kind`; its code is the OpKind's value (the ABI's index of its name for an
+    ABI-only name), None for a pre-legalization kind."""
+    code: int | None
+    if isinstance(kind, str):
+        name, code = kind, NEURON_OP_NAMES.index(kind)
+    else:
+        name, code = kind.name, kind.value if kind.is_neuron else None
+    parsed = tuple(Form.parse(f) for f in forms)
+    return OpSchema(name, code, parsed, Form.parse(outputs), attrs, frozenset(groups.split()), emu)
+
+
+CONV = "x:a filter:w bias:t"
+PADS = "pad_left:i pad_right:i pad_top:i pad_bottom:i"
+STRIDES = "stride_w:i stride_h:i"
+CONV_TAIL = "[nchw:B [dilation_w:i dilation_h:i]]"
+DW_TAIL = f"multiplier:i fuse:i {CONV_TAIL}"
+POOL_TAIL = f"{STRIDES} filter_w:i filter_h:i fuse:i [nchw:B]"
+RESIZE_TAIL = "[nchw:B [align_corners:B [half_pixel_centers:B]]]"
+UNARY, BINARY = ("x:a",), ("a:a b:a fuse:i",)
+K = OpKind
+
+# kind, input forms (NNAPI order), attribute record, groups, outputs, emulated
+_ENTRIES: tuple[OpSchema, ...] = (
+    _op(K.ADD, BINARY, FuseAttrs, "binary fusable"),
+    _op(K.AVERAGE_POOL_2D, (f"x:a {PADS} {POOL_TAIL}", f"x:a padding_code:i {POOL_TAIL}"),
+        PoolAttrs, "pool spatial fusable"),
+    _op(K.CONCATENATION, ("inputs:a+ axis:i",), AxisAttrs),
+    _op(K.CONV_2D, (f"{CONV} {PADS} {STRIDES} fuse:i {CONV_TAIL}",
+                    f"{CONV} padding_code:i {STRIDES} fuse:i {CONV_TAIL}"),
+        ConvAttrs, "conv spatial fusable"),
+    _op(K.DEPTHWISE_CONV_2D, (f"{CONV} {PADS} {STRIDES} {DW_TAIL}",
+                              f"{CONV} padding_code:i {STRIDES} {DW_TAIL}"),
+        ConvAttrs, "conv spatial fusable"),
+    _op(K.DEQUANTIZE, ("x:*",)),
+    _op(K.FULLY_CONNECTED, ("x:a weights:w bias:t fuse:i",), FuseAttrs, "fusable"),
+    _op(K.LOGISTIC, UNARY, groups="activation", outputs="y:a"),
+    _op(K.MAX_POOL_2D, (f"x:a {PADS} {POOL_TAIL}", f"x:a padding_code:i {POOL_TAIL}"),
+        PoolAttrs, "pool spatial fusable"),
+    _op(K.MUL, BINARY, FuseAttrs, "binary fusable"),
+    _op(K.RELU, UNARY, groups="activation", outputs="y:a"),
+    _op("RELU1", UNARY, outputs="y:a"),  # no OpKind: the ABI's only
+    _op(K.RELU6, UNARY, groups="activation", outputs="y:a"),
+    _op(K.RESHAPE, ("x:a shape:t",), ReshapeAttrs),
+    _op(K.RESIZE_BILINEAR, (f"x:a out_w:i out_h:i {RESIZE_TAIL}",
+                            f"x:a scale_w:f scale_h:f {RESIZE_TAIL}"), ResizeAttrs, "spatial"),
+    _op(K.SOFTMAX, ("x:a beta:f [axis:i]",), SoftmaxAttrs),
+    _op(K.TANH, UNARY, groups="activation", outputs="y:a"),
+    _op(K.DIV, BINARY, FuseAttrs, "binary", emu=False),
+    _op(K.MEAN, ("x:a axes:t keep_dims:i",), MeanAttrs),
+    _op(K.PAD, ("x:a paddings:t",), PadAttrs),
+    _op(K.SUB, BINARY, FuseAttrs, "binary fusable"),
+    _op(K.TRANSPOSE, ("x:a perm:t",), TransposeAttrs, emu=False),
+    _op(K.CHANNEL_SHUFFLE, ("x:a groups:i axis:i",), ShuffleAttrs, emu=False),
+    _op(K.EXP, UNARY, outputs="y:a", emu=False),
+    _op(K.LOG, UNARY, outputs="y:a", emu=False),
+    _op(K.QUANTIZE, ("x:*",)),
+    _op(K.RSQRT, UNARY, outputs="y:a", emu=False),
+    _op(K.SQRT, UNARY, outputs="y:a", emu=False),
+    _op(K.HARD_SWISH, UNARY, groups="activation", outputs="y:a"),
+    _op(K.BATCH_MATMUL, ("lhs:a rhs:a [adj_x:B [adj_y:B]]",), MatmulAttrs, emu=False),
+    # Pre-legalization constructs: no Neuron operation, no operand forms.
+    _op(K.BATCH_NORM, (), NormAttrs, "spatial"),
+    _op(K.SILU, (), groups="activation"),
+    _op(K.HARD_SIGMOID, (), groups="activation"),
+    _op(K.GELU, (), groups="activation"),
+    _op(K.LAYER_NORM, (), NormAttrs),
+    _op(K.CONV_3D, (), ConvAttrs),
+    _op(K.MAX_POOL_3D, (), PoolAttrs),
+    _op(K.ADAPTIVE_AVG_POOL_2D, (), AdaptivePoolAttrs, "spatial"),
+    _op(K.FLATTEN, (), FlattenAttrs),
+    _op(K.DROPOUT, (), NoAttrs),
+    _op(K.IDENTITY, (), NoAttrs),
+)  # fmt: skip
+
+SCHEMA: dict[OpKind, OpSchema] = {
+    OpKind[e.name]: e for e in _ENTRIES if e.name in OpKind.__members__
+}
+# Every operation code with known forms, the ABI-only ones (RELU1) included.
+BY_CODE: dict[int, OpSchema] = {e.code: e for e in _ENTRIES if e.code is not None}
+
+
+def group(name: str) -> frozenset[OpKind]:
+    """The kinds whose schema entry lists group `name` (conv, pool, activation, binary, ...)."""
+    return frozenset(k for k, e in SCHEMA.items() if name in e.groups)
+
+
+def attrs_of(op_kind: OpKind) -> type[Attrs]:
+    return SCHEMA[op_kind].attrs
 
 
 def _letter_ok(letter: str, t: int | None) -> bool:

@@ -65,10 +65,6 @@ class Table:
         return Table(self.__name__, kept, self.target, self.device)
 
 
-def table(name: str, rules: Sequence[Rule], target: Target | None, device: str) -> Table:
-    return Table(name, rules, target, device)
-
-
 def pipeline(target: Target | None, device: str = "mtk-mdla") -> list[Stage]:
     """The stages of `legalize`; each runs to a fixed point before the next."""
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from mdla_ir.provenance import QuantRecord
+from mdla_ir.provenance import ROUNDINGS, QuantRecord
 from mdla_quant.errors import QuantError
 
 METHODS = ("minmax", "percentile", "mse", "entropy")
 
 
 @dataclass(frozen=True, slots=True)
-class QuantConfig:
+class QuantConfig(QuantRecord):
     """Post-training quantization settings.
 
     method       activation range from calibration: `minmax` (observed range), `percentile`
@@ -23,22 +23,17 @@ class QuantConfig:
     bias_correction  shift each conv/FC bias by the mean int8-vs-float output error per channel,
                  measured on the calibration data (needs a re-iterable calibration set)
     target, device   whose scale constraints apply (fixed output scales, shared scales)
-    """
 
-    method: str = "percentile"
-    percentile: float = 99.99
-    rounding: str = "double"
-    bias_correction: bool = False
-    bins: int = 2048
-    target: str = "mdla3.5"
-    device: str = "mtk-mdla"
+    The fields and their defaults are `mdla_ir.QuantRecord`'s (what a graph's provenance
+    records); this class adds their validation.
+    """
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise QuantError(
                 f"unknown calibration method `{self.method}`: expected one of {', '.join(METHODS)}"
             )
-        if self.rounding not in ("double", "single"):
+        if self.rounding not in ROUNDINGS:
             raise QuantError(f"unknown rounding `{self.rounding}`: expected double or single")
         if not 50.0 < self.percentile <= 100.0:
             raise QuantError(f"percentile {self.percentile} is outside (50, 100]")

@@ -9,10 +9,11 @@ flags and every source and header of the source directories, so an edit rebuilds
 unchanged tree never does. Writes are atomic, so concurrent builds cannot leave a half-written
 binary. `engine_path()` builds (once) and returns `mdla-engine`.
 
-Every build also sees the op tables generated from the op schema (`mdla_ops.h`, see
-`codegen.py`): `generated_dir()` writes them into the cache and is on every include path and in
-every cache key; `engine_sources()` gives the engine's files, the generated header included (what
-a remote build ships).
+Every build also sees the headers generated from their Python definitions (`mdla_ops.h`,
+`mdla_model_keys.h`, see `codegen.py`): `generated_dir()` writes them into the cache and is on
+every include path and in every cache key; `engine_sources()` gives the engine's files, the
+generated headers included (what a remote build ships). `generated_file` is the one way a
+generated file reaches the cache (content-keyed, written atomically).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from mdla_runtime.codegen import ops_header
+from mdla_runtime.codegen import headers
 from mdla_runtime.errors import BuildError
 
 CSRC = Path(__file__).parent / "csrc"
@@ -70,32 +71,49 @@ def _version(cc: str) -> str:
     return out.stdout
 
 
-def generated_dir() -> Path:
-    """The directory holding the generated `mdla_ops.h` (in the cache, keyed by its text)."""
-    text = ops_header()
-    out_dir = cache_dir() / f"ops-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-    header = out_dir / "mdla_ops.h"
-    if not header.is_file():
-        out_dir.mkdir(parents=True, exist_ok=True)
-        tmp = out_dir / f".mdla_ops.{os.getpid()}.h"
+def _write_once(path: Path, text: str) -> Path:
+    """`text` at `path` unless already there; atomic, so a concurrent build never reads half."""
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
         tmp.write_text(text, encoding="utf-8")
-        tmp.replace(header)  # atomic: a concurrent build never reads a partial file
+        tmp.replace(path)
+    return path
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def generated_file(name: str, text: str) -> Path:
+    """`text` as file `name` in the cache, in a directory keyed by the text."""
+    return _write_once(cache_dir() / f"{Path(name).stem}-{_digest(text)}" / name, text)
+
+
+def generated_dir() -> Path:
+    """The directory holding every generated header (keyed by all of their texts)."""
+    texts = headers()
+    out_dir = cache_dir() / f"generated-{_digest(repr(sorted(texts.items())))}"
+    for name, text in texts.items():
+        _write_once(out_dir / name, text)
     return out_dir
 
 
 def engine_sources() -> dict[str, bytes]:
-    """{file name: bytes} of every file the engine builds from, the generated header included."""
+    """{file name: bytes} of every file the engine builds from, the generated headers included."""
     files = sorted({*(CSRC / s for s in ENGINE_SOURCES), *CSRC.glob("*.h")})
-    return {f.name: f.read_bytes() for f in files} | {"mdla_ops.h": ops_header().encode()}
+    return {f.name: f.read_bytes() for f in files} | {n: t.encode() for n, t in headers().items()}
 
 
 def _key(cc: str, sources: Sequence[Path], args: Iterable[str]) -> str:
     h = hashlib.sha256()
     h.update(cc.encode() + b"\0" + _version(cc).encode() + b"\0")
     h.update("\0".join(args).encode() + b"\0")
-    headers = sorted({p for s in sources for p in s.parent.glob("*.h")})
-    for path in [*sources, *headers, generated_dir() / "mdla_ops.h"]:
+    found = sorted({p for s in sources for p in s.parent.glob("*.h")})
+    for path in [*sources, *found]:
         h.update(str(path.name).encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, text in sorted(headers().items()):  # the generated ones
+        h.update(name.encode() + b"\0" + text.encode() + b"\0")
     return h.hexdigest()[:20]
 
 

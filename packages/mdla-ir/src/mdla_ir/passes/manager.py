@@ -6,9 +6,9 @@
 
 Within a stage the passes run in order, round after round, until a round changes nothing
 (at most `max_rounds`, else `PassError` names the stage and the passes still changing). With
-`verify`, the verifier runs after every pass and `PassError` names the stage and the pass that
-broke the graph. `skip` names passes (by `__name__`) or single rules of a rule set (a pass with
-`rule_names()` and `without(names)`, like a legalize table); an unknown name is an
+`verify`, the verifier runs after every pass that changed the graph and `PassError` names the
+stage and the pass that broke it. `skip` names passes (by `__name__`) or single rules of a rule
+set (a pass with `rule_names()` and `without(names)`, like a legalize table); an unknown name is an
 `UnknownPassError` listing every known one. `mdla_ir.run_passes` and `mdla_legalize.legalize`
 both run through here.
 """
@@ -130,7 +130,7 @@ def run_stage(
         for p in stage.passes:
             result = p(graph)
             name = pass_name(p)
-            found = problems(result.graph) if verify else []
+            found = problems(result.graph) if verify and result.changed else []
             if found:
                 raise PassError(
                     f"stage `{stage.name}`: pass `{name}` broke graph `{graph.name}`:\n  "

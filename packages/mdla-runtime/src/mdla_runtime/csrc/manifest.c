@@ -48,14 +48,7 @@ bool mdla_arity_ok(int32_t code, uint32_t ni, uint32_t no) {
     return mdla_sig_ok(code, ni, NULL, NULL, no, NULL, NULL);
 }
 
-static bool op_known(const mp_node *n) {
-    static const int na[] = {7, 10, 13, 15, 16, 24, 27, 42, 43, 47, 52, 60, 64, 74, 79, 82, 85,
-                             92, 93, 95, 98, 101, 103, 104, 105};
-    if (n->kind != MP_UINT || n->v.u > 107) return false;
-    for (size_t i = 0; i < sizeof na / sizeof na[0]; i++)
-        if ((uint64_t)na[i] == n->v.u) return false;
-    return true;
-}
+static bool op_known(const mp_node *n) { return n->kind == MP_UINT && mdla_op_available(n->v.u); }
 
 static const char *const OPERAND_KEYS[] = {"type", "dims", "name", "scale", "zero_point",
                                            "channel_dim", "scales", "data", "value", NULL};

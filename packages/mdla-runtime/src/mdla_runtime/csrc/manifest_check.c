@@ -1,5 +1,6 @@
 /* manifest_check.c: the schema-checking helpers of the C reader (see manifest_check.h). */
 #include "manifest_check.h"
+#include "mdla_model_keys.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -106,18 +107,8 @@ mdla_str chk_str_of(const checker *c, uint32_t map, const char *key) {
 }
 
 
-/* ---- the model section (mirrors mdla_runtime/format/model.py:check_model) ---- */
-
-static const char *const MODEL_KEYS[] = {
-    "name", "content_hash", "source_hash", "rounding", "spec", "module", "target", "device",
-    "rules", "calibration_samples", "labels", "quant", "preprocess", "probe_patched", NULL};
-static const char *const MODEL_REQ[] = {
-    "name", "content_hash", "source_hash", "rounding", "spec", "module", "target", "device",
-    "rules", "calibration_samples", "labels", NULL};
-static const char *const QUANT_KEYS[] = {"method", "percentile", "rounding", "bias_correction",
-                                         "bins", "target", "device", NULL};
-static const char *const QUANT_TYPES[] = {"str", "float", "str", "bool", "uint", "str", "str"};
-static const char *const PREPROCESS_KEYS[] = {"mode", "size", "mean", "std", NULL};
+/* ---- the model section (mirrors mdla_runtime/format/model.py:check_model; its key lists
+ * come from there too, generated into mdla_model_keys.h) ---- */
 
 static bool same_str(const mp_node *a, const mp_node *b) {
     return a->kind == MP_STR && b->kind == MP_STR && a->count == b->count &&

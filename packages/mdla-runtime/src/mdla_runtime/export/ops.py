@@ -17,7 +17,7 @@ from mdla_ir.attrs import (
     SoftmaxAttrs,
 )
 from mdla_ir.graph import Op, QuantParams
-from mdla_ir.ops import CONVS, OpKind
+from mdla_ir.ops import OpKind
 from mdla_runtime.export.writer import ExportError, Writer, padding_mode
 
 ZERO_POINT = "zero_point"
@@ -26,15 +26,15 @@ ZERO_POINT = "zero_point"
 def _spatial(
     w: Writer,
     op: Op,
-    x: str,
+    a: ConvAttrs | PoolAttrs,
     kernel: Sequence[int],
     dilation: Sequence[int],
     pad_value: int | str | None,
 ) -> tuple[int, int]:
-    """(input tensor index, TFLite Padding) for a windowed op, inserting PAD/PADV2 if needed."""
-    g = w.graph
+    """(input tensor index, TFLite Padding) for a windowed op with attributes `a`, inserting
+    PAD/PADV2 in front of it if needed."""
+    g, x = w.graph, op.inputs[0]
     xs, ys = g.tensors[x].shape, g.tensors[op.outputs[0]].shape
-    a = (ConvAttrs if op.kind in CONVS else PoolAttrs).of(op)
     padding = a.padding
     mode = padding_mode(xs[1:3], kernel, a.stride, dilation, padding, ys[1:3])
     if mode is not None:
@@ -85,7 +85,7 @@ Emit = Callable[[Writer, Op, list[int]], None]  # (writer, op, [output tensor in
 def _conv(w: Writer, op: Op, out: list[int]) -> None:
     a, ins = ConvAttrs.of(op), list(op.inputs)
     wshape = w.graph.tensors[ins[1]].shape
-    x, pad = _spatial(w, op, ins[0], wshape[1:3], a.dilation, ZERO_POINT)
+    x, pad = _spatial(w, op, a, wshape[1:3], a.dilation, ZERO_POINT)
     common = {
         "padding": pad,
         "strideH": a.stride[0],
@@ -109,7 +109,7 @@ def _pool(w: Writer, op: Op, out: list[int]) -> None:
     a = PoolAttrs.of(op)
     kh, kw = a.kernel
     pad_value = -128 if op.kind is OpKind.MAX_POOL_2D else None  # -128 never wins a max
-    x, pad = _spatial(w, op, op.inputs[0], (kh, kw), (1, 1), pad_value)
+    x, pad = _spatial(w, op, a, (kh, kw), (1, 1), pad_value)
     opts = w.options(
         "Pool2DOptions",
         padding=pad,

@@ -15,7 +15,50 @@ Header: {"model": {...metadata...}, "operands": [...], "operations": [...], "inp
 
 from __future__ import annotations
 
-from mdla_ir import schema
+from mdla_ir.schema import (
+    BOOL,
+    FLOAT32,
+    INT32,
+    MAX_OP_CODE,
+    NOT_AVAILABLE,
+    TENSOR_BOOL8,
+    TENSOR_FLOAT32,
+    TENSOR_INT32,
+    TENSOR_QUANT8_ASYMM,
+    TENSOR_QUANT8_ASYMM_SIGNED,
+    TENSOR_QUANT8_SYMM,
+    TENSOR_QUANT8_SYMM_PER_CHANNEL,
+    arity_ok,
+)
+
+__all__ = [
+    "ALIGN",
+    "BOOL",
+    "ELEMENT_SIZE",
+    "FLOAT32",
+    "FORMAT_VERSION",
+    "INT32",
+    "MAGIC",
+    "MAX_DEPTH",
+    "MAX_ELEMENTS",
+    "MAX_HEADER",
+    "MAX_OP_CODE",
+    "MAX_RANK",
+    "NOT_AVAILABLE",
+    "PREAMBLE",
+    "SCALAR_TYPES",
+    "TENSOR_BOOL8",
+    "TENSOR_FLOAT32",
+    "TENSOR_INT32",
+    "TENSOR_QUANT8_ASYMM",
+    "TENSOR_QUANT8_ASYMM_SIGNED",
+    "TENSOR_QUANT8_SYMM",
+    "TENSOR_QUANT8_SYMM_PER_CHANNEL",
+    "TYPE_NAMES",
+    "align",
+    "arity_ok",
+    "version_message",
+]
 
 MAGIC = b"\x89MDLA\r\n\x1a"
 FORMAT_VERSION = 2  # 2: the `model` section has a fixed key list (format/model.py)
@@ -37,12 +80,8 @@ def version_message(version: int) -> str:
     return f"format version {version} is newer than this reader's {FORMAT_VERSION}: update mdla"
 
 
-# Neuron operand type codes (reference/neuron-adapter-abi.md §3b) the manifest may hold, with
-# the byte size of one element (0 for scalars, whose value sits inline in the header).
-FLOAT32, INT32, BOOL = 0, 1, 6
-TENSOR_FLOAT32, TENSOR_INT32, TENSOR_BOOL8 = 3, 4, 9
-TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_SYMM_PER_CHANNEL = 5, 11
-TENSOR_QUANT8_SYMM, TENSOR_QUANT8_ASYMM_SIGNED = 13, 14
+# Neuron operand type codes the manifest may hold (defined once, in the op schema), with the
+# byte size of one tensor element; scalars carry their value inline in the header.
 SCALAR_TYPES = frozenset({FLOAT32, INT32, BOOL})
 ELEMENT_SIZE = {
     TENSOR_FLOAT32: 4,
@@ -66,14 +105,9 @@ TYPE_NAMES = {
     TENSOR_QUANT8_ASYMM_SIGNED: "TENSOR_QUANT8_ASYMM_SIGNED",
 }
 
-# Neuron operation codes run 0..107 (§3c); the adapter marks some "not available".
-MAX_OP_CODE = 107
-NOT_AVAILABLE = frozenset({7, 10, 13, 15, 16, 24, 27, 42, 43, 47, 52, 60, 64, 74, 79, 82, 85})
-NOT_AVAILABLE |= frozenset({92, 93, 95, 98, 101, 103, 104, 105})
-
-# Operand counts per operation come from the op schema's forms (mdla_ir/schema.py); the C reader
-# reads the same forms from the generated mdla_ops.h. Codes without forms take any count.
-arity_ok = schema.arity_ok
+# Operation codes (0..MAX_OP_CODE, less NOT_AVAILABLE) and the operand counts per operation
+# (`arity_ok`, from the forms) come from the op schema; the C reader reads the same tables from
+# the generated mdla_ops.h.
 
 
 def align(n: int) -> int:

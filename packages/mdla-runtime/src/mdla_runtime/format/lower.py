@@ -207,6 +207,7 @@ def _matmul(low: Lowered, g: Graph, op: Op) -> Slots:
 
 
 def _unary(low: Lowered, g: Graph, op: Op) -> Slots:
+    """Ops whose form is the single input `x` (activations, QUANTIZE, ...): no table line."""
     return {"x": op.inputs[0]}
 
 
@@ -229,18 +230,14 @@ _RULES: dict[OpKind, Rule] = {
     OpKind.MEAN: _mean,  # x axes keep_dims(i32)
     OpKind.RESIZE_BILINEAR: _resize,  # x out_w out_h nchw align_corners half_pixel_centers
     OpKind.BATCH_MATMUL: _matmul,  # lhs rhs adj_x adj_y
-    OpKind.RELU: _unary,
-    OpKind.RELU6: _unary,
-    OpKind.LOGISTIC: _unary,
-    OpKind.TANH: _unary,
-    OpKind.HARD_SWISH: _unary,
-    OpKind.QUANTIZE: _unary,
-    OpKind.DEQUANTIZE: _unary,
-    OpKind.EXP: _unary,
-    OpKind.LOG: _unary,
-    OpKind.SQRT: _unary,
-    OpKind.RSQRT: _unary,
-}
+}  # every op whose schema form is the one slot `x` lowers with `_unary`
+
+
+def _rule(kind: OpKind) -> Rule | None:
+    rule = _RULES.get(kind)
+    if rule is None and SCHEMA[kind].forms and SCHEMA[kind].forms[0].slots == ("x",):
+        return _unary
+    return rule
 
 
 def _slot(low: Lowered, graph: Graph, letter: str, value: Any) -> list[int]:
@@ -284,7 +281,7 @@ def lower(graph: Graph) -> Lowered:
     for op in graph.ops:
         if not op.kind.is_neuron:
             raise _fail(op, "not a Neuron operation: legalize the graph before saving it")
-        rule = _RULES.get(op.kind)
+        rule = _rule(op.kind)
         if rule is None:
             raise _fail(op, "no lowering to Neuron operands")
         try:

@@ -21,9 +21,10 @@ BadHeaderError naming the field (`model.quant.bins`) and its byte offset.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any, Protocol
 
-from mdla_ir.provenance import Preprocess, Provenance, QuantRecord, record_fields
+from mdla_ir.provenance import ROUNDINGS, Preprocess, Provenance, QuantRecord
 from mdla_runtime.errors import BadHeaderError
 
 MODEL_KEYS = (
@@ -43,18 +44,13 @@ MODEL_KEYS = (
     "probe_patched",
 )
 MODEL_REQUIRED = MODEL_KEYS[:11]
-QUANT_KEYS = record_fields(QuantRecord)
+# The quant map holds QuantRecord's fields, each checked as its annotation says (int -> uint).
 QUANT_TYPES = {
-    "method": "str",
-    "percentile": "float",
-    "rounding": "str",
-    "bias_correction": "bool",
-    "bins": "uint",
-    "target": "str",
-    "device": "str",
+    f.name: {"str": "str", "float": "float", "bool": "bool", "int": "uint"}[str(f.type)]
+    for f in fields(QuantRecord)
 }
+QUANT_KEYS = tuple(QUANT_TYPES)
 PREPROCESS_KEYS = ("mode", "size", "mean", "std")
-ROUNDINGS = ("double", "single")
 
 
 class Checker(Protocol):
@@ -69,9 +65,7 @@ class Checker(Protocol):
 def check_model(c: Checker, model: Any) -> None:
     """The model section has exactly the keys above, each of its type."""
     c.keys(model, "model", MODEL_KEYS, MODEL_REQUIRED)
-    for key in ("name", "content_hash", "source_hash", "rounding", "spec", "module"):
-        c.typed(model, key, "model", "str")
-    for key in ("target", "device"):
+    for key in MODEL_REQUIRED[:8]:  # name ... device: the strings
         c.typed(model, key, "model", "str")
     c.typed(model, "calibration_samples", "model", "uint")
     c.typed(model, "probe_patched", "model", "bool")

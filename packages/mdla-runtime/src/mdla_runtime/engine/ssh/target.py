@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mdla_runtime.atomic import write_atomic
 from mdla_runtime.engine.ssh import cache, remote
 from mdla_runtime.engine.ssh.control import make_control_dir, remove_stale_control_dirs
 from mdla_runtime.engine.ssh.session import classify, close_session, start_session
@@ -243,7 +244,7 @@ class SshTarget(Target):
     def _fetch_file(self, remote_path: str, local: Path) -> None:
         code, blob, _ = self._exec("download", remote.command(remote.CAT, remote_path))
         if code == 0 and blob:
-            local.write_bytes(blob)
+            write_atomic(local, blob)
 
     def close(self) -> None:
         """Remove the remote work directory and end the shared connection."""
