@@ -8,7 +8,7 @@ PKGS   := packages/mdla-ir packages/mdla-target packages/mdla-legalize packages/
           packages/mdla-witness packages/mdla-zoo apps/workbench apps/lipread
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PKGS))
 
-.PHONY: demo test lint typecheck imports pytest clean venv sysdeps
+.PHONY: demo test lint typecheck imports pytest clean venv sysdeps wheels
 
 venv: $(STAMP)
 
@@ -47,7 +47,14 @@ sysdeps:
 pytest: $(STAMP) sysdeps
 	$(PY) -m pytest
 
-test: lint typecheck imports pytest
+# sysdeps first: on a machine without the system tools (and no root or sudo), make test stops in
+# its first seconds with one line naming the packages, before building anything.
+test: sysdeps lint typecheck imports pytest
+
+# Every package as a wheel in dist/; any one installs alone with its siblings from there:
+#   pip install --find-links dist mdla-runtime
+wheels: $(STAMP)
+	$(PIP) wheel -q --no-deps --no-build-isolation -w dist $(PKGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) dist .mypy_cache .pytest_cache .ruff_cache

@@ -13,12 +13,11 @@ command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
 command -v valgrind >/dev/null || need+=(valgrind)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 [ ${#need[@]} -eq 0 ] && exit 0
-if [ "$(id -u)" != 0 ] && ! command -v sudo >/dev/null; then
-  echo "error: the tests need these Debian packages: ${need[*]}" >&2
-  echo "install them as root: apt-get install ${need[*]}" >&2
+if [ "$EUID" != 0 ] && ! command -v sudo >/dev/null; then
+  echo "error: the tests need the Debian packages ${need[*]}; as root: apt-get install -y ${need[*]}" >&2
   exit 1
 fi
-SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
+SUDO=$([ "$EUID" = 0 ] && echo "" || echo sudo)
 echo "installing Debian packages the tests need: ${need[*]}"
 $SUDO apt-get update -q >/dev/null
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need[@]}" >/dev/null

@@ -70,7 +70,7 @@ def _read_torch(path: Path) -> dict[str, Array]:
         import torch
     except ModuleNotFoundError as exc:
         raise UnsupportedError(
-            f"{path}: reading a PyTorch checkpoint needs torch (pip install 'lipread[torch]'), "
+            f"{path}: reading a PyTorch checkpoint needs torch (pip install torch), "
             "or convert it to .npz once where torch is: `lipread convert CKPT OUT.npz`"
         ) from exc
     try:

@@ -70,7 +70,8 @@ def torch_frontend(ckpt: Checkpoint) -> Any:
         from lipread.model import FrontEnd
     except ModuleNotFoundError as exc:
         raise UnsupportedError(
-            "compiling the front-end or --fp32 needs torch: pip install 'lipread[torch]'"
+            "compiling the front-end or --fp32 needs torch: pip install torch "
+            "(the extra `mdla-lipread[torch]`)"
         ) from exc
     fe = FrontEnd(ckpt.config)
     fe.load_state_dict({k: torch.from_numpy(v) for k, v in ckpt.state.items() if "conv" in k})

@@ -64,7 +64,8 @@ def mtcnn_corners(frames: Array) -> Array:
     except ModuleNotFoundError as exc:
         raise UnsupportedError(
             "--roi auto needs facenet-pytorch 2.5.3 (MTCNN, weights in its wheel) with torch and "
-            "torchvision: pip install 'lipread[auto]'; or pass --roi X,Y,W,H or --roi none"
+            "torchvision: pip install torch torchvision facenet-pytorch (the extra "
+            "`mdla-lipread[auto]`); or pass --roi X,Y,W,H or --roi none"
         ) from exc
     detector = mtcnn_cls(device="cpu", keep_all=False)
     out = np.full((len(frames), 2, 2), np.nan)

@@ -28,7 +28,8 @@ def _skimage(name: str) -> Callable[[], Array]:
             import skimage.data
         except ModuleNotFoundError as exc:
             raise WorkbenchError(
-                "the sample photos need scikit-image: pip install 'workbench[models]'"
+                "the sample photos need scikit-image: pip install scikit-image "
+                "(the extra `mdla-workbench[models]` has it)"
             ) from exc
         image: Array = getattr(skimage.data, name)()
         return image[0] if name == "stereo_motorcycle" else image
