@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import typer
 
-from workbench.commands import bisect, check, compile, devices, export, run, tui, validate, witness
+from workbench.commands import (
+    bisect,
+    check,
+    compile,
+    devices,
+    doctor,
+    export,
+    run,
+    tui,
+    validate,
+    witness,
+)
 
 app = typer.Typer(
     name="workbench",
@@ -31,6 +42,7 @@ app.command("bisect", epilog=bisect.EPILOG)(bisect.bisect_command)
 app.command("validate", epilog=validate.EPILOG)(validate.validate_command)
 app.command("witness", epilog=witness.EPILOG)(witness.witness_command)
 app.command("devices", epilog=devices.EPILOG)(devices.devices_command)
+app.command("doctor", epilog=doctor.EPILOG)(doctor.doctor_command)
 app.command("export", epilog=export.EPILOG)(export.export_command)
 app.command("tui", epilog=tui.EPILOG)(tui.tui_command)
 

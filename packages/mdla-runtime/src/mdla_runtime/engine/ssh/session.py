@@ -32,6 +32,11 @@ UNREACHABLE = (
 def classify(stderr: str, host: str, step: str) -> str:
     """The message for an ssh failure (exit 255) during `step`."""
     s = stderr.strip()
+    if "Host key verification failed" in s or "IDENTIFICATION HAS CHANGED" in s:
+        return (
+            f"{host}'s host key is unknown or changed, and ssh runs in batch mode so it cannot "
+            "ask; `workbench doctor --on SPEC` prints the command that accepts it"
+        )
     if "Permission denied" in s or "Too many authentication failures" in s:
         return f"{host} refused the SSH authentication ({s.splitlines()[-1]}); check the key"
     if any(w in s for w in UNREACHABLE):

@@ -112,3 +112,18 @@ def parse_spec(spec: str) -> SshSpec:
         timeout,
         stale,
     )
+
+
+def ssh_argv(spec: SshSpec, control: str | None, *command: str) -> list[str]:
+    """The system ssh command line for `spec` (batch mode, keep-alives, the spec's port, key
+    and config; multiplexed over the ControlMaster socket in `control` when given), then `--`,
+    the destination and `command`."""
+    opts = {"BatchMode": "yes", "ConnectTimeout": "10"}
+    if control is not None:
+        opts |= {"ControlMaster": "auto", "ControlPath": f"{control}/cm", "ControlPersist": "120"}
+    opts |= {"ServerAliveInterval": "5", "ServerAliveCountMax": "3"}
+    cmd = ["ssh", *(a for k, v in opts.items() for a in ("-o", f"{k}={v}"))]
+    cmd += ["-p", str(spec.port)] if spec.port else []
+    cmd += ["-i", spec.key, "-o", "IdentitiesOnly=yes"] if spec.key else []
+    cmd += ["-F", spec.config] if spec.config else []
+    return [*cmd, "--", spec.destination, *command]

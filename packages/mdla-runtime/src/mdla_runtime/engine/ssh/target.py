@@ -18,7 +18,7 @@ from mdla_runtime.atomic import write_atomic
 from mdla_runtime.engine.ssh import cache, remote
 from mdla_runtime.engine.ssh.control import make_control_dir, remove_stale_control_dirs
 from mdla_runtime.engine.ssh.session import classify, close_session, start_session
-from mdla_runtime.engine.ssh.spec import parse_spec
+from mdla_runtime.engine.ssh.spec import parse_spec, ssh_argv
 from mdla_runtime.engine.target import Target
 from mdla_runtime.errors import TargetError
 
@@ -54,21 +54,7 @@ class SshTarget(Target):
     # -- plumbing ------------------------------------------------------------------------------
     def _ssh(self, *command: str) -> list[str]:
         """The ssh command line (its options, then `--`, the destination and `command`)."""
-        s = self.spec
-        opts = {
-            "BatchMode": "yes",
-            "ConnectTimeout": "10",
-            "ControlMaster": "auto",
-            "ControlPath": f"{self._control}/cm",
-            "ControlPersist": "120",
-            "ServerAliveInterval": "5",
-            "ServerAliveCountMax": "3",
-        }
-        cmd = ["ssh", *(a for k, v in opts.items() for a in ("-o", f"{k}={v}"))]
-        cmd += ["-p", str(s.port)] if s.port else []
-        cmd += ["-i", s.key, "-o", "IdentitiesOnly=yes"] if s.key else []
-        cmd += ["-F", s.config] if s.config else []
-        return [*cmd, "--", s.destination, *command]
+        return ssh_argv(self.spec, str(self._control), *command)
 
     def _exec(
         self,
