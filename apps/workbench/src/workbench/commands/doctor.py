@@ -50,7 +50,8 @@ def doctor_command(
     for step in steps:
         con.print(f"{MARKS[step.status]} {step.name:<10} {step.detail}", markup=False)
         if step.fix and step.status in (FAIL, WARN):
-            con.print(f"{'':15}fix: {step.fix}", markup=False)
+            label = "fix" if step.status == FAIL else "note"
+            con.print(f"{'':15}{label}: {step.fix}", markup=False)
     failed = [s.name for s in steps if s.status == FAIL]
     if failed:
         con.print(f"{on.split('?')[0]}: not ready ({', '.join(failed)})", markup=False)
