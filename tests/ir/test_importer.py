@@ -173,20 +173,20 @@ def test_unsupported_constructs_are_all_listed() -> None:
     class Bad(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.up = nn.Upsample(scale_factor=2)
-            self.lstm_like = nn.PixelShuffle(2)
+            self.up = nn.Upsample(scale_factor=2, mode="bicubic")
+            self.lstm_like = nn.PixelUnshuffle(2)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            a, b = torch.split(self.lstm_like(self.up(x)), 1, dim=1)
-            return a + torch.roll(b, 1, 2)
+            a = self.lstm_like(self.up(x))
+            return a + torch.roll(torch.cumsum(a, 1), 1, 2)
 
     with pytest.raises(UnsupportedError) as info:
         mdla_ir.from_torch(Bad().eval(), (torch.zeros(1, 8, 4, 4),))
     text = str(info.value)
-    assert "torch.nn.modules.upsampling.Upsample" in text
-    assert "PixelShuffle" in text
+    assert "interpolate mode='bicubic'" in text
+    assert "PixelUnshuffle" in text
     assert "torch.roll" in text
-    assert "split" in text
+    assert "cumsum" in text
     assert len(info.value.items) == 4
     assert all("test_importer.py:" in item for item in info.value.items)
 

@@ -51,10 +51,12 @@ def test_groups_are_derived_from_the_schema_and_unchanged() -> None:
         K.HARD_SIGMOID,
         K.GELU,
     } == ops.ACTIVATIONS
-    assert {K.ADD, K.MUL, K.SUB, K.DIV} == ops.BINARY
+    assert {K.ADD, K.MUL, K.SUB, K.DIV, K.PRELU} == ops.BINARY
     extra = {K.BATCH_NORM, K.RESIZE_BILINEAR, K.ADAPTIVE_AVG_POOL_2D}
+    extra |= {K.RESIZE_NEAREST_NEIGHBOR, K.DEPTH_TO_SPACE, K.TRANSPOSE_CONV_2D}
     assert ops.CONVS | ops.POOLS | extra == ops.SPATIAL
-    assert ops.CONVS | ops.POOLS | {K.ADD, K.MUL, K.SUB, K.FULLY_CONNECTED} == ops.FUSABLE
+    fusable = {K.ADD, K.MUL, K.SUB, K.FULLY_CONNECTED, K.TRANSPOSE_CONV_2D}
+    assert ops.CONVS | ops.POOLS | fusable == ops.FUSABLE
 
 
 def test_forms_parse_into_types_and_slot_names() -> None:

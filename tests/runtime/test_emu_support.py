@@ -258,10 +258,25 @@ def lower_single_op(g: Graph) -> tuple[NeuronModelBuilder, list[str]]:
     elif k is OpKind.MEAN:
         axes = b.const(TENSOR_INT32, np.array(a["axes"], np.int32))
         ins = [x, axes, b.i32(1 if a.get("keepdims") else 0)]
-    elif k is OpKind.RESIZE_BILINEAR:
+    elif k in (OpKind.RESIZE_BILINEAR, OpKind.RESIZE_NEAREST_NEIGHBOR):
         oh, ow = a["size"]
         flags = [b.boolean(bool(a.get(f))) for f in ("align_corners", "half_pixel_centers")]
         ins = [x, b.i32(ow), b.i32(oh), b.boolean(False), *flags]
+    elif k is OpKind.PRELU:
+        ins = [x, idx[op.inputs[1]]]
+    elif k is OpKind.TRANSPOSE_CONV_2D:
+        o = g.tensors[op.inputs[1]].shape[0]
+        bias = (
+            idx[op.inputs[2]]
+            if len(op.inputs) > 2
+            else b.const(TENSOR_INT32, np.zeros(o, np.int32))
+        )
+        t, bo, le, r = a["padding"]
+        sh, sw = a["stride"]
+        pads = [b.i32(v) for v in (le, r, t, bo, sw, sh, FUSE[a.get("fuse", "NONE")])]
+        ins = [x, idx[op.inputs[1]], bias, *pads, b.boolean(False)]
+    elif k is OpKind.DEPTH_TO_SPACE:
+        ins = [x, b.i32(int(a["block_size"])), b.boolean(False)]
     else:
         ins = [x]
     rc = b.operation(k.value, ins, [out])

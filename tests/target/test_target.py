@@ -50,7 +50,11 @@ def test_mdla35_maps_the_measured_op_set() -> None:
     assert set(target.devices) == {"mtk-mdla", "mtk-gpu", "mtk-dsp"}
     mdla = target.device("mtk-mdla")
     mapped = {k.name for k, spec in mdla.ops.items() if spec.supported}
-    assert mapped == MDLA_OPS | {"FULLY_CONNECTED"}
+    assumed = {k.name for k, spec in mdla.ops.items() if spec.source.startswith("assumed")}
+    assert mapped - assumed == MDLA_OPS | {"FULLY_CONNECTED"}
+    # mapped on an assumption, until a probe measures them
+    new_ops = {"PRELU", "RESIZE_NEAREST_NEIGHBOR", "DEPTH_TO_SPACE", "TRANSPOSE_CONV_2D"}
+    assert new_ops <= mapped & assumed
     assert (mdla.max_rank, mdla.max_dim) == (4, 65535)
     for kind in ("SQRT", "RSQRT", "EXP", "LOG", "CHANNEL_SHUFFLE", "LAYER_NORM", "QUANTIZE"):
         spec = target.op("mtk-mdla", OpKind[kind])

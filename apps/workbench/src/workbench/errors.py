@@ -63,9 +63,20 @@ def exit_code(exc: BaseException) -> int | None:
     return None
 
 
+SHOWN_ITEMS = 3  # a report of many ops (LegalizeError, UnsupportedError) shows its first ones
+
+
 def one_line(exc: BaseException) -> str:
-    """The message of `exc` on one line (multi-line reports joined with `; `)."""
+    """The message of `exc` on one line (multi-line reports joined with `; `); a report of more
+    than SHOWN_ITEMS ops or constructs names the first ones and says where the rest are."""
     parts = [p.strip() for p in str(exc).splitlines() if p.strip()]
+    items = getattr(exc, "items", None)
+    if isinstance(items, list) and len(items) > SHOWN_ITEMS and len(parts) > SHOWN_ITEMS:
+        more = len(parts) - 1 - SHOWN_ITEMS
+        parts = [
+            *parts[: 1 + SHOWN_ITEMS],
+            f"and {more} more (`workbench check MODEL` lists them, one row each)",
+        ]
     text = "; ".join(parts) or type(exc).__name__
     return text.replace(":;", ":")
 

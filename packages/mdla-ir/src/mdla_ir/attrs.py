@@ -169,11 +169,18 @@ class AdaptivePoolAttrs(Attrs):
 
 @dataclass(frozen=True, slots=True)
 class ResizeAttrs(Attrs):
-    """RESIZE_BILINEAR: size (h, w)."""
+    """RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR: size (h, w) and the coordinate mapping."""
 
     size: tuple[int, ...] = _f("ints")
     align_corners: bool = _f("bool", False)
     half_pixel_centers: bool = _f("bool", False)
+
+
+@dataclass(frozen=True, slots=True)
+class BlockAttrs(Attrs):
+    """DEPTH_TO_SPACE: the block size r (channels C*r*r -> C, H and W times r)."""
+
+    block_size: int = _f("int")
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +224,14 @@ class MeanAttrs(Attrs):
 class MatmulAttrs(Attrs):
     adj_x: bool = _f("bool", False)
     adj_y: bool = _f("bool", False)
+
+
+@dataclass(frozen=True, slots=True)
+class SliceAttrs(Attrs):
+    """SLICE: per axis, the first index and the length kept (a chunk/split piece, x[:, a:b])."""
+
+    begin: tuple[int, ...] = _f("ints")
+    size: tuple[int, ...] = _f("ints")
 
 
 @dataclass(frozen=True, slots=True)

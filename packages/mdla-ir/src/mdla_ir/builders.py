@@ -48,6 +48,10 @@ INT8_KINDS = [
     OpKind.RESHAPE,
     OpKind.MEAN,
     OpKind.RESIZE_BILINEAR,
+    OpKind.PRELU,
+    OpKind.RESIZE_NEAREST_NEIGHBOR,
+    OpKind.DEPTH_TO_SPACE,
+    OpKind.TRANSPOSE_CONV_2D,
 ]
 
 
@@ -330,7 +334,7 @@ def _random_mean(rng: Rng) -> Graph:
     )
 
 
-def _random_resize(rng: Rng) -> Graph:
+def _random_resize(rng: Rng, kind: OpKind = OpKind.RESIZE_BILINEAR) -> Graph:
     n, h, w, c = (
         int(rng.integers(1, 3)),
         int(rng.integers(1, 9)),
@@ -341,12 +345,54 @@ def _random_resize(rng: Rng) -> Graph:
     flag = int(rng.integers(0, 3))
     q = random_act_q(rng)
     return single_op_qgraph(
-        OpKind.RESIZE_BILINEAR,
+        kind,
         [act("x", (n, h, w, c), q)],
         (n, oh, ow, c),
         q,
         {"size": (oh, ow), "align_corners": flag == 1, "half_pixel_centers": flag == 2},
     )
+
+
+def _random_prelu(rng: Rng) -> Graph:
+    """x of rank 1-4; alpha one value, one per channel (last axis) or x's own shape."""
+    shape = _random_shape(rng)
+    pick = int(rng.integers(0, 3))
+    a_shape = [(1,), (shape[-1],), tuple(shape)][pick]
+    in_q, a_q = random_act_q(rng), qp(rng.uniform(1e-3, 0.02), int(rng.integers(-128, 128)))
+    out_q = qp(in_q.scale[0] * rng.uniform(0.5, 2.0), int(rng.integers(-128, 128)))
+    alpha = const("alpha", random_int8(rng, a_shape), a_q)
+    return single_op_qgraph(OpKind.PRELU, [act("x", shape, in_q), alpha], shape, out_q)
+
+
+def _random_depth_to_space(rng: Rng) -> Graph:
+    r, c = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    n, h, w = (int(v) for v in rng.integers(1, 5, size=3))
+    q = random_act_q(rng)
+    x = act("x", (n, h, w, c * r * r), q)
+    return single_op_qgraph(OpKind.DEPTH_TO_SPACE, [x], (n, h * r, w * r, c), q, {"block_size": r})
+
+
+def _random_transpose_conv(rng: Rng) -> Graph:
+    """Strides 1-3, kernels 1-4, crops (t, b, l, r) each below the kernel, per-channel or
+    per-tensor weights; some without a bias."""
+    n, h, w = (int(v) for v in rng.integers(1, 6, size=3))
+    ci, co = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    kh, kw, sh, sw = (int(v) for v in (*rng.integers(1, 5, size=2), *rng.integers(1, 4, size=2)))
+    full_h, full_w = (h - 1) * sh + kh, (w - 1) * sw + kw
+    t, b = (int(v) for v in rng.integers(0, kh, size=2))
+    left, r = (int(v) for v in rng.integers(0, kw, size=2))
+    t, b = (t, b) if full_h - t - b >= 1 else (0, 0)
+    left, r = (left, r) if full_w - left - r >= 1 else (0, 0)
+    in_q = random_act_q(rng)
+    per_channel = bool(rng.random() < 0.7)
+    wq, w_scales, w_q = _weights(rng, (co, kh, kw, ci), co, 0, per_channel)
+    ins = [act("x", (n, h, w, ci), in_q), const("w", wq, w_q)]
+    if rng.random() < 0.8:
+        ins.append(_bias(rng, in_q.scale[0], w_scales, co))
+    out = (n, full_h - t - b, full_w - left - r, co)
+    out_q = _conv_out_q(rng, in_q.scale[0], w_scales, kh * kw * ci)
+    attrs = {"stride": (sh, sw), "padding": (t, b, left, r), "fuse": str(rng.choice(FUSES))}
+    return single_op_qgraph(OpKind.TRANSPOSE_CONV_2D, ins, out, out_q, attrs)
 
 
 def random_qgraph(kind: OpKind, rng: Rng, large: bool = False) -> Graph:
@@ -376,6 +422,12 @@ def random_qgraph(kind: OpKind, rng: Rng, large: bool = False) -> Graph:
         return _random_movement(kind, rng)
     if kind is OpKind.MEAN:
         return _random_mean(rng)
-    if kind is OpKind.RESIZE_BILINEAR:
-        return _random_resize(rng)
+    if kind in (OpKind.RESIZE_BILINEAR, OpKind.RESIZE_NEAREST_NEIGHBOR):
+        return _random_resize(rng, kind)
+    if kind is OpKind.PRELU:
+        return _random_prelu(rng)
+    if kind is OpKind.DEPTH_TO_SPACE:
+        return _random_depth_to_space(rng)
+    if kind is OpKind.TRANSPOSE_CONV_2D:
+        return _random_transpose_conv(rng)
     raise ValueError(f"no random single-op builder for {kind.name}")

@@ -18,6 +18,7 @@ class OpKind(Enum):
     CONCATENATION = 2
     CONV_2D = 3
     DEPTHWISE_CONV_2D = 4
+    DEPTH_TO_SPACE = 5
     DEQUANTIZE = 6
     FULLY_CONNECTED = 9
     LOGISTIC = 14
@@ -37,9 +38,13 @@ class OpKind(Enum):
     CHANNEL_SHUFFLE = 46
     EXP = 49
     LOG = 60
+    PRELU = 71
     QUANTIZE = 72
     RSQRT = 83
+    SLICE = 86
     SQRT = 88
+    TRANSPOSE_CONV_2D = 91
+    RESIZE_NEAREST_NEIGHBOR = 94
     HARD_SWISH = 99
     BATCH_MATMUL = 102
 

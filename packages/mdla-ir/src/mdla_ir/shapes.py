@@ -152,6 +152,17 @@ def _pad(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list
     return [tuple(d + lo + hi for d, (lo, hi) in zip(shapes[0], pads, strict=True))]
 
 
+@rule(OpKind.SLICE)
+def _slice(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    begin, size = attrs["begin"], attrs["size"]
+    if len(begin) != len(shapes[0]) or len(size) != len(shapes[0]):
+        raise IRError(f"SLICE begin {begin} / size {size} do not fit a {shapes[0]} input")
+    for b, n, d in zip(begin, size, shapes[0], strict=True):
+        if b < 0 or n < 1 or b + n > d:
+            raise IRError(f"SLICE begin {tuple(begin)} size {tuple(size)} leaves {shapes[0]}")
+    return [tuple(int(n) for n in size)]
+
+
 @rule(OpKind.TRANSPOSE)
 def _transpose(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
     return [tuple(shapes[0][p] for p in attrs["perm"])]
@@ -217,11 +228,34 @@ def _bmm(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list
     return [(*broadcast(a[:-2], b[:-2]), m, n)]
 
 
-@rule(OpKind.RESIZE_BILINEAR)
+@rule(OpKind.RESIZE_BILINEAR, OpKind.RESIZE_NEAREST_NEIGHBOR)
 def _resize(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
     n, _, _, c = _nhwc(shapes[0], layout)
     oh, ow = attrs["size"]
     return [_layout(n, oh, ow, c, layout)]
+
+
+@rule(OpKind.TRANSPOSE_CONV_2D)
+def _transpose_conv(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    """out = (in - 1) * stride + k - pad_before - pad_after per axis; the filter is torch's
+    (I, O, KH, KW) in an NCHW graph, Neuron's (O, KH, KW, I) in an NHWC one."""
+    n, h, w, _ = _nhwc(shapes[0], layout)
+    ws = shapes[1]
+    (kh, kw, cout) = (ws[2], ws[3], ws[1]) if layout == "NCHW" else (ws[1], ws[2], ws[0])
+    (sh, sw), (t, b, left, r) = attrs["stride"], attrs["padding"]
+    oh, ow = (h - 1) * sh + kh - t - b, (w - 1) * sw + kw - left - r
+    if min(oh, ow) < 1:
+        raise IRError(f"TRANSPOSE_CONV_2D pads {(t, b, left, r)} leave no output")
+    return [_layout(n, oh, ow, cout, layout)]
+
+
+@rule(OpKind.DEPTH_TO_SPACE)
+def _depth_to_space(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    n, h, w, c = _nhwc(shapes[0], layout)
+    r = attrs["block_size"]
+    if r < 1 or c % (r * r):
+        raise IRError(f"DEPTH_TO_SPACE block {r}: {c} channels are not a multiple of {r * r}")
+    return [_layout(n, h * r, w * r, c // (r * r), layout)]
 
 
 def infer(

@@ -7,11 +7,14 @@ are taken to be quantized per channel, as the quantizer does for every weighted 
 from __future__ import annotations
 
 from mdla_ir import Graph, Op, OpKind
+from mdla_ir.lowerable import form_problems
 from mdla_legalize.rules.base import Ctx
 from mdla_legalize.rules.padding import device_same_pads, padding_ok
 from mdla_target.target import Target
 
-WEIGHTED = frozenset({OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.FULLY_CONNECTED})
+WEIGHTED = frozenset(
+    {OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.FULLY_CONNECTED, OpKind.TRANSPOSE_CONV_2D}
+)
 
 
 def op_problems(graph: Graph, op: Op, target: Target, device: str, ctx: Ctx) -> list[str]:
@@ -20,7 +23,7 @@ def op_problems(graph: Graph, op: Op, target: Target, device: str, ctx: Ctx) -> 
     if not spec.supported:
         return [spec.reason or f"no {op.kind.name} on {device}"]
     dev = target.device(device)
-    found: list[str] = []
+    found: list[str] = form_problems(op)  # what lowering to .mdla refuses (mdla_ir.lowerable)
     acts = [n for n in (*op.inputs, *op.outputs) if not graph.tensors[n].is_const]
     for n in acts:
         shape = graph.tensors[n].shape
@@ -55,11 +58,18 @@ def _weights(graph: Graph, op: Op, target: Target, device: str) -> list[str]:
         return []
     spec = target.op(device, op.kind)
     w = graph.tensors[op.inputs[1]]
-    per_channel = w.quant.per_channel if w.quant is not None else w.dtype == "float32"
-    if per_channel and not spec.per_channel:
-        note = "" if w.quant is not None else " (the quantizer's choice for weights)"
-        return [f"{op.kind.name} on {device} rejects per-channel weights{note}: {spec.source}"]
-    return []
+    if spec.per_channel:
+        return []
+    if w.quant is not None:  # quantized: the fact that applies is the per-channel rejection
+        if w.quant.per_channel:
+            return [f"{op.kind.name} on {device} rejects per-channel weights: {spec.source}"]
+        return []
+    rank = len(graph.tensors[op.inputs[0]].shape)
+    what = f"a Linear over the last axis of a rank-{rank} tensor: " if rank > 2 else ""
+    return [
+        f"{what}{op.kind.name} on {device} is measured only rejecting per-channel weights "
+        "(silicon fact 3); its per-tensor form is unmeasured (a 1x1 CONV_2D maps)"
+    ]
 
 
 def graph_problems(graph: Graph) -> list[str]:

@@ -13,7 +13,7 @@ from mdla_ir.passes import Rewriter
 from mdla_legalize.constraints import graph_problems, op_problems
 from mdla_legalize.errors import check_device
 from mdla_legalize.layout import to_nhwc
-from mdla_legalize.rules import DEVICE_RULES, MODEL_RULES
+from mdla_legalize.rules import COSTS, DEVICE_RULES, MODEL_RULES
 from mdla_legalize.rules.base import Ctx, Rule
 from mdla_target.target import Target
 
@@ -26,6 +26,7 @@ class OpSupport:
     supported: bool
     reason: str = ""
     fix: str = ""
+    assumed: str = ""  # the target entry's source when the op maps on an assumption
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,19 +39,31 @@ class SupportReport:
 
     @property
     def all_supported(self) -> bool:
-        return not self.notes and all(o.supported for o in self.ops)
+        """Every op maps; `notes` (an NCHW graph's layout) are information, not failures."""
+        return all(o.supported for o in self.ops)
 
     @property
     def unsupported(self) -> list[OpSupport]:
         return [o for o in self.ops if not o.supported]
 
+    def assumptions(self) -> dict[str, str]:
+        """{kind: why} of the ops that map only because the target assumes it (unmeasured)."""
+        found: dict[str, str] = {}
+        for o in self.ops:
+            if o.supported and o.assumed:
+                found.setdefault(
+                    o.kind.split("+")[0], f"maps on an assumption, not a measurement ({o.assumed})"
+                )
+        return found
+
     def __str__(self) -> str:
         ok = sum(o.supported for o in self.ops)
         lines = [f"{self.graph} on {self.target}/{self.device}: {ok}/{len(self.ops)} ops map"]
         lines += [f"  note: {n}" for n in self.notes]
+        lines += [f"  assumed: {k} {why}" for k, why in self.assumptions().items()]
         rows = [("#", "op", "kind", "ok", "fix", "reason")]
         rows += [
-            (str(o.index), o.name, o.kind, "yes" if o.supported else "NO", o.fix, o.reason)
+            (str(o.index), o.name, o.kind, "yes" if o.supported else "NO", _cell(o.fix), o.reason)
             for o in self.ops
         ]
         widths = [max(len(r[c]) for r in rows) for c in range(5)]
@@ -60,22 +73,28 @@ class SupportReport:
         return "\n".join(lines)
 
 
+def _cell(fix: str) -> str:
+    """The table's fix cell: a rule, or `not mappable` (the reason column says why)."""
+    return "not mappable" if fix.startswith("not mappable on this device") else fix
+
+
 def _probe(table: list[Rule], graph: Graph, target: Target, device: str, name: str) -> str:
-    """Walk `graph` with `table` as `legalize` would; the rule that rewrites op `name`, or ""."""
+    """Walk `graph` with `table` as `legalize` would; the rule that rewrites op `name`, or "".
+    A rule firing on a later op may take `name` with it (a RESHAPE-TRANSPOSE-RESHAPE chain)."""
     rw = Rewriter(graph)
     ctx = Ctx(rw, target, device)
+    seen = False
     for op in rw:
         for kinds, fn in table:
             new = fn(op, ctx) if op.kind in kinds else None
             if new is not None:
-                if op.name == name:
+                if op.name == name or (seen and all(o.name != name for o in rw.ops)):
                     return fn.__name__
                 for o in new:
                     rw.emit(o)
                 break
         else:
-            if op.name == name:
-                return ""
+            seen = seen or op.name == name
             rw.emit(op)
     return ""
 
@@ -85,7 +104,8 @@ def _fix(op: Op, target: Target, device: str, tables: list[tuple[Graph, list[Rul
         if any(o.name == op.name for o in g.ops):
             found = _probe(table, g, target, device, op.name)
             if found:
-                return f"rule {found}"
+                cost = COSTS.get(found)
+                return f"rule {found}" + (f" ({cost(op, g)})" if cost else "")
     return ""
 
 
@@ -97,7 +117,9 @@ def explain(graph: Graph, target: Target, device: str = "mtk-mdla") -> SupportRe
     for i, op in enumerate(graph.ops):
         problems = op_problems(graph, op, target, device, ctx)
         if not problems:
-            rows.append(OpSupport(i, op.name, op.label, True))
+            source = target.op(device, op.kind).source
+            assumed = source if source.startswith("assumed") else ""
+            rows.append(OpSupport(i, op.name, op.label, True, assumed=assumed))
             continue
         if tables is None:
             device_graph = to_nhwc(graph).graph

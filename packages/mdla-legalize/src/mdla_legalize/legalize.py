@@ -34,14 +34,18 @@ from mdla_legalize.explain import explain
 from mdla_legalize.layout import to_nhwc
 from mdla_legalize.rules import (
     ACTIVATIONS,
+    FLATTEN,
     FRAMES,
+    GROUPS,
     MOVEMENT,
     PADDING,
     PATTERNS,
     POOLS,
+    SELECTIONS,
     squeeze_boundary,
 )
 from mdla_legalize.rules.base import Rule, apply_table, rule_names
+from mdla_legalize.rules.lift import LIFT
 from mdla_target.target import Target
 
 
@@ -77,8 +81,16 @@ def pipeline(target: Target | None, device: str = "mtk-mdla") -> list[Stage]:
     return [
         Stage("cleanup", cleanup),  # mdla_ir import clean-up
         Stage(
-            "model_layout",  # Linear, avg/adaptive pools, SiLU, hardsigmoid, ...
-            (t("patterns", PATTERNS), t("activations", ACTIVATIONS), t("pools", POOLS), reshapes),
+            "model_layout",  # Linear, avg/adaptive pools, SiLU, hardsigmoid, groups, slices, ...
+            (
+                t("flatten", FLATTEN),
+                t("channels", GROUPS + SELECTIONS),
+                t("patterns", PATTERNS),
+                t("activations", ACTIVATIONS),
+                t("pools", POOLS),
+                t("lift", LIFT),
+                reshapes,
+            ),
         ),
         Stage("layout", (to_nhwc,)),  # NCHW -> NHWC + boundary
         Stage(

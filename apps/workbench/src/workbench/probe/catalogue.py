@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mdla_quant.kernels.registry import INT8_KERNELS
+from workbench.probe.decoders import decoder_probes
 from workbench.probe.elementwise import elementwise_probes
 from workbench.probe.model import Probe
 from workbench.probe.windows import window_probes
@@ -14,7 +15,8 @@ MATH = ("SQRT", "RSQRT", "EXP", "LOG", "DIV", "POW")
 
 def catalogue(only: Sequence[str] = ()) -> list[Probe]:
     """All probes, or those whose op name (or `op/variant` key) is in `only`."""
-    probes = window_probes() + elementwise_probes(frozenset(INT8_KERNELS))
+    kinds = frozenset(INT8_KERNELS)
+    probes = window_probes() + elementwise_probes(kinds) + decoder_probes(kinds)
     if not only:
         return probes
     wanted = {o.upper() for o in only}

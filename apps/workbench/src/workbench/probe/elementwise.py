@@ -161,12 +161,6 @@ def elementwise_probes(references: frozenset[OpKind]) -> list[Probe]:
         Probe("MINIMUM", "int8", "base", partial(_recoded, add, 66, 2, ())),
         Probe("RELU1", "int8", "base", partial(_recoded, relu, 20, 1, ())),
         Probe("CHANNEL_SHUFFLE", "2 groups", "base", partial(_recoded, relu, 46, 1, (2, 3))),
-        Probe(
-            "RESIZE_NEAREST_NEIGHBOR",
-            "int8",
-            "base",
-            partial(_recoded, partial(movement, OpKind.RESIZE_BILINEAR), 94, 6, ()),
-        ),
     ]
     why = "needs float32 operands at the model boundary; the manifest's I/O is int8 only"
     probes += [

@@ -12,13 +12,22 @@ import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
 from mdla_ir.importer.context import Converter, Ctx, Unsupported
+from mdla_ir.importer.conv1d import (
+    f_adaptive_avgpool1d,
+    f_avgpool1d,
+    f_maxpool1d,
+    m_adaptive_avgpool1d,
+    m_avgpool1d,
+    m_batchnorm1d,
+    m_conv1d,
+    m_maxpool1d,
+)
 from mdla_ir.importer.layers import (
     adaptive,
     f_conv2d,
     f_linear,
     f_pad,
     f_pool,
-    m_avgpool,
     m_batchnorm,
     m_conv2d,
     m_conv3d,
@@ -28,6 +37,12 @@ from mdla_ir.importer.layers import (
     m_maxpool3d,
     m_pad,
 )
+from mdla_ir.importer.pools import f_avgpool2d, m_avgpool2d
+from mdla_ir.importer.prelu import f_leaky_relu, f_prelu, m_leaky_relu, m_prelu
+from mdla_ir.importer.resample import f_interpolate, m_upsample
+from mdla_ir.importer.shuffle import f_pixel_shuffle, m_pixel_shuffle
+from mdla_ir.importer.slicing import getitem, narrow, split_pieces
+from mdla_ir.importer.transpose_conv import f_conv_transpose2d, m_conv_transpose2d
 from mdla_ir.ops import OpKind
 
 
@@ -153,12 +168,23 @@ def identity(kind: OpKind) -> Converter:
 MODULES: dict[type, Converter] = {
     nn.Conv2d: m_conv2d,
     nn.Conv3d: m_conv3d,
-    nn.BatchNorm1d: m_batchnorm,
+    nn.Conv1d: m_conv1d,
+    nn.BatchNorm1d: m_batchnorm1d,
+    nn.MaxPool1d: m_maxpool1d,
+    nn.AvgPool1d: m_avgpool1d,
+    nn.AdaptiveAvgPool1d: m_adaptive_avgpool1d,
     nn.BatchNorm2d: m_batchnorm,
     nn.BatchNorm3d: m_batchnorm,
     nn.ReLU: unary(OpKind.RELU),
     nn.ReLU6: unary(OpKind.RELU6),
     nn.Hardtanh: m_hardtanh,
+    nn.PReLU: m_prelu,
+    nn.Upsample: m_upsample,
+    nn.UpsamplingNearest2d: m_upsample,
+    nn.UpsamplingBilinear2d: m_upsample,
+    nn.PixelShuffle: m_pixel_shuffle,
+    nn.ConvTranspose2d: m_conv_transpose2d,
+    nn.LeakyReLU: m_leaky_relu,
     nn.SiLU: unary(OpKind.SILU),
     nn.Sigmoid: unary(OpKind.LOGISTIC),
     nn.Tanh: unary(OpKind.TANH),
@@ -169,7 +195,7 @@ MODULES: dict[type, Converter] = {
     nn.LayerNorm: m_layernorm,
     nn.ChannelShuffle: _channel_shuffle,
     nn.MaxPool2d: m_maxpool,
-    nn.AvgPool2d: m_avgpool,
+    nn.AvgPool2d: m_avgpool2d,
     nn.AdaptiveAvgPool2d: lambda c, m, a, k: adaptive(c, a[0], m.output_size),
     nn.MaxPool3d: m_maxpool3d,
     nn.Linear: m_linear,
@@ -203,6 +229,12 @@ FUNCTIONS: dict[Any, Converter] = {
     F.relu: unary(OpKind.RELU),
     F.relu6: unary(OpKind.RELU6),
     F.hardtanh: lambda c, m, a, k: m_hardtanh(c, None, a, k),
+    F.prelu: f_prelu,
+    F.interpolate: f_interpolate,
+    F.pixel_shuffle: f_pixel_shuffle,
+    F.conv_transpose2d: f_conv_transpose2d,
+    torch.pixel_shuffle: f_pixel_shuffle,
+    F.leaky_relu: f_leaky_relu,
     torch.sigmoid: unary(OpKind.LOGISTIC),
     F.sigmoid: unary(OpKind.LOGISTIC),
     torch.tanh: unary(OpKind.TANH),
@@ -218,7 +250,7 @@ FUNCTIONS: dict[Any, Converter] = {
     F.adaptive_avg_pool2d: lambda c, m, a, k: adaptive(
         c, a[0], c.value(a[1] if len(a) > 1 else k["output_size"])
     ),
-    F.avg_pool2d: f_pool(OpKind.AVERAGE_POOL_2D),
+    F.avg_pool2d: f_avgpool2d,
     F.max_pool2d: f_pool(OpKind.MAX_POOL_2D),
     F.conv2d: f_conv2d,
     F.linear: f_linear,
@@ -238,6 +270,13 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.log: unary(OpKind.LOG),
     F.channel_shuffle: _channel_shuffle,
     torch.channel_shuffle: _channel_shuffle,
+    operator.getitem: getitem,
+    torch.chunk: split_pieces,
+    torch.split: split_pieces,
+    torch.narrow: narrow,
+    F.max_pool1d: f_maxpool1d,
+    F.avg_pool1d: f_avgpool1d,
+    F.adaptive_avg_pool1d: f_adaptive_avgpool1d,
 }
 
 METHODS: dict[str, Converter] = {
@@ -259,4 +298,7 @@ METHODS: dict[str, Converter] = {
     "sigmoid": unary(OpKind.LOGISTIC),
     "tanh": unary(OpKind.TANH),
     "softmax": lambda c, m, a, k: _softmax(c, a[0], c.value(a[1] if len(a) > 1 else k.get("dim"))),
+    "chunk": split_pieces,
+    "split": split_pieces,
+    "narrow": narrow,
 }

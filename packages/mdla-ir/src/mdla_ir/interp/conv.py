@@ -173,3 +173,31 @@ def conv_3d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     if layout == "NHWC":
         out = np.ascontiguousarray(out.transpose(0, 2, 3, 4, 1))
     return [out.astype(np.float32)]
+
+
+def transpose_conv_nhwc(
+    x: Array, w: Array, bias: Array | None, stride: Sequence[int], padding: Sequence[int]
+) -> Array:
+    """x (N,H,W,I), w (O,KH,KW,I) -> (N,OH,OW,O): every input pixel scatters x[n,y,x,:] @ w^T
+    to out[n, y*sh + i - t, x*sw + j - l, :]; taps landing outside the output are dropped."""
+    o, kh, kw, _ = w.shape
+    n, h, wd, _ = x.shape
+    (sh, sw), (t, b, left, r) = stride, padding
+    full = np.zeros((n, (h - 1) * sh + kh, (wd - 1) * sw + kw, o), np.float64)
+    for i in range(kh):
+        for j in range(kw):
+            tap = x.astype(np.float64) @ w[:, i, j, :].astype(np.float64).T
+            full[:, i : i + (h - 1) * sh + 1 : sh, j : j + (wd - 1) * sw + 1 : sw] += tap
+    out = full[:, t : full.shape[1] - b, left : full.shape[2] - r].astype(np.float32)
+    return out + bias.astype(np.float32) if bias is not None else out
+
+
+@kernel(OpKind.TRANSPOSE_CONV_2D)
+def transpose_conv_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """TRANSPOSE_CONV_2D (torch's ConvTranspose2d, groups 1, dilation 1): `padding` (t, b, l, r)
+    crops the full (in-1)*s + k output."""
+    x, w, b = _conv_args(op, args)
+    if layout == "NCHW":  # torch filter (I, O, KH, KW) -> (O, KH, KW, I)
+        w = w.transpose(1, 2, 3, 0)
+    y = transpose_conv_nhwc(to_nhwc(x, layout), w, b, op.attrs["stride"], op.attrs["padding"])
+    return [from_nhwc(apply_fuse(y, op.attrs.get("fuse", "NONE")), layout)]

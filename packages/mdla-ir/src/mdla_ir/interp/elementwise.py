@@ -25,6 +25,14 @@ def binary(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     return [apply_fuse(y, op.attrs.get("fuse", "NONE"))]
 
 
+@kernel(OpKind.PRELU)
+def prelu(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """PRELU: y = x where x >= 0, else alpha * x (alpha broadcast to x; a constant alpha is
+    LeakyReLU)."""
+    x, alpha = args[0], args[1]
+    return [np.where(x >= 0, x, x * alpha).astype(np.float32)]
+
+
 def sigmoid(x: Array) -> Array:
     """1 / (1 + exp(-x)), evaluated without overflow for large |x|."""
     e = np.exp(-np.abs(x))
@@ -133,6 +141,13 @@ def flatten(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
 @kernel(OpKind.TRANSPOSE)
 def transpose(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     return [np.ascontiguousarray(args[0].transpose(op.attrs["perm"]))]
+
+
+@kernel(OpKind.SLICE)
+def slice_(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """x[b0:b0+n0, b1:b1+n1, ...] (begin and size per axis, in the graph's layout)."""
+    index = tuple(slice(b, b + n) for b, n in zip(op.attrs["begin"], op.attrs["size"], strict=True))
+    return [np.ascontiguousarray(args[0][index])]
 
 
 @kernel(OpKind.PAD)

@@ -6,25 +6,33 @@ device graph (frames, padding). Every rule: `(pattern, fn)`, one line, `# before
 
 from mdla_legalize.rules.activations import ACTIVATIONS, PATTERNS
 from mdla_legalize.rules.base import Ctx, Rule, RuleFn, apply_table, pat, rule_names, single
+from mdla_legalize.rules.channels import COSTS, GROUPS, SELECTIONS
+from mdla_legalize.rules.flatten import FLATTEN
 from mdla_legalize.rules.frames import FRAMES, squeeze_boundary
 from mdla_legalize.rules.heads import POOLS
+from mdla_legalize.rules.lift import LIFT
 from mdla_legalize.rules.movement import MOVEMENT
 from mdla_legalize.rules.padding import PADDING
 
-MODEL_RULES: list[Rule] = PATTERNS + ACTIVATIONS + POOLS
+MODEL_RULES: list[Rule] = FLATTEN + GROUPS + SELECTIONS + PATTERNS + ACTIVATIONS + POOLS + LIFT
 DEVICE_RULES: list[Rule] = FRAMES + MOVEMENT + PADDING
 ALL_RULES: list[Rule] = MODEL_RULES + DEVICE_RULES
 
 __all__ = [
     "ACTIVATIONS",
     "ALL_RULES",
+    "COSTS",
     "DEVICE_RULES",
+    "FLATTEN",
     "FRAMES",
+    "GROUPS",
+    "LIFT",
     "MODEL_RULES",
     "MOVEMENT",
     "PADDING",
     "PATTERNS",
     "POOLS",
+    "SELECTIONS",
     "Ctx",
     "Rule",
     "RuleFn",

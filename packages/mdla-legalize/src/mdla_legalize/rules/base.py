@@ -75,7 +75,9 @@ def apply_table(
     table: Sequence[Rule], graph: Graph, target: Target | None = None, device: str = "mtk-mdla"
 ) -> PassResult:
     """One walk over the ops; the first rule that returns a replacement wins. The result's
-    `fired` counts each rule that fired (the pass manager's trace, then `provenance.rules`)."""
+    `fired` counts each rule that fired (the pass manager's trace, then `provenance.rules`).
+    An op a rule left without readers (a RESHAPE or selection it read past, which other ops
+    also read when the rule ran) is dropped."""
     rw = Rewriter(graph)
     ctx = Ctx(rw, target, device)
     fired: dict[str, int] = {}
@@ -90,7 +92,21 @@ def apply_table(
         else:
             rw.emit(op)
     result = rw.finish()
-    return PassResult(result.graph, True, fired) if result.changed else result
+    return PassResult(drop_unread(result.graph), True, fired) if result.changed else result
+
+
+def drop_unread(graph: Graph) -> Graph:
+    """`graph` without the ops none of whose outputs is read or returned (to a fixed point)."""
+    while True:
+        read = {n for op in graph.ops for n in op.inputs} | set(graph.outputs)
+        dead = {op.name for op in graph.ops if not any(o in read for o in op.outputs)}
+        if not dead:
+            return graph
+        rw = Rewriter(graph)
+        for op in rw:
+            if op.name not in dead:
+                rw.emit(op)
+        graph = rw.finish().graph
 
 
 def rule_names(table: Sequence[Rule]) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mdla_quant.kernels import (  # noqa: F401  (register kernels)
     add,
     conv,
+    depth_to_space,
     depthwise_conv,
     fully_connected,
     hard_swish,
@@ -13,9 +14,12 @@ from mdla_quant.kernels import (  # noqa: F401  (register kernels)
     movement,
     mul,
     pooling,
+    prelu,
     relu,
     resize_bilinear,
+    resize_nearest,
     softmax,
+    transpose_conv,
 )
 from mdla_quant.kernels.registry import INT8_KERNELS, Kernel
 

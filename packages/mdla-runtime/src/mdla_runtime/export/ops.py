@@ -9,6 +9,7 @@ import numpy as np
 
 from mdla_ir.attrs import (
     AxisAttrs,
+    BlockAttrs,
     ConvAttrs,
     MeanAttrs,
     PadAttrs,
@@ -179,12 +180,50 @@ def _mean(w: Writer, op: Op, out: list[int]) -> None:
 def _resize(w: Writer, op: Op, out: list[int]) -> None:
     a = ResizeAttrs.of(op)
     size = w.const_i32(f"{op.name}/size", list(a.size))
+    kind = "ResizeBilinearOptions"
+    if op.kind is OpKind.RESIZE_NEAREST_NEIGHBOR:
+        kind = "ResizeNearestNeighborOptions"
+    opts = w.options(kind, alignCorners=a.align_corners, halfPixelCenters=a.half_pixel_centers)
+    w.emit(op.kind.name, [w.tensor(op.inputs[0]), size], out, (kind, opts))
+
+
+def _prelu(w: Writer, op: Op, out: list[int]) -> None:
+    """PRELU with the constant alpha (a LeakyReLU too: its one-element alpha is quantized like
+    any alpha, so PRELU, not LEAKY_RELU with a float slope, is the bit-exact export)."""
+    w.emit("PRELU", [w.tensor(n) for n in op.inputs], out)
+
+
+def _transpose_conv(w: Writer, op: Op, out: list[int]) -> None:
+    """TRANSPOSE_CONV VALID onto the full (in-1)*s + k output, then a SLICE taking the crop:
+    TFLite has no explicit pads for it (its SAME puts an odd crop after, torch's padding
+    crops before), and slicing int8 codes after the requantization changes none of them."""
+    a, g = ConvAttrs.of(op), w.graph
+    (n, h, wd, _), (o, kh, kw, _) = (g.tensors[op.inputs[i]].shape for i in (0, 1))
+    full = (n, (h - 1) * a.stride[0] + kh, (wd - 1) * a.stride[1] + kw, o)
+    t, _, left, _ = a.padding
+    y_shape, y_q = g.tensors[op.outputs[0]].shape, g.tensors[op.outputs[0]].quant
+    cropped = tuple(full) != tuple(y_shape)
+    dst = [w.add_tensor(f"{op.name}/full", full, "int8", y_q)] if cropped else out
+    bias = w.tensor(op.inputs[2]) if len(op.inputs) > 2 else _zero_bias(w, op)
+    ins = [w.const_i32(f"{op.name}/output_shape", list(full)), w.tensor(op.inputs[1])]
     opts = w.options(
-        "ResizeBilinearOptions",
-        alignCorners=a.align_corners,
-        halfPixelCenters=a.half_pixel_centers,
+        "TransposeConvOptions",
+        padding=int(w.S.Padding.VALID),
+        strideH=a.stride[0],
+        strideW=a.stride[1],
+        fusedActivationFunction=w.fuse(op),
     )
-    w.emit("RESIZE_BILINEAR", [w.tensor(op.inputs[0]), size], out, ("ResizeBilinearOptions", opts))
+    ins += [w.tensor(op.inputs[0]), bias]
+    w.emit("TRANSPOSE_CONV", ins, dst, ("TransposeConvOptions", opts))
+    if cropped:
+        begin = w.const_i32(f"{op.name}/begin", [0, t, left, 0])
+        size = w.const_i32(f"{op.name}/size", [int(d) for d in y_shape])
+        w.emit("SLICE", [dst[0], begin, size], out, ("SliceOptions", w.options("SliceOptions")))
+
+
+def _depth_to_space(w: Writer, op: Op, out: list[int]) -> None:
+    opts = w.options("DepthToSpaceOptions", blockSize=BlockAttrs.of(op).block_size)
+    w.emit("DEPTH_TO_SPACE", [w.tensor(op.inputs[0])], out, ("DepthToSpaceOptions", opts))
 
 
 # One line per op: the IR kind -> the function writing its TFLite operator(s).
@@ -208,6 +247,10 @@ _EMITTERS: dict[OpKind, Emit] = {
     OpKind.RESHAPE: _reshape,
     OpKind.MEAN: _mean,
     OpKind.RESIZE_BILINEAR: _resize,
+    OpKind.RESIZE_NEAREST_NEIGHBOR: _resize,
+    OpKind.DEPTH_TO_SPACE: _depth_to_space,
+    OpKind.TRANSPOSE_CONV_2D: _transpose_conv,  # TRANSPOSE_CONV VALID [SLICE of the crop]
+    OpKind.PRELU: _prelu,  # PRELU (LeakyReLU: a one-element alpha)
 }
 
 

@@ -23,6 +23,7 @@ import numpy as np
 from mdla_ir.attrs import (
     AttrError,
     AxisAttrs,
+    BlockAttrs,
     ConvAttrs,
     FuseAttrs,
     MatmulAttrs,
@@ -35,6 +36,7 @@ from mdla_ir.attrs import (
     TransposeAttrs,
 )
 from mdla_ir.graph import Graph, Op, Tensor
+from mdla_ir.lowerable import form_problems
 from mdla_ir.ops import FUSE_CODES, OpKind
 from mdla_ir.schema import SCHEMA
 from mdla_runtime.errors import LoweringError
@@ -138,8 +140,9 @@ def _window(padding: tuple[int, ...], stride: tuple[int, ...]) -> Slots:
 
 def _conv(low: Lowered, g: Graph, op: Op) -> Slots:
     a = ConvAttrs.of(op)
-    if a.groups != 1:
-        raise _fail(op, f"groups={a.groups}: legalize grouped convolutions first")
+    problems = form_problems(op)  # the predicate explain reports with (mdla_ir.lowerable)
+    if problems:
+        raise _fail(op, f"{problems[0]}: legalize it first (rule grouped_conv_to_dense)")
     depthwise = op.kind is OpKind.DEPTHWISE_CONV_2D
     w_shape = g.tensors[op.inputs[1]].shape
     channels = w_shape[3] if depthwise else w_shape[0]
@@ -150,6 +153,16 @@ def _conv(low: Lowered, g: Graph, op: Op) -> Slots:
         slots["multiplier"] = channels // max(c_in, 1) if a.multiplier is None else a.multiplier
     dh, dw = a.dilation
     return slots | {"fuse": _fuse(op, a.fuse), "nchw": False, "dilation_w": dw, "dilation_h": dh}
+
+
+def _transpose_conv(low: Lowered, g: Graph, op: Op) -> Slots:
+    """The explicit-pads form: x filter bias pads strides fuse nchw (the crops of the full
+    (in-1)*s + k output are the pads)."""
+    a = ConvAttrs.of(op)
+    channels = g.tensors[op.inputs[1]].shape[0]
+    slots: Slots = {"x": op.inputs[0], "filter": (op.inputs[1], 0)}
+    slots |= {"bias": lambda: _bias(low, g, op, channels)} | _window(a.padding, a.stride)
+    return slots | {"fuse": _fuse(op, a.fuse), "nchw": False}
 
 
 def _pool(low: Lowered, g: Graph, op: Op) -> Slots:
@@ -229,7 +242,15 @@ _RULES: dict[OpKind, Rule] = {
     OpKind.TRANSPOSE: lambda low, g, op: {"x": op.inputs[0], "perm": TransposeAttrs.of(op).perm},
     OpKind.MEAN: _mean,  # x axes keep_dims(i32)
     OpKind.RESIZE_BILINEAR: _resize,  # x out_w out_h nchw align_corners half_pixel_centers
+    OpKind.RESIZE_NEAREST_NEIGHBOR: _resize,
     OpKind.BATCH_MATMUL: _matmul,  # lhs rhs adj_x adj_y
+    OpKind.DEPTH_TO_SPACE: lambda low, g, op: {
+        "x": op.inputs[0],
+        "block_size": BlockAttrs.of(op).block_size,
+        "nchw": False,
+    },
+    OpKind.TRANSPOSE_CONV_2D: _transpose_conv,  # x filter bias pads strides fuse nchw
+    OpKind.PRELU: lambda low, g, op: {"x": op.inputs[0], "alpha": op.inputs[1]},
 }  # every op whose schema form is the one slot `x` lowers with `_unary`
 
 

@@ -8,6 +8,7 @@
  * most 2^16 taps: |w| <= 127, |x - z_in| <= 255), or in int32 where prepare proves it fits
  * (the narrow path). Both loops run over channels without branches so they vectorize.
  */
+#include <math.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -27,6 +28,7 @@ static const EmuKernel *const table[] = {
     &emu_k_max_pool_2d, &emu_k_add, &emu_k_sub, &emu_k_mul, &emu_k_relu, &emu_k_relu1,
     &emu_k_relu6, &emu_k_logistic, &emu_k_tanh, &emu_k_hard_swish, &emu_k_softmax,
     &emu_k_concatenation, &emu_k_pad, &emu_k_reshape, &emu_k_mean, &emu_k_resize_bilinear,
+    &emu_k_prelu, &emu_k_resize_nearest, &emu_k_depth_to_space, &emu_k_transpose_conv_2d,
 };
 
 const EmuKernel *emu_kernel(int32_t code) {
@@ -81,7 +83,10 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
     for (int32_t c = 0; c < channels; c++) {
         const float s_w = f->channel_count ? f->channel_scales[c] : f->scale;
         const double real = (double)x->scale * (double)s_w / (double)y->scale;
-        emu_quantize_multiplier(real, rounding, &rq->mult[c], &rq->shift[c]);
+        if (!emu_quantize_multiplier(real, rounding, &rq->mult[c], &rq->shift[c])) {
+            emu_requant_free(rq);
+            return NEURON_BAD_DATA; /* e.g. s_out = 1e-38: a multiplier of 2^118 */
+        }
         const int s = rq->shift[c];
         if (rounding == EMU_ROUND_SINGLE) {
             rq->lmul[c] = 1;
@@ -179,7 +184,7 @@ EMU_BODY void requant_row_wide(const EmuRequant *rq, const int32_t *restrict acc
                             *restrict round = rq->round;
     if (rq->rounding == EMU_ROUND_SINGLE) {
         for (int32_t c = 0; c < n; c++) {
-            const int64_t v = (int64_t)acc[c] + bias[c];
+            const int64_t v = emu_sat32((int64_t)acc[c] + bias[c]); /* TFLite's int32 acc */
             const int64_t q = ((v * mult[c] + round[c]) >> right[c]) + z;
             out[c] = (int8_t)(q < lo ? lo : (q > hi ? hi : q));
         }
@@ -187,7 +192,8 @@ EMU_BODY void requant_row_wide(const EmuRequant *rq, const int32_t *restrict acc
     }
     const int64_t *restrict lmul = rq->lmul, *restrict mask = rq->mask;
     for (int32_t c = 0; c < n; c++) {
-        const int64_t v = ((int64_t)acc[c] + bias[c]) * lmul[c];
+        /* x * 2^s in TFLite's int32, saturated where it would overflow: |v * M| < 2^62 */
+        const int64_t v = emu_sat32(emu_sat32((int64_t)acc[c] + bias[c]) * lmul[c]);
         const int64_t h = (v * mult[c] + (INT64_C(1) << 30)) >> 31; /* SRDHM */
         const int64_t rem = (int64_t)((uint64_t)h & (uint64_t)mask[c]);
         const int64_t thr = (mask[c] >> 1) + (h < 0 ? 1 : 0);
@@ -393,5 +399,38 @@ int emu_window_output(const EmuOperand *x, const EmuWindow *win, uint32_t channe
     EMU_CHECK(*oh > 0 && *ow > 0);
     const uint32_t want[4] = {x->dims[0], (uint32_t)*oh, (uint32_t)*ow, channels};
     EMU_CHECK(emu_dims_are(y, 4, want));
+    return NEURON_NO_ERROR;
+}
+
+/* RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR: int8 in and out with equal parameters, NHWC;
+ * the output size from INT32 sizes or FLOAT32 scales (scaled and bounded in float, before any
+ * conversion: 40000 * 60000 does not fit an int32); the align_corners / half_pixel_centers
+ * flags (not both); the output dims checked. */
+int emu_resize_prepare(const NeuronModel *m, const EmuOperation *op, int32_t *oh, int32_t *ow,
+                       bool *align_corners, bool *half_pixel) {
+    const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
+    EMU_CHECK(x->rank == 4 && emu_is_int8_act(y->type) && emu_same_quant(x, y));
+    if (m->opnds[op->in[1]].type == NEURON_INT32) {
+        EMU_CHECK(emu_scalar_i32(m, op->in[1], ow) == NEURON_NO_ERROR &&
+                  emu_scalar_i32(m, op->in[2], oh) == NEURON_NO_ERROR);
+    } else {
+        float sw = 0.0f, sh = 0.0f;
+        EMU_CHECK(emu_scalar_f32(m, op->in[1], &sw) == NEURON_NO_ERROR &&
+                  emu_scalar_f32(m, op->in[2], &sh) == NEURON_NO_ERROR);
+        EMU_CHECK(sw > 0.0f && sh > 0.0f && sw < 65536.0f && sh < 65536.0f);
+        const float fw = floorf((float)x->dims[2] * sw), fh = floorf((float)x->dims[1] * sh);
+        EMU_CHECK(fw >= 1.0f && fh >= 1.0f && fw <= 65535.0f && fh <= 65535.0f);
+        *ow = (int32_t)fw;
+        *oh = (int32_t)fh;
+    }
+    bool flags[3] = {false, false, false}; /* NCHW, align_corners, half_pixel_centers */
+    for (uint32_t i = 3; i < op->n_in; i++)
+        EMU_CHECK(emu_scalar_bool(m, op->in[i], &flags[i - 3]) == NEURON_NO_ERROR);
+    EMU_CHECK(!flags[0] && !(flags[1] && flags[2]));
+    EMU_CHECK(*oh >= 1 && *ow >= 1 && *oh <= 65535 && *ow <= 65535);
+    const uint32_t want[4] = {x->dims[0], (uint32_t)*oh, (uint32_t)*ow, x->dims[3]};
+    EMU_CHECK(emu_dims_are(y, 4, want));
+    *align_corners = flags[1];
+    *half_pixel = flags[2];
     return NEURON_NO_ERROR;
 }

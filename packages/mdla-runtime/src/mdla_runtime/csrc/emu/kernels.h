@@ -98,6 +98,8 @@ void emu_lut_eval(const void *params, const void *const *inputs, void *output,
 
 /* dims of `o` equal `dims[0..rank)` */
 bool emu_dims_are(const EmuOperand *o, uint32_t rank, const uint32_t *dims);
+int emu_resize_prepare(const NeuronModel *m, const EmuOperation *op, int32_t *oh, int32_t *ow,
+                       bool *align_corners, bool *half_pixel);
 
 /* out[p][o] = sum_k a[p][k] * b[o][k]  (int16 x int16 -> int32, rows contiguous in k) */
 void emu_gemm_s16(const int16_t *a, const int16_t *b, int32_t *out, int32_t rows, int32_t cols,
@@ -135,6 +137,10 @@ EMU_KERNEL_DECL(emu_k_pad)
 EMU_KERNEL_DECL(emu_k_reshape)
 EMU_KERNEL_DECL(emu_k_mean)
 EMU_KERNEL_DECL(emu_k_resize_bilinear)
+EMU_KERNEL_DECL(emu_k_prelu)
+EMU_KERNEL_DECL(emu_k_resize_nearest)
+EMU_KERNEL_DECL(emu_k_depth_to_space)
+EMU_KERNEL_DECL(emu_k_transpose_conv_2d)
 
 
 /* AVERAGE_POOL_2D and MAX_POOL_2D: the frozen geometry of a pool whose input and output share

@@ -1,0 +1,82 @@
+"""A Linear over a flattened H×W×C map as one VALID H×W CONV_2D (VGG, older detectors).
+
+torch.flatten of an (N, C, H, W) map orders features c·H·W + h·W + w, so
+
+    linear(flatten(x))[n, o] = sum_{c,h,w} W[o, c·H·W + h·W + w] · x[n, c, h, w]
+                             = conv2d(x, W.reshape(O, C, H, W))[n, o, 0, 0]
+
+a VALID convolution whose kernel is the whole map: the flatten order is folded into the
+filter, and the NHWC device graph needs no TRANSPOSE (the layout pass moves the filter to
+(O, H, W, C) like any other). Exact in int8 too: the same products in the int32 accumulator,
+and each output channel's weight scale is max|W[o]| / 127 either way.
+
+An adaptive average pool whose output size is its input size (VGG's AdaptiveAvgPool2d((7, 7))
+on a 7×7 map) averages one element per bin: the identity, dropped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdla_ir import Op, OpKind
+from mdla_legalize.rules.base import Ctx, Rule, derive, pat
+
+
+def flatten_linear_to_conv(op: Op, ctx: Ctx) -> list[Op] | None:
+    x2, w_name = op.inputs[:2]
+    w = ctx.const(w_name)
+    flat = ctx.producer(x2)
+    if (
+        w is None
+        or ctx.layout != "NCHW"
+        or flat is None
+        or flat.kind not in (OpKind.RESHAPE, OpKind.FLATTEN)
+        or len(ctx.shape(x2)) != 2
+    ):
+        return None
+    x = flat.inputs[0]
+    shape = ctx.shape(x)
+    if len(shape) != 4 or shape[2] * shape[3] == 1 or ctx.shape(x2) != (shape[0], w.shape[1]):
+        return None
+    if ctx.sole_use(x2):
+        ctx.take(x2)
+    n, c, h, wd = shape
+    o = w.shape[0]
+    bias = (
+        op.inputs[2]
+        if len(op.inputs) > 2
+        else ctx.add_const(f"{op.name}.zero_bias", np.zeros(o, np.float32))
+    )
+    (y,) = op.outputs
+    y4 = ctx.tensor(f"{y}.as_image", (n, o, 1, 1))
+    filt = ctx.add_const(f"{w_name}.conv{h}x{wd}", w.reshape(o, c, h, wd))
+    return [
+        derive(
+            op,
+            "",
+            OpKind.CONV_2D,
+            [x, filt, bias],
+            [y4],
+            stride=(1, 1),
+            dilation=(1, 1),
+            padding=(0, 0, 0, 0),
+            groups=1,
+            fuse=op.attrs.get("fuse", "NONE"),
+        ),
+        derive(op, "flatten", OpKind.RESHAPE, [y4], [y], shape=(n, o)),
+    ]
+
+
+def identity_adaptive_pool(op: Op, ctx: Ctx) -> list[Op] | None:
+    x, (y,) = op.inputs[0], op.outputs
+    hw = ctx.shape(x)[2:] if ctx.layout == "NCHW" else ctx.shape(x)[1:3]
+    if tuple(op.attrs["output_size"]) != tuple(hw) or y in ctx.graph.outputs:
+        return None
+    ctx.rw.alias[y] = x
+    return []
+
+
+FLATTEN: list[Rule] = [
+    (pat(OpKind.ADAPTIVE_AVG_POOL_2D), identity_adaptive_pool),  # ADAPTIVE(x, size of x) -> x
+    (pat(OpKind.FULLY_CONNECTED), flatten_linear_to_conv),  # FC(FLATTEN x) -> CONV H×W VALID
+]

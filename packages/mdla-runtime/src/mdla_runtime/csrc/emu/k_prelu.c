@@ -1,0 +1,72 @@
+/*
+ * PRELU, int8 with alpha broadcast to the input (TFLite reference_ops::BroadcastPrelu4DSlow,
+ * activations.cc PreluPrepare). A LeakyReLU is PRELU with a one-element constant alpha.
+ *
+ * Prepare (float32 products, then QuantizeMultiplier):
+ *     (M1, e1) = QM(s_in / s_out),  (M2, e2) = QM(s_in * s_alpha / s_out)
+ * Eval:
+ *     v = x - z_in
+ *     v >= 0: out = MBQM(v, M1, e1) + z_out
+ *     v <  0: out = MBQM(v * (alpha - z_alpha), M2, e2) + z_out
+ *     out = clamp(out, -128, 127)
+ * out depends on the two int8 codes only, so prepare freezes it into a 256 x 256 table.
+ * |v| <= 255 and |alpha - z_alpha| <= 255: the product is below 2^16, within int32.
+ */
+#include "kernels.h"
+
+typedef struct {
+    EmuBroadcast bc;
+    int8_t out[256][256]; /* indexed by (input code + 128, alpha code + 128) */
+} PreluParams;
+
+static int prelu_prepare(const NeuronModel *m, const EmuOperation *op, int rounding,
+                         void **out) {
+    *out = NULL;
+    const EmuOperand *x = &m->opnds[op->in[0]], *a = &m->opnds[op->in[1]],
+                     *y = &m->opnds[op->out[0]];
+    EMU_CHECK(emu_is_int8_act(x->type) && emu_is_int8_act(a->type) && emu_is_int8_act(y->type));
+    EMU_CHECK(x->scale > 0.0f && a->scale > 0.0f && y->scale > 0.0f);
+    EMU_CHECK(emu_dims_are(y, x->rank, x->dims)); /* alpha broadcasts to x, never x to alpha */
+    PreluParams *p = calloc(1, sizeof *p);
+    if (p == NULL) return NEURON_OUT_OF_MEMORY;
+    if (emu_broadcast_prepare(x, a, y, &p->bc) != NEURON_NO_ERROR) {
+        free(p);
+        return NEURON_BAD_DATA;
+    }
+    const float real1 = x->scale / y->scale;
+    const float product = x->scale * a->scale;
+    const float real2 = product / y->scale;
+    int64_t m1, m2;
+    int e1, e2;
+    if (!emu_quantize_multiplier((double)real1, rounding, &m1, &e1) ||
+        !emu_quantize_multiplier((double)real2, rounding, &m2, &e2)) {
+        free(p);
+        return NEURON_BAD_DATA;
+    }
+    for (int i = 0; i < 256; i++) {
+        const int64_t v = (int64_t)(i - 128) - x->zero_point;
+        for (int j = 0; j < 256; j++) {
+            const int64_t alpha = (int64_t)(j - 128) - a->zero_point;
+            const int64_t r = v >= 0 ? emu_mbqm(v, m1, e1, rounding)
+                                     : emu_mbqm(v * alpha, m2, e2, rounding);
+            p->out[i][j] = (int8_t)emu_clamp(r + y->zero_point, -128, 127);
+        }
+    }
+    *out = p;
+    return NEURON_NO_ERROR;
+}
+
+static void prelu_run(const void *ctx, const int8_t *x, const int8_t *a, int8_t *out,
+                      uint32_t count, uint32_t x_step, uint32_t a_step) {
+    const PreluParams *p = ctx;
+    for (uint32_t i = 0; i < count; i++) out[i] = p->out[x[i * x_step] + 128][a[i * a_step] + 128];
+}
+
+static void prelu_eval(const void *params, const void *const *inputs, void *output,
+                       EmuScratch *scratch) {
+    (void)scratch;
+    const PreluParams *p = params;
+    emu_broadcast_run(&p->bc, p, inputs[0], inputs[1], output, prelu_run);
+}
+
+const EmuKernel emu_k_prelu = {NEURON_PRELU, "PRELU", prelu_prepare, prelu_eval, NULL, free};

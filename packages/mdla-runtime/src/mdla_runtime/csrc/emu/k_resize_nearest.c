@@ -1,0 +1,88 @@
+/*
+ * RESIZE_NEAREST_NEIGHBOR, int8 NHWC (TFLite reference_ops::ResizeNearestNeighbor).
+ *
+ * Per axis, in float32:  scale = (in-1)/(out-1) with align_corners and out > 1, else in/out
+ *                        src = min(f((dst + o) * scale), in - 1)    o = 0.5 with half_pixel_centers
+ *                        f = round (half away) with align_corners, else floor
+ *                        half_pixel_centers: src = max(src, 0)
+ * out[n, y, x, c] = in[n, src_y(y), src_x(x), c]; input and output share scale and zero point.
+ * Operands: input, out width, out height (i32; or f32 scales: out = floor(in * scale)),
+ * [NCHW bool, align_corners bool, half_pixel_centers bool].
+ */
+#include <string.h>
+
+#include "kernels.h"
+
+typedef struct {
+    int32_t n, h, w, c, oh, ow;
+    int32_t *rows, *cols; /* one allocation, oh + ow entries */
+} NearestParams;
+
+static void nearest_release(void *params) {
+    NearestParams *p = params;
+    if (p == NULL) return;
+    free(p->rows);
+    free(p);
+}
+
+static void axis(int32_t n_in, int32_t n_out, bool align, bool half, int32_t *src) {
+    const float scale = align && n_out > 1 ? (float)(n_in - 1) / (float)(n_out - 1)
+                                           : (float)n_in / (float)n_out;
+    const float offset = half ? 0.5f : 0.0f;
+    for (int32_t i = 0; i < n_out; i++) {
+        const float p = ((float)i + offset) * scale;
+        const float f = floorf(p); /* p >= 0; align_corners rounds half away from zero */
+        int32_t s = (int32_t)(align && p - f >= 0.5f ? f + 1.0f : f);
+        s = s < n_in - 1 ? s : n_in - 1;
+        if (half && s < 0) s = 0;
+        src[i] = s;
+    }
+}
+
+static int nearest_prepare(const NeuronModel *m, const EmuOperation *op, int rounding,
+                           void **out) {
+    (void)rounding; /* no arithmetic: codes move unchanged */
+    *out = NULL;
+    int32_t oh = 0, ow = 0;
+    bool align = false, half = false;
+    int rc = emu_resize_prepare(m, op, &oh, &ow, &align, &half);
+    if (rc != NEURON_NO_ERROR) return rc;
+    const EmuOperand *x = &m->opnds[op->in[0]];
+    NearestParams *p = calloc(1, sizeof *p);
+    if (p == NULL) return NEURON_OUT_OF_MEMORY;
+    p->rows = malloc(((size_t)oh + ow) * sizeof(int32_t));
+    if (p->rows == NULL) {
+        free(p);
+        return NEURON_OUT_OF_MEMORY;
+    }
+    p->cols = p->rows + oh;
+    p->n = (int32_t)x->dims[0];
+    p->h = (int32_t)x->dims[1];
+    p->w = (int32_t)x->dims[2];
+    p->c = (int32_t)x->dims[3];
+    p->oh = oh;
+    p->ow = ow;
+    axis(p->h, oh, align, half, p->rows);
+    axis(p->w, ow, align, half, p->cols);
+    *out = p;
+    return NEURON_NO_ERROR;
+}
+
+static void nearest_eval(const void *params, const void *const *inputs, void *output,
+                         EmuScratch *scratch) {
+    (void)scratch;
+    const NearestParams *p = params;
+    const int8_t *x = inputs[0];
+    int8_t *out = output;
+    const size_t c = (size_t)p->c;
+    for (int32_t b = 0; b < p->n; b++)
+        for (int32_t oy = 0; oy < p->oh; oy++) {
+            const int8_t *row = x + ((size_t)b * p->h + p->rows[oy]) * p->w * c;
+            int8_t *dst = out + ((size_t)b * p->oh + oy) * p->ow * c;
+            for (int32_t ox = 0; ox < p->ow; ox++)
+                memcpy(dst + ox * c, row + (size_t)p->cols[ox] * c, c);
+        }
+}
+
+const EmuKernel emu_k_resize_nearest = {NEURON_RESIZE_NEAREST_NEIGHBOR, "RESIZE_NEAREST_NEIGHBOR",
+                                        nearest_prepare, nearest_eval, NULL, nearest_release};

@@ -1,0 +1,54 @@
+"""`workbench check` exits 0 only when `compile` would map the model, 3 with one row per op
+(reason and what to do) when it would not; never a traceback, never one giant line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.workbench.conftest import UNMAPPABLE
+from workbench.cli import app
+
+BLOCKS = str(Path(__file__).with_name("unmappable_models.py"))
+
+
+@pytest.mark.parametrize(
+    ("spec", "where", "expected"),
+    [
+        (f"{BLOCKS}:convnext_block", "after legalization", ["LAYER_NORM", "GELU", "RSQRT"]),
+        (f"{BLOCKS}:attention", "do not import", ["MultiheadAttention", "transformers are out"]),
+        (UNMAPPABLE, "after legalization", ["GELU needs erf", "use ReLU"]),
+    ],
+)
+def test_unmappable_models_end_with_rows_not_tracebacks(
+    runner: CliRunner, spec: str, where: str, expected: list[str]
+) -> None:
+    for args in ([spec], [spec, "--legalized"]):
+        result = runner.invoke(app, ["check", *args])
+        assert result.exit_code == 3, result.output
+        assert where in result.output
+        for text in expected:
+            assert text in result.output
+        assert "what to do:" in result.output
+        assert "Traceback" not in result.output + result.stderr
+        assert max(len(line) for line in result.output.splitlines()) < 600
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert result.stderr.startswith("error: ")
+
+
+def test_grouped_convs_check_says_what_compile_does(runner: CliRunner, tmp_path: Path) -> None:
+    """A grouped conv: check names the rule and its cost; --legalized maps; compile maps."""
+    spec = str(Path(__file__).parents[1] / "models_rewrites.py") + ":resnextish"
+    before = runner.invoke(app, ["check", spec])
+    assert before.exit_code == 0, before.output
+    assert "rule grouped_conv_to_dense (block-diagonal weights: exact, 4x" in before.output
+    assert "grouped_conv_to_dense x1" in before.output
+    assert "conv MACs: 0.6 M as imported -> 1.1 M on the device (1.70x" in before.output
+    out = tmp_path / "r.mdla"
+    args = [spec, "--calib", "random", "--count", "2", "-o", str(out)]
+    done = runner.invoke(app, ["compile", *args])
+    assert done.exit_code == 0, done.output
+    manifest = runner.invoke(app, ["check", str(out)])
+    assert manifest.exit_code == 0, manifest.output
