@@ -8,7 +8,7 @@ PKGS   := packages/mdla-ir packages/mdla-target packages/mdla-legalize packages/
           packages/mdla-witness packages/mdla-zoo apps/workbench apps/lipread
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PKGS))
 
-.PHONY: demo test lint typecheck imports pytest clean venv sysdeps wheels
+.PHONY: demo test lint typecheck imports pytest clean venv sysdeps wheels fuzz
 
 venv: $(STAMP)
 
@@ -55,6 +55,14 @@ test: sysdeps lint typecheck imports pytest
 #   pip install --find-links dist mdla-runtime
 wheels: $(STAMP)
 	$(PIP) wheel -q --no-deps --no-build-isolation -w dist $(PKGS)
+	rm -rf $(addsuffix /build,$(PKGS))
+
+# The engine fuzz harness (csrc/fuzz_engine.c: reader, planning, the emulator's build, compile and
+# execution under ASan + UBSan) for FUZZ_RUNS executions on both cores, with a progress line per
+# round; prints the count, exits 1 on any finding (crash files under ~/.cache/mdla/fuzz-engine).
+FUZZ_RUNS ?= 10000000
+fuzz: $(STAMP)
+	PYTHONPATH=. $(PY) -m tests.runtime.fuzzing $(FUZZ_RUNS)
 
 clean:
 	rm -rf $(VENV) dist .mypy_cache .pytest_cache .ruff_cache

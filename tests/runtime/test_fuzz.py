@@ -17,9 +17,13 @@ from hypothesis import strategies as st
 from mdla_ir.builders import random_qgraph
 from mdla_ir.ops import OpKind
 from mdla_runtime import ManifestError
-from mdla_runtime.build import CSRC, generated_dir
+from mdla_runtime.build import CSRC, ENGINE_SOURCES, compile_c, engine_path, generated_dir
+from mdla_runtime.emu.emulator import build_emulator
 from mdla_runtime.format.manifest import parse, to_bytes
 from mdla_runtime.testing import chain_qgraph, malformed_cases, pack, sample_manifest, split
+from tests.runtime.fuzzing import NOT_IN_HARNESS, fuzz, run_driver, seed_manifests
+from tests.runtime.mutate import mutate
+from tests.runtime.test_engine import inputs_for
 
 SEEDS = [sample_manifest(), to_bytes(chain_qgraph())]
 SEEDS += [to_bytes(random_qgraph(k, np.random.default_rng(0))) for k in (OpKind.MEAN, OpKind.PAD)]
@@ -123,3 +127,133 @@ def test_libfuzzer_finds_no_crash_in_the_c_reader(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr[-3000:]
     assert "Done" in run.stderr
     assert "runs in" in run.stderr
+
+
+# ---- beyond the readers: the engine harness (csrc/fuzz_engine.c, see tests/runtime/fuzzing.py)
+
+ENGINE_FUZZ_SECONDS = 15
+MUTANTS = 3000  # structure-aware mutants for the differential test (deterministic seed)
+ENGINE_RUNS = 120  # accepted mutants also run through mdla-engine on the emulator
+
+
+def _write(directory: Path, blobs: list[bytes], stem: str) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = [directory / f"{stem}{i:05d}.mdla" for i in range(len(blobs))]
+    for path, blob in zip(paths, blobs, strict=True):
+        path.write_bytes(blob)
+    return paths
+
+
+def test_engine_harness_runs_every_seed_clean(tmp_path: Path) -> None:
+    """Every seed (a valid manifest of each kind) planned, built, compiled, run and round-tripped
+    under ASan + UBSan. Found: a misaligned int32 store in emu/kernel_common.c (emu_gemm_s16)
+    on an unmutated random FULLY_CONNECTED (odd input width: FC's accumulators followed its
+    int16 row in the scratch)."""
+    proc = run_driver(_write(tmp_path, seed_manifests(), "seed"))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def _with_quant(blob: bytes, scales: dict[int, float]) -> bytes:
+    header, data = split(blob)
+    for index, scale in scales.items():
+        header["operands"][index]["scale"] = scale
+        for rec in header["inputs"] + header["outputs"]:
+            if rec["operand"] == index:
+                rec["scale"] = scale
+    return pack(header, data)
+
+
+def test_engine_harness_survives_extreme_scales(tmp_path: Path) -> None:
+    """UBSan findings in the emulator: a shift exponent of 118 (emu/arith.h) for an output
+    scale of 1e-38, inf->int (emu/k_relu.c) for FLT_MIN. Both readers may accept these scales
+    (positive, finite); the emulator now rejects the multiplier at prepare and saturates the
+    clamp bound, so the harness runs clean (test_emu_hardening.py checks the results)."""
+    flt_min = float(np.finfo(np.float32).tiny)
+    blobs = []
+    for kind in (OpKind.FULLY_CONNECTED, OpKind.CONV_2D, OpKind.RELU, OpKind.RELU6, OpKind.ADD):
+        blob = to_bytes(random_qgraph(kind, np.random.default_rng(1)))
+        header, _ = split(blob)
+        out = header["outputs"][0]["operand"]
+        blobs.append(_with_quant(blob, {out: 1e-38}))
+        blobs.append(_with_quant(blob, {out: flt_min}))
+        blobs.append(_with_quant(blob, {header["inputs"][0]["operand"]: flt_min, out: flt_min}))
+    proc = run_driver(_write(tmp_path, blobs, "scale"))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [OpKind.RESIZE_BILINEAR, OpKind.RESIZE_NEAREST_NEIGHBOR],
+    ids=lambda k: k.name,
+)
+def test_engine_harness_survives_float_resize_scales(tmp_path: Path, kind: OpKind) -> None:
+    """UBSan finding: a RESIZE by float32 scales (a form the readers accept) computed
+    floor(40000 * 60000) as an int32 (float-cast-overflow) before the range check."""
+    header, data = split(to_bytes(random_qgraph(kind, np.random.default_rng(0))))
+    header["operands"][0]["dims"] = [1, 1, 40000, 1]
+    for key in ("shape", "model_shape"):
+        header["inputs"][0][key] = [1, 1, 40000, 1]
+    for size in header["operations"][0]["inputs"][1:3]:
+        header["operands"][size].update(type=0, value=60000.0)  # FLOAT32 scalars
+    proc = run_driver(_write(tmp_path, [pack(header, data)], "resize"))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def test_libfuzzer_finds_no_crash_in_the_engine(tmp_path: Path) -> None:
+    """~20 s of libFuzzer through reader, planning, the emulator's build, compile, execution and
+    compiled-network round trip (the `make fuzz` harness, briefly)."""
+    runs, _, crashes, tail = fuzz(tmp_path, seconds=ENGINE_FUZZ_SECONDS, jobs=1)
+    assert not crashes, tail
+    assert not tail
+    assert runs > 1000
+
+
+def _python_verdict(blob: bytes) -> str:
+    try:
+        parse(blob)
+    except ManifestError as exc:
+        field = exc.field.replace("\n", " ").replace("\r", " ")  # one line, as the C driver
+        return f"err {exc.kind} {exc.offset} {field}"
+    return "ok"
+
+
+def _c_verdicts(paths: list[Path]) -> list[str]:
+    sources = [Path(__file__).with_name("manifest_verdicts.c")]
+    sources += [CSRC / f for f in ENGINE_SOURCES if f not in (*NOT_IN_HARNESS, "model.c")]
+    exe = compile_c(sources, "manifest_verdicts")
+    proc = subprocess.run(
+        [str(exe)],
+        input="".join(f"{p}\n" for p in paths),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+def test_structure_aware_mutants_agree_between_readers_and_run_clean(tmp_path: Path) -> None:
+    """MUTANTS structural mutants (tests/runtime/mutate.py) of the seeds: the Python and the C
+    reader agree on each (accept, or the same kind, field and offset); every accepted one runs
+    clean through the sanitized engine harness, and ENGINE_RUNS of them through mdla-engine on
+    the emulator end in an exit code, never a signal."""
+    rng = np.random.default_rng(14)
+    seeds = seed_manifests()
+    blobs = [mutate(seeds[i % len(seeds)], rng) for i in range(MUTANTS)]
+    paths = _write(tmp_path / "mutants", blobs, "m")
+    python = [_python_verdict(b) for b in blobs]
+    c = _c_verdicts(paths)
+    assert len(c) == len(python)
+    pairs = zip(paths, python, c, strict=True)
+    differ = [f"{p.name}: python {a!r}, C {b!r}" for p, a, b in pairs if a != b]
+    assert not differ, f"{len(differ)} of {MUTANTS} mutants differ:\n" + "\n".join(differ[:20])
+    accepted = [p for p, v in zip(paths, python, strict=True) if v == "ok"]
+    assert MUTANTS // 20 < len(accepted) < MUTANTS // 2  # the mutants reach both outcomes
+    proc = run_driver(accepted)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    engine, lib = str(engine_path()), str(build_emulator())
+    for path in accepted[:ENGINE_RUNS]:
+        args = [engine, str(path), "--lib", lib, "--json", *inputs_for(path, tmp_path)]
+        run = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+        assert run.returncode in (0, 1, 2, 3, 4), f"{path.name}: {run.returncode} {run.stderr}"

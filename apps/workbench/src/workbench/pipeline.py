@@ -34,6 +34,7 @@ from workbench.images import SAMPLES, image_files, prepare, read_image
 
 Array = np.ndarray[Any, Any]
 Progress = Callable[[int, float], None]
+LayerProgress = Callable[[int, int, str], None]  # (layer, layers, op name): AdaRound
 
 
 @dataclass(frozen=True)
@@ -124,8 +125,11 @@ def quantize_graph(
     calibration: list[list[Array]],
     config: mdla_quant.QuantConfig,
     progress: Progress | None = None,
+    layer_progress: LayerProgress | None = None,
 ) -> Compiled:
-    qgraph = mdla_quant.quantize(device_graph, calibration, config, progress=progress)
+    qgraph = mdla_quant.quantize(
+        device_graph, calibration, config, progress=progress, layer_progress=layer_progress
+    )
     prov = dataclasses.replace(
         qgraph.provenance,
         spec=source.spec,
@@ -163,8 +167,13 @@ def save_manifest(
     if tflite is not None:
         check_output(tflite, ".tflite")
         tflite_blob = mdla_runtime.tflite_bytes(compiled.qgraph)
-    blob = mdla_runtime.to_bytes(compiled.qgraph)
-    manifest = mdla_runtime.parse(blob, path)
+    try:
+        blob = mdla_runtime.to_bytes(compiled.qgraph)
+    except mdla_runtime.ManifestError as exc:
+        raise exc.in_file(path) from None
+    # The writer's own file: every check but the budget, which guards readers against hostile
+    # files; a model over it compiles, and `run` names the flag that raises the limit.
+    manifest = mdla_runtime.parse(blob, path, mdla_runtime.Budget.UNLIMITED)
     before_write()
     write_atomic(path, blob)
     if tflite is not None and tflite_blob is not None:
@@ -200,10 +209,13 @@ def worst_layers(compiled: Compiled, n: int = 5, samples: int = 2) -> list[Any]:
     return report.worst(n)
 
 
-def load_manifest(path: str | Path) -> mdla_runtime.Manifest:
+def load_manifest(
+    path: str | Path, budget: mdla_runtime.Budget | None = None
+) -> mdla_runtime.Manifest:
+    """The manifest at `path` (a ManifestError names the file, the field and the byte)."""
     if not Path(path).is_file():
         raise WorkbenchError(f"manifest `{path}` does not exist")
-    return mdla_runtime.load(path)
+    return mdla_runtime.load(path, budget or mdla_runtime.Budget())
 
 
 def manifest_or_none(spec: str) -> mdla_runtime.Manifest | None:

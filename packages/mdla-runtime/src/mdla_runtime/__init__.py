@@ -19,6 +19,7 @@ from mdla_runtime.errors import (
     TargetSpecError,
 )
 from mdla_runtime.export.tflite import ExportError, export_tflite, tflite_bytes
+from mdla_runtime.format.budget import Budget
 from mdla_runtime.format.manifest import (
     IOSpec,
     Manifest,
@@ -31,6 +32,7 @@ from mdla_runtime.format.manifest import (
 )
 
 __all__ = [
+    "Budget",
     "BuildError",
     "ExportError",
     "IOSpec",

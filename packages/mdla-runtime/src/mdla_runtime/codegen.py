@@ -22,6 +22,7 @@ from mdla_runtime.format.model import (
     MODEL_REQUIRED,
     PREPROCESS_KEYS,
     QUANT_KEYS,
+    QUANT_REQUIRED,
     QUANT_TYPES,
 )
 
@@ -146,6 +147,7 @@ def model_keys_header() -> str:
             _strings("MODEL_KEYS", MODEL_KEYS),
             _strings("MODEL_REQ", MODEL_REQUIRED),
             _strings("QUANT_KEYS", QUANT_KEYS),
+            _strings("QUANT_REQ", QUANT_REQUIRED),
             _strings("QUANT_TYPES", [QUANT_TYPES[k] for k in QUANT_KEYS]),
             _strings("PREPROCESS_KEYS", PREPROCESS_KEYS),
             "",

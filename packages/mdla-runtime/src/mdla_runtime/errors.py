@@ -22,6 +22,14 @@ class ManifestError(ValueError):
         self.field = field
         self.offset = offset
         self.why = why
+        self.path: str | None = None
+
+    def in_file(self, path: object) -> ManifestError:
+        """This error, its message prefixed with the file it is about (`m.mdla: BadHeader: ...`)."""
+        if self.path is None:
+            self.path = str(path)
+            self.args = (f"{self.path}: {self.args[0]}",)
+        return self
 
 
 class BadMagicError(ManifestError):
@@ -88,6 +96,31 @@ class BadIndexError(ManifestError):
     """An operand index points past the operand list."""
 
 
+class DuplicateEntryError(ManifestError):
+    """An operand listed twice where it may appear once (`outputs`, `inputs`, op outputs)."""
+
+
+class BadPermutationError(ManifestError):
+    """An I/O entry's `perm` is not a permutation of 0..n-1 with n >= the operand's rank."""
+
+
+class ShapeMismatchError(ManifestError):
+    """An I/O entry's `shape` or `model_shape` disagrees with its operand's dims."""
+
+
+class BadQuantizationError(ManifestError):
+    """A scale that is not a finite float32 > 0, or a zero point outside its type's range."""
+
+
+class BadReferenceError(ManifestError):
+    """An operand index names an operand of the wrong kind (a constant written, a value read
+    before it is written, a non-int8 model input)."""
+
+
+class OverBudgetError(ManifestError):
+    """The file asks for more than the resource budget allows (`Budget`; a flag raises it)."""
+
+
 class LoweringError(ManifestError):
     """The graph cannot be lowered to Neuron operands."""
 
@@ -109,6 +142,12 @@ ALL_KINDS: tuple[type[ManifestError], ...] = (
     DimsOverflowError,
     OperandCountMismatchError,
     BadIndexError,
+    DuplicateEntryError,
+    BadPermutationError,
+    ShapeMismatchError,
+    BadQuantizationError,
+    BadReferenceError,
+    OverBudgetError,
 )
 
 

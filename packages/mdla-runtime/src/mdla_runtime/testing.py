@@ -25,8 +25,11 @@ Header = dict[str, Any]
 
 
 def sample_graph() -> Graph:
-    """A per-channel CONV_2D with every optional part of the model section filled in."""
-    from mdla_ir.builders import random_qgraph
+    """A per-channel CONV_2D with every optional part of the model section filled in, as the
+    workbench writes an image model: the input is the NCHW image (1, 3, 8, 8) its preprocess
+    record makes, held NHWC on the device (boundary perm (0, 2, 3, 1))."""
+    from mdla_ir.builders import act, const, qp
+    from mdla_ir.graph import Op
     from mdla_ir.provenance import Preprocess, Provenance, QuantRecord
 
     prov = Provenance(
@@ -41,7 +44,26 @@ def sample_graph() -> Graph:
         labels=("cat", "dog"),
         preprocess=Preprocess("imagenet", (8, 8), (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
     )
-    return random_qgraph(OpKind.CONV_2D, np.random.default_rng(7)).with_(provenance=prov)
+    rng = np.random.default_rng(7)
+    ws = rng.uniform(0.01, 0.05, 4).astype(np.float32)
+    xq = qp(0.04, -3)
+    tensors = [
+        act("x", (1, 8, 8, 3), xq),
+        const("w", rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8), qp(ws, 0, 0)),
+        const("b", rng.integers(-500, 500, 4).astype(np.int32), qp(ws * np.float32(0.04), 0, 0)),
+        act("out", (1, 8, 8, 4), qp(0.2, -10)),
+    ]
+    conv = {"stride": (1, 1), "dilation": (1, 1), "padding": (1, 1, 1, 1), "fuse": "NONE"}
+    return Graph(
+        "sample",
+        {t.name: t for t in tensors},
+        (Op(OpKind.CONV_2D, "conv0", ("x", "w", "b"), ("out",), conv),),
+        ("x",),
+        ("out",),
+        layout="NHWC",
+        boundary={"x": (0, 2, 3, 1)},
+        provenance=prov,
+    )
 
 
 def sample_manifest() -> bytes:
@@ -120,6 +142,175 @@ def _model_edits() -> list[Edit]:
             "model.preprocess.size[1]",
         ),
         ("model_preprocess_key", model("preprocess", {"mode": "tf"}), bad, "model.preprocess.size"),
+    ]
+
+
+def _semantic_edits(header: Header) -> list[Edit]:
+    """One malformation per semantic check (format/semantic.py), on the sample manifest: input
+    operand 0 (int8, dims 1x8x8x3, model_shape 1x3x8x8), per-channel weights 1, bias 2, the conv
+    writing output 13."""
+    ops = header["operands"]
+    w, b = _const_operands(header)
+    x, y = header["inputs"][0]["operand"], header["outputs"][0]["operand"]
+
+    def at(section: str, i: int, key: str, value: Any) -> Callable[[Header], None]:
+        return lambda h: h[section][i].__setitem__(key, value)
+
+    def grow(n: int) -> Callable[[Header], None]:  # n unused operands of 255 MiB each
+        big = {"type": fmt.TENSOR_QUANT8_ASYMM_SIGNED, "dims": [255, 1024, 1024], "scale": 0.5}
+        return lambda h: h["operands"].extend(dict(big) for _ in range(n))
+
+    def first(key: str, value: Any) -> Callable[[Header], None]:  # a key before `type`
+        return lambda h: h["operands"].__setitem__(x, {key: value, **h["operands"][x]})
+
+    def key_named_header(h: Header) -> None:  # the root's own name, as a key before the rest
+        rest = dict(h)
+        h.clear()
+        h.update({"header": 1, **rest})
+
+    def output_is_input(h: Header) -> None:
+        h["outputs"] = [dict(h["inputs"][0])]
+
+    q, dup, perm = (
+        errors.BadQuantizationError,
+        errors.DuplicateEntryError,
+        errors.BadPermutationError,
+    )
+    shape, ref = errors.ShapeMismatchError, errors.BadReferenceError
+    budget = errors.OverBudgetError
+    n = len(ops)
+    return [
+        ("scale_nan", at("operands", x, "scale", float("nan")), q, f"operands[{x}].scale"),
+        ("scale_inf", at("operands", x, "scale", float("-inf")), q, f"operands[{x}].scale"),
+        ("scale_zero", at("operands", x, "scale", 0.0), q, f"operands[{x}].scale"),
+        ("scale_negative", at("operands", x, "scale", -0.5), q, f"operands[{x}].scale"),
+        ("scale_above_flt_max", at("operands", x, "scale", 3.5e38), q, f"operands[{x}].scale"),
+        ("scale_subnormal", at("operands", x, "scale", 1e-40), q, f"operands[{x}].scale"),
+        ("scale_missing", lambda h: h["operands"][x].pop("scale"), q, f"operands[{x}].scale"),
+        ("zero_point_range", at("operands", x, "zero_point", 200), q, f"operands[{x}].zero_point"),
+        (
+            "per_channel_scale_zero",
+            lambda h: h["operands"][w]["scales"].__setitem__(0, 0.0),
+            q,
+            f"operands[{w}].scales[0]",
+        ),
+        (
+            "per_channel_zero_point",
+            at("operands", w, "zero_point", 1),
+            q,
+            f"operands[{w}].zero_point",
+        ),
+        ("bias_scale_nan", at("operands", b, "scale", float("nan")), q, f"operands[{b}].scale"),
+        (
+            "tensor_over_budget",
+            at("operands", x, "dims", [1, 65535, 32768, 1]),
+            budget,
+            f"operands[{x}].dims",
+        ),
+        ("total_over_budget", grow(5), budget, f"operands[{n + 4}].dims"),
+        ("zero_dim", at("operands", y, "dims", [1, 8, 0, 4]), shape, f"operands[{y}].dims[2]"),
+        ("io_not_int8", at("outputs", 0, "operand", b), ref, "outputs[0].operand"),
+        (
+            "dup_inputs",
+            lambda h: h.__setitem__("inputs", h["inputs"] * 2),
+            dup,
+            "inputs[1].operand",
+        ),
+        (
+            "dup_outputs",
+            lambda h: h.__setitem__("outputs", h["outputs"] * 40),
+            dup,
+            "outputs[1].operand",
+        ),
+        ("io_scale_differs", at("inputs", 0, "scale", 0.5), q, "inputs[0].scale"),
+        ("io_scale_nan", at("outputs", 0, "scale", float("nan")), q, "outputs[0].scale"),
+        ("io_zero_point_differs", at("inputs", 0, "zero_point", 1), q, "inputs[0].zero_point"),
+        ("io_shape", at("inputs", 0, "shape", [1, 8, 3, 8]), shape, "inputs[0].shape"),
+        ("perm_axis_past_rank", at("inputs", 0, "perm", [0, 9, 2, 3]), perm, "inputs[0].perm[1]"),
+        ("perm_wrong_length", at("inputs", 0, "perm", [0, 1]), perm, "inputs[0].perm"),
+        ("perm_repeats", at("inputs", 0, "perm", [0, 1, 1, 3]), perm, "inputs[0].perm[2]"),
+        (
+            "model_shape",
+            at("inputs", 0, "model_shape", [1, 8, 8, 3]),
+            shape,
+            "inputs[0].model_shape",
+        ),
+        (
+            "model_shape_huge",
+            at("inputs", 0, "model_shape", [1, 3, 65535, 65535]),
+            shape,
+            "inputs[0].model_shape",
+        ),
+        (
+            "labels_true",
+            lambda h: h["model"].__setitem__("labels", True),
+            errors.BadHeaderError,
+            "model.labels",
+        ),
+        (
+            "preprocess_no_inputs",
+            lambda h: h.__setitem__("inputs", []),
+            errors.CountMismatchError,
+            "inputs",
+        ),
+        (
+            "preprocess_size",
+            lambda h: h["model"]["preprocess"].__setitem__("size", [9, 8]),
+            shape,
+            "inputs[0].model_shape",
+        ),
+        (
+            "preprocess_not_an_image",
+            lambda h: h["model"]["preprocess"].__setitem__("size", [8, 8, 1]),
+            shape,
+            "inputs[0].model_shape",
+        ),
+        (
+            "op_writes_input",
+            lambda h: h["operations"][0].__setitem__("outputs", [x]),
+            ref,
+            "operations[0].outputs[0]",
+        ),
+        (
+            "op_writes_constant",
+            lambda h: h["operations"][0].__setitem__("outputs", [b]),
+            ref,
+            "operations[0].outputs[0]",
+        ),
+        (
+            "written_twice",
+            lambda h: h.__setitem__("operations", h["operations"] * 2),
+            dup,
+            "operations[1].outputs[0]",
+        ),
+        (
+            "read_before_write",
+            lambda h: h["operations"][0]["inputs"].__setitem__(0, y),
+            ref,
+            "operations[0].inputs[0]",
+        ),
+        ("output_not_written", output_is_input, ref, "outputs[0].operand"),
+        (
+            "no_outputs",
+            lambda h: h.__setitem__("outputs", []),
+            errors.CountMismatchError,
+            "outputs",
+        ),
+        (
+            "key_spells_a_path",
+            first("dims[0]", 1),
+            errors.BadHeaderError,
+            f"operands[{x}].dims\\[0\\]",
+        ),
+        ("key_with_newline", first("a\nb", 1), errors.BadHeaderError, f"operands[{x}].a\\nb"),
+        ("key_with_nul", first("a\x00b", 1), errors.BadHeaderError, f"operands[{x}].a\\x00b"),
+        ("key_named_header", key_named_header, errors.BadHeaderError, "header"),
+        (
+            "too_many_header_values",
+            lambda h: h["model"].__setitem__("labels", [""] * (1 << 20)),
+            budget,
+            "model.labels[1048549]",
+        ),
     ]
 
 
@@ -243,6 +434,7 @@ def malformed_cases() -> list[Malformed]:
             errors.BadHeaderError,
             f"operands[{scalar}]",
         ),
+        *_semantic_edits(header),
     ]
     b_len = header["operands"][b]["data"][1]
     overlap = [wd[0], b_len]  # the bias moved onto the weights' bytes

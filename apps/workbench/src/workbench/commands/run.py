@@ -16,12 +16,33 @@ from workbench import pipeline
 from workbench.commands.options import Debug, Device, On, console
 from workbench.errors import BAD_INPUT, WorkbenchError, reported
 
+MaxTensorMb = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tensor-mb", min=1, help="Refuse a manifest with a tensor over N MiB (256)."
+    ),
+]
+MaxTotalMb = Annotated[
+    int | None,
+    typer.Option(
+        "--max-total-mb", min=1, help="Refuse a manifest whose tensors sum over N MiB (1024)."
+    ),
+]
+MaxHeaderValues = Annotated[
+    int | None,
+    typer.Option(
+        "--max-header-values",
+        min=1,
+        help="Refuse a header of more than N msgpack values (1048576).",
+    ),
+]
+
 Array = np.ndarray[Any, Any]
 EPILOG = """Examples:
 
   workbench run lite0.mdla cat.jpg dog.png
 
-  workbench run lite0.mdla --on ssh://u0_a123@phone:8022 --repeat 20 --json
+  workbench run lite0.mdla --on ssh://u0_a123@phone:8022 --warmup 3 --repeat 20 --json
 
   workbench run lite0.mdla chelsea coffee      # scikit-image sample photos by name
 """
@@ -29,8 +50,14 @@ EPILOG = """Examples:
 
 def manifest_inputs(manifest: mdla_runtime.Manifest, names: list[str]) -> list[tuple[str, Array]]:
     """(name, model input) per image, preprocessed as the manifest records; no images: the
-    sample photos, or one seeded random input for a model without image preprocessing."""
+    sample photos, or one seeded random input for a model without image preprocessing. (The
+    readers guarantee a model with preprocessing one NCHW input.)"""
     pre = manifest.provenance.preprocess
+    if len(manifest.inputs) != 1:
+        raise WorkbenchError(
+            f"`{manifest.name}` has {len(manifest.inputs)} inputs: `run` feeds a model one input",
+            BAD_INPUT,
+        )
     shape = manifest.inputs[0].model_shape
     if pre is None:
         if names:
@@ -55,24 +82,33 @@ def run_command(
     ] = None,
     on: On = "emu",
     device: Device = "mtk-mdla",
-    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Runs per image.")] = 1,
+    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Timed runs per image.")] = 1,
+    warmup: Annotated[
+        int, typer.Option("--warmup", min=0, help="Untimed runs per image before the timed ones.")
+    ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    max_tensor_mb: MaxTensorMb = None,
+    max_total_mb: MaxTotalMb = None,
+    max_header_values: MaxHeaderValues = None,
     debug: Debug = False,
 ) -> None:
     """Run OUT.mdla on the target: top-5 labels per image (when the manifest has labels),
-    latency (median/min of --repeat runs) and the device that ran it."""
+    latency over --repeat timed runs after --warmup untimed ones (median, p90, p99, min and
+    std with --repeat > 1), and the device that ran it."""
     with reported(debug):
-        manifest = pipeline.load_manifest(manifest_path)
-        target = mdla_runtime.open_target(on)
+        budget = mdla_runtime.Budget.of(max_tensor_mb, max_total_mb, max_header_values)
+        manifest = pipeline.load_manifest(manifest_path, budget)
+        target = mdla_runtime.open_target(on, budget)
         labels = manifest.provenance.labels
         results = []
         for name, x in manifest_inputs(manifest, images or []):
-            r = target.run(manifest, [x], devices=(device,), repeat=repeat)
+            r = target.run(manifest, [x], devices=(device,), repeat=repeat, warmup=warmup)
             logits = r.outputs[0]
             entry: dict[str, Any] = {
                 "image": name,
                 "device": r.device,
-                "latency_ms": {"median": r.latency_ms[0], "min": r.latency_ms[1]},
+                "latency_ms": r.latency_stats(),
+                "warmup": warmup,
             }
             if logits.ndim == 2 and logits.shape[1] > 1:
                 entry["top5"] = [
@@ -90,7 +126,8 @@ def run_command(
 
 def _print(results: list[dict[str, Any]], model: str, on: str, repeat: int) -> None:
     table = Table(title=f"{model} on {on} ({repeat} run(s) per image)")
-    for col in ("image", "top-5" if "top5" in results[0] else "output", "ms median/min", "device"):
+    timing = "ms median/min" if repeat == 1 else "ms median p90 p99 min ±std"
+    for col in ("image", "top-5" if "top5" in results[0] else "output", timing, "device"):
         table.add_column(col)
     for e in results:
         what = (
@@ -99,5 +136,11 @@ def _print(results: list[dict[str, Any]], model: str, on: str, repeat: int) -> N
             else f"shape {e['output']['shape']}, mean {e['output']['mean']:.4g}"
         )
         lat = e["latency_ms"]
-        table.add_row(e["image"], what, f"{lat['median']:.2f}/{lat['min']:.2f}", e["device"])
+        ms = (
+            f"{lat['median']:.2f}/{lat['min']:.2f}"
+            if repeat == 1
+            else f"{lat['median']:.2f} {lat['p90']:.2f} {lat['p99']:.2f} {lat['min']:.2f} "
+            f"±{lat['std']:.2f}"
+        )
+        table.add_row(e["image"], what, ms, e["device"])
     console().print(table)

@@ -37,9 +37,13 @@ static void usage(FILE *f) {
           "  --device D[,D...]  compile for these devices only (default mtk-mdla; no fallback)\n"
           "  --input FILE       raw int8 input in device layout, once per model input, in order\n"
           "  --outdir DIR       write output_<k>.bin (raw int8, device layout) here\n"
-          "  --repeat N         run N times; report median and min latency\n"
+          "  --repeat N         run N times; report median and min latency (and all, in --json)\n"
+          "  --warmup N         run N times first, untimed (default 0)\n"
           "  --ops N            build only the first N operations (outputs: tensors live at the cut)\n"
           "  --cache FILE       store the compiled network on first run, restore it afterwards\n"
+          "  --max-tensor-mb N  refuse a manifest with a tensor over N MiB (default 256)\n"
+          "  --max-total-mb N   refuse a manifest whose tensors sum over N MiB (default 1024)\n"
+          "  --max-header-values N  refuse a header of more than N msgpack values (default 1048576)\n"
           "  --json             one JSON object on stdout\n"
           "exit: 0 ok, 1 bad manifest or input, 2 usage, 3 unsupported on the device, 4 adapter\n",
           f);
@@ -91,11 +95,18 @@ static long number(const char *flag, const char *s) {
     return v;
 }
 
+static uint64_t mebibytes(const char *flag, const char *s) {
+    long v = number(flag, s);
+    if (v > (1L << 30)) fail(EXIT_USAGE, "usage", -1, -1, "%s: at most %ld MiB", flag, 1L << 30);
+    return (uint64_t)v << 20;
+}
+
 static void parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->device = "mtk-mdla";
     o->repeat = 1;
     o->ops = -1;
+    o->budget = MDLA_DEFAULT_BUDGET;
     for (int i = 1; i < argc; i++) o->json |= strcmp(argv[i], "--json") == 0; /* before any error */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -111,7 +122,15 @@ static void parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "--cache")) o->cache = argv[++i];
         else if (!strcmp(a, "--outdir")) o->outdir = argv[++i];
         else if (!strcmp(a, "--repeat")) o->repeat = number(a, argv[++i]);
+        else if (!strcmp(a, "--warmup")) o->warmup = strcmp(argv[++i], "0") ? number(a, argv[i]) : 0;
         else if (!strcmp(a, "--ops")) o->ops = number(a, argv[++i]);
+        else if (!strcmp(a, "--max-tensor-mb")) o->budget.max_tensor_bytes = mebibytes(a, argv[++i]);
+        else if (!strcmp(a, "--max-total-mb")) o->budget.max_total_bytes = mebibytes(a, argv[++i]);
+        else if (!strcmp(a, "--max-header-values")) {
+            long v = number(a, argv[++i]);
+            if (v > (long)UINT32_MAX - 1) fail(EXIT_USAGE, "usage", -1, -1, "%s: at most %u", a, UINT32_MAX - 1);
+            o->budget.max_header_values = (uint32_t)v;
+        }
         else if (!strcmp(a, "--input")) {
             if (o->n_inputs == MAX_FILES) fail(EXIT_USAGE, "usage", -1, -1, "more than %d inputs", MAX_FILES);
             o->inputs[o->n_inputs++] = argv[++i];
@@ -137,7 +156,7 @@ static void map_manifest(void) {
     }
     close(fd);
     mdla_error err;
-    if (!mdla_manifest_parse(E.buf, E.size, &E.m, &err)) fail_manifest(&err);
+    if (!mdla_manifest_parse_budget(E.buf, E.size, &E.opt.budget, &E.m, &err)) fail_manifest(&err);
 }
 
 static void print_check(void) {

@@ -16,8 +16,9 @@ typedef struct {
     const char *manifest, *lib, *device, *cache, *outdir;
     const char *inputs[MAX_FILES];
     int n_inputs;
-    long repeat, ops;
+    long repeat, warmup, ops;
     bool json, check, devices, supported;
+    mdla_budget budget; /* --max-tensor-mb, --max-total-mb, --max-header-values */
 } options;
 
 typedef struct {

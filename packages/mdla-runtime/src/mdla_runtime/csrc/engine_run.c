@@ -230,6 +230,13 @@ static uint8_t *read_input(const char *path, uint64_t want, uint32_t k) {
     return buf;
 }
 
+/* The bytes of operand `o` (model inputs and outputs are int8, validated by the reader; an
+ * --ops cut may end on any tensor, so the element size is never assumed). */
+static uint64_t bytes_of(uint32_t o) {
+    const mdla_operand *op = &E.m.operands[o];
+    return op->elements * mdla_element_size(op->type);
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -251,31 +258,34 @@ void execute(NeuronCompilation *comp) {
         fail(EXIT_USAGE, "input", -1, -1, "the model has %u input(s), got %d --input file(s)", E.m.n_inputs, E.opt.n_inputs);
     uint8_t *in[MAX_FILES] = {0}, **out = calloc(p->n_outputs + 1, sizeof *out);
     for (uint32_t k = 0; k < p->n_inputs; k++)
-        in[k] = read_input(E.opt.inputs[p->input_pos[k]], E.m.operands[p->inputs[k]].elements, p->input_pos[k]);
-    for (uint32_t k = 0; out && k < p->n_outputs; k++) out[k] = malloc(E.m.operands[p->outputs[k]].elements + 1);
+        in[k] = read_input(E.opt.inputs[p->input_pos[k]], bytes_of(p->inputs[k]), p->input_pos[k]);
+    for (uint32_t k = 0; out && k < p->n_outputs; k++) {
+        out[k] = malloc(bytes_of(p->outputs[k]) + 1);
+        if (!out[k]) fail(EXIT_DEVICE, "run", NEURON_OUT_OF_MEMORY, -1, "out of memory");
+    }
     E.lat = calloc((size_t)E.opt.repeat, sizeof *E.lat);
     if (!out || !E.lat) fail(EXIT_DEVICE, "run", NEURON_OUT_OF_MEMORY, -1, "out of memory");
-    for (long r = 0; r < E.opt.repeat; r++) {
+    for (long r = -E.opt.warmup; r < E.opt.repeat; r++) { /* r < 0: warm-up runs, not timed */
         NeuronExecution *ex = NULL;
         int rc = E.api.NeuronExecution_create(comp, &ex);
         for (uint32_t k = 0; !rc && k < p->n_inputs; k++)
-            rc = E.api.NeuronExecution_setInput(ex, (int32_t)k, NULL, in[k], E.m.operands[p->inputs[k]].elements);
+            rc = E.api.NeuronExecution_setInput(ex, (int32_t)k, NULL, in[k], bytes_of(p->inputs[k]));
         for (uint32_t k = 0; !rc && k < p->n_outputs; k++)
-            rc = E.api.NeuronExecution_setOutput(ex, (int32_t)k, NULL, out[k], E.m.operands[p->outputs[k]].elements);
+            rc = E.api.NeuronExecution_setOutput(ex, (int32_t)k, NULL, out[k], bytes_of(p->outputs[k]));
         if (rc) fail(EXIT_DEVICE, "run", rc, -1, "preparing the execution: %s", neuron_result_name(rc));
         double t0 = now_ms();
         rc = E.api.NeuronExecution_compute(ex);
-        E.lat[r] = now_ms() - t0;
+        if (r >= 0) E.lat[r] = now_ms() - t0;
         E.api.NeuronExecution_free(ex);
         if (rc) fail(rc == NEURON_UNMAPPABLE ? EXIT_UNSUPPORTED : EXIT_DEVICE, "run", rc, -1,
                      "NeuronExecution_compute: %s", neuron_result_name(rc));
-        E.runs = r + 1;
+        if (r >= 0) E.runs = r + 1;
     }
     for (uint32_t k = 0; E.opt.outdir && k < p->n_outputs; k++) {
         char path[4200];
         mdla_fmt(path, sizeof path, "%s/output_%u.bin", E.opt.outdir, k);
         FILE *f = fopen(path, "wb");
-        size_t n = (size_t)E.m.operands[p->outputs[k]].elements;
+        size_t n = (size_t)bytes_of(p->outputs[k]);
         bool ok = f && fwrite(out[k], 1, n, f) == n;
         if (f && fclose(f) != 0) ok = false;
         if (!ok) fail(EXIT_BAD_INPUT, "output", -1, -1, "cannot write %s: %s", path, strerror(errno));
@@ -311,7 +321,10 @@ void print_run(void) {
     printf(", \"ops\": %u, \"total_ops\": %u, \"cache\": ", p->n_ops, E.m.n_operations);
     if (E.cache_state) json_cstr(stdout, E.cache_state);
     else fputs("null", stdout);
-    printf(", \"latency_ms\": {\"median\": %.6f, \"min\": %.6f, \"runs\": %ld}, \"inputs\": [", median(), E.lat[0], E.runs);
+    printf(", \"latency_ms\": {\"median\": %.6f, \"min\": %.6f, \"runs\": %ld, \"warmup\": %ld, \"sorted\": [",
+           median(), E.lat[0], E.runs, E.opt.warmup);
+    for (long r = 0; r < E.runs; r++) printf("%s%.6f", r ? ", " : "", E.lat[r]);
+    printf("]}, \"inputs\": [");
     for (uint32_t k = 0; k < p->n_inputs; k++) printf("%s%u", k ? ", " : "", p->input_pos[k]);
     printf("], \"outputs\": [");
     for (uint32_t k = 0; k < p->n_outputs; k++) {

@@ -349,12 +349,21 @@ static bool ios(checker *c, const char *key, uint32_t n_operands, uint32_t *coun
     return true;
 }
 
+const mdla_budget MDLA_DEFAULT_BUDGET = {MDLA_DEFAULT_MAX_TENSOR_BYTES, MDLA_DEFAULT_MAX_TOTAL_BYTES,
+                                        MP_DEFAULT_MAX_NODES};
+
 bool mdla_manifest_parse(const uint8_t *buf, size_t size, mdla_manifest *m, mdla_error *err) {
+    return mdla_manifest_parse_budget(buf, size, &MDLA_DEFAULT_BUDGET, m, err);
+}
+
+bool mdla_manifest_parse_budget(const uint8_t *buf, size_t size, const mdla_budget *budget,
+                                mdla_manifest *m, mdla_error *err) {
     memset(m, 0, sizeof *m);
     memset(err, 0, sizeof *err);
     if (!preamble(buf, size, m, err)) return false;
     mp_doc doc;
-    if (!mp_decode(buf, MDLA_PREAMBLE, MDLA_PREAMBLE + m->header_length, &doc, err)) {
+    if (!mp_decode_limited(buf, MDLA_PREAMBLE, MDLA_PREAMBLE + m->header_length,
+                           budget->max_header_values, &doc, err)) {
         mp_free(&doc);
         return false;
     }
@@ -373,7 +382,8 @@ bool mdla_manifest_parse(const uint8_t *buf, size_t size, mdla_manifest *m, mdla
     checker c = {&doc, err, ""};
     ok = ok && sections(&c, size, m) && operands(&c, buf, m) && operations(&c, m) &&
          ios(&c, "inputs", m->n_operands, &m->n_inputs, &m->inputs) &&
-         ios(&c, "outputs", m->n_operands, &m->n_outputs, &m->outputs);
+         ios(&c, "outputs", m->n_operands, &m->n_outputs, &m->outputs) &&
+         chk_semantics(&c, m, budget);
     mp_free(&doc);
     if (!ok) mdla_manifest_free(m);
     return ok;

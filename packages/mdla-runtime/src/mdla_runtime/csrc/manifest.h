@@ -23,6 +23,16 @@
 #define MDLA_MAX_RANK 8u
 #define MDLA_MAX_ELEMENTS 2147483647ull
 
+/* The resource budget (mdla_runtime/format/budget.py, the same defaults); the engine's
+ * --max-tensor-mb, --max-total-mb and --max-header-values raise it. */
+#define MDLA_DEFAULT_MAX_TENSOR_BYTES (256ull << 20)
+#define MDLA_DEFAULT_MAX_TOTAL_BYTES (1024ull << 20)
+typedef struct {
+    uint64_t max_tensor_bytes, max_total_bytes;
+    uint32_t max_header_values;
+} mdla_budget;
+extern const mdla_budget MDLA_DEFAULT_BUDGET;
+
 typedef struct {
     const char *s; /* not NUL-terminated; print with %.*s */
     uint32_t n;
@@ -73,7 +83,11 @@ typedef struct {
     uint64_t header_length, data_start, data_size;
 } mdla_manifest;
 
+/* Structure, then semantics (cross references, shapes, quantization, the budget): see
+ * manifest_check.c:chk_semantics and mdla_runtime/format/semantic.py. */
 bool mdla_manifest_parse(const uint8_t *buf, size_t size, mdla_manifest *m, mdla_error *err);
+bool mdla_manifest_parse_budget(const uint8_t *buf, size_t size, const mdla_budget *budget,
+                                mdla_manifest *m, mdla_error *err);
 void mdla_manifest_free(mdla_manifest *m);
 const char *mdla_type_name(int32_t type);
 size_t mdla_element_size(int32_t type); /* 0 for scalars and unknown codes */

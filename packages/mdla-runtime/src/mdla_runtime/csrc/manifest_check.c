@@ -2,7 +2,10 @@
 #include "manifest_check.h"
 #include "mdla_model_keys.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 
@@ -35,8 +38,7 @@ bool chk_keys(checker *c, uint32_t map, const char *field, const char *const *al
         uint32_t v = chk_node(c, k)->next;
         if (!chk_in_list(chk_node(c, k), allowed)) {
             char key[MDLA_FIELD_MAX];
-            mdla_fmt(key, sizeof key, "%.*s", (int)(chk_node(c, k)->count > 200 ? 200 : chk_node(c, k)->count),
-                     chk_node(c, k)->v.s);
+            mdla_escape_key(key, sizeof key, chk_node(c, k)->v.s, chk_node(c, k)->count);
             chk_sub(f, field, key);
             return chk_fail(c, "BadHeader", f, chk_node(c, v)->offset, "unknown key");
         }
@@ -74,7 +76,9 @@ bool chk_typed(checker *c, uint32_t map, const char *key, const char *field, con
     }
     if (ok) return true;
     char f[MDLA_FIELD_MAX];
-    mdla_fmt(f, sizeof f, "%s.%s", field, key);
+    char esc[MDLA_FIELD_MAX];
+    mdla_escape_key(esc, sizeof esc, key, (uint32_t)strlen(key));
+    mdla_fmt(f, sizeof f, "%s.%s", field, esc);
     mdla_fail(c->err, "BadHeader", f, n->offset, "expected %s", kind);
     return false;
 }
@@ -138,7 +142,9 @@ bool chk_model(checker *c, uint32_t model, mdla_str *rounding) {
     for (uint32_t i = 0, k = rules + 1; i < rm->count; i++) {
         const mp_node *key = chk_node(c, k), *v = chk_node(c, key->next);
         if (!chk_is_uint(v, UINT32_MAX)) {
-            mdla_fmt(f, sizeof f, "model.rules.%.*s", (int)(key->count > 200 ? 200 : key->count), key->v.s);
+            char esc[MDLA_FIELD_MAX];
+            mdla_escape_key(esc, sizeof esc, key->v.s, key->count);
+            mdla_fmt(f, sizeof f, "model.rules.%s", esc);
             return chk_fail(c, "BadHeader", f, v->offset, "expected uint");
         }
         k = v->next;
@@ -154,7 +160,7 @@ bool chk_model(checker *c, uint32_t model, mdla_str *rounding) {
     }
     uint32_t quant = mp_get(c->doc, model, "quant");
     if (quant) {
-        if (!chk_keys(c, quant, "model.quant", QUANT_KEYS, QUANT_KEYS)) return false;
+        if (!chk_keys(c, quant, "model.quant", QUANT_KEYS, QUANT_REQ)) return false;
         for (size_t k = 0; QUANT_KEYS[k]; k++)
             if (!chk_typed(c, quant, QUANT_KEYS[k], "model.quant", QUANT_TYPES[k])) return false;
         const mp_node *qr = chk_node(c, mp_get(c->doc, quant, "rounding"));
@@ -171,4 +177,305 @@ bool chk_model(checker *c, uint32_t model, mdla_str *rounding) {
             return false;
     }
     return true;
+}
+
+
+/* ---- semantics: mirrors mdla_runtime/format/semantic.py check by check, in its order, with
+ * its kinds, fields and offsets (its docstring states the rules). Scales are compared as the
+ * doubles in the header, before any rounding to float. ---- */
+
+typedef struct {
+    checker *c;
+    const mdla_manifest *m;
+    const mdla_budget *b;
+    uint32_t *opnode; /* the node of operands[i] */
+} sem;
+
+static bool sem_fail(checker *c, const char *kind, const char *field, uint64_t off, const char *why) {
+    return chk_fail(c, kind, field, off, why);
+}
+
+/* The offset of `key`'s value in the map `e` when present, else the map's own. */
+static uint64_t value_at(const checker *c, uint32_t e, const char *key) {
+    uint32_t v = mp_get(c->doc, e, key);
+    return chk_node(c, v ? v : e)->offset;
+}
+
+static double float_of(const checker *c, uint32_t e, const char *key) {
+    uint32_t v = mp_get(c->doc, e, key);
+    return v ? chk_node(c, v)->v.f : 0.0;
+}
+
+static bool scale_flaw(double v, bool positive, char *why, size_t n) {
+    if (!isfinite(v)) mdla_fmt(why, n, "scale %g is not finite", v);
+    else if (fabs(v) > FLT_MAX) mdla_fmt(why, n, "scale %.17g is out of float32 range", v);
+    else if (!positive) {
+        if (!(v < 0)) return false;
+        mdla_fmt(why, n, "scale is negative");
+    } else if ((double)(float)v < FLT_MIN) mdla_fmt(why, n, "scale %.17g is not a normal float32 > 0", v);
+    else return false;
+    return true;
+}
+
+static bool zero_point_range(int32_t t, int32_t *lo, int32_t *hi) {
+    switch (t) {
+    case 5: *lo = 0; *hi = 255; return true;
+    case 14: *lo = -128; *hi = 127; return true;
+    case 11: case 13: *lo = 0; *hi = 0; return true;
+    default: return false;
+    }
+}
+
+static bool sem_operand(sem *s, uint32_t i, uint64_t *total) {
+    checker *c = s->c;
+    const mdla_operand *o = &s->m->operands[i];
+    uint32_t e = s->opnode[i];
+    char f[64], g[MDLA_FIELD_MAX], why[MDLA_WHY_MAX];
+    mdla_fmt(f, sizeof f, "operands[%u]", i);
+    mdla_fmt(g, sizeof g, "%s.scale", f);
+    if (o->type == 5 || o->type == 14 || o->type == 13) {
+        if (scale_flaw(float_of(c, e, "scale"), true, why, sizeof why))
+            return sem_fail(c, "BadQuantization", g, value_at(c, e, "scale"), why);
+    } else if (o->type == 11) {
+        uint32_t sc = mp_get(c->doc, e, "scales"), v = sc + 1;
+        for (uint32_t k = 0; k < chk_node(c, sc)->count; k++, v = chk_node(c, v)->next) {
+            if (scale_flaw(chk_node(c, v)->v.f, true, why, sizeof why)) {
+                mdla_fmt(g, sizeof g, "%s.scales[%u]", f, k);
+                return sem_fail(c, "BadQuantization", g, chk_node(c, v)->offset, why);
+            }
+        }
+    } else if (mp_get(c->doc, e, "scale") && scale_flaw(float_of(c, e, "scale"), false, why, sizeof why)) {
+        return sem_fail(c, "BadQuantization", g, value_at(c, e, "scale"), why);
+    }
+    int32_t lo, hi;
+    if (zero_point_range(o->type, &lo, &hi) && (o->zero_point < lo || o->zero_point > hi)) {
+        mdla_fmt(g, sizeof g, "%s.zero_point", f);
+        mdla_fmt(why, sizeof why, "zero point %d outside %d..%d for %s", o->zero_point, lo, hi, mdla_type_name(o->type));
+        return sem_fail(c, "BadQuantization", g, value_at(c, e, "zero_point"), why);
+    }
+    uint64_t size = o->elements * mdla_element_size(o->type); /* scalars: 0, inline */
+    if (!mdla_element_size(o->type)) return true;
+    uint32_t dims = mp_get(c->doc, e, "dims"), v = dims + 1;
+    for (uint32_t k = 0; k < o->rank; k++, v = chk_node(c, v)->next) {
+        if (o->dims[k] == 0) {
+            mdla_fmt(g, sizeof g, "%s.dims[%u]", f, k);
+            return sem_fail(c, "ShapeMismatch", g, chk_node(c, v)->offset,
+                            "a dim of 0: shapes are static, every dim is at least 1");
+        }
+    }
+    mdla_fmt(g, sizeof g, "%s.dims", f);
+    if (size > s->b->max_tensor_bytes) {
+        mdla_fmt(why, sizeof why, "%llu bytes > the per-tensor limit of %llu MiB (raise it with --max-tensor-mb)",
+                 (unsigned long long)size, (unsigned long long)(s->b->max_tensor_bytes >> 20));
+        return sem_fail(c, "OverBudget", g, value_at(c, e, "dims"), why);
+    }
+    if (*total + size > s->b->max_total_bytes) {
+        mdla_fmt(why, sizeof why, "operands[0..%u] hold %llu bytes > the total limit of %llu MiB (raise it with --max-total-mb)",
+                 i, (unsigned long long)(*total + size), (unsigned long long)(s->b->max_total_bytes >> 20));
+        return sem_fail(c, "OverBudget", g, value_at(c, e, "dims"), why);
+    }
+    *total += size;
+    return true;
+}
+
+/* Whether the uint list at node `arr` holds exactly `want[0..n)`. */
+static bool list_is(const checker *c, uint32_t arr, const uint32_t *want, uint32_t n) {
+    if (chk_node(c, arr)->count != n) return false;
+    uint32_t v = arr + 1;
+    for (uint32_t k = 0; k < n; k++, v = chk_node(c, v)->next)
+        if (chk_node(c, v)->v.u != want[k]) return false;
+    return true;
+}
+
+static bool sem_layout(sem *s, const char *f, uint32_t e, const mdla_operand *o) {
+    checker *c = s->c;
+    char g[MDLA_FIELD_MAX], why[MDLA_WHY_MAX];
+    uint32_t pv = mp_get(c->doc, e, "perm"), n = pv ? chk_node(c, pv)->count : 0;
+    uint32_t axes[MDLA_MAX_RANK], want[MDLA_MAX_RANK];
+    if (n && !(o->rank <= n && n <= MDLA_MAX_RANK)) {
+        mdla_fmt(g, sizeof g, "%s.perm", f);
+        mdla_fmt(why, sizeof why, "%u axes for a rank-%u operand (at most %u)", n, o->rank, MDLA_MAX_RANK);
+        return sem_fail(c, "BadPermutation", g, chk_node(c, pv)->offset, why);
+    }
+    uint32_t v = pv + 1;
+    for (uint32_t j = 0; j < n; j++, v = chk_node(c, v)->next) {
+        uint64_t axis = chk_node(c, v)->v.u;
+        bool repeat = false;
+        for (uint32_t q = 0; q < j && axis < n; q++) repeat |= axes[q] == axis;
+        if (axis >= n || repeat) {
+            mdla_fmt(g, sizeof g, "%s.perm[%u]", f, j);
+            if (axis >= n) mdla_fmt(why, sizeof why, "axis %llu is past the last, %u", (unsigned long long)axis, n - 1);
+            else mdla_fmt(why, sizeof why, "axis repeats");
+            return sem_fail(c, "BadPermutation", g, chk_node(c, v)->offset, why);
+        }
+        axes[j] = (uint32_t)axis;
+    }
+    uint32_t wn = n ? n : o->rank;
+    for (uint32_t j = 0; j < wn; j++) {
+        if (!n) want[j] = o->dims[j];
+        else want[axes[j]] = j < n - o->rank ? 1 : o->dims[j - (n - o->rank)];
+    }
+    uint32_t ms = mp_get(c->doc, e, "model_shape");
+    bool same = ms ? list_is(c, ms, want, wn) : wn == o->rank && memcmp(want, o->dims, wn * sizeof *want) == 0;
+    if (!same) {
+        mdla_fmt(g, sizeof g, "%s.model_shape", f);
+        return sem_fail(c, "ShapeMismatch", g, value_at(c, e, "model_shape"),
+                        "model_shape is not the operand's dims through perm");
+    }
+    return true;
+}
+
+static bool sem_io(sem *s, const char *key, int64_t *seen) {
+    checker *c = s->c;
+    const mdla_manifest *m = s->m;
+    bool inputs = strcmp(key, "inputs") == 0;
+    const mdla_io *ios = inputs ? m->inputs : m->outputs;
+    uint32_t count = inputs ? m->n_inputs : m->n_outputs, e = mp_get(c->doc, 0, key) + 1;
+    char f[64], g[MDLA_FIELD_MAX], why[MDLA_WHY_MAX];
+    for (uint32_t k = 0; k < count; k++, e = chk_node(c, e)->next) {
+        uint32_t idx = ios[k].operand;
+        const mdla_operand *o = &m->operands[idx];
+        mdla_fmt(f, sizeof f, "%s[%u]", key, k);
+        mdla_fmt(g, sizeof g, "%s.operand", f);
+        uint64_t at = value_at(c, e, "operand");
+        if (o->type != 14 && o->type != 13) {
+            mdla_fmt(why, sizeof why, "operand %u is %s; model inputs and outputs are int8 tensors", idx, mdla_type_name(o->type));
+            return sem_fail(c, "BadReference", g, at, why);
+        }
+        if (inputs && o->has_data) {
+            mdla_fmt(why, sizeof why, "operand %u is a constant", idx);
+            return sem_fail(c, "BadReference", g, at, why);
+        }
+        if (seen[idx] >= 0) {
+            mdla_fmt(why, sizeof why, "operand %u is already %s[%lld]", idx, key, (long long)seen[idx]);
+            return sem_fail(c, "DuplicateEntry", g, at, why);
+        }
+        seen[idx] = k;
+        double scale = float_of(c, e, "scale"), own = float_of(c, s->opnode[idx], "scale");
+        bool flaw = scale_flaw(scale, true, why, sizeof why);
+        if (!flaw && scale != own) {
+            flaw = true;
+            mdla_fmt(why, sizeof why, "scale %.17g is not operand %u's %.17g", scale, idx, own);
+        }
+        if (flaw) {
+            mdla_fmt(g, sizeof g, "%s.scale", f);
+            return sem_fail(c, "BadQuantization", g, value_at(c, e, "scale"), why);
+        }
+        if (ios[k].zero_point != o->zero_point) {
+            mdla_fmt(g, sizeof g, "%s.zero_point", f);
+            mdla_fmt(why, sizeof why, "zero point %d is not operand %u's", ios[k].zero_point, idx);
+            return sem_fail(c, "BadQuantization", g, value_at(c, e, "zero_point"), why);
+        }
+        uint32_t sh = mp_get(c->doc, e, "shape");
+        if (sh && !list_is(c, sh, o->dims, o->rank)) {
+            mdla_fmt(g, sizeof g, "%s.shape", f);
+            mdla_fmt(why, sizeof why, "shape is not operand %u's dims", idx);
+            return sem_fail(c, "ShapeMismatch", g, chk_node(c, sh)->offset, why);
+        }
+        if (!sem_layout(s, f, e, o)) return false;
+    }
+    return true;
+}
+
+static bool sem_preprocess(sem *s) {
+    checker *c = s->c;
+    uint32_t model = mp_get(c->doc, 0, "model");
+    if (!mp_get(c->doc, model, "preprocess")) return true;
+    uint32_t arr = mp_get(c->doc, 0, "inputs");
+    char why[MDLA_WHY_MAX];
+    if (s->m->n_inputs != 1) {
+        mdla_fmt(why, sizeof why, "model.preprocess feeds one image input; the model has %u inputs", s->m->n_inputs);
+        return sem_fail(c, "CountMismatch", "inputs", chk_node(c, arr)->offset, why);
+    }
+    /* model_shape (or the operand's dims) == [1, 3, size...] */
+    uint32_t e = arr + 1, ms = mp_get(c->doc, e, "model_shape");
+    uint32_t size = mp_get(c->doc, mp_get(c->doc, model, "preprocess"), "size"), v = size + 1;
+    const mdla_operand *o = &s->m->operands[s->m->inputs[0].operand];
+    uint32_t n = chk_node(c, size)->count, rank = ms ? chk_node(c, ms)->count : o->rank;
+    bool same = rank == n + 2;
+    uint32_t w = ms + 1;
+    for (uint32_t k = 0; same && k < rank; k++) {
+        uint64_t have = ms ? chk_node(c, w)->v.u : o->dims[k];
+        uint64_t want = k == 0 ? 1 : k == 1 ? 3 : chk_node(c, v)->v.u;
+        same = have == want;
+        if (ms) w = chk_node(c, w)->next;
+        if (k >= 2) v = chk_node(c, v)->next;
+    }
+    if (!same)
+        return sem_fail(c, "ShapeMismatch", "inputs[0].model_shape", value_at(c, e, "model_shape"),
+                        "model_shape is not the (1, 3, H, W) image model.preprocess makes");
+    return true;
+}
+
+static bool sem_dataflow(sem *s, uint8_t *is_input, int64_t *written) {
+    checker *c = s->c;
+    const mdla_manifest *m = s->m;
+    char g[MDLA_FIELD_MAX], why[MDLA_WHY_MAX];
+    for (uint32_t k = 0; k < m->n_inputs; k++) is_input[m->inputs[k].operand] = 1;
+    uint32_t e = mp_get(c->doc, 0, "operations") + 1;
+    for (uint32_t i = 0; i < m->n_operations; i++, e = chk_node(c, e)->next) {
+        const mdla_operation *op = &m->operations[i];
+        uint32_t v = mp_get(c->doc, e, "inputs") + 1;
+        for (uint32_t k = 0; k < op->n_inputs; k++, v = chk_node(c, v)->next) {
+            uint32_t x = op->inputs[k];
+            const mdla_operand *o = &m->operands[x];
+            if (!(o->has_data || o->has_value || is_input[x] || written[x] >= 0)) {
+                mdla_fmt(g, sizeof g, "operations[%u].inputs[%u]", i, k);
+                mdla_fmt(why, sizeof why, "operand %u is read before an operation writes it", x);
+                return sem_fail(c, "BadReference", g, chk_node(c, v)->offset, why);
+            }
+        }
+        v = mp_get(c->doc, e, "outputs") + 1;
+        for (uint32_t k = 0; k < op->n_outputs; k++, v = chk_node(c, v)->next) {
+            uint32_t x = op->outputs[k];
+            const mdla_operand *o = &m->operands[x];
+            mdla_fmt(g, sizeof g, "operations[%u].outputs[%u]", i, k);
+            if (o->has_data || o->has_value || is_input[x]) {
+                mdla_fmt(why, sizeof why, "operand %u is %s", x, is_input[x] ? "a model input" : "a constant");
+                return sem_fail(c, "BadReference", g, chk_node(c, v)->offset, why);
+            }
+            if (written[x] >= 0) {
+                mdla_fmt(why, sizeof why, "operand %u is already written by operations[%lld]", x, (long long)written[x]);
+                return sem_fail(c, "DuplicateEntry", g, chk_node(c, v)->offset, why);
+            }
+            written[x] = i;
+        }
+    }
+    uint32_t arr = mp_get(c->doc, 0, "outputs");
+    e = arr + 1;
+    for (uint32_t k = 0; k < m->n_outputs; k++, e = chk_node(c, e)->next) {
+        uint32_t x = m->outputs[k].operand;
+        if (written[x] < 0) {
+            mdla_fmt(g, sizeof g, "outputs[%u].operand", k);
+            mdla_fmt(why, sizeof why, "operand %u is written by no operation", x);
+            return sem_fail(c, "BadReference", g, value_at(c, e, "operand"), why);
+        }
+    }
+    if (!m->n_outputs) return sem_fail(c, "CountMismatch", "outputs", chk_node(c, arr)->offset, "a model has at least one output");
+    return true;
+}
+
+bool chk_semantics(checker *c, const mdla_manifest *m, const mdla_budget *b) {
+    size_t n = m->n_operands ? m->n_operands : 1;
+    sem s = {c, m, b, malloc(n * sizeof(uint32_t))};
+    int64_t *seen = malloc(n * sizeof *seen);
+    uint8_t *is_input = calloc(n, 1);
+    bool ok = s.opnode && seen && is_input;
+    if (!ok) chk_fail(c, "BadHeader", "operands", 0, "out of memory");
+    uint32_t e = mp_get(c->doc, 0, "operands") + 1;
+    for (uint32_t i = 0; ok && i < m->n_operands; i++, e = chk_node(c, e)->next) s.opnode[i] = e;
+    uint64_t total = 0;
+    for (uint32_t i = 0; ok && i < m->n_operands; i++) ok = sem_operand(&s, i, &total);
+    static const char *const lists[] = {"inputs", "outputs"};
+    for (int k = 0; ok && k < 2; k++) {
+        for (size_t i = 0; i < n; i++) seen[i] = -1;
+        ok = sem_io(&s, lists[k], seen);
+    }
+    ok = ok && sem_preprocess(&s);
+    for (size_t i = 0; ok && i < n; i++) seen[i] = -1; /* now: the operation writing operand i */
+    ok = ok && sem_dataflow(&s, is_input, seen);
+    free(s.opnode);
+    free(seen);
+    free(is_input);
+    return ok;
 }

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #define MP_MAX_DEPTH 32
-#define MP_MAX_NODES (16u << 20)
 
 void mdla_fail(mdla_error *err, const char *kind, const char *field, uint64_t offset,
                const char *fmt, ...) {
@@ -27,11 +26,31 @@ void mdla_fmt(char *out, size_t size, const char *fmt, ...) {
     va_end(ap);
 }
 
+void mdla_escape_key(char *out, size_t size, const char *s, uint32_t n) {
+    size_t w = 0;
+    for (uint32_t i = 0; i < n && size > 0; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        char buf[8];
+        if (ch == '\\' || ch == '.' || ch == '[' || ch == ']' || ch == '<') mdla_fmt(buf, sizeof buf, "\\%c", ch);
+        else if (ch == '\n') mdla_fmt(buf, sizeof buf, "\\n");
+        else if (ch == '\t') mdla_fmt(buf, sizeof buf, "\\t");
+        else if (ch == '\r') mdla_fmt(buf, sizeof buf, "\\r");
+        else if (ch < 0x20 || ch == 0x7F) mdla_fmt(buf, sizeof buf, "\\x%02x", ch);
+        else { buf[0] = (char)ch; buf[1] = '\0'; }
+        size_t len = strlen(buf);
+        if (w + len >= size) break;
+        memcpy(out + w, buf, len);
+        w += len;
+    }
+    if (size > 0) out[w] = '\0';
+}
+
 typedef struct {
     const uint8_t *buf;
     uint64_t pos, end;
     mp_doc *doc;
     mdla_error *err;
+    uint32_t max_nodes;
     char path[MDLA_FIELD_MAX];
 } mp_reader;
 
@@ -101,14 +120,16 @@ static uint32_t new_node(mp_reader *r, uint8_t kind, uint64_t offset) {
 
 static bool decode(mp_reader *r, int depth);
 
-static size_t path_push(mp_reader *r, const char *fmt, const char *s, uint64_t n, uint64_t idx) {
+static size_t path_push(mp_reader *r, const char *fmt, const char *s, uint32_t n, uint64_t idx) {
     size_t len = strlen(r->path);
-    if (fmt[0] == '[')
+    char key[MDLA_FIELD_MAX];
+    if (fmt[0] == '[') {
         mdla_fmt(r->path + len, sizeof r->path - len, "[%llu]", (unsigned long long)idx);
-    else if (strcmp(r->path, "header") == 0 && fmt[0] == '.')
-        mdla_fmt(r->path, sizeof r->path, "%.*s", (int)(n > 200 ? 200 : n), s);
-    else
-        mdla_fmt(r->path + len, sizeof r->path - len, ".%.*s", (int)(n > 200 ? 200 : n), s);
+        return len;
+    }
+    mdla_escape_key(key, sizeof key, s, n);
+    if (strcmp(r->path, "header") == 0) mdla_fmt(r->path, sizeof r->path, "%s", key);
+    else mdla_fmt(r->path + len, sizeof r->path - len, ".%s", key);
     return len;
 }
 
@@ -151,7 +172,9 @@ static bool decode_map(mp_reader *r, uint32_t self, uint64_t n, int depth) {
         for (uint32_t c = self + 1; c < key; c = r->doc->nodes[r->doc->nodes[c].next].next) {
             const mp_node *o = &r->doc->nodes[c];
             if (o->count == kn && memcmp(o->v.s, ks, kn) == 0) {
-                mdla_fmt(r->path + len, sizeof r->path - len, ".%.*s", (int)(kn > 200 ? 200 : kn), ks);
+                char esc[MDLA_FIELD_MAX];
+                mdla_escape_key(esc, sizeof esc, ks, kn);
+                mdla_fmt(r->path + len, sizeof r->path - len, ".%s", esc);
                 mdla_fail(r->err, "BadHeader", r->path, key_at, "duplicate map key");
                 return false;
             }
@@ -171,8 +194,9 @@ static bool decode(mp_reader *r, int depth) {
         mdla_fail(r->err, "BadHeader", r->path, r->pos, "nesting deeper than %d", MP_MAX_DEPTH);
         return false;
     }
-    if (r->doc->count >= MP_MAX_NODES) {
-        mdla_fail(r->err, "BadHeader", r->path, r->pos, "more than %u values", MP_MAX_NODES);
+    if (r->doc->count >= r->max_nodes) {
+        mdla_fail(r->err, "OverBudget", r->path, r->pos,
+                  "more than %u header values (raise the limit with --max-header-values)", r->max_nodes);
         return false;
     }
     uint64_t start = r->pos;
@@ -261,7 +285,12 @@ str : {
 }
 
 bool mp_decode(const uint8_t *buf, uint64_t start, uint64_t end, mp_doc *doc, mdla_error *err) {
-    mp_reader r = {buf, start, end, doc, err, "header"};
+    return mp_decode_limited(buf, start, end, MP_DEFAULT_MAX_NODES, doc, err);
+}
+
+bool mp_decode_limited(const uint8_t *buf, uint64_t start, uint64_t end, uint32_t max_nodes,
+                       mp_doc *doc, mdla_error *err) {
+    mp_reader r = {buf, start, end, doc, err, max_nodes, "header"};
     memset(doc, 0, sizeof *doc);
     if (!decode(&r, 0)) return false;
     if (r.pos != end) {

@@ -61,8 +61,17 @@ typedef struct {
     uint32_t cap;
 } mp_doc;
 
-/* Decode buf[start, end) (file offsets) into doc; false and *err on any malformation. */
+#define MP_DEFAULT_MAX_NODES (1u << 20) /* format/budget.py: max_header_values */
+
+/* Decode buf[start, end) (file offsets) into doc; false and *err on any malformation, or
+ * OverBudget before the (max_nodes + 1)-th value (map keys count) is read. */
 bool mp_decode(const uint8_t *buf, uint64_t start, uint64_t end, mp_doc *doc, mdla_error *err);
+bool mp_decode_limited(const uint8_t *buf, uint64_t start, uint64_t end, uint32_t max_nodes,
+                       mp_doc *doc, mdla_error *err);
+
+/* A map key as it appears in a field path (msgpack_reader.py: escape_key): `\ . [ ] <`
+ * backslashed, \n \t \r, other control bytes as \xHH; out is NUL-terminated, truncated. */
+void mdla_escape_key(char *out, size_t size, const char *s, uint32_t n);
 void mp_free(mp_doc *doc);
 
 /* The value of `key` in the map at node `map`, or 0 (node 0 is the root, never a value). */

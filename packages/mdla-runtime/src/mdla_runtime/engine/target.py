@@ -30,6 +30,7 @@ import numpy as np
 from mdla_ir.affine import dequantize_output, quantize_input
 from mdla_runtime.build import engine_path
 from mdla_runtime.errors import TargetError, TargetSpecError
+from mdla_runtime.format.budget import DEFAULT, Budget
 from mdla_runtime.format.manifest import IOSpec, Manifest, load
 
 Array = np.ndarray[Any, Any]
@@ -43,6 +44,23 @@ class RunResult:
     device: str
     output_names: tuple[str, ...] = ()
     cache: str | None = None
+    latencies_ms: tuple[float, ...] = ()  # every timed run, sorted ascending
+
+    def latency_stats(self) -> dict[str, float]:
+        """median, p90, p99, min, max, mean and std (ms) over the timed runs; the percentiles
+        are nearest-rank (p90 of 10 runs is the 9th fastest)."""
+        t = np.asarray(self.latencies_ms or self.latency_ms[:1], np.float64)
+        rank = {q: t[min(len(t) - 1, max(0, int(np.ceil(q / 100 * len(t))) - 1))] for q in (90, 99)}
+        return {
+            "median": self.latency_ms[0],
+            "p90": float(rank[90]),
+            "p99": float(rank[99]),
+            "min": float(t.min()),
+            "max": float(t.max()),
+            "mean": float(t.mean()),
+            "std": float(t.std()),
+            "runs": float(len(t)),
+        }
 
 
 def quantize(x: Array, spec: IOSpec) -> Array:
@@ -66,15 +84,18 @@ def dequantize(raw: Array, spec: IOSpec | None, scale: float, zero_point: int) -
     return np.ascontiguousarray(real.transpose(np.argsort(spec.perm)))
 
 
-def _as_manifest(manifest: Manifest | str | os.PathLike[str]) -> Manifest:
-    m = manifest if isinstance(manifest, Manifest) else load(manifest)
+def _as_manifest(manifest: Manifest | str | os.PathLike[str], budget: Budget = DEFAULT) -> Manifest:
+    m = manifest if isinstance(manifest, Manifest) else load(manifest, budget)
     if m.path is None:
         raise TargetError("the manifest has no file: save() it and load() the path")
     return m
 
 
 class Target:
-    """A Neuron Adapter library driven through `mdla-engine`."""
+    """A Neuron Adapter library driven through `mdla-engine`; `budget` is the resource budget
+    the engine validates manifests with (its --max-* flags, passed when not the default)."""
+
+    budget: Budget = DEFAULT
 
     def __init__(self, lib: Path, name: str) -> None:
         self.lib, self.name = lib, name
@@ -91,7 +112,7 @@ class Target:
 
     def _engine(self, args: Sequence[str]) -> dict[str, Any]:
         """Run the engine with --json and turn its report (or its failure) into a result."""
-        returncode, stdout, stderr = self._execute(args)
+        returncode, stdout, stderr = self._execute([*args, *self.budget.engine_args()])
         try:
             out: dict[str, Any] = json.loads(stdout)
         except json.JSONDecodeError:
@@ -130,7 +151,7 @@ class Target:
     ) -> dict[str, list[bool]]:
         """Per device, one flag per operation (getSupportedOperationsForDevices) of the model
         or of its first `ops` operations."""
-        m = _as_manifest(manifest)
+        m = _as_manifest(manifest, self.budget)
         args = [str(m.path), "--supported", "--device", ",".join(devices)]
         out = self._engine(args + (["--ops", str(ops)] if ops is not None else []))
         return {str(k): [bool(v) for v in vs] for k, vs in out["supported"].items()}
@@ -143,7 +164,7 @@ class Target:
         Support reports are all-or-nothing on the MDLA, so this searches op prefixes: the
         answer is the n with the first n ops mapping and the first n + 1 not.
         """
-        m = _as_manifest(manifest)
+        m = _as_manifest(manifest, self.budget)
 
         def maps(n: int) -> bool:
             return all(all(v) for v in self.supported(m, devices, ops=n).values())
@@ -164,14 +185,16 @@ class Target:
         ops: int | None = None,
         repeat: int = 1,
         cache: str | os.PathLike[str] | None = None,
+        warmup: int = 0,
     ) -> RunResult:
-        m = _as_manifest(manifest)
+        m = _as_manifest(manifest, self.budget)
         arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
         if len(arrays) != len(m.inputs):
             raise TargetError(f"the model takes {len(m.inputs)} input(s), got {len(arrays)}")
         with tempfile.TemporaryDirectory(prefix="mdla-run-") as tmp:
             args = [str(m.path), "--device", ",".join(devices), "--outdir", tmp]
             args += ["--repeat", str(repeat)] + (["--ops", str(ops)] if ops is not None else [])
+            args += ["--warmup", str(warmup)] if warmup else []
             args += ["--cache", str(cache)] if cache is not None else []
             for k, (x, spec) in enumerate(zip(arrays, m.inputs, strict=True)):
                 path = Path(tmp) / f"input_{k}.bin"
@@ -195,11 +218,19 @@ class Target:
             str(out["selected"]),
             tuple(names),
             out.get("cache"),
+            tuple(float(v) for v in lat.get("sorted", ())),
         )
 
 
-def open_target(spec: str = "emu") -> Target:
-    """A target by spec: "emu", "lib:/path/to/libneuron_adapter.so" or "ssh://..." (later)."""
+def open_target(spec: str = "emu", budget: Budget = DEFAULT) -> Target:
+    """A target by spec: "emu", "lib:/path/to/libneuron_adapter.so" or "ssh://..." (later),
+    validating manifests within `budget`."""
+    target = _open(spec)
+    target.budget = budget
+    return target
+
+
+def _open(spec: str) -> Target:
     if spec == "emu":
         try:
             from mdla_runtime.emu.emulator import build_emulator

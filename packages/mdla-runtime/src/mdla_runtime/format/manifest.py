@@ -26,7 +26,9 @@ import numpy as np
 from mdla_ir.graph import Graph
 from mdla_ir.provenance import Provenance
 from mdla_runtime.atomic import write_atomic
+from mdla_runtime.errors import ManifestError
 from mdla_runtime.format import container as fmt
+from mdla_runtime.format.budget import DEFAULT, Budget
 from mdla_runtime.format.lower import lower
 from mdla_runtime.format.model import model_section, provenance
 from mdla_runtime.format.validate import validate
@@ -163,8 +165,8 @@ def _operand(entry: Mapping[str, Any], data: memoryview) -> Operand:
     )
 
 
-def _spec(entry: Mapping[str, Any]) -> IOSpec:
-    shape = tuple(entry.get("shape", ()))
+def _spec(entry: Mapping[str, Any], operands: list[dict[str, Any]]) -> IOSpec:
+    shape = tuple(entry.get("shape", operands[entry["operand"]]["dims"]))
     return IOSpec(
         operand=entry["operand"],
         name=entry.get("name", ""),
@@ -177,9 +179,15 @@ def _spec(entry: Mapping[str, Any]) -> IOSpec:
     )
 
 
-def parse(buf: bytes, path: Path | None = None) -> Manifest:
-    """Validate and decode a whole .mdla file; raises a `ManifestError` subclass on any flaw."""
-    header, data_start = validate(buf)
+def parse(buf: bytes, path: Path | None = None, budget: Budget = DEFAULT) -> Manifest:
+    """Validate and decode a whole .mdla file; raises a `ManifestError` subclass on any flaw
+    (its message starts with `path` when one is given)."""
+    try:
+        header, data_start = validate(buf, budget)
+    except ManifestError as exc:
+        if path is not None:
+            exc.in_file(path)
+        raise
     data = memoryview(buf)[data_start:]
     return Manifest(
         model=header["model"],
@@ -188,13 +196,14 @@ def parse(buf: bytes, path: Path | None = None) -> Manifest:
             Operation(e["code"], tuple(e["inputs"]), tuple(e["outputs"]), e.get("name", ""))
             for e in header["operations"]
         ),
-        inputs=tuple(_spec(e) for e in header["inputs"]),
-        outputs=tuple(_spec(e) for e in header["outputs"]),
+        inputs=tuple(_spec(e, header["operands"]) for e in header["inputs"]),
+        outputs=tuple(_spec(e, header["operands"]) for e in header["outputs"]),
         data_size=header["data_size"],
         path=path,
     )
 
 
-def load(path: str | os.PathLike[str]) -> Manifest:
+def load(path: str | os.PathLike[str], budget: Budget = DEFAULT) -> Manifest:
+    """The manifest at `path`, validated within `budget` (`ManifestError` names the file)."""
     p = Path(path)
-    return parse(p.read_bytes(), p)
+    return parse(p.read_bytes(), p, budget)

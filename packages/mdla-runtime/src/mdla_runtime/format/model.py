@@ -9,7 +9,7 @@
     rules               map     rule name -> uint, the legalize rules that fired (required)
     calibration_samples uint                                                    (required)
     labels              [str]   class labels, [] if none                        (required)
-    quant               map     the QuantConfig: QUANT_KEYS, all required, its
+    quant               map     the QuantConfig: QUANT_KEYS (QUANT_REQUIRED required), its
                                 rounding equal to model.rounding                (optional)
     preprocess          map     mode str, size [uint], mean [float], std [float] (optional)
     probe_patched       bool    the probe edited this file by hand              (optional)
@@ -50,6 +50,9 @@ QUANT_TYPES = {
     for f in fields(QuantRecord)
 }
 QUANT_KEYS = tuple(QUANT_TYPES)
+# The fields of format 2's first files are required; those QuantRecord gained later are optional
+# (a reader fills in their defaults), so older manifests keep reading.
+QUANT_REQUIRED = QUANT_KEYS[: QUANT_KEYS.index("device") + 1]
 PREPROCESS_KEYS = ("mode", "size", "mean", "std")
 
 
@@ -86,7 +89,7 @@ def check_model(c: Checker, model: Any) -> None:
             f = f"model.labels[{k}]"
             raise BadHeaderError(f, c.at(f), f"expected str, got {type(label).__name__}")
     if "quant" in model:
-        c.keys(model["quant"], "model.quant", QUANT_KEYS, QUANT_KEYS)
+        c.keys(model["quant"], "model.quant", QUANT_KEYS, QUANT_REQUIRED)
         for key in QUANT_KEYS:
             c.typed(model["quant"], key, "model.quant", QUANT_TYPES[key])
         if model["quant"]["rounding"] != model["rounding"]:

@@ -31,8 +31,10 @@ from mdla_runtime.errors import (
     UnknownTypeCodeError,
 )
 from mdla_runtime.format import container as fmt
+from mdla_runtime.format.budget import DEFAULT, Budget
 from mdla_runtime.format.model import check_model
-from mdla_runtime.format.msgpack_reader import Offsets, decode_header
+from mdla_runtime.format.msgpack_reader import child, decode_header, offset_of, segments
+from mdla_runtime.format.semantic import check_semantics
 
 TOP = ("model", "operands", "operations", "inputs", "outputs", "data_size")
 OPERAND_KEYS: tuple[str, ...] = (
@@ -52,7 +54,7 @@ I32 = (-(2**31), 2**31 - 1)
 
 
 def _sub(field: str, key: str) -> str:
-    return key if field == "header" else f"{field}.{key}"
+    return child(field, key)
 
 
 def _is_int(v: Any) -> bool:
@@ -60,11 +62,15 @@ def _is_int(v: Any) -> bool:
 
 
 class _Checker:
-    def __init__(self, offsets: Offsets, header_start: int) -> None:
-        self.off, self.start = offsets, header_start
+    """The schema helpers; `at(field)` is the offset of a value, found (by decoding the header
+    once more) only when an error needs it."""
+
+    def __init__(self, buf: bytes, end: int, budget: Budget) -> None:
+        self.buf, self.end, self.budget = buf, end, budget
+        self.start = fmt.PREAMBLE
 
     def at(self, field: str) -> int:
-        return self.off.get(field, self.start)
+        return offset_of(self.buf, self.start, self.end, field, self.budget)
 
     def keys(
         self, obj: Any, field: str, allowed: tuple[str, ...], required: tuple[str, ...]
@@ -73,7 +79,8 @@ class _Checker:
             raise BadHeaderError(field, self.at(field), "expected a map")
         for key in obj:
             if key not in allowed:
-                raise BadHeaderError(_sub(field, key), self.at(_sub(field, key)), "unknown key")
+                at = offset_of(self.buf, self.start, self.end, [*segments(field), key], self.budget)
+                raise BadHeaderError(_sub(field, key), at, "unknown key")
         for key in required:
             if key not in obj:
                 raise BadHeaderError(_sub(field, key), self.at(field), "required key is missing")
@@ -93,7 +100,7 @@ class _Checker:
     def typed(self, obj: Mapping[str, Any], key: str, field: str, kind: str) -> None:
         if key not in obj:
             return
-        v, f = obj[key], f"{field}.{key}"
+        v, f = obj[key], child(field, key)
         ok = {
             "int": _is_int(v) and I32[0] <= v <= I32[1],
             "uint": _is_int(v) and 0 <= v <= 2**32 - 1,
@@ -206,16 +213,18 @@ def _io(c: _Checker, e: Any, f: str, n_operands: int) -> None:
             c.uint_list(e[key], f"{f}.{key}")
 
 
-def validate(buf: bytes) -> tuple[dict[str, Any], int]:
-    """The decoded header and the data section's start, or a `ManifestError`."""
+def validate(buf: bytes, budget: Budget = DEFAULT) -> tuple[dict[str, Any], int]:
+    """The decoded header and the data section's start, or a `ManifestError`: the structure
+    (this module), then the meaning (`semantic.check_semantics`: cross references, shapes,
+    quantization, the budget), before anything is allocated from the header's sizes."""
     hlen, data_start = _preamble(buf)
-    header, offsets = decode_header(buf, fmt.PREAMBLE, fmt.PREAMBLE + hlen)
+    header, _ = decode_header(buf, fmt.PREAMBLE, fmt.PREAMBLE + hlen, budget)
     if data_start > len(buf):
         raise TruncatedDataError("data", len(buf), f"data section starts at {data_start}")
     for k in range(fmt.PREAMBLE + hlen, data_start):
         if buf[k]:
             raise BadPaddingError("padding", k, "padding before the data section must be zero")
-    c = _Checker(offsets, fmt.PREAMBLE)
+    c = _Checker(buf, fmt.PREAMBLE + hlen, budget)
     c.keys(header, "header", TOP, TOP)
     for key, kind in (("model", dict), ("operands", list), ("operations", list)):
         if not isinstance(header[key], kind):
@@ -250,4 +259,5 @@ def validate(buf: bytes) -> tuple[dict[str, Any], int]:
     for key in ("inputs", "outputs"):
         for i, e in enumerate(header[key]):
             _io(c, e, f"{key}[{i}]", n)
+    check_semantics(c, header, budget)
     return header, data_start

@@ -17,6 +17,7 @@
 #define MDLA_EMU_ARITH_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define EMU_INT32_MIN (-2147483647 - 1)
@@ -25,13 +26,18 @@
 /* floor(x / 2^e) for int64 (an arithmetic right shift). */
 static inline int64_t emu_asr(int64_t x, int e) { return x >> e; }
 
-/* QuantizeMultiplier: d = q * 2^s, q in [0.5, 1); M = round(q * 2^31); carry, flush, cap. */
-static inline void emu_quantize_multiplier(double d, int rounding, int64_t *m, int *s) {
-    if (!(d > 0.0) || !isfinite(d)) {
-        *m = 0;
-        *s = 0;
-        return;
-    }
+/* QuantizeMultiplier: d = q * 2^s, q in [0.5, 1); M = round(q * 2^31); carry, flush, cap.
+ * d = 0 and tiny d (s < -31) flush to (0, 0) as TFLite does; the single-rounding build caps
+ * s = 31 at (2^31 - 1, 30) as TFLite's does. False, with (0, 0), for a multiplier no int32
+ * pipeline represents: NaN, negative, infinite, or s > 31 (d >= 2^31, more than any int32
+ * shift: TFLite shifts an int32 by s). Kernels fail prepare with NEURON_BAD_DATA on false: an
+ * output scale of 1e-38 is bad data, never a shift by 118. So s is in [-31, 31] in double
+ * rounding (31 only where TFLite allows it: SOFTMAX's beta multiplier) and [-31, 30] in single. */
+static inline bool emu_quantize_multiplier(double d, int rounding, int64_t *m, int *s) {
+    *m = 0;
+    *s = 0;
+    if (d == 0.0) return true;
+    if (!(d > 0.0) || !isfinite(d)) return false;
     int e = 0;
     double q = frexp(d, &e);
     int64_t mm = (int64_t)round(q * 2147483648.0); /* exact: q * 2^31 < 2^31; C round = away */
@@ -39,16 +45,21 @@ static inline void emu_quantize_multiplier(double d, int rounding, int64_t *m, i
         mm = 1073741824LL;
         e += 1;
     }
-    if (e < -31) {
-        mm = 0;
-        e = 0;
-    }
+    if (e > 31) return false;
+    if (e < -31) return true; /* flushed: (0, 0) */
     if (rounding == 1 && e > 30) {
         mm = EMU_INT32_MAX;
         e = 30;
     }
     *m = mm;
     *s = e;
+    return true;
+}
+
+/* Saturation to int32, where TFLite's int32 arithmetic would overflow (undefined behaviour
+ * there; the saturated value keeps the sign, and every caller clamps to int8 afterwards). */
+static inline int64_t emu_sat32(int64_t v) {
+    return v < EMU_INT32_MIN ? EMU_INT32_MIN : (v > EMU_INT32_MAX ? EMU_INT32_MAX : v);
 }
 
 /* SRDHM over int64 holding int32-range values: |a*b| <= 2^62, + 2^30 fits int64. */
@@ -65,14 +76,17 @@ static inline int64_t emu_rdbpot(int64_t v, int e) {
     return emu_asr(v, e) + (rem > thr ? 1 : 0);
 }
 
-/* MBQM(x, M, s) in the chosen rounding; callers keep |x * 2^max(s,0)| < 2^31 (TFLite's int32). */
+/* MBQM(x, M, s) in the chosen rounding, (M, s) from emu_quantize_multiplier. x and
+ * x * 2^max(s,0) are TFLite's int32 values: saturated to int32 where TFLite's would overflow
+ * (then |x * 2^31| <= 2^62 and |a*M| < 2^62, so nothing overflows int64). */
 static inline int64_t emu_mbqm(int64_t x, int64_t m, int s, int rounding) {
+    x = emu_sat32(x);
     if (rounding == 1) {
         const int total = 31 - s; /* in [1, 62]: x*M < 2^62, the rounding term < 2^61 */
         return emu_asr(x * m + (INT64_C(1) << (total - 1)), total);
     }
     const int left = s > 0 ? s : 0, right = s > 0 ? 0 : -s;
-    return emu_rdbpot(emu_srdhm(x * (INT64_C(1) << left), m), right);
+    return emu_rdbpot(emu_srdhm(emu_sat32(x * (INT64_C(1) << left)), m), right);
 }
 
 static inline int32_t emu_clamp(int64_t v, int32_t lo, int32_t hi) {
@@ -89,23 +103,33 @@ static inline float emu_round_awayf(float x) {
     return x > 0 ? r : (x < 0 ? -r : 0.0f);
 }
 
+/* Q(f) = z + (int)roundf(f / s) in float32, for a clamp bound: f / s is saturated to +-2^16
+ * before the conversion (a tiny scale such as FLT_MIN makes 6 / s infinite, which no int
+ * holds); the bound is clamped to [-128, 127] after, where +-2^16 acts as +-inf does. */
+static inline int32_t emu_quantize_bound(float f, float scale, int32_t zp) {
+    float r = emu_round_awayf(f / scale);
+    if (!(r >= -65536.0f)) r = -65536.0f; /* NaN too (a zero scale, rejected earlier) */
+    if (r > 65536.0f) r = 65536.0f;
+    return zp + (int32_t)r;
+}
+
 /* CalculateActivationRangeQuantized: Q(f) = z + (int)roundf(f / s) in float32.
  * fuse NONE [-128,127]; RELU [max(-128,Q(0)),127]; RELU1 [max(-128,Q(-1)),min(127,Q(1))];
  * RELU6 [max(-128,Q(0)),min(127,Q(6))]. */
 static inline void emu_activation_range(int32_t fuse, float scale, int32_t zp, int32_t *lo,
                                         int32_t *hi) {
-    const int32_t q0 = zp + (int32_t)emu_round_awayf(0.0f / scale);
+    const int32_t q0 = emu_quantize_bound(0.0f, scale, zp);
     *lo = -128;
     *hi = 127;
     if (fuse == 1) {
         *lo = q0 > -128 ? q0 : -128;
     } else if (fuse == 2) {
-        const int32_t qm1 = zp + (int32_t)emu_round_awayf(-1.0f / scale);
-        const int32_t q1 = zp + (int32_t)emu_round_awayf(1.0f / scale);
+        const int32_t qm1 = emu_quantize_bound(-1.0f, scale, zp);
+        const int32_t q1 = emu_quantize_bound(1.0f, scale, zp);
         *lo = qm1 > -128 ? qm1 : -128;
         *hi = q1 < 127 ? q1 : 127;
     } else if (fuse == 3) {
-        const int32_t q6 = zp + (int32_t)emu_round_awayf(6.0f / scale);
+        const int32_t q6 = emu_quantize_bound(6.0f, scale, zp);
         *lo = q0 > -128 ? q0 : -128;
         *hi = q6 < 127 ? q6 : 127;
     }

@@ -36,9 +36,12 @@ static int add_sub_prepare(const NeuronModel *m, const EmuOperation *op, int rou
     const double twice = 2.0 * (s1 > s2 ? s1 : s2);
     int64_t m1, m2, mo, a[256], b[256]; /* a, b indexed by code + 128 */
     int e1, e2, eo;
-    emu_quantize_multiplier(s1 / twice, rounding, &m1, &e1);
-    emu_quantize_multiplier(s2 / twice, rounding, &m2, &e2);
-    emu_quantize_multiplier(twice / (1048576.0 * (double)y->scale), rounding, &mo, &eo);
+    if (!emu_quantize_multiplier(s1 / twice, rounding, &m1, &e1) ||
+        !emu_quantize_multiplier(s2 / twice, rounding, &m2, &e2) ||
+        !emu_quantize_multiplier(twice / (1048576.0 * (double)y->scale), rounding, &mo, &eo)) {
+        free(p);
+        return NEURON_BAD_DATA;
+    }
     for (int q = -128; q < 128; q++) {
         a[q + 128] = emu_mbqm((int64_t)(q - x1->zero_point) * 1048576, m1, e1, rounding);
         b[q + 128] = emu_mbqm((int64_t)(q - x2->zero_point) * 1048576, m2, e2, rounding);

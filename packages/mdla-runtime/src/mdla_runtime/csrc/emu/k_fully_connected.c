@@ -72,9 +72,15 @@ static int fc_prepare(const NeuronModel *m, const EmuOperation *op, int rounding
     return NEURON_NO_ERROR;
 }
 
+/* Scratch: the input row (int16), then the accumulators (int32) at the next 64-byte boundary;
+ * straight after an odd-length row they would sit 2 bytes off int32 alignment. */
+static size_t fc_acc_offset(const FcParams *p) {
+    return ((size_t)p->in * sizeof(int16_t) + 63) / 64 * 64;
+}
+
 static size_t fc_scratch(const void *params) {
     const FcParams *p = params;
-    return (size_t)p->in * sizeof(int16_t) + (size_t)p->units * sizeof(int32_t);
+    return fc_acc_offset(p) + (size_t)p->units * sizeof(int32_t);
 }
 
 static void fc_eval(const void *params, const void *const *inputs, void *output,
@@ -83,7 +89,7 @@ static void fc_eval(const void *params, const void *const *inputs, void *output,
     const int8_t *x = inputs[0];
     int8_t *out = output;
     int16_t *row = (int16_t *)scratch->scratch;
-    int32_t *acc = (int32_t *)(scratch->scratch + (size_t)p->in * sizeof(int16_t));
+    int32_t *acc = (int32_t *)(scratch->scratch + fc_acc_offset(p));
     for (int32_t b = 0; b < p->batch; b++) {
         const int8_t *xb = x + (size_t)b * p->in;
         for (int32_t i = 0; i < p->in; i++) row[i] = (int16_t)(xb[i] - p->z_in);

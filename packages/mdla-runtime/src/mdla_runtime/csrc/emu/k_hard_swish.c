@@ -40,8 +40,9 @@ static int hs_prepare(const NeuronModel *m, const EmuOperation *op, int rounding
     const float hires = (1.0f / 128.0f) * x->scale;
     int64_t mo, mr;
     int eo, er;
-    emu_quantize_multiplier((double)(hires / y->scale), EMU_ROUND_DOUBLE, &mo, &eo);
-    emu_quantize_multiplier((double)(hires / (3.0f / 32768.0f)), EMU_ROUND_DOUBLE, &mr, &er);
+    EMU_CHECK(emu_quantize_multiplier((double)(hires / y->scale), EMU_ROUND_DOUBLE, &mo, &eo));
+    EMU_CHECK(emu_quantize_multiplier((double)(hires / (3.0f / 32768.0f)), EMU_ROUND_DOUBLE, &mr,
+                                      &er));
     EMU_CHECK(eo <= 0); /* TFLite requires s_in / 128 <= s_out */
     EmuLut *lut = NULL;
     int rc = emu_lut_alloc(m, op, &lut);

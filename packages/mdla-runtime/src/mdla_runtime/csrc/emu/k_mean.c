@@ -55,7 +55,10 @@ static int mean_prepare(const NeuronModel *m, const EmuOperation *op, int roundi
     }
     int64_t mult;
     int shift;
-    emu_quantize_multiplier((double)x->scale / (double)y->scale, rounding, &mult, &shift);
+    if (!emu_quantize_multiplier((double)x->scale / (double)y->scale, rounding, &mult, &shift)) {
+        free(p);
+        return NEURON_BAD_DATA;
+    }
     int k = 0;
     while ((UINT64_C(1) << (k + 1)) <= p->n) k++; /* floor(log2 n) */
     if (k > 32) k = 32;

@@ -27,8 +27,11 @@ static int mul_prepare(const NeuronModel *m, const EmuOperation *op, int roundin
         free(p);
         return NEURON_BAD_DATA;
     }
-    emu_quantize_multiplier((double)x1->scale * (double)x2->scale / (double)y->scale, rounding,
-                            &p->m, &p->s);
+    if (!emu_quantize_multiplier((double)x1->scale * (double)x2->scale / (double)y->scale,
+                                 rounding, &p->m, &p->s)) {
+        free(p);
+        return NEURON_BAD_DATA;
+    }
     p->rounding = rounding;
     p->z1 = x1->zero_point;
     p->z2 = x2->zero_point;

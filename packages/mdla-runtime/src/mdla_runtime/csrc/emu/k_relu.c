@@ -18,12 +18,15 @@ static int relu_x_prepare(const NeuronModel *m, const EmuOperation *op, int roun
     const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
     int64_t mult;
     int shift;
-    emu_quantize_multiplier((double)(x->scale / y->scale), rounding, &mult, &shift);
-    const int32_t q_floor = y->zero_point + (int32_t)emu_round_awayf(floor_v / y->scale);
+    if (!emu_quantize_multiplier((double)(x->scale / y->scale), rounding, &mult, &shift)) {
+        free(lut);
+        return NEURON_BAD_DATA;
+    }
+    const int32_t q_floor = emu_quantize_bound(floor_v, y->scale, y->zero_point);
     const int32_t lo = q_floor > -128 ? q_floor : -128;
     int32_t hi = 127;
-    if (capped) {
-        const int32_t q_ceil = y->zero_point + (int32_t)emu_round_awayf(ceiling / y->scale);
+    if (capped) { /* 6 / FLT_MIN is +inf in float32: emu_quantize_bound saturates it */
+        const int32_t q_ceil = emu_quantize_bound(ceiling, y->scale, y->zero_point);
         hi = q_ceil < 127 ? q_ceil : 127;
     }
     for (int q = -128; q < 128; q++) {

@@ -48,27 +48,11 @@ static void axis(int32_t n_in, int32_t n_out, bool align, bool half, int32_t *lo
 static int resize_prepare(const NeuronModel *m, const EmuOperation *op, int rounding,
                           void **out) {
     *out = NULL;
-    const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
-    EMU_CHECK(x->rank == 4 && emu_is_int8_act(y->type) && emu_same_quant(x, y));
-    int32_t ow = 0, oh = 0;
-    if (m->opnds[op->in[1]].type == NEURON_INT32) {
-        EMU_CHECK(emu_scalar_i32(m, op->in[1], &ow) == NEURON_NO_ERROR &&
-                  emu_scalar_i32(m, op->in[2], &oh) == NEURON_NO_ERROR);
-    } else {
-        float sw = 0.0f, sh = 0.0f;
-        EMU_CHECK(emu_scalar_f32(m, op->in[1], &sw) == NEURON_NO_ERROR &&
-                  emu_scalar_f32(m, op->in[2], &sh) == NEURON_NO_ERROR);
-        EMU_CHECK(sw > 0.0f && sh > 0.0f && sw < 65536.0f && sh < 65536.0f);
-        ow = (int32_t)floorf((float)x->dims[2] * sw);
-        oh = (int32_t)floorf((float)x->dims[1] * sh);
-    }
-    bool flags[3] = {false, false, false}; /* NCHW, align_corners, half_pixel_centers */
-    for (uint32_t i = 3; i < op->n_in; i++)
-        EMU_CHECK(emu_scalar_bool(m, op->in[i], &flags[i - 3]) == NEURON_NO_ERROR);
-    EMU_CHECK(!flags[0] && !(flags[1] && flags[2]));
-    EMU_CHECK(oh >= 1 && ow >= 1 && oh <= 65535 && ow <= 65535);
-    const uint32_t want[4] = {x->dims[0], (uint32_t)oh, (uint32_t)ow, x->dims[3]};
-    EMU_CHECK(emu_dims_are(y, 4, want));
+    int32_t oh = 0, ow = 0;
+    bool align = false, half = false;
+    int rc = emu_resize_prepare(m, op, &oh, &ow, &align, &half);
+    if (rc != NEURON_NO_ERROR) return rc;
+    const EmuOperand *x = &m->opnds[op->in[0]];
     ResizeParams *p = calloc(1, sizeof *p);
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
     p->y0 = malloc(3 * ((size_t)oh + ow) * sizeof(int32_t));
@@ -88,8 +72,8 @@ static int resize_prepare(const NeuronModel *m, const EmuOperation *op, int roun
     p->oh = oh;
     p->ow = ow;
     p->rounding = rounding;
-    axis(p->h, oh, flags[1], flags[2], p->y0, p->y1, p->dy);
-    axis(p->w, ow, flags[1], flags[2], p->x0, p->x1, p->dx);
+    axis(p->h, oh, align, half, p->y0, p->y1, p->dy);
+    axis(p->w, ow, align, half, p->x0, p->x1, p->dx);
     *out = p;
     return NEURON_NO_ERROR;
 }

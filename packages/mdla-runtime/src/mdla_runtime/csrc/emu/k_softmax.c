@@ -85,7 +85,10 @@ static int softmax_prepare(const NeuronModel *m, const EmuOperation *op, int rou
     const double cap = rounding == EMU_ROUND_SINGLE ? 1073741823.0 : 2147483647.0;
     double real = (double)beta * (double)x->scale * 67108864.0;
     if (real > cap) real = cap;
-    emu_quantize_multiplier(real, rounding, &p->m, &p->left);
+    if (!emu_quantize_multiplier(real, rounding, &p->m, &p->left)) {
+        free(p);
+        return NEURON_BAD_DATA;
+    }
     p->diff_min = -(int64_t)floor(31.0 * 67108864.0 / ldexp(1.0, p->left));
     p->rounding = rounding;
     *out = p;

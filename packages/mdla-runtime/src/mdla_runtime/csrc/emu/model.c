@@ -150,6 +150,31 @@ NeuronModel *emu_model_clone(const NeuronModel *m) {
 
 /* ---- the API ------------------------------------------------------------------------------- */
 
+/* The quantization an operand type allows, as NNAPI's validateOperandType checks it:
+ * per-tensor quantized types need a finite scale > 0 and a zero point inside the type's range
+ * (0 for the symmetric ones); per-channel weights carry their scales separately and a zero
+ * point of 0; TENSOR_INT32 (a bias) a finite scale >= 0. NaN, +-inf, 0 and negative scales or
+ * an out-of-range zero point are NEURON_BAD_DATA, never a kernel's problem. */
+static bool quant_ok(int32_t t, float scale, int32_t zp) {
+    const bool positive = scale > 0.0f && isfinite(scale);
+    switch (t) {
+    case NEURON_TENSOR_QUANT8_ASYMM:
+        return positive && zp >= 0 && zp <= 255;
+    case NEURON_TENSOR_QUANT8_ASYMM_SIGNED:
+        return positive && zp >= -128 && zp <= 127;
+    case NEURON_TENSOR_QUANT8_SYMM: case NEURON_TENSOR_QUANT16_SYMM:
+        return positive && zp == 0;
+    case NEURON_TENSOR_QUANT16_ASYMM:
+        return positive && zp >= 0 && zp <= 65535;
+    case NEURON_TENSOR_QUANT8_SYMM_PER_CHANNEL:
+        return zp == 0 && scale >= 0.0f && isfinite(scale);
+    case NEURON_TENSOR_INT32:
+        return scale >= 0.0f && isfinite(scale);
+    default:
+        return true;
+    }
+}
+
 int NeuronModel_create(NeuronModel **model) {
     if (model == NULL) return NEURON_UNEXPECTED_NULL;
     *model = calloc(1, sizeof **model);
@@ -174,14 +199,7 @@ int NeuronModel_addOperand(NeuronModel *model, const NeuronOperandType *type) {
         if (elements > (UINT64_C(1) << 31)) return NEURON_BAD_DATA;
     }
     const int32_t t = type->type;
-    if (t == NEURON_TENSOR_QUANT8_ASYMM_SIGNED || t == NEURON_TENSOR_QUANT8_ASYMM ||
-        t == NEURON_TENSOR_QUANT8_SYMM) {
-        if (!(type->scale > 0.0f) || !isfinite(type->scale)) return NEURON_BAD_DATA;
-        const int32_t lo = t == NEURON_TENSOR_QUANT8_ASYMM ? 0 : -128;
-        if (type->zeroPoint < lo || type->zeroPoint > lo + 255) return NEURON_BAD_DATA;
-        if (t == NEURON_TENSOR_QUANT8_SYMM && type->zeroPoint != 0) return NEURON_BAD_DATA;
-    }
-    if (t == NEURON_TENSOR_QUANT8_SYMM_PER_CHANNEL && (type->zeroPoint != 0)) return NEURON_BAD_DATA;
+    if (!quant_ok(t, type->scale, type->zeroPoint)) return NEURON_BAD_DATA;
     if (model->n_opnds == model->cap_opnds) {
         uint32_t cap = model->cap_opnds ? 2 * model->cap_opnds : 16;
         EmuOperand *p = realloc(model->opnds, cap * sizeof *p);

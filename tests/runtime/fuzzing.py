@@ -1,0 +1,218 @@
+"""The engine fuzz harness (`csrc/fuzz_engine.c`): its builds, its seeds, and `make fuzz`.
+
+    exe = build_harness(libfuzzer=True)     # clang, ASan + UBSan (+ libFuzzer), cached by content
+    seeds = seed_manifests()                # a valid manifest of every op kind the emulator runs
+    python -m tests.runtime.fuzzing RUNS    # `make fuzz`: RUNS executions over both cores
+
+The harness parses a manifest, plans the whole model and an op-prefix cut, builds each through
+the emulator's Neuron ABI (the emulator linked in), compiles, runs it on fixed inputs and
+round-trips the compiled network, under AddressSanitizer and UBSan (any report aborts).
+Given files instead of a corpus directory, the libFuzzer build runs each once (the regression
+tests and the differential test's mutants); without libFuzzer the same C file builds a plain
+driver that does the same (`build_harness(libfuzzer=False)`, for compilers without libFuzzer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from mdla_ir.builders import INT8_KINDS, random_qgraph
+from mdla_runtime.build import CSRC, ENGINE_SOURCES, cache_dir, generated_dir
+from mdla_runtime.emu.emulator import EMU_SRC, generated_targets
+from mdla_runtime.format.manifest import to_bytes
+from mdla_runtime.testing import chain_qgraph, sample_manifest
+
+NOT_IN_HARNESS = ("engine.c", "engine_run.c", "adapter.c", "report.c")
+SANITIZE = (
+    "-fsanitize=address,undefined,alignment,float-cast-overflow",
+    "-fno-sanitize-recover=all",
+)
+FLAGS = ("-std=c11", "-g", "-O1", "-pthread", "-fno-omit-frame-pointer")
+# ASan's defaults, plus: abort on the first report, and no leak check at exit of the driver
+# (libFuzzer checks leaks per input itself).
+ROUND = 1_000_000  # executions per job per round of `make fuzz` (a progress line after each)
+ENV = {
+    "ASAN_OPTIONS": "abort_on_error=1:detect_leaks=1:allocator_may_return_null=1",
+    "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+}
+
+
+def clang() -> str:
+    path = shutil.which("clang")
+    if path is None:
+        raise RuntimeError("clang is missing; the fuzz harness needs it: apt-get install -y clang")
+    return path
+
+
+def harness_sources() -> list[Path]:
+    """Every C file of the engine harness: the engine's own (the reader and the planner, not
+    its command line, adapter loading or report), then the emulator."""
+    engine = [CSRC / f for f in ENGINE_SOURCES if f not in NOT_IN_HARNESS]
+    return [CSRC / "fuzz_engine.c", *engine, *sorted(EMU_SRC.glob("*.c")), generated_targets()]
+
+
+def _compile(sources: list[Path], name: str, flags: list[str]) -> Path:
+    """`clang flags sources -o name`, cached under a key hashing the flags and every source and
+    header (so an edit rebuilds)."""
+    includes = [f"-I{CSRC}", f"-I{EMU_SRC}", f"-I{generated_dir()}"]
+    h = hashlib.sha256("\0".join([clang(), *flags, *includes]).encode())
+    headers = [*CSRC.glob("*.h"), *EMU_SRC.glob("*.h"), *generated_dir().glob("*.h")]
+    for path in sorted({*sources, *headers}):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    out = cache_dir() / f"{name}-{h.hexdigest()[:20]}" / name
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=out.parent)
+    os.close(fd)
+    cmd = [clang(), *flags, *includes, *map(str, sources), "-o", tmp, "-lm"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if proc.returncode != 0:
+            raise RuntimeError(f"building {name} failed ({' '.join(cmd)}):\n{proc.stderr}")
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, out)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return out
+
+
+def build_harness(libfuzzer: bool) -> Path:
+    """The engine harness under ASan + UBSan: a libFuzzer target, or the file driver."""
+    flags = [*FLAGS, *SANITIZE]
+    if libfuzzer:
+        flags[-2] = "-fsanitize=fuzzer," + SANITIZE[0].removeprefix("-fsanitize=")
+        flags.append("-DMDLA_FUZZ_LIBFUZZER")
+    return _compile(harness_sources(), "fuzz_engine" if libfuzzer else "fuzz_engine_driver", flags)
+
+
+def seed_manifests() -> list[bytes]:
+    """Valid manifests: a random one of every kind the emulator runs (three seeds each), the
+    sample (per-channel CONV_2D with every optional field) and a three-op chain."""
+    seeds = [sample_manifest(), to_bytes(chain_qgraph())]
+    seeds += [
+        to_bytes(random_qgraph(kind, np.random.default_rng(seed)))
+        for kind in INT8_KINDS
+        for seed in range(3)
+    ]
+    return seeds
+
+
+def write_corpus(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for i, blob in enumerate(seed_manifests()):
+        (directory / f"seed{i:03d}.mdla").write_bytes(blob)
+    return directory
+
+
+def run_driver(files: list[Path], timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Each of `files` run once through the libFuzzer build (given files, not a corpus
+    directory, libFuzzer only executes them), in as few processes as the command line allows."""
+    exe = build_harness(libfuzzer=True)
+    env = {**os.environ, **ENV}
+    out = subprocess.CompletedProcess[str]([str(exe)], 0, "", "")
+    for i in range(0, len(files), 500):
+        chunk = [str(f) for f in files[i : i + 500]]
+        proc = subprocess.run(
+            [str(exe), *chunk],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            check=False,
+        )
+        if proc.returncode != 0:
+            return proc
+        out.stderr += proc.stderr[-2000:]
+    return out
+
+
+def fuzz(
+    work: Path,
+    runs: int = 0,
+    seconds: int = 0,
+    jobs: int = 2,
+    max_len: int = 8192,
+    exe: Path | None = None,
+) -> tuple[int, float, list[Path], str]:
+    """libFuzzer (`exe`, else a fresh build) over the seed corpus: `runs` executions in all
+    (split over `jobs` processes) or `seconds` of fuzzing. Returns (executions, wall seconds,
+    crash files, last log lines of any job that failed)."""
+    exe = exe or build_harness(libfuzzer=True)
+    corpus = write_corpus(work / "corpus")
+    artifacts = work / "artifacts"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    base = [str(exe), f"-max_len={max_len}", "-rss_limit_mb=4096", "-malloc_limit_mb=1024"]
+    base += [f"-artifact_prefix={artifacts}/", "-print_final_stats=1", "-timeout=30"]
+    base += ["-runs=" + str(-(-runs // jobs))] if runs else []
+    base += [f"-max_total_time={seconds}"] if seconds else []
+    procs, logs, handles = [], [], []
+    start = time.monotonic()
+    for j in range(jobs):
+        log = work / f"fuzz-{j}.log"
+        logs.append(log)
+        handles.append(log.open("w"))
+        # each job mutates its own copy of the corpus, seeded differently, so work is not shared
+        own = work / f"corpus-{j}"
+        if not own.exists():
+            shutil.copytree(corpus, own)
+        cmd = [*base, f"-seed={j + 1}", str(own)]
+        procs.append(
+            subprocess.Popen(
+                cmd, stdout=subprocess.DEVNULL, stderr=handles[-1], env={**os.environ, **ENV}
+            )
+        )
+    codes = [p.wait() for p in procs]
+    for handle in handles:
+        handle.close()
+    elapsed = time.monotonic() - start
+    total, tail = 0, ""
+    for log, code in zip(logs, codes, strict=True):
+        text = log.read_text(errors="replace")
+        found = re.findall(r"stat::number_of_executed_units:\s*(\d+)", text)
+        total += int(found[-1]) if found else 0
+        if code != 0:
+            tail += f"--- {log.name} (exit {code})\n" + "\n".join(text.splitlines()[-60:]) + "\n"
+    return total, elapsed, sorted(artifacts.glob("*-*")), tail
+
+
+def main(argv: list[str]) -> int:
+    """`make fuzz`: RUNS executions (default 10 M) over FUZZ_JOBS processes (default 2), in
+    rounds of ROUND executions per job that continue from the growing corpus (FUZZ_DIR), with
+    one harness build (or FUZZ_EXE) for the whole run; a progress line per round, the total
+    count at the end, exit 1 on any finding."""
+    runs = int(argv[1]) if len(argv) > 1 else 10_000_000
+    jobs = int(os.environ.get("FUZZ_JOBS", "2"))
+    work = Path(os.environ.get("FUZZ_DIR", cache_dir() / "fuzz-engine"))
+    step = min(runs, ROUND * jobs)
+    exe = Path(os.environ["FUZZ_EXE"]) if "FUZZ_EXE" in os.environ else build_harness(True)
+    print(f"fuzz_engine: {runs:,} executions in {jobs} job(s) of {exe}, in {work}", flush=True)
+    total, elapsed = 0, 0.0
+    while total < runs:
+        done, seconds, crashes, tail = fuzz(work, min(step, runs - total), jobs=jobs, exe=exe)
+        total, elapsed = total + done, elapsed + seconds
+        rate = total / elapsed if elapsed else 0.0
+        print(f"fuzz_engine: {total:,} executions, {elapsed:,.0f} s ({rate:,.0f}/s)", flush=True)
+        if crashes or tail:
+            print(tail, file=sys.stderr)
+            print(f"fuzz_engine: FINDINGS: {[str(c) for c in crashes]}", file=sys.stderr)
+            return 1
+        if done == 0:
+            print("fuzz_engine: no executions counted (libFuzzer log?)", file=sys.stderr)
+            return 1
+    print(f"fuzz_engine: done: {total:,} executions in {elapsed:,.0f} s, findings: 0")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
