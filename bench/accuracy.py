@@ -6,8 +6,12 @@ report per calibration method the INT8-vs-FP32 top-1 agreement and whether INT8 
 FP32 top-1 on every original photo.
 Part 2, the four torchvision models (random init, seed 0, BatchNorm statistics set on random
 data): logits cosine and SQNR per method, and the worst layers.
+Or, with --techniques MODELS, the weight techniques (bias correction, cross-layer equalization,
+AdaRound) on the real-weight EfficientNet-Lites, judged on harder held-out inputs.
 
     .venv/bin/python bench/accuracy.py [--crops 200] [--calib 32]
+    .venv/bin/python bench/accuracy.py --techniques efficientnet_lite0,efficientnet_lite1 \
+        [--crops 200] [--calib 32] [--adaround 300]
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ PHOTOS = {
 }
 
 
-def crops(images: list[np.ndarray], n: int, seed: int) -> list[np.ndarray]:
-    """Random resized crops (35-100 % of the area, aspect 3/4-4/3), random mirror, 224×224."""
+def crops(images: list[np.ndarray], n: int, seed: int, side: int = 224) -> list[np.ndarray]:
+    """Random resized crops (35-100 % of the area, aspect 3/4-4/3), random mirror, side×side."""
     rng = np.random.default_rng(seed)
     out = []
     for i in range(n):
@@ -49,7 +53,7 @@ def crops(images: list[np.ndarray], n: int, seed: int) -> list[np.ndarray]:
         cw = int(min(w, round(np.sqrt(area * aspect))))
         y, x = rng.integers(0, h - ch + 1), rng.integers(0, w - cw + 1)
         patch = Image.fromarray(img[y : y + ch, x : x + cw]).resize(
-            (224, 224), Image.Resampling.BICUBIC
+            (side, side), Image.Resampling.BICUBIC
         )
         arr = np.asarray(patch, np.float32)
         if rng.random() < 0.5:
@@ -137,13 +141,148 @@ def torchvision_models() -> None:
             )
 
 
+# Every colour or grey picture scikit-image ships in its wheel (no download): the held-out set of
+# the techniques table is augmented crops of all of them, most never seen in calibration.
+HELD_OUT_PICTURES = (
+    "astronaut", "brick", "camera", "cat", "chelsea", "clock", "coffee", "coins", "colorwheel",
+    "grass", "gravel", "horse", "hubble_deep_field", "immunohistochemistry", "logo", "moon",
+    "page", "retina", "rocket", "stereo_motorcycle", "text", "cell",
+)  # fmt: skip
+TECHNIQUES = {
+    "nearest": {},
+    "bias corr.": {"bias_correction": True},
+    "equalize": {"equalize": True},
+    "adaround": {"adaround": -1},
+    "ada+eq+bias": {"adaround": -1, "equalize": True, "bias_correction": True},
+}
+
+
+def harder(images: list[np.ndarray], n: int, side: int, seed: int) -> list[np.ndarray]:
+    """Held-out inputs harder than plain crops: a random resized crop (20-100 % of the area),
+    mirror, colour jitter (brightness and contrast x0.6-1.4, saturation x0-1.5), Gaussian blur
+    (sigma 0-2 px) and noise (sigma 0-12 grey levels), then the EfficientNet-Lite scaling."""
+    from PIL import ImageFilter
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        img = images[i % len(images)]
+        img = np.stack([img] * 3, -1) if img.ndim == 2 else img[..., :3]
+        h, w = img.shape[:2]
+        area = rng.uniform(0.2, 1.0) * h * w
+        aspect = np.exp(rng.uniform(np.log(3 / 4), np.log(4 / 3)))
+        ch, cw = int(min(h, np.sqrt(area / aspect))), int(min(w, np.sqrt(area * aspect)))
+        y, x = rng.integers(0, h - ch + 1), rng.integers(0, w - cw + 1)
+        pic = Image.fromarray(img[y : y + ch, x : x + cw]).resize(
+            (side, side), Image.Resampling.BICUBIC
+        )
+        pic = pic.filter(ImageFilter.GaussianBlur(rng.uniform(0, 2)))
+        arr = np.asarray(pic, np.float32)
+        grey = arr.mean(-1, keepdims=True)
+        arr = grey + (arr - grey) * rng.uniform(0.0, 1.5)
+        arr = (arr - arr.mean()) * rng.uniform(0.6, 1.4) + arr.mean() * rng.uniform(0.6, 1.4)
+        arr = np.clip(arr + rng.normal(0, rng.uniform(0, 12), arr.shape), 0, 255)
+        if rng.random() < 0.5:
+            arr = arr[:, ::-1]
+        out.append(((arr - 127.0) / 128.0).transpose(2, 0, 1)[None].astype(np.float32))
+    return out
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a proportion k / n."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return mid - half, mid + half
+
+
+def techniques(models: list[str], n_crops: int, n_calib: int, iters: int, held_out: str) -> None:
+    """Per model and weight technique: top-1 agreement with FP32 (all held-out inputs, with a
+    95 % interval, and those FP32 decides by a margin >= 0.05), logits SQNR, quantize time."""
+    import skimage.data
+    import skimage.util
+
+    pictures = []
+    for name in HELD_OUT_PICTURES:
+        pic = getattr(skimage.data, name)()
+        pictures.append(skimage.util.img_as_ubyte(pic[0] if isinstance(pic, tuple) else pic))
+    target = mdla_legalize.load_target("mdla3.5")
+    print(
+        f"\ntechniques: calibration {n_calib} crops of the 6 sample photos; held out {n_crops} "
+        + (
+            f"harder inputs from {len(pictures)} pictures"
+            if held_out == "harder"
+            else "other crops of the same 6 photos (part 1's set)"
+        )
+        + f"; AdaRound {iters} iterations per layer\n"
+    )
+    print(
+        f"{'model':<19} {'technique':<12} {'agree (95% CI)':>22} {'decided':>14} "
+        f"{'SQNR dB':>8} {'quantize s':>10}"
+    )
+    for spec in models:
+        model = load_model(spec)
+        side = int(model.example_inputs[0].shape[-1])
+        graph = mdla_legalize.legalize(
+            mdla_ir.from_torch(model.module, model.example_inputs), target
+        )
+        photos = [load() for load in PHOTOS.values()]
+        calib = [[x] for x in crops(photos, n_calib, seed=1, side=side)]
+        held = (
+            harder(pictures, n_crops, side, seed=2)
+            if held_out == "harder"
+            else crops(photos, n_crops, seed=2, side=side)
+        )
+        fp32 = [mdla_ir.run_float(graph, [x])[0][0] for x in held]
+        decided = np.array([margin(z) >= 0.05 for z in fp32])
+        energy = sum(float((z.astype(np.float64) ** 2).sum()) for z in fp32)
+        for name, extra in TECHNIQUES.items():
+            options = {k: (iters if v == -1 else v) for k, v in extra.items()}
+            t0 = time.perf_counter()
+            q = quantize(graph, calib, QuantConfig(**options))
+            t_q = time.perf_counter() - t0
+            int8 = [run_int8(q, [x])[0][0] for x in held]
+            same = np.array([np.argmax(a) == np.argmax(b) for a, b in zip(int8, fp32, strict=True)])
+            err = sum(
+                float(((a - b).astype(np.float64) ** 2).sum())
+                for a, b in zip(int8, fp32, strict=True)
+            )
+            lo, hi = wilson(int(same.sum()), len(same))
+            print(
+                f"{spec:<19} {name:<12} {same.mean() * 100:>6.1f}% "
+                f"[{lo * 100:4.1f}, {hi * 100:5.1f}] "
+                f"{same[decided].mean() * 100:>6.1f}% of {int(decided.sum()):>3} "
+                f"{10 * np.log10(energy / err):>8.1f} {t_q:>10.1f}",
+                flush=True,
+            )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--crops", type=int, default=200, help="held-out validation crops")
     parser.add_argument("--calib", type=int, default=32, help="calibration crops")
     parser.add_argument("--skip-torchvision", action="store_true")
+    parser.add_argument(
+        "--techniques",
+        default="",
+        help="only the weight-techniques table, for these comma-separated models "
+        "(e.g. efficientnet_lite0,efficientnet_lite1,efficientnet_lite2)",
+    )
+    parser.add_argument("--adaround", type=int, default=300, help="AdaRound iterations/layer")
+    parser.add_argument(
+        "--held-out",
+        choices=("harder", "crops"),
+        default="harder",
+        help="the techniques table's held-out set: harder inputs from 22 pictures, or part 1's "
+        "crops of the 6 calibration photos",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(2)
+    if args.techniques:
+        techniques(args.techniques.split(","), args.crops, args.calib, args.adaround, args.held_out)
+        return
     lite0(args.crops, args.calib)
     if not args.skip_torchvision:
         torchvision_models()

@@ -110,6 +110,28 @@ async def test_calibrate_requantizes_shows_delta_and_saves(tmp_path: Path) -> No
 
 
 @sync
+async def test_calibrate_weight_techniques_reach_the_manifest(tmp_path: Path) -> None:
+    app = opened()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        app.screen.query_one("#bias", Select).value = "yes"
+        app.screen.query_one("#equalize", Select).value = "yes"
+        app.screen.query_one("#adaround", Input).value = "5"
+        await pilot.press("a")
+        await wait_for(pilot, lambda: "mean SQNR" in text(app, "#result"))
+        assert "percentile p99.99 double ×4 +bias +eq +ada5" in text(app, "#result")
+        compiled = app.session.compiled
+        assert compiled is not None
+        quant = compiled.qgraph.provenance.quant
+        assert quant is not None
+        assert (quant.bias_correction, quant.equalize, quant.adaround) == (True, True, 5)
+        app.screen.query_one("#adaround", Input).value = "x"
+        await pilot.press("a")
+        await pilot.pause()
+        assert any("adaround iters must be numbers" in n.message for n in app._notifications)
+
+
+@sync
 async def test_witness_protocol_on_the_emulator_counter() -> None:
     app = opened()
     async with app.run_test(size=SIZE) as pilot:

@@ -1,4 +1,5 @@
-"""Model specs: torchvision names, efficientnet_lite0's real weights, factories, weights files."""
+"""Model specs: torchvision names, EfficientNet-Lite0/1/2's real weights, factories, weights
+files."""
 
 from __future__ import annotations
 
@@ -13,8 +14,14 @@ import mdla_ir
 from mdla_zoo import Model, ZooError, load_model
 
 
-def test_real_weights_classify_a_cat() -> None:
-    model = load_model("efficientnet_lite0")
+@pytest.mark.parametrize(
+    ("spec", "side"),
+    [("efficientnet_lite0", 224), ("efficientnet_lite1", 240), ("efficientnet_lite2", 260)],
+)
+def test_real_weights_classify_a_cat(spec: str, side: int) -> None:
+    model = load_model(spec)
+    assert tuple(model.example_inputs[0].shape) == (1, 3, side, side)
+    assert model.prepare(skimage.data.chelsea()).shape == (1, 3, side, side)
     graph = mdla_ir.from_torch(model.module, model.example_inputs)
     (logits,) = mdla_ir.run_float(graph, [model.prepare(skimage.data.chelsea())])
     assert model.labels is not None

@@ -39,6 +39,9 @@ class QuantRecord:
     bins: int = 2048
     target: str = "mdla3.5"
     device: str = "mtk-mdla"
+    # Added after format 2's first files: optional in a manifest (absent = these defaults).
+    equalize: bool = False
+    adaround: int = 0  # AdaRound iterations per layer; 0 = round to nearest
 
     def __post_init__(self) -> None:
         if self.rounding not in ROUNDINGS:

@@ -22,6 +22,10 @@ class QuantConfig(QuantRecord):
                  `single`: TFLITE_SINGLE_ROUNDING (what XNNPACK matches)
     bias_correction  shift each conv/FC bias by the mean int8-vs-float output error per channel,
                  measured on the calibration data (needs a re-iterable calibration set)
+    equalize     cross-layer equalization of conv pairs before calibration (`equalize.py`:
+                 exact in float; pairs through RELU6 are left alone)
+    adaround     AdaRound iterations per weighted layer (`adaround.py`), 0 = round to nearest;
+                 a few hundred is typical (needs a re-iterable calibration set)
     target, device   whose scale constraints apply (fixed output scales, shared scales)
 
     The fields and their defaults are `mdla_ir.QuantRecord`'s (what a graph's provenance
@@ -37,6 +41,8 @@ class QuantConfig(QuantRecord):
             raise QuantError(f"unknown rounding `{self.rounding}`: expected double or single")
         if not 50.0 < self.percentile <= 100.0:
             raise QuantError(f"percentile {self.percentile} is outside (50, 100]")
+        if self.adaround < 0:
+            raise QuantError(f"adaround={self.adaround}: give iterations per layer, or 0 for off")
         if self.bins < 256 or self.bins % 4:
             raise QuantError(f"bins={self.bins}: use a multiple of 4, at least 256")
 

@@ -6,10 +6,16 @@
 3. Constraints (from the target's op table): outputs of ops with `fixed_output` take those
    params; `keeps_input_scale` ties an op's output to its input, `shared_scale` ties all inputs
    and the output together; tied tensors form groups (union-find) whose range is the union.
+   A selection conv (`mdla_ir.selection`: a 1×1 0/1 filter copying channels) keeps its
+   input's params and gets weight scale 1: its requantization multiplier is exactly 1.
 4. Activation params: scale = (hi - lo) / 255, zero point = round(-128 - lo / scale).
 5. Weights: symmetric int8 in [-127, 127], per output channel where the target allows it
-   (channel dim 0 for CONV_2D, 3 for DEPTHWISE_CONV_2D), else per tensor; bias int32 with
-   scale in_scale * w_scale[c]; other constants per-tensor asymmetric int8.
+   (channel dim 0 for CONV_2D and TRANSPOSE_CONV_2D, 3 for DEPTHWISE_CONV_2D), else per tensor;
+   bias int32 with scale in_scale * w_scale[c]; other constants per-tensor asymmetric int8.
+
+Optional, by the config: cross-layer equalization of the float graph before step 1
+(`equalize.py`), AdaRound of the int8 weights after step 5 (`adaround.py`), then bias
+correction (`bias_correction.py`).
 """
 
 from __future__ import annotations
@@ -22,9 +28,12 @@ from typing import Any
 import numpy as np
 
 from mdla_ir import Graph, OpKind, QuantParams, Tensor, evaluate
+from mdla_ir.selection import is_selection
+from mdla_quant.adaround import LayerProgress, adaround
 from mdla_quant.arith import round_half_away
 from mdla_quant.bias_correction import correct_biases
 from mdla_quant.config import QuantConfig
+from mdla_quant.equalize import equalize
 from mdla_quant.errors import QuantError
 from mdla_quant.observers import Histogram, clip_range
 from mdla_target import load_target
@@ -32,7 +41,12 @@ from mdla_target.target import Target
 
 Array = np.ndarray[Any, Any]
 Progress = Callable[[int, float], None]  # (samples seen, seconds elapsed)
-WEIGHTED = {OpKind.CONV_2D: 0, OpKind.DEPTHWISE_CONV_2D: 3, OpKind.FULLY_CONNECTED: 0}
+WEIGHTED = {
+    OpKind.CONV_2D: 0,
+    OpKind.DEPTHWISE_CONV_2D: 3,
+    OpKind.FULLY_CONNECTED: 0,
+    OpKind.TRANSPOSE_CONV_2D: 0,  # filter (O, KH, KW, I)
+}
 
 
 def calibrate(
@@ -93,8 +107,8 @@ def _activation_quant(
     for op in graph.ops:
         spec = target.op(config.device, op.kind)
         acts = [n for n in op.inputs if not graph.tensors[n].is_const]
-        if spec.keeps_input_scale and acts:
-            groups.union([acts[0], op.outputs[0]])
+        if (spec.keeps_input_scale or is_selection(graph, op)) and acts:
+            groups.union([acts[0], op.outputs[0]])  # a selection conv copies: multiplier 1
         if spec.shared_scale:
             groups.union([*acts, op.outputs[0]])
         if spec.fixed_output is not None:
@@ -169,20 +183,25 @@ def quantize(
     calibration: Iterable[Any],
     config: QuantConfig | None = None,
     progress: Progress | None = None,
+    layer_progress: LayerProgress | None = None,
 ) -> Graph:
-    """The int8 graph of the (legalized, NHWC) float `graph`; see the module docstring."""
+    """The int8 graph of the (legalized, NHWC) float `graph`; see the module docstring.
+
+    `progress(samples, seconds)` follows calibration, `layer_progress(i, n, op)` AdaRound."""
     config = config or QuantConfig()
     if graph.layout != "NHWC":
         raise QuantError(
             f"graph `{graph.name}` is {graph.layout}: quantize the legalized (NHWC) "
             "graph, so that what is validated is what is emitted"
         )
-    if config.bias_correction and iter(calibration) is calibration:
+    if (config.bias_correction or config.adaround) and iter(calibration) is calibration:
         raise QuantError(
-            "bias correction reads the calibration set a second time: pass a list "
-            "or another re-iterable, not a generator"
+            "bias correction and AdaRound read the calibration set a second time: pass a "
+            "list or another re-iterable, not a generator"
         )
     target = load_target(config.target)
+    if config.equalize:
+        graph, _ = equalize(graph)
     hists, samples = calibrate(graph, calibration, config.bins, progress)
     acts = _activation_quant(graph, hists, config, target)
     tensors: dict[str, Tensor] = {
@@ -196,6 +215,10 @@ def quantize(
             tensors[name] = _const(graph, op, i, t, acts, config, target, tensors)
     prov = dataclasses.replace(graph.provenance, quant=config.record(), calibration_samples=samples)
     qgraph = graph.with_(tensors=tensors, provenance=prov)
+    if config.adaround:
+        qgraph, _ = adaround(
+            graph, qgraph, calibration, iters=config.adaround, progress=layer_progress
+        )
     return correct_biases(graph, qgraph, calibration) if config.bias_correction else qgraph
 
 
@@ -212,6 +235,15 @@ def _const(
     data = np.asarray(t.data)
     if op.kind in WEIGHTED and i == 1:
         dim = WEIGHTED[op.kind] if target.op(config.device, op.kind).per_channel else None
+        if is_selection(graph, op):  # 0/1 weights at scale 1: exact (mdla_ir.selection)
+            n = data.shape[dim] if dim is not None else 1
+            return Tensor(
+                t.name,
+                t.shape,
+                "int8",
+                data=data.astype(np.int8),
+                quant=QuantParams((1.0,) * n, (0,) * n, dim),
+            )
         bias = np.abs(graph.const(op.inputs[2]).astype(np.float64))
         need = bias / (float(np.float32(acts[op.inputs[0]].scale[0])) * BIAS_LIMIT)
         q, params = quantize_weights(data, dim, need if dim is not None else need.max())

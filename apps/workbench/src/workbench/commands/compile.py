@@ -15,9 +15,12 @@ import mdla_quant
 import mdla_runtime
 from workbench import pipeline
 from workbench.commands.options import (
+    AdaRound,
+    BiasCorrection,
     Calib,
     Count,
     Debug,
+    Equalize,
     Method,
     MethodName,
     On,
@@ -52,6 +55,9 @@ def compile_command(
     method: Method = MethodName.percentile,
     percentile: Percentile = 99.99,
     rounding: Rounding = RoundingName.double,
+    bias_correction: BiasCorrection = False,
+    equalize: Equalize = False,
+    adaround: AdaRound = 0,
     target: TargetName = "mdla3.5",
     tflite: Annotated[
         Path | None, typer.Option("--tflite", help="Also export the int8 graph as .tflite.")
@@ -72,25 +78,39 @@ def compile_command(
         if tflite is not None:
             pipeline.check_output(tflite, ".tflite")
         config = mdla_quant.QuantConfig(
-            method=method.value, percentile=percentile, rounding=rounding.value, target=target
+            method=method.value,
+            percentile=percentile,
+            rounding=rounding.value,
+            bias_correction=bias_correction,
+            equalize=equalize,
+            adaround=adaround,
+            target=target,
         )
         source = pipeline.load_source(model, str(weights) if weights else None)
         device_graph = pipeline.legalize_graph(source.graph, target, config.device, skip_rule or [])
         calibration = pipeline.calibration_inputs(calib, source, count)
         with Progress(
-            TextColumn("calibrating"),
+            TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             console=con,
         ) as bar:
-            task = bar.add_task("calibrate", total=len(calibration))
+            task = bar.add_task("calibrating", total=len(calibration))
+            layers = bar.add_task("adaround", total=None, visible=False)
+
+            def layer(i: int, n: int, name: str) -> None:
+                bar.update(
+                    layers, completed=i, total=n, visible=True, description=f"adaround {name}"
+                )
+
             compiled = pipeline.quantize_graph(
                 source,
                 device_graph,
                 calibration,
                 config,
                 progress=lambda n, _s: bar.update(task, completed=n),
+                layer_progress=layer,
             )
         manifest = pipeline.save_manifest(compiled, out, tflite, before_write=interrupted)
         ok, total = pipeline.support_count(mdla_runtime.open_target(on), manifest, config.device)
@@ -101,6 +121,17 @@ def compile_command(
         summary.add_row(
             "calibration", f"{len(calibration)} x {calib}, {method.value}, {rounding.value}"
         )
+        extras = [
+            name
+            for name, on_ in (
+                ("equalized", equalize),
+                (f"AdaRound {adaround} iters/layer", adaround),
+                ("bias-corrected", bias_correction),
+            )
+            if on_
+        ]
+        if extras:
+            summary.add_row("weights", ", ".join(extras))
         summary.add_row("size", f"{out.stat().st_size / 1024:.1f} KiB  {out}")
         if tflite is not None:
             summary.add_row("tflite", f"{tflite.stat().st_size / 1024:.1f} KiB  {tflite}")

@@ -61,6 +61,31 @@ Rounding = Annotated[
         "--rounding", help="`double`: TFLite reference kernels; `single`: TFLITE_SINGLE_ROUNDING."
     ),
 ]
+BiasCorrection = Annotated[
+    bool,
+    typer.Option(
+        "--bias-correction",
+        help="Shift each conv/FC bias by its measured mean int8 error (calibration data).",
+    ),
+]
+Equalize = Annotated[
+    bool,
+    typer.Option(
+        "--equalize",
+        help="Cross-layer equalization of conv pairs before calibration (exact in float; "
+        "pairs through RELU6 are left alone).",
+    ),
+]
+AdaRound = Annotated[
+    int,
+    typer.Option(
+        "--adaround",
+        min=0,
+        metavar="ITERS",
+        help="AdaRound: learn each weight's rounding, ITERS iterations per layer (e.g. 300; "
+        "0 = round to nearest). Adds minutes to a compile.",
+    ),
+]
 SkipRule = Annotated[
     list[str] | None,
     typer.Option(

@@ -1,4 +1,5 @@
-"""Calibrate: method, percentile, rounding and number of calibration inputs; re-quantize in a
+"""Calibrate: method, percentile, rounding, number of calibration inputs and the weight
+techniques (bias correction, cross-layer equalization, AdaRound iterations); re-quantize in a
 worker; per-layer SQNR as a bar chart, top-1 agreement and the delta against the previous
 setting; `k` keeps (saves) the current manifest."""
 
@@ -26,6 +27,7 @@ from workbench.tui.base import WorkScreen
 from workbench.tui.state import sqnr_by_op
 
 BAR_DB = 60.0  # a full bar
+NO_YES = [("no", "no"), ("yes", "yes")]
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,13 @@ class CalibrateScreen(WorkScreen):
             )
             yield Static("images", classes="label")
             yield Input("4", placeholder="images", id="count", type="integer", compact=True)
+        with Horizontal(id="weights", classes="settings"):
+            yield Static("bias corr.", classes="label")
+            yield Select(NO_YES, value="no", allow_blank=False, id="bias", compact=True)
+            yield Static("equalize", classes="label")
+            yield Select(NO_YES, value="no", allow_blank=False, id="equalize", compact=True)
+            yield Static("adaround iters", classes="label")
+            yield Input("0", placeholder="0 = off", id="adaround", type="integer", compact=True)
         yield Input("", placeholder="save as (k): path/model.mdla", id="save", compact=True)
         yield Static("open a model, choose settings, press a", id="result")
         with VerticalScroll(id="chart-box"):
@@ -81,9 +90,18 @@ class CalibrateScreen(WorkScreen):
         try:
             percentile = float(self.query_one("#percentile", Input).value)
             count = int(self.query_one("#count", Input).value)
+            adaround = int(self.query_one("#adaround", Input).value or 0)
         except ValueError:
-            raise ValueError("percentile and images must be numbers") from None
-        return mdla_quant.QuantConfig(method, percentile, rounding), count
+            raise ValueError("percentile, images and adaround iters must be numbers") from None
+        config = mdla_quant.QuantConfig(
+            method,
+            percentile,
+            rounding,
+            bias_correction=self.query_one("#bias", Select).value == "yes",
+            equalize=self.query_one("#equalize", Select).value == "yes",
+            adaround=adaround,
+        )
+        return config, count
 
     def action_apply(self) -> None:
         if self.session.compiled is None:
@@ -115,6 +133,16 @@ class CalibrateScreen(WorkScreen):
         self.session.sqnr = sqnr_by_op(report)
         self.session.install(compiled)
         label = f"{config.method} p{config.percentile:g} {config.rounding} ×{len(calib)}"
+        techniques = [
+            name
+            for name, on in (
+                ("bias", config.bias_correction),
+                ("eq", config.equalize),
+                (f"ada{config.adaround}", config.adaround),
+            )
+            if on
+        ]
+        label += "".join(f" +{t}" for t in techniques)
         finite = [t.sqnr_db for t in report.tensors if math.isfinite(t.sqnr_db)]
         trial = Trial(
             label,

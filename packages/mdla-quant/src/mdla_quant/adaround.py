@@ -1,0 +1,260 @@
+"""AdaRound (Nagel et al. 2020, "Up or Down? Adaptive Rounding for Post-Training Quantization"):
+learn, per weight, whether its int8 value rounds up or down, so that the layer's output on
+calibration data is reconstructed best, instead of rounding each weight to nearest on its own.
+
+Per weighted op (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED), in graph order, with the weight
+scales s the quantizer already chose (unchanged: only the integers move):
+
+    w~(V)   = s * clip(floor(w / s) + h(V), -127, 127)
+    h(V)    = clip(sigmoid(V) * (zeta - gamma) + gamma, 0, 1)        zeta = 1.1, gamma = -0.1
+    loss(V) = mean |f(X~ w~(V) + b) - f(X w + b)|^2 / E0  +  lam * mean(1 - |2 h(V) - 1|^beta)
+
+X~ is the op's dequantized int8 input from the int8 network with every earlier layer already
+rounded this way (`sequential.lockstep`), X its float input in the float network, f the op's
+fused activation, E0 the loss of round-to-nearest (so `lam` does not depend on the layer's
+units). V starts where h(V) equals the fractional part of w / s (the soft weight is the float
+weight); for the first 20 % of the iterations only the reconstruction term acts, then beta anneals
+from 20 to 2, pushing every h(V) to 0 or 1. The result rounds h >= 0.5 up. Adam (lr 1e-2) on
+mini-batches of `batch` output positions, drawn from up to `rows` positions per layer.
+
+A layer keeps round-to-nearest when the learned rounding does not reconstruct its output
+better on the positions it was fit on, so the per-layer error never gets worse. The weights stay
+ordinary symmetric int8 with the same scales: every int8 kernel and the emulator run them as
+before, bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
+
+import numpy as np
+
+from mdla_ir import Graph, Op, OpKind, Tensor
+from mdla_ir.interp.conv import windows
+from mdla_quant.errors import QuantError
+from mdla_quant.sequential import WEIGHTED_KINDS, Env, dequantize, lockstep
+
+Array = np.ndarray[Any, Any]
+ZETA, GAMMA = 1.1, -0.1
+LayerProgress = Callable[[int, int, str], None]  # (layer index, layer count, op name)
+
+
+@dataclass
+class AdaRoundReport:
+    layers: list[tuple[str, float, float, bool]] = field(default_factory=list)
+    # (op, nearest error, learned error, learned kept), errors relative to the output's energy
+
+    def summary(self) -> str:
+        kept = [r for r in self.layers if r[3]]
+        if not self.layers:
+            return "adaround: no weighted layers"
+        gain = [10 * np.log10(r[1] / r[2]) for r in kept if r[2] > 0 and r[1] > 0]
+        return (
+            f"adaround: {len(kept)}/{len(self.layers)} layers improved, reconstruction error "
+            f"{np.mean(gain) if gain else 0.0:.1f} dB lower on average"
+        )
+
+
+def _pad(x: Array, padding: tuple[int, ...]) -> Array:
+    t, b, left, r = padding
+    return np.pad(x, ((0, 0), (t, b), (left, r), (0, 0))) if any(padding) else x
+
+
+def _rows(rows: Array, parts: list[Array]) -> Array:
+    """Rows `rows` (sorted, global) of the concatenation of `parts`, without building it."""
+    out, start = [], 0
+    for part in parts:
+        stop = start + len(part)
+        mine = rows[(rows >= start) & (rows < stop)] - start
+        if len(mine):
+            out.append(np.asarray(part[mine], np.float32))
+        start = stop
+    return np.concatenate(out)
+
+
+class _Layer:
+    """One weighted op as rows of patches: y[m, o] = sum_k cols[m, k(, o)] * w[k, o]."""
+
+    def __init__(self, op: Op, w: Array, rows: Array, xs: list[Array]) -> None:
+        self.kind = op.kind
+        self.fuse = op.attrs.get("fuse", "NONE")
+        if op.kind is OpKind.FULLY_CONNECTED:
+            self.cols = [_rows(rows, [x.reshape(-1, x.shape[-1]) for x in xs])]
+            self.w = w.T  # (K, O)
+            self.groups = 1
+            return
+        kh, kw = w.shape[1:3]
+        stride, dilation, padding = op.attrs["stride"], op.attrs["dilation"], op.attrs["padding"]
+        views = [windows(_pad(x, tuple(padding)), (kh, kw), stride, dilation) for x in xs]
+        # each (N, OH, OW, C, KH, KW) -> (M, C, KH, KW), only the chosen rows kept
+        flat = _rows(rows, [v.reshape(-1, *v.shape[3:]) for v in views])
+        if op.kind is OpKind.DEPTHWISE_CONV_2D:
+            mult = w.shape[3] // flat.shape[1]
+            flat = np.repeat(flat, mult, axis=1) if mult > 1 else flat
+            self.cols = [flat.reshape(len(rows), -1, kh * kw).transpose(0, 2, 1).copy()]
+            self.w = w.reshape(kh * kw, -1)  # (K, O)
+            self.groups = 0
+            return
+        self.groups = int(op.attrs.get("groups", 1))
+        cg = w.shape[3]
+        self.cols = [
+            flat[:, g * cg : (g + 1) * cg].transpose(0, 2, 3, 1).reshape(len(rows), -1)
+            for g in range(self.groups)
+        ]  # each (M, KH*KW*Cg), ordered as w (O, KH, KW, Cg)
+        self.w = w.reshape(w.shape[0], -1).T  # (K, O)
+
+    def forward(self, w: Array, idx: Array) -> Array:
+        if self.groups == 0:
+            y: Array = np.einsum("mko,ko->mo", self.cols[0][idx], w, optimize=True)
+            return y
+        if self.groups == 1:
+            return self.cols[0][idx] @ w
+        og = w.shape[1] // self.groups
+        return np.concatenate(
+            [c[idx] @ w[:, g * og : (g + 1) * og] for g, c in enumerate(self.cols)], axis=1
+        )
+
+    def grad(self, dy: Array, idx: Array) -> Array:
+        if self.groups == 0:
+            g: Array = np.einsum("mko,mo->ko", self.cols[0][idx], dy, optimize=True)
+            return g
+        if self.groups == 1:
+            return self.cols[0][idx].T @ dy
+        og = dy.shape[1] // self.groups
+        return np.concatenate(
+            [c[idx].T @ dy[:, g * og : (g + 1) * og] for g, c in enumerate(self.cols)], axis=1
+        )
+
+    def act(self, y: Array) -> tuple[Array, Array]:
+        """f(y) and f'(y) for the fused activation."""
+        lo, hi = {"RELU": (0.0, np.inf), "RELU6": (0.0, 6.0), "RELU1": (-1.0, 1.0)}.get(
+            self.fuse, (-np.inf, np.inf)
+        )
+        return np.clip(y, lo, hi), ((y > lo) & (y < hi)).astype(y.dtype)
+
+
+def _h(v: Array) -> Array:
+    return np.clip(1.0 / (1.0 + np.exp(-v)) * (ZETA - GAMMA) + GAMMA, 0.0, 1.0)
+
+
+def _fit(
+    layer: _Layer,
+    target: Array,
+    bias: Array,
+    w: Array,
+    nearest: Array,
+    scale: Array,
+    iters: int,
+    batch: int,
+    lam: float,
+    rng: np.random.Generator,
+) -> tuple[Array, float, float]:
+    """The learned int8 weights (K, O) and the relative errors of nearest and learned rounding."""
+    base = np.floor(w / scale)
+    rest = w / scale - base
+    all_rows = np.arange(target.shape[0])
+
+    def error(q: Array) -> float:
+        y, _ = layer.act(layer.forward(q * scale, all_rows) + bias)
+        return float(np.mean((y - target) ** 2))
+
+    energy = float(np.mean(target**2)) or 1.0
+    e_nearest = error(nearest)
+    if e_nearest == 0.0 or iters <= 0:
+        return nearest, e_nearest / energy, e_nearest / energy
+    p = np.clip((rest - GAMMA) / (ZETA - GAMMA), 1e-4, 1 - 1e-4)
+    v = np.log(p / (1 - p))
+    m, s2 = np.zeros_like(v), np.zeros_like(v)
+    warm = iters // 5
+    for t in range(1, iters + 1):
+        idx = rng.integers(0, target.shape[0], min(batch, target.shape[0]))
+        sig = 1.0 / (1.0 + np.exp(-v))
+        h = np.clip(sig * (ZETA - GAMMA) + GAMMA, 0.0, 1.0)
+        q = np.clip(base + h, -127, 127)
+        pre = layer.forward(q * scale, idx) + bias
+        y, dact = layer.act(pre)
+        dy = 2.0 * (y - target[idx]) * dact / (y.size * e_nearest)
+        dq = layer.grad(dy, idx) * scale * ((base + h > -127) & (base + h < 127))
+        dh = dq
+        if t > warm:
+            beta = 20.0 + (2.0 - 20.0) * (t - warm) / max(iters - warm, 1)
+            u = 2.0 * h - 1.0
+            dh = dh - lam * beta * np.abs(u) ** (beta - 1.0) * np.sign(u) * 2.0 / h.size
+        g = dh * (ZETA - GAMMA) * sig * (1.0 - sig) * ((h > 0.0) & (h < 1.0))
+        m = 0.9 * m + 0.1 * g
+        s2 = 0.999 * s2 + 0.001 * g * g
+        v -= 1e-2 * (m / (1 - 0.9**t)) / (np.sqrt(s2 / (1 - 0.999**t)) + 1e-8)
+    learned = np.clip(base + (_h(v) >= 0.5), -127, 127)
+    e_learned = error(learned)
+    if e_learned >= e_nearest:
+        return nearest, e_nearest / energy, e_nearest / energy
+    return learned, e_nearest / energy, e_learned / energy
+
+
+def _weight_layout(op: Op, w: Array) -> tuple[Array, Callable[[Array], Array]]:
+    """w as (K, O) and the map from (K, O) back to the op's weight layout."""
+    if op.kind is OpKind.FULLY_CONNECTED:
+        return w.T, lambda k_o: k_o.T
+    if op.kind is OpKind.DEPTHWISE_CONV_2D:
+        return w.reshape(-1, w.shape[3]), lambda k_o: k_o.reshape(w.shape)
+    o = w.shape[0]
+    return w.reshape(o, -1).T, lambda k_o: k_o.T.reshape(w.shape)
+
+
+def adaround(
+    graph: Graph,
+    qgraph: Graph,
+    calibration: Iterable[Any],
+    iters: int = 1000,
+    samples: int = 16,
+    rows: int = 4096,
+    batch: int = 256,
+    lam: float = 0.01,
+    progress: LayerProgress | None = None,
+    seed: int = 0,
+) -> tuple[Graph, AdaRoundReport]:
+    """`qgraph` with every weighted op's int8 weights rounded adaptively (module docstring)."""
+    data = [s if isinstance(s, list | tuple) else [s] for s in islice(calibration, samples)]
+    if not data:
+        raise QuantError("adaround got no calibration samples")
+    weighted = [op.name for op in graph.ops if op.kind.name in WEIGHTED_KINDS]
+    report = AdaRoundReport()
+    rng = np.random.default_rng(seed)
+
+    def visit(i: int, op: Op, floats: list[Env], ints: list[Env], q: Graph) -> Graph:
+        if op.name not in weighted:
+            return q
+        x, w_name, b_name = op.inputs[:3]
+        wt = q.tensors[w_name]
+        if wt.quant is None or wt.data is None:
+            return q
+        if progress is not None:
+            progress(weighted.index(op.name), len(weighted), op.name)
+        w = graph.const(w_name).astype(np.float32)
+        bias = graph.const(b_name).astype(np.float32)
+        x_q = [dequantize(q.tensors[x], e[x]) for e in ints]
+        x_f = [e[x] for e in floats]
+        total = sum(int(np.prod(graph.tensors[op.outputs[0]].shape[:-1])) for _ in data)
+        pick = np.sort(rng.choice(total, min(rows, total), replace=False))
+        layer_q = _Layer(op, w, pick, x_q)
+        layer_f = _Layer(op, w, pick, x_f)
+        w_ko, back = _weight_layout(op, w)
+        target, _ = layer_f.act(layer_f.forward(w_ko, np.arange(len(pick))) + bias)
+        scale = np.asarray(wt.quant.scale, np.float32)
+        scale_ko = scale[None, :] if scale.size > 1 else scale
+        nearest, _ = _weight_layout(op, np.asarray(wt.data, np.float32))
+        learned, e0, e1 = _fit(
+            layer_q, target, bias, w_ko, nearest, scale_ko, iters, batch, lam, rng
+        )
+        report.layers.append((op.name, e0, e1, e1 < e0))
+        q_new = back(learned).astype(np.int8)
+        new = Tensor(w_name, wt.shape, "int8", data=q_new, quant=wt.quant)
+        return q.with_(tensors={**q.tensors, w_name: new})
+
+    out = lockstep(graph, qgraph, data, visit)
+    if progress is not None:
+        progress(len(weighted), len(weighted), "done")
+    return out, report

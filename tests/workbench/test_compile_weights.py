@@ -1,0 +1,44 @@
+"""`workbench compile --equalize --adaround N --bias-correction`: recorded in the manifest,
+shown in the summary, and a negative iteration count is a usage error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+import mdla_runtime
+from tests.workbench.conftest import TINY
+from workbench.cli import app
+
+
+def test_weight_options_are_recorded_and_shown(runner: CliRunner, tmp_path: Path) -> None:
+    out = tmp_path / "t.mdla"
+    args = [TINY, "--calib", "random", "--count", "2", "-o", str(out)]
+    result = runner.invoke(
+        app, ["compile", *args, "--equalize", "--adaround", "5", "--bias-correction"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "equalized, AdaRound 5 iters/layer, bias-corrected" in result.output
+    quant = mdla_runtime.load(out).provenance.quant
+    assert quant is not None
+    assert (quant.equalize, quant.adaround, quant.bias_correction) == (True, 5, True)
+
+
+def test_plain_compile_records_the_defaults(runner: CliRunner, tmp_path: Path) -> None:
+    out = tmp_path / "t.mdla"
+    result = runner.invoke(
+        app, ["compile", TINY, "--calib", "random", "--count", "2", "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "AdaRound" not in result.output
+    quant = mdla_runtime.load(out).provenance.quant
+    assert quant is not None
+    assert (quant.equalize, quant.adaround, quant.bias_correction) == (False, 0, False)
+
+
+def test_negative_adaround_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["compile", TINY, "--adaround", "-3", "-o", str(tmp_path / "t.mdla")]
+    )
+    assert result.exit_code == 2
