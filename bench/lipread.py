@@ -11,8 +11,22 @@
    emulator; end-to-end seconds of the whole app on a 3 s clip.
 3. Demo front-end ms/frame on the emulator; end-to-end seconds for a 3 s clip (`read_sentence`
    on a shipped sample: PyAV decode, crop, front-end on the emulator, numpy tail).
+4. Issue 22: WER/CER per difficulty level of `lipread.scenes` (easy = the training corpus;
+   medium, hard: head pose, scale, jitter, lighting, blur, H.264 compression; face: full-face
+   frames) for the front-end in FP32 (torch) and INT8 (emulator), the same numpy tail, and
+   the mean confidence. Each clip is written as H.264 at the level's crf and decoded back.
+   The face level is read with the mouth box known to the renderer and with `--roi auto`.
+5. Issue 22: end-to-end seconds of `lipread` on a 30 s 640x360 clip of a face (the astronaut
+   photo moving) with --roi auto, and the pre-tracker way (MTCNN on every full frame, batches
+   of 16) timed on its first 3 s and scaled by 10.
 
-    .venv/bin/python bench/lipread.py [--clips 200] [--full-frames 75]
+6. Issue 22: the auto-avsr visual front-end (lipread.avsr), random weights (seed 0) with
+   BatchNorm statistics from 9 synthetic clips, compiled for 25-frame windows and calibrated on
+   8 clips: INT8 (emulator) vs FP32 feature cosine on a held-out 75-frame clip, emulator
+   ms/frame (stem + trunk).
+
+    .venv/bin/python bench/lipread.py [--clips 200] [--full-frames 75] [--level-clips 100]
+                                      [--parts accuracy,full,timings,levels,roi,avsr]
 """
 
 # ruff: noqa: E402  (the path fix below must run before `lipread` is imported)
@@ -26,6 +40,7 @@ from pathlib import Path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import argparse
+import importlib
 import os
 import statistics
 import tempfile
@@ -37,7 +52,9 @@ import torch
 import mdla_quant
 import mdla_runtime
 from lipread.checkpoint import Checkpoint, load_checkpoint, save_npz
+from lipread.confidence import path_confidence
 from lipread.config import PUBLISHED
+from lipread.errors import NoFaceError
 from lipread.frontend import (
     cache_dir,
     cache_key,
@@ -46,14 +63,15 @@ from lipread.frontend import (
     torch_frontend,
 )
 from lipread.grid import greedy_ctc, sentence_text
-from lipread.image import resize, to_model_input
+from lipread.image import crop, resize, to_model_input
 from lipread.metrics import corpus_rate
 from lipread.model import LipNet
 from lipread.pipeline import read_sentence, synthetic_calibration
 from lipread.render import render_clip, spoken_sentence
-from lipread.roi import Roi
+from lipread.roi import Roi, boxes_from_corners, mtcnn_corners
+from lipread.scenes import LEVELS, render_scene
 from lipread.tail import tail_logits
-from lipread.video import write_video
+from lipread.video import read_video, write_video
 
 HELD_OUT = 100_000
 SAMPLES = Path(__file__).parents[1] / "apps/lipread/samples"
@@ -163,13 +181,178 @@ def timings() -> tuple[float, float]:
     return res.latency_ms[0] / x.shape[2], statistics.median(runs)
 
 
+def levels(n: int, face_n: int, tmp: Path) -> list[tuple[str, int, list[float]]]:
+    """Per level (and ROI): clips, [FP32 WER, CER, INT8 WER, CER, mean INT8 confidence]."""
+    ckpt = load_checkpoint()
+    size = (ckpt.config.height, ckpt.config.width)
+    model = LipNet(ckpt.config).eval()
+    model.load_lipnet_state({k: torch.from_numpy(v) for k, v in ckpt.state.items()})
+    manifest_path = cached_manifest(ckpt)
+    if manifest_path is None:
+        raise SystemExit("no shipped demo manifest: run apps/lipread/train_demo.py --manifest-only")
+    manifest = mdla_runtime.load(manifest_path)
+    target = mdla_runtime.open_target("emu")
+    rows = []
+    for name, level in LEVELS.items():
+        count = face_n if level.face else n
+        variants = ("known box", "--roi auto") if level.face else ("whole frame",)
+        hyps: dict[str, tuple[list[str], list[str], list[float]]] = {
+            v: ([], [], []) for v in variants
+        }
+        refs, missed = [], 0
+        for i in range(count):
+            speaker = HELD_OUT + 5000 + i
+            words = spoken_sentence(speaker, 0)
+            scene = render_scene(words, speaker, 0, level)
+            write_video(tmp / "clip.mp4", scene.frames, crf=level.crf)
+            frames = read_video(tmp / "clip.mp4")
+            refs.append(sentence_text(words))
+            for variant, (fp32, int8, conf) in hyps.items():
+                if variant == "whole frame":
+                    crops = resize(frames, size)
+                elif variant == "known box":
+                    crops = crop(frames, scene.boxes, size)
+                else:
+                    try:
+                        crops = crop(frames, boxes_from_corners(mtcnn_corners(frames)), size)
+                    except NoFaceError:
+                        missed += 1
+                        fp32.append("")
+                        int8.append("")
+                        conf.append(0.0)
+                        continue
+                x = to_model_input(crops)
+                with torch.no_grad():
+                    fp32.append(greedy_ctc(model(torch.from_numpy(x))[0].numpy())[0])
+                logits = tail_logits(target.run(manifest, [x]).outputs[0], ckpt.state)
+                int8.append(greedy_ctc(logits)[0])
+                conf.append(path_confidence(logits))
+        for variant, (fp32, int8, conf) in hyps.items():
+            label = f"{name} ({variant})" if level.face else name
+            if variant == "--roi auto":
+                label += f", no face found in {missed}/{count}"
+            rates = [corpus_rate(refs, h, unit) for h in (fp32, int8) for unit in ("word", "char")]
+            rows.append((label, count, [*rates, float(np.mean(conf))]))
+    return rows
+
+
+def face_video(path: Path, frames: int) -> None:
+    """A 640x360 clip of the astronaut photo's face (320x320) drifting, H.264."""
+    photo = importlib.import_module("skimage.data").astronaut()
+    face = np.clip(resize(photo[None], (320, 320))[0], 0, 255).astype(np.uint8)
+    clip = np.full((frames, 360, 640, 3), 60, np.uint8)
+    for t in range(frames):
+        x, y = int(160 + 100 * np.sin(t / 40)), int(20 + 15 * np.sin(t / 23))
+        clip[t, y : y + 320, x : x + 320] = face
+    write_video(path, clip)
+
+
+def roi_seconds(tmp: Path) -> tuple[float, dict[str, float], float, str]:
+    """Seconds to read a 30 s face clip with --roi auto (per stage), and the pre-tracker
+    per-frame MTCNN's seconds for its first 75 frames (x10 for the clip)."""
+    face_video(tmp / "face30.mp4", 750)
+    ckpt = load_checkpoint()
+    start = time.perf_counter()
+    reading = read_sentence(tmp / "face30.mp4", ckpt, Roi("default"), on="emu")
+    after = time.perf_counter() - start
+    frames = read_video(tmp / "face30.mp4")[:75]
+    detector = importlib.import_module("facenet_pytorch").MTCNN(device="cpu", keep_all=False)
+    start = time.perf_counter()
+    for i in range(0, len(frames), 16):
+        detector.detect([np.ascontiguousarray(f) for f in frames[i : i + 16]], landmarks=True)
+    before = (time.perf_counter() - start) * 10
+    return after, reading.seconds, before, reading.roi
+
+
+def avsr_bench() -> tuple[list[tuple[int, float, float]], float]:
+    """auto-avsr front-end: per held-out clip INT8-vs-FP32 cosine (whole clip, worst frame);
+    emulator ms/frame."""
+    from lipread.avsr import AvsrFrontEnd, bn_stats_from, to_avsr_input
+    from lipread.avsr_npu import HALO, WINDOW, npu_avsr
+    from lipread.frontend import run_chunked
+
+    def clip(speaker: int, frames: int) -> np.ndarray:
+        words = spoken_sentence(speaker, 0)
+        return to_avsr_input(render_clip(words, speaker, 0, frames=frames))
+
+    torch.manual_seed(0)
+    fe = bn_stats_from(AvsrFrontEnd(), [clip(20000 + i, WINDOW) for i in range(9)])
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["LIPREAD_CACHE"] = tmp
+        calib = [clip(20000 + i, WINDOW) for i in range(8)]
+        fn, latencies = npu_avsr(fe, "emu", calibration=calib)
+        for speaker in range(HELD_OUT + 4242, HELD_OUT + 4245):
+            x = clip(speaker, 75)
+            got = run_chunked(fn, x, WINDOW, HALO)[0].T
+            with torch.no_grad():
+                ref = fe(torch.from_numpy(x))[0].numpy()
+            frame = (got * ref).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(ref, axis=1)
+            rows.append((speaker, cosine(got, ref), float(frame.min())))
+    return rows, float(np.median(latencies)) / WINDOW
+
+
+def print_avsr() -> None:
+    rows, ms = avsr_bench()
+    print("\nauto-avsr visual front-end, random weights (seed 0), BN statistics from 9 synthetic")
+    print("clips, calibrated (MSE) on 8 others; held-out 75-frame clips, INT8 (emulator) vs FP32\n")
+    print("| clip (speaker) | cosine, whole clip | cosine, worst frame |")
+    print("|---|---|---|")
+    for speaker, cos, worst in rows:
+        print(f"| {speaker} | {cos:.4f} | {worst:.4f} |")
+    print(f"\nemulator ms/frame (stem + trunk, median 25-frame window): {ms:.2f}")
+
+
+def print_levels(n: int, face_n: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = levels(n, face_n, Path(tmp))
+    print("\nWER/CER per difficulty level (lipread.scenes), held-out speakers 105000+, the demo")
+    print("model's front-end in FP32 (torch) and INT8 (emulator), the same tail; H.264 at each")
+    print("level's crf; confidence: mean of lipread.confidence on the INT8 path\n")
+    head = ("level", "clips", "FP32 WER", "FP32 CER", "INT8 WER", "INT8 CER", "INT8 - FP32 WER")
+    print("| " + " | ".join((*head, "confidence")) + " |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, count, (fw, fc, iw, ic, conf) in rows:
+        print(f"| {label} | {count} | {fw:.2%} | {fc:.2%} | {iw:.2%} | {ic:.2%} | "
+              f"{iw - fw:+.2%} | {conf:.3f} |")  # fmt: skip
+    for name, level in LEVELS.items():
+        print(f"- {name}: {level}")
+
+
+def print_roi() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        after, stages, before, roi = roi_seconds(Path(tmp))
+    print("\n| 30 s 640x360 face clip (750 frames), --roi auto | seconds |")
+    print("|---|---|")
+    print(f"| before: MTCNN on every frame (first 75 frames timed, x10) | {before:.1f} |")
+    print(f"| after: `read_sentence`, default --roi (resolved to {roi}), total | {after:.1f} |")
+    for stage, sec in stages.items():
+        print(f"| after: stage {stage} | {sec:.2f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clips", type=int, default=200)
     ap.add_argument("--full-frames", type=int, default=75)
+    ap.add_argument("--level-clips", type=int, default=100, help="clips per difficulty level")
+    ap.add_argument("--face-clips", type=int, default=40, help="clips for the face level")
+    ap.add_argument("--parts", default="accuracy,full,timings,levels,roi,avsr")
     args = ap.parse_args()
     torch.set_num_threads(2)
     start = time.perf_counter()
+    parts = set(args.parts.split(","))
+    if "levels" in parts:
+        print_levels(args.level_clips, args.face_clips)
+    if "roi" in parts:
+        print_roi()
+    if "avsr" in parts:
+        print_avsr()
+    if parts & {"accuracy", "full", "timings"}:
+        old_parts(args)
+    print(f"\n(bench wall time {time.perf_counter() - start:.0f} s)")
+
+
+def old_parts(args: argparse.Namespace) -> None:
     rows = accuracy(args.clips)
     print(f"\nHeld-out synthetic GRID, {args.clips} clips (unseen speakers), demo model:\n")
     print("| path | WER | CER | sentences exact |")
@@ -189,7 +372,6 @@ def main() -> None:
     print(f"| full-size LipNet, end-to-end 3 s clip (64x128), emulator | {full_e2e:.2f} s |")
     print(f"| demo front-end, emulator ms/frame | {demo_ms:.3f} |")
     print(f"| end-to-end, 3 s clip (75 frames), emulator | {e2e:.2f} s |")
-    print(f"\n(bench wall time {time.perf_counter() - start:.0f} s)")
 
 
 if __name__ == "__main__":

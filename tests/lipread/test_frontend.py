@@ -66,7 +66,8 @@ def test_torch_frontend_chunked_matches_one_long_run() -> None:
 
     def fn(chunk: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            return fe(torch.from_numpy(chunk)).numpy()
+            out: np.ndarray = fe(torch.from_numpy(chunk)).numpy()
+        return out
 
     with torch.no_grad():
         ref = fe(x).numpy()

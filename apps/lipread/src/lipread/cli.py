@@ -12,14 +12,22 @@ from collections.abc import Sequence
 
 import typer
 
+HELP = """A silent mouth video in, the sentence out; LipNet's front-end INT8 on the MDLA.
+
+Usage: lipread VIDEO [OPTIONS] reads a clip; it is lipread read VIDEO [OPTIONS] (see lipread read --help).
+
+Without --weights the model is the shipped SYNTHETIC DEMO: trained on rendered cartoon mouths, it reads the synthetic samples, not real faces. For real video pass a LipNet-PyTorch checkpoint with --weights.
+"""  # noqa: E501  (one line a paragraph: the help formatter keeps line breaks)
+
 app = typer.Typer(
     name="lipread",
-    help="A silent mouth video in, the sentence out; LipNet's front-end INT8 on the MDLA.",
+    help=HELP,
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-COMMANDS = ("read", "calibrate", "convert")
+COMMANDS = ("read", "calibrate", "convert", "features")
 
 
 def route(argv: Sequence[str]) -> list[str]:
@@ -36,11 +44,12 @@ def main() -> None:
 
 
 def _register() -> None:
-    from lipread.commands import calibrate, convert, read
+    from lipread.commands import calibrate, convert, features, read
 
     app.command("read")(read.read)
     app.command("calibrate")(calibrate.calibrate)
     app.command("convert")(convert.convert)
+    app.command("features")(features.features)
 
 
 _register()

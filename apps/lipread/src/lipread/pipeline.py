@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from lipread.checkpoint import Checkpoint
+from lipread.confidence import LOW_CONFIDENCE, path_confidence
 from lipread.config import LipNetConfig
 from lipread.errors import DeviceError, LipreadError
 from lipread.frontend import (
@@ -22,14 +23,15 @@ from lipread.frontend import (
     torch_frontend,
 )
 from lipread.grid import greedy_ctc
-from lipread.image import crop, resize, to_model_input
+from lipread.image import crop, resize, save_crops, to_model_input
 from lipread.render import render_clip, spoken_sentence
-from lipread.roi import CornerFinder, Roi, mouth_boxes
+from lipread.roi import CornerFinder, Roi, mouth_boxes, resolve_roi
 from lipread.tail import tail_logits
 from lipread.video import read_video
 
 Array = np.ndarray[Any, Any]
 CALIBRATION_SPEAKERS = 20000  # synthetic speakers 20000.. calibrate; never trained or benched
+DEMO_NOTE = "synthetic demo model (trained on rendered mouths only; --weights for a real LipNet)"
 
 
 @dataclass
@@ -44,6 +46,10 @@ class Reading:
     window_ms: list[float] = field(default_factory=list)  # device time per 75-frame window
     seconds: dict[str, float] = field(default_factory=dict)  # wall time per stage
     run: dict[str, Any] = field(default_factory=dict)  # what a witness needs to replay it
+    confidence: float = 0.0  # lipread.confidence.path_confidence of the logits
+    roi: str = "none"  # the mouth-region mode used (the default resolved)
+    synthetic_demo: bool = False  # read by the shipped synthetic demo model
+    warnings: list[str] = field(default_factory=list)  # for stderr, one line each
 
     @property
     def ms_per_frame(self) -> float:
@@ -52,6 +58,9 @@ class Reading:
     def as_dict(self) -> dict[str, Any]:
         return {
             "text": self.text,
+            "confidence": round(self.confidence, 4),
+            "model": DEMO_NOTE if self.synthetic_demo else "checkpoint",
+            "roi": self.roi,
             "frames": self.frames,
             "device": self.device,
             "target": self.target,
@@ -73,6 +82,21 @@ def prepare(
     size = (cfg.height, cfg.width)
     crops = resize(frames, size) if boxes is None else crop(frames, boxes, size)
     return to_model_input(crops)
+
+
+def avsr_input(frames: Array, roi: Roi, name: str, finder: CornerFinder | None = None) -> Array:
+    """RGB frames -> auto-avsr's input (1, 1, T, 88, 88): a square around the mouth (the ROI
+    box's width, same centre; whole frames for `none`), then `avsr.to_avsr_input`."""
+    from lipread.avsr import to_avsr_input
+
+    roi, _ = resolve_roi(roi, frames.shape[1:3], name)
+    boxes = mouth_boxes(frames, roi, finder)
+    if boxes is None:
+        return to_avsr_input(resize(frames, (96, 96)))
+    square = boxes.copy()
+    square[:, 1] += boxes[:, 3] / 2 - boxes[:, 2] / 2
+    square[:, 3] = boxes[:, 2]
+    return to_avsr_input(crop(frames, square, (96, 96)))
 
 
 def synthetic_calibration(cfg: LipNetConfig, clips: int = 4) -> Iterator[Array]:
@@ -137,12 +161,22 @@ def read_sentence(
     on: str = "emu",
     fp32: bool = False,
     finder: CornerFinder | None = None,
+    crops_dir: Path | None = None,
 ) -> Reading:
-    """The whole app: the decoded sentence and where the time went."""
+    """The whole app: the decoded sentence, how sure it is and where the time went.
+
+    `Roi("default")` becomes `auto` or `none` by the frames' look (`roi.resolve_roi`);
+    `crops_dir` receives the crops the model read (`image.save_crops`)."""
     t0 = time.perf_counter()
     frames = read_video(video)
     t1 = time.perf_counter()
+    roi, warnings = resolve_roi(roi, frames.shape[1:3], video.name)
     x = prepare(frames, roi, ckpt.config, finder)
+    if crops_dir is not None:
+        try:
+            save_crops(x, crops_dir)
+        except OSError as exc:
+            raise LipreadError(f"--save-crops {crops_dir}: {exc.strerror or exc}") from exc
     t2 = time.perf_counter()
     if fp32:
         fn, latencies = fp32_frontend(ckpt)
@@ -152,8 +186,15 @@ def read_sentence(
     t3 = time.perf_counter()
     feats = run_chunked(fn, x)
     t4 = time.perf_counter()
-    text, path = greedy_ctc(tail_logits(feats, ckpt.state))
+    logits = tail_logits(feats, ckpt.state)
+    text, path = greedy_ctc(logits)
+    confidence = path_confidence(logits)
     t5 = time.perf_counter()
+    if confidence < LOW_CONFIDENCE:
+        warnings.append(
+            f"low confidence {confidence:.2f} (below {LOW_CONFIDENCE}): {video.name} may not show "
+            "a mouth the way the model was trained to read one; --save-crops DIR shows what it read"
+        )
     seconds = {"decode": t1 - t0, "crop": t2 - t1, "setup": t3 - t2, "frontend": t4 - t3}
     seconds |= {"tail": t5 - t4, "total": t5 - t0}
     return Reading(
@@ -167,4 +208,8 @@ def read_sentence(
         window_ms=list(latencies),
         seconds=seconds,
         run=info,
+        confidence=confidence,
+        roi=roi.mode,
+        synthetic_demo=bool(ckpt.meta.get("synthetic")),
+        warnings=warnings,
     )

@@ -124,20 +124,34 @@ def draw(params: Array, spk: Speaker, offsets: Array, size: tuple[int, int] = CR
     h, w = size
     yy = ((np.arange(h) + 0.5) / h).astype(np.float32)[None, :, None]
     xx = ((np.arange(w) + 0.5) / w).astype(np.float32)[None, None, :]
-    params, offsets = params.astype(np.float32), offsets.astype(np.float32)
-    op, wd, rd, te, tg = (params[:, j][:, None, None] for j in range(5))
+    offsets = offsets.astype(np.float32)
     cy = spk.centre[0] + offsets[:, 0][:, None, None]
     cx = spk.centre[1] + offsets[:, 1][:, None, None]
+    img = draw_mouth(params, spk, xx - cx, yy - cy)
+    gain, gx, gy = spk.light
+    light = gain * (1.0 + gx * (xx - 0.5) + gy * (yy - 0.5))
+    return img * light[..., None]
+
+
+def draw_mouth(
+    params: Array, spk: Speaker, dx: Array, dy: Array, base: Array | None = None
+) -> Array:
+    """The mouth drawn over `base` (T, H, W, 3; default the speaker's skin) at each pixel's
+    offset from the mouth centre (dx, dy), in units of the mouth crop's width and height."""
+    params = params.astype(np.float32)
+    op, wd, rd, te, tg = (params[:, j][:, None, None] for j in range(5))
     # outer lip ellipse: spread widens, rounding narrows and thickens
     a = spk.mouth_w * (0.75 + 0.4 * wd - 0.35 * rd)
     b_in = spk.mouth_h * op
     thick = spk.lip_thick * (1.0 + 0.6 * rd)
     b_out = b_in + thick
-    dy, dx = yy - cy, xx - cx
     outer = (dx / a) ** 2 + (dy / b_out) ** 2
     a_in = a * (0.82 - 0.25 * rd)
     inner = (dx / a_in) ** 2 + (dy / np.maximum(b_in, 1e-3)) ** 2
-    img = np.broadcast_to(spk.skin.astype(np.float32), (*outer.shape, 3)).copy()
+    if base is None:
+        img = np.broadcast_to(spk.skin.astype(np.float32), (*outer.shape, 3)).copy()
+    else:
+        img = base.copy()
     shade = 1.0 - 0.25 * np.exp(-(((dy - b_out * 1.6) / 0.08) ** 2)) * (np.abs(dx) < a * 1.2)
     img *= shade[..., None]
     lips = (outer < 1.0)[..., None]
@@ -153,10 +167,12 @@ def draw(params: Array, spk: Speaker, offsets: Array, size: tuple[int, int] = CR
     tongue = mouth & (
         (dx / (a_in * 0.6)) ** 2 + ((dy - b_in * (1.0 - tg)) / (b_in * 0.6)) ** 2 < tg
     )
-    img = np.where(tongue[..., None], np.array([0.85, 0.35, 0.38]), img)
-    gain, gx, gy = spk.light
-    light = gain * (1.0 + gx * (xx - 0.5) + gy * (yy - 0.5))
-    return img * light[..., None]
+    return np.where(tongue[..., None], np.array([0.85, 0.35, 0.38]), img)
+
+
+def rest_half_width(spk: Speaker) -> float:
+    """The outer lips' half-width at rest, in mouth-crop widths (the corners' distance / 2)."""
+    return float(spk.mouth_w * (0.75 + 0.4 * REST.width - 0.35 * REST.rounding))
 
 
 def spoken_sentence(speaker: int, clip: int) -> tuple[str, ...]:

@@ -1,15 +1,18 @@
 """The mouth region of interest: `none`, a fixed `X,Y,W,H` box, or `auto` (MTCNN landmarks).
 
 `auto` uses MTCNN from facenet-pytorch 2.5.3 (its pnet/rnet/onet weights ship in the wheel; it
-needs torch and torchvision). Its five points include both mouth corners: the crop is centred
+needs torch and torchvision), run in full every second and as a tracker (its O-Net alone) in
+between (`lipread.track`). Its five points include both mouth corners: the crop is centred
 on their midpoint, its width is 2.2x the corner distance (LipNet-PyTorch's 160x80 crop around
-a mouth ~70 px wide), its height half the width, both smoothed over time with a centred moving
-average. Gaps of up to MAX_GAP frames without a face are interpolated; longer ones are errors.
+a mouth ~70 px wide), its height half the width. The centre is smoothed with a centred 5-frame
+moving average; the width first with a centred 25-frame (1 s) moving median, then the same
+average: the corners move apart and together as the lips spread and round (by up to 2x on the
+synthetic corpus), and a crop that followed them would zoom with every /u/. Gaps of up to
+MAX_GAP frames without a face are interpolated; longer ones are errors.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,17 +20,55 @@ from typing import Any
 import numpy as np
 
 from lipread.errors import NoFaceError, UnsupportedError, VideoError
+from lipread.track import MAX_GAP
 
 Array = np.ndarray[Any, Any]
 CornerFinder = Callable[[Array], Array]  # (T, H, W, 3) RGB -> (T, 2, 2) corners (x, y) or NaN
-MAX_GAP = 5
 SMOOTH = 5
+SMOOTH_WIDTH = 25
+
+
+MOUTH_ASPECT = (1.6, 2.5)  # width / height of a mouth crop: LipNet's are 2:1 (64x128, 50x100)
+MOUTH_MAX_HEIGHT = 160  # 2.5x the published input's 64 rows; faces are filmed larger
 
 
 @dataclass(frozen=True, slots=True)
 class Roi:
-    mode: str  # "none" | "box" | "auto"
+    mode: str  # "none" | "box" | "auto" | "default" (none or auto by the frames' look)
     box: tuple[int, int, int, int] | None = None
+    why: str = ""  # how a default was resolved, for error messages
+
+
+def looks_like_mouth_crop(height: int, width: int) -> bool:
+    """Frames of a mouth crop: about 2:1 (aspect 1.6-2.5) and at most 160 px high.
+
+    Face and phone video is 4:3, 16:9 or 9:16 (GRID: 360x288) and taller than 160 px; a 2:1
+    frame that tall is a wide shot, not a crop. Geometry only: no detector runs to decide.
+    """
+    lo, hi = MOUTH_ASPECT
+    return lo <= width / height <= hi and height <= MOUTH_MAX_HEIGHT
+
+
+def resolve_roi(roi: Roi, size: tuple[int, int], name: str) -> tuple[Roi, list[str]]:
+    """The ROI to use for frames of `size` (H, W), and warnings for stderr.
+
+    `default` becomes `none` for frames that look like a mouth crop, else `auto`; `none` on
+    frames that do not look like one is kept, with a warning.
+    """
+    h, w = size
+    crop_like = looks_like_mouth_crop(h, w)
+    if roi.mode == "default":
+        if crop_like:
+            return Roi("none"), []
+        why = f"{name}: its {w}x{h} frames are not a mouth crop (2:1, <= {MOUTH_MAX_HEIGHT} px)"
+        return Roi("auto", why=why), []
+    if roi.mode == "none" and not crop_like:
+        return roi, [
+            f"--roi none, but {name}'s {w}x{h} frames do not look like a mouth crop (about 2:1, "
+            f"at most {MOUTH_MAX_HEIGHT} px high): the model reads each whole frame as a mouth; "
+            "for a face use --roi auto"
+        ]
+    return roi, []
 
 
 def parse_roi(text: str) -> Roi:
@@ -58,24 +99,13 @@ def _ranges(idx: list[int]) -> str:
 
 
 def mtcnn_corners(frames: Array) -> Array:
-    """Mouth corners per frame with facenet-pytorch's MTCNN; NaN where no face is found."""
-    try:
-        mtcnn_cls = importlib.import_module("facenet_pytorch").MTCNN
-    except ModuleNotFoundError as exc:
-        raise UnsupportedError(
-            "--roi auto needs facenet-pytorch 2.5.3 (MTCNN, weights in its wheel) with torch and "
-            "torchvision: pip install torch torchvision facenet-pytorch (the extra "
-            "`mdla-lipread[auto]`); or pass --roi X,Y,W,H or --roi none"
-        ) from exc
-    detector = mtcnn_cls(device="cpu", keep_all=False)
-    out = np.full((len(frames), 2, 2), np.nan)
-    for i in range(0, len(frames), 16):
-        batch = [np.ascontiguousarray(f) for f in frames[i : i + 16]]
-        _, probs, points = detector.detect(batch, landmarks=True)
-        for j, pts in enumerate(points):
-            if pts is not None and probs[j] is not None:
-                out[i + j] = np.asarray(pts[0], dtype=float)[3:5]
-    return out
+    """Mouth corners per frame by MTCNN, tracked between keyframes (`lipread.track`); NaN where
+    no face is found."""
+    from lipread.track import MtcnnDetector, track_corners
+
+    detector = MtcnnDetector()
+    with detector.one_thread():
+        return track_corners(frames, detector)
 
 
 def boxes_from_corners(corners: Array) -> Array:
@@ -95,12 +125,17 @@ def boxes_from_corners(corners: Array) -> Array:
         [np.interp(t, t[ok], centre[ok, 0]), np.interp(t, t[ok], centre[ok, 1]),
          np.interp(t, t[ok], width[ok])], axis=1,
     )  # fmt: skip
-    k = min(SMOOTH, total)
-    padded = np.pad(track, ((k // 2, k - 1 - k // 2), (0, 0)), mode="edge")
-    kernel = np.ones(k) / k
-    smooth = np.stack([np.convolve(padded[:, j], kernel, mode="valid") for j in range(3)], axis=1)
+    track[:, 2] = _centred(track[:, 2], SMOOTH_WIDTH, np.median)
+    smooth = np.stack([_centred(track[:, j], SMOOTH, np.mean) for j in range(3)], axis=1)
     w = np.maximum(smooth[:, 2], 4.0)
     return np.stack([smooth[:, 0] - w / 2, smooth[:, 1] - w / 4, w, w / 2], axis=1)
+
+
+def _centred(x: Array, k: int, reduce: Callable[..., Array]) -> Array:
+    """`reduce` over a centred window of k frames (shorter clips: all), edges replicated."""
+    k = min(k, len(x))
+    padded = np.pad(x, (k // 2, k - 1 - k // 2), mode="edge")
+    return reduce(np.lib.stride_tricks.sliding_window_view(padded, k), axis=1)
 
 
 def _long_gaps(missing: list[int]) -> list[int]:
@@ -127,4 +162,10 @@ def mouth_boxes(frames: Array, roi: Roi, finder: CornerFinder | None = None) -> 
         if x + bw > w or y + bh > h:
             raise VideoError(f"--roi {x},{y},{bw},{bh} reaches outside the {w}x{h} frame")
         return np.tile(np.array(roi.box, dtype=float), (len(frames), 1))
-    return boxes_from_corners((finder or mtcnn_corners)(frames))
+    try:
+        corners = (finder or mtcnn_corners)(frames)
+    except UnsupportedError as exc:
+        if not roi.why:
+            raise
+        raise UnsupportedError(f"{roi.why}: {exc}") from exc
+    return boxes_from_corners(corners)

@@ -14,6 +14,7 @@ from lipread.commands.options import Debug, RoiOpt, Weights, as_roi, guarded
 from lipread.errors import VideoError
 from lipread.frontend import CLIP_FRAMES, compile_frontend
 from lipread.pipeline import prepare
+from lipread.roi import resolve_roi
 from lipread.video import read_video
 
 VIDEO_SUFFIXES = {".mp4", ".mpg", ".mpeg", ".avi", ".mov", ".mkv", ".webm", ".m4v"}
@@ -31,7 +32,7 @@ def videos_in(folder: Path) -> list[Path]:
 def calibrate(
     folder: Annotated[Path, typer.Argument(metavar="DIR", help="A folder of your videos.")],
     weights: Weights = None,
-    roi: RoiOpt = "none",
+    roi: RoiOpt = None,
     max_clips: Annotated[int, typer.Option(min=1, help="Use at most this many videos.")] = 32,
     debug: Debug = False,
 ) -> None:
@@ -43,7 +44,9 @@ def calibrate(
 
         def clips() -> Iterator[np.ndarray[Any, Any]]:
             for path in paths:
-                x = prepare(read_video(path), as_roi(roi), ckpt.config)
+                frames = read_video(path)
+                clip_roi, _ = resolve_roi(as_roi(roi), frames.shape[1:3], path.name)
+                x = prepare(frames, clip_roi, ckpt.config)
                 for start in range(0, max(1, x.shape[2] - CLIP_FRAMES + 1), CLIP_FRAMES):
                     yield x[:, :, start : start + CLIP_FRAMES]
 

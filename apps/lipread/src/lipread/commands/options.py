@@ -15,7 +15,9 @@ from lipread.roi import Roi, parse_roi
 T = TypeVar("T")
 
 
-def roi_option(text: str) -> str:
+def roi_option(text: str | None) -> str | None:
+    if text is None:
+        return None
     try:
         parse_roi(text)
     except ValueError as exc:
@@ -23,8 +25,10 @@ def roi_option(text: str) -> str:
     return text
 
 
-def as_roi(text: str) -> Roi:
-    """The parsed --roi (already validated by its callback)."""
+def as_roi(text: str | None) -> Roi:
+    """The parsed --roi (already validated by its callback); unset is `Roi("default")`."""
+    if text is None:
+        return Roi("default")
     try:
         return parse_roi(text)
     except ValueError as exc:
@@ -40,15 +44,18 @@ def target_option(text: str) -> str:
 Weights = Annotated[
     Path | None,
     typer.Option(help="LipNet checkpoint: LipNet-PyTorch .pt state dict or lipread .npz "
-                 "[default: the shipped synthetic demo model]"),
+                 "(default: the shipped SYNTHETIC DEMO model, which reads rendered mouths only)"),
 ]  # fmt: skip
 RoiOpt = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--roi",
         callback=roi_option,
         metavar="auto|none|X,Y,W,H",
-        help="Mouth region: none (already a mouth crop), a fixed box, or auto (MTCNN).",
+        help="Mouth region: none (already a mouth crop), a fixed box, or auto (MTCNN face "
+        "landmarks, tracked). Default: none if the frames look like a mouth crop (about 2:1, "
+        "at most 160 px high), else auto.",
+        show_default=False,
     ),
 ]
 Debug = Annotated[bool, typer.Option(help="Show tracebacks.")]
