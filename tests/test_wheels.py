@@ -8,6 +8,7 @@ Third-party dependencies come from the machine's package index (PyPI), as they w
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,7 +51,9 @@ def _pip(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    folders = [str(ROOT / folder) for folder, _ in PACKAGES.values()]
+    src = tmp_path_factory.mktemp("src")  # copies: a build leaves build/ and .egg-info behind
+    skip = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+    folders = [str(shutil.copytree(ROOT / f, src / f, ignore=skip)) for f, _ in PACKAGES.values()]
     proc = _pip("wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), *folders)
     assert proc.returncode == 0, proc.stderr
     return out

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from importlib.metadata import version
+from typing import Annotated
+
 import typer
 
 from workbench.commands import (
@@ -10,7 +13,9 @@ from workbench.commands import (
     compile,
     devices,
     doctor,
+    engine,
     export,
+    inspect,
     run,
     tui,
     validate,
@@ -27,8 +32,20 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"workbench (mdla-workbench) {version('mdla-workbench')}")
+        raise typer.Exit()
+
+
 @app.callback(invoke_without_command=True)
-def entry(ctx: typer.Context) -> None:
+def entry(
+    ctx: typer.Context,
+    show_version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
     """Compile PyTorch CNNs to INT8 for the MediaTek MDLA and run them on a phone or the
     host emulator. Without a command: the TUI."""
     if ctx.invoked_subcommand is None:
@@ -43,7 +60,9 @@ app.command("validate", epilog=validate.EPILOG)(validate.validate_command)
 app.command("witness", epilog=witness.EPILOG)(witness.witness_command)
 app.command("devices", epilog=devices.EPILOG)(devices.devices_command)
 app.command("doctor", epilog=doctor.EPILOG)(doctor.doctor_command)
+app.command("engine", epilog=engine.EPILOG)(engine.engine_command)
 app.command("export", epilog=export.EPILOG)(export.export_command)
+app.command("inspect", epilog=inspect.EPILOG)(inspect.inspect_command)
 app.command("tui", epilog=tui.EPILOG)(tui.tui_command)
 
 try:  # `workbench probe` (issue 9) is its own module, written in parallel

@@ -48,8 +48,15 @@ def emulator_counter() -> Iterator[str]:
                 os.environ[ENV] = old
 
 
-def counter_for(target: mdla_runtime.Target, emulator_node: str | None) -> Counter:
-    if target.name == "emu":
+def counter_for(
+    target: mdla_runtime.Target,
+    emulator_node: str | None,
+    node: str | None = None,
+    sysfs: str = "/sys",
+) -> Counter:
+    """The counter to read: the emulator's own, else `node` if given (a device directory with
+    power/runtime_*), else the one discovered under `sysfs` on the target's machine."""
+    if target.name == "emu" and node is None:
         if emulator_node is None:
             raise ValueError("the emulator's counter needs emulator_counter()")
         return Counter(
@@ -59,7 +66,9 @@ def counter_for(target: mdla_runtime.Target, emulator_node: str | None) -> Count
         )
     shell = getattr(target, "shell", None)
     where = "the phone" if shell is not None else "this machine"
-    return Counter(None, "/sys", f"the APU runtime-PM node of {where}", shell)
+    if node is not None:
+        return Counter(node, sysfs, f"the runtime-PM node {node} on {where} (given)", shell)
+    return Counter(None, sysfs, f"the APU runtime-PM node under {sysfs} on {where}", shell)
 
 
 def read(counter: Counter) -> mdla_witness.Reading | None:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from typing import Annotated
+
+import typer
+
 import mdla_runtime
 from workbench.commands.options import Debug, On, console
 from workbench.errors import reported
@@ -14,11 +19,18 @@ EPILOG = """Examples:
 """
 
 
-def devices_command(on: On = "emu", debug: Debug = False) -> None:
+def devices_command(
+    on: On = "emu",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    debug: Debug = False,
+) -> None:
     """Show which Neuron Adapter library the target loads, its version and its devices."""
     with reported(debug):
         target = mdla_runtime.open_target(on)
         info = target.info()
+        if as_json:
+            typer.echo(json.dumps({"target": target.name, **info}))
+            return
         con = console()
         con.print(f"target:  {target.name}", markup=False)
         con.print(f"adapter: {info.get('adapter', target.lib)}", markup=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -19,15 +20,34 @@ EPILOG = """Examples:
   workbench witness lite0.mdla                        # emulator: its own fake APU counter
 
   workbench witness lite0.mdla --on ssh://root@phone --idle 4 --runs 20
+
+  workbench witness lite0.mdla cat.jpg --on ssh://root@phone \
+      --node /sys/devices/platform/190f0000.apu_top
 """
 
 
 def witness_command(
     manifest_path: Annotated[Path, typer.Argument(metavar="OUT.mdla", help="Compiled model.")],
+    image: Annotated[
+        str | None,
+        typer.Argument(help="Input image file or sample name (default: the first sample)."),
+    ] = None,
     on: On = "emu",
     device: Device = "mtk-mdla",
     idle: Annotated[float, typer.Option("--idle", min=0.0, help="Idle control, seconds.")] = 4.0,
     runs: Annotated[int, typer.Option("--runs", min=1, help="Inferences in the run.")] = 10,
+    node: Annotated[
+        str | None,
+        typer.Option(
+            "--node",
+            help="The APU device directory whose power/runtime_active_time to read (skips "
+            "discovery; what the verdict asks for when it finds none).",
+        ),
+    ] = None,
+    sysfs: Annotated[
+        str, typer.Option("--sysfs", help="Where to discover the node (a sysfs root).")
+    ] = "/sys",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
     debug: Debug = False,
 ) -> None:
     """Read the APU's runtime_active_time, idle (the control), read, run N inferences, read:
@@ -37,20 +57,34 @@ def witness_command(
         con = console()
         manifest = pipeline.load_manifest(manifest_path)
         target = mdla_runtime.open_target(on)
-        (_, x), *_ = manifest_inputs(manifest, [])
+        (_, x), *_ = manifest_inputs(manifest, [image] if image else [])
         with contextlib.ExitStack() as stack:
-            node = stack.enter_context(witnessing.emulator_counter()) if on == "emu" else None
-            counter = witnessing.counter_for(target, node)
-            con.print(f"counter: {counter.what}", markup=False)
-            con.print(f"idle control {idle:g} s, then {runs} run(s) on {device} ...", markup=False)
+            fake = None
+            if on == "emu" and node is None:
+                fake = stack.enter_context(witnessing.emulator_counter())
+            counter = witnessing.counter_for(target, fake, node, sysfs)
+            if not as_json:
+                con.print(f"counter: {counter.what}", markup=False)
+                con.print(
+                    f"idle control {idle:g} s, then {runs} run(s) on {device} ...", markup=False
+                )
             w = witnessing.witness_runs(
                 target,
                 counter,
                 lambda: target.run(manifest, [x], devices=(device,), repeat=runs),
                 idle,
             )
-        con.print(str(w), markup=False)
-        if w.run_result is not None:
+        if as_json:
+            fields = ("verdict", "node", "idle_s", "control_ms", "run_ms")
+            out = {k: getattr(w, k) for k in fields}
+            out |= {"status_before": w.status_before, "status_after": w.status_after}
+            out |= {"counter": counter.what, "runs": runs, "device": device}
+            if w.run_result is not None:
+                out["latency_ms"] = w.run_result.latency_stats()
+            typer.echo(json.dumps(out))
+        else:
+            con.print(str(w), markup=False)
+        if w.run_result is not None and not as_json:
             lat = w.run_result.latency_ms
             con.print(f"latency: {lat[0]:.2f} ms median, {lat[1]:.2f} ms min", markup=False)
         if not w.witnessed:
