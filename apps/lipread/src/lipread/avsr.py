@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
+from lipread.checkpoint import key_problems
 from lipread.errors import CheckpointError
 
 Array = np.ndarray[Any, Any]
@@ -151,21 +152,8 @@ def select_frontend(state: dict[str, Array]) -> dict[str, Array]:
 def check_avsr(state: dict[str, Array], where: str) -> None:
     """Raise CheckpointError naming every missing, unexpected and mis-shaped key."""
     want = avsr_shapes()
-    optional = {k for k in want if k.endswith("num_batches_tracked")}
-    missing = sorted(set(want) - set(state) - optional)
-    unexpected = sorted(set(state) - set(want))
-    shaped = [
-        f"{k} {tuple(state[k].shape)} (expected {want[k]})"
-        for k in sorted(set(want) & set(state))
-        if tuple(state[k].shape) != want[k]
-    ]
-    problems = []
-    if missing:
-        problems.append("missing " + ", ".join(missing))
-    if unexpected:
-        problems.append("unexpected " + ", ".join(unexpected))
-    if shaped:
-        problems.append("mis-shaped " + ", ".join(shaped))
+    optional = frozenset(k for k in want if k.endswith("num_batches_tracked"))
+    problems = key_problems(state, want, optional)
     if problems:
         raise CheckpointError(
             f"{where}: not an auto-avsr visual front-end (Conv3dResNet): " + "; ".join(problems)

@@ -87,10 +87,14 @@ def _read_torch(path: Path) -> dict[str, Array]:
     return out
 
 
-def check_state(state: dict[str, Array], cfg: LipNetConfig, where: str) -> None:
-    """Raise CheckpointError naming every missing, unexpected and mis-shaped key."""
-    want = cfg.shapes()
-    missing = [k for k in want if k not in state]
+def key_problems(
+    state: dict[str, Array],
+    want: dict[str, tuple[int, ...]],
+    optional: frozenset[str] = frozenset(),
+) -> list[str]:
+    """What keeps `state` from being `want` (key -> shape): the missing, unexpected and
+    mis-shaped keys, one entry per kind; [] when it fits."""
+    missing = [k for k in want if k not in state and k not in optional]
     unexpected = [k for k in state if k not in want]
     shaped = [
         f"{k} {tuple(state[k].shape)} (expected {want[k]})"
@@ -104,6 +108,12 @@ def check_state(state: dict[str, Array], cfg: LipNetConfig, where: str) -> None:
         problems.append("unexpected " + ", ".join(unexpected))
     if shaped:
         problems.append("mis-shaped " + ", ".join(shaped))
+    return problems
+
+
+def check_state(state: dict[str, Array], cfg: LipNetConfig, where: str) -> None:
+    """Raise CheckpointError naming every missing, unexpected and mis-shaped key."""
+    problems = key_problems(state, cfg.shapes())
     if problems:
         size = f"{cfg.height}x{cfg.width}, hidden {cfg.hidden}"
         raise CheckpointError(f"{where}: not a LipNet checkpoint ({size}): " + "; ".join(problems))

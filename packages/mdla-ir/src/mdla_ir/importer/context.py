@@ -149,3 +149,14 @@ def target_name(node: fx.Node) -> str:
 
 
 Converter = Callable[[Ctx, Any, tuple[Any, ...], dict[str, Any]], None]
+
+
+def bound(
+    c: Ctx, names: tuple[str, ...], args: tuple[Any, ...], kw: dict[str, Any]
+) -> dict[str, Any]:
+    """A functional call's arguments by parameter name (positional ones named by `names`), each
+    but the first (the tensor) read as a Python value."""
+    return {
+        k: v if k == names[0] else c.value(v)
+        for k, v in (dict(zip(names, args, strict=False)) | kw).items()
+    }

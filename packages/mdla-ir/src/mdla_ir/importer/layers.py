@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from mdla_ir.importer.context import (
-    Converter,
     Ctx,
     Unsupported,
+    bound,
     pair,
     same_pads,
     triple,
@@ -186,48 +186,21 @@ def m_avgpool(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None
     )
 
 
-def f_pool(kind: OpKind) -> Converter:
-    def convert(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
-        if kind is OpKind.MAX_POOL_2D:
-            names = (
-                "input",
-                "kernel_size",
-                "stride",
-                "padding",
-                "dilation",
-                "ceil_mode",
-                "return_indices",
-            )
-        else:
-            names = (
-                "input",
-                "kernel_size",
-                "stride",
-                "padding",
-                "ceil_mode",
-                "count_include_pad",
-                "divisor_override",
-            )
-        a = {
-            k: c.value(v) if k != "input" else v
-            for k, v in (dict(zip(names, args, strict=False)) | kw).items()
-        }
-        if a.get("return_indices"):
-            raise Unsupported("max_pool2d(return_indices=True)")
-        _pool2d(
-            c,
-            kind,
-            a["input"],
-            a["kernel_size"],
-            a.get("stride"),
-            a.get("padding", 0),
-            a.get("dilation", 1),
-            a.get("ceil_mode", False),
-            a.get("count_include_pad", True),
-            a.get("divisor_override"),
-        )
-
-    return convert
+def f_maxpool(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    names = ("input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
+    a = bound(c, names, args, kw)
+    if a.get("return_indices"):
+        raise Unsupported("max_pool2d(return_indices=True)")
+    _pool2d(
+        c,
+        OpKind.MAX_POOL_2D,
+        a["input"],
+        a["kernel_size"],
+        a.get("stride"),
+        a.get("padding", 0),
+        a.get("dilation", 1),
+        a.get("ceil_mode", False),
+    )
 
 
 def adaptive(c: Ctx, x: Any, output_size: Any) -> None:

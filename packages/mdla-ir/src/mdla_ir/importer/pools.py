@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mdla_ir.importer.context import Converter, Ctx, Unsupported, pair
+from mdla_ir.importer.context import Converter, Ctx, Unsupported, bound, pair
 from mdla_ir.importer.layers import _pool_pads
 from mdla_ir.importer.shaped import emit_shaped
 from mdla_ir.ops import OpKind
@@ -113,10 +113,7 @@ def _f_avgpool2d(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> N
         "count_include_pad",
         "divisor_override",
     )
-    a = {
-        k: c.value(v) if k != "input" else v
-        for k, v in (dict(zip(names, args, strict=False)) | kw).items()
-    }
+    a = bound(c, names, args, kw)
     _avg_pool2d(
         c,
         a["input"],

@@ -26,8 +26,8 @@ from mdla_ir.importer.layers import (
     adaptive,
     f_conv2d,
     f_linear,
+    f_maxpool,
     f_pad,
-    f_pool,
     m_batchnorm,
     m_conv2d,
     m_conv3d,
@@ -251,7 +251,7 @@ FUNCTIONS: dict[Any, Converter] = {
         c, a[0], c.value(a[1] if len(a) > 1 else k["output_size"])
     ),
     F.avg_pool2d: f_avgpool2d,
-    F.max_pool2d: f_pool(OpKind.MAX_POOL_2D),
+    F.max_pool2d: f_maxpool,
     F.conv2d: f_conv2d,
     F.linear: f_linear,
     F.dropout: identity(OpKind.DROPOUT),

@@ -16,10 +16,9 @@ on a 7×7 map) averages one element per bin: the identity, dropped.
 
 from __future__ import annotations
 
-import numpy as np
-
 from mdla_ir import Op, OpKind
-from mdla_legalize.rules.base import Ctx, Rule, derive, pat
+from mdla_legalize.rules.base import Ctx, Rule, pat
+from mdla_legalize.rules.heads import linear_as_conv, linear_bias
 
 
 def flatten_linear_to_conv(op: Op, ctx: Ctx) -> list[Op] | None:
@@ -42,29 +41,10 @@ def flatten_linear_to_conv(op: Op, ctx: Ctx) -> list[Op] | None:
         ctx.take(x2)
     n, c, h, wd = shape
     o = w.shape[0]
-    bias = (
-        op.inputs[2]
-        if len(op.inputs) > 2
-        else ctx.add_const(f"{op.name}.zero_bias", np.zeros(o, np.float32))
-    )
     (y,) = op.outputs
     y4 = ctx.tensor(f"{y}.as_image", (n, o, 1, 1))
     filt = ctx.add_const(f"{w_name}.conv{h}x{wd}", w.reshape(o, c, h, wd))
-    return [
-        derive(
-            op,
-            "",
-            OpKind.CONV_2D,
-            [x, filt, bias],
-            [y4],
-            stride=(1, 1),
-            dilation=(1, 1),
-            padding=(0, 0, 0, 0),
-            groups=1,
-            fuse=op.attrs.get("fuse", "NONE"),
-        ),
-        derive(op, "flatten", OpKind.RESHAPE, [y4], [y], shape=(n, o)),
-    ]
+    return linear_as_conv(op, x, filt, linear_bias(op, ctx, o), y4, n, o)
 
 
 def identity_adaptive_pool(op: Op, ctx: Ctx) -> list[Op] | None:

@@ -18,28 +18,23 @@ def _image(n: int, c: int, layout: str) -> tuple[int, int, int, int]:
     return (n, c, 1, 1) if layout == "NCHW" else (n, 1, 1, c)
 
 
-def linear_to_conv1x1(op: Op, ctx: Ctx) -> list[Op] | None:
-    x, w_name = op.inputs[:2]
-    w = ctx.const(w_name)
-    if w is None or len(ctx.shape(x)) != 2:
-        return None
-    (n, i), o = ctx.shape(x), w.shape[0]
-    filt = w.reshape(o, i, 1, 1) if ctx.layout == "NCHW" else w.reshape(o, 1, 1, i)
-    bias = (
-        op.inputs[2]
-        if len(op.inputs) > 2
-        else ctx.add_const(f"{op.name}.zero_bias", np.zeros(o, np.float32))
-    )
+def linear_bias(op: Op, ctx: Ctx, out_features: int) -> str:
+    """The Linear's bias tensor, or a zero one (CONV_2D always takes a bias)."""
+    if len(op.inputs) > 2:
+        return op.inputs[2]
+    return ctx.add_const(f"{op.name}.zero_bias", np.zeros(out_features, np.float32))
+
+
+def linear_as_conv(op: Op, x4: str, filt: str, bias: str, y4: str, n: int, o: int) -> list[Op]:
+    """The Linear `op` as a VALID stride-1 CONV_2D from image `x4` to the (N, O, 1, 1) image
+    `y4` (its fused activation kept), then the RESHAPE to the Linear's (N, O) output."""
     (y,) = op.outputs
-    x4 = ctx.tensor(f"{x}.as_image", _image(n, i, ctx.layout))
-    y4 = ctx.tensor(f"{y}.as_image", _image(n, o, ctx.layout))
     return [
-        derive(op, "to_image", OpKind.RESHAPE, [x], [x4], shape=_image(n, i, ctx.layout)),
         derive(
             op,
             "",
             OpKind.CONV_2D,
-            [x4, ctx.add_const(f"{w_name}.conv1x1", filt), bias],
+            [x4, filt, bias],
             [y4],
             stride=(1, 1),
             dilation=(1, 1),
@@ -49,6 +44,21 @@ def linear_to_conv1x1(op: Op, ctx: Ctx) -> list[Op] | None:
         ),
         derive(op, "flatten", OpKind.RESHAPE, [y4], [y], shape=(n, o)),
     ]
+
+
+def linear_to_conv1x1(op: Op, ctx: Ctx) -> list[Op] | None:
+    x, w_name = op.inputs[:2]
+    w = ctx.const(w_name)
+    if w is None or len(ctx.shape(x)) != 2:
+        return None
+    (n, i), o = ctx.shape(x), w.shape[0]
+    filt = w.reshape(o, i, 1, 1) if ctx.layout == "NCHW" else w.reshape(o, 1, 1, i)
+    (y,) = op.outputs
+    x4 = ctx.tensor(f"{x}.as_image", _image(n, i, ctx.layout))
+    y4 = ctx.tensor(f"{y}.as_image", _image(n, o, ctx.layout))
+    to_image = derive(op, "to_image", OpKind.RESHAPE, [x], [x4], shape=_image(n, i, ctx.layout))
+    conv = ctx.add_const(f"{w_name}.conv1x1", filt)
+    return [to_image, *linear_as_conv(op, x4, conv, linear_bias(op, ctx, o), y4, n, o)]
 
 
 def _spatial(shape: tuple[int, ...], layout: str) -> tuple[int, int]:

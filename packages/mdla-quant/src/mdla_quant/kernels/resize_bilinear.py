@@ -41,10 +41,11 @@ def _axis(n_in: int, n_out: int, align: bool, half: bool) -> tuple[Array, Array,
     return lo, hi, p - 2**10 * lo
 
 
-@kernel(OpKind.RESIZE_BILINEAR)
-def resize_bilinear(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
-) -> Array:
+def resize_operands(
+    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams
+) -> tuple[Array, tuple[int, int], bool, bool]:
+    """What both resizes check and read: the NHWC int8 input (its params equal the output's),
+    the output size and the align_corners / half_pixel_centers flags (at most one)."""
     x = int8_arg(op, args, 0)
     same_params(op, arg_q[0], out_q, "input")
     if x.ndim != 4:
@@ -57,6 +58,14 @@ def resize_bilinear(
             f"size {(oh, ow)}, align_corners={align}, half_pixel_centers={half}: "
             "need size >= 1 and at most one of the two flags",
         )
+    return x, (oh, ow), align, half
+
+
+@kernel(OpKind.RESIZE_BILINEAR)
+def resize_bilinear(
+    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+) -> Array:
+    x, (oh, ow), align, half = resize_operands(op, args, arg_q, out_q)
     y0, y1, dy = _axis(x.shape[1], oh, align, half)
     x0, x1, dx = _axis(x.shape[2], ow, align, half)
     v = x.astype(np.int64)

@@ -10,30 +10,19 @@ share scale and zero point.
 
 from __future__ import annotations
 
-from mdla_ir.attrs import ResizeAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.interp.resample import nearest_index
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array
-from mdla_quant.kernels.registry import fail, int8_arg, kernel, same_params
+from mdla_quant.kernels.registry import kernel
+from mdla_quant.kernels.resize_bilinear import resize_operands
 
 
 @kernel(OpKind.RESIZE_NEAREST_NEIGHBOR)
 def resize_nearest(
     op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
 ) -> Array:
-    x = int8_arg(op, args, 0)
-    same_params(op, arg_q[0], out_q, "input")
-    if x.ndim != 4:
-        raise fail(op, f"input must be NHWC, got shape {x.shape}")
-    a = ResizeAttrs.of(op)
-    (oh, ow), align, half = a.size, a.align_corners, a.half_pixel_centers
-    if (align and half) or min(oh, ow) < 1:
-        raise fail(
-            op,
-            f"size {(oh, ow)}, align_corners={align}, half_pixel_centers={half}: "
-            "need size >= 1 and at most one of the two flags",
-        )
+    x, (oh, ow), align, half = resize_operands(op, args, arg_q, out_q)
     rows = nearest_index(x.shape[1], oh, align, half)
     cols = nearest_index(x.shape[2], ow, align, half)
     return x[:, rows][:, :, cols]
