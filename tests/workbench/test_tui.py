@@ -40,6 +40,19 @@ async def wait_for(pilot: Pilot[None], done: Callable[[], bool], seconds: float 
     raise AssertionError("timed out waiting for the TUI")
 
 
+async def settle(pilot: Pilot[None], app: WorkbenchApp, seconds: float = 10) -> None:
+    """Wait until two screenshots 0.1 s apart are the same: a DataTable sizes its columns and
+    scrollbars over a few refreshes after its rows arrive (a snapshot taken in between flaked)."""
+    last = ""
+    for _ in range(int(seconds / 0.1)):
+        await pilot.pause(0.1)
+        now = app.export_screenshot()
+        if now == last:
+            return
+        last = now
+    raise AssertionError("the screen did not settle")
+
+
 def text(app: WorkbenchApp, selector: str) -> str:
     return str(app.screen.query_one(selector, Static).render())
 
@@ -57,6 +70,7 @@ async def test_graph_opens_searches_and_details() -> None:
         table = app.screen.query_one("#ops", DataTable)
         await wait_for(pilot, lambda: table.row_count == 8)
         assert "8/8 ops on mtk-mdla" in text(app, "#summary")
+        await settle(pilot, app)
         assert_snapshot(app, "graph")
         await pilot.press("down", "down")
         assert "#2 stem.2.logistic (LOGISTIC)" in text(app, "#detail")

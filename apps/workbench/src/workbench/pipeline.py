@@ -46,6 +46,7 @@ class Source:
     input_shapes: tuple[tuple[int, ...], ...]
     preprocess: str | None
     labels: tuple[str, ...] | None
+    random_weights: bool = False
 
     @property
     def image_size(self) -> tuple[int, int]:
@@ -81,7 +82,15 @@ def load_source(spec: str, weights: str | None = None) -> Source:
     model = mdla_zoo.load_model(spec, weights)
     graph = mdla_ir.from_torch(model.module, model.example_inputs, name=model_name(spec))
     shapes = tuple(tuple(int(d) for d in x.shape) for x in model.example_inputs)
-    return Source(spec, graph, shapes, model.preprocess, model.labels)
+    return Source(spec, graph, shapes, model.preprocess, model.labels, model.random_weights)
+
+
+def random_weights_warning(spec: str) -> str:
+    """The one-line warning for a model compiled, or run, with random weights."""
+    return (
+        f"warning: `{spec}` has random weights (no --weights, and nothing it builds loads "
+        "any): its outputs and labels mean nothing; give --weights FILE (a state dict)"
+    )
 
 
 def rule_names() -> list[str]:
@@ -135,6 +144,7 @@ def quantize_graph(
         spec=source.spec,
         labels=tuple(source.labels or ()),
         preprocess=preprocess_record(source),
+        random_weights=source.random_weights,
     )
     return Compiled(source, device_graph, qgraph.with_(provenance=prov), calibration, config)
 

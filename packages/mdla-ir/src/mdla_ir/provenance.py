@@ -73,6 +73,7 @@ class Provenance:
     calibration_samples: int = 0
     labels: tuple[str, ...] = ()
     preprocess: Preprocess | None = None
+    random_weights: bool = False  # no weights were loaded: outputs and labels mean nothing
 
     @property
     def rounding(self) -> str:

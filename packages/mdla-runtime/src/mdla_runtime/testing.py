@@ -134,6 +134,9 @@ def _model_edits() -> list[Edit]:
         ("model_label_type", model("labels", ["cat", 3]), bad, "model.labels[1]"),
         ("model_quant_unknown", quant("colour", 1), bad, "model.quant.colour"),
         ("model_quant_bins_type", quant("bins", 2.5), bad, "model.quant.bins"),
+        ("model_quant_adaround_type", quant("adaround", -1), bad, "model.quant.adaround"),
+        ("model_quant_equalize_type", quant("equalize", 1), bad, "model.quant.equalize"),
+        ("model_random_weights_type", model("random_weights", 1), bad, "model.random_weights"),
         ("model_quant_rounding", quant("rounding", "single"), bad, "model.quant.rounding"),
         (
             "model_preprocess_size",

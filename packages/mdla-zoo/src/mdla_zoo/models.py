@@ -39,6 +39,7 @@ class Model:
     example_inputs: tuple[torch.Tensor, ...]
     preprocess: str | None = None  # "imagenet" (mean/std), "tf" ((x-127)/128), or None
     labels: tuple[str, ...] | None = None
+    random_weights: bool = False  # nothing loaded weights: see `load_model`
 
     def prepare(self, image: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         """HWC uint8 RGB (or grey) image -> the model's NCHW float32 input."""
@@ -72,7 +73,29 @@ def load_model(spec: str, weights: str | None = None, seed: int = 0) -> Model:
         raise ZooError(f"model spec `{spec}` did not give a torch.nn.Module")
     if weights is not None:
         _load_weights(module, weights, spec)
-    return Model(spec, module.eval(), example, preprocess, labels)
+    random = weights is None and _random_init(spec, module, seed)
+    return Model(spec, module.eval(), example, preprocess, labels, random)
+
+
+def _random_init(spec: str, module: nn.Module, seed: int) -> bool:
+    """Whether `module`'s weights are its random initialization: torchvision builders always
+    (they never download); the EfficientNet-Lites and MTCNN never (their wheels hold weights); a
+    factory when building it again under another seed gives other parameters (one that loads
+    a checkpoint gives the same ones; so does one that seeds its own initialization, which this
+    cannot tell from loading)."""
+    if spec in LITE_SIZES or spec in MTCNN_SIZES:
+        return False
+    if ":" not in spec:
+        return True
+    first = next(iter(module.state_dict().values()), None)
+    if first is None or not first.is_floating_point():
+        return False
+    torch.manual_seed(seed + 1)
+    made = _factory(spec)
+    again = made[0] if isinstance(made, tuple) else made
+    other = next(iter(again.state_dict().values()), None)
+    torch.manual_seed(seed)
+    return other is None or not torch.equal(first, other)
 
 
 # MTCNN's three nets (facenet-pytorch ships their weights in its wheel) and the input size each

@@ -113,6 +113,8 @@ def compile_command(
                 layer_progress=layer,
             )
         manifest = pipeline.save_manifest(compiled, out, tflite, before_write=interrupted)
+        if source.random_weights:  # said once the model compiled, not beside an error
+            typer.echo(pipeline.random_weights_warning(model), err=True)
         ok, total = pipeline.support_count(mdla_runtime.open_target(on), manifest, config.device)
         worst = pipeline.worst_layers(compiled, 1)
         summary = Table(title=f"compiled {source.graph.name}", show_header=False, box=None)

@@ -100,6 +100,11 @@ def run_command(
         manifest = pipeline.load_manifest(manifest_path, budget)
         target = mdla_runtime.open_target(on, budget)
         labels = manifest.provenance.labels
+        if manifest.provenance.random_weights:
+            typer.echo(
+                pipeline.random_weights_warning(manifest.provenance.spec or manifest.name),
+                err=True,
+            )
         results = []
         for name, x in manifest_inputs(manifest, images or []):
             r = target.run(manifest, [x], devices=(device,), repeat=repeat, warmup=warmup)

@@ -129,7 +129,8 @@ bool chk_model(checker *c, uint32_t model, mdla_str *rounding) {
     for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++)
         if (!chk_typed(c, model, strs[k], "model", "str")) return false;
     if (!chk_typed(c, model, "calibration_samples", "model", "uint") ||
-        !chk_typed(c, model, "probe_patched", "model", "bool"))
+        !chk_typed(c, model, "probe_patched", "model", "bool") ||
+        !chk_typed(c, model, "random_weights", "model", "bool"))
         return false;
     const mp_node *r = chk_node(c, mp_get(c->doc, model, "rounding"));
     if (!mp_key_is(r, "double") && !mp_key_is(r, "single"))

@@ -13,6 +13,7 @@
                                 rounding equal to model.rounding                (optional)
     preprocess          map     mode str, size [uint], mean [float], std [float] (optional)
     probe_patched       bool    the probe edited this file by hand              (optional)
+    random_weights      bool    compiled from a model whose weights were random (optional)
 
 `check_model` is what both readers check (csrc/manifest_check.c: chk_model); every flaw is a
 BadHeaderError naming the field (`model.quant.bins`) and its byte offset.
@@ -42,6 +43,7 @@ MODEL_KEYS = (
     "quant",
     "preprocess",
     "probe_patched",
+    "random_weights",
 )
 MODEL_REQUIRED = MODEL_KEYS[:11]
 # The quant map holds QuantRecord's fields, each checked as its annotation says (int -> uint).
@@ -72,6 +74,7 @@ def check_model(c: Checker, model: Any) -> None:
         c.typed(model, key, "model", "str")
     c.typed(model, "calibration_samples", "model", "uint")
     c.typed(model, "probe_patched", "model", "bool")
+    c.typed(model, "random_weights", "model", "bool")
     if model["rounding"] not in ROUNDINGS:
         raise BadHeaderError(
             "model.rounding", c.at("model.rounding"), "expected `double` or `single`"
@@ -131,6 +134,8 @@ def model_section(name: str, prov: Provenance, content_hash: str) -> dict[str, A
             "mean": [float(v) for v in p.mean],
             "std": [float(v) for v in p.std],
         }
+    if prov.random_weights:
+        model["random_weights"] = True
     return model
 
 
@@ -153,4 +158,5 @@ def provenance(model: Mapping[str, Any]) -> Provenance:
             if pre is None
             else Preprocess(pre["mode"], tuple(pre["size"]), tuple(pre["mean"]), tuple(pre["std"]))
         ),
+        random_weights=bool(model.get("random_weights", False)),
     )
