@@ -42,3 +42,19 @@ def test_negative_adaround_is_a_usage_error(runner: CliRunner, tmp_path: Path) -
         app, ["compile", TINY, "--adaround", "-3", "-o", str(tmp_path / "t.mdla")]
     )
     assert result.exit_code == 2
+
+
+def test_a_compile_the_device_does_not_run_exits_3_and_writes_only_with_force(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    out = tmp_path / "t.mdla"
+    args = [TINY, "--calib", "random", "--count", "2", "--skip-rule", "conv_pad_to_pad_valid"]
+    refused = runner.invoke(app, ["compile", *args, "-o", str(out)])
+    assert refused.exit_code == 3, refused.output
+    assert "nothing written" in refused.stderr
+    assert "--force" in refused.stderr
+    assert not out.exists()
+    forced = runner.invoke(app, ["compile", *args, "-o", str(out), "--force"])
+    assert forced.exit_code == 3, forced.output
+    assert "written because of --force" in forced.stderr
+    assert out.read_bytes()[:5] == b"\x89MDLA"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -252,3 +253,13 @@ def support_count(
 ) -> tuple[int, int]:
     flags = target.supported(manifest, [device])[device]
     return sum(flags), len(flags)
+
+
+def support_before_writing(
+    target: mdla_runtime.Target, compiled: Compiled, device: str = "mtk-mdla"
+) -> tuple[int, int]:
+    """`support_count` of the compiled model, asked through a private temporary copy, so the
+    answer is known before the real output is replaced."""
+    with tempfile.TemporaryDirectory(prefix="workbench-support-") as tmp:
+        path = mdla_runtime.save(compiled.qgraph, Path(tmp) / "model.mdla")
+        return support_count(target, mdla_runtime.load(path), device)

@@ -32,7 +32,7 @@ from workbench.commands.options import (
     Weights,
     console,
 )
-from workbench.errors import interrupt_guard, reported
+from workbench.errors import UNSUPPORTED, WorkbenchError, interrupt_guard, reported
 
 EPILOG = """Examples:
 
@@ -63,6 +63,13 @@ def compile_command(
         Path | None, typer.Option("--tflite", help="Also export the int8 graph as .tflite.")
     ] = None,
     skip_rule: SkipRule = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Write the .mdla even when the device does not run every op (exit 3 still).",
+        ),
+    ] = False,
     on: On = "emu",
     debug: Debug = False,
 ) -> None:
@@ -112,10 +119,20 @@ def compile_command(
                 progress=lambda n, _s: bar.update(task, completed=n),
                 layer_progress=layer,
             )
+        # the device's own support query, on a copy, before anything is written
+        ok, total = pipeline.support_before_writing(
+            mdla_runtime.open_target(on), compiled, config.device
+        )
+        if ok < total and not force:
+            raise WorkbenchError(
+                f"`{model}` compiles, but {config.device} ({on}) runs {ok}/{total} of its ops: "
+                f"nothing written (`workbench bisect` finds the first op that fails; --force "
+                "writes the .mdla anyway)",
+                UNSUPPORTED,
+            )
         manifest = pipeline.save_manifest(compiled, out, tflite, before_write=interrupted)
         if source.random_weights:  # said once the model compiled, not beside an error
             typer.echo(pipeline.random_weights_warning(model), err=True)
-        ok, total = pipeline.support_count(mdla_runtime.open_target(on), manifest, config.device)
         worst = pipeline.worst_layers(compiled, 1)
         summary = Table(title=f"compiled {source.graph.name}", show_header=False, box=None)
         summary.add_row("ops", f"{len(source.graph.ops)} imported -> {len(manifest.operations)}")
@@ -143,3 +160,10 @@ def compile_command(
             summary.add_row("worst layer", f"{w.op} ({w.kind}): SQNR {db} dB")
         summary.add_row("time", f"{time.perf_counter() - start:.1f} s")
         con.print(summary)
+        if ok < total:  # written because of --force; it still does not map
+            typer.echo(
+                f"error: {config.device} ({on}) runs {ok}/{total} ops of `{model}`; written "
+                "because of --force",
+                err=True,
+            )
+            raise typer.Exit(UNSUPPORTED)
