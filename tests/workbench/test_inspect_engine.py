@@ -167,3 +167,15 @@ def test_devices_and_witness_speak_json(runner: CliRunner, artifacts: dict[str, 
     assert w["control_ms"] == 0
     assert w["run_ms"] > 0
     assert w["latency_ms"]["runs"] == 300
+
+
+def test_engine_refuses_a_bad_warmup_count(artifacts: dict[str, Path], runner: CliRunner) -> None:
+    engine = runner.invoke(app, ["engine", "--path"]).stdout.strip()
+    for bad in ("x", "-1"):
+        proc = subprocess.run(
+            [engine, str(artifacts["tiny"]), "--warmup", bad, "--json"],
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 2, proc.stdout
+        assert "--warmup" in json.loads(proc.stdout)["error"]["message"]

@@ -169,9 +169,11 @@ def save_manifest(
     out: str | Path,
     tflite: str | Path | None = None,
     before_write: Callable[[], None] = lambda: None,
+    vet: Callable[[bytes], None] = lambda _blob: None,
 ) -> mdla_runtime.Manifest:
     """Write the `.mdla` (and the `.tflite`, if asked) atomically. Everything that can fail is
-    done before the first file is replaced; `before_write` runs last (an interrupt check)."""
+    done before the first file is replaced: `vet(blob)` may refuse the bytes about to be
+    written (compile's device support query); `before_write` runs last (an interrupt check)."""
     path = Path(out)
     check_output(path, ".mdla")
     tflite_blob = None
@@ -185,6 +187,7 @@ def save_manifest(
     # The writer's own file: every check but the budget, which guards readers against hostile
     # files; a model over it compiles, and `run` names the flag that raises the limit.
     manifest = mdla_runtime.parse(blob, path, mdla_runtime.Budget.UNLIMITED)
+    vet(blob)
     before_write()
     write_atomic(path, blob)
     if tflite is not None and tflite_blob is not None:
@@ -255,11 +258,12 @@ def support_count(
     return sum(flags), len(flags)
 
 
-def support_before_writing(
-    target: mdla_runtime.Target, compiled: Compiled, device: str = "mtk-mdla"
+def support_of_bytes(
+    target: mdla_runtime.Target, blob: bytes, device: str = "mtk-mdla"
 ) -> tuple[int, int]:
-    """`support_count` of the compiled model, asked through a private temporary copy, so the
-    answer is known before the real output is replaced."""
+    """`support_count` of a manifest not yet written, asked through a private temporary copy
+    (the engine reads files), so the answer is known before the real output is replaced."""
     with tempfile.TemporaryDirectory(prefix="workbench-support-") as tmp:
-        path = mdla_runtime.save(compiled.qgraph, Path(tmp) / "model.mdla")
+        path = Path(tmp) / "model.mdla"
+        path.write_bytes(blob)
         return support_count(target, mdla_runtime.load(path), device)

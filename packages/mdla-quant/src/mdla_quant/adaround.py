@@ -237,7 +237,7 @@ def adaround(
         bias = graph.const(b_name).astype(np.float32)
         x_q = [dequantize(q.tensors[x], e[x]) for e in ints]
         x_f = [e[x] for e in floats]
-        total = sum(int(np.prod(graph.tensors[op.outputs[0]].shape[:-1])) for _ in data)
+        total = len(data) * int(np.prod(graph.tensors[op.outputs[0]].shape[:-1]))
         pick = np.sort(rng.choice(total, min(rows, total), replace=False))
         layer_q = _Layer(op, w, pick, x_q)
         layer_f = _Layer(op, w, pick, x_f)

@@ -119,18 +119,21 @@ def compile_command(
                 progress=lambda n, _s: bar.update(task, completed=n),
                 layer_progress=layer,
             )
-        # the device's own support query, on a copy, before anything is written
-        ok, total = pipeline.support_before_writing(
-            mdla_runtime.open_target(on), compiled, config.device
-        )
-        if ok < total and not force:
-            raise WorkbenchError(
-                f"`{model}` compiles, but {config.device} ({on}) runs {ok}/{total} of its ops: "
-                f"nothing written (`workbench bisect` finds the first op that fails; --force "
-                "writes the .mdla anyway)",
-                UNSUPPORTED,
-            )
-        manifest = pipeline.save_manifest(compiled, out, tflite, before_write=interrupted)
+        counted: list[tuple[int, int]] = []
+
+        def vet(blob: bytes) -> None:  # the device's own support query, before any write
+            ok, total = pipeline.support_of_bytes(mdla_runtime.open_target(on), blob, config.device)
+            counted.append((ok, total))
+            if ok < total and not force:
+                raise WorkbenchError(
+                    f"`{model}` compiles, but {config.device} ({on}) runs {ok}/{total} of its "
+                    "ops: nothing written (`workbench bisect` finds the first op that fails; "
+                    "--force writes the .mdla anyway)",
+                    UNSUPPORTED,
+                )
+
+        manifest = pipeline.save_manifest(compiled, out, tflite, before_write=interrupted, vet=vet)
+        ((ok, total),) = counted
         if source.random_weights:  # said once the model compiled, not beside an error
             typer.echo(pipeline.random_weights_warning(model), err=True)
         worst = pipeline.worst_layers(compiled, 1)

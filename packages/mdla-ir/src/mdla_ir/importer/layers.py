@@ -135,55 +135,23 @@ def _pool_pads(
     return pads[0], pads[1], pads[2], pads[3]
 
 
-def _pool2d(
-    c: Ctx,
-    kind: OpKind,
-    x: Any,
-    kernel: Any,
-    stride: Any,
-    padding: Any,
-    dilation: Any,
-    ceil_mode: bool,
-    count_include_pad: bool = True,
-    divisor_override: Any = None,
+def _max_pool2d(
+    c: Ctx, x: Any, kernel: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool
 ) -> None:
+    """MAX_POOL_2D (average pools are `pools.py`'s: their divisor needs more care)."""
     if pair(dilation) != (1, 1):
         raise Unsupported("pooling with dilation > 1")
-    if divisor_override is not None:
-        raise Unsupported("avg_pool2d with divisor_override")
     k = pair(kernel)
     s = pair(stride) if stride not in (None, [], ()) else k
     size = c.tensors[c.ref(x)].shape[2:]
     pads = _pool_pads(size, k, s, pair(padding), bool(ceil_mode))
-    attrs: dict[str, Any] = {"kernel": k, "stride": s, "padding": pads, "fuse": "NONE"}
-    if kind is OpKind.AVERAGE_POOL_2D:
-        if (pads[1], pads[3]) != (pads[0], pads[2]):
-            raise Unsupported("avg_pool2d with ceil_mode adding a partial window")
-        attrs["count_include_pad"] = bool(count_include_pad)
-    c.emit(kind, [c.ref(x)], **attrs)
+    c.emit(OpKind.MAX_POOL_2D, [c.ref(x)], kernel=k, stride=s, padding=pads, fuse="NONE")
 
 
 def m_maxpool(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
     if m.return_indices:
         raise Unsupported("MaxPool2d(return_indices=True)")
-    _pool2d(
-        c, OpKind.MAX_POOL_2D, args[0], m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode
-    )
-
-
-def m_avgpool(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
-    _pool2d(
-        c,
-        OpKind.AVERAGE_POOL_2D,
-        args[0],
-        m.kernel_size,
-        m.stride,
-        m.padding,
-        1,
-        m.ceil_mode,
-        m.count_include_pad,
-        m.divisor_override,
-    )
+    _max_pool2d(c, args[0], m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode)
 
 
 def f_maxpool(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
@@ -191,9 +159,8 @@ def f_maxpool(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None
     a = bound(c, names, args, kw)
     if a.get("return_indices"):
         raise Unsupported("max_pool2d(return_indices=True)")
-    _pool2d(
+    _max_pool2d(
         c,
-        OpKind.MAX_POOL_2D,
         a["input"],
         a["kernel_size"],
         a.get("stride"),
