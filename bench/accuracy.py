@@ -6,12 +6,15 @@ report per calibration method the INT8-vs-FP32 top-1 agreement and whether INT8 
 FP32 top-1 on every original photo.
 Part 2, the four torchvision models (random init, seed 0, BatchNorm statistics set on random
 data): logits cosine and SQNR per method, and the worst layers.
-Or, with --techniques MODELS, the weight techniques (bias correction, cross-layer equalization,
-AdaRound) on the real-weight EfficientNet-Lites, judged on harder held-out inputs.
+Or, with --techniques MODELS, a table per calibration method x weight technique (none,
+cross-layer equalization with high-bias absorption, AdaRound, both, both + bias correction) on
+the real-weight EfficientNet-Lites, judged on held-out inputs; --quick is a brief run of it.
 
     .venv/bin/python bench/accuracy.py [--crops 200] [--calib 32]
     .venv/bin/python bench/accuracy.py --techniques efficientnet_lite0,efficientnet_lite1 \
-        [--crops 200] [--calib 32] [--adaround 300]
+        [--crops 200] [--calib 32] [--adaround 300] [--held-out crops|harder] \
+        [--methods minmax,mse] [--only none,CLE+AdaRound]
+    .venv/bin/python bench/accuracy.py --quick
 """
 
 from __future__ import annotations
@@ -148,12 +151,12 @@ HELD_OUT_PICTURES = (
     "grass", "gravel", "horse", "hubble_deep_field", "immunohistochemistry", "logo", "moon",
     "page", "retina", "rocket", "stereo_motorcycle", "text", "cell",
 )  # fmt: skip
-TECHNIQUES = {
-    "nearest": {},
-    "bias corr.": {"bias_correction": True},
-    "equalize": {"equalize": True},
-    "adaround": {"adaround": -1},
-    "ada+eq+bias": {"adaround": -1, "equalize": True, "bias_correction": True},
+TECHNIQUES = {  # -1: the --adaround iterations
+    "none": {},
+    "CLE": {"equalize": True},
+    "AdaRound": {"adaround": -1},
+    "CLE+AdaRound": {"adaround": -1, "equalize": True},
+    "CLE+Ada+bias": {"adaround": -1, "equalize": True, "bias_correction": True},
 }
 
 
@@ -198,9 +201,18 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return mid - half, mid + half
 
 
-def techniques(models: list[str], n_crops: int, n_calib: int, iters: int, held_out: str) -> None:
-    """Per model and weight technique: top-1 agreement with FP32 (all held-out inputs, with a
-    95 % interval, and those FP32 decides by a margin >= 0.05), logits SQNR, quantize time."""
+def techniques(
+    models: list[str],
+    n_crops: int,
+    n_calib: int,
+    iters: int,
+    held_out: str,
+    methods: list[str],
+    chosen: list[str],
+) -> None:
+    """Per model, calibration method and weight technique: top-1 agreement with FP32 on the
+    held-out inputs FP32 decides (margin >= 0.05) and on all of them, each with its 95 % Wilson
+    interval, the logits' SQNR, and the compile (quantize) time."""
     import skimage.data
     import skimage.util
 
@@ -219,8 +231,8 @@ def techniques(models: list[str], n_crops: int, n_calib: int, iters: int, held_o
         + f"; AdaRound {iters} iterations per layer\n"
     )
     print(
-        f"{'model':<19} {'technique':<12} {'agree (95% CI)':>22} {'decided':>14} "
-        f"{'SQNR dB':>8} {'quantize s':>10}"
+        f"{'model':<19} {'method':<10} {'technique':<13} {'decided (95% CI)':>27} "
+        f"{'all (95% CI)':>22} {'SQNR dB':>8} {'compile s':>9}"
     )
     for spec in models:
         model = load_model(spec)
@@ -238,25 +250,33 @@ def techniques(models: list[str], n_crops: int, n_calib: int, iters: int, held_o
         fp32 = [mdla_ir.run_float(graph, [x])[0][0] for x in held]
         decided = np.array([margin(z) >= 0.05 for z in fp32])
         energy = sum(float((z.astype(np.float64) ** 2).sum()) for z in fp32)
-        for name, extra in TECHNIQUES.items():
-            options = {k: (iters if v == -1 else v) for k, v in extra.items()}
-            t0 = time.perf_counter()
-            q = quantize(graph, calib, QuantConfig(**options))
-            t_q = time.perf_counter() - t0
-            int8 = [run_int8(q, [x])[0][0] for x in held]
-            same = np.array([np.argmax(a) == np.argmax(b) for a, b in zip(int8, fp32, strict=True)])
-            err = sum(
-                float(((a - b).astype(np.float64) ** 2).sum())
-                for a, b in zip(int8, fp32, strict=True)
-            )
-            lo, hi = wilson(int(same.sum()), len(same))
-            print(
-                f"{spec:<19} {name:<12} {same.mean() * 100:>6.1f}% "
-                f"[{lo * 100:4.1f}, {hi * 100:5.1f}] "
-                f"{same[decided].mean() * 100:>6.1f}% of {int(decided.sum()):>3} "
-                f"{10 * np.log10(energy / err):>8.1f} {t_q:>10.1f}",
-                flush=True,
-            )
+        for method in methods:
+            for name in chosen:
+                options = {k: (iters if v == -1 else v) for k, v in TECHNIQUES[name].items()}
+                t0 = time.perf_counter()
+                q = quantize(graph, calib, QuantConfig(method=method, **options))
+                t_q = time.perf_counter() - t0
+                int8 = [run_int8(q, [x])[0][0] for x in held]
+                same = np.array(
+                    [np.argmax(a) == np.argmax(b) for a, b in zip(int8, fp32, strict=True)]
+                )
+                err = sum(
+                    float(((a - b).astype(np.float64) ** 2).sum())
+                    for a, b in zip(int8, fp32, strict=True)
+                )
+                k_d, n_d = int(same[decided].sum()), int(decided.sum())
+                print(
+                    f"{spec:<19} {method:<10} {name:<13} "
+                    f"{_rate(k_d, n_d)} of {n_d:>3} {_rate(int(same.sum()), len(same))} "
+                    f"{10 * np.log10(energy / err):>8.1f} {t_q:>9.1f}",
+                    flush=True,
+                )
+
+
+def _rate(k: int, n: int) -> str:
+    """`k / n` as a percentage with its 95 % Wilson interval."""
+    lo, hi = wilson(k, n)
+    return f"{100 * k / max(n, 1):>5.1f}% [{lo * 100:4.1f}, {hi * 100:5.1f}]"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -272,6 +292,20 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--adaround", type=int, default=300, help="AdaRound iterations/layer")
     parser.add_argument(
+        "--methods", default=",".join(METHODS), help="the techniques table's calibration methods"
+    )
+    parser.add_argument(
+        "--only",
+        default=",".join(TECHNIQUES),
+        help=f"the techniques table's techniques, of {', '.join(TECHNIQUES)}",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a brief techniques run: efficientnet_lite0, 60 held-out crops, 16 calibration "
+        "crops, minmax, none vs CLE+AdaRound at 100 iterations",
+    )
+    parser.add_argument(
         "--held-out",
         choices=("harder", "crops"),
         default="harder",
@@ -280,8 +314,27 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     torch.set_num_threads(2)
+    if args.quick:
+        techniques(
+            ["efficientnet_lite0"], 60, 16, 100, "crops", ["minmax"], ["none", "CLE+AdaRound"]
+        )
+        return
     if args.techniques:
-        techniques(args.techniques.split(","), args.crops, args.calib, args.adaround, args.held_out)
+        unknown = [t for t in args.only.split(",") if t not in TECHNIQUES]
+        if unknown:
+            parser.error(f"unknown technique(s) {unknown}: expected some of {list(TECHNIQUES)}")
+        unknown = [m for m in args.methods.split(",") if m not in METHODS]
+        if unknown:
+            parser.error(f"unknown method(s) {unknown}: expected some of {list(METHODS)}")
+        techniques(
+            args.techniques.split(","),
+            args.crops,
+            args.calib,
+            args.adaround,
+            args.held_out,
+            args.methods.split(","),
+            args.only.split(","),
+        )
         return
     lite0(args.crops, args.calib)
     if not args.skip_torchvision:

@@ -20,13 +20,18 @@
    photo moving) with --roi auto, and the pre-tracker way (MTCNN on every full frame, batches
    of 16) timed on its first 3 s and scaled by 10.
 
+7. Issue 22: MTCNN's nets compiled for the NPU (lipread.mtcnn_npu), the detector `--roi auto`
+   runs: its ms per detection and per tracked frame on the emulator, engine calls, the mouth
+   boxes against the float tracker's (torch MTCNN) on the 30 s face clip, and end-to-end
+   seconds of `read_sentence` on it with the detector's manifests compiled (cold) and cached.
+
 6. Issue 22: the auto-avsr visual front-end (lipread.avsr), random weights (seed 0) with
    BatchNorm statistics from 9 synthetic clips, compiled for 25-frame windows and calibrated on
-   8 clips: INT8 (emulator) vs FP32 feature cosine on a held-out 75-frame clip, emulator
-   ms/frame (stem + trunk).
+   every window of 12 75-frame clips: INT8 (emulator) vs FP32 feature cosine on held-out
+   75-frame clips, emulator ms/frame (stem + trunk).
 
     .venv/bin/python bench/lipread.py [--clips 200] [--full-frames 75] [--level-clips 100]
-                                      [--parts accuracy,full,timings,levels,roi,avsr]
+                                      [--parts accuracy,full,timings,levels,roi,avsr,mtcnn]
 """
 
 # ruff: noqa: E402  (the path fix below must run before `lipread` is imported)
@@ -264,6 +269,78 @@ def roi_seconds(tmp: Path) -> tuple[float, dict[str, float], float, str]:
     return after, reading.seconds, before, reading.roi
 
 
+def mtcnn_bench(tmp: Path) -> dict[str, float]:
+    """The NPU detector on the 30 s face clip (module docstring, part 7)."""
+    from lipread.mtcnn import iou
+    from lipread.mtcnn_npu import CascadeDetector, detect_size, npu_nets, track_batched
+
+    face_video(tmp / "face30.mp4", 750)
+    ckpt = load_checkpoint()
+    os.environ["LIPREAD_CACHE"] = str(tmp / "cache")  # empty: the first read compiles MTCNN
+    out: dict[str, float] = {}
+    for run in ("cold", "warm"):
+        start = time.perf_counter()
+        reading = read_sentence(tmp / "face30.mp4", ckpt, Roi("auto"), on="emu")
+        out[f"e2e {run}"] = time.perf_counter() - start
+        out[f"crop {run}"] = reading.seconds["crop"]
+    frames = read_video(tmp / "face30.mp4")
+    size = detect_size(*frames.shape[1:3])
+    lat: list[float] = []
+    det = CascadeDetector(npu_nets(size, "emu", lat), size)
+    start = time.perf_counter()
+    faces = [det.detect(f) for f in frames[:250:25]]
+    out["detect wall ms"] = (time.perf_counter() - start) * 1e3 / 10
+    out["detect device ms"] = sum(lat) / 10
+    out["detect calls"] = len(lat) / 10
+    boxes = [f.box for f in faces if f is not None]
+    lat.clear()
+    start = time.perf_counter()
+    det.refine_many(list(frames[1:51]), [boxes[0]] * 50)
+    out["refine wall ms/frame"] = (time.perf_counter() - start) * 1e3 / 50
+    out["refine device ms/frame"] = sum(lat) / 50
+    lat.clear()
+    start = time.perf_counter()
+    npu = boxes_from_corners(track_batched(frames, det))
+    out["track wall s"] = time.perf_counter() - start
+    out["track calls"] = len(lat)
+    out["track device ms/frame"] = sum(lat) / len(frames)
+    start = time.perf_counter()
+    ref = boxes_from_corners(mtcnn_corners(frames))
+    out["float track wall s"] = time.perf_counter() - start
+    xyxy = [np.r_[b[:2], b[:2] + b[2:]] for b in (*npu, *ref)]
+    ious = np.array([iou(a, b) for a, b in zip(xyxy[: len(npu)], xyxy[len(npu) :], strict=True)])
+    out["iou min"], out["iou mean"] = float(ious.min()), float(ious.mean())
+    out["iou >= 0.7"] = float((ious >= 0.7).mean())
+    return out
+
+
+def print_mtcnn() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        m = mtcnn_bench(Path(tmp))
+    print(
+        "\nMTCNN on the NPU (emulator), 30 s 640x360 face clip (750 frames), detection at 480x270"
+    )
+    print("\n| measure | value |")
+    print("|---|---|")
+    print(f"| one detection (P-Net pyramid, R-Net, O-Net), wall | {m['detect wall ms']:.0f} ms |")
+    print(f"| one detection, device time (emulator) | {m['detect device ms']:.1f} ms |")
+    print(f"| one detection, engine calls | {m['detect calls']:.1f} |")
+    print(f"| O-Net refine, batch of 50, wall per frame | {m['refine wall ms/frame']:.2f} ms |")
+    print(f"| O-Net refine, device per frame | {m['refine device ms/frame']:.2f} ms |")
+    print(f"| whole clip tracked (`track_batched`), wall | {m['track wall s']:.2f} s "
+          f"({m['track wall s'] * 1e3 / 750:.1f} ms/frame) |")  # fmt: skip
+    print(f"| whole clip tracked, engine calls | {m['track calls']:.0f} |")
+    print(f"| whole clip tracked, device per frame | {m['track device ms/frame']:.2f} ms |")
+    print(f"| float reference tracker (torch MTCNN, per-frame O-Net), wall | "
+          f"{m['float track wall s']:.2f} s |")  # fmt: skip
+    print(f"| mouth boxes NPU vs float, IoU min / mean / share >= 0.7 | {m['iou min']:.3f} / "
+          f"{m['iou mean']:.3f} / {m['iou >= 0.7']:.1%} |")  # fmt: skip
+    print(f"| `read_sentence --roi auto`, detector compiled on first use (cold) | "
+          f"{m['e2e cold']:.1f} s (crop stage {m['crop cold']:.1f} s) |")  # fmt: skip
+    print(f"| `read_sentence --roi auto`, detector cached (warm) | {m['e2e warm']:.1f} s "
+          f"(crop stage {m['crop warm']:.1f} s) |")  # fmt: skip
+
+
 def avsr_bench() -> tuple[list[tuple[int, float, float]], float]:
     """auto-avsr front-end: per held-out clip INT8-vs-FP32 cosine (whole clip, worst frame);
     emulator ms/frame."""
@@ -280,7 +357,7 @@ def avsr_bench() -> tuple[list[tuple[int, float, float]], float]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["LIPREAD_CACHE"] = tmp
-        calib = [clip(20000 + i, WINDOW) for i in range(8)]
+        calib = [clip(20000 + i, 75) for i in range(12)]  # whole sentences: 36 windows
         fn, latencies = npu_avsr(fe, "emu", calibration=calib)
         for speaker in range(HELD_OUT + 4242, HELD_OUT + 4245):
             x = clip(speaker, 75)
@@ -295,7 +372,8 @@ def avsr_bench() -> tuple[list[tuple[int, float, float]], float]:
 def print_avsr() -> None:
     rows, ms = avsr_bench()
     print("\nauto-avsr visual front-end, random weights (seed 0), BN statistics from 9 synthetic")
-    print("clips, calibrated (MSE) on 8 others; held-out 75-frame clips, INT8 (emulator) vs FP32\n")
+    print("clips, calibrated (percentile 99.999) on every 25-frame window of 12 75-frame clips;")
+    print("held-out 75-frame clips, INT8 (emulator) vs FP32\n")
     print("| clip (speaker) | cosine, whole clip | cosine, worst frame |")
     print("|---|---|---|")
     for speaker, cos, worst in rows:
@@ -336,7 +414,7 @@ def main() -> None:
     ap.add_argument("--full-frames", type=int, default=75)
     ap.add_argument("--level-clips", type=int, default=100, help="clips per difficulty level")
     ap.add_argument("--face-clips", type=int, default=40, help="clips for the face level")
-    ap.add_argument("--parts", default="accuracy,full,timings,levels,roi,avsr")
+    ap.add_argument("--parts", default="accuracy,full,timings,levels,roi,avsr,mtcnn")
     args = ap.parse_args()
     torch.set_num_threads(2)
     start = time.perf_counter()
@@ -347,6 +425,8 @@ def main() -> None:
         print_roi()
     if "avsr" in parts:
         print_avsr()
+    if "mtcnn" in parts:
+        print_mtcnn()
     if parts & {"accuracy", "full", "timings"}:
         old_parts(args)
     print(f"\n(bench wall time {time.perf_counter() - start:.0f} s)")

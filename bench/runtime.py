@@ -29,6 +29,11 @@ from mdla_zoo import load_model
 
 
 def litert_median_ms(blob: bytes, x: np.ndarray, resolver: str, repeat: int) -> float:
+    return statistics.median(litert_times_ms(blob, x, resolver, repeat))
+
+
+def litert_times_ms(blob: bytes, x: np.ndarray, resolver: str, repeat: int) -> list[float]:
+    """`repeat` timed invocations (ms) of LiteRT's interpreter, 1 thread, after a warm-up."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     it = Interpreter(
@@ -44,7 +49,7 @@ def litert_median_ms(blob: bytes, x: np.ndarray, resolver: str, repeat: int) -> 
         t0 = time.perf_counter()
         it.invoke()
         times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+    return times
 
 
 def main(argv: list[str] | None = None) -> None:

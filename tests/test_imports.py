@@ -28,6 +28,8 @@ print("ok")
         "mdla_witness",
         "mdla_zoo",
         "mdla_zoo.preprocess",
+        "mdla_zoo.detection",
+        "workbench.boxes",
         "mdla_target",
         "mdla_runtime",
         "mdla_runtime.engine.target",

@@ -9,6 +9,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+import mdla_runtime
 from lipread.avsr import (
     AvsrFrontEnd,
     DeviceTrunk,
@@ -18,7 +19,7 @@ from lipread.avsr import (
     load_avsr,
     to_avsr_input,
 )
-from lipread.avsr_npu import frames_batch, npu_avsr
+from lipread.avsr_npu import calibration_windows, compile_avsr, frames_batch, npu_avsr
 from lipread.cli import app
 from lipread.errors import CheckpointError
 from lipread.render import render_clip, spoken_sentence
@@ -109,3 +110,23 @@ def test_features_command(tmp_path: Path, frontend: AvsrFrontEnd) -> None:
     result = runner.invoke(app, ["read", str(SAMPLE), "--frontend", "avsr"])
     assert result.exit_code == 3
     assert "lipread features" in result.stderr
+
+
+def test_calibration_reads_every_window(
+    frontend: AvsrFrontEnd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clip's later windows are calibrated too (v2 read only the first `frames` frames):
+    calibrated on one 8-frame clip whose last 4 frames are twice as bright, the stem's input
+    range covers them; the windows tile the clip, the last padded by its final frame."""
+    x = clip(20001, 8)
+    bright = x.copy()
+    bright[:, :, 4:] = 2 * np.abs(x[:, :, 4:]).max()
+    parts = calibration_windows(bright, 3)
+    assert [p.shape[2] for p in parts] == [3, 3, 3]
+    np.testing.assert_array_equal(np.concatenate(parts, axis=2)[:, :, :8], bright)
+    np.testing.assert_array_equal(parts[-1][:, :, 2], bright[:, :, 7])
+    monkeypatch.setenv("LIPREAD_CACHE", str(tmp_path))  # not the 8-clip compile cached above
+    stem, _ = compile_avsr(frontend, [bright], frames=4)
+    spec = mdla_runtime.load(stem).inputs[0]
+    top = spec.scale * (127 - spec.zero_point)
+    assert top >= 0.9 * float(bright.max()), (top, float(bright.max()))

@@ -159,7 +159,7 @@ def test_zero_frames(tmp_path: Path) -> None:
 
 
 def test_no_face_names_the_frames(monkeypatch: pytest.MonkeyPatch) -> None:
-    def finder(frames: np.ndarray) -> np.ndarray:
+    def finder(frames: np.ndarray, on: str | None = None) -> np.ndarray:
         out = np.full((len(frames), 2, 2), 30.0)
         out[:, 1, 0] = 90.0
         out[40:60] = np.nan

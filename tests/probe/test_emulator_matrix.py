@@ -53,7 +53,7 @@ def test_sources_name_the_target_date_and_version(probed_file: Path) -> None:
     today = datetime.date.today().isoformat()
     for dev in DEVICES:
         spec = probed.op(dev, OpKind.CONV_2D)
-        assert spec.source.startswith(f"probed on emu {dev}, {today}, Neuron 8.0.0"), spec.source
+        assert spec.source.startswith(f"probed on emu {dev}, {today}, Neuron 8.2.24"), spec.source
 
 
 def test_every_int8_run_is_bit_exact(emu_matrix: Matrix) -> None:
@@ -71,6 +71,8 @@ def test_probe_outputs_are_not_degenerate(emu_matrix: Matrix) -> None:
     """Bit-exactness on a constant output would prove nothing: references must vary."""
     for probe in catalogue():
         if probe.op not in ("CONV_2D", "FULLY_CONNECTED", "MUL", "LOGISTIC", "SOFTMAX", "MEAN"):
+            continue
+        if probe.role == "accumulator":  # saturates by design (tests/probe/test_accumulator.py)
             continue
         model = probe.build()
         if not model.refs():

@@ -27,12 +27,21 @@ from pathlib import Path
 import numpy as np
 
 from mdla_ir.builders import INT8_KINDS, random_qgraph
-from mdla_runtime.build import CSRC, ENGINE_SOURCES, cache_dir, generated_dir
+from mdla_runtime.build import CPU_SOURCES, CSRC, ENGINE_SOURCES, cache_dir, generated_dir
 from mdla_runtime.emu.emulator import EMU_SRC, generated_targets
 from mdla_runtime.format.manifest import to_bytes
-from mdla_runtime.testing import chain_qgraph, sample_manifest
+from mdla_runtime.testing import chain_qgraph, partitioned_qgraph, sample_manifest
 
-NOT_IN_HARNESS = ("engine.c", "engine_run.c", "adapter.c", "report.c")
+# The harness links the reader and the planner, then the whole emulator: not the command line,
+# adapter loading, report or partition runner, nor the engine's copy of the emulator's kernels.
+NOT_IN_HARNESS = (
+    "engine.c",
+    "engine_run.c",
+    "engine_parts.c",
+    "adapter.c",
+    "report.c",
+    *CPU_SOURCES,
+)
 SANITIZE = (
     "-fsanitize=address,undefined,alignment,float-cast-overflow",
     "-fno-sanitize-recover=all",
@@ -98,8 +107,9 @@ def build_harness(libfuzzer: bool) -> Path:
 
 def seed_manifests() -> list[bytes]:
     """Valid manifests: a random one of every kind the emulator runs (three seeds each), the
-    sample (per-channel CONV_2D with every optional field) and a three-op chain."""
-    seeds = [sample_manifest(), to_bytes(chain_qgraph())]
+    sample (per-channel CONV_2D with every optional field), a three-op chain and a model of
+    three partitions (host operations on the cpu between two NPU partitions)."""
+    seeds = [sample_manifest(), to_bytes(chain_qgraph()), to_bytes(partitioned_qgraph())]
     seeds += [
         to_bytes(random_qgraph(kind, np.random.default_rng(seed)))
         for kind in INT8_KINDS

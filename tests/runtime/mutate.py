@@ -8,7 +8,7 @@ reader. These mutations keep the container valid and change what the semantic ch
 about: operand types, dims and ranks, operand/operation/io counts, cross-references (operand
 indices in operations, inputs, outputs), scales and zero points (NaN, inf, 0, negative, tiny,
 huge, off-range), per-channel scale lists, permutations and shapes of the io records, data
-slices and data bytes, scalar values and op codes.
+slices and data bytes, scalar values and op codes, partitions (format 3).
 """
 
 from __future__ import annotations
@@ -224,6 +224,38 @@ def model_field(h: Header, data: bytearray, rng: Rng) -> None:
         model[key] = _pick(rng, ["single", "double", "", 0, True, [], {}, None, "x" * 70])
 
 
+def partition(h: Header, data: bytearray, rng: Rng) -> None:
+    """Partitions (format 3): move an operation or an operand between them, swap two, change a
+    device, drop or duplicate a list entry, point an index anywhere."""
+    parts = [p for p in h.get("partitions", []) if isinstance(p, dict)]
+    p = _some(rng, parts)
+    if p is None:
+        return
+    key = _pick(rng, ["operations", "inputs", "outputs"])
+    refs = p.get(key)
+    n = len(h.get("operations" if key == "operations" else "operands", []))
+    r = rng.random()
+    if r < 0.3 and isinstance(refs, list):
+        if refs and rng.random() < 0.5:
+            refs[int(rng.integers(len(refs)))] = _index(rng, n)
+        elif refs:
+            other = _some(rng, parts)  # the entry moves (or is copied) to another partition
+            if other is not None and isinstance(other.get(key), list):
+                other[key].append(refs.pop(int(rng.integers(len(refs)))) if refs else 0)
+    elif r < 0.5 and len(parts) > 1:
+        i, j = int(rng.integers(len(parts))), int(rng.integers(len(parts)))
+        h["partitions"][i], h["partitions"][j] = h["partitions"][j], h["partitions"][i]
+    elif r < 0.7:
+        p["device"] = _pick(rng, ["cpu", "mtk-mdla", "mtk-gpu", "", 3, None])
+    elif r < 0.85 and isinstance(refs, list):
+        if refs and rng.random() < 0.5:
+            del refs[int(rng.integers(len(refs)))]
+        elif refs:
+            refs.insert(int(rng.integers(len(refs) + 1)), refs[int(rng.integers(len(refs)))])
+    else:
+        p[key] = _pick(rng, [[], None, "x", [-1], {}])
+
+
 Mutation = Callable[[Header, bytearray, Rng], None]
 TABLE: list[tuple[Mutation, int]] = [  # (mutation, relative weight)
     (operand_type, 2),
@@ -238,6 +270,7 @@ TABLE: list[tuple[Mutation, int]] = [  # (mutation, relative weight)
     (scalar_value, 1),
     (op_code, 1),
     (model_field, 1),
+    (partition, 2),
 ]
 MUTATIONS: dict[str, Mutation] = {f.__name__: f for f, _ in TABLE}
 WEIGHTS = np.array([w for _, w in TABLE], dtype=np.float64) / sum(w for _, w in TABLE)

@@ -14,7 +14,14 @@ import pytest
 
 from mdla_quant import run_int8
 from mdla_runtime import load, save
-from mdla_runtime.build import CSRC, ENGINE_SOURCES, generated_dir
+from mdla_runtime.build import (
+    CSRC,
+    ENGINE_FLAGS,
+    ENGINE_INCLUDES,
+    ENGINE_LIBS,
+    ENGINE_SOURCES,
+    generated_dir,
+)
 from mdla_runtime.emu.emulator import CFLAGS as EMU_FLAGS
 from mdla_runtime.emu.emulator import EMU_SRC, emulator_sources
 from mdla_runtime.engine.target import quantize
@@ -37,10 +44,12 @@ def arm(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [
             CC,
             *flags,
+            *ENGINE_FLAGS,
+            *(f"-I{d}" for d in ENGINE_INCLUDES),
             *(str(CSRC / s) for s in ENGINE_SOURCES),
             "-o",
             str(out / "mdla-engine"),
-            "-ldl",
+            *ENGINE_LIBS,
         ],
         [CC, *flags, "-shared", "-fPIC", str(FAKE), "-o", str(out / "libfake.so")],
         [
@@ -101,6 +110,37 @@ def test_aarch64_emulator_runs_a_model_bit_exact(arm: Path, tmp_path: Path) -> N
     proc = qemu(arm, *args, "--outdir", str(tmp_path), "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(proc.stdout)["selected"] == "mtk-mdla"
+    (want,) = run_int8(graph, [x], raw=True)
+    got = np.fromfile(tmp_path / "output_0.bin", np.int8).reshape(want.shape)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_aarch64_engine_runs_partitions_bit_exact(arm: Path, tmp_path: Path) -> None:
+    """The partition runner on aarch64: NPU partitions on the emulator, the cpu partition
+    (LAYER_NORM in float32, GELU's table) with the engine's own kernels, as run_int8."""
+    from mdla_ir.graph import Tensor
+    from mdla_quant.kernels.float_ops import gelu_table
+    from mdla_runtime.testing import partitioned_qgraph
+
+    graph = partitioned_qgraph()
+    n, g, t = graph.tensors["n"].quant, graph.tensors["g"].quant, graph.tensors["t"]
+    assert n is not None
+    assert g is not None
+    table = gelu_table(
+        np.float32(n.scale[0]), n.zero_point[0], np.float32(g.scale[0]), g.zero_point[0]
+    )
+    graph = graph.with_(
+        tensors={**graph.tensors, "t": Tensor("t", t.shape, "int8", table, t.quant)}
+    )
+    path = save(graph, tmp_path / "parts.mdla")
+    (spec,) = load(path).inputs
+    x = np.random.default_rng(5).normal(size=spec.model_shape).astype(np.float32)
+    (tmp_path / "x.bin").write_bytes(quantize(x, spec).tobytes())
+    args = [str(path), "--lib", str(arm / "libneuron_emu.so"), "--input", str(tmp_path / "x.bin")]
+    proc = qemu(arm, *args, "--outdir", str(tmp_path), "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    parts = json.loads(proc.stdout)["partitions"]
+    assert [p["device"] for p in parts] == ["mtk-mdla", "cpu", "mtk-mdla"]
     (want,) = run_int8(graph, [x], raw=True)
     got = np.fromfile(tmp_path / "output_0.bin", np.int8).reshape(want.shape)
     np.testing.assert_array_equal(got, want)

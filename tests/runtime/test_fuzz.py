@@ -20,12 +20,19 @@ from mdla_runtime import ManifestError
 from mdla_runtime.build import CSRC, ENGINE_SOURCES, compile_c, engine_path, generated_dir
 from mdla_runtime.emu.emulator import build_emulator
 from mdla_runtime.format.manifest import parse, to_bytes
-from mdla_runtime.testing import chain_qgraph, malformed_cases, pack, sample_manifest, split
+from mdla_runtime.testing import (
+    chain_qgraph,
+    malformed_cases,
+    pack,
+    partitioned_qgraph,
+    sample_manifest,
+    split,
+)
 from tests.runtime.fuzzing import NOT_IN_HARNESS, fuzz, run_driver, seed_manifests
 from tests.runtime.mutate import mutate
 from tests.runtime.test_engine import inputs_for
 
-SEEDS = [sample_manifest(), to_bytes(chain_qgraph())]
+SEEDS = [sample_manifest(), to_bytes(chain_qgraph()), to_bytes(partitioned_qgraph())]
 SEEDS += [to_bytes(random_qgraph(k, np.random.default_rng(0))) for k in (OpKind.MEAN, OpKind.PAD)]
 FUZZ_SECONDS = 20
 
@@ -42,6 +49,8 @@ def _reads_or_rejects(blob: bytes) -> None:
         return
     for o in m.operands:  # a file that parses is internally consistent
         assert o.data is None or o.data.size == int(np.prod(o.dims))
+    owned = sorted(i for p in m.partitions for i in p.operations)  # each operation in one
+    assert owned == list(range(len(m.operations)))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

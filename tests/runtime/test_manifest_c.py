@@ -15,7 +15,15 @@ import pytest
 from mdla_ir.builders import random_qgraph
 from mdla_ir.ops import OpKind
 from mdla_runtime import errors, save
-from mdla_runtime.build import CSRC, ENGINE_SOURCES, engine_path, generated_dir
+from mdla_runtime.build import (
+    CSRC,
+    ENGINE_FLAGS,
+    ENGINE_INCLUDES,
+    ENGINE_LIBS,
+    ENGINE_SOURCES,
+    engine_path,
+    generated_dir,
+)
 from mdla_runtime.format.manifest import parse
 from mdla_runtime.testing import malformed_cases
 
@@ -72,9 +80,11 @@ def test_c_sources_are_warning_free(tmp_path: Path, cc: str) -> None:
     if shutil.which(cc) is None:
         pytest.fail(f"{cc} is missing: apt-get install -y {cc}")
     flags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{CSRC}"]
-    flags.append(f"-I{generated_dir()}")
+    flags += [f"-I{generated_dir()}", *ENGINE_FLAGS, *(f"-I{d}" for d in ENGINE_INCLUDES)]
     srcs = [str(CSRC / s) for s in ENGINE_SOURCES]
     proc = subprocess.run(
-        [cc, *flags, *srcs, "-o", str(tmp_path / "engine"), "-ldl"], capture_output=True, text=True
+        [cc, *flags, *srcs, "-o", str(tmp_path / "engine"), *ENGINE_LIBS],
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr

@@ -3,6 +3,7 @@ write_target as load_target's inverse."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -181,9 +182,8 @@ def test_legalize_keeps_the_old_names() -> None:
 def test_write_target_round_trips_the_shipped_target(tmp_path: Path) -> None:
     target = load_target("mdla3.5")
     again = load_target(write_target(target, tmp_path / "copy.toml", ["a comment"]))
-    assert again.name == target.name
-    assert again.description == target.description
-    assert again.devices == target.devices
+    assert dataclasses.replace(again, path=target.path) == target  # soc and [arith] too
+    assert again.socs == ("mt6886",)
     assert (tmp_path / "copy.toml").read_text().startswith("# a comment\n")
     assert [p.name for p in tmp_path.iterdir()] == ["copy.toml"]  # no temp file left
 
@@ -205,8 +205,17 @@ def test_write_target_round_trips_every_field(tmp_path: Path) -> None:
     )
     off = OpSpec(OpKind.SQRT, "d", False, "assumed", reason="no SQRT", dtypes=("int8", "int16"))
     dev = DeviceSpec("d", 4, 65535, ("int8", "int16"), "x", {spec.kind: spec, off.kind: off})
-    target = Target("t", "desc", {"d": dev})
-    assert load_target(write_target(target, tmp_path / "t.toml")).devices == target.devices
+    target = Target("t", "desc", {"d": dev}, "", "wrap", "measured", ("mt6886", "mt6985"))
+    again = load_target(write_target(target, tmp_path / "t.toml"))
+    assert dataclasses.replace(again, path="") == target
+
+
+def test_a_malformed_soc_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t.toml"
+    shipped = mdla_target.target_path("mdla3.5").read_text()
+    path.write_text(shipped.replace('soc = "mt6886"', "soc = 3"))
+    with pytest.raises(TargetDataError, match="`soc` must be a SoC name"):
+        load_target(path)
 
 
 def test_render_target_refuses_an_entry_under_the_wrong_device() -> None:

@@ -53,6 +53,6 @@ def test_the_numbers_of_the_two_implementations_it_replaced() -> None:
 
 def test_an_unknown_mode_is_an_error() -> None:
     with pytest.raises(
-        ZooError, match=r"unknown preprocessing `caffe` \(expected imagenet or tf\)"
+        ZooError, match=r"unknown preprocessing `caffe` \(expected imagenet, tf, stretch\)"
     ):
         prepare(skimage.data.chelsea(), "caffe")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from importlib.metadata import version
+from typing import Annotated
 
 import typer
 
@@ -33,9 +35,25 @@ COMMANDS = ("read", "calibrate", "convert", "features")
 def route(argv: Sequence[str]) -> list[str]:
     """`lipread VIDEO ...` -> `lipread read VIDEO ...`; commands and --help pass unchanged."""
     args = list(argv)
-    if args and args[0] not in COMMANDS and args[0] not in ("--help", "-h"):
+    if args and args[0] not in COMMANDS and args[0] not in ("--help", "-h", "--version"):
         return ["read", *args]
     return args
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"lipread (mdla-lipread) {version('mdla-lipread')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _entry(
+    show_version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    pass
 
 
 def main() -> None:

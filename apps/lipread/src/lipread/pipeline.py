@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,6 +154,15 @@ def fp32_frontend(ckpt: Checkpoint) -> tuple[FrontEndFn, list[float]]:
     return run, latencies
 
 
+STAGES = (
+    "decoding video",
+    "cropping the mouth",
+    "setting up the front-end (a compile on new weights)",
+    "running the front-end",
+    "GRU tail and CTC",
+)
+
+
 def read_sentence(
     video: Path,
     ckpt: Checkpoint,
@@ -162,15 +171,28 @@ def read_sentence(
     fp32: bool = False,
     finder: CornerFinder | None = None,
     crops_dir: Path | None = None,
+    stage: Callable[[str], None] = lambda _name: None,
 ) -> Reading:
     """The whole app: the decoded sentence, how sure it is and where the time went.
+    `stage(name)` is called as each of the STAGES steps starts (the CLI's progress).
 
     `Roi("default")` becomes `auto` or `none` by the frames' look (`roi.resolve_roi`);
-    `crops_dir` receives the crops the model read (`image.save_crops`)."""
+    `crops_dir` receives the crops the model read (`image.save_crops`). `--roi auto` runs
+    MTCNN's nets compiled on target `on` (`lipread.mtcnn_npu`); with `fp32` in torch float
+    (`lipread.track.MtcnnDetector`, the reference)."""
     t0 = time.perf_counter()
+    stage(STAGES[0])
     frames = read_video(video)
     t1 = time.perf_counter()
+    stage(STAGES[1])
     roi, warnings = resolve_roi(roi, frames.shape[1:3], video.name)
+    if finder is None and not fp32:
+        import lipread.roi  # looked up here: tests replace roi.mtcnn_corners
+
+        def on_target(f: Array) -> Array:  # MTCNN's nets on the same target
+            return lipread.roi.mtcnn_corners(f, on)
+
+        finder = on_target
     x = prepare(frames, roi, ckpt.config, finder)
     if crops_dir is not None:
         try:
@@ -178,14 +200,17 @@ def read_sentence(
         except OSError as exc:
             raise LipreadError(f"--save-crops {crops_dir}: {exc.strerror or exc}") from exc
     t2 = time.perf_counter()
+    stage(STAGES[2])
     if fp32:
         fn, latencies = fp32_frontend(ckpt)
         info: dict[str, Any] = {"device": "cpu (torch fp32)", "target": "host"}
     else:
         fn, info, latencies = npu_frontend(ckpt, on)
     t3 = time.perf_counter()
+    stage(STAGES[3])
     feats = run_chunked(fn, x)
     t4 = time.perf_counter()
+    stage(STAGES[4])
     logits = tail_logits(feats, ckpt.state)
     text, path = greedy_ctc(logits)
     confidence = path_confidence(logits)

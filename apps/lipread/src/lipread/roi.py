@@ -98,9 +98,15 @@ def _ranges(idx: list[int]) -> str:
     return ", ".join(spans)
 
 
-def mtcnn_corners(frames: Array) -> Array:
-    """Mouth corners per frame by MTCNN, tracked between keyframes (`lipread.track`); NaN where
-    no face is found."""
+def mtcnn_corners(frames: Array, on: str | None = None) -> Array:
+    """Mouth corners per frame by MTCNN, tracked between keyframes; NaN where no face is found.
+
+    `on` a target spec ("emu", "lib:...", "ssh://..."): its nets compiled and run there
+    (`lipread.mtcnn_npu`); None: in torch float (`lipread.track`), the reference."""
+    if on is not None:
+        from lipread.mtcnn_npu import npu_corners
+
+        return npu_corners(on)(frames)
     from lipread.track import MtcnnDetector, track_corners
 
     detector = MtcnnDetector()

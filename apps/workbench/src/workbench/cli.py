@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from importlib.metadata import version
 from typing import Annotated
 
 import typer
+from typer.exceptions import TyperException
 
 from workbench.commands import (
     bisect,
@@ -18,9 +20,11 @@ from workbench.commands import (
     inspect,
     run,
     tui,
+    tune,
     validate,
     witness,
 )
+from workbench.errors import plain
 
 app = typer.Typer(
     name="workbench",
@@ -64,6 +68,7 @@ app.command("engine", epilog=engine.EPILOG)(engine.engine_command)
 app.command("export", epilog=export.EPILOG)(export.export_command)
 app.command("inspect", epilog=inspect.EPILOG)(inspect.inspect_command)
 app.command("tui", epilog=tui.EPILOG)(tui.tui_command)
+app.command("tune", epilog=tune.EPILOG)(tune.tune_command)
 
 try:  # `workbench probe` (issue 9) is its own module, written in parallel
     from workbench.commands.probe import probe
@@ -74,4 +79,19 @@ else:
 
 
 def main() -> None:
-    app()
+    """The `workbench` script: Typer's own usage errors become one plain `error:` line too
+    (Typer draws a box of them, in colour under CI=GITHUB_ACTIONS or FORCE_COLOR)."""
+    try:
+        rc = app(standalone_mode=False)
+    except TyperException as exc:  # Typer's (vendored) click usage errors derive from it
+        message = getattr(exc, "format_message", None)
+        if message is None:
+            raise
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (`{ctx.command_path} -h` for help)" if ctx is not None else ""
+        sys.stderr.write(f"error: {plain(message())}{hint}\n")
+        sys.exit(int(getattr(exc, "exit_code", 2)))
+    except typer.Abort:
+        sys.stderr.write("error: aborted\n")
+        sys.exit(1)
+    sys.exit(rc if isinstance(rc, int) else 0)

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import threading
@@ -78,7 +79,17 @@ def one_line(exc: BaseException) -> str:
             f"and {more} more (`workbench check MODEL` lists them, one row each)",
         ]
     text = "; ".join(parts) or type(exc).__name__
-    return text.replace(":;", ":")
+    return plain(text.replace(":;", ":"))
+
+
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
+
+
+def plain(text: str) -> str:
+    """`text` without terminal escape sequences (a library's colours) or other control
+    characters: an error line reads the same in a terminal, a pipe, a log and CI."""
+    text = _ESCAPES.sub("", text)
+    return "".join(ch if ch.isprintable() else " " for ch in text)
 
 
 @contextmanager

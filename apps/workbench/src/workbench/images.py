@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from mdla_ir import Preprocess
 from mdla_zoo import prepare as prepare  # the one preprocessing, re-exported for the commands
+from mdla_zoo.contract import prepare_record as _prepare_record
 from workbench.errors import BAD_INPUT, WorkbenchError
 
 Array = np.ndarray[Any, Any]
@@ -28,8 +30,8 @@ def _skimage(name: str) -> Callable[[], Array]:
             import skimage.data
         except ModuleNotFoundError as exc:
             raise WorkbenchError(
-                "the sample photos need scikit-image: pip install scikit-image "
-                "(the extra `mdla-workbench[models]` has it)"
+                "the sample photos need scikit-image: pip install scikit-image (it needs no "
+                "torch), or name image files"
             ) from exc
         image: Array = getattr(skimage.data, name)()
         return image[0] if name == "stereo_motorcycle" else image
@@ -60,6 +62,14 @@ def read_image(path: str | Path) -> Array:
         ) from None
     except (UnidentifiedImageError, OSError) as exc:
         raise WorkbenchError(f"cannot decode image `{path}`: {exc}", BAD_INPUT) from None
+
+
+def prepare_record(image: Array, record: Preprocess) -> Array:
+    """A photo as the input a preprocess record (a manifest's, or a contract's) asks for."""
+    size = (int(record.size[0]), int(record.size[1]))
+    return _prepare_record(
+        image, record.mode, size, record.mean, record.std, record.channels, record.resize
+    )
 
 
 def image_files(directory: str | Path) -> list[Path]:

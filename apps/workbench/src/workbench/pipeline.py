@@ -28,10 +28,14 @@ import mdla_legalize
 import mdla_quant
 import mdla_runtime
 import mdla_zoo
-from mdla_ir import Graph, Preprocess
+from mdla_ir import Graph, Postprocess, Preprocess
 from mdla_runtime.atomic import write_atomic
+from mdla_zoo.specs import is_code_spec, is_model_file, parse_cli_args
+from workbench.contract import Contract
+from workbench.contract import apply as apply_contract
 from workbench.errors import BAD_INPUT, USAGE, WorkbenchError
-from workbench.images import SAMPLES, image_files, prepare, read_image
+from workbench.images import SAMPLES, prepare_record, read_image
+from workbench.inputs import LazyInputs, input_files
 
 Array = np.ndarray[Any, Any]
 Progress = Callable[[int, float], None]
@@ -48,6 +52,10 @@ class Source:
     preprocess: str | None
     labels: tuple[str, ...] | None
     random_weights: bool = False
+    record: Preprocess | None = None  # the input contract's, when options set one
+    notes: tuple[str, ...] = ()  # what loading the model did (mdla_zoo.Model.notes)
+    postprocess: Postprocess | None = None  # a detector's CPU decoding (mdla_zoo.Model.decoder)
+    recorded_spec: str = ""  # the spec the manifest records (`recorded_spec`), if not `spec`
 
     @property
     def image_size(self) -> tuple[int, int]:
@@ -60,7 +68,7 @@ class Compiled:
     source: Source
     device_graph: Graph
     qgraph: Graph
-    calibration: list[list[Array]]
+    calibration: Sequence[list[Array]]
     config: mdla_quant.QuantConfig
     manifest: mdla_runtime.Manifest | None = None
     seconds: dict[str, float] = field(default_factory=dict)
@@ -71,19 +79,71 @@ def is_manifest(spec: str) -> bool:
 
 
 def model_name(spec: str) -> str:
-    return spec.rpartition(":")[2] if ":" in spec else spec
+    """The graph's name: a factory's name (`my_net.py:build(2)` -> build), a file's stem."""
+    head = spec.split("(", 1)[0]
+    if ":" in head:
+        return head.rpartition(":")[2]
+    return Path(spec).stem if is_model_file(spec) else spec
 
 
-def load_source(spec: str, weights: str | None = None) -> Source:
-    """Resolve and import a model spec (torchvision name, efficientnet_lite0, file.py:factory)."""
+def load_source(
+    spec: str,
+    weights: str | None = None,
+    contract: Contract | None = None,
+    args: Sequence[str] = (),
+) -> Source:
+    """Resolve and import a model spec (torchvision name, efficientnet_lite0, file.py:name,
+    a model file); `contract` (the input options) and `args` (`--arg key=value`) apply."""
     if is_manifest(spec):
         raise WorkbenchError(
             f"`{spec}` is a compiled manifest; this needs a model spec (e.g. squeezenet1_1)", USAGE
         )
-    model = mdla_zoo.load_model(spec, weights)
+    contract = contract or Contract()
+    if contract.input_shape is not None and contract.normalizes:
+        apply_contract(contract, None, (contract.input_shape,), spec)  # fails before loading
+    try:
+        kwargs = parse_cli_args(args)
+    except mdla_zoo.ZooError as exc:  # a malformed --arg is a usage error
+        raise WorkbenchError(str(exc), USAGE) from None
+    model = mdla_zoo.load_model(spec, weights, args=kwargs, input_shape=contract.input_shape)
     graph = mdla_ir.from_torch(model.module, model.example_inputs, name=model_name(spec))
     shapes = tuple(tuple(int(d) for d in x.shape) for x in model.example_inputs)
-    return Source(spec, graph, shapes, model.preprocess, model.labels, model.random_weights)
+    labels = contract.labels if contract.labels is not None else model.labels
+    post = model.decoder.record() if model.decoder is not None else None
+    source = Source(
+        spec,
+        graph,
+        shapes,
+        model.preprocess,
+        labels,
+        model.random_weights,
+        notes=model.notes,
+        postprocess=post,
+        recorded_spec=recorded_spec(spec, kwargs),
+    )
+    record = apply_contract(contract, preprocess_record(source), shapes, spec)
+    if not contract.touches_images:
+        return source
+    mode = record.mode if record is not None else None
+    return dataclasses.replace(source, preprocess=mode, record=record)
+
+
+def recorded_spec(spec: str, kwargs: dict[str, Any]) -> str:
+    """The spec a manifest records: a `file.py:name` spec with its `--arg` values written in as
+    literal arguments (`net.py:build(width=0.5)`: `parse_spec` reads them back as the same
+    keyword arguments, each a literal whose repr is itself), so `run` re-imports the very model
+    for its FP32 side; any other spec as given."""
+    if not kwargs or not is_code_spec(spec) or "(" in spec:
+        return spec
+    return f"{spec}({', '.join(f'{k}={v!r}' for k, v in kwargs.items())})"
+
+
+def prepare_image(source: Source, image: Array) -> Array:
+    """A photo as `source`'s input, under its preprocess record (the manifest's, later)."""
+    record = preprocess_record(source)
+    if record is None:
+        raise WorkbenchError(f"model `{source.spec}` records no image preprocessing")
+    return prepare_record(image, record)
 
 
 def random_weights_warning(spec: str) -> str:
@@ -110,8 +170,12 @@ def legalize_graph(
         raise WorkbenchError(str(exc), USAGE) from None
 
 
-def calibration_inputs(calib: str, source: Source, count: int, seed: int = 0) -> list[list[Array]]:
-    """`samples` (scikit-image photos), `random` (uniform [-1, 1]) or a directory of images."""
+def calibration_inputs(
+    calib: str, source: Source, count: int, seed: int = 0
+) -> Sequence[list[Array]]:
+    """`samples` (scikit-image photos), `random` (uniform [-1, 1]) or a directory of images
+    and .npy/.npz arrays: its first `count` files by name, each read when quantize reaches it
+    (`inputs.LazyInputs`)."""
     if count < 1:
         raise WorkbenchError(f"--count must be at least 1, got {count}", USAGE)
     if calib == "random":
@@ -120,19 +184,24 @@ def calibration_inputs(calib: str, source: Source, count: int, seed: int = 0) ->
             [rng.uniform(-1, 1, shape).astype(np.float32) for shape in source.input_shapes]
             for _ in range(count)
         ]
-    if source.preprocess is None or len(source.input_shapes) != 1:
+    takes_images = source.preprocess is not None and len(source.input_shapes) == 1
+    if calib != "samples":
+        files = input_files(calib)[:count]
+        prep = (lambda image: prepare_image(source, image)) if takes_images else None
+        return LazyInputs(files, source.input_shapes, prep, source.spec)
+    if not takes_images:
         raise WorkbenchError(
-            f"model `{source.spec}` records no image preprocessing: calibrate it with "
-            "--calib random (or ship a factory that returns a module only)"
+            f"model `{source.spec}` records no image preprocessing: give --preset (imagenet, "
+            "tf, minus1to1, zero1) or --mean/--std to calibrate it on photos, or --calib "
+            "random, or --calib DIR of .npy/.npz inputs"
         )
-    images = list(SAMPLES)[:count] if calib == "samples" else image_files(calib)[:count]
-    return [[prepare(read_image(i), source.preprocess, source.image_size)] for i in images]
+    return [[prepare_image(source, read_image(i))] for i in list(SAMPLES)[:count]]
 
 
 def quantize_graph(
     source: Source,
     device_graph: Graph,
-    calibration: list[list[Array]],
+    calibration: Sequence[list[Array]],
     config: mdla_quant.QuantConfig,
     progress: Progress | None = None,
     layer_progress: LayerProgress | None = None,
@@ -142,9 +211,10 @@ def quantize_graph(
     )
     prov = dataclasses.replace(
         qgraph.provenance,
-        spec=source.spec,
+        spec=source.recorded_spec or source.spec,
         labels=tuple(source.labels or ()),
         preprocess=preprocess_record(source),
+        postprocess=source.postprocess,
         random_weights=source.random_weights,
     )
     return Compiled(source, device_graph, qgraph.with_(provenance=prov), calibration, config)
@@ -153,12 +223,16 @@ def quantize_graph(
 def preprocess_record(source: Source) -> Preprocess | None:
     """The model's image preprocessing as the manifest records it: mean/std apply to pixels
     scaled to [0, 1] ("tf": (p - 127) / 128 = (p/255 - 127/255) / (128/255))."""
+    if source.record is not None:
+        return source.record
     mode = source.preprocess
     if mode is None or len(source.input_shapes) != 1 or len(source.input_shapes[0]) != 4:
         return None
     if mode == "imagenet":
         mean = tuple(float(v) for v in mdla_zoo.IMAGENET_MEAN)
         std = tuple(float(v) for v in mdla_zoo.IMAGENET_STD)
+    elif mode == "stretch":  # (p/255 - 0.5) / 0.5, the whole photo resized
+        mean, std = (0.5,) * 3, (0.5,) * 3
     else:
         mean, std = (127 / 255,) * 3, (128 / 255,) * 3
     return Preprocess(mode, source.image_size, mean, std)
@@ -205,9 +279,11 @@ def compile_model(
     target: str = "mdla3.5",
     skip_rules: Sequence[str] = (),
     progress: Progress | None = None,
+    contract: Contract | None = None,
+    args: Sequence[str] = (),
 ) -> Compiled:
     """Import, legalize, calibrate and quantize `spec` (the manifest is not written)."""
-    source = load_source(spec, weights)
+    source = load_source(spec, weights, contract, args)
     config = config or mdla_quant.QuantConfig(target=target)
     device = legalize_graph(source.graph, target, config.device, skip_rules)
     calibration = calibration_inputs(calib, source, count)
@@ -228,6 +304,12 @@ def load_manifest(
 ) -> mdla_runtime.Manifest:
     """The manifest at `path` (a ManifestError names the file, the field and the byte)."""
     if not Path(path).is_file():
+        if Path(path).suffix == "" or ":" in str(path):  # a model spec, not a compiled model
+            raise WorkbenchError(
+                f"`{path}` is not a manifest (.mdla): compile it first, e.g. "
+                f"`workbench compile {path} -o {model_name(str(path))}.mdla`",
+                USAGE,
+            )
         raise WorkbenchError(f"manifest `{path}` does not exist")
     return mdla_runtime.load(path, budget or mdla_runtime.Budget())
 

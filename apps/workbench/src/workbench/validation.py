@@ -1,8 +1,18 @@
-"""FP32 vs INT8 (numpy reference and device): per image top-1, logits agreement, worst layers.
+"""FP32 vs INT8 (numpy reference and device): per image and per output agreement, worst layers.
 
 v = validate(compiled, [("chelsea", x)], target)
-v.agreement("ref"), v.agreement("device")     # top-1 agreement with FP32, 0..1
-v.logits["device"].cosine, .sqnr_db           # over all images
+v.outputs[0].kind                             # "classifier", "class map" or "tensor"
+v.outputs[0].agreement("ref")                 # top-1 / per-pixel argmax agreement, 0..1
+v.outputs[0].values["device"].cosine, .sqnr_db  # over all images
+
+The agreement metric follows what an output is (`output_kind`), because a top-1 over anything
+but a classifier's scores says nothing: a segmentation head's flattened 21x224x224 map has one
+"top-1" pixel whose position moves with any rounding although the cosine is 1.0.
+
+    classifier  [1, K], K >= 2            top-1 agreement (the argmax class is the same)
+    class map   `dense.is_class_map`      per-pixel argmax agreement (`dense.class_map`)
+    tensor      anything else (detector   cosine and SQNR only
+                head maps, images, ...)
 """
 
 from __future__ import annotations
@@ -17,15 +27,25 @@ import numpy as np
 import mdla_ir
 import mdla_quant
 import mdla_runtime
+from workbench import dense
 from workbench.images import top_k
 from workbench.pipeline import Compiled
 
 Array = np.ndarray[Any, Any]
+CLASSIFIER, CLASS_MAP, TENSOR = "classifier", "class map", "tensor"
+KEYS = ("ref", "device")
+
+
+def output_kind(shape: Sequence[int], input_shape: Sequence[int]) -> str:
+    """What an output of `shape` is, for a model whose first input has `input_shape`."""
+    if len(shape) == 2 and shape[0] == 1 and shape[1] >= 2:
+        return CLASSIFIER
+    return CLASS_MAP if dense.is_class_map(shape, input_shape) else TENSOR
 
 
 @dataclass
 class Agreement:
-    """Accumulated cosine and SQNR of one set of logits against FP32."""
+    """Accumulated cosine and SQNR of one set of outputs against FP32."""
 
     dot: float = 0.0
     ff: float = 0.0
@@ -48,23 +68,70 @@ class Agreement:
         return math.inf if self.err2 == 0 else 10 * math.log10(self.ff / self.err2)
 
 
+def matches(kind: str, f: Array, q: Array) -> float | None:
+    """One image's agreement of INT8 output `q` with FP32 `f`: 1.0 or 0.0 for the same top-1
+    class, the share of pixels with the same argmax class, None for a tensor output."""
+    if kind == CLASSIFIER:
+        return float(np.argmax(f) == np.argmax(q))
+    if kind == CLASS_MAP:
+        return float(np.mean(dense.class_map(f) == dense.class_map(q)))
+    return None
+
+
+@dataclass
+class OutputAgreement:
+    """One model output's agreement with FP32, over all images, for "ref" and "device"."""
+
+    name: str
+    shape: tuple[int, ...]
+    kind: str
+    values: dict[str, Agreement] = field(default_factory=dict)  # cosine and SQNR
+    shares: dict[str, list[float]] = field(default_factory=dict)  # per image, by `matches`
+
+    def add(self, key: str, f: Array, q: Array) -> float | None:
+        """Accumulate one image's output; its `matches` value."""
+        self.values.setdefault(key, Agreement()).add(f, q)
+        share = matches(self.kind, f, q)
+        if share is not None:
+            self.shares.setdefault(key, []).append(share)
+        return share
+
+    def agreement(self, key: str) -> float | None:
+        """Mean top-1 or per-pixel agreement over the images (None for a tensor output)."""
+        got = self.shares.get(key)
+        return float(np.mean(got)) if got else None
+
+
 @dataclass
 class ImageRow:
     name: str
-    top1: dict[str, tuple[int, str, float]]  # "fp32" / "ref" / "device" -> (index, label, p)
+    top1: dict[str, tuple[int, str, float]]  # a classifier's: "fp32"/"ref"/"device" -> top-1
+    # first output's per-image agreement with FP32, by key: `matches`, or cosine for a tensor
+    agree: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
 class Validation:
     rows: list[ImageRow] = field(default_factory=list)
-    logits: dict[str, Agreement] = field(default_factory=dict)
+    outputs: list[OutputAgreement] = field(default_factory=list)
     worst: list[Any] = field(default_factory=list)  # mdla_quant TensorStats
     device: str = ""
     latency_ms: tuple[float, float] = (0.0, 0.0)
 
-    def agreement(self, key: str) -> float:
-        same = sum(r.top1[key][0] == r.top1["fp32"][0] for r in self.rows if key in r.top1)
-        return same / max(len(self.rows), 1)
+    @property
+    def kind(self) -> str:
+        """The first output's kind: what the per-image table shows."""
+        return self.outputs[0].kind if self.outputs else TENSOR
+
+    def agreement(self, key: str) -> float | None:
+        """The first output's top-1 or per-pixel agreement (None for a tensor output)."""
+        return self.outputs[0].agreement(key) if self.outputs else None
+
+
+def _cosine(f: Array, q: Array) -> float:
+    one = Agreement()
+    one.add(f, q)
+    return one.cosine
 
 
 def validate(
@@ -74,27 +141,61 @@ def validate(
     manifest: mdla_runtime.Manifest | None = None,
     worst: int = 5,
 ) -> Validation:
-    """Compare FP32 (the imported graph), the int8 reference and (with a target) the device."""
+    """Compare FP32 (the imported graph), the int8 reference and (with a target) the device,
+    output by output."""
     labels = compiled.source.labels
-    result = Validation(logits={k: Agreement() for k in ("ref", "device")})
+    graph = compiled.source.graph
+    input_shape = compiled.source.input_shapes[0]
+    result = Validation()
+    for o in graph.outputs:
+        shape = tuple(int(d) for d in graph.tensors[o].shape)
+        result.outputs.append(OutputAgreement(o, shape, output_kind(shape, input_shape)))
     latencies: list[float] = []
     for name, x in images:
-        (fp32,) = mdla_ir.run_float(compiled.source.graph, [x])
-        (ref,) = mdla_quant.run_int8(compiled.qgraph, [x])
-        top1 = {"fp32": top_k(fp32, labels, 1)[0], "ref": top_k(ref, labels, 1)[0]}
-        result.logits["ref"].add(fp32, ref)
+        fp32 = [np.asarray(o) for o in mdla_ir.run_float(graph, [x])]
+        runs = {"ref": [np.asarray(o) for o in mdla_quant.run_int8(compiled.qgraph, [x])]}
         if target is not None and manifest is not None:
             run = target.run(manifest, [x])
-            top1["device"] = top_k(run.outputs[0], labels, 1)[0]
-            result.logits["device"].add(fp32, run.outputs[0])
+            runs["device"] = [np.asarray(o) for o in run.outputs]
             result.device = run.device
             latencies.append(run.latency_ms[0])
-        result.rows.append(ImageRow(name, top1))
+        row = ImageRow(name, {})
+        if result.kind == CLASSIFIER:
+            row.top1 = {k: top_k(v[0], labels, 1)[0] for k, v in [("fp32", fp32), *runs.items()]}
+        for key, outs in runs.items():
+            for i, (spec, f, q) in enumerate(zip(result.outputs, fp32, outs, strict=True)):
+                share = spec.add(key, f, q)
+                if i == 0:
+                    row.agree[key] = share if share is not None else _cosine(f, q)
+        result.rows.append(row)
     if latencies:
         result.latency_ms = (float(np.median(latencies)), min(latencies))
-    if target is None:
-        del result.logits["device"]
     inputs = [[x] for _, x in images]
     report = mdla_quant.compare(compiled.device_graph, compiled.qgraph, inputs)
     result.worst = report.worst(worst)
     return result
+
+
+def db(value: float) -> str:
+    return "inf" if math.isinf(value) else f"{value:.1f}"
+
+
+def summary_lines(v: Validation) -> list[str]:
+    """One line per compared precision ("ref", "device") and output: the kind's agreement
+    metric, then cosine and SQNR (the output named when the model has more than one)."""
+    lines = []
+    for key, what in (("ref", "INT8 reference"), ("device", f"device ({v.device})")):
+        for out in v.outputs:
+            if key not in out.values:
+                continue
+            agree, values = out.agreement(key), out.values[key]
+            where = f" `{out.name}` {list(out.shape)}" if len(v.outputs) > 1 else ""
+            metric = {
+                CLASSIFIER: f"top-1 agreement {agree or 0:.0%}, logits ",
+                CLASS_MAP: f"per-pixel argmax agreement {100 * (agree or 0):.2f}%, ",
+                TENSOR: "",
+            }[out.kind]
+            lines.append(
+                f"{what}{where}: {metric}cosine {values.cosine:.4f}, SQNR {db(values.sqnr_db)} dB"
+            )
+    return lines

@@ -20,7 +20,7 @@ from mdla_ir.graph import Graph, Op, QuantParams, Source, Tensor, same_graph
 from mdla_ir.interp import evaluate, run_float
 from mdla_ir.ops import OpKind
 from mdla_ir.passes import DEFAULT_PASSES, PassResult, Stage, run_passes, run_stages
-from mdla_ir.provenance import Preprocess, Provenance, QuantRecord
+from mdla_ir.provenance import Postprocess, Preprocess, Provenance, QuantRecord
 from mdla_ir.verify import verify
 
 
@@ -40,6 +40,7 @@ __all__ = [
     "Op",
     "OpKind",
     "PassResult",
+    "Postprocess",
     "Preprocess",
     "Provenance",
     "QuantParams",

@@ -190,6 +190,14 @@ class SoftmaxAttrs(Attrs):
 
 
 @dataclass(frozen=True, slots=True)
+class ArgmaxAttrs(Attrs):
+    """ARGMAX: the index of the largest value along `axis` (the first on ties)."""
+
+    axis: int = _f("int")
+    keepdims: bool = _f("bool", False)
+
+
+@dataclass(frozen=True, slots=True)
 class AxisAttrs(Attrs):
     """CONCATENATION: the axis the inputs are joined on."""
 

@@ -60,6 +60,7 @@ class OpKind(Enum):
     FLATTEN = -9
     DROPOUT = -10
     IDENTITY = -11
+    ARGMAX = -12  # host op only (int8 class index out): NNAPI's ARGMAX (39) outputs int32
 
     @property
     def is_neuron(self) -> bool:

@@ -3,9 +3,10 @@
 Each floor fills its own fields with `dataclasses.replace` and leaves the others alone:
 
     importer (mdla_ir.from_torch)    module, source_hash
-    legalize (mdla_legalize)         target, device, rules (from the pass manager's trace)
+    legalize (mdla_legalize)         target, device, rules (from the pass manager's trace),
+                                     cpu_ops (the placement, `mdla_legalize.place`)
     quantize (mdla_quant)            quant (the whole QuantConfig), calibration_samples
-    the app (workbench, lipread)     spec, labels, preprocess
+    the app (workbench, lipread)     spec, labels, preprocess, postprocess
 
 `mdla_runtime.save` writes it as the manifest's `model` section (a fixed key list, checked by
 both readers), and the engine runs with the recorded `quant.rounding`.
@@ -51,12 +52,41 @@ class QuantRecord:
 @dataclass(frozen=True, slots=True)
 class Preprocess:
     """How a model wants its input images: `mode` ("imagenet", "tf", ...), (h, w), and the
-    per-channel mean/std the mode normalizes with (empty when the mode has none)."""
+    per-channel mean/std the mode normalizes with (empty when the mode has none), applied to
+    pixels scaled to [0, 1]; `channels` the order the model takes ("rgb" or "bgr"); `resize`
+    the short side the photo is resized to before the centre (h, w) crop (None: the default
+    round(side / 0.875); 0: the whole photo resized to (h, w), no crop)."""
 
     mode: str
     size: tuple[int, ...] = ()
     mean: tuple[float, ...] = ()
     std: tuple[float, ...] = ()
+    channels: str = "rgb"
+    resize: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Postprocess:
+    """How a detector's head outputs become boxes on the CPU (kind "ssd": anchors, box decoding,
+    NMS; `mdla_zoo.detection.SSDDecoder` has the same fields and does the work). Per feature
+    level k the outputs are the regression conv (1, A_k*4, H_k, W_k) and the classification
+    conv (1, A_k*num_classes, H_k, W_k); `order` says which group comes first
+    ("regression_first": all regression levels, then all classification levels)."""
+
+    kind: str  # "ssd"
+    image_size: tuple[int, int]  # (h, w) of the head's input
+    num_classes: int  # including background (class 0)
+    aspect_ratios: tuple[tuple[float, ...], ...]  # per level (DefaultBoxGenerator)
+    scales: tuple[float, ...]  # levels + 1 values
+    box_weights: tuple[float, float, float, float]  # BoxCoder weights (wx, wy, ww, wh)
+    box_clip: float  # BoxCoder.bbox_xform_clip
+    score_thresh: float
+    nms_thresh: float
+    topk_candidates: int  # per class, before NMS
+    detections_per_img: int
+    clip: bool = True  # clamp the default boxes' (w, h) to [0, 1]
+    order: str = "regression_first"  # or "classification_first"
+    steps: tuple[int, ...] | None = None  # per level (None: each grid's own size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +103,10 @@ class Provenance:
     calibration_samples: int = 0
     labels: tuple[str, ...] = ()
     preprocess: Preprocess | None = None
+    postprocess: Postprocess | None = None  # a detector's CPU decoding (boxes from its outputs)
     random_weights: bool = False  # no weights were loaded: outputs and labels mean nothing
+    # Ops placed on the host CPU (`--cpu`, mdla_ir.partitions); the others run on `device`.
+    cpu_ops: tuple[str, ...] = ()
 
     @property
     def rounding(self) -> str:

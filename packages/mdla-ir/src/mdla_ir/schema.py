@@ -10,9 +10,10 @@ An operand form names each slot and its type, in NNAPI order (reference §4):
 
 Types: `a` int8 activation (TENSOR_QUANT8_ASYMM_SIGNED, or TENSOR_QUANT8_SYMM as the emulator
 takes it), `w` weights (QUANT8_SYMM_PER_CHANNEL, QUANT8_SYMM or QUANT8_ASYMM_SIGNED), `t`
-TENSOR_INT32, `i` INT32, `f` FLOAT32, `B` BOOL, `*` any; `x+` one or more; `[...]` an optional
-part (nestable). `Form.types` is the compact string (`awtiiiiiii[B[ii]]`) that the C matcher in
-`csrc/signature.h` and `match` below both read. Forms of one op are told apart by type alone.
+TENSOR_INT32, `i` INT32, `f` FLOAT32, `F` TENSOR_FLOAT32, `B` BOOL, `*` any; `x+` one or more;
+`[...]` an optional part (nestable). `Form.types` is the compact string (`awtiiiiiii[B[ii]]`)
+that the C matcher in `csrc/signature.h` and `match` below both read. Forms of one op are told
+apart by type alone.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from functools import cache
 
 from mdla_ir.attrs import (
     AdaptivePoolAttrs,
+    ArgmaxAttrs,
     Attrs,
     AxisAttrs,
     BlockAttrs,
@@ -60,10 +62,11 @@ LETTERS: dict[str, frozenset[int] | None] = {
     "t": frozenset({TENSOR_INT32}),
     "i": frozenset({INT32}),
     "f": frozenset({FLOAT32}),
+    "F": frozenset({TENSOR_FLOAT32}),
     "B": frozenset({BOOL}),
     "*": None,
 }
-_TOKEN = re.compile(r"\[|\]|([a-z_0-9]+):([awtifB*])(\+?)|\S+")
+_TOKEN = re.compile(r"\[|\]|([a-z_0-9]+):([awtifFB*])(\+?)|\S+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +238,7 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.FLATTEN, (), FlattenAttrs),
     _op(K.DROPOUT, (), NoAttrs),
     _op(K.IDENTITY, (), NoAttrs),
+    _op(K.ARGMAX, (), ArgmaxAttrs),
 )  # fmt: skip
 
 SCHEMA: dict[OpKind, OpSchema] = {
@@ -242,6 +246,40 @@ SCHEMA: dict[OpKind, OpSchema] = {
 }
 # Every operation code with known forms, the ABI-only ones (RELU1) included.
 BY_CODE: dict[int, OpSchema] = {e.code: e for e in _ENTRIES if e.code is not None}
+
+# Host operations: what only a CPU partition runs (issue 17, mdla_ir.partitions). They have no
+# Neuron code; the manifest numbers them from HOST_OP_BASE, above every ABI code, and both
+# readers accept them in a `cpu` partition only. LAYER_NORM's weight and bias are float32
+# (`F`); GELU carries its 256-entry int8 table (computed by the reference when quantizing);
+# ARGMAX writes int8 class indices (scale 1, zero point 0) along its `axis` operand.
+HOST_OP_BASE = 0x10000
+
+
+def _host(kind: OpKind, code: int, form: str) -> OpSchema:
+    entry = SCHEMA[kind]
+    return OpSchema(
+        kind.name, code, (Form.parse(form),), Form.parse("y:a"), entry.attrs, frozenset(), False
+    )
+
+
+HOST_BY_CODE: dict[int, OpSchema] = {
+    e.code: e
+    for e in (
+        _host(K.LAYER_NORM, HOST_OP_BASE, "x:a weight:F bias:F eps:f"),
+        _host(K.GELU, HOST_OP_BASE + 1, "x:a table:a"),
+        _host(K.ARGMAX, HOST_OP_BASE + 2, "x:a axis:i"),
+    )
+    if e.code is not None
+}
+HOST_CODES: dict[OpKind, int] = {OpKind[e.name]: c for c, e in HOST_BY_CODE.items()}
+
+
+def op_name(code: int) -> str:
+    """The name of a Neuron or host operation code ("UNKNOWN" for others)."""
+    entry = HOST_BY_CODE.get(code)
+    if entry is not None:
+        return entry.name
+    return NEURON_OP_NAMES[code] if 0 <= code <= MAX_OP_CODE else "UNKNOWN"
 
 
 def group(name: str) -> frozenset[OpKind]:
@@ -308,7 +346,7 @@ def find_form(entry: OpSchema, types: Sequence[int | None] | int) -> Form | None
 
 def arity_ok(code: int, n_inputs: int, n_outputs: int) -> bool:
     """Operand counts an operation may have: any count for codes without forms."""
-    entry = BY_CODE.get(code)
+    entry = BY_CODE.get(code) or HOST_BY_CODE.get(code)
     if entry is None:
         return True
     return find_form(entry, n_inputs) is not None and match(entry.outputs.types, n_outputs)

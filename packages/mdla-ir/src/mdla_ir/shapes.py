@@ -142,6 +142,15 @@ def _mean(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> lis
     return [tuple(d for i, d in enumerate(s) if i not in axes)]
 
 
+@rule(OpKind.ARGMAX)
+def _argmax(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    s = shapes[0]
+    axis = attrs["axis"] % len(s)
+    if attrs.get("keepdims", False):
+        return [tuple(1 if i == axis else d for i, d in enumerate(s))]
+    return [tuple(d for i, d in enumerate(s) if i != axis)]
+
+
 @rule(OpKind.PAD)
 def _pad(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
     pads = attrs["pads"]

@@ -6,11 +6,14 @@ are taken to be quantized per channel, as the quantizer does for every weighted 
 
 from __future__ import annotations
 
+import dataclasses
+
 from mdla_ir import Graph, Op, OpKind
 from mdla_ir.lowerable import form_problems
+from mdla_ir.schema import attrs_of
 from mdla_legalize.rules.base import Ctx
 from mdla_legalize.rules.padding import device_same_pads, padding_ok
-from mdla_target.target import Target
+from mdla_target.target import ATTRIBUTE_SOURCES, OpSpec, Target
 
 WEIGHTED = frozenset(
     {OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.FULLY_CONNECTED, OpKind.TRANSPOSE_CONV_2D}
@@ -37,6 +40,7 @@ def op_problems(graph: Graph, op: Op, target: Target, device: str, ctx: Ctx) -> 
                 f"`{n}` is {dtype}; {op.kind.name} on {device} takes {', '.join(spec.dtypes)}"
             )
     found += _weights(graph, op, target, device)
+    found += _attributes(op, spec)
     if "padding" in op.attrs and not padding_ok(op, ctx):
         found.append(
             f"pads {tuple(op.attrs['padding'])} (stride {tuple(op.attrs['stride'])}) "
@@ -49,6 +53,32 @@ def op_problems(graph: Graph, op: Op, target: Target, device: str, ctx: Ctx) -> 
         if len(shapes) > 1:
             found.append(
                 f"operands {sorted(shapes)} broadcast; {op.kind.name} on {device} does not"
+            )
+    return found
+
+
+def non_default(op: Op, attr: str) -> object | None:
+    """The default of attribute `attr` of `op`'s kind when `op` sets another value, else None.
+    A uniform tuple default holds at any rank: dilation (1, 1, 1) of a CONV_3D is (1, 1)'s."""
+    record = attrs_of(op.kind)
+    defaults = {f.name: f.default for f in dataclasses.fields(record)}  # type: ignore[arg-type]
+    if attr not in op.attrs or attr not in defaults:
+        return None
+    value, default = getattr(record.of(op), attr), defaults[attr]
+    if isinstance(value, tuple) and isinstance(default, tuple) and len(set(default)) == 1:
+        return None if set(value) <= set(default) else default
+    return None if value == default else default
+
+
+def _attributes(op: Op, spec: OpSpec) -> list[str]:
+    """An attribute value the entry refuses (`dilation = false`: only dilation 1 maps)."""
+    found = []
+    for attr in ATTRIBUTE_SOURCES:
+        default = non_default(op, attr)
+        if default is not None and not getattr(spec, attr):
+            found.append(
+                f"{attr} {tuple(op.attrs[attr])}: {op.kind.name} on {spec.device} maps only "
+                f"{attr} {default} ({spec.attribute_source(attr) or spec.source})"
             )
     return found
 

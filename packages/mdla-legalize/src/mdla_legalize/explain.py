@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 from mdla_ir import Graph, Op
 from mdla_ir.passes import Rewriter
-from mdla_legalize.constraints import graph_problems, op_problems
+from mdla_legalize.constraints import graph_problems, non_default, op_problems
 from mdla_legalize.errors import check_device
 from mdla_legalize.layout import to_nhwc
 from mdla_legalize.rules import COSTS, DEVICE_RULES, MODEL_RULES
 from mdla_legalize.rules.base import Ctx, Rule
-from mdla_target.target import Target
+from mdla_target.target import ATTRIBUTE_SOURCES, OpSpec, Target
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,7 @@ class OpSupport:
     reason: str = ""
     fix: str = ""
     assumed: str = ""  # the target entry's source when the op maps on an assumption
+    assumed_attr: str = ""  # the attribute whose own source is the assumption ("dilation")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,9 +52,9 @@ class SupportReport:
         found: dict[str, str] = {}
         for o in self.ops:
             if o.supported and o.assumed:
-                found.setdefault(
-                    o.kind.split("+")[0], f"maps on an assumption, not a measurement ({o.assumed})"
-                )
+                kind = o.kind.split("+")[0]
+                key = f"{kind} with {o.assumed_attr}" if o.assumed_attr else kind
+                found.setdefault(key, f"maps on an assumption, not a measurement ({o.assumed})")
         return found
 
     def __str__(self) -> str:
@@ -109,6 +110,18 @@ def _fix(op: Op, target: Target, device: str, tables: list[tuple[Graph, list[Rul
     return ""
 
 
+def assumption(op: Op, spec: OpSpec) -> tuple[str, str]:
+    """(attribute, source) when `op` maps only on an assumption: an attribute of it that is not
+    its default (dilation > 1) and has its own `assumed: ...` source in the target entry, else
+    ("", the entry's source) when that source is an assumption, else ("", "")."""
+    for attr in ATTRIBUTE_SOURCES:
+        source = spec.attribute_source(attr)
+        default = non_default(op, attr)
+        if source.startswith("assumed") and default is not None:
+            return f"{attr} other than {default}", source
+    return "", spec.source if spec.source.startswith("assumed") else ""
+
+
 def explain(graph: Graph, target: Target, device: str = "mtk-mdla") -> SupportReport:
     check_device(target, device)  # an unknown device raises, naming the known ones
     ctx = Ctx(Rewriter(graph), target, device)
@@ -117,9 +130,8 @@ def explain(graph: Graph, target: Target, device: str = "mtk-mdla") -> SupportRe
     for i, op in enumerate(graph.ops):
         problems = op_problems(graph, op, target, device, ctx)
         if not problems:
-            source = target.op(device, op.kind).source
-            assumed = source if source.startswith("assumed") else ""
-            rows.append(OpSupport(i, op.name, op.label, True, assumed=assumed))
+            attr, assumed = assumption(op, target.op(device, op.kind))
+            rows.append(OpSupport(i, op.name, op.label, True, assumed=assumed, assumed_attr=attr))
             continue
         if tables is None:
             device_graph = to_nhwc(graph).graph

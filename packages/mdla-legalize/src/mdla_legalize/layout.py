@@ -2,9 +2,10 @@
 
 Activations of rank 4 are held NHWC (perm (0, 2, 3, 1)), of rank 5 NDHWC (0, 2, 3, 4, 1);
 filters take Neuron's layouts (CONV_2D (O, KH, KW, I), DEPTHWISE_CONV_2D (1, KH, KW, C*m));
-axis attributes (MEAN, CONCATENATION, SOFTMAX, PAD, TRANSPOSE) are renumbered; a RESHAPE keeps
-its form when the device memory order is unchanged (checked index by index), else it is wrapped
-in TRANSPOSEs back to the model order (which the MDLA does not map, so explain reports them).
+axis attributes (MEAN, ARGMAX, CONCATENATION, SOFTMAX, PAD, TRANSPOSE) are renumbered; a
+RESHAPE keeps its form when the device memory order is unchanged (checked index by index), else
+it is wrapped in TRANSPOSEs back to the model order (which the MDLA does not map, so explain
+reports them).
 The graph's inputs and outputs keep the model's layout for callers through `Graph.boundary`,
 which is also the record of the device's I/O layout for the manifest.
 """
@@ -187,6 +188,18 @@ def _mean(lo: _Layout, op: Op) -> list[Op]:
     return [op.with_(attrs={**op.attrs, "axes": tuple(axes)})]
 
 
+def _argmax(lo: _Layout, op: Op) -> list[Op]:
+    """ARGMAX's axis renumbered; without keepdims the dims left must keep their order (NCHW
+    axis 1 -> NHWC 3: (N, H, W) either way), else the op is wrapped in TRANSPOSEs."""
+    x, y = op.inputs[0], op.outputs[0]
+    axis = op.attrs["axis"] % len(lo.perm[x])
+    kept = [p for p in lo.perm[x] if p != axis]
+    same = lo.perm[y] == lo.perm[x] if op.attrs.get("keepdims", False) else kept == sorted(kept)
+    if not same or (not op.attrs.get("keepdims", False) and lo.perm[y] != tuple(range(len(kept)))):
+        return lo.wrapped(op)
+    return [op.with_(attrs={**op.attrs, "axis": lo.axis(x, axis)})]
+
+
 def _axis_attr(lo: _Layout, op: Op) -> list[Op]:
     return [op.with_(attrs={**op.attrs, "axis": lo.axis(op.outputs[0], op.attrs.get("axis", -1))})]
 
@@ -223,6 +236,7 @@ HANDLERS: dict[OpKind, Callable[[_Layout, Op], list[Op]]] = {
     OpKind.DEPTHWISE_CONV_2D: _conv,  # filter (O, 1, KH, KW) -> (1, KH, KW, O)
     OpKind.TRANSPOSE_CONV_2D: _transpose_conv,  # filter (I, O, KH, KW) -> (O, KH, KW, I)
     OpKind.MEAN: _mean,  # axes (2, 3) -> (1, 2)
+    OpKind.ARGMAX: _argmax,  # axis 1 -> 3
     OpKind.CONCATENATION: _axis_attr,  # axis 1 -> 3
     OpKind.SOFTMAX: _axis_attr,  # axis 1 -> 3
     OpKind.PAD: _pad,  # pads (N, C, H, W) -> (N, H, W, C)

@@ -114,18 +114,7 @@ def legalize(
     ones). With rules skipped the result is returned even where ops do not map: the device then
     says what it thinks of the construct the rule would have rewritten (`workbench bisect`).
     """
-    check_device(target, device)
-    try:
-        graph, trace = run_stages(graph, pipeline(target, device), skip=skip_rules)
-    except UnknownPassError as exc:
-        raise UnknownRuleError(str(exc), exc.unknown, exc.known) from None
-    except PassError as exc:
-        raise LegalizeError(str(exc), exc.problems) from exc
-    prov = graph.provenance
-    rules = merge_rules(prov.rules, trace.rules())
-    graph = graph.with_(
-        provenance=dataclasses.replace(prov, target=target.name, device=device, rules=rules)
-    )
+    graph = rewrite(graph, target, device, skip_rules)
     if skip_rules:
         return graph
     report = explain(graph, target, device)
@@ -140,3 +129,22 @@ def legalize(
             items,
         )
     return graph
+
+
+def rewrite(
+    graph: Graph, target: Target, device: str = "mtk-mdla", skip_rules: Collection[str] = ()
+) -> Graph:
+    """`legalize`'s rewrites without its proof: the device graph, every op mapped or not
+    (`mdla_legalize.place` then puts the ones the user names on the CPU)."""
+    check_device(target, device)
+    try:
+        graph, trace = run_stages(graph, pipeline(target, device), skip=skip_rules)
+    except UnknownPassError as exc:
+        raise UnknownRuleError(str(exc), exc.unknown, exc.known) from None
+    except PassError as exc:
+        raise LegalizeError(str(exc), exc.problems) from exc
+    prov = graph.provenance
+    rules = merge_rules(prov.rules, trace.rules())
+    return graph.with_(
+        provenance=dataclasses.replace(prov, target=target.name, device=device, rules=rules)
+    )

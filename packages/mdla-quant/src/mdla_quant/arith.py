@@ -14,6 +14,15 @@ MultiplyByQuantizedMultiplier (MBQM), in two roundings:
 
 All integer helpers take and return int64 arrays holding int32 values; int64 leaves headroom for
 every intermediate product (|x*M| < 2^31 * 2^31 = 2^62).
+
+Where TFLite's int32 would overflow (x * 2^s for a multiplier >= 2, the output offset added to an
+extreme value) the target's `accumulator` fact decides (mdla_target `[arith]`):
+
+- "saturate": the int32 value is clamped to [-2^31, 2^31 - 1] first (the emulator's
+  historical int64 arithmetic; the sign survives, so the int8 output is the clamp bound)
+- "wrap": the value is taken modulo 2^32 as a two's-complement int32, which is what TFLite's
+  reference build computes (`x * (1 << left_shift)` and `acc += output_offset` in int32;
+  single rounding's `static_cast<int32_t>` of its int64 result)
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from mdla_quant.errors import QuantError
 Array = np.ndarray[Any, Any]
 Num = Array | np.generic | int | float  # anything np.asarray turns into an int64/float array
 ROUNDINGS = ("double", "single")
+ACCUMULATORS = ("saturate", "wrap")  # mdla_target.ACCUMULATORS: the `[arith]` fact's values
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
@@ -35,6 +45,36 @@ def check_rounding(rounding: str) -> str:
     if rounding not in ROUNDINGS:
         raise QuantError(f"unknown rounding `{rounding}`: expected one of {ROUNDINGS}")
     return rounding
+
+
+def check_accumulator(accumulator: str) -> str:
+    if accumulator not in ACCUMULATORS:
+        raise QuantError(f"unknown accumulator `{accumulator}`: expected one of {ACCUMULATORS}")
+    return accumulator
+
+
+def wrap32(x: Num) -> Array:
+    """x modulo 2^32 as a two's-complement int32 (what an int32 register keeps)."""
+    return np.asarray(((np.asarray(x, np.int64) + 2**31) & 0xFFFFFFFF) - 2**31)
+
+
+def sat32(x: Num) -> Array:
+    """x clamped to the int32 range."""
+    return np.asarray(np.clip(np.asarray(x, np.int64), INT32_MIN, INT32_MAX))
+
+
+def narrow32(x: Num, accumulator: str) -> Array:
+    """An int64 value stored into TFLite's int32: wrapped or saturated, as `accumulator` says."""
+    return wrap32(x) if accumulator == "wrap" else sat32(x)
+
+
+def add_offset(v: Num, z: int, accumulator: str = "saturate") -> Array:
+    """MBQM's result plus the output zero point: TFLite's `acc += output_offset` in int32.
+
+    Under "saturate" the sum stays exact in int64 (the int8 clamp that follows gives what a
+    saturated int32 would); under "wrap" it wraps as TFLite's int32 does."""
+    out = np.asarray(v, np.int64) + z
+    return wrap32(out) if accumulator == "wrap" else out
 
 
 def f32(scale: Any) -> Array:
@@ -86,18 +126,25 @@ def rdbpot(v: Num, exponent: Num) -> Array:
     return np.asarray((v >> e) + (rem > thr))
 
 
-def mbqm(x: Num, m: Num, s: Num, rounding: str = "double") -> Array:
+def mbqm(x: Num, m: Num, s: Num, rounding: str = "double", accumulator: str = "saturate") -> Array:
     """MultiplyByQuantizedMultiplier(x, M, s) ~= x * M * 2^(s-31), int32 values in int64.
 
-    `m` and `s` broadcast against `x` (per-channel multipliers on the last axis, say). Callers
-    keep |x * 2^max(s,0)| < 2^31, as TFLite requires of its int32 arithmetic.
+    `m` and `s` broadcast against `x` (per-channel multipliers on the last axis, say). `x` is
+    TFLite's int32 input, narrowed by `accumulator` (the caller's int64 sum stored into int32):
+    double:  v = narrow32(x * 2^max(s,0));  out = RDBPOT(SRDHM(v, M), max(-s,0))
+             |x| <= 2^31 and s <= 31 keep x * 2^s below 2^62 before narrowing; s > 0 only
+             where the multiplier is >= 1, and then max(-s,0) = 0
+    single:  out = (x*M + 2^(30-s)) >> (31-s), in int64 (x*M < 2^62, rounding term < 2^61),
+             then wrapped to int32 under "wrap" (TFLite casts the int64 result to int32)
     """
-    x, m, s = np.asarray(x, np.int64), np.asarray(m, np.int64), np.asarray(s, np.int64)
+    x = narrow32(x, accumulator)
+    m, s = np.asarray(m, np.int64), np.asarray(s, np.int64)
     if rounding == "single":
-        total = 31 - s  # in [1, 62]; x*M < 2^62 and the rounding term < 2^61: no overflow
-        return np.asarray((x * m + (np.int64(1) << (total - 1))) >> total)
+        total = 31 - s  # in [1, 62]
+        out = np.asarray((x * m + (np.int64(1) << (total - 1))) >> total)
+        return wrap32(out) if accumulator == "wrap" else out
     left, right = np.maximum(s, 0), np.maximum(-s, 0)
-    return rdbpot(srdhm(x << left, m), right)
+    return rdbpot(srdhm(narrow32(x << left, accumulator), m), right)
 
 
 def saturate(x: Array, lo: int = -128, hi: int = 127) -> Array:

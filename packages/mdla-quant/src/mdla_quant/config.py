@@ -23,7 +23,8 @@ class QuantConfig(QuantRecord):
     bias_correction  shift each conv/FC bias by the mean int8-vs-float output error per channel,
                  measured on the calibration data (needs a re-iterable calibration set)
     equalize     cross-layer equalization of conv pairs before calibration (`equalize.py`:
-                 exact in float; pairs through RELU6 are left alone)
+                 exact in float; pairs through RELU6 are left alone), then high-bias absorption
+                 (`bias_absorption.py`: needs a re-iterable calibration set)
     adaround     AdaRound iterations per weighted layer (`adaround.py`), 0 = round to nearest;
                  a few hundred is typical (needs a re-iterable calibration set)
     target, device   whose scale constraints apply (fixed output scales, shared scales)

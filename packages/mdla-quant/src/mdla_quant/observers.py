@@ -34,8 +34,26 @@ class Histogram:
             self.radius = 2.0 ** np.ceil(np.log2(need)) if need > 0 else 1.0
         while need > self.radius:
             self._grow()
-        idx = ((x + self.radius) * (self.bins / (2 * self.radius))).astype(np.int64)
-        self.counts += np.bincount(np.clip(idx, 0, self.bins - 1), minlength=self.bins)
+        self.counts += self._bin_counts(x, np.isfinite(lo) and np.isfinite(hi))
+
+    def _bin_counts(self, x: Array, finite: bool) -> Array:
+        """Counts of bin(x) = clip(int((x + R) * (bins / 2R)), 0, bins - 1), in float32.
+
+        Fast form when x is finite (its min and max are: NaN propagates through both): then
+        -R <= x <= R, so x + R >= 0 (rounding keeps an exact non-negative value non-negative)
+        and only bin = bins (x at R) needs the clip, which folding count[bins] into the last
+        bin does. The float32 operations and their order are the definition's (R and bins / 2R
+        are powers of two, exactly as the definition's scalars become float32), so the bins
+        are the same; the product is computed in place to save a pass."""
+        scale = self.bins / (2 * self.radius)
+        if not finite or scale > float(np.finfo(np.float32).max):  # (R < 2^-118: as defined)
+            idx = ((x + self.radius) * scale).astype(np.int64)
+            return np.bincount(np.clip(idx, 0, self.bins - 1), minlength=self.bins)
+        t = x + np.float32(self.radius)
+        t *= np.float32(scale)
+        counts = np.bincount(t.astype(np.intp), minlength=self.bins + 1)
+        counts[self.bins - 1] += counts[self.bins]
+        return counts[: self.bins]
 
     def _grow(self) -> None:
         """Double R: old bin pairs merge into the middle half of the new bins."""

@@ -8,14 +8,19 @@
    and the output together; tied tensors form groups (union-find) whose range is the union.
    A selection conv (`mdla_ir.selection`: a 1×1 0/1 filter copying channels) keeps its
    input's params and gets weight scale 1: its requantization multiplier is exactly 1.
-4. Activation params: scale = (hi - lo) / 255, zero point = round(-128 - lo / scale).
+4. Activation params: scale = (hi - lo) / 255, zero point = round(-128 - lo / scale). A range
+   narrower than 1e-6 is widened as TFLite's converter does, and a scale below what LiteRT
+   loads (an ADD output multiplier >= 1, a SOFTMAX input multiplier <= 1) rises to that floor
+   with its tie group (`floors.py`).
 5. Weights: symmetric int8 in [-127, 127], per output channel where the target allows it
    (channel dim 0 for CONV_2D and TRANSPOSE_CONV_2D, 3 for DEPTHWISE_CONV_2D), else per tensor;
-   bias int32 with scale in_scale * w_scale[c]; other constants per-tensor asymmetric int8.
+   bias int32 with scale in_scale * w_scale[c]; other constants per-tensor asymmetric int8,
+   except those of the ops a CPU partition computes in float (LAYER_NORM, GELU): float32;
+   each GELU gets its int8 table as a constant second input (`kernels/float_ops.py`).
 
 Optional, by the config: cross-layer equalization of the float graph before step 1
-(`equalize.py`), AdaRound of the int8 weights after step 5 (`adaround.py`), then bias
-correction (`bias_correction.py`).
+(`equalize.py`, then high-bias absorption, `bias_absorption.py`), AdaRound of the int8
+weights after step 5 (`adaround.py`), then bias correction (`bias_correction.py`).
 """
 
 from __future__ import annotations
@@ -28,13 +33,17 @@ from typing import Any
 import numpy as np
 
 from mdla_ir import Graph, OpKind, QuantParams, Tensor, evaluate
+from mdla_ir.partitions import CPU_FLOAT
 from mdla_ir.selection import is_selection
 from mdla_quant.adaround import LayerProgress, adaround
 from mdla_quant.arith import round_half_away
+from mdla_quant.bias_absorption import absorb_high_biases
 from mdla_quant.bias_correction import correct_biases
 from mdla_quant.config import QuantConfig
 from mdla_quant.equalize import equalize
 from mdla_quant.errors import QuantError
+from mdla_quant.floors import expand_tiny_range, scale_floors
+from mdla_quant.kernels.float_ops import with_gelu_tables
 from mdla_quant.observers import Histogram, clip_range
 from mdla_target import load_target
 from mdla_target.target import Target
@@ -47,6 +56,12 @@ WEIGHTED = {
     OpKind.FULLY_CONNECTED: 0,
     OpKind.TRANSPOSE_CONV_2D: 0,  # filter (O, KH, KW, I)
 }
+# Ops only a CPU partition runs that move int8 values unchanged (the target's tables describe
+# the NPU): their output takes the input's params, as the int8 kernel requires.
+CPU_MOVES = frozenset({OpKind.TRANSPOSE})
+# ARGMAX (CPU only) writes class indices: int8 at scale 1, zero point 0, so the dequantized
+# value is the index itself (at most 128 classes: kernels/argmax.py).
+INDEX_Q = QuantParams((1.0,), (0,))
 
 
 def calibrate(
@@ -73,10 +88,12 @@ def calibrate(
     return hists, n
 
 
-def activation_params(lo: float, hi: float) -> QuantParams:
-    """Asymmetric int8: the range [min(lo,0), max(hi,0)] onto [-128, 127]."""
-    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+def activation_params(lo: float, hi: float, min_scale: float = 0.0) -> QuantParams:
+    """Asymmetric int8: the range [min(lo,0), max(hi,0)] onto [-128, 127], widened to 1e-6 when
+    narrower (`floors.expand_tiny_range`), with a scale of at least `min_scale`."""
+    lo, hi = expand_tiny_range(min(float(lo), 0.0), max(float(hi), 0.0))
     scale = float(np.float32((hi - lo) / 255.0)) if hi > lo else 1.0 / 255.0
+    scale = max(scale, float(np.float32(min_scale)))
     zero_point = int(np.clip(round_half_away(-128.0 - lo / scale), -128, 127))
     return QuantParams((scale,), (zero_point,))
 
@@ -107,13 +124,16 @@ def _activation_quant(
     for op in graph.ops:
         spec = target.op(config.device, op.kind)
         acts = [n for n in op.inputs if not graph.tensors[n].is_const]
-        if (spec.keeps_input_scale or is_selection(graph, op)) and acts:
+        moves = spec.keeps_input_scale or op.kind in CPU_MOVES or is_selection(graph, op)
+        if moves and acts:
             groups.union([acts[0], op.outputs[0]])  # a selection conv copies: multiplier 1
         if spec.shared_scale:
             groups.union([*acts, op.outputs[0]])
         if spec.fixed_output is not None:
             scale, zp = spec.fixed_output
             fixed[op.outputs[0]] = QuantParams((scale,), (zp,))
+        if op.kind is OpKind.ARGMAX:
+            fixed[op.outputs[0]] = INDEX_Q
     ranges: dict[str, tuple[float, float]] = {}
     names = [*graph.inputs, *(o for op in graph.ops for o in op.outputs)]
     for name in names:
@@ -122,11 +142,46 @@ def _activation_quant(
         old = ranges.get(root, (lo, hi))
         ranges[root] = (min(old[0], lo), max(old[1], hi))
     params = {n: activation_params(*ranges[groups.find(n)]) for n in names}
+    params = _raise_to_floors(graph, params, names, groups, ranges)
     for name, q in fixed.items():
         for other in (n for n in names if groups.find(n) == groups.find(name)):
             _check_fits(graph, other, name, hists[other], q)
             params[other] = q
     return params
+
+
+def _raise_to_floors(
+    graph: Graph,
+    params: dict[str, QuantParams],
+    names: Sequence[str],
+    groups: _Groups,
+    ranges: dict[str, tuple[float, float]],
+) -> dict[str, QuantParams]:
+    """Scales below their LiteRT floor (`floors.scale_floors`) rise to it, with their tie group;
+    repeated until none is below, since a raised ADD output can be the next ADD's input. Scales
+    only grow, and each round settles at least one more op of the chain."""
+
+    def scale(name: str) -> float:
+        if name in params:
+            return params[name].scale[0]
+        data = graph.const(name)  # a constant operand: quantized as _const will
+        return activation_params(float(data.min(initial=0.0)), float(data.max(initial=0.0))).scale[
+            0
+        ]
+
+    for _ in range(len(graph.ops) + 1):
+        low: dict[str, float] = {}
+        for name, floor in scale_floors(graph, scale).items():
+            if name in params and params[name].scale[0] < floor:
+                root = groups.find(name)
+                low[root] = max(low.get(root, 0.0), floor)
+        if not low:
+            return params
+        for name in names:
+            root = groups.find(name)
+            if root in low:
+                params[name] = activation_params(*ranges[root], min_scale=low[root])
+    raise QuantError(f"graph `{graph.name}`: the scale floors of ADD/SOFTMAX did not settle")
 
 
 def _check_fits(graph: Graph, name: str, fixed_by: str, h: Histogram, q: QuantParams) -> None:
@@ -194,14 +249,16 @@ def quantize(
             f"graph `{graph.name}` is {graph.layout}: quantize the legalized (NHWC) "
             "graph, so that what is validated is what is emitted"
         )
-    if (config.bias_correction or config.adaround) and iter(calibration) is calibration:
+    rereads = config.bias_correction or config.adaround or config.equalize
+    if rereads and iter(calibration) is calibration:
         raise QuantError(
-            "bias correction and AdaRound read the calibration set a second time: pass a "
-            "list or another re-iterable, not a generator"
+            "bias correction, AdaRound and equalization read the calibration set a second "
+            "time: pass a list or another re-iterable, not a generator"
         )
     target = load_target(config.target)
     if config.equalize:
         graph, _ = equalize(graph)
+        graph, _ = absorb_high_biases(graph, calibration)
     hists, samples = calibrate(graph, calibration, config.bins, progress)
     acts = _activation_quant(graph, hists, config, target)
     tensors: dict[str, Tensor] = {
@@ -214,7 +271,7 @@ def quantize(
                 continue
             tensors[name] = _const(graph, op, i, t, acts, config, target, tensors)
     prov = dataclasses.replace(graph.provenance, quant=config.record(), calibration_samples=samples)
-    qgraph = graph.with_(tensors=tensors, provenance=prov)
+    qgraph = with_gelu_tables(graph.with_(tensors=tensors, provenance=prov))
     if config.adaround:
         qgraph, _ = adaround(
             graph, qgraph, calibration, iters=config.adaround, progress=layer_progress
@@ -233,6 +290,8 @@ def _const(
     done: dict[str, Tensor],
 ) -> Tensor:
     data = np.asarray(t.data)
+    if op.kind in CPU_FLOAT:  # computed in float32 on the CPU (mdla_quant.kernels.float_ops)
+        return Tensor(t.name, t.shape, "float32", data=data.astype(np.float32))
     if op.kind in WEIGHTED and i == 1:
         dim = WEIGHTED[op.kind] if target.op(config.device, op.kind).per_channel else None
         if is_selection(graph, op):  # 0/1 weights at scale 1: exact (mdla_ir.selection)

@@ -8,6 +8,7 @@ real = s * (q - z), and permuted back (or returned raw: int8, graph layout).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -15,9 +16,10 @@ import numpy as np
 from mdla_ir.affine import quantize_input
 from mdla_ir.graph import Graph, QuantParams
 from mdla_ir.interp import bind_inputs, to_model_layout
-from mdla_quant.arith import Array, check_rounding
+from mdla_quant.arith import Array, check_accumulator, check_rounding
 from mdla_quant.errors import KernelError, QuantError
 from mdla_quant.kernels import INT8_KERNELS
+from mdla_target import load_target
 
 
 def _io_params(graph: Graph, name: str) -> tuple[np.float32, int]:
@@ -42,22 +44,38 @@ def _operand(graph: Graph, env: dict[str, Array], name: str) -> Array:
 Observer = Callable[[str, Array], None]
 
 
+@cache
+def _target_accumulator(target: str) -> str:
+    return load_target(target).accumulator
+
+
+def graph_accumulator(qgraph: Graph) -> str:
+    """The `[arith] accumulator` fact of the target `qgraph` was quantized for (its
+    provenance's QuantConfig target, else legalize's, else mdla3.5)."""
+    prov = qgraph.provenance
+    target = (prov.quant.target if prov.quant is not None else "") or prov.target or "mdla3.5"
+    return _target_accumulator(target)
+
+
 def run_int8(
     qgraph: Graph,
     inputs: Sequence[Any] | Array,
     raw: bool = False,
     rounding: str | None = None,
     observe: Observer | None = None,
+    accumulator: str | None = None,
 ) -> list[Array]:
     """Outputs of the int8 graph `qgraph` for real-valued `inputs` (model layout).
 
     Returns dequantized float32 outputs in the model's layout, or with `raw=True` the int8
     outputs in the graph's layout. `rounding` ("double" or "single") defaults to the graph's
-    `provenance.rounding` (its QuantConfig's), else "double". `observe(name, q)`, if given, sees
+    `provenance.rounding` (its QuantConfig's), else "double"; `accumulator` ("saturate" or
+    "wrap") to its target's `[arith]` fact (`graph_accumulator`). `observe(name, q)`, if given, sees
     every int8 activation (graph inputs, then each op's output) in graph layout as soon as it is
     computed.
     """
     mode = check_rounding(rounding or qgraph.provenance.rounding)
+    acc_mode = check_accumulator(accumulator or graph_accumulator(qgraph))
     if qgraph.layout != "NHWC":
         raise QuantError(f"graph `{qgraph.name}` has layout {qgraph.layout}; int8 graphs are NHWC")
     env = quantize_inputs(qgraph, inputs)
@@ -67,7 +85,7 @@ def run_int8(
     last_use = {n: i for i, op in enumerate(qgraph.ops) for n in op.inputs}
     keep = set(qgraph.outputs)
     for i, op in enumerate(qgraph.ops):
-        value = run_op(qgraph, i, env, mode)
+        value = run_op(qgraph, i, env, mode, acc_mode)
         env[op.outputs[0]] = value
         if observe is not None:
             observe(op.outputs[0], value)
@@ -94,7 +112,9 @@ def quantize_inputs(qgraph: Graph, inputs: Sequence[Any] | Array) -> dict[str, A
     return env
 
 
-def run_op(qgraph: Graph, i: int, env: dict[str, Array], mode: str) -> Array:
+def run_op(
+    qgraph: Graph, i: int, env: dict[str, Array], mode: str, accumulator: str = "saturate"
+) -> Array:
     """The int8 output of op #i of `qgraph`, its activation inputs taken from `env`."""
     op = qgraph.ops[i]
     fn = INT8_KERNELS.get(op.kind)
@@ -114,7 +134,7 @@ def run_op(qgraph: Graph, i: int, env: dict[str, Array], mode: str) -> Array:
             op.name,
         )
     try:
-        value = fn(op, args, arg_q, out.quant, mode)
+        value = fn(op, args, arg_q, out.quant, mode, accumulator)
     except (ValueError, IndexError, KeyError, TypeError) as exc:
         raise KernelError(
             f"op #{i} `{op.name}` ({op.kind.name}) failed in the int8 reference: {exc}", op.name

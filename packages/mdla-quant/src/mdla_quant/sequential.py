@@ -20,7 +20,7 @@ from mdla_ir import Graph, Op, Tensor
 from mdla_ir.interp import bind_inputs
 from mdla_ir.interp.registry import KERNELS
 from mdla_quant.errors import QuantError
-from mdla_quant.reference import quantize_inputs, run_op
+from mdla_quant.reference import graph_accumulator, quantize_inputs, run_op
 
 Array = np.ndarray[Any, Any]
 Env = dict[str, Array]
@@ -49,6 +49,7 @@ def lockstep(graph: Graph, qgraph: Graph, batch: Sequence[Sequence[Any]], visit:
             f"graph `{graph.name}`: no calibration samples to correct the weights with"
         )
     mode = qgraph.provenance.rounding
+    accumulator = graph_accumulator(qgraph)
     floats = [bind_inputs(graph, list(xs)) for xs in batch]
     ints = [quantize_inputs(qgraph, list(xs)) for xs in batch]
     last_use = {n: i for i, op in enumerate(graph.ops) for n in op.inputs}
@@ -59,7 +60,7 @@ def lockstep(graph: Graph, qgraph: Graph, batch: Sequence[Sequence[Any]], visit:
         for f_env, q_env in zip(floats, ints, strict=True):
             args = [f_env[n] if n in f_env else graph.const(n) for n in op.inputs]
             (f_env[op.outputs[0]],) = kernel(op, args, graph.layout)
-            q_env[op.outputs[0]] = run_op(qgraph, i, q_env, mode)
+            q_env[op.outputs[0]] = run_op(qgraph, i, q_env, mode, accumulator)
             for name in op.inputs:
                 if last_use.get(name) == i and name not in keep:
                     f_env.pop(name, None)

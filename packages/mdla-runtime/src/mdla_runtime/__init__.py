@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mdla_runtime.atomic import write_atomic
 from mdla_runtime.build import compile_c
-from mdla_runtime.engine.target import RunResult, Target, open_target
+from mdla_runtime.engine.target import PartitionTime, RunResult, Target, open_target
 from mdla_runtime.errors import (
     BuildError,
     LoweringError,
@@ -41,6 +41,7 @@ __all__ = [
     "ManifestError",
     "Operand",
     "Operation",
+    "PartitionTime",
     "RunResult",
     "Target",
     "TargetError",

@@ -31,16 +31,41 @@ from mdla_runtime.errors import BuildError
 
 CSRC = Path(__file__).parent / "csrc"
 BASE_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra")
+# The engine's own files, then its in-process cpu device (issue 17: cpu/cpu_part.c runs cpu
+# partitions with the float kernels and the emulator's int8 kernels, linked in without the
+# emulator's Neuron ABI). Paths under `csrc/`; every build puts each one's directory on the
+# include path (ENGINE_INCLUDES) and links ENGINE_LIBS; a remote build gets them flat
+# (`engine_sources`, `engine_source_names`: no two share a file name).
+# The emulator's files that are its Neuron ABI, devices and runtime, not its kernels: the engine
+# links every other one (a new kernel file joins by itself).
+EMU_NOT_KERNELS = frozenset(
+    {"model.c", "model_ext.c", "compilation.c", "compilation_ext.c", "execution.c"}
+    | {"execution_ext.c", "device.c", "network.c", "sysfs.c", "trace.c"}
+)
+CPU_SOURCES = (
+    "cpu/cpu_part.c",
+    "cpu/float_ops.c",
+    *(f"emu/{p.name}" for p in sorted((CSRC / "emu").glob("*.c")) if p.name not in EMU_NOT_KERNELS),
+)
 ENGINE_SOURCES = (
     "engine.c",
     "engine_run.c",
+    "engine_parts.c",
     "model.c",
     "adapter.c",
     "manifest.c",
     "manifest_check.c",
     "mdla_msgpack.c",
     "report.c",
+    *CPU_SOURCES,
 )
+ENGINE_INCLUDES = (CSRC, CSRC / "cpu", CSRC / "emu")
+# -O3: the cpu partitions' int8 GEMM (emu_gemm_s16) vectorizes (ConvNeXt-Tiny at 64x64: 296 ->
+# ~100 ms per run on this host); exact all the same (integer C, and float_ops.c is ISO C with
+# no contraction: tests/runtime/test_cpu_float_ops.py builds it at -O3 too). -pthread: the
+# emulator's worker pool (pool.c), linked but run with one thread.
+ENGINE_FLAGS = ("-O3", "-pthread")
+ENGINE_LIBS = ("-ldl", "-lm")
 
 
 def cache_dir() -> Path:
@@ -100,9 +125,19 @@ def generated_dir() -> Path:
 
 
 def engine_sources() -> dict[str, bytes]:
-    """{file name: bytes} of every file the engine builds from, the generated headers included."""
-    files = sorted({*(CSRC / s for s in ENGINE_SOURCES), *CSRC.glob("*.h")})
-    return {f.name: f.read_bytes() for f in files} | {n: t.encode() for n, t in headers().items()}
+    """{file name: bytes} of every file the engine builds from, the generated headers included,
+    flat (a remote build compiles them in one directory)."""
+    found = {h for d in ENGINE_INCLUDES for h in d.glob("*.h")}
+    files = sorted({*(CSRC / s for s in ENGINE_SOURCES), *found})
+    out = {f.name: f.read_bytes() for f in files} | {n: t.encode() for n, t in headers().items()}
+    if len(out) != len(files) + len(headers()):
+        raise BuildError("two engine files share a name; a remote build ships them flat")
+    return out
+
+
+def engine_source_names() -> tuple[str, ...]:
+    """The engine's .c files as a flat build names them (see `engine_sources`)."""
+    return tuple(Path(s).name for s in ENGINE_SOURCES)
 
 
 def _key(cc: str, sources: Sequence[Path], args: Iterable[str]) -> str:
@@ -156,4 +191,6 @@ def compile_c(
 
 def engine_path() -> Path:
     """The `mdla-engine` executable for this machine, built on first use."""
-    return compile_c([CSRC / s for s in ENGINE_SOURCES], "mdla-engine", libs=("-ldl",))
+    return compile_c(
+        [CSRC / s for s in ENGINE_SOURCES], "mdla-engine", flags=ENGINE_FLAGS, libs=ENGINE_LIBS
+    )

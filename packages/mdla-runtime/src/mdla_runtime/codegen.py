@@ -15,18 +15,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
+from typing import Any
 
-from mdla_ir.schema import BY_CODE, LETTERS, MAX_OP_CODE, NEURON_OP_NAMES, NOT_AVAILABLE
+from mdla_ir.schema import (
+    BY_CODE,
+    HOST_BY_CODE,
+    HOST_OP_BASE,
+    LETTERS,
+    MAX_OP_CODE,
+    NEURON_OP_NAMES,
+    NOT_AVAILABLE,
+)
 from mdla_runtime.format.model import (
+    HEAD_ORDERS,
     MODEL_KEYS,
     MODEL_REQUIRED,
+    POSTPROCESS_KEYS,
+    POSTPROCESS_KINDS,
+    POSTPROCESS_REQUIRED,
     PREPROCESS_KEYS,
+    PREPROCESS_REQUIRED,
     QUANT_KEYS,
     QUANT_REQUIRED,
     QUANT_TYPES,
 )
 
-MAX_FORMS = max(len(e.forms) for e in BY_CODE.values())
+MAX_FORMS = max(len(e.forms) for e in (*BY_CODE.values(), *HOST_BY_CODE.values()))
 
 
 def c_string(text: str) -> str:
@@ -39,16 +53,20 @@ def _names() -> list[str]:
     return ["        " + " ".join(f"{c_string(n)}," for n in row) for row in rows]
 
 
-def _signatures() -> list[str]:
+def _signatures(table: dict[int, Any] = BY_CODE, base: int = 0) -> list[str]:
     out = []
-    for code, e in sorted(BY_CODE.items()):
+    for code, e in sorted(table.items()):
         forms = ", ".join(c_string(f.types) for f in e.forms)
         slots = " | ".join(" ".join(f.slots) for f in e.forms)
         out.append(f"        /* {e.name}: {slots} */")
         emu = "true" if e.emu else "false"
         outputs = c_string(e.outputs.types)
-        out.append(f"        [{code}] = {{{{{forms}, NULL}}, {outputs}, {emu}}},")
+        out.append(f"        [{code - base}] = {{{{{forms}, NULL}}, {outputs}, {emu}}},")
     return out
+
+
+def _host_names() -> str:
+    return ", ".join(c_string(e.name) for _, e in sorted(HOST_BY_CODE.items()))
 
 
 def _letters() -> list[str]:
@@ -80,6 +98,9 @@ def ops_header() -> str:
             "#include <stdint.h>",
             "",
             f"#define MDLA_MAX_OP_CODE {last}",
+            "/* Host operations (a CPU partition's only, issue 17): codes from the base on. */",
+            f"#define MDLA_HOST_OP_BASE {HOST_OP_BASE}",
+            f"#define MDLA_HOST_OP_COUNT {len(HOST_BY_CODE)}",
             f"#define MDLA_MAX_FORMS {MAX_FORMS}",
             "",
             "typedef struct {",
@@ -106,11 +127,29 @@ def ops_header() -> str:
             "    return true;",
             "}",
             "",
-            "/* The operand forms of operation `code`, or NULL when the schema has none. */",
+            "/* Whether `code` is a host operation (only a `cpu` partition may hold it). */",
+            "static inline bool mdla_host_op(uint64_t code) {",
+            "    return code >= MDLA_HOST_OP_BASE &&",
+            "           code < MDLA_HOST_OP_BASE + MDLA_HOST_OP_COUNT;",
+            "}",
+            "",
+            '/* The name of host operation `code`, "UNKNOWN" for any other code. */',
+            "static inline const char *mdla_host_op_name(uint64_t code) {",
+            f"    static const char *const names[MDLA_HOST_OP_COUNT] = {{{_host_names()}}};",
+            '    return mdla_host_op(code) ? names[code - MDLA_HOST_OP_BASE] : "UNKNOWN";',
+            "}",
+            "",
+            "/* The operand forms of operation `code` (Neuron or host), or NULL when the schema",
+            " * has none. */",
             "static inline const mdla_op_signature *mdla_op_signature_of(int32_t code) {",
             f"    static const mdla_op_signature table[{last + 1}] = {{",
             *_signatures(),
             "    };",
+            "    static const mdla_op_signature host[MDLA_HOST_OP_COUNT] = {",
+            *_signatures(HOST_BY_CODE, HOST_OP_BASE),
+            "    };",
+            "    if (code >= 0 && mdla_host_op((uint64_t)code))",
+            "        return &host[code - MDLA_HOST_OP_BASE];",
             f"    return code >= 0 && code <= {last} && table[code].outputs ? &table[code] : NULL;",
             "}",
             "",
@@ -150,6 +189,11 @@ def model_keys_header() -> str:
             _strings("QUANT_REQ", QUANT_REQUIRED),
             _strings("QUANT_TYPES", [QUANT_TYPES[k] for k in QUANT_KEYS]),
             _strings("PREPROCESS_KEYS", PREPROCESS_KEYS),
+            _strings("PREPROCESS_REQ", PREPROCESS_REQUIRED),
+            _strings("POSTPROCESS_KEYS", POSTPROCESS_KEYS),
+            _strings("POSTPROCESS_REQ", POSTPROCESS_REQUIRED),
+            _strings("POSTPROCESS_KINDS", POSTPROCESS_KINDS),
+            _strings("HEAD_ORDERS", HEAD_ORDERS),
             "",
             "#endif /* MDLA_MODEL_KEYS_H */",
             "",

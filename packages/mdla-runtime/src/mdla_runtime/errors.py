@@ -117,6 +117,11 @@ class BadReferenceError(ManifestError):
     before it is written, a non-int8 model input)."""
 
 
+class PartitionCycleError(ManifestError):
+    """A partition reads an operand that its own or a later partition writes: partitions run in
+    list order, so that input would never be ready (a cycle between partitions)."""
+
+
 class OverBudgetError(ManifestError):
     """The file asks for more than the resource budget allows (`Budget`; a flag raises it)."""
 
@@ -147,6 +152,7 @@ ALL_KINDS: tuple[type[ManifestError], ...] = (
     ShapeMismatchError,
     BadQuantizationError,
     BadReferenceError,
+    PartitionCycleError,
     OverBudgetError,
 )
 

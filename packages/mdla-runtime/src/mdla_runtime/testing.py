@@ -145,7 +145,88 @@ def _model_edits() -> list[Edit]:
             "model.preprocess.size[1]",
         ),
         ("model_preprocess_key", model("preprocess", {"mode": "tf"}), bad, "model.preprocess.size"),
+        (
+            "model_preprocess_channels",
+            model("preprocess", {**_PRE, "channels": "yuv"}),
+            bad,
+            "model.preprocess.channels",
+        ),
+        (
+            "model_preprocess_channels_type",
+            model("preprocess", {**_PRE, "channels": 3}),
+            bad,
+            "model.preprocess.channels",
+        ),
+        (
+            "model_preprocess_resize",
+            model("preprocess", {**_PRE, "resize": -2}),
+            bad,
+            "model.preprocess.resize",
+        ),
+        *_postprocess_edits(),
     ]
+
+
+# A well-formed SSD postprocess record with two feature levels (its edits break one key).
+_POST: dict[str, Any] = {
+    "kind": "ssd",
+    "image_size": [64, 64],
+    "num_classes": 4,
+    "aspect_ratios": [[2.0], [2.0, 3.0]],
+    "scales": [0.2, 0.5, 0.9],
+    "box_weights": [10.0, 10.0, 5.0, 5.0],
+    "box_clip": 4.135,
+    "score_thresh": 0.01,
+    "nms_thresh": 0.45,
+    "topk_candidates": 100,
+    "detections_per_img": 50,
+    "clip": True,
+    "order": "regression_first",
+    "steps": [4, 8],
+}
+
+
+def _postprocess_edits() -> list[Edit]:
+    """One malformation per check of model.postprocess (format/model.py:check_postprocess)."""
+
+    def post(**changes: Any) -> Callable[[Header], None]:
+        section = {k: v for k, v in {**_POST, **changes}.items() if v is not None}
+        return lambda h: h["model"].__setitem__("postprocess", section)
+
+    bad, f = errors.BadHeaderError, "model.postprocess"
+    return [
+        ("model_post_not_map", lambda h: h["model"].__setitem__("postprocess", [1]), bad, f),
+        ("model_post_unknown", post(anchors=[1.0]), bad, f"{f}.anchors"),
+        ("model_post_missing", post(scales=None), bad, f"{f}.scales"),
+        ("model_post_kind_type", post(kind=1), bad, f"{f}.kind"),
+        ("model_post_order_type", post(order=True), bad, f"{f}.order"),
+        ("model_post_clip_type", post(clip=1), bad, f"{f}.clip"),
+        ("model_post_classes_type", post(num_classes=-3), bad, f"{f}.num_classes"),
+        ("model_post_topk_type", post(topk_candidates=1.5), bad, f"{f}.topk_candidates"),
+        ("model_post_dets_type", post(detections_per_img="all"), bad, f"{f}.detections_per_img"),
+        ("model_post_box_clip_type", post(box_clip=4), bad, f"{f}.box_clip"),
+        ("model_post_score_type", post(score_thresh="0.5"), bad, f"{f}.score_thresh"),
+        ("model_post_nms_type", post(nms_thresh=1), bad, f"{f}.nms_thresh"),
+        ("model_post_scales_type", post(scales=[0.2, 1, 0.9]), bad, f"{f}.scales"),
+        ("model_post_weights_type", post(box_weights=10.0), bad, f"{f}.box_weights"),
+        ("model_post_kind", post(kind="yolo"), bad, f"{f}.kind"),
+        ("model_post_order", post(order="interleaved"), bad, f"{f}.order"),
+        ("model_post_classes", post(num_classes=1), bad, f"{f}.num_classes"),
+        ("model_post_ratios_type", post(aspect_ratios={"0": [2.0]}), bad, f"{f}.aspect_ratios"),
+        ("model_post_ratios_empty", post(aspect_ratios=[]), bad, f"{f}.aspect_ratios"),
+        ("model_post_level_type", post(aspect_ratios=[[2.0], [2]]), bad, f"{f}.aspect_ratios[1]"),
+        ("model_post_level_list", post(aspect_ratios=[2.0, 3.0]), bad, f"{f}.aspect_ratios[0]"),
+        ("model_post_size_type", post(image_size=[64, -1]), bad, f"{f}.image_size[1]"),
+        ("model_post_size_len", post(image_size=[64]), bad, f"{f}.image_size"),
+        ("model_post_scales_len", post(scales=[0.2, 0.5]), bad, f"{f}.scales"),
+        ("model_post_weights_len", post(box_weights=[10.0] * 3), bad, f"{f}.box_weights"),
+        ("model_post_steps_type", post(steps=[4, "8"]), bad, f"{f}.steps[1]"),
+        ("model_post_steps_len", post(steps=[4, 8, 16]), bad, f"{f}.steps"),
+    ]
+
+
+# A well-formed preprocess record for the sample manifest's 8x8 input (its edits break one key).
+_PRE = {"mode": "custom", "size": [8, 8], "mean": [0.5] * 3, "std": [0.25] * 3}
 
 
 def _semantic_edits(header: Header) -> list[Edit]:
@@ -249,6 +330,12 @@ def _semantic_edits(header: Header) -> list[Edit]:
             lambda h: h["model"].__setitem__("labels", True),
             errors.BadHeaderError,
             "model.labels",
+        ),
+        (
+            "postprocess_outputs",  # 2 levels read 4 outputs; the sample has 1
+            lambda h: h["model"].__setitem__("postprocess", dict(_POST)),
+            errors.CountMismatchError,
+            "outputs",
         ),
         (
             "preprocess_no_inputs",
@@ -455,7 +542,7 @@ def malformed_cases() -> list[Malformed]:
             )
         )
     cases += [Malformed(n, _edit(blob, fn), kind, f) for n, fn, kind, f in edits]
-    return cases
+    return cases + partition_cases()
 
 
 def chain_qgraph() -> Graph:
@@ -500,3 +587,105 @@ def chain_qgraph() -> Graph:
         boundary={"x": (0, 2, 3, 1)},
         provenance=Provenance(labels=("a", "b")),
     )
+
+
+def partitioned_qgraph() -> Graph:
+    """Three partitions (issue 17): conv0 on mtk-mdla; ln0 (LAYER_NORM) and gelu0 (GELU, host
+    operations) on the cpu; add0 (gelu0's output + conv0's) on mtk-mdla again. GELU's table is a
+    ramp, not GELU's values: the format carries the table, mdla_quant computes the real one."""
+    from mdla_ir.builders import act, const, qp
+    from mdla_ir.graph import Op, Tensor
+    from mdla_ir.provenance import Provenance
+
+    rng = np.random.default_rng(17)
+    ws = rng.uniform(0.01, 0.05, 4).astype(np.float32)
+    f32 = np.float32
+    tensors = [
+        act("x", (1, 4, 4, 3), qp(0.05, 3)),
+        const("w", rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8), qp(ws, 0, 0)),
+        const("b", rng.integers(-500, 500, 4).astype(np.int32), qp(ws * f32(0.05), 0, 0)),
+        act("c", (1, 4, 4, 4), qp(0.2, -10)),
+        Tensor("lw", (4,), "float32", rng.uniform(0.5, 1.5, 4).astype(f32)),
+        Tensor("lb", (4,), "float32", rng.uniform(-0.5, 0.5, 4).astype(f32)),
+        act("n", (1, 4, 4, 4), qp(0.03, 0)),
+        Tensor("t", (256,), "int8", np.arange(-128, 128).astype(np.int8), qp(1.0, 0)),
+        act("g", (1, 4, 4, 4), qp(0.03, 0)),
+        act("a", (1, 4, 4, 4), qp(0.25, -20)),
+    ]
+    conv = {"stride": (1, 1), "dilation": (1, 1), "padding": (1, 1, 1, 1), "fuse": "NONE"}
+    ops = (
+        Op(OpKind.CONV_2D, "conv0", ("x", "w", "b"), ("c",), conv),
+        Op(OpKind.LAYER_NORM, "ln0", ("c", "lw", "lb"), ("n",),
+           {"eps": 1e-5, "normalized_shape": (4,)}),
+        Op(OpKind.GELU, "gelu0", ("n", "t"), ("g",)),
+        Op(OpKind.ADD, "add0", ("g", "c"), ("a",), {"fuse": "NONE"}),
+    )  # fmt: skip
+    prov = Provenance(device="mtk-mdla", cpu_ops=("ln0", "gelu0"), labels=("a",))
+    return Graph(
+        "parts", {t.name: t for t in tensors}, ops, ("x",), ("a",), "NHWC", provenance=prov
+    )
+
+
+def partition_cases() -> list[Malformed]:
+    """One malformation per check of a manifest's partitions (format/semantic.py, check 6, and
+    the structure checks of format/validate.py), on `partitioned_qgraph`'s file, whose
+    partitions are [conv0] [ln0, gelu0] [add0] with operands named as its tensors."""
+    blob = to_bytes(partitioned_qgraph())
+    header, _ = split(blob)
+    idx = {o["name"]: i for i, o in enumerate(header["operands"]) if "name" in o}
+    x, c, g, a, w = (idx[n] for n in ("x", "c", "g", "a", "w"))
+    assert [p["operations"] for p in header["partitions"]] == [[0], [1, 2], [3]]
+
+    def part(p: int, key: str, value: Any) -> Callable[[Header], None]:
+        return lambda h: h["partitions"][p].__setitem__(key, value)
+
+    def swap(h: Header) -> None:  # [add0] before [ln0, gelu0]: add0 reads g, not yet written
+        parts = h["partitions"]
+        parts[1], parts[2] = parts[2], parts[1]
+
+    bad_ref, dup = errors.BadReferenceError, errors.DuplicateEntryError
+    edits: list[Edit] = [
+        ("partitions_not_a_list", lambda h: h.__setitem__("partitions", {}),
+         errors.BadHeaderError, "partitions"),
+        ("partition_without_device", lambda h: h["partitions"][0].pop("device"),
+         errors.BadHeaderError, "partitions[0].device"),
+        ("partition_device_type", part(0, "device", 7), errors.BadHeaderError,
+         "partitions[0].device"),
+        ("partition_unknown_key", lambda h: h["partitions"][1].__setitem__("ops", []),
+         errors.BadHeaderError, "partitions[1].ops"),
+        ("partition_bad_operation", part(0, "operations", [0, 4]), errors.BadIndexError,
+         "partitions[0].operations[1]"),
+        ("partition_missing_tensor", part(1, "inputs", [c, 9999]), errors.BadIndexError,
+         "partitions[1].inputs[1]"),
+        ("partition_empty", part(2, "operations", []), errors.CountMismatchError,
+         "partitions[2].operations"),
+        ("partition_op_twice", part(2, "operations", [3, 2]), dup, "partitions[2].operations[1]"),
+        ("partition_op_in_none", part(1, "operations", [1]), errors.CountMismatchError,
+         "partitions"),
+        ("partition_host_op_on_npu", part(1, "device", "mtk-mdla"), bad_ref,
+         "partitions[1].operations[0]"),
+        ("partition_cycle", swap, errors.PartitionCycleError, "partitions[1].inputs[0]"),
+        ("partition_input_twice", part(2, "inputs", [g, g]), dup, "partitions[2].inputs[1]"),
+        ("partition_constant_crosses", part(1, "inputs", [c, w]), bad_ref,
+         "partitions[1].inputs[1]"),
+        ("partition_input_from_later", part(0, "inputs", [x, a]), errors.PartitionCycleError,
+         "partitions[0].inputs[1]"),
+        ("partition_input_not_exported", part(0, "outputs", []), bad_ref,
+         "partitions[1].inputs[0]"),
+        ("partition_output_elsewhere", part(0, "outputs", [c, g]), bad_ref,
+         "partitions[0].outputs[1]"),
+        ("partition_unlisted_read", part(2, "inputs", [g]), bad_ref,
+         "partitions[2].operations[0]"),
+        ("partition_model_output_unlisted", part(2, "outputs", []), bad_ref, "outputs[0].operand"),
+    ]  # fmt: skip
+    cases = [Malformed(n, _edit(blob, fn), kind, f) for n, fn, kind, f in edits]
+    data = split(blob)[1]
+    v2 = dict(header)
+    v2.pop("partitions")  # a format-2 file has no host operations: their codes are unknown
+    cases += [
+        Malformed("partitions_in_format_2", pack(header, data, version=2), errors.BadHeaderError,
+                  "partitions"),
+        Malformed("host_op_in_format_2", pack(v2, data, version=2), errors.UnknownOpCodeError,
+                  "operations[1].code"),
+    ]  # fmt: skip
+    return cases

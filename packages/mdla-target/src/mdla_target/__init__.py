@@ -5,23 +5,27 @@ spec = target.op("mtk-mdla", OpKind.LOGISTIC)      # supported? padding? fixed o
 mdla_target.known_targets()                        # the target files shipped in this package
 mdla_target.target_path("mdla3.5")                 # the shipped file itself (the emulator reads it)
 mdla_target.write_target(target, Path("probed.toml"))   # the inverse of load_target
+target.accumulator                                 # "saturate" | "wrap": int32 overflow in MBQM
 """
 
 from __future__ import annotations
 
 from mdla_target.errors import TargetDataError, UnknownDeviceError
 from mdla_target.target import (
+    ACCUMULATORS,
     PADDING_MODES,
     DeviceSpec,
     OpSpec,
     Target,
     known_targets,
     load_target,
+    soc_names,
     target_path,
 )
 from mdla_target.write import render_target, write_target
 
 __all__ = [
+    "ACCUMULATORS",
     "PADDING_MODES",
     "DeviceSpec",
     "OpSpec",
@@ -31,6 +35,7 @@ __all__ = [
     "known_targets",
     "load_target",
     "render_target",
+    "soc_names",
     "target_path",
     "write_target",
 ]

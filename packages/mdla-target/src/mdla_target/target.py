@@ -18,6 +18,10 @@ from mdla_ir import OpKind
 from mdla_target.errors import TargetDataError, UnknownDeviceError
 
 PADDING_MODES = ("any", "explicit", "same-valid")
+# Attributes whose non-default values carry their own source in an op entry (`<attr>_source`):
+# CONV_2D with dilation > 1 rests on an assumption where plain CONV_2D is measured.
+ATTRIBUTE_SOURCES = ("dilation",)
+ACCUMULATORS = ("saturate", "wrap")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +40,12 @@ class OpSpec:
     shared_scale: bool = False
     keeps_input_scale: bool = False
     fixed_output: tuple[float, int] | None = None
+    dilation: bool = True  # dilation > 1 maps (a probe that saw it fail says false)
+    dilation_source: str = ""  # the source of the dilation fact when it differs from the op's
+
+    def attribute_source(self, attr: str) -> str:
+        """The source of a non-default value of `attr` (one of ATTRIBUTE_SOURCES), if recorded."""
+        return str(getattr(self, f"{attr}_source", "")) if attr in ATTRIBUTE_SOURCES else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +64,9 @@ class Target:
     description: str
     devices: Mapping[str, DeviceSpec]
     path: str = ""
+    accumulator: str = "saturate"
+    accumulator_source: str = "assumed"
+    socs: tuple[str, ...] = ()  # `soc`: the SoC names (MTKNN_ADAPTER_DLA_PLATFORM) it describes
 
     def device(self, name: str) -> DeviceSpec:
         if name not in self.devices:
@@ -166,7 +179,39 @@ def _parse(data: Mapping[str, Any], where: str) -> Target:
     unknown = [d for d in ops_raw if d not in devices]
     if unknown:
         raise TargetDataError(f"{where}: op tables for undeclared devices {unknown}", unknown)
-    return Target(name, _get(data, "description", str, where, ""), devices, where)
+    accumulator, accumulator_source = _arith(data, where)
+    return Target(
+        name,
+        _get(data, "description", str, where, ""),
+        devices,
+        where,
+        accumulator,
+        accumulator_source,
+        soc_names(data, where),
+    )
+
+
+def soc_names(data: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    """`soc`: one SoC name or a list of them (optional), kept lower case."""
+    soc = data.get("soc", [])
+    names = [soc] if isinstance(soc, str) else soc
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise TargetDataError(f"{where}: `soc` must be a SoC name or a list of them", ["soc"])
+    return tuple(n.lower() for n in names)
+
+
+def _arith(data: Mapping[str, Any], where: str) -> tuple[str, str]:
+    """`[arith]`: what a requantization does when `x * 2^shift` leaves int32 (a multiplier
+    s_in * s_w / s_out >= 2): "wrap" (TFLite's reference: the int32 shift wraps modulo 2^32) or
+    "saturate" (the value is clamped to int32 first); the table is optional (saturate, assumed)."""
+    table = _get(data, "arith", dict, where, {})
+    at = f"{where} [arith]"
+    accumulator = _get(table, "accumulator", str, at, "saturate")
+    if accumulator not in ACCUMULATORS:
+        raise TargetDataError(
+            f"{at}: accumulator {accumulator!r} is not one of {ACCUMULATORS}", [at]
+        )
+    return accumulator, _get(table, "source", str, at, "assumed")
 
 
 def _op(dev: str, kind_name: str, t: Mapping[str, Any], dtypes: tuple[str, ...], at: str) -> OpSpec:
@@ -197,4 +242,6 @@ def _op(dev: str, kind_name: str, t: Mapping[str, Any], dtypes: tuple[str, ...],
         shared_scale=_get(t, "shared_scale", bool, at, False),
         keeps_input_scale=_get(t, "keeps_input_scale", bool, at, False),
         fixed_output=fixed,
+        dilation=_get(t, "dilation", bool, at, True),
+        dilation_source=_get(t, "dilation_source", str, at, ""),
     )

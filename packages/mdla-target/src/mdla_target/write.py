@@ -54,13 +54,27 @@ def _op_lines(spec: OpSpec, dev: DeviceSpec) -> list[str]:
     if spec.fixed_output is not None:
         lines.append(f"fixed_output_scale = {float(spec.fixed_output[0])!r}")
         lines.append(f"fixed_output_zero_point = {int(spec.fixed_output[1])}")
+    if not spec.dilation:
+        lines.append("dilation = false")
+    if spec.dilation_source:
+        lines.append(f"dilation_source = {_s(spec.dilation_source)}")
     return [*lines, f"source = {_s(spec.source)}", ""]
 
 
 def render_target(target: Target, comments: Iterable[str] = ()) -> str:
     """The TOML text of `target`, with `comments` as `#` lines at the top."""
     lines = [f"# {line}" if line else "#" for c in comments for line in c.splitlines() or [""]]
-    lines += ["", f"name = {_s(target.name)}", f"description = {_s(target.description)}", ""]
+    lines += ["", f"name = {_s(target.name)}", f"description = {_s(target.description)}"]
+    if target.socs:
+        soc = _s(target.socs[0]) if len(target.socs) == 1 else _strings(target.socs)
+        lines.append(f"soc = {soc}")
+    lines.append("")
+    lines += [
+        "[arith]",
+        f"accumulator = {_s(target.accumulator)}",
+        f"source = {_s(target.accumulator_source)}",
+        "",
+    ]
     for dev in target.devices.values():
         lines += _device_lines(dev)
     for dev in target.devices.values():

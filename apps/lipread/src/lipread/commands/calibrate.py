@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +14,7 @@ from lipread.commands.options import Debug, RoiOpt, Weights, as_roi, guarded
 from lipread.errors import VideoError
 from lipread.frontend import CLIP_FRAMES, compile_frontend
 from lipread.pipeline import prepare
+from lipread.progress import counted
 from lipread.roi import resolve_roi
 from lipread.video import read_video
 
@@ -42,15 +43,18 @@ def calibrate(
         ckpt = load_checkpoint(weights)
         paths = videos_in(folder)[:max_clips]
 
-        def clips() -> Iterator[np.ndarray[Any, Any]]:
+        def clips(tick: Callable[[], None]) -> Iterator[np.ndarray[Any, Any]]:
             for path in paths:
                 frames = read_video(path)
                 clip_roi, _ = resolve_roi(as_roi(roi), frames.shape[1:3], path.name)
                 x = prepare(frames, clip_roi, ckpt.config)
                 for start in range(0, max(1, x.shape[2] - CLIP_FRAMES + 1), CLIP_FRAMES):
                     yield x[:, :, start : start + CLIP_FRAMES]
+                tick()  # this video's clips are calibrated when the next is asked for
 
-        out, _ = compile_frontend(ckpt, clips(), source=f"{folder} ({len(paths)} videos)")
+        source = f"{folder} ({len(paths)} videos)"
+        with counted("calibrating on videos", len(paths)) as tick:
+            out, _ = compile_frontend(ckpt, clips(tick), source=source)
         return out, len(paths)
 
     manifest, n = guarded(go, debug)

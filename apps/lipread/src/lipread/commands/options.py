@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from lipread.errors import LipreadError
+from lipread.errors import LipreadError, UnsupportedError
 from lipread.roi import Roi, parse_roi
 
 T = TypeVar("T")
@@ -53,8 +54,9 @@ RoiOpt = Annotated[
         callback=roi_option,
         metavar="auto|none|X,Y,W,H",
         help="Mouth region: none (already a mouth crop), a fixed box, or auto (MTCNN face "
-        "landmarks, tracked). Default: none if the frames look like a mouth crop (about 2:1, "
-        "at most 160 px high), else auto.",
+        "landmarks, tracked; `read` runs its nets on the --on target, torch with --fp32). "
+        "Default: none if the frames look like a mouth crop (about 2:1, at most 160 px high), "
+        "else auto.",
         show_default=False,
     ),
 ]
@@ -65,12 +67,49 @@ def fail(exc: LipreadError, debug: bool) -> typer.Exit:
     """Report a lipread error as one stderr line (traceback with --debug); the exit to raise."""
     if debug:
         typer.echo("".join(traceback.format_exception(exc)), err=True)
-    typer.echo(f"lipread: error: {exc}", err=True)
+    typer.echo(f"lipread: error: {_plain(str(exc))}", err=True)
     return typer.Exit(exc.exit_code)
 
 
+# What needs each optional dependency, and the extra that installs it (pyproject.toml).
+NEEDS = {
+    "torch": ("--fp32, a .pt checkpoint, and compiling the front-end for new --weights", "torch"),
+    "facenet_pytorch": ("--roi auto (MTCNN)", "auto"),
+    "torchvision": ("--roi auto (MTCNN)", "auto"),
+}
+
+
 def guarded(fn: Callable[[], T], debug: bool) -> T:
+    """Run a command body: a LipreadError, a missing optional dependency or an unexpected
+    error each become one plain stderr line (the traceback only with --debug)."""
     try:
         return fn()
     except LipreadError as exc:
         raise fail(exc, debug) from None
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "").split(".")[0]
+        if top not in NEEDS:
+            raise fail(LipreadError(f"a module is missing: {exc}"), debug) from None
+        what, extra = NEEDS[top]
+        missing = UnsupportedError(
+            f"this needs {top} (for {what}), which is not installed: pip install "
+            f"'mdla-lipread[{extra}]' "
+            "(the shipped demo front-end runs without it)"
+        )
+        raise fail(missing, debug) from None
+    except Exception as exc:
+        if debug:
+            typer.echo("".join(traceback.format_exception(exc)), err=True)
+        text = _plain(" ".join(str(exc).split()))
+        typer.echo(
+            f"lipread: error: internal error {type(exc).__name__}: {text}"
+            f"{'' if debug else ' (run with --debug for the traceback)'}",
+            err=True,
+        )
+        raise typer.Exit(1) from None
+
+
+def _plain(text: str) -> str:
+    """No terminal escape sequences or control characters in an error line."""
+    text = re.sub(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]", "", text)
+    return "".join(ch if ch.isprintable() else " " for ch in text)

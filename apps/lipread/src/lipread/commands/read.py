@@ -13,7 +13,8 @@ from lipread.commands.features import Frontend
 from lipread.commands.options import Debug, RoiOpt, Weights, as_roi, guarded, target_option
 from lipread.errors import UnsupportedError
 from lipread.frontend import CLIP_FRAMES
-from lipread.pipeline import Reading, read_sentence
+from lipread.pipeline import STAGES, Reading, read_sentence
+from lipread.progress import stages
 from lipread.video import FPS
 
 LONG_CLIP = CLIP_FRAMES * 3 // 2  # past 1.5 sentences' length a clip can hold a second one
@@ -62,8 +63,11 @@ def read(
                 f"`lipread features {video} -o feats.npy --frontend avsr --weights CKPT` "
                 "writes its features"
             )
-        ckpt = load_checkpoint(weights)
-        return read_sentence(video, ckpt, as_roi(roi), on=on, fp32=fp32, crops_dir=save_crops)
+        with stages(len(STAGES)) as stage:
+            ckpt = load_checkpoint(weights)
+            return read_sentence(
+                video, ckpt, as_roi(roi), on=on, fp32=fp32, crops_dir=save_crops, stage=stage
+            )
 
     reading = guarded(go, debug)
     tag = f"  {DEMO_TAG}" if reading.synthetic_demo else ""

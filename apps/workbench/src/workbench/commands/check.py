@@ -8,9 +8,9 @@ model that cannot be read. Notes (the imported graph's NCHW layout) never change
 
 from __future__ import annotations
 
+import dataclasses
 import sys
-from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -19,20 +19,24 @@ import mdla_legalize
 import mdla_runtime
 from mdla_ir import Graph, UnsupportedError
 from mdla_ir.ops import OpKind
-from workbench import pipeline
+from mdla_legalize.constructs import help_text as constructs_help
+from workbench import contract as ct
+from workbench import pipeline, placement
 from workbench.commands.options import Debug, Device, On, TargetName, Weights, console
 from workbench.errors import UNSUPPORTED, reported
+from workbench.output import json_output, steps
 
 EPILOG = """Examples:
 
-  workbench check efficientnet_b0                 # the imported graph: 190 ops, each op's fix
+  workbench check efficientnet_b0             # as imported: each op's fix
 
-  workbench check efficientnet_b0 --legalized     # after the rewrite rules: all map
+  workbench check efficientnet_b0 --legalized # after the rules: all map
 
-  workbench check convnext_tiny                   # LayerNorm: exit 3, one row per op
+  workbench check convnext_tiny               # LayerNorm: exit 3, row per op
 
-  workbench check lite0.mdla --on emu             # the device's own support query
-"""
+  workbench check lite0.mdla --on emu         # the device's support query
+
+""" + constructs_help()
 
 
 def op_kind_name(code: int) -> str:
@@ -51,6 +55,12 @@ def check_command(
     ] = False,
     weights: Weights = None,
     on: On = "emu",
+    cpu: placement.Cpu = None,
+    arg: ct.ArgOpt = None,
+    input_shape: ct.InputShape = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON document on stdout; text on stderr.")
+    ] = False,
     debug: Debug = False,
 ) -> None:
     """Print the support report of MODEL (per op: maps? reason, fix) or of OUT.mdla (the
@@ -59,40 +69,74 @@ def check_command(
     Exit 0 when every op maps after the rules `workbench compile` applies (those it applies
     are named under fix), 3 when some op cannot map (one row per op: reason and what to do:
     e.g. LayerNorm and attention need RSQRT/EXP, which the MDLA lacks), 1 for a model that
-    does not load. Mapped by exact rewrites: grouped convs (block-diagonal, G x the MACs),
-    chunk/split/slices/channel shuffles (selection convs), Conv1d and 1-D pools, flatten ->
-    Linear, ceil-mode pools whose end padding is the device's SAME padding.
+    does not load. Which constructs map (exact rewrites), which rest on an assumption and
+    which never will: the list below. With --cpu: the placement table (per op: device,
+    partition, why) and the device switches; exit 2 when a --cpu token selects nothing.
+    --arg and --input-shape load the model as `workbench compile` does with them.
     """
-    with reported(debug):
+    with reported(debug), json_output(as_json) as emit:
         manifest = pipeline.manifest_or_none(model)
+        doc: dict[str, Any] = {"model": model, "device": device}
+        spec = Spec(model, str(weights) if weights else None, _contract(input_shape), arg or [])
         if manifest is not None:
-            ok = _check_manifest(manifest, mdla_runtime.open_target(on), device)
+            ok = _check_manifest(manifest, mdla_runtime.open_target(on), device, doc)
+        elif cpu:
+            ok = _check_placed(spec, target, device, cpu, doc)
         else:
-            ok = _check_model(model, weights, target, device, legalized)
+            ok = _check_model(spec, target, device, legalized, doc)
+        emit({**doc, "maps": ok})
         if not ok:
             raise typer.Exit(UNSUPPORTED)
 
 
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """A model spec and what loads it as `compile` does: --weights, --input-shape, --arg."""
+
+    model: str
+    weights: str | None
+    contract: ct.Contract
+    args: list[str]
+
+    def load(self) -> pipeline.Source:
+        return pipeline.load_source(self.model, self.weights, self.contract, self.args)
+
+
+def _contract(input_shape: str | None) -> ct.Contract:
+    """The input contract check needs: the shape (normalization does not change the graph)."""
+    return ct.contract_from(input_shape)
+
+
 def _check_model(
-    model: str, weights: Path | None, target: str, device: str, legalized: bool
+    spec: Spec, target: str, device: str, legalized: bool, doc: dict[str, Any]
 ) -> bool:
+    """The support report; `doc` receives what --json prints: the stage that failed
+    (import, legalize) or passed (mapped), the per-op rows and the problems."""
     con = console()
+    model = spec.model
     tgt = mdla_legalize.load_target(target)
+    doc.update(target=tgt.name, legalized=legalized)
     try:
-        source = pipeline.load_source(model, str(weights) if weights else None)
+        with steps() as s, s.step(f"importing {model}"):
+            source = spec.load()
     except UnsupportedError as exc:
+        doc.update(stage="import", problems=list(exc.items))
         _rows(
             f"{pipeline.model_name(model)}: {len(exc.items)} construct(s) do not import", exc.items
         )
         _fail(f"`{model}` does not import: {len(exc.items)} unsupported construct(s), listed above")
         return False
     try:
-        device_graph = pipeline.legalize_graph(source.graph, target, device)
+        with steps() as s, s.step("legalizing"):
+            device_graph = pipeline.legalize_graph(source.graph, target, device)
     except mdla_legalize.UnknownRuleError:
         raise
     except mdla_legalize.LegalizeError as exc:
+        doc.update(stage="legalize", problems=list(exc.items))
         if not legalized:
-            con.print(str(mdla_legalize.explain(source.graph, tgt, device)), markup=False)
+            imported = mdla_legalize.explain(source.graph, tgt, device)
+            doc["ops"] = [dataclasses.asdict(o) for o in imported.ops]
+            con.print(str(imported), markup=False)
         _rows(
             f"after legalization, {len(exc.items)} op(s) do not map on {tgt.name}/{device}",
             exc.items,
@@ -102,6 +146,13 @@ def _check_model(
     report = mdla_legalize.explain(device_graph if legalized else source.graph, tgt, device)
     con.print(str(report), markup=False)
     fired = device_graph.provenance.rule_counts
+    doc.update(
+        stage="mapped",
+        ops=[dataclasses.asdict(o) for o in report.ops],
+        device_ops=len(device_graph.ops),
+        rules=dict(sorted(fired.items())),
+        conv_macs={"imported": conv_macs(source.graph), "device": conv_macs(device_graph)},
+    )
     rules = ", ".join(f"{name} x{n}" for name, n in sorted(fired.items()))
     con.print(
         f"all {len(device_graph.ops)} ops of the device graph map on {device}"
@@ -115,6 +166,33 @@ def _check_model(
             f"({after / before:.2f}x: block-diagonal grouped convs, selection convs)",
             markup=False,
         )
+    return True
+
+
+def _check_placed(
+    spec: Spec, target: str, device: str, cpu: list[str], doc: dict[str, Any]
+) -> bool:
+    """`--cpu`: the placement table, or one row per op that neither maps nor is placed."""
+    model = spec.model
+    with steps() as s, s.step(f"importing {model}"):
+        source = spec.load()
+    doc.update(target=target, cpu=cpu)
+    try:
+        with steps() as s, s.step("legalizing and placing"):
+            placed = placement.place_graph(source.graph, target, device, cpu)
+    except mdla_legalize.LegalizeError as exc:
+        doc.update(stage="legalize", problems=list(exc.items))
+        _rows(f"with --cpu {','.join(cpu)}, {len(exc.items)} op(s) cannot be placed", exc.items)
+        _fail(f"`{model}` cannot be placed: {len(exc.items)} op(s), listed above")
+        return False
+    placement.report(placed)
+    doc.update(
+        stage="placed",
+        ops=[dataclasses.asdict(o) for o in placed.ops],
+        partitions=len(placed.partitions),
+        switches=placed.switches,
+        warnings=list(placed.warnings),
+    )
     return True
 
 
@@ -175,10 +253,20 @@ def _fail(message: str) -> None:
 
 
 def _check_manifest(
-    manifest: mdla_runtime.Manifest, target: mdla_runtime.Target, device: str
+    manifest: mdla_runtime.Manifest, target: mdla_runtime.Target, device: str, doc: dict[str, Any]
 ) -> bool:
     con = console()
     flags = target.supported(manifest, [device])[device]
+    doc.update(
+        model=manifest.name,
+        path=str(manifest.path),
+        target=target.name,
+        supported=sum(flags),
+        ops=[
+            {"index": i, "name": op.name, "kind": op_kind_name(op.code), "supported": ok}
+            for i, (op, ok) in enumerate(zip(manifest.operations, flags, strict=True))
+        ],
+    )
     con.print(
         f"{manifest.name} ({manifest.path}) on {target.name}/{device}: "
         f"{sum(flags)}/{len(flags)} ops supported",

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 import mdla_quant
 import mdla_runtime
-from workbench import pipeline
+from workbench import contract as ct
+from workbench import pipeline, placement
 from workbench.commands.options import (
     AdaRound,
     BiasCorrection,
@@ -33,6 +33,7 @@ from workbench.commands.options import (
     console,
 )
 from workbench.errors import UNSUPPORTED, WorkbenchError, interrupt_guard, reported
+from workbench.output import json_output, steps
 
 EPILOG = """Examples:
 
@@ -41,6 +42,11 @@ EPILOG = """Examples:
   workbench compile resnet18 --weights r18.pt --calib photos/ --method mse -o r18.mdla
 
   workbench compile my_net.py:build --calib random --tflite net.tflite -o net.mdla
+
+  workbench compile my_net.py:Net --weights net_state.pt --input-shape 1,3,64,64 \
+      --preset imagenet --labels labels.txt --calib photos/ --count 2 -o net.mdla
+
+  workbench compile net.pt2 --preset zero1 --calib arrays/ -o net.mdla    # .pt, .ts, .pt2
 """
 
 
@@ -71,14 +77,32 @@ def compile_command(
         ),
     ] = False,
     on: On = "emu",
+    arg: ct.ArgOpt = None,
+    input_shape: ct.InputShape = None,
+    preset: ct.PresetOpt = None,
+    mean: ct.Mean = None,
+    std: ct.Std = None,
+    channels: ct.ChannelsOpt = None,
+    resize: ct.Resize = None,
+    crop: ct.Crop = None,
+    labels: ct.LabelsOpt = None,
+    cpu: placement.Cpu = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON document on stdout; text on stderr.")
+    ] = False,
     debug: Debug = False,
 ) -> None:
     """Import, legalize, calibrate and quantize MODEL, then write one .mdla file.
 
+    MODEL: a torchvision name, efficientnet_lite0, `file.py:name` (a function, class or
+    instance; `file.py:build(width=0.5)` or --arg for arguments), or a model file (.pt saved
+    with torch.save(model), TorchScript, torch.export .pt2). The input options (--input-shape,
+    --preset or --mean/--std, --channels, --resize/--crop, --labels) are stored in the .mdla.
+
     Prints a progress bar over calibration and a summary: ops, ops on mtk-mdla N/N (the
     device's own support query, --on), file size and the worst-layer SQNR.
     """
-    with reported(debug), interrupt_guard() as interrupted:
+    with reported(debug), interrupt_guard() as interrupted, json_output(as_json) as emit:
         con = console()
         start = time.perf_counter()
         pipeline.check_output(out, ".mdla")
@@ -93,35 +117,32 @@ def compile_command(
             adaround=adaround,
             target=target,
         )
-        source = pipeline.load_source(model, str(weights) if weights else None)
-        device_graph = pipeline.legalize_graph(source.graph, target, config.device, skip_rule or [])
-        calibration = pipeline.calibration_inputs(calib, source, count)
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=con,
-        ) as bar:
-            task = bar.add_task("calibrating", total=len(calibration))
-            layers = bar.add_task("adaround", total=None, visible=False)
-
-            def layer(i: int, n: int, name: str) -> None:
-                bar.update(
-                    layers, completed=i, total=n, visible=True, description=f"adaround {name}"
+        contract = ct.contract_from(input_shape, preset, mean, std, channels, resize, crop, labels)
+        with steps() as s:
+            with s.step(f"importing {model}"):
+                source = pipeline.load_source(
+                    model, str(weights) if weights else None, contract, arg or []
                 )
-
+            for note in source.notes:
+                typer.echo(note, err=True)
+            with s.step("legalizing"):
+                device_graph = placement.device_graph(
+                    source.graph, target, config.device, cpu, skip_rule or []
+                )
+            calibration = pipeline.calibration_inputs(calib, source, count)
+            tick = s.bar("calibrating", total=len(calibration))
             compiled = pipeline.quantize_graph(
                 source,
                 device_graph,
                 calibration,
                 config,
-                progress=lambda n, _s: bar.update(task, completed=n),
-                layer_progress=layer,
+                progress=lambda n, _s: tick(n),
+                layer_progress=s.layers("adaround"),
             )
         counted: list[tuple[int, int]] = []
 
         def vet(blob: bytes) -> None:  # the device's own support query, before any write
+            # partitions: the ops of the NPU partitions, each partition asked as its own model
             ok, total = pipeline.support_of_bytes(mdla_runtime.open_target(on), blob, config.device)
             counted.append((ok, total))
             if ok < total and not force:
@@ -132,14 +153,22 @@ def compile_command(
                     UNSUPPORTED,
                 )
 
-        manifest = pipeline.save_manifest(compiled, out, tflite, before_write=interrupted, vet=vet)
+        with steps() as s, s.step(f"checking support ({on}) and saving"):
+            manifest = pipeline.save_manifest(
+                compiled, out, tflite, before_write=interrupted, vet=vet
+            )
         ((ok, total),) = counted
         if source.random_weights:  # said once the model compiled, not beside an error
             typer.echo(pipeline.random_weights_warning(model), err=True)
         worst = pipeline.worst_layers(compiled, 1)
         summary = Table(title=f"compiled {source.graph.name}", show_header=False, box=None)
         summary.add_row("ops", f"{len(source.graph.ops)} imported -> {len(manifest.operations)}")
-        summary.add_row(f"ops on {config.device}", f"{ok}/{total} ({on})")
+        on_npu = f"{ok}/{total} ({on})"
+        if cpu:
+            on_npu += f", {len(manifest.operations) - total} on cpu"
+        summary.add_row(f"ops on {config.device}", on_npu)
+        if cpu:
+            summary.add_row("cosine vs FP32", f"{placement.output_cosine(compiled):.5f}")
         summary.add_row(
             "calibration", f"{len(calibration)} x {calib}, {method.value}, {rounding.value}"
         )
@@ -161,9 +190,40 @@ def compile_command(
             w = worst[0]
             db = "inf" if math.isinf(w.sqnr_db) else f"{w.sqnr_db:.1f}"
             summary.add_row("worst layer", f"{w.op} ({w.kind}): SQNR {db} dB")
-        summary.add_row("time", f"{time.perf_counter() - start:.1f} s")
+        seconds = time.perf_counter() - start
+        summary.add_row("time", f"{seconds:.1f} s")
         con.print(summary)
-        if ok < total:  # written because of --force; it still does not map
+        emit(
+            {
+                "model": model,
+                "graph": source.graph.name,
+                "out": str(out),
+                "bytes": out.stat().st_size,
+                "tflite": str(tflite) if tflite is not None else None,
+                "ops": {"imported": len(source.graph.ops), "manifest": len(manifest.operations)},
+                "device": config.device,
+                "on": on,
+                "supported": {"ok": ok, "total": total},
+                "calibration": {
+                    "source": calib,
+                    "count": len(calibration),
+                    "method": method.value,
+                    "percentile": percentile if method.value == "percentile" else None,
+                    "rounding": rounding.value,
+                    "bias_correction": bias_correction,
+                    "equalize": equalize,
+                    "adaround": adaround,
+                },
+                "random_weights": source.random_weights,
+                "worst_layer": (
+                    {"op": worst[0].op, "kind": worst[0].kind, "sqnr_db": worst[0].sqnr_db}
+                    if worst
+                    else None
+                ),
+                "seconds": round(seconds, 3),
+            }
+        )
+        if ok < total and not cpu:  # written because of --force; it still does not map
             typer.echo(
                 f"error: {config.device} ({on}) runs {ok}/{total} ops of `{model}`; written "
                 "because of --force",

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 import mdla_runtime
-from mdla_ir.schema import NEURON_OP_NAMES
+from mdla_ir.schema import op_name
 from mdla_runtime.format import container as fmt
 from workbench.commands.options import Debug, console
 from workbench.errors import reported
@@ -53,7 +53,10 @@ def describe(path: Path) -> dict[str, Any]:
         "constants_bytes": const_bytes,
         "operands": len(manifest.operands),
         "operations": len(manifest.operations),
-        "ops": dict(Counter(NEURON_OP_NAMES[op.code] for op in manifest.operations).most_common()),
+        "ops": dict(Counter(op_name(op.code) for op in manifest.operations).most_common()),
+        "partitions": [
+            {"device": p.device, "operations": len(p.operations)} for p in manifest.partitions
+        ],
         "inputs": [_io(manifest, s) for s in manifest.inputs],
         "outputs": [_io(manifest, s) for s in manifest.outputs],
         "compiled_from": {
@@ -77,6 +80,8 @@ def describe(path: Path) -> dict[str, Any]:
             "size": list(prov.preprocess.size),
             "mean": list(prov.preprocess.mean),
             "std": list(prov.preprocess.std),
+            "channels": prov.preprocess.channels,
+            "resize": prov.preprocess.resize,
         },
         "content_hash": manifest.model.get("content_hash", ""),
     }
@@ -111,6 +116,8 @@ def inspect_command(
     t.add_row(
         "ops", f"{info['operations']} ({', '.join(f'{k} {v}' for k, v in info['ops'].items())})"
     )
+    parts = info["partitions"]
+    t.add_row("partitions", ", ".join(f"{p['device']} ({p['operations']} ops)" for p in parts))
     for key in ("inputs", "outputs"):
         for io in info[key]:
             t.add_row(
@@ -150,6 +157,8 @@ def inspect_command(
         "preprocess",
         "none (raw tensors in)"
         if pre is None
-        else f"{pre['mode']} {pre['size']}, mean {_short(pre['mean'])}, std {_short(pre['std'])}",
+        else f"{pre['mode']} {pre['size']}, mean {_short(pre['mean'])}, std {_short(pre['std'])}"
+        + ("" if pre["channels"] == "rgb" else f", {pre['channels']}")
+        + ("" if pre["resize"] is None else f", resize {pre['resize'] or 'whole photo, no crop'}"),
     )
     con.print(t)

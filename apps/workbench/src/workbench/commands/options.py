@@ -72,8 +72,8 @@ Equalize = Annotated[
     bool,
     typer.Option(
         "--equalize",
-        help="Cross-layer equalization of conv pairs before calibration (exact in float; "
-        "pairs through RELU6 are left alone).",
+        help="Cross-layer equalization of conv pairs before calibration, then high-bias "
+        "absorption (exact in float; pairs through RELU6 are left alone).",
     ),
 ]
 AdaRound = Annotated[

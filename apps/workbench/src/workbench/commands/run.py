@@ -11,10 +11,14 @@ import typer
 from rich.table import Table
 
 import mdla_runtime
+from workbench import contract as ct
+from workbench import dense, pipeline
 from workbench import images as imgs
-from workbench import pipeline
-from workbench.commands.options import Debug, Device, On, console
+from workbench import inputs as ins
+from workbench.boxes import Boxes
+from workbench.commands.options import Debug, Device, On, Weights, console
 from workbench.errors import BAD_INPUT, WorkbenchError, reported
+from workbench.partition_report import run_fields, run_lines
 
 MaxTensorMb = Annotated[
     int | None,
@@ -45,40 +49,44 @@ EPILOG = """Examples:
   workbench run lite0.mdla --on ssh://u0_a123@phone:8022 --warmup 3 --repeat 20 --json
 
   workbench run lite0.mdla chelsea coffee      # scikit-image sample photos by name
+
+  workbench run net.mdla photos/ x.npy         # a directory; an array for a non-image model
 """
 
 
-def manifest_inputs(manifest: mdla_runtime.Manifest, names: list[str]) -> list[tuple[str, Array]]:
-    """(name, model input) per image, preprocessed as the manifest records; no images: the
-    sample photos, or one seeded random input for a model without image preprocessing. (The
-    readers guarantee a model with preprocessing one NCHW input.)"""
-    pre = manifest.provenance.preprocess
+def manifest_inputs(
+    manifest: mdla_runtime.Manifest, names: list[str], contract: ct.Contract | None = None
+) -> list[tuple[str, Array]]:
+    """(name, model input) per image or .npy/.npz file (directories expanded), images
+    preprocessed as the manifest records (or as `contract`'s options replace it); no inputs:
+    the sample photos, or one seeded random input for a model without image preprocessing.
+    (The readers guarantee a model with preprocessing one NCHW input.)"""
     if len(manifest.inputs) != 1:
         raise WorkbenchError(
             f"`{manifest.name}` has {len(manifest.inputs)} inputs: `run` feeds a model one input",
             BAD_INPUT,
         )
-    shape = manifest.inputs[0].model_shape
-    if pre is None:
-        if names:
-            raise WorkbenchError(
-                f"`{manifest.name}` records no image preprocessing: it cannot take images "
-                "(run it without IMAGE for a random input)",
-                BAD_INPUT,
-            )
+    shape = tuple(int(d) for d in manifest.inputs[0].model_shape)
+    pre = ct.apply(
+        contract or ct.Contract(), manifest.provenance.preprocess, (shape,), manifest.name
+    )
+    if pre is None and not names:
         rng = np.random.default_rng(0)
         return [("random", rng.uniform(-1, 1, shape).astype(np.float32))]
-    size = (int(shape[2]), int(shape[3]))
+    prep = None if pre is None else (lambda image: imgs.prepare_record(image, pre))
     return [
-        (Path(n).name, imgs.prepare(imgs.read_image(n), pre.mode, size))
-        for n in names or list(imgs.SAMPLES)
+        (Path(n).name, ins.load_sample(n, (shape,), prep, manifest.name)[0])
+        for n in ins.expand(names or list(imgs.SAMPLES))
     ]
 
 
 def run_command(
     manifest_path: Annotated[Path, typer.Argument(metavar="OUT.mdla", help="Compiled model.")],
     images: Annotated[
-        list[str] | None, typer.Argument(help="Image files or sample names (default: samples).")
+        list[str] | None,
+        typer.Argument(
+            help="Image files, sample names, .npy/.npz inputs or directories (default: samples)."
+        ),
     ] = None,
     on: On = "emu",
     device: Device = "mtk-mdla",
@@ -90,23 +98,43 @@ def run_command(
     max_tensor_mb: MaxTensorMb = None,
     max_total_mb: MaxTotalMb = None,
     max_header_values: MaxHeaderValues = None,
+    preset: ct.PresetOpt = None,
+    mean: ct.Mean = None,
+    std: ct.Std = None,
+    channels: ct.ChannelsOpt = None,
+    resize: ct.Resize = None,
+    crop: ct.Crop = None,
+    labels_file: Annotated[
+        Path | None,
+        typer.Option("--labels", help="Class names, one a line (instead of the manifest's)."),
+    ] = None,
+    weights: Weights = None,
     debug: Debug = False,
 ) -> None:
     """Run OUT.mdla on the target: top-5 labels per image (when the manifest has labels),
     latency over --repeat timed runs after --warmup untimed ones (median, p90, p99, min and
-    std with --repeat > 1), and the device that ran it."""
+    std with --repeat > 1), and the device that ran it. A segmentation model's class map
+    ([1, K, H, W] at the input's H x W) is written as a PNG beside each image, FP32 | INT8
+    (the FP32 side re-imports the manifest's model spec: --weights if it was compiled with
+    some). A detector's head outputs (a manifest with model.postprocess: the zoo's
+    ssdlite320_mobilenet_v3_large, or a factory's SSDHeads(your_ssd)) are decoded on the CPU:
+    the best 5 boxes of FP32 and INT8 in the photo's pixels, drawn in a PNG beside it."""
     with reported(debug):
         budget = mdla_runtime.Budget.of(max_tensor_mb, max_total_mb, max_header_values)
         manifest = pipeline.load_manifest(manifest_path, budget)
         target = mdla_runtime.open_target(on, budget)
-        labels = manifest.provenance.labels
+        contract = ct.contract_from(None, preset, mean, std, channels, resize, crop, labels_file)
+        labels = contract.labels if contract.labels is not None else manifest.provenance.labels
         if manifest.provenance.random_weights:
             typer.echo(
                 pipeline.random_weights_warning(manifest.provenance.spec or manifest.name),
                 err=True,
             )
         results = []
-        for name, x in manifest_inputs(manifest, images or []):
+        class_maps = dense.ClassMaps(manifest, str(weights) if weights else None)
+        boxes = Boxes(manifest, str(weights) if weights else None)  # a detector's: boxes.py
+        paths = ins.expand(images) if images else []  # a class map's PNG goes beside its image
+        for k, (name, x) in enumerate(manifest_inputs(manifest, images or [], contract)):
             r = target.run(manifest, [x], devices=(device,), repeat=repeat, warmup=warmup)
             logits = r.outputs[0]
             entry: dict[str, Any] = {
@@ -115,6 +143,7 @@ def run_command(
                 "latency_ms": r.latency_stats(),
                 "warmup": warmup,
             }
+            entry |= run_fields(r)  # a partitioned manifest: where each partition ran
             if logits.ndim == 2 and logits.shape[1] > 1:
                 entry["top5"] = [
                     {"index": i, "label": lab, "p": round(p, 4)}
@@ -122,11 +151,18 @@ def run_command(
                 ]
             else:
                 entry["output"] = {"shape": list(logits.shape), "mean": float(logits.mean())}
+            entry |= class_maps.entry(paths[k] if k < len(paths) else name, x, r.outputs)
+            entry |= boxes.entry(paths[k] if k < len(paths) else name, x, r.outputs)
             results.append(entry)
         if as_json:
             typer.echo(json.dumps({"model": manifest.name, "target": on, "runs": results}))
             return
         _print(results, manifest.name, on, repeat)
+        for line in run_lines(results):
+            typer.echo(line)
+        Boxes.print(results, manifest.provenance.random_weights)
+        for line in class_maps.lines(results):
+            console().print(line, markup=False)
 
 
 def _print(results: list[dict[str, Any]], model: str, on: str, repeat: int) -> None:

@@ -30,4 +30,8 @@ def tui_command(
     with reported(debug):
         from workbench.tui.app import WorkbenchApp
 
-        WorkbenchApp(model, on).run()
+        app = WorkbenchApp(model, on)
+        try:
+            app.run()
+        finally:  # also after Ctrl-C (SIGINT): no temp dir or open SSH target left behind
+            app.cleanup()

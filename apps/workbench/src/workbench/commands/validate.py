@@ -12,7 +12,9 @@ from rich.table import Table
 
 import mdla_quant
 import mdla_runtime
+from workbench import contract as ct
 from workbench import images as imgs
+from workbench import inputs as ins
 from workbench import pipeline, validation
 from workbench.commands.options import (
     Calib,
@@ -28,7 +30,9 @@ from workbench.commands.options import (
     Weights,
     console,
 )
-from workbench.errors import WorkbenchError, reported
+from workbench.documents import validation_doc
+from workbench.errors import reported
+from workbench.output import json_output, steps
 
 EPILOG = """Examples:
 
@@ -47,7 +51,11 @@ def db(value: float) -> str:
 def validate_command(
     model: Annotated[str, typer.Argument(help="Model spec (compiled here).")],
     images: Annotated[
-        list[str] | None, typer.Argument(help="Images to compare on (default: sample photos).")
+        list[str] | None,
+        typer.Argument(
+            help="Images, .npy/.npz inputs or directories of them to compare on (default: "
+            "sample photos)."
+        ),
     ] = None,
     weights: Weights = None,
     calib: Calib = "samples",
@@ -57,56 +65,89 @@ def validate_command(
     rounding: Rounding = RoundingName.double,
     target: TargetName = "mdla3.5",
     on: On = "emu",
+    arg: ct.ArgOpt = None,
+    input_shape: ct.InputShape = None,
+    preset: ct.PresetOpt = None,
+    mean: ct.Mean = None,
+    std: ct.Std = None,
+    channels: ct.ChannelsOpt = None,
+    resize: ct.Resize = None,
+    crop: ct.Crop = None,
+    labels: ct.LabelsOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON document on stdout; text on stderr.")
+    ] = False,
     debug: Debug = False,
 ) -> None:
-    """Compile MODEL, then compare FP32 with the INT8 reference and with the device: top-1
-    agreement per image, logits cosine/SQNR and the five worst layers."""
-    with reported(debug):
+    """Compile MODEL, then compare FP32 with the INT8 reference and with the device, per image
+    and per output: top-1 agreement for a [1, K] classifier, per-pixel argmax agreement for a
+    class map ([1, K, H, W] at the input's H x W), cosine/SQNR of every output (a detector's
+    head maps get these alone), and the five worst layers. Takes compile's model specs and
+    input options."""
+    with reported(debug), json_output(as_json) as emit:
         config = mdla_quant.QuantConfig(method.value, percentile, rounding.value, target=target)
-        compiled = pipeline.compile_model(
-            model, str(weights) if weights else None, calib, count, config, target
-        )
+        contract = ct.contract_from(input_shape, preset, mean, std, channels, resize, crop, labels)
+        with steps() as s:
+            tick = s.bar(f"compiling {model} (calibration)", total=count)
+            compiled = pipeline.compile_model(
+                model,
+                str(weights) if weights else None,
+                calib,
+                count,
+                config,
+                target,
+                progress=lambda n, _s: tick(n),
+                contract=contract,
+                args=arg or [],
+            )
         source = compiled.source
-        if source.preprocess is None:
-            if images:
-                raise WorkbenchError(f"`{model}` takes no images: validate it without IMAGE")
+        for note in source.notes:
+            typer.echo(note, err=True)
+        takes_images = source.preprocess is not None and len(source.input_shapes) == 1
+        if images:
+            prep = (lambda im: pipeline.prepare_image(source, im)) if takes_images else None
+            inputs = [
+                (Path(n).name, ins.load_sample(n, source.input_shapes, prep, model)[0])
+                for n in ins.expand(images)
+            ]
+        elif not takes_images:
             inputs = [(f"random {i}", xs[0]) for i, xs in enumerate(compiled.calibration)]
         else:
-            names = images or list(imgs.SAMPLES)
-            inputs = [
-                (
-                    Path(n).name,
-                    imgs.prepare(imgs.read_image(n), source.preprocess, source.image_size),
-                )
-                for n in names
-            ]
+            inputs = [(n, pipeline.prepare_image(source, imgs.read_image(n))) for n in imgs.SAMPLES]
         tgt = mdla_runtime.open_target(on)
-        with tempfile.TemporaryDirectory(prefix="workbench-validate-") as tmp:
+        with (
+            tempfile.TemporaryDirectory(prefix="workbench-validate-") as tmp,
+            steps() as s,
+            s.step(f"comparing FP32 and INT8 on {len(inputs)} input(s)"),
+        ):
             manifest = pipeline.save_manifest(compiled, Path(tmp) / "model.mdla")
             result = validation.validate(compiled, inputs, tgt, manifest)
         _print(result, model, on)
+        emit(validation_doc(result, model, on))
 
 
 def _print(v: validation.Validation, model: str, on: str) -> None:
     con = console()
     table = Table(title=f"{model}: FP32 vs INT8 (reference and {on})")
-    for col in ("input", "FP32 top-1", "INT8 ref top-1", f"{v.device or on} top-1"):
+    device = v.device or on
+    heads: tuple[str, ...] = ("FP32 top-1", "INT8 ref top-1", f"{device} top-1")
+    if v.kind != validation.CLASSIFIER:
+        what = "pixels agree" if v.kind == validation.CLASS_MAP else "cosine"
+        heads = (f"INT8 ref {what}", f"{device} {what}")
+    for col in ("input", *heads):
         table.add_column(col)
     for row in v.rows:
-        cells = [f"{row.top1[k][1]} {row.top1[k][2]:.2f}" for k in ("fp32", "ref", "device")]
-        marks = [
-            "",
-            *("" if row.top1[k][0] == row.top1["fp32"][0] else " ✗" for k in ("ref", "device")),
-        ]
-        table.add_row(row.name, *(c + m for c, m in zip(cells, marks, strict=True)))
+        if v.kind == validation.CLASSIFIER:
+            keys = [k for k in ("fp32", "ref", "device") if k in row.top1]
+            cells = [f"{row.top1[k][1]} {row.top1[k][2]:.2f}" for k in keys]
+            marks = ["", *("" if row.top1[k][0] == row.top1["fp32"][0] else " ✗" for k in keys[1:])]
+            table.add_row(row.name, *(c + m for c, m in zip(cells, marks, strict=True)))
+        else:
+            fmt = "{:.2%}" if v.kind == validation.CLASS_MAP else "{:.4f}"
+            table.add_row(row.name, *(fmt.format(row.agree[k]) for k in row.agree))
     con.print(table)
-    for key, what in (("ref", "INT8 reference"), ("device", f"device ({v.device})")):
-        agree = v.logits[key]
-        con.print(
-            f"{what}: top-1 agreement {v.agreement(key):.0%}, logits cosine {agree.cosine:.4f}, "
-            f"SQNR {db(agree.sqnr_db)} dB",
-            markup=False,
-        )
+    for line in validation.summary_lines(v):
+        con.print(line, markup=False)
     con.print(f"latency on {on}: {v.latency_ms[0]:.2f} ms median, {v.latency_ms[1]:.2f} ms min")
     worst = Table(title="five worst layers (INT8 reference vs float)")
     for col in ("tensor", "op", "cosine", "SQNR dB"):

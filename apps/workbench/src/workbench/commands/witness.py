@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
+import numpy as np
 import typer
 
 import mdla_runtime
@@ -14,6 +15,8 @@ from workbench import pipeline, witnessing
 from workbench.commands.options import Debug, Device, On, console
 from workbench.commands.run import manifest_inputs
 from workbench.errors import DEVICE, reported
+from workbench.output import steps
+from workbench.partition_report import npu_line, run_fields
 
 EPILOG = """Examples:
 
@@ -26,11 +29,21 @@ EPILOG = """Examples:
 """
 
 
+def witness_input(shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    """The input when no IMAGE is named: seeded uniform [-1, 1] noise of the model's input
+    shape. The witness asks whether the NPU worked, not what it saw, so it needs no sample
+    photos (scikit-image) on the phone."""
+    rng = np.random.default_rng(0)
+    return rng.uniform(-1, 1, tuple(int(d) for d in shape)).astype(np.float32)
+
+
 def witness_command(
     manifest_path: Annotated[Path, typer.Argument(metavar="OUT.mdla", help="Compiled model.")],
     image: Annotated[
         str | None,
-        typer.Argument(help="Input image file or sample name (default: the first sample)."),
+        typer.Argument(
+            help="Input image, sample name or .npy (default: seeded noise: no photos needed)."
+        ),
     ] = None,
     on: On = "emu",
     device: Device = "mtk-mdla",
@@ -57,7 +70,11 @@ def witness_command(
         con = console()
         manifest = pipeline.load_manifest(manifest_path)
         target = mdla_runtime.open_target(on)
-        (_, x), *_ = manifest_inputs(manifest, [image] if image else [])
+        x = (
+            manifest_inputs(manifest, [image])[0][1]
+            if image
+            else witness_input(manifest.inputs[0].model_shape)
+        )
         with contextlib.ExitStack() as stack:
             fake = None
             if on == "emu" and node is None:
@@ -68,12 +85,13 @@ def witness_command(
                 con.print(
                     f"idle control {idle:g} s, then {runs} run(s) on {device} ...", markup=False
                 )
-            w = witnessing.witness_runs(
-                target,
-                counter,
-                lambda: target.run(manifest, [x], devices=(device,), repeat=runs),
-                idle,
-            )
+            with steps() as s, s.step(f"witness: idle {idle:g} s, then {runs} run(s)"):
+                w = witnessing.witness_runs(
+                    target,
+                    counter,
+                    lambda: target.run(manifest, [x], devices=(device,), repeat=runs),
+                    idle,
+                )
         if as_json:
             fields = ("verdict", "node", "idle_s", "control_ms", "run_ms")
             out = {k: getattr(w, k) for k in fields}
@@ -81,11 +99,14 @@ def witness_command(
             out |= {"counter": counter.what, "runs": runs, "device": device}
             if w.run_result is not None:
                 out["latency_ms"] = w.run_result.latency_stats()
+                out |= run_fields(w.run_result)  # a partitioned model: which ran on the NPU
             typer.echo(json.dumps(out))
         else:
             con.print(str(w), markup=False)
         if w.run_result is not None and not as_json:
             lat = w.run_result.latency_ms
             con.print(f"latency: {lat[0]:.2f} ms median, {lat[1]:.2f} ms min", markup=False)
+            if w.run_result.partitions:
+                con.print(npu_line(w.run_result), markup=False)
         if not w.witnessed:
             raise typer.Exit(DEVICE)

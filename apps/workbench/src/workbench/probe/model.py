@@ -23,6 +23,8 @@ ROLES = (
     "free_output",  # an output scale other than the ABI's fixed one
     "size",  # a real-model-sized instance of the base form
     "size_per_channel",  # a real-model-sized instance with per-channel weights
+    "dilation",  # a dilated window (dilation > 1): the entry's dilation / dilation_source
+    "accumulator",  # a requantization whose int32 overflows: wraps or saturates ([arith])
 )
 
 
@@ -38,9 +40,14 @@ class ProbeModel:
     graph: Graph
     patch: HeaderPatch | None = None
     references: Mapping[str, Graph] | None = None  # None: the graph itself; {}: no reference
+    # The `accumulator` ("saturate" | "wrap") a reference runs with; absent: its target's fact.
+    accumulators: Mapping[str, str] | None = None
 
     def refs(self) -> Mapping[str, Graph]:
         return {"reference": self.graph} if self.references is None else self.references
+
+    def accumulator(self, reference: str) -> str | None:
+        return None if self.accumulators is None else self.accumulators.get(reference)
 
 
 @dataclass(frozen=True, slots=True)

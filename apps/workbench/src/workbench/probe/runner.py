@@ -121,7 +121,10 @@ def run_probe(
         path = _write(model, folder, probe.key)
         codes = random_codes(model.graph, rng_for(probe.key))
         inputs = as_floats(model.graph, codes)
-        refs = {n: run_int8(g, inputs, raw=True)[0] for n, g in model.refs().items()}
+        refs = {
+            n: run_int8(g, inputs, raw=True, accumulator=model.accumulator(n))[0]
+            for n, g in model.refs().items()
+        }
     except NotExpressibleError as exc:
         return ProbeResult(probe, {}, f"not expressible: {exc}")
     except Exception as exc:  # a broken probe is one bad row, not a stopped run

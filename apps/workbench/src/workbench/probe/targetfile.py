@@ -10,6 +10,9 @@ Facts come from the probe variants (model.ROLES); "maps" means the model compile
     shared_scale       the unequal-scales variant does not map
     keeps_input_scale  the rescaled-output variant does not map
     fixed_output_*     the free-output-scale variant does not map: the base variant's output
+    dilation           every dilation variant maps, bit-exact (`dilation_source`: probed)
+    [arith] accumulator  the reference ("wrap" or "saturate") the accumulator probe's output
+                       equals on the first device that ran it (else "saturate", assumed)
 
 Only `mdla_ir.OpKind` names can be entries (the schema's keys); other probed operations and the
 ones the manifest cannot carry are listed as comments. The matrix becomes a `mdla_target.Target`
@@ -38,6 +41,16 @@ def _role(results: list[ProbeResult], role: str, device: str) -> bool | None:
     """Whether some probe of `role` maps on `device`; None when no such probe ran."""
     cells = [r.cells.get(device) for r in results if r.probe.role == role and not r.skipped]
     return None if not cells else any(maps(c) for c in cells)
+
+
+def _every(results: list[ProbeResult], role: str, device: str) -> bool | None:
+    """Whether every probe of `role` maps on `device` bit-exact (where it has a reference)."""
+    cells = [r.cells.get(device) for r in results if r.probe.role == role and not r.skipped]
+    return (
+        None
+        if not cells
+        else all(c is not None and maps(c) and c.exact is not False for c in cells)
+    )
 
 
 def _why_not(results: list[ProbeResult], device: str) -> str:
@@ -83,6 +96,12 @@ def op_entry(op: str, results: list[ProbeResult], device: str, source: str) -> O
         if not sym and not _role(results, "pad_same", device):
             extra += "; only VALID padding maps"
         extra += _same_verdict(results, device)
+    dilated = _every(results, "dilation", device)
+    dilation_source = (
+        ""
+        if dilated is None
+        else f"{source}: dilated variants {'map bit-exact' if dilated else 'fail or differ'}"
+    )
     fixed = None
     if _role(results, "free_output", device) is False:
         q = next(r for r in results if r.probe.role == "base").probe.build().graph
@@ -101,6 +120,8 @@ def op_entry(op: str, results: list[ProbeResult], device: str, source: str) -> O
         shared_scale=_role(results, "unequal_scales", device) is False,
         keeps_input_scale=_role(results, "rescale", device) is False,
         fixed_output=fixed,
+        dilation=dilated is not False,
+        dilation_source=dilation_source,
     )
 
 
@@ -134,7 +155,29 @@ def to_target(matrix: Matrix, name: str, description: str = "") -> Target:
             source + "; only int8 probed; rank/dim limits not probed",
             {OpKind[op]: spec for op, spec in entries if spec is not None},
         )
-    return Target(name, description or f"probed on {matrix.target}", devices)
+    accumulator, acc_source = accumulator_fact(matrix)
+    return Target(
+        name,
+        description or f"probed on {matrix.target}",
+        devices,
+        accumulator=accumulator,
+        accumulator_source=acc_source,
+    )
+
+
+def accumulator_fact(matrix: Matrix) -> tuple[str, str]:
+    """(accumulator, source) from the "accumulator" probe: the reference the output equals on
+    the first device (in matrix order) where it ran; ("saturate", "assumed: ...") otherwise."""
+    for dev in matrix.devices:
+        for r in matrix.results:
+            cell = r.cells.get(dev)
+            if r.probe.role != "accumulator" or cell is None or not cell.runs:
+                continue
+            found = [m for m in cell.matches if m in mdla_target.ACCUMULATORS]
+            if len(found) == 1:
+                (fact,) = found
+                return fact, f"{matrix.source(dev)}: {r.probe.key} equals the {fact} reference"
+    return "saturate", "assumed: the accumulator probe did not settle it on any device"
 
 
 def render(matrix: Matrix, name: str, description: str = "") -> str:

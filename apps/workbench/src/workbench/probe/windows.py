@@ -35,7 +35,9 @@ def _out_q(rng: np.random.Generator, s_in: float, s_w: float, taps: int) -> Quan
     return qp(std / 40.0, int(rng.integers(-20, 20)))
 
 
-def conv(kind: OpKind, per_channel: bool, stride: int, pads: Pads, tag: str) -> Graph:
+def conv(
+    kind: OpKind, per_channel: bool, stride: int, pads: Pads, tag: str, dilation: int = 1
+) -> Graph:
     rng = rng_for(f"{kind.name}/{tag}")
     h = w = 8
     c, k = 4, 3
@@ -51,9 +53,10 @@ def conv(kind: OpKind, per_channel: bool, stride: int, pads: Pads, tag: str) -> 
     )
     b_scales = np.float32(in_q.scale[0]) * np.broadcast_to(scales, (o,))
     bias = const("bias", rng.integers(-2000, 2000, size=o).astype(np.int32), qp(b_scales, 0, 0))
-    oh = out_size(h, k, stride, 1, pads[0], pads[1])
-    ow = out_size(w, k, stride, 1, pads[2], pads[3])
-    attrs: dict[str, object] = {"stride": (stride, stride), "dilation": (1, 1), "padding": pads}
+    oh = out_size(h, k, stride, dilation, pads[0], pads[1])
+    ow = out_size(w, k, stride, dilation, pads[2], pads[3])
+    attrs: dict[str, object] = {"stride": (stride, stride), "padding": pads}
+    attrs["dilation"] = (dilation, dilation)
     attrs |= {"fuse": "NONE", "multiplier": 1} if depthwise else {"fuse": "NONE", "groups": 1}
     taps = k * k if depthwise else k * k * c
     out_q = _out_q(rng, in_q.scale[0], float(np.median(scales)), taps)

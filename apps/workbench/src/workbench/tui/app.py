@@ -1,51 +1,72 @@
-"""The workbench TUI: modes (one screen each), global keys, and the shared session.
+"""The workbench TUI: modes (one screen each), global keys and commands, the shared session.
 
-Keys: 1-5 (or F1-F5) Graph, Bisect, Calibrate, Witness, Run; q quits (ctrl+q in a text field).
+Keys: 1-5 (or F1-F5) Graph, Bisect, Calibrate, Witness, Run; ? help; c compile form; ctrl+p
+commands; q quits (ctrl+q in a text field); ctrl+c quits too. Quitting, however it happens,
+removes the session's temp dir and closes its target (`Session.close`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import ClassVar
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ClassVar
 
+from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.screen import Screen
 from textual.widgets import Input
 
-from workbench import witnessing
+import mdla_runtime
+from workbench import pipeline, witnessing
+from workbench.errors import one_line
 from workbench.tui.bisect import BisectScreen
 from workbench.tui.calibrate import CalibrateScreen
+from workbench.tui.chrome import SCREENS, ScreenBar
+from workbench.tui.commands import WorkbenchCommands
+from workbench.tui.forms import CompileForm, PathPrompt
 from workbench.tui.graph import GraphScreen
+from workbench.tui.help import HelpScreen
 from workbench.tui.run import RunScreen
-from workbench.tui.state import Session
+from workbench.tui.state import CompileOptions, Session
 from workbench.tui.witness import WitnessScreen
+
+# in the order of SCREENS (chrome.py): the number keys and the bar's screen list
+SCREEN_CLASSES: tuple[type[Screen[None]], ...] = (
+    GraphScreen,
+    BisectScreen,
+    CalibrateScreen,
+    WitnessScreen,
+    RunScreen,
+)
 
 
 class WorkbenchApp(App[None]):
     CSS_PATH = "workbench.tcss"
     TITLE = "mdla workbench"
-    MODES: ClassVar = {
-        "graph": GraphScreen,
-        "bisect": BisectScreen,
-        "calibrate": CalibrateScreen,
-        "witness": WitnessScreen,
-        "run": RunScreen,
-    }
+    MODES: ClassVar = dict(zip((m for m, _ in SCREENS), SCREEN_CLASSES, strict=True))
     DEFAULT_MODE = "graph"
+    COMMANDS: ClassVar = {*App.COMMANDS, WorkbenchCommands}
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]  # noqa: RUF012 (Textual's)
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit_unless_typing", "Quit", priority=True),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
-        Binding("1,f1", "switch_mode('graph')", "Graph"),
-        Binding("2,f2", "switch_mode('bisect')", "Bisect"),
-        Binding("3,f3", "switch_mode('calibrate')", "Calibrate"),
-        Binding("4,f4", "switch_mode('witness')", "Witness"),
-        Binding("5,f5", "switch_mode('run')", "Run"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding("question_mark", "help", "Help"),
+        Binding("c", "compile_form", "Compile…"),
+        Binding("1,f1", "switch_mode('graph')", "Graph", show=False),
+        Binding("2,f2", "switch_mode('bisect')", "Bisect", show=False),
+        Binding("3,f3", "switch_mode('calibrate')", "Calibrate", show=False),
+        Binding("4,f4", "switch_mode('witness')", "Witness", show=False),
+        Binding("5,f5", "switch_mode('run')", "Run", show=False),
     ]
 
     def __init__(self, spec: str | None = None, on: str = "emu") -> None:
         super().__init__()
         self.session = Session(target_spec=on, pending=spec)
         self._resources = contextlib.ExitStack()
+        self.busy = ""  # what the compile worker is doing, shown in every screen's bar
 
     def on_mount(self) -> None:
         if self.session.target_spec == "emu":
@@ -53,7 +74,16 @@ class WorkbenchApp(App[None]):
             self.session.use_emulator_counter(node)
 
     def on_unmount(self) -> None:
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        """Remove the temp dirs and close the target; safe to call again (after Ctrl-C)."""
         self._resources.close()
+        self.session.close()
+
+    def refresh_bar(self) -> None:
+        for bar in self.screen.query(ScreenBar):
+            bar.show(self.session, self.current_mode, self.busy)
 
     def action_quit_unless_typing(self) -> None:
         """q quits, except in a text field, where it is typed (ctrl+q quits there)."""
@@ -62,3 +92,85 @@ class WorkbenchApp(App[None]):
             focused.insert_text_at_cursor("q")
         else:
             self.exit()
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            titles = (title for _, title in SCREENS)
+            self.push_screen(HelpScreen(zip(titles, SCREEN_CLASSES, strict=True)))
+
+    def action_open(self) -> None:
+        """The Graph screen's open field (what `o` there does)."""
+        self.with_graph(lambda graph: graph.action_open())
+
+    def action_compile_form(self) -> None:
+        options = self.session.options
+        if not options.spec and self.session.spec:
+            options = replace(options, spec=self.session.spec)
+
+        def done(chosen: CompileOptions | None) -> None:
+            if chosen is not None:
+                self.compile(chosen)
+
+        self.push_screen(CompileForm(options), done)
+
+    def switch(self, **changes: Any) -> None:
+        """Another device or target: recompile the open model for it (or just remember it)."""
+        options = replace(self.session.options, **changes)
+        if self.session.spec:
+            self.compile(replace(options, spec=self.session.spec))
+        else:
+            self.session.options = options
+            self.refresh_bar()
+            self.notify(f"{', '.join(f'{k} {v}' for k, v in changes.items())}: open a model")
+
+    def compile(self, options: CompileOptions) -> None:
+        """Open or compile on the Graph screen, which shows the progress."""
+        self.with_graph(lambda graph: graph.start_compile(options))
+
+    def with_graph(self, call: Any) -> None:
+        if self.current_mode == "graph" and isinstance(self.screen, GraphScreen):
+            call(self.screen)
+            return
+        self.switch_mode("graph")
+        self.call_after_refresh(lambda: call(self.screen))
+
+    def action_target_file(self) -> None:
+        def done(path: str | None) -> None:
+            if path:
+                self.switch(target=path)
+
+        self.push_screen(PathPrompt("target description (.toml)", "path/target.toml"), done)
+
+    def action_save(self) -> None:
+        self.prompt_path("save the open model as (.mdla)", "path/model.mdla", self.save_to)
+
+    def action_export(self) -> None:
+        self.prompt_path("export the int8 graph as (.tflite)", "path/model.tflite", self.export_to)
+
+    def prompt_path(self, title: str, placeholder: str, then: Any) -> None:
+        if self.session.compiled is None:
+            self.notify("compile a model spec first (c, or o on Graph)", severity="warning")
+            return
+        self.push_screen(PathPrompt(title, placeholder), lambda p: p and then(p))
+
+    @work(thread=True, exclusive=True, group="write", exit_on_error=False)
+    def save_to(self, path: str) -> None:
+        compiled = self.session.compiled
+        assert compiled is not None  # checked by prompt_path
+        pipeline.check_output(path, ".mdla")
+        pipeline.save_manifest(compiled, Path(path))
+        self.call_from_thread(self.notify, f"saved {path}", title="save")
+
+    @work(thread=True, exclusive=True, group="write", exit_on_error=False)
+    def export_to(self, path: str) -> None:
+        compiled = self.session.compiled
+        assert compiled is not None  # checked by prompt_path
+        pipeline.check_output(path, ".tflite")
+        mdla_runtime.export_tflite(compiled.qgraph, Path(path))
+        self.call_from_thread(self.notify, f"exported {path}", title="export")
+
+    def on_worker_state_changed(self, event: Any) -> None:
+        """The app's own workers (save, export): an error is a toast, never a crash."""
+        error = getattr(event.worker, "error", None)
+        if event.worker.group == "write" and error is not None:
+            self.notify(one_line(error), title="error", severity="error", timeout=8)

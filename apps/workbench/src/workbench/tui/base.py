@@ -9,6 +9,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from workbench.errors import one_line
+from workbench.tui.chrome import ScreenBar
 from workbench.tui.state import Session
 
 if TYPE_CHECKING:
@@ -19,10 +20,13 @@ class WorkScreen(Screen[None]):
     """A screen whose slow work runs in thread workers; a worker's error becomes a toast.
 
     Text fields are never focused on arrival (tab reaches them, escape leaves them), so the
-    global keys (1-5, q) work as soon as a screen shows."""
+    global keys (1-5, q) work as soon as a screen shows. Every screen starts with the
+    ScreenBar (compose yields `self.bar()` first), refreshed whenever the screen shows."""
 
     AUTO_FOCUS = ""
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "leave_field", "Leave field")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "leave_field", "Leave field", show=False)
+    ]
 
     def action_leave_field(self) -> None:
         self.set_focus(None)
@@ -30,6 +34,12 @@ class WorkScreen(Screen[None]):
     @property
     def session(self) -> Session:
         return cast("WorkbenchApp", self.app).session
+
+    def bar(self) -> ScreenBar:
+        return ScreenBar(id="bar")
+
+    def on_screen_resume(self) -> None:
+        cast("WorkbenchApp", self.app).refresh_bar()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.error is not None:

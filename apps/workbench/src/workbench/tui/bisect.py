@@ -1,5 +1,6 @@
 """Bisect: op-prefix bisection of the open model on the target, in a worker, with a live log
-and progress; when it ends, the failing op is selected in the Graph view."""
+and progress; when it ends, the failing op is selected in the Graph view. The bar is still
+while idle, and a result is dropped when another model is opened (it was about the old one)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,23 @@ class BisectScreen(WorkScreen):
     AUTO_FOCUS = "#log"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "start", "Start bisection")]
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.generation = -1  # the session.generation the log is about
+
+    def on_screen_resume(self) -> None:
+        if self.generation != self.session.generation:
+            self.generation = self.session.generation
+            self.query_one(Log).clear()
+            self.query_one(ProgressBar).update(total=1, progress=0)
+            self.query_one("#status", Static).update(
+                "press s to bisect the open model on the target"
+            )
+
     def compose(self) -> ComposeResult:
+        yield self.bar()
         yield Static("press s to bisect the open model on the target", id="status")
-        yield ProgressBar(total=None, show_eta=False, id="progress")
+        yield ProgressBar(total=1, show_eta=False, id="progress")
         yield Log(id="log", auto_scroll=True)
         yield Footer()
 
@@ -34,7 +49,11 @@ class BisectScreen(WorkScreen):
         bar = self.query_one(ProgressBar)
         bar.update(total=1 + max(1, math.ceil(math.log2(max(n, 2)))), progress=0)
         self.query_one(Log).clear()
-        self.query_one("#status", Static).update(f"bisecting {n} ops on {self.session.target_spec}")
+        self.generation = self.session.generation
+        device = self.session.device
+        self.query_one("#status", Static).update(
+            f"bisecting {n} ops on {device} ({self.session.target_spec})"
+        )
         self.run_bisect()
 
     @work(thread=True, exclusive=True, group="bisect", exit_on_error=False)
@@ -47,12 +66,13 @@ class BisectScreen(WorkScreen):
             verdict = "maps" if s.maps else "does not map"
             self.ui(self.log_line, f"ops[:{s.ops}]: {s.supported}/{s.ops} supported -> {verdict}")
 
-        index = bisection.bisect(target, manifest, "mtk-mdla", step)
+        device = self.session.device
+        index = bisection.bisect(target, manifest, device, step)
         if index is None:
-            self.ui(self.finish, f"all {len(manifest.operations)} ops map on mtk-mdla", None)
+            self.ui(self.finish, f"all {len(manifest.operations)} ops map on {device}", None)
             return
         graph = self.session.compiled.device_graph if self.session.compiled else None
-        found = bisection.culprit(manifest, index, "mtk-mdla", graph)
+        found = bisection.culprit(manifest, index, device, graph)
         self.ui(self.finish, str(found), index)
 
     def log_line(self, line: str) -> None:

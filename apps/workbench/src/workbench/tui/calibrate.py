@@ -1,16 +1,19 @@
-"""Calibrate: method, percentile, rounding, number of calibration inputs and the weight
-techniques (bias correction, cross-layer equalization, AdaRound iterations); re-quantize in a
-worker; per-layer SQNR as a bar chart, top-1 agreement and the delta against the previous
-setting; `k` keeps (saves) the current manifest."""
+"""Calibrate: method, percentile (for the percentile method only), rounding, the number of
+calibration and held-out inputs and the weight techniques (bias correction, cross-layer
+equalization, AdaRound iterations); `a` re-quantizes in a worker with `workbench.tuning`.
+
+Every setting is calibrated on the first inputs of the calibration source and scored on the
+next ones, which the quantizer never saw (a setting scored on its own calibration inputs
+reads well by construction). The screen shows the split's sizes, top-1 agreement with its
+Wilson 95% interval, and per layer cosine, SQNR and max |error| with each one's delta against
+the previous `a` run, beside text bars of both settings' SQNR. `k` keeps (saves) the manifest,
+`<stem>.tuning.json` (the comparison) and `<stem>.sqnr.png` (the plot)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
-import numpy as np
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -19,23 +22,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Input, Select, Static
 
-import mdla_ir
 import mdla_quant
-from workbench import pipeline
-from workbench.images import top_k
+from workbench import pipeline, tuning
 from workbench.tui.base import WorkScreen
-from workbench.tui.state import sqnr_by_op
 
 BAR_DB = 60.0  # a full bar
 NO_YES = [("no", "no"), ("yes", "yes")]
-
-
-@dataclass(frozen=True)
-class Trial:
-    label: str
-    mean_db: float
-    worst_db: float
-    agreement: float
+NUMBERS = (("cos", 6), ("Δcos", 8), ("SQNR", 5), ("Δ dB", 6), ("max|e|", 8), ("Δmax", 8))
+SCROLLBAR = 2
 
 
 class CalibrateScreen(WorkScreen):
@@ -47,9 +41,11 @@ class CalibrateScreen(WorkScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.previous: Trial | None = None
+        self.previous: tuning.Trial | None = None
+        self.comparison: tuning.Comparison | None = None
 
     def compose(self) -> ComposeResult:
+        yield self.bar()
         with Horizontal(id="settings"):
             yield Static("method", classes="label")
             yield Select(
@@ -59,7 +55,7 @@ class CalibrateScreen(WorkScreen):
                 id="method",
                 compact=True,
             )
-            yield Static("pct", classes="label")
+            yield Static("pct", classes="label", id="pct-label")
             yield Input("99.99", placeholder="percentile", id="percentile", compact=True)
             yield Static("rounding", classes="label")
             yield Select(
@@ -69,8 +65,12 @@ class CalibrateScreen(WorkScreen):
                 id="rounding",
                 compact=True,
             )
-            yield Static("images", classes="label")
-            yield Input("4", placeholder="images", id="count", type="integer", compact=True)
+        with Horizontal(id="split"):
+            yield Static("calibrate on", classes="label")
+            yield Input("4", placeholder="inputs", id="count", type="integer", compact=True)
+            yield Static("score on", classes="label")
+            yield Input("2", placeholder="inputs", id="held-out", type="integer", compact=True)
+            yield Static("held-out (never calibrated on)", classes="label")
         with Horizontal(id="weights", classes="settings"):
             yield Static("bias corr.", classes="label")
             yield Select(NO_YES, value="no", allow_blank=False, id="bias", compact=True)
@@ -84,15 +84,27 @@ class CalibrateScreen(WorkScreen):
             yield Static("", id="chart")
         yield Footer()
 
-    def settings(self) -> tuple[mdla_quant.QuantConfig, int]:
+    def on_select_changed(self, event: Select.Changed) -> None:
+        """The percentile field is there only for the percentile method."""
+        if event.select.id == "method":
+            shown = event.value == "percentile"
+            self.query_one("#pct-label", Static).display = shown
+            self.query_one("#percentile", Input).display = shown
+
+    def settings(self) -> tuple[mdla_quant.QuantConfig, int, int]:
         method = str(self.query_one("#method", Select).value)
         rounding = str(self.query_one("#rounding", Select).value)
         try:
-            percentile = float(self.query_one("#percentile", Input).value)
+            percentile = float(self.query_one("#percentile", Input).value or 99.99)
             count = int(self.query_one("#count", Input).value)
+            held_out = int(self.query_one("#held-out", Input).value)
             adaround = int(self.query_one("#adaround", Input).value or 0)
         except ValueError:
-            raise ValueError("percentile, images and adaround iters must be numbers") from None
+            raise ValueError(
+                "percentile, calib, held-out and adaround iters must be numbers"
+            ) from None
+        if count < 1 or held_out < 1:
+            raise ValueError(f"calib and held-out need at least 1 input each: {count}, {held_out}")
         config = mdla_quant.QuantConfig(
             method,
             percentile,
@@ -100,100 +112,168 @@ class CalibrateScreen(WorkScreen):
             bias_correction=self.query_one("#bias", Select).value == "yes",
             equalize=self.query_one("#equalize", Select).value == "yes",
             adaround=adaround,
+            target=self.session.target_name,
+            device=self.session.device,
         )
-        return config, count
+        return config, count, held_out
 
     def action_apply(self) -> None:
         if self.session.compiled is None:
             self.notify("open a model spec first (Graph screen, o)", severity="warning")
             return
         try:
-            config, count = self.settings()
+            config, count, held_out = self.settings()
         except (ValueError, mdla_quant.QuantError) as exc:
             self.notify(str(exc), severity="error")
             return
-        self.query_one("#result", Static).update(f"quantizing ({config.method}) ...")
-        self.requantize(config, count)
+        self.query_one("#result", Static).update(f"quantizing ({tuning.label(config)}) ...")
+        self.requantize(config, count, held_out)
 
     @work(thread=True, exclusive=True, group="calibrate", exit_on_error=False)
-    def requantize(self, config: mdla_quant.QuantConfig, count: int) -> None:
+    def requantize(self, config: mdla_quant.QuantConfig, count: int, held_out: int) -> None:
         old = self.session.compiled
         assert old is not None  # checked by action_apply
         source = old.source
-        calib = pipeline.calibration_inputs(
-            "samples" if source.preprocess else "random", source, count
-        )
-        compiled = pipeline.quantize_graph(source, old.device_graph, calib, config)
-        report = mdla_quant.compare(compiled.device_graph, compiled.qgraph, calib)
-        same = 0
-        for xs in calib:
-            (f,) = mdla_ir.run_float(source.graph, xs)
-            (q,) = mdla_quant.run_int8(compiled.qgraph, xs)
-            same += top_k(f, None, 1)[0][0] == top_k(q, None, 1)[0][0]
-        self.session.sqnr = sqnr_by_op(report)
-        self.session.install(compiled)
-        label = f"{config.method} p{config.percentile:g} {config.rounding} ×{len(calib)}"
-        techniques = [
-            name
-            for name, on in (
-                ("bias", config.bias_correction),
-                ("eq", config.equalize),
-                (f"ada{config.adaround}", config.adaround),
-            )
-            if on
-        ]
-        label += "".join(f" +{t}" for t in techniques)
-        finite = [t.sqnr_db for t in report.tensors if math.isfinite(t.sqnr_db)]
-        trial = Trial(
-            label,
-            float(np.mean(finite)) if finite else math.inf,
-            min(t.sqnr_db for t in report.tensors),
-            same / len(calib),
-        )
-        self.ui(self.show, trial, self.session.sqnr)
+        calib = self.session.options.calib or ("samples" if source.preprocess else "random")
+        split = tuning.split_calibration(calib, source, count, held_out)
+        result = self.query_one("#result", Static)
 
-    def show(self, trial: Trial, sqnr: dict[str, float]) -> None:
-        text = (
-            f"{trial.label}: mean SQNR {trial.mean_db:.1f} dB, worst {trial.worst_db:.1f} dB, "
-            f"top-1 agreement {trial.agreement:.0%}"
-        )
-        if self.previous is not None:
-            p = self.previous
-            text += (
-                f"\nvs {p.label}: mean {trial.mean_db - p.mean_db:+.1f} dB, worst "
-                f"{trial.worst_db - p.worst_db:+.1f} dB, agreement "
-                f"{(trial.agreement - p.agreement) * 100:+.0f} pts"
-            )
-        self.previous = trial
-        self.query_one("#result", Static).update(text)
-        self.query_one("#chart", Static).update(chart(sqnr))
+        def progress(n: int) -> None:
+            self.ui(result.update, f"quantizing ({tuning.label(config)}) ... {n}/{count} inputs")
+
+        new = tuning.trial(source, old.device_graph, split, config, progress)
+        comparison = tuning.compare(new, comparable(self.previous, new))
+        self.session.sqnr = worst_by_op(new.layers)
+        self.session.install(new.compiled)
+        self.ui(self.show, comparison)
+
+    def show(self, c: tuning.Comparison) -> None:
+        self.comparison, self.previous = c, c.new
+        self.query_one("#result", Static).update(summary(c))
+        self.query_one("#chart", Static).update(chart(c, self.size.width - SCROLLBAR))
 
     def action_keep(self) -> None:
-        manifest = self.session.manifest
-        compiled = self.session.compiled
+        c = self.comparison
         path = self.query_one("#save", Input).value.strip()
-        if manifest is None or compiled is None:
-            self.notify("nothing to save yet", severity="warning")
+        if c is None:
+            self.notify("nothing to save yet: press a first", severity="warning")
         elif not path:
             self.query_one("#save", Input).focus()
             self.notify("type a path ending in .mdla, then press k again", severity="warning")
         else:
             try:
-                pipeline.save_manifest(compiled, Path(path))
+                paths = tuning.save(c, path)
+                self.session.manifest = pipeline.load_manifest(path)
             except Exception as exc:  # a bad path is a notification, never a crash
                 self.notify(str(exc), title="save", severity="error")
                 return
-            self.session.manifest = pipeline.load_manifest(path)
-            self.notify(f"saved {path}", title="save")
+            self.notify(f"saved {path}, {paths['json'].name}, {paths['plot'].name}", title="save")
 
 
-def chart(sqnr: dict[str, float], width: int = 30) -> Table:
-    table = Table(box=None, show_header=True, pad_edge=False)
-    table.add_column("layer", no_wrap=True, max_width=28)
-    table.add_column("SQNR dB", justify="right")
-    table.add_column("", no_wrap=True)
-    for name, db in sorted(sqnr.items(), key=lambda kv: kv[1]):
-        n = width if math.isinf(db) else round(max(0.0, min(db, BAR_DB)) / BAR_DB * width)
-        style = "red" if db < 20 else "yellow" if db < 30 else "green"
-        table.add_row(name, "inf" if math.isinf(db) else f"{db:.1f}", Text("█" * n, style=style))
+def comparable(previous: tuning.Trial | None, new: tuning.Trial) -> tuning.Trial | None:
+    """The previous run, if it scored the same model on the same held-out inputs after
+    calibrating on as many: deltas across different splits or models would mean nothing."""
+    if previous is None:
+        return None
+    same = (
+        previous.compiled.source.spec == new.compiled.source.spec
+        and previous.calibration_count == new.calibration_count
+        and previous.held_out == new.held_out
+    )
+    return previous if same else None
+
+
+def worst_by_op(layers: tuple[tuning.Layer, ...]) -> dict[str, float]:
+    """The Graph screen's SQNR column: each op's worst tensor on the held-out inputs."""
+    worst: dict[str, float] = {}
+    for t in layers:
+        worst[t.op] = min(worst.get(t.op, math.inf), t.sqnr_db)
+    return worst
+
+
+def db(value: float) -> str:
+    return ("inf" if value > 0 else "-inf") if math.isinf(value) else f"{value:.1f}"
+
+
+def signed(value: float | None, fmt: str) -> str:
+    if value is None:
+        return "-"
+    if value == 0:
+        return "0"
+    if math.isinf(value):
+        return "+inf" if value > 0 else "-inf"
+    return fmt.format(value)
+
+
+def summary(c: tuning.Comparison) -> str:
+    """Three lines: the split, the new setting's scores, the change against the previous."""
+    new, doc = c.new, tuning.comparison_doc(c)
+    lines = [
+        f"calibrated on {new.calibration_count}, scored on {len(new.held_out)} held-out inputs "
+        "the quantizer never saw",
+        f"{new.label}: top-1 agreement {agreement(new.agreement)}",
+        f"mean SQNR {db(doc['new']['mean_sqnr_db'])} dB, worst {db(doc['new']['worst_sqnr_db'])} "
+        f"dB, output cosine {new.output_cosine:.5f}",
+    ]
+    if c.previous is not None:
+        p, old = doc["previous"], c.previous
+        mean = _d(doc["new"]["mean_sqnr_db"], p["mean_sqnr_db"])
+        worst = _d(doc["new"]["worst_sqnr_db"], p["worst_sqnr_db"])
+        line = f"vs {old.label}: mean {signed(mean, '{:+.1f}')} dB, "
+        line += f"worst {signed(worst, '{:+.1f}')} dB"
+        if new.agreement is not None and old.agreement is not None:
+            pts = (new.agreement.rate - old.agreement.rate) * 100
+            line += f", agreement {pts:+.0f} pts"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _d(new: float, old: float) -> float:
+    return 0.0 if new == old else new - old
+
+
+def agreement(a: tuning.Agreement | None) -> str:
+    if a is None:
+        return "n/a (the output is not a classifier's)"
+    low, high = a.interval
+    return f"{a.same}/{a.n} = {a.rate:.0%} (95% CI {low * 100:.0f}–{high:.0%})"
+
+
+def bar(db_value: float | None, width: int, style: str) -> Text:
+    if db_value is None:
+        return Text("-".ljust(width))
+    full = math.isinf(db_value) and db_value > 0
+    n = width if full else round(max(0.0, min(db_value, BAR_DB)) / BAR_DB * width)
+    return Text("█" * n + " " * (width - n), style=style)
+
+
+def chart(c: tuning.Comparison, width: int = 78) -> Table:
+    """Per layer in op order: the new cosine, SQNR and max |error|, each with its delta against
+    the previous setting, and both settings' SQNR as bars (new, then previous), in `width`
+    columns: the numbers keep their widths; names and bars share what is left."""
+    old = {t.tensor: t.sqnr_db for t in c.previous.layers} if c.previous else {}
+    columns = len(NUMBERS) + 3
+    spare = width - sum(w for _, w in NUMBERS) - (columns - 1)  # one space between columns
+    name = max(6, min(24, spare - 16))
+    bars = max(3, min(20, (spare - name) // 2))
+    table = Table(box=None, show_header=True, pad_edge=False, collapse_padding=True)
+    table.add_column("layer", no_wrap=True, overflow="ellipsis", width=name)
+    for header, w in NUMBERS:
+        table.add_column(header, justify="right", no_wrap=True, width=w)
+    table.add_column("new", no_wrap=True, width=bars)
+    table.add_column("prev", no_wrap=True, width=bars)
+    for row in c.deltas():
+        db_value = float(row["sqnr_db"])
+        style = "red" if db_value < 20 else "yellow" if db_value < 30 else "green"
+        table.add_row(
+            str(row["tensor"]),
+            f"{row['cosine']:.4f}",
+            signed(row["delta_cosine"], "{:+.1e}"),
+            db(db_value),
+            signed(row["delta_sqnr_db"], "{:+.1f}"),
+            f"{row['max_abs_error']:.3g}",
+            signed(row["delta_max_abs_error"], "{:+.1e}"),
+            bar(db_value, bars, style),
+            bar(old.get(str(row["tensor"])), bars, "dark_orange"),
+        )
     return table

@@ -1,5 +1,10 @@
-"""Graph: the op table (index, kind, shape, support and reason, scale/zero point, SQNR),
-searchable, with the selected op's details. `o` opens a model spec or .mdla in a worker."""
+"""Graph: the op table (index, name, kind, shape, support, scale/zero point, SQNR), searchable,
+with the selected op's details. `o` opens a model spec or .mdla, `c` (app-wide) the compile
+form; either compiles in a worker while a progress bar shows the stage.
+
+The cursor (as an op index) and the search text live in the session, so they survive screen
+switches and re-renders. Columns are sized to the table's width: numbers (index, shape,
+scale/zp, SQNR) always in full, names and kinds cut with an ellipsis to fit."""
 
 from __future__ import annotations
 
@@ -10,12 +15,39 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Footer, Input, ProgressBar, Static
 
 from workbench.tui.base import WorkScreen
-from workbench.tui.state import OpRow, describe
+from workbench.tui.state import CompileOptions, OpRow, describe, support_text
 
 COLUMNS = ("#", "op", "kind", "shape", "mdla", "scale/zp", "SQNR")
+PAD = 2  # a DataTable cell's padding, one each side
+SCROLLBAR = 2
+MIN_NAME = 6
+
+
+def cells(r: OpRow) -> tuple[str, ...]:
+    q = "" if r.scale is None else f"{r.scale:.3g}/{r.zero_point}"
+    db = "" if r.sqnr_db is None else "inf" if math.isinf(r.sqnr_db) else f"{r.sqnr_db:.1f}"
+    shape = "×".join(map(str, r.shape))
+    return (str(r.index), r.name, r.kind, shape, support_text(r), q, db)
+
+
+def cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def fit(rows: list[tuple[str, ...]], width: int) -> list[int]:
+    """Column widths for `width` cells: every column but name (1) and kind (2) as wide as its
+    longest cell; name and kind in full when they fit, else kind gets a third of the room
+    left (at most its longest) and name the rest, each at least MIN_NAME."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(COLUMNS)]
+    fixed = sum(w for i, w in enumerate(widths) if i not in (1, 2)) + PAD * len(COLUMNS)
+    room = width - SCROLLBAR - fixed
+    if widths[1] + widths[2] > room:
+        widths[2] = min(widths[2], max(MIN_NAME, room // 3, room - widths[1]))
+        widths[1] = max(MIN_NAME, room - widths[2])
+    return widths
 
 
 class GraphScreen(WorkScreen):
@@ -27,52 +59,54 @@ class GraphScreen(WorkScreen):
     ]
 
     def compose(self) -> ComposeResult:
+        yield self.bar()
         yield Static("no model open: press o and type a model spec or OUT.mdla", id="summary")
+        with Horizontal(id="loading"):
+            yield Static("", id="stage")
+            yield ProgressBar(total=1, show_eta=False, id="compile-progress")
         yield Input(placeholder="model spec or OUT.mdla, then enter", id="open")
-        yield Input(placeholder="search ops by name or kind", id="search")
+        yield Input(self.session.search, placeholder="search ops by name or kind", id="search")
         with Horizontal(id="body"):
             yield DataTable(id="ops", cursor_type="row", zebra_stripes=True)
             yield Static("", id="detail")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#ops", DataTable)
-        table.add_columns(*COLUMNS)
-        table.focus()
+        self.query_one("#loading").display = False
+        self.query_one("#search", Input).display = bool(self.session.search)
+        self.query_one("#ops", DataTable).focus()
         self.refresh_rows()
         if self.session.pending is not None:
             spec, self.session.pending = self.session.pending, None
-            self.query_one("#summary", Static).update(f"opening {spec} ...")
-            self.open_model(spec)
+            self.start_compile(CompileOptions(spec))
 
     def on_screen_resume(self) -> None:
         self.refresh_rows()
 
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.refresh_rows)
+
     def shown_rows(self) -> list[OpRow]:
-        text = self.query_one("#search", Input).value.strip().lower()
+        text = self.session.search.strip().lower()
         rows = self.session.rows
         return [r for r in rows if text in r.name.lower() or text in r.kind.lower()]
 
     def refresh_rows(self) -> None:
         table = self.query_one("#ops", DataTable)
-        table.clear()
-        for r in self.shown_rows():
-            ok = "?" if r.supported is None else "yes" if r.supported else "NO"
-            q = "" if r.scale is None else f"{r.scale:.3g}/{r.zero_point}"
-            db = "" if r.sqnr_db is None else "inf" if math.isinf(r.sqnr_db) else f"{r.sqnr_db:.1f}"
-            table.add_row(
-                str(r.index),
-                r.name,
-                r.kind,
-                "×".join(map(str, r.shape)),
-                ok,
-                q,
-                db,
-                key=str(r.index),
-            )
-        self.query_one("#summary", Static).update(self.session.note or "no model open: press o")
-        if self.session.selected is not None:
-            self.select(self.session.selected)
+        rows = self.shown_rows()
+        texts = [cells(r) for r in rows]
+        widths = fit(texts, table.size.width or self.size.width)
+        keep = self.session.selected
+        table.clear(columns=True)
+        for name, w in zip(COLUMNS, widths, strict=True):
+            table.add_column(name, width=w)
+        for r, t in zip(rows, texts, strict=True):
+            table.add_row(*(cut(c, w) for c, w in zip(t, widths, strict=True)), key=str(r.index))
+        if not self.query_one("#loading").display:
+            self.query_one("#summary", Static).update(self.session.note or "no model open: o")
+        self.session.selected = keep
+        if keep is not None:
+            self.select(keep)
         self.show_detail()
 
     def select(self, index: int) -> None:
@@ -80,7 +114,6 @@ class GraphScreen(WorkScreen):
         keys = [r.index for r in self.shown_rows()]
         if index in keys:
             table.move_cursor(row=keys.index(index))
-            table.focus()
 
     def show_detail(self) -> None:
         table = self.query_one("#ops", DataTable)
@@ -92,7 +125,9 @@ class GraphScreen(WorkScreen):
             detail.update("")
 
     @on(DataTable.RowHighlighted, "#ops")
-    def _highlighted(self) -> None:
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None:
+            self.session.selected = int(event.row_key.value)
         self.show_detail()
 
     def action_search(self) -> None:
@@ -111,8 +146,10 @@ class GraphScreen(WorkScreen):
         self.query_one("#ops", DataTable).focus()
 
     @on(Input.Changed, "#search")
-    def _filter(self) -> None:
-        self.refresh_rows()
+    def _filter(self, event: Input.Changed) -> None:
+        if event.value != self.session.search:
+            self.session.search = event.value
+            self.refresh_rows()
 
     @on(Input.Submitted, "#search")
     def _search_done(self) -> None:
@@ -120,14 +157,45 @@ class GraphScreen(WorkScreen):
 
     @on(Input.Submitted, "#open")
     def _open(self, event: Input.Submitted) -> None:
-        if event.value.strip():
-            self.query_one("#summary", Static).update(f"opening {event.value.strip()} ...")
+        spec = event.value.strip()
+        if spec:
             event.input.display = False
-            self.open_model(event.value.strip())
+            self.query_one("#ops", DataTable).focus()
+            options = self.session.options
+            self.start_compile(CompileOptions(spec, options.target, options.device))
+
+    def start_compile(self, options: CompileOptions) -> None:
+        """Show the loading row (stage and bar) and compile `options` in a worker."""
+        self.query_one("#loading").display = True
+        self.query_one("#compile-progress", ProgressBar).update(total=options.steps(), progress=0)
+        self.progress("opening", 0, options.steps())
+        self.query_one("#summary", Static).update(f"opening {options.spec} ...")
+        self.compile_model(options)
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        self.query_one("#stage", Static).update(f"{stage} ({done}/{total})")
+        self.query_one("#compile-progress", ProgressBar).update(total=total, progress=done)
+        self.app_busy(f"compiling: {stage}")
+
+    def app_busy(self, text: str) -> None:
+        from workbench.tui.app import WorkbenchApp  # the app imports this module
+
+        app = self.app
+        if isinstance(app, WorkbenchApp):
+            app.busy = text
+            app.refresh_bar()
+
+    def finished(self) -> None:
+        for warning in self.session.warnings:
+            self.notify(warning, title="placement", severity="warning", timeout=8)
+        self.session.warnings = ()
+        self.query_one("#loading").display = False
+        self.app_busy("")
+        self.refresh_rows()
 
     @work(thread=True, exclusive=True, group="open", exit_on_error=False)
-    def open_model(self, spec: str) -> None:
+    def compile_model(self, options: CompileOptions) -> None:
         try:
-            self.session.open(spec)
+            self.session.compile(options, lambda *a: self.ui(self.progress, *a))
         finally:
-            self.ui(self.refresh_rows)
+            self.ui(self.finished)

@@ -26,6 +26,7 @@ class RunScreen(WorkScreen):
         self.predictions: dict[str, str] = {}  # image -> its top-5, as shown
 
     def compose(self) -> ComposeResult:
+        yield self.bar()
         with Horizontal(id="settings"):
             yield Input("", placeholder="images (blank: sample photos)", id="images", compact=True)
             yield Static("runs", classes="label")
@@ -61,7 +62,7 @@ class RunScreen(WorkScreen):
         device = ""
         for name, x in manifest_inputs(manifest, images):
             for _ in range(runs):
-                r = target.run(manifest, [x])
+                r = target.run(manifest, [x], devices=(self.session.device,))
                 latencies.append(r.latency_ms[0])
                 device = r.device
                 self.ui(self.show_latency, list(latencies), device)

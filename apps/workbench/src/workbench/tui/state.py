@@ -1,15 +1,19 @@
 """What the TUI's screens share: the open model, its op rows, the target and the last results.
 
-Opening a model spec imports, legalizes and quantizes it (2 calibration inputs, the Calibrate
-screen re-quantizes with more); opening a .mdla reads its operations. Everything here is plain
-Python called from worker threads; screens render the results.
+Opening a model spec runs the CLI's own pipeline (`pipeline.load_source`, `legalize_graph` or
+`placement.place_graph` for `--cpu`, `calibration_inputs`, `quantize_graph`, `save_manifest`)
+with the compile form's `CompileOptions`, reporting each stage to a progress callback; opening a
+.mdla reads its operations. Everything here is plain Python called from worker threads; screens
+render the results. `close()` removes the session's temp dir and closes its target (an SSH
+connection), and is safe to call twice (on unmount and again after Ctrl-C).
 """
 
 from __future__ import annotations
 
+import shutil
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +21,11 @@ import mdla_legalize
 import mdla_quant
 import mdla_runtime
 from mdla_ir import Graph
-from workbench import pipeline, witnessing
+from workbench import pipeline, placement, witnessing
 from workbench.bisection import kind_name
+
+DEVICES = ("mtk-mdla", "mtk-gpu", "mtk-dsp")
+Progress = Callable[[str, int, int], None]  # (stage, steps done, steps in all)
 
 
 @dataclass(frozen=True)
@@ -27,7 +34,7 @@ class OpRow:
     name: str
     kind: str
     shape: tuple[int, ...]
-    supported: bool | None  # None: not asked yet
+    supported: bool | None  # None: not asked yet (or placed on the CPU)
     reason: str = ""
     fix: str = ""
     scale: float | None = None
@@ -35,6 +42,37 @@ class OpRow:
     sqnr_db: float | None = None
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
+    on_cpu: bool = False
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """The compile form's fields, as `workbench compile` takes them (`calib` "" picks
+    `samples` for a model with image preprocessing, else `random`, as opening a spec does)."""
+
+    spec: str
+    target: str = "mdla3.5"
+    device: str = "mtk-mdla"
+    skip_rules: tuple[str, ...] = ()
+    cpu: tuple[str, ...] = ()
+    method: str = "percentile"
+    percentile: float = 99.99
+    bias_correction: bool = False
+    calib: str = ""
+    count: int = 2
+
+    def config(self) -> mdla_quant.QuantConfig:
+        return mdla_quant.QuantConfig(
+            self.method,
+            self.percentile,
+            bias_correction=self.bias_correction,
+            target=self.target,
+            device=self.device,
+        )
+
+    def steps(self) -> int:
+        """Progress steps: import, legalize, one per calibration input, write, ask the device."""
+        return 4 + self.count
 
 
 @dataclass
@@ -46,11 +84,40 @@ class Session:
     compiled: pipeline.Compiled | None = None
     manifest: mdla_runtime.Manifest | None = None
     note: str = ""
-    selected: int | None = None
+    selected: int | None = None  # the Graph cursor's op index, kept across screens
+    search: str = ""  # the Graph filter, kept across screens
     sqnr: dict[str, float] = field(default_factory=dict)  # op name -> worst output SQNR
-    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="workbench-tui-")))
+    options: CompileOptions = field(default_factory=lambda: CompileOptions(""))
+    generation: int = 0  # bumped whenever another manifest is opened or installed
+    warnings: tuple[str, ...] = ()  # what the last compile warned about (--cpu placement)
+    _workdir: Path | None = None
     _target: mdla_runtime.Target | None = None
     _counter: witnessing.Counter | None = None
+
+    @property
+    def device(self) -> str:
+        return self.options.device
+
+    @property
+    def target_name(self) -> str:
+        return self.options.target
+
+    @property
+    def workdir(self) -> Path:
+        """A private temp dir for the open model's manifest, made on first use."""
+        if self._workdir is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix="workbench-tui-"))
+        return self._workdir
+
+    def close(self) -> None:
+        """Remove the temp dir and close the target (an SSH target's connection)."""
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+        target, self._target = self._target, None
+        close = getattr(target, "close", None)
+        if callable(close):
+            close()
 
     def counter(self) -> witnessing.Counter | None:
         """The runtime-PM counter the Witness screen watches (the emulator's, on emu)."""
@@ -67,33 +134,70 @@ class Session:
         return self._target
 
     def open(self, spec: str, skip_rules: Sequence[str] = ()) -> None:
-        """Load a model spec or a .mdla (called from a worker thread)."""
-        self.spec, self.compiled, self.manifest, self.sqnr = spec, None, None, {}
-        manifest = pipeline.manifest_or_none(spec)
+        """Open `spec` with the current options (and these skip rules), from a worker thread."""
+        self.compile(replace(self.options, spec=spec, skip_rules=tuple(skip_rules)))
+
+    def compile(self, options: CompileOptions, progress: Progress | None = None) -> None:
+        """Load a model spec or a .mdla with `options` (called from a worker thread)."""
+        step = progress or (lambda _stage, _done, _total: None)
+        total = options.steps()
+        self.spec, self.compiled, self.manifest, self.sqnr = options.spec, None, None, {}
+        self.options, self.generation, self.selected = options, self.generation + 1, None
+        self.warnings = ()
+        manifest = pipeline.manifest_or_none(options.spec)
         if manifest is not None:
-            self.manifest = manifest
-            flags = self.target().supported(manifest)["mtk-mdla"]
+            step("asking the device", total - 1, total)
+            self.manifest, self.generation = manifest, self.generation + 1
+            flags = self.target().supported(manifest, [self.device]).get(self.device, [])
             self.rows = rows_from_manifest(manifest, flags)
-            self.note = f"{manifest.name}: {sum(flags)}/{len(flags)} ops on mtk-mdla"
+            self.note = f"{manifest.name}: {sum(flags)}/{len(flags)} ops on {self.device}"
             return
-        source = pipeline.load_source(spec)
+        step("importing", 0, total)
+        source = pipeline.load_source(options.spec)
+        step("legalizing", 1, total)
         try:
-            device = pipeline.legalize_graph(source.graph, skip_rules=skip_rules)
+            if options.cpu:
+                placed = placement.place_graph(
+                    source.graph, options.target, self.device, options.cpu, options.skip_rules
+                )
+                device, self.warnings = placed.graph, placed.warnings
+            else:
+                device = pipeline.legalize_graph(
+                    source.graph, options.target, self.device, options.skip_rules
+                )
         except mdla_legalize.LegalizeError:
-            self.rows = rows_from_graph(source.graph)
+            self.rows = rows_from_graph(source.graph, target=options.target)
             self.note = f"{source.graph.name}: as imported (it does not legalize)"
             raise
-        calib = pipeline.calibration_inputs("samples" if source.preprocess else "random", source, 2)
-        self.install(pipeline.quantize_graph(source, device, calib, mdla_quant.QuantConfig()))
+        calib = options.calib or ("samples" if source.preprocess else "random")
+        inputs = pipeline.calibration_inputs(calib, source, options.count)
+        compiled = pipeline.quantize_graph(
+            source,
+            device,
+            inputs,
+            options.config(),
+            progress=lambda n, _s: step("calibrating", 2 + n, total),
+        )
+        step("writing the manifest", total - 2, total)
+        self.install(compiled, lambda: step("asking the device", total - 1, total))
 
-    def install(self, compiled: pipeline.Compiled) -> None:
-        """Make `compiled` the open model: write its manifest, ask the device, rebuild rows."""
-        self.compiled = compiled
+    def install(
+        self, compiled: pipeline.Compiled, asking: Callable[[], None] = lambda: None
+    ) -> None:
+        """Make `compiled` the open model: write its manifest, ask the device, rebuild rows
+        (another manifest: results about the old one, such as a bisection, no longer hold)."""
+        self.compiled, self.generation = compiled, self.generation + 1
         self.manifest = pipeline.save_manifest(compiled, self.workdir / "current.mdla")
-        flags = self.target().supported(self.manifest)["mtk-mdla"]
-        self.rows = rows_from_graph(compiled.device_graph, compiled.qgraph, flags, self.sqnr)
-        name = compiled.device_graph.name
-        self.note = f"{name}: {sum(flags)}/{len(flags)} ops on mtk-mdla ({self.target_spec})"
+        asking()
+        flags = self.target().supported(self.manifest, [self.device]).get(self.device, [])
+        graph = compiled.device_graph
+        self.rows = rows_from_graph(graph, compiled.qgraph, flags, self.sqnr, self.target_name)
+        on = sum(r.supported is True for r in self.rows)
+        cpu = sum(r.on_cpu for r in self.rows)
+        npu = len(self.rows) - cpu
+        self.note = f"{graph.name}: {on}/{npu} ops on {self.device} ({self.target_spec})"
+        if cpu:
+            self.note += f", {cpu} on cpu"
 
 
 def rows_from_graph(
@@ -101,15 +205,24 @@ def rows_from_graph(
     qgraph: Graph | None = None,
     flags: Sequence[bool] | None = None,
     sqnr: dict[str, float] | None = None,
+    target: str | None = None,
 ) -> list[OpRow]:
-    """One row per op, support and reason from `explain` (and the device's flags if given)."""
-    target = mdla_legalize.load_target(graph.provenance.target or "mdla3.5")
-    report = {r.index: r for r in mdla_legalize.explain(graph, target).ops}
+    """One row per op, support and reason from `explain` (and the device's flags if given:
+    one per op left on the NPU, in op order, as `Target.supported` answers a placed model)."""
+    tgt = mdla_legalize.load_target(target or graph.provenance.target or "mdla3.5")
+    report = {r.index: r for r in mdla_legalize.explain(graph, tgt).ops}
+    cpu = set(graph.provenance.cpu_ops)
+    npu_flags = iter(flags or ())
     rows = []
     for i, op in enumerate(graph.ops):
         why = report[i]
         quant = qgraph.tensors[op.outputs[0]].quant if qgraph is not None else None
-        ok = why.supported if flags is None else bool(flags[i]) and why.supported
+        on_cpu = op.name in cpu
+        ok: bool | None = why.supported
+        if on_cpu:
+            ok = None
+        elif flags is not None:
+            ok = bool(next(npu_flags, False)) and why.supported
         rows.append(
             OpRow(
                 i,
@@ -117,13 +230,14 @@ def rows_from_graph(
                 op.label,
                 tuple(graph.tensors[op.outputs[0]].shape),
                 ok,
-                why.reason,
-                why.fix,
+                "" if on_cpu else why.reason,
+                "" if on_cpu else why.fix,
                 float(quant.scale[0]) if quant else None,
                 int(quant.zero_point[0]) if quant else None,
                 (sqnr or {}).get(op.name),
                 op.inputs,
                 op.outputs,
+                on_cpu,
             )
         )
     return rows
@@ -157,11 +271,17 @@ def sqnr_by_op(report: mdla_quant.CompareReport) -> dict[str, float]:
     return worst
 
 
+def support_text(row: OpRow) -> str:
+    if row.on_cpu:
+        return "cpu"
+    return "?" if row.supported is None else "yes" if row.supported else "NO"
+
+
 def describe(row: OpRow) -> str:
     lines: list[Any] = [
         f"#{row.index} {row.name} ({row.kind})",
         f"output {'×'.join(map(str, row.shape))}",
-        f"maps on mtk-mdla: {'?' if row.supported is None else 'yes' if row.supported else 'NO'}",
+        f"maps on the NPU: {support_text(row)}",
     ]
     if row.reason:
         lines.append(f"reason: {row.reason}")

@@ -28,6 +28,7 @@ class WitnessScreen(WorkScreen):
         self.deltas: list[float] = []
 
     def compose(self) -> ComposeResult:
+        yield self.bar()
         yield Static("counter: (none yet)", id="counter")
         yield Sparkline([], id="spark")
         with Horizontal(id="settings"):

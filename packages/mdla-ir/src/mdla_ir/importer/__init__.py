@@ -21,6 +21,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 from mdla_ir.errors import IRError, UnsupportedError
 from mdla_ir.graph import Graph, Tensor
 from mdla_ir.importer.context import Ctx, Unsupported, source_line, target_name
+from mdla_ir.importer.outputs import graph_outputs
 from mdla_ir.importer.tables import FUNCTIONS, METHODS, MODULES, identity
 from mdla_ir.ops import OpKind
 from mdla_ir.passes import run_passes
@@ -153,7 +154,7 @@ def from_torch(
             )
             c.refs[node] = c.const(str(node.target), value.detach().numpy().astype(np.float32))
         elif node.op == "output":
-            outputs += _outputs(c, node.args[0])
+            outputs += graph_outputs(c, node.args[0], inputs)
         elif node in prop.values and not _holds_tensor(prop.values[node]):
             continue  # a compile-time value (x.size(0), shape arithmetic): no op
         elif node.target is operator.getitem and node.args[0] in failed:
@@ -211,14 +212,6 @@ def _holds_tensor(value: Any) -> bool:
 
 def _has_param(gm: fx.GraphModule, target: str) -> bool:
     return target in dict(gm.named_parameters())
-
-
-def _outputs(c: Ctx, out: Any) -> list[str]:
-    items = list(out) if isinstance(out, list | tuple) else [out]
-    bad = [str(o) for o in items if not c.is_tensor(o)]
-    if bad:
-        raise IRError(f"model outputs {bad} are not tensors (only tensor outputs import)")
-    return [c.refs[o] for o in items]
 
 
 def _placeholder_for(c: Ctx, node: fx.Node) -> None:

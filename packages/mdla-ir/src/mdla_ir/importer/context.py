@@ -106,7 +106,9 @@ class Ctx:
         meta = node.meta.get("tensor_meta")
         if meta is None or not hasattr(meta, "shape"):
             raise Unsupported("produces something other than one tensor")
-        if meta.dtype != torch.float32:
+        # ARGMAX's int64 indices are held as float32 class numbers (exact below 2^24)
+        index = kind is OpKind.ARGMAX and meta.dtype == torch.int64
+        if meta.dtype != torch.float32 and not index:
             raise Unsupported(f"produces a {meta.dtype} tensor (only float32 is imported)")
         out = self.fresh(node.name, self.tensors)
         self.tensors[out] = Tensor(out, tuple(int(d) for d in meta.shape))

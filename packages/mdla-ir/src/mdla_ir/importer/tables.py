@@ -120,6 +120,16 @@ def _mean(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
     c.emit(OpKind.MEAN, [c.ref(x)], axes=tuple(sorted(int(d) % rank for d in dims)), keepdims=keep)
 
 
+def _argmax(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    """torch.argmax / Tensor.argmax: a class map from scores (a CPU op: `--cpu ARGMAX`)."""
+    dim = c.value(args[1] if len(args) > 1 else kw.get("dim"))
+    if dim is None:
+        raise Unsupported("argmax without a dim (over the flattened tensor)")
+    keep = bool(c.value(args[2] if len(args) > 2 else kw.get("keepdim", False)))
+    rank = len(c.tensors[c.ref(args[0])].shape)
+    c.emit(OpKind.ARGMAX, [c.ref(args[0])], axis=int(dim) % rank, keepdims=keep)
+
+
 def _permute(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
     dims = c.value(args[1:] if len(args) > 2 else (args[1] if len(args) > 1 else kw["dims"]))
     rank = len(c.tensors[c.ref(args[0])].shape)
@@ -259,6 +269,7 @@ FUNCTIONS: dict[Any, Converter] = {
     F.dropout3d: identity(OpKind.DROPOUT),
     F.pad: f_pad,
     torch.mean: _mean,
+    torch.argmax: _argmax,
     torch.permute: _permute,
     torch.transpose: _transpose,
     torch.matmul: _matmul,
@@ -290,6 +301,7 @@ METHODS: dict[str, Converter] = {
     "contiguous": identity(OpKind.IDENTITY),
     "clone": identity(OpKind.IDENTITY),
     "mean": _mean,
+    "argmax": _argmax,
     "add": binary(OpKind.ADD),
     "sub": binary(OpKind.SUB),
     "mul": binary(OpKind.MUL),

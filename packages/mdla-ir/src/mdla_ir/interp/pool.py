@@ -73,6 +73,16 @@ def mean(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     ]
 
 
+@kernel(OpKind.ARGMAX)
+def argmax(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """The index of the largest value along `axis` (numpy's: the first on ties), as float32."""
+    axis = int(op.attrs["axis"])
+    idx = np.argmax(args[0], axis=axis)
+    if op.attrs.get("keepdims", False):
+        idx = np.expand_dims(idx, axis)
+    return [idx.astype(np.float32)]
+
+
 @kernel(OpKind.MAX_POOL_3D)
 def max_pool_3d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     """NCDHW max over (kd, kh, kw) windows with -inf padding."""

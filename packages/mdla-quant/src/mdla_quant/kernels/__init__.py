@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from mdla_quant.kernels import (  # noqa: F401  (register kernels)
     add,
+    argmax,
     conv,
     depth_to_space,
     depthwise_conv,
+    float_ops,
     fully_connected,
     hard_swish,
     lut,
@@ -19,6 +21,7 @@ from mdla_quant.kernels import (  # noqa: F401  (register kernels)
     resize_bilinear,
     resize_nearest,
     softmax,
+    transpose,
     transpose_conv,
 )
 from mdla_quant.kernels.registry import INT8_KERNELS, Kernel

@@ -16,7 +16,7 @@ import numpy as np
 
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
-from mdla_quant.arith import Array, f32, mbqm, quantize_multiplier, saturate
+from mdla_quant.arith import Array, add_offset, f32, mbqm, quantize_multiplier, saturate
 from mdla_quant.kernels.registry import activation_range, binary_operands, kernel
 
 LEFT_SHIFT = 20
@@ -24,7 +24,12 @@ LEFT_SHIFT = 20
 
 @kernel(OpKind.ADD, OpKind.SUB)
 def add_sub(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     (x1, s1, z1), (x2, s2, z2), (s_out, z_out) = binary_operands(op, args, arg_q, out_q)
     twice = 2.0 * max(f32(s1), f32(s2))
@@ -35,4 +40,5 @@ def add_sub(
     b = mbqm((x2.astype(np.int64) - z2) << LEFT_SHIFT, m2, e2, rounding)
     raw = a + b if op.kind is OpKind.ADD else a - b
     lo, hi = activation_range(op, out_q)
-    return saturate(mbqm(raw, mo, eo, rounding) + z_out, lo, hi)
+    out = add_offset(mbqm(raw, mo, eo, rounding, accumulator), z_out, accumulator)
+    return saturate(out, lo, hi)

@@ -18,7 +18,7 @@ import numpy as np
 from mdla_ir.attrs import ConvAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
-from mdla_quant.arith import Array, f32, mbqm, quantize_multiplier, saturate
+from mdla_quant.arith import Array, add_offset, f32, mbqm, quantize_multiplier, saturate, wrap32
 from mdla_quant.kernels.registry import (
     activation_range,
     fail,
@@ -82,19 +82,31 @@ def requantize(
     arg_q: Sequence[QuantParams | None],
     out_q: QuantParams,
     rounding: str,
+    accumulator: str,
 ) -> Array:
-    """bias, per-channel MBQM on the last axis, output offset, fused-activation clamp."""
+    """bias, per-channel MBQM on the last axis, output offset, fused-activation clamp.
+
+    Under accumulator "wrap" an int32 sum acc + bias out of range wraps as TFLite's int32
+    accumulator does (modular addition: wrapping once at the end equals wrapping at every
+    step); under "saturate" it is an error, where TFLite's result would depend on the wrap."""
     channels = acc.shape[-1]
-    acc = check_int32(op, add_bias(op, acc, args, channels))
+    acc = add_bias(op, acc, args, channels)
+    acc = wrap32(acc) if accumulator == "wrap" else check_int32(op, acc)
     m, s = channel_multipliers(op, arg_q[0], arg_q[1], out_q, channels, rounding)
     lo, hi = activation_range(op, out_q)
     _, z_out = per_tensor(op, out_q, "output")
-    return saturate(mbqm(acc, m, s, rounding) + z_out, lo, hi)
+    out = add_offset(mbqm(acc, m, s, rounding, accumulator), z_out, accumulator)
+    return saturate(out, lo, hi)
 
 
 @kernel(OpKind.CONV_2D)
 def conv_2d(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x, w = int8_arg(op, args, 0), int8_arg(op, args, 1)
     a = ConvAttrs.of(op)
@@ -113,4 +125,4 @@ def conv_2d(
         raise fail(op, f"filter {kh}x{kw} does not fit the padded input {xp.shape}")
     cols = patches.transpose(0, 1, 2, 4, 5, 3).reshape(n * oh * ow, kh * kw * ci)
     acc = (cols @ w.reshape(o, -1).astype(np.float64).T).astype(np.int64)
-    return requantize(op, acc.reshape(n, oh, ow, o), args, arg_q, out_q, rounding)
+    return requantize(op, acc.reshape(n, oh, ow, o), args, arg_q, out_q, rounding, accumulator)

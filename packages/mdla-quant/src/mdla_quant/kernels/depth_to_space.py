@@ -16,7 +16,12 @@ from mdla_quant.kernels.registry import fail, int8_arg, kernel, same_params
 
 @kernel(OpKind.DEPTH_TO_SPACE)
 def depth_to_space(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x = int8_arg(op, args, 0)
     same_params(op, arg_q[0], out_q, "input")

@@ -22,7 +22,12 @@ from mdla_quant.kernels.registry import fail, int8_arg, kernel, per_tensor, spat
 
 @kernel(OpKind.DEPTHWISE_CONV_2D)
 def depthwise_conv_2d(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x, w = int8_arg(op, args, 0), int8_arg(op, args, 1)
     _, kh, kw, oc = w.shape
@@ -48,4 +53,4 @@ def depthwise_conv_2d(
             y0, x0 = i * dh, j * dw
             tap = xp[:, y0 : y0 + sh * (oh - 1) + 1 : sh, x0 : x0 + sw * (ow - 1) + 1 : sw]
             acc += tap * wq[0, i, j]
-    return requantize(op, acc, args, arg_q, out_q, rounding)
+    return requantize(op, acc, args, arg_q, out_q, rounding, accumulator)

@@ -23,7 +23,12 @@ from mdla_quant.kernels.registry import activation_range, fail, int8_arg, kernel
 
 @kernel(OpKind.FULLY_CONNECTED)
 def fully_connected(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x, w = int8_arg(op, args, 0), int8_arg(op, args, 1)
     if w.ndim != 2 or x.shape[-1] != w.shape[1] or w.shape[1] >= MAX_TAPS:
@@ -32,7 +37,7 @@ def fully_connected(
     # Exact: |x - z_in| * |w| < 2^15 per product, I < 2^38 terms (see conv.MAX_TAPS).
     acc = ((x.astype(np.float64) - z_in) @ w.astype(np.float64).T).astype(np.int64)
     if rounding == "single":
-        return requantize(op, acc, args, arg_q, out_q, rounding)
+        return requantize(op, acc, args, arg_q, out_q, rounding, accumulator)
     o = w.shape[0]
     acc = check_int32(op, add_bias(op, acc, args, o))
     w_q = arg_q[1]

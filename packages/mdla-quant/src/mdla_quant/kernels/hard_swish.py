@@ -47,7 +47,12 @@ def _sat_shl16(a: Array, amount: int) -> Array:
 
 @kernel(OpKind.HARD_SWISH)
 def hard_swish(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x, (s_in, z_in), (s_out, z_out) = unary_operands(op, args, arg_q, out_q)
     hires = np.float32(1.0 / 128.0) * s_in

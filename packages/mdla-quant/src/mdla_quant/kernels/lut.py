@@ -62,7 +62,12 @@ def table(kind: OpKind, s_in: np.float32, z_in: int, s_out: np.float32, z_out: i
 
 @kernel(OpKind.LOGISTIC, OpKind.TANH)
 def lut_activation(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x, (s_in, z_in), (s_out, z_out) = unary_operands(op, args, arg_q, out_q)
     want = FIXED_OUTPUT[op.kind]

@@ -13,13 +13,18 @@ import numpy as np
 from mdla_ir.attrs import MeanAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
-from mdla_quant.arith import Array, f32, mbqm, quantize_multiplier, saturate
+from mdla_quant.arith import Array, add_offset, f32, mbqm, quantize_multiplier, saturate
 from mdla_quant.kernels.registry import fail, kernel, unary_operands
 
 
 @kernel(OpKind.MEAN)
 def mean(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x, (s_in, z_in), (s_out, z_out) = unary_operands(op, args, arg_q, out_q)
     attrs = MeanAttrs.of(op)
@@ -34,4 +39,4 @@ def mean(
     m2, s2 = (int(m) << k) // n, int(s) - k  # M < 2^31, k <= 32: the shift fits int64
     total = x.astype(np.int64).sum(axis=axes, keepdims=attrs.keepdims)
     shifted = total - z_in * n  # |sum| <= 2^23 * 255 < 2^31: the int32 cast is exact
-    return saturate(mbqm(shifted, m2, s2, rounding) + z_out)
+    return saturate(add_offset(mbqm(shifted, m2, s2, rounding, accumulator), z_out, accumulator))

@@ -20,7 +20,12 @@ from mdla_quant.kernels.registry import fail, int8_arg, kernel, same_params
 
 @kernel(OpKind.CONCATENATION)
 def concatenation(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     xs = [int8_arg(op, args, i) for i in range(len(args))]
     for i, q in enumerate(arg_q):
@@ -33,7 +38,12 @@ def concatenation(
 
 @kernel(OpKind.PAD)
 def pad(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x = int8_arg(op, args, 0)
     zp = same_params(op, arg_q[0], out_q, "input")
@@ -45,7 +55,12 @@ def pad(
 
 @kernel(OpKind.RESHAPE)
 def reshape(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x = int8_arg(op, args, 0)
     same_params(op, arg_q[0], out_q, "input")

@@ -45,7 +45,12 @@ def _geometry(op: Op, x: Array) -> tuple[tuple[int, int], tuple[int, int], tuple
 
 @kernel(OpKind.AVERAGE_POOL_2D)
 def average_pool_2d(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x = int8_arg(op, args, 0)
     same_params(op, arg_q[0], out_q, "input")
@@ -61,7 +66,12 @@ def average_pool_2d(
 
 @kernel(OpKind.MAX_POOL_2D)
 def max_pool_2d(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x = int8_arg(op, args, 0)
     same_params(op, arg_q[0], out_q, "input")

@@ -19,7 +19,7 @@ import numpy as np
 
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
-from mdla_quant.arith import Array, mbqm, quantize_multiplier, saturate
+from mdla_quant.arith import Array, add_offset, mbqm, quantize_multiplier, saturate
 from mdla_quant.kernels.registry import fail, int8_arg, kernel, per_tensor
 
 
@@ -34,7 +34,12 @@ def prelu_multipliers(
 
 @kernel(OpKind.PRELU)
 def prelu(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x, alpha = int8_arg(op, args, 0), int8_arg(op, args, 1)
     (s_in, z_in), (s_a, z_a) = per_tensor(op, arg_q[0], "input"), per_tensor(op, arg_q[1], "alpha")
@@ -48,6 +53,6 @@ def prelu(
     (m1, e1), (m2, e2) = prelu_multipliers(s_in, s_a, s_out, rounding)
     v = x.astype(np.int64) - z_in
     a = np.broadcast_to(alpha.astype(np.int64) - z_a, x.shape)
-    pos = mbqm(v, m1, e1, rounding)
-    neg = mbqm(v * a, m2, e2, rounding)
-    return saturate(np.where(v >= 0, pos, neg) + z_out)
+    pos = mbqm(v, m1, e1, rounding, accumulator)
+    neg = mbqm(v * a, m2, e2, rounding, accumulator)
+    return saturate(add_offset(np.where(v >= 0, pos, neg), z_out, accumulator))

@@ -1,8 +1,9 @@
 """The int8 kernel table and the helpers every kernel shares.
 
-A kernel is `fn(op, args, arg_q, out_q, rounding) -> int8 array`: `args` are the op's inputs in
-op order (int8 activations and constants, int32 bias), `arg_q` their QuantParams, `out_q` the
-output's, `rounding` "double" or "single" (see `mdla_quant.arith`). Validation (readable
+A kernel is `fn(op, args, arg_q, out_q, rounding, accumulator) -> int8 array`: `args` are the
+op's inputs in op order (int8 activations and constants, int32 bias), `arg_q` their QuantParams,
+`out_q` the output's, `rounding` "double" or "single", `accumulator` "saturate" or "wrap" (what
+an int32 overflow in the requantization does; see `mdla_quant.arith`). Validation (readable
 messages naming the op) is split from computation, as in TFLite's Prepare/Eval.
 """
 
@@ -17,7 +18,7 @@ from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, round_half_away
 from mdla_quant.errors import KernelError
 
-Kernel = Callable[[Op, list[Array], list[QuantParams | None], QuantParams, str], Array]
+Kernel = Callable[[Op, list[Array], list[QuantParams | None], QuantParams, str, str], Array]
 INT8_KERNELS: dict[OpKind, Kernel] = {}
 
 

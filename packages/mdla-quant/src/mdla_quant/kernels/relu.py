@@ -11,7 +11,7 @@ import numpy as np
 
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
-from mdla_quant.arith import Array, mbqm, quantize_multiplier, round_half_away, saturate
+from mdla_quant.arith import Array, add_offset, mbqm, quantize_multiplier, round_half_away, saturate
 from mdla_quant.kernels.registry import kernel, unary_operands
 
 _CEILING = {OpKind.RELU: None, OpKind.RELU6: 6.0}
@@ -19,7 +19,12 @@ _CEILING = {OpKind.RELU: None, OpKind.RELU6: 6.0}
 
 @kernel(OpKind.RELU, OpKind.RELU6)
 def relu(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x, (s_in, z_in), (s_out, z_out) = unary_operands(op, args, arg_q, out_q)
     m, s = quantize_multiplier(float(s_in / s_out), rounding)  # float32 / float32, as in C
@@ -30,4 +35,5 @@ def relu(
         if ceiling is None
         else min(127, z_out + int(round_half_away(np.float32(ceiling) / s_out)))
     )
-    return saturate(z_out + mbqm(x.astype(np.int64) - z_in, m, s, rounding), lo, hi)
+    scaled = mbqm(x.astype(np.int64) - z_in, m, s, rounding, accumulator)
+    return saturate(add_offset(scaled, z_out, accumulator), lo, hi)

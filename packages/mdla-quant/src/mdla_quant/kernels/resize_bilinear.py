@@ -63,7 +63,12 @@ def resize_operands(
 
 @kernel(OpKind.RESIZE_BILINEAR)
 def resize_bilinear(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x, (oh, ow), align, half = resize_operands(op, args, arg_q, out_q)
     y0, y1, dy = _axis(x.shape[1], oh, align, half)

@@ -20,7 +20,12 @@ from mdla_quant.kernels.resize_bilinear import resize_operands
 
 @kernel(OpKind.RESIZE_NEAREST_NEIGHBOR)
 def resize_nearest(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x, (oh, ow), align, half = resize_operands(op, args, arg_q, out_q)
     rows = nearest_index(x.shape[1], oh, align, half)

@@ -100,7 +100,12 @@ def _reciprocal(total: Array) -> tuple[Array, Array]:
 
 @kernel(OpKind.SOFTMAX)
 def softmax(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x = int8_arg(op, args, 0)
     s_in, _ = per_tensor(op, arg_q[0], "input")

@@ -24,7 +24,12 @@ from mdla_quant.kernels.registry import fail, int8_arg, kernel, per_tensor
 
 @kernel(OpKind.TRANSPOSE_CONV_2D)
 def transpose_conv_2d(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, rounding: str
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
 ) -> Array:
     x, w = int8_arg(op, args, 0), int8_arg(op, args, 1)
     a = ConvAttrs.of(op)
@@ -48,4 +53,4 @@ def transpose_conv_2d(
             tap = xc @ w[:, i, j, :].astype(np.float64).T
             full[:, i : i + (h - 1) * sh + 1 : sh, j : j + (wd - 1) * sw + 1 : sw] += tap
     acc = full[:, t : full_h - b, left : full_w - r].astype(np.int64)
-    return requantize(op, acc, args, arg_q, out_q, rounding)
+    return requantize(op, acc, args, arg_q, out_q, rounding, accumulator)

@@ -7,7 +7,8 @@
  *   mdla-engine MODEL.mdla --input X.bin ... --outdir DIR [--repeat N] [--ops N] [--cache F]
  *
  * It compiles with NeuronCompilation_createForDevices on the named devices only (default
- * mtk-mdla; no fallback), reports Neuron results by name with the operation when known, and
+ * mtk-mdla; no fallback); a manifest of several partitions, or of a cpu one, runs partition by
+ * partition (engine_parts.c: each NPU partition on its own device, cpu ones in-process), reports Neuron results by name with the operation when known, and
  * with --json prints one JSON object for mdla_runtime.target. See usage() for every option.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -40,6 +41,8 @@ static void usage(FILE *f) {
           "  --repeat N         run N times; report median and min latency (and all, in --json)\n"
           "  --warmup N         run N times first, untimed (default 0)\n"
           "  --ops N            build only the first N operations (outputs: tensors live at the cut)\n"
+          "                     (a partitioned manifest runs every partition on its own device,\n"
+          "                     cpu ones in the engine; --ops and --cache are for one partition)\n"
           "  --cache FILE       store the compiled network on first run, restore it afterwards\n"
           "  --max-tensor-mb N  refuse a manifest with a tensor over N MiB (default 256)\n"
           "  --max-total-mb N   refuse a manifest whose tensors sum over N MiB (default 1024)\n"
@@ -159,6 +162,12 @@ static void map_manifest(void) {
     if (!mdla_manifest_parse_budget(E.buf, E.size, &E.opt.budget, &E.m, &err)) fail_manifest(&err);
 }
 
+/* A Neuron or host operation's name (host ones only ever sit in cpu partitions). */
+static const char *op_name(int32_t code) {
+    return code >= 0 && mdla_host_op((uint64_t)code) ? mdla_host_op_name((uint64_t)code)
+                                                      : neuron_op_name(code);
+}
+
 static void print_check(void) {
     const mdla_manifest *m = &E.m;
     if (!E.opt.json) {
@@ -168,7 +177,7 @@ static void print_check(void) {
                m->n_operations, m->n_inputs, m->n_outputs, (unsigned long long)m->header_length,
                (unsigned long long)m->data_size);
         for (uint32_t i = 0; i < m->n_operations; i++)
-            printf("  %4u  %-20s %2u in  %.*s\n", i, neuron_op_name(m->operations[i].code),
+            printf("  %4u  %-20s %2u in  %.*s\n", i, op_name(m->operations[i].code),
                    m->operations[i].n_inputs, (int)m->operations[i].name.n, m->operations[i].name.s);
         return;
     }
@@ -179,9 +188,16 @@ static void print_check(void) {
            m->n_operands, m->n_operations, m->n_inputs, m->n_outputs,
            (unsigned long long)m->header_length, (unsigned long long)m->data_size);
     for (uint32_t i = 0; i < m->n_operations; i++) {
-        printf("%s{\"code\": \"%s\", \"name\": ", i ? ", " : "", neuron_op_name(m->operations[i].code));
+        printf("%s{\"code\": \"%s\", \"name\": ", i ? ", " : "", op_name(m->operations[i].code));
         json_str(stdout, m->operations[i].name.s, m->operations[i].name.n);
         fputc('}', stdout);
+    }
+    printf("], \"partitions\": [");
+    for (uint32_t p = 0; p < m->n_partitions; p++) {
+        printf("%s{\"device\": ", p ? ", " : "");
+        json_str(stdout, m->partitions[p].device.s, m->partitions[p].device.n);
+        printf(", \"operations\": %u, \"inputs\": %u, \"outputs\": %u}",
+               m->partitions[p].n_operations, m->partitions[p].n_inputs, m->partitions[p].n_outputs);
     }
     puts("]}");
 }
@@ -192,7 +208,7 @@ void require(const char *const *names) {
         fail(EXIT_DEVICE, "adapter", -1, -1, "missing symbol(s) in %s: %s", E.api.path, missing);
 }
 
-static void open_adapter(void) {
+void open_adapter(void) {
     char msg[4096];
     if (!adapter_open(&E.api, E.opt.lib, msg, sizeof msg))
         fail(EXIT_DEVICE, "adapter", -1, -1, "cannot load a Neuron Adapter; tried:\n%s", msg);
@@ -272,6 +288,11 @@ int main(int argc, char **argv) {
     if (E.opt.manifest) map_manifest();
     if (E.opt.check) { print_check(); return 0; }
     if (E.opt.manifest) apply_rounding();
+    if (E.opt.manifest && engine_partitioned()) { /* issue 17: engine_parts.c */
+        engine_run_partitions();
+        mdla_manifest_free(&E.m);
+        return 0;
+    }
     open_adapter();
     if (E.opt.devices && !E.opt.manifest) {
         if (E.opt.json) { printf("{\"ok\": true, "); json_devices(); puts("}"); }

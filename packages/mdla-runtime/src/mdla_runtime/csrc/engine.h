@@ -58,5 +58,11 @@ NeuronCompilation *cache_restore(uint8_t **blob, NeuronModel **model);
 void cache_store(NeuronCompilation *comp);
 void execute(NeuronCompilation *comp);
 void print_run(void);
+void open_adapter(void);
+
+/* engine_parts.c: whether the manifest is partitioned (several partitions, or a cpu one), and
+ * running it partition by partition (--supported, or a run with its report). */
+bool engine_partitioned(void);
+void engine_run_partitions(void);
 
 #endif /* MDLA_ENGINE_H */

@@ -5,7 +5,8 @@
  *         mdla_msgpack.c -o fuzz_manifest && ./fuzz_manifest -max_total_time=20 CORPUS_DIR
  *
  * Any input must either parse or fail with a filled error; a parsed manifest's slices must lie
- * inside the buffer (touched byte by byte so AddressSanitizer checks them).
+ * inside the buffer (touched byte by byte so AddressSanitizer checks them), and its partitions
+ * must hold every operation once, run no reader before its writer, and index in range.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,6 +37,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (uint32_t i = 0; i < m.n_operations; i++)
             for (uint32_t k = 0; k < m.operations[i].n_inputs; k++)
                 if (m.operations[i].inputs[k] >= m.n_operands) abort();
+        /* partitions (format 3, or format 2's one): every operation in exactly one, every
+         * index in range, every input made by an earlier partition or the model */
+        uint32_t *owner = malloc((m.n_operations ? m.n_operations : 1) * sizeof *owner);
+        if (!owner || !m.n_partitions) abort();
+        for (uint32_t i = 0; i < m.n_operations; i++) owner[i] = UINT32_MAX;
+        for (uint32_t p = 0; p < m.n_partitions; p++) {
+            const mdla_partition *pt = &m.partitions[p];
+            for (uint32_t k = 0; k < pt->n_operations; k++) {
+                if (pt->operations[k] >= m.n_operations || owner[pt->operations[k]] != UINT32_MAX)
+                    abort();
+                owner[pt->operations[k]] = p;
+            }
+            for (uint32_t k = 0; k < pt->n_inputs; k++)
+                if (pt->inputs[k] >= m.n_operands) abort();
+            for (uint32_t k = 0; k < pt->n_outputs; k++)
+                if (pt->outputs[k] >= m.n_operands) abort();
+        }
+        for (uint32_t i = 0; i < m.n_operations; i++) {
+            if (owner[i] == UINT32_MAX) abort();
+            for (uint32_t k = 0; k < m.operations[i].n_outputs; k++) {
+                uint32_t x = m.operations[i].outputs[k];
+                for (uint32_t j = 0; j < m.n_operations; j++)
+                    for (uint32_t q = 0; q < m.operations[j].n_inputs; q++)
+                        if (m.operations[j].inputs[q] == x && owner[j] < owner[i]) abort();
+            }
+        }
+        free(owner);
         (void)sink;
         mdla_manifest_free(&m);
     } else if (!err.kind || err.offset > size) {

@@ -48,7 +48,10 @@ bool mdla_arity_ok(int32_t code, uint32_t ni, uint32_t no) {
     return mdla_sig_ok(code, ni, NULL, NULL, no, NULL, NULL);
 }
 
-static bool op_known(const mp_node *n) { return n->kind == MP_UINT && mdla_op_available(n->v.u); }
+/* A Neuron operation code, or from format 3 on a host operation's (a cpu partition's). */
+static bool op_known(const mp_node *n, uint32_t version) {
+    return n->kind == MP_UINT && (mdla_op_available(n->v.u) || (version >= 3 && mdla_host_op(n->v.u)));
+}
 
 static const char *const OPERAND_KEYS[] = {"type", "dims", "name", "scale", "zero_point",
                                            "channel_dim", "scales", "data", "value", NULL};
@@ -161,13 +164,14 @@ static bool index_list(checker *c, uint32_t arr, const char *field, uint32_t n, 
     return true;
 }
 
-static bool operation(checker *c, uint32_t e, uint32_t i, uint32_t n, mdla_operation *op) {
+static bool operation(checker *c, uint32_t e, uint32_t i, uint32_t n, uint32_t version,
+                      mdla_operation *op) {
     char f[MDLA_FIELD_MAX], g[MDLA_FIELD_MAX + 16];
     mdla_fmt(f, sizeof f, "operations[%u]", i);
     if (!chk_keys(c, e, f, OPERATION_KEYS, OPERATION_REQ)) return false;
     const mp_node *code = chk_node(c, mp_get(c->doc, e, "code"));
     mdla_fmt(g, sizeof g, "%s.code", f);
-    if (!op_known(code)) return chk_fail(c, "UnknownOpCode", g, code->offset, "not a Neuron operation code");
+    if (!op_known(code, version)) return chk_fail(c, "UnknownOpCode", g, code->offset, "not a Neuron operation code");
     op->code = (int32_t)code->v.u;
     uint32_t ins = mp_get(c->doc, e, "inputs"), outs = mp_get(c->doc, e, "outputs");
     mdla_fmt(g, sizeof g, "%s.inputs", f);
@@ -241,7 +245,7 @@ static bool preamble(const uint8_t *buf, size_t n, mdla_manifest *m, mdla_error 
         return false;
     }
     uint64_t version = rd_le(buf + 8, 4);
-    if (version < MDLA_FORMAT_VERSION) {
+    if (version < MDLA_FORMAT_OLDEST) {
         mdla_fail(err, "FutureVersion", "version", 8,
                   "format version %llu, rebuild with `workbench compile` (this reader reads format %u)",
                   (unsigned long long)version, MDLA_FORMAT_VERSION);
@@ -264,20 +268,24 @@ static bool preamble(const uint8_t *buf, size_t n, mdla_manifest *m, mdla_error 
                   (unsigned long long)hlen, n);
         return false;
     }
+    m->version = (uint32_t)version;
     m->header_length = hlen;
     m->data_start = (MDLA_PREAMBLE + hlen + MDLA_ALIGN - 1) / MDLA_ALIGN * MDLA_ALIGN;
     return true;
 }
 
 static const char *const TOP[] = {"model", "operands", "operations", "inputs", "outputs",
-                                  "data_size", NULL};
+                                  "data_size", "partitions", NULL};
+static const char *const TOP_V2[] = {"model", "operands", "operations", "inputs", "outputs",
+                                     "data_size", NULL};
 
 static bool sections(checker *c, size_t size, mdla_manifest *m) {
-    if (!chk_keys(c, 0, "header", TOP, TOP)) return false;
-    static const char *const lists[] = {"operands", "operations", "inputs", "outputs"};
+    const char *const *top = m->version >= 3 ? TOP : TOP_V2;
+    if (!chk_keys(c, 0, "header", top, top)) return false;
+    static const char *const lists[] = {"operands", "operations", "inputs", "outputs", "partitions"};
     uint32_t model = mp_get(c->doc, 0, "model");
     if (chk_node(c, model)->kind != MP_MAP) return chk_fail(c, "BadHeader", "model", chk_node(c, model)->offset, "expected dict");
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < (m->version >= 3 ? 5 : 4); k++) {
         const mp_node *v = chk_node(c, mp_get(c->doc, 0, lists[k]));
         if (v->kind != MP_ARRAY) return chk_fail(c, "BadHeader", lists[k], v->offset, "expected list");
     }
@@ -331,7 +339,7 @@ static bool operations(checker *c, mdla_manifest *m) {
     if (!m->operations) return chk_fail(c, "BadHeader", "operations", chk_node(c, arr)->offset, "out of memory");
     uint32_t e = arr + 1;
     for (uint32_t i = 0; i < m->n_operations; i++, e = chk_node(c, e)->next)
-        if (!operation(c, e, i, m->n_operands, &m->operations[i])) return false;
+        if (!operation(c, e, i, m->n_operands, m->version, &m->operations[i])) return false;
     return true;
 }
 
@@ -345,6 +353,73 @@ static bool ios(checker *c, const char *key, uint32_t n_operands, uint32_t *coun
     for (uint32_t i = 0; i < *count; i++, e = chk_node(c, e)->next) {
         mdla_fmt(f, sizeof f, "%s[%u]", key, i);
         if (!io(c, e, f, n_operands, &(*out)[i])) return false;
+    }
+    return true;
+}
+
+static const char *const PARTITION_KEYS[] = {"device", "operations", "inputs", "outputs", NULL};
+
+/* The uint list `key` of partition map `e` (field f), each entry below n. */
+static bool bounded_list(checker *c, uint32_t e, const char *f, const char *key, uint32_t n,
+                         const char *what, uint32_t *count, uint32_t **out) {
+    char g[MDLA_FIELD_MAX + 16], h[MDLA_FIELD_MAX + 32], why[MDLA_WHY_MAX];
+    uint32_t arr = mp_get(c->doc, e, key);
+    mdla_fmt(g, sizeof g, "%s.%s", f, key);
+    if (!chk_uint_list(c, arr, g, UINT32_MAX)) return false;
+    *count = chk_node(c, arr)->count;
+    *out = calloc(*count ? *count : 1, sizeof(uint32_t));
+    if (!*out) return chk_fail(c, "BadHeader", g, chk_node(c, arr)->offset, "out of memory");
+    uint32_t v = arr + 1;
+    for (uint32_t k = 0; k < *count; k++, v = chk_node(c, v)->next) {
+        if (chk_node(c, v)->v.u >= n) {
+            mdla_fmt(h, sizeof h, "%s[%u]", g, k);
+            mdla_fmt(why, sizeof why, "%s %llu of %u", what, (unsigned long long)chk_node(c, v)->v.u, n);
+            return chk_fail(c, "BadIndex", h, chk_node(c, v)->offset, why);
+        }
+        (*out)[k] = (uint32_t)chk_node(c, v)->v.u;
+    }
+    return true;
+}
+
+/* A format-2 file: one partition of every operation on model.quant.device (else mtk-mdla). */
+static bool one_partition(checker *c, mdla_manifest *m) {
+    mdla_partition *p = m->partitions;
+    uint32_t quant = mp_get(c->doc, mp_get(c->doc, 0, "model"), "quant");
+    p->device = quant && mp_get(c->doc, quant, "device") ? chk_str_of(c, quant, "device")
+                                                          : (mdla_str){"mtk-mdla", 8};
+    p->n_operations = m->n_operations;
+    p->n_inputs = m->n_inputs;
+    p->n_outputs = m->n_outputs;
+    p->operations = calloc(m->n_operations ? m->n_operations : 1, sizeof(uint32_t));
+    p->inputs = calloc(m->n_inputs ? m->n_inputs : 1, sizeof(uint32_t));
+    p->outputs = calloc(m->n_outputs ? m->n_outputs : 1, sizeof(uint32_t));
+    if (!p->operations || !p->inputs || !p->outputs)
+        return chk_fail(c, "BadHeader", "operations", 0, "out of memory");
+    for (uint32_t i = 0; i < m->n_operations; i++) p->operations[i] = i;
+    for (uint32_t i = 0; i < m->n_inputs; i++) p->inputs[i] = m->inputs[i].operand;
+    for (uint32_t i = 0; i < m->n_outputs; i++) p->outputs[i] = m->outputs[i].operand;
+    return true;
+}
+
+static bool partitions(checker *c, mdla_manifest *m) {
+    uint32_t arr = m->version >= 3 ? mp_get(c->doc, 0, "partitions") : 0;
+    m->n_partitions = arr ? chk_node(c, arr)->count : 1;
+    m->partitions = calloc(m->n_partitions ? m->n_partitions : 1, sizeof *m->partitions);
+    if (!m->partitions) return chk_fail(c, "BadHeader", "partitions", 0, "out of memory");
+    if (!arr) return one_partition(c, m);
+    char f[MDLA_FIELD_MAX];
+    uint32_t e = arr + 1;
+    for (uint32_t i = 0; i < m->n_partitions; i++, e = chk_node(c, e)->next) {
+        mdla_partition *p = &m->partitions[i];
+        mdla_fmt(f, sizeof f, "partitions[%u]", i);
+        if (!chk_keys(c, e, f, PARTITION_KEYS, PARTITION_KEYS) ||
+            !chk_typed(c, e, "device", f, "str") ||
+            !bounded_list(c, e, f, "operations", m->n_operations, "operation", &p->n_operations,
+                          &p->operations) ||
+            !bounded_list(c, e, f, "inputs", m->n_operands, "operand", &p->n_inputs, &p->inputs) ||
+            !bounded_list(c, e, f, "outputs", m->n_operands, "operand", &p->n_outputs, &p->outputs))
+            return false;
+        p->device = chk_str_of(c, e, "device");
     }
     return true;
 }
@@ -382,7 +457,7 @@ bool mdla_manifest_parse_budget(const uint8_t *buf, size_t size, const mdla_budg
     checker c = {&doc, err, ""};
     ok = ok && sections(&c, size, m) && operands(&c, buf, m) && operations(&c, m) &&
          ios(&c, "inputs", m->n_operands, &m->n_inputs, &m->inputs) &&
-         ios(&c, "outputs", m->n_operands, &m->n_outputs, &m->outputs) &&
+         ios(&c, "outputs", m->n_operands, &m->n_outputs, &m->outputs) && partitions(&c, m) &&
          chk_semantics(&c, m, budget);
     mp_free(&doc);
     if (!ok) mdla_manifest_free(m);
@@ -395,6 +470,12 @@ void mdla_manifest_free(mdla_manifest *m) {
         free(m->operations[i].inputs);
         free(m->operations[i].outputs);
     }
+    for (uint32_t i = 0; m->partitions && i < m->n_partitions; i++) {
+        free(m->partitions[i].operations);
+        free(m->partitions[i].inputs);
+        free(m->partitions[i].outputs);
+    }
+    free(m->partitions);
     free(m->operands);
     free(m->operations);
     free(m->inputs);

@@ -16,7 +16,9 @@
 #include "mdla_msgpack.h"
 
 #define MDLA_MAGIC "\x89MDLA\r\n\x1a"
-#define MDLA_FORMAT_VERSION 2u /* 2: the model section has a fixed key list */
+#define MDLA_FORMAT_VERSION 3u /* 3: partitions (issue 17); 2: the model section's key list */
+#define MDLA_FORMAT_OLDEST 2u  /* a format-2 file reads as one partition of every operation */
+#define MDLA_CPU_DEVICE "cpu"  /* the partition device the engine runs with its own kernels */
 #define MDLA_PREAMBLE 20u
 #define MDLA_ALIGN 64u
 #define MDLA_MAX_HEADER (64ull << 20)
@@ -73,6 +75,14 @@ typedef struct {
     int32_t zero_point;
 } mdla_io;
 
+/* Operations (ascending indices) on one device, and the operands crossing into and out of it;
+ * partitions run in list order (format 3; manifest_check.c:sem_partitions). */
+typedef struct {
+    mdla_str device;
+    uint32_t n_operations, n_inputs, n_outputs;
+    uint32_t *operations, *inputs, *outputs; /* owned */
+} mdla_partition;
+
 typedef struct {
     mdla_str model_name;
     mdla_str rounding; /* model.rounding: "double" or "single" (the engine runs with it) */
@@ -81,6 +91,9 @@ typedef struct {
     mdla_operation *operations;
     mdla_io *inputs, *outputs;
     uint64_t header_length, data_start, data_size;
+    uint32_t version;      /* the file's format (2 or 3) */
+    uint32_t n_partitions; /* at least 1 once parsed; a format-2 file's one is synthesized */
+    mdla_partition *partitions;
 } mdla_manifest;
 
 /* Structure, then semantics (cross references, shapes, quantization, the budget): see

@@ -1,6 +1,7 @@
 /* manifest_check.c: the schema-checking helpers of the C reader (see manifest_check.h). */
 #include "manifest_check.h"
 #include "mdla_model_keys.h"
+#include "mdla_ops.h"
 
 #include <float.h>
 #include <math.h>
@@ -119,6 +120,8 @@ static bool same_str(const mp_node *a, const mp_node *b) {
            memcmp(a->v.s, b->v.s, a->count) == 0;
 }
 
+static bool chk_postprocess(checker *c, uint32_t post);
+
 /* chk_model(): the model section has exactly MODEL_KEYS, each of its type; *rounding is set
  * to model.rounding ("double" or "single"). */
 bool chk_model(checker *c, uint32_t model, mdla_str *rounding) {
@@ -170,12 +173,79 @@ bool chk_model(checker *c, uint32_t model, mdla_str *rounding) {
     }
     uint32_t pre = mp_get(c->doc, model, "preprocess");
     if (pre) {
-        if (!chk_keys(c, pre, "model.preprocess", PREPROCESS_KEYS, PREPROCESS_KEYS) ||
+        if (!chk_keys(c, pre, "model.preprocess", PREPROCESS_KEYS, PREPROCESS_REQ) ||
             !chk_typed(c, pre, "mode", "model.preprocess", "str") ||
             !chk_uint_list(c, mp_get(c->doc, pre, "size"), "model.preprocess.size", UINT32_MAX) ||
             !chk_typed(c, pre, "mean", "model.preprocess", "floats") ||
-            !chk_typed(c, pre, "std", "model.preprocess", "floats"))
+            !chk_typed(c, pre, "std", "model.preprocess", "floats") ||
+            !chk_typed(c, pre, "channels", "model.preprocess", "str") ||
+            !chk_typed(c, pre, "resize", "model.preprocess", "uint"))
             return false;
+        uint32_t ch = mp_get(c->doc, pre, "channels");
+        if (ch && !mp_key_is(chk_node(c, ch), "rgb") && !mp_key_is(chk_node(c, ch), "bgr"))
+            return chk_fail(c, "BadHeader", "model.preprocess.channels", chk_node(c, ch)->offset,
+                            "expected `rgb` or `bgr`");
+    }
+    uint32_t post = mp_get(c->doc, model, "postprocess");
+    return !post || chk_postprocess(c, post);
+}
+
+/* chk_postprocess(): mirrors format/model.py:check_postprocess check by check, in its order:
+ * keys, types, kind and order values, num_classes >= 2, aspect_ratios a non-empty list of float
+ * lists (one per level), then the lengths image_size 2, scales levels + 1, box_weights 4,
+ * steps one per level. */
+static bool chk_postprocess(checker *c, uint32_t post) {
+    static const char *const f = "model.postprocess";
+    static const char *const uints[] = {"num_classes", "topk_candidates", "detections_per_img"};
+    static const char *const floats[] = {"box_clip", "score_thresh", "nms_thresh"};
+    char g[MDLA_FIELD_MAX + 32];
+    if (!chk_keys(c, post, f, POSTPROCESS_KEYS, POSTPROCESS_REQ) ||
+        !chk_typed(c, post, "kind", f, "str") || !chk_typed(c, post, "order", f, "str") ||
+        !chk_typed(c, post, "clip", f, "bool"))
+        return false;
+    for (size_t k = 0; k < 3; k++)
+        if (!chk_typed(c, post, uints[k], f, "uint")) return false;
+    for (size_t k = 0; k < 3; k++)
+        if (!chk_typed(c, post, floats[k], f, "float")) return false;
+    if (!chk_typed(c, post, "scales", f, "floats") || !chk_typed(c, post, "box_weights", f, "floats"))
+        return false;
+    const mp_node *kind = chk_node(c, mp_get(c->doc, post, "kind"));
+    if (!chk_in_list(kind, POSTPROCESS_KINDS))
+        return chk_fail(c, "BadHeader", "model.postprocess.kind", kind->offset, "expected `ssd`");
+    const mp_node *order = chk_node(c, mp_get(c->doc, post, "order"));
+    if (!chk_in_list(order, HEAD_ORDERS))
+        return chk_fail(c, "BadHeader", "model.postprocess.order", order->offset,
+                        "expected `regression_first` or `classification_first`");
+    const mp_node *classes = chk_node(c, mp_get(c->doc, post, "num_classes"));
+    if (classes->v.u < 2)
+        return chk_fail(c, "BadHeader", "model.postprocess.num_classes", classes->offset, "expected >= 2");
+    uint32_t ratios = mp_get(c->doc, post, "aspect_ratios");
+    const mp_node *rn = chk_node(c, ratios);
+    if (rn->kind != MP_ARRAY || rn->count == 0)
+        return chk_fail(c, "BadHeader", "model.postprocess.aspect_ratios", rn->offset, "expected a list");
+    for (uint32_t k = 0, e = ratios + 1; k < rn->count; k++, e = chk_node(c, e)->next) {
+        const mp_node *level = chk_node(c, e);
+        bool ok = level->kind == MP_ARRAY;
+        for (uint32_t i = 0, v = e + 1; ok && i < level->count; i++, v = chk_node(c, v)->next)
+            ok = chk_node(c, v)->kind == MP_FLOAT;
+        if (!ok) {
+            mdla_fmt(g, sizeof g, "model.postprocess.aspect_ratios[%u]", k);
+            return chk_fail(c, "BadHeader", g, level->offset, "expected floats");
+        }
+    }
+    struct { const char *key; uint32_t n; bool uints; } sizes[] = {
+        {"image_size", 2, true}, {"scales", rn->count + 1, false},
+        {"box_weights", 4, false}, {"steps", rn->count, true}};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        uint32_t v = mp_get(c->doc, post, sizes[k].key);
+        if (!v) continue; /* steps is optional; the others are required keys */
+        mdla_fmt(g, sizeof g, "model.postprocess.%s", sizes[k].key);
+        if (sizes[k].uints && !chk_uint_list(c, v, g, UINT32_MAX)) return false;
+        if (chk_node(c, v)->count != sizes[k].n) {
+            char why[64];
+            mdla_fmt(why, sizeof why, "expected %u values, got %u", sizes[k].n, chk_node(c, v)->count);
+            return chk_fail(c, "BadHeader", g, chk_node(c, v)->offset, why);
+        }
     }
     return true;
 }
@@ -378,6 +448,19 @@ static bool sem_io(sem *s, const char *key, int64_t *seen) {
     return true;
 }
 
+/* A model.postprocess record with L levels (len(aspect_ratios)) reads 2L model outputs. */
+static bool sem_postprocess(sem *s) {
+    checker *c = s->c;
+    uint32_t post = mp_get(c->doc, mp_get(c->doc, 0, "model"), "postprocess");
+    if (!post) return true;
+    uint32_t levels = chk_node(c, mp_get(c->doc, post, "aspect_ratios"))->count;
+    if (s->m->n_outputs == 2 * levels) return true;
+    char why[MDLA_WHY_MAX];
+    mdla_fmt(why, sizeof why, "model.postprocess decodes %u feature level(s) from %u outputs; the model has %u",
+             levels, 2 * levels, s->m->n_outputs);
+    return sem_fail(c, "CountMismatch", "outputs", chk_node(c, mp_get(c->doc, 0, "outputs"))->offset, why);
+}
+
 static bool sem_preprocess(sem *s) {
     checker *c = s->c;
     uint32_t model = mp_get(c->doc, 0, "model");
@@ -456,6 +539,146 @@ static bool sem_dataflow(sem *s, uint8_t *is_input, int64_t *written) {
     return true;
 }
 
+static bool in_list(const uint32_t *xs, uint32_t n, uint32_t x) {
+    for (uint32_t k = 0; k < n; k++)
+        if (xs[k] == x) return true;
+    return false;
+}
+
+/* The node of element k of the list `key` of partitions[p] (`key` NULL: the partition map). */
+static uint32_t part_node(const checker *c, uint32_t p, const char *key, int64_t k) {
+    uint32_t e = mp_get(c->doc, 0, "partitions") + 1;
+    for (uint32_t i = 0; i < p; i++) e = chk_node(c, e)->next;
+    if (!key) return e;
+    uint32_t v = mp_get(c->doc, e, key);
+    if (k < 0) return v;
+    v += 1;
+    for (int64_t i = 0; i < k; i++) v = chk_node(c, v)->next;
+    return v;
+}
+
+static bool part_fail(sem *s, const char *kind, uint32_t p, const char *key, int64_t k,
+                      const char *why) {
+    char g[MDLA_FIELD_MAX];
+    if (k >= 0) mdla_fmt(g, sizeof g, "partitions[%u].%s[%lld]", p, key, (long long)k);
+    else mdla_fmt(g, sizeof g, "partitions[%u].%s", p, key);
+    return sem_fail(s->c, kind, g, chk_node(s->c, part_node(s->c, p, key, k))->offset, why);
+}
+
+/* Check 6 of mdla_runtime/format/semantic.py (format 3): `written[x]` is the operation writing
+ * operand x (sem_dataflow's), `is_input[x]` whether x is a model input. */
+static bool sem_partitions(sem *s, const uint8_t *is_input, const int64_t *written) {
+    checker *c = s->c;
+    const mdla_manifest *m = s->m;
+    char why[MDLA_WHY_MAX];
+    size_t no = m->n_operations ? m->n_operations : 1, nx = m->n_operands ? m->n_operands : 1;
+    int64_t *owner = malloc(no * sizeof *owner), *writer = malloc(nx * sizeof *writer);
+    uint32_t *mark = calloc(nx, sizeof *mark);
+    bool ok = owner && writer && mark;
+    if (!ok) chk_fail(c, "BadHeader", "partitions", 0, "out of memory");
+    for (size_t i = 0; ok && i < no; i++) owner[i] = -1;
+    for (uint32_t p = 0; ok && p < m->n_partitions; p++) {
+        const mdla_partition *pt = &m->partitions[p];
+        if (!pt->n_operations) {
+            ok = part_fail(s, "CountMismatch", p, "operations", -1, "a partition holds at least one operation");
+            break;
+        }
+        for (uint32_t k = 0; ok && k < pt->n_operations; k++) {
+            uint32_t i = pt->operations[k];
+            if (owner[i] >= 0) {
+                mdla_fmt(why, sizeof why, "operations[%u] is already in partitions[%lld]", i, (long long)owner[i]);
+                ok = part_fail(s, "DuplicateEntry", p, "operations", k, why);
+                break;
+            }
+            owner[i] = p;
+            int32_t code = m->operations[i].code;
+            bool cpu = pt->device.n == 3 && memcmp(pt->device.s, MDLA_CPU_DEVICE, 3) == 0;
+            if (code >= 0 && mdla_host_op((uint64_t)code) && !cpu) {
+                mdla_fmt(why, sizeof why, "operations[%u] is %s, a host operation: only a `cpu` partition runs it, not `%.*s`",
+                         i, mdla_host_op_name((uint64_t)code), (int)pt->device.n, pt->device.s);
+                ok = part_fail(s, "BadReference", p, "operations", k, why);
+            }
+        }
+    }
+    for (uint32_t i = 0; ok && i < m->n_operations; i++) {
+        if (owner[i] < 0) {
+            mdla_fmt(why, sizeof why, "operations[%u] is in no partition", i);
+            ok = sem_fail(c, "CountMismatch", "partitions", chk_node(c, mp_get(c->doc, 0, "partitions"))->offset, why);
+        }
+    }
+    for (size_t x = 0; ok && x < nx; x++) writer[x] = x < m->n_operands && written[x] >= 0 ? owner[written[x]] : -1;
+    uint32_t stamp = 0;
+    for (uint32_t p = 0; ok && p < m->n_partitions; p++) {
+        const mdla_partition *pt = &m->partitions[p];
+        for (int out = 0; ok && out < 2; out++) {
+            const char *key = out ? "outputs" : "inputs";
+            const uint32_t *xs = out ? pt->outputs : pt->inputs;
+            uint32_t n = out ? pt->n_outputs : pt->n_inputs;
+            stamp++;
+            for (uint32_t k = 0; ok && k < n; k++) {
+                uint32_t x = xs[k];
+                if (mark[x] == stamp) {
+                    mdla_fmt(why, sizeof why, "operand %u is listed twice", x);
+                    ok = part_fail(s, "DuplicateEntry", p, key, k, why);
+                    break;
+                }
+                mark[x] = stamp;
+                const mdla_operand *o = &m->operands[x];
+                int64_t q = writer[x];
+                if (o->has_data || o->has_value) {
+                    mdla_fmt(why, sizeof why, "operand %u is a constant or scalar; only activations cross partitions", x);
+                    ok = part_fail(s, "BadReference", p, key, k, why);
+                } else if (out) {
+                    if (q != (int64_t)p) {
+                        mdla_fmt(why, sizeof why, "operand %u is not written by partitions[%u]", x, p);
+                        ok = part_fail(s, "BadReference", p, key, k, why);
+                    }
+                } else if (!is_input[x]) {
+                    if (q < 0) {
+                        mdla_fmt(why, sizeof why, "operand %u is written by no operation", x);
+                        ok = part_fail(s, "BadReference", p, key, k, why);
+                    } else if (q >= (int64_t)p) {
+                        mdla_fmt(why, sizeof why, "operand %u is written by partitions[%lld], which does not run before partitions[%u]",
+                                 x, (long long)q, p);
+                        ok = part_fail(s, "PartitionCycle", p, key, k, why);
+                    } else if (!in_list(m->partitions[q].outputs, m->partitions[q].n_outputs, x)) {
+                        mdla_fmt(why, sizeof why, "operand %u is not among the outputs of partitions[%lld]", x, (long long)q);
+                        ok = part_fail(s, "BadReference", p, key, k, why);
+                    }
+                }
+            }
+        }
+        for (uint32_t k = 0; ok && k < pt->n_operations; k++) {
+            const mdla_operation *op = &m->operations[pt->operations[k]];
+            for (uint32_t j = 0; ok && j < op->n_inputs; j++) {
+                uint32_t x = op->inputs[j];
+                const mdla_operand *o = &m->operands[x];
+                if (o->has_data || o->has_value || writer[x] == (int64_t)p ||
+                    in_list(pt->inputs, pt->n_inputs, x))
+                    continue;
+                mdla_fmt(why, sizeof why, "operations[%u] reads operand %u from outside partitions[%u], whose inputs do not list it",
+                         pt->operations[k], x, p);
+                ok = part_fail(s, "BadReference", p, "operations", k, why);
+            }
+        }
+    }
+    uint32_t e = mp_get(c->doc, 0, "outputs") + 1;
+    for (uint32_t k = 0; ok && k < m->n_outputs; k++, e = chk_node(c, e)->next) {
+        uint32_t x = m->outputs[k].operand;
+        int64_t q = writer[x];
+        if (!in_list(m->partitions[q].outputs, m->partitions[q].n_outputs, x)) {
+            char g[MDLA_FIELD_MAX];
+            mdla_fmt(g, sizeof g, "outputs[%u].operand", k);
+            mdla_fmt(why, sizeof why, "operand %u is not among the outputs of partitions[%lld], which writes it", x, (long long)q);
+            ok = sem_fail(c, "BadReference", g, value_at(c, e, "operand"), why);
+        }
+    }
+    free(owner);
+    free(writer);
+    free(mark);
+    return ok;
+}
+
 bool chk_semantics(checker *c, const mdla_manifest *m, const mdla_budget *b) {
     size_t n = m->n_operands ? m->n_operands : 1;
     sem s = {c, m, b, malloc(n * sizeof(uint32_t))};
@@ -473,8 +696,10 @@ bool chk_semantics(checker *c, const mdla_manifest *m, const mdla_budget *b) {
         ok = sem_io(&s, lists[k], seen);
     }
     ok = ok && sem_preprocess(&s);
+    ok = ok && sem_postprocess(&s);
     for (size_t i = 0; ok && i < n; i++) seen[i] = -1; /* now: the operation writing operand i */
     ok = ok && sem_dataflow(&s, is_input, seen);
+    ok = ok && (m->version < 3 || sem_partitions(&s, is_input, seen));
     free(s.opnode);
     free(seen);
     free(is_input);

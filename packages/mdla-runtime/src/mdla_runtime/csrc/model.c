@@ -47,6 +47,35 @@ bool plan_make(const mdla_manifest *m, uint32_t n_ops, mdla_plan *p) {
     return true;
 }
 
+bool plan_make_partition(const mdla_manifest *m, const mdla_partition *part, mdla_plan *p) {
+    memset(p, 0, sizeof *p);
+    uint32_t n = m->n_operands ? m->n_operands : 1;
+    p->map = malloc(n * sizeof *p->map);
+    p->inputs = calloc(part->n_inputs + 1, sizeof *p->inputs);
+    p->input_pos = calloc(part->n_inputs + 1, sizeof *p->input_pos);
+    p->outputs = calloc(part->n_outputs + 1, sizeof *p->outputs);
+    if (!p->map || !p->inputs || !p->input_pos || !p->outputs) {
+        plan_free(p);
+        return false;
+    }
+    for (uint32_t o = 0; o < m->n_operands; o++) p->map[o] = UINT32_MAX;
+    for (uint32_t k = 0; k < part->n_operations; k++) {
+        const mdla_operation *op = &m->operations[part->operations[k]];
+        for (uint32_t a = 0; a < op->n_inputs; a++) p->map[op->inputs[a]] = 0;
+        for (uint32_t a = 0; a < op->n_outputs; a++) p->map[op->outputs[a]] = 0;
+    }
+    uint32_t next = 0;
+    for (uint32_t o = 0; o < m->n_operands; o++)
+        if (p->map[o] != UINT32_MAX) p->map[o] = next++;
+    p->n_ops = part->n_operations;
+    p->ops = part->operations;
+    p->n_inputs = part->n_inputs;
+    memcpy(p->inputs, part->inputs, part->n_inputs * sizeof *p->inputs);
+    p->n_outputs = part->n_outputs;
+    memcpy(p->outputs, part->outputs, part->n_outputs * sizeof *p->outputs);
+    return true;
+}
+
 void plan_free(mdla_plan *p) {
     free(p->map);
     free(p->inputs);
@@ -99,7 +128,8 @@ bool model_build(const neuron_api *api, const mdla_manifest *m, const mdla_plan 
             return false;
     uint32_t cap = 16, *ins = malloc(cap * sizeof *ins), *outs = NULL;
     bool ok = ins != NULL;
-    for (uint32_t i = 0; ok && i < p->n_ops && i < m->n_operations; i++) {
+    for (uint32_t k = 0; ok && k < p->n_ops && k < m->n_operations; k++) {
+        const uint32_t i = p->ops ? p->ops[k] : k;
         const mdla_operation *op = &m->operations[i];
         uint32_t need = op->n_inputs > op->n_outputs ? op->n_inputs : op->n_outputs;
         if (need > cap) {

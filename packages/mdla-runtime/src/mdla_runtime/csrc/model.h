@@ -11,6 +11,7 @@
 
 typedef struct {
     uint32_t n_ops;
+    const uint32_t *ops; /* the manifest operations built, in order; NULL: the first n_ops */
     uint32_t *map;      /* manifest operand -> model operand, UINT32_MAX when unused */
     uint32_t n_inputs;  /* model inputs: manifest inputs the first n_ops read */
     uint32_t *inputs;   /* their manifest operand indices */
@@ -20,6 +21,9 @@ typedef struct {
 } mdla_plan;
 
 bool plan_make(const mdla_manifest *m, uint32_t n_ops, mdla_plan *p);
+/* One partition as its own model (issue 17): its operations; its inputs and outputs are the
+ * partition's boundary operands, in the manifest's order (input_pos unused: all zero). */
+bool plan_make_partition(const mdla_manifest *m, const mdla_partition *part, mdla_plan *p);
 void plan_free(mdla_plan *p);
 
 typedef struct {

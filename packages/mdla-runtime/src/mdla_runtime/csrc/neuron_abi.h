@@ -1,5 +1,5 @@
 /*
- * neuron_abi.h: the MediaTek Neuron Adapter C ABI as mdla uses it, written for this project from
+ * neuron_abi.h: the whole MediaTek Neuron Adapter C ABI (all 85 functions of NeuronAdapter.h), written for this project from
  * the facts in shared/docs/reference/neuron-adapter-abi.md (function signatures, struct layouts
  * and enum values). Both sides include it: mdla-engine calls these functions through dlsym, and
  * libneuron_emu.so implements them, so the engine runs unchanged on a phone or on the emulator.
@@ -46,6 +46,46 @@ typedef struct {
     uint8_t patch;
 } NeuronRuntimeVersion;
 
+/* 32 bytes on LP64: channelDim@0 scaleCount@4 scales@8 zeroPointCount@16 zeroPoints@24. */
+typedef struct {
+    uint32_t channelDim;
+    uint32_t scaleCount;
+    const float *scales;
+    uint32_t zeroPointCount;
+    const int32_t *zeroPoints;
+} NeuronPerChannelQuantParams;
+
+/* Android's hardware buffer: only ever passed by pointer (NeuronMemory_createFromAHardwareBuffer). */
+typedef struct AHardwareBuffer AHardwareBuffer;
+
+enum { NEURON_MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES = 128, NEURON_BYTE_SIZE_OF_CACHE_TOKEN = 32 };
+
+/* NeuronCompilation_createV2's kind; restoreFromCompiledNetworkV2 takes it by C++ reference,
+ * which is a pointer at the ABI level. */
+typedef enum {
+    COMPILATION_TYPE_NORMAL = 0,
+    COMPILATION_TYPE_DEBUG_PLUS = 1,
+    COMPILATION_TYPE_BATCHED = 2,
+    COMPILATION_TYPE_MULTI_EXECUTIONS = 3,
+    COMPILATION_TYPE_EXECUTION_CONTROLLER = 4,
+} CompilationType;
+
+typedef enum { NEURON_FEATURE_NONE = 0, NEURON_THROUGHPUT_MODE = 1 } NeuronFeatureType;
+
+enum { /* setOptimizationHint: a bitmask */
+    NEURON_OPTIMIZATION_NORMAL = 0,
+    NEURON_OPTIMIZATION_LOW_LATENCY = 1 << 0,
+    NEURON_OPTIMIZATION_DEEP_FUSION = 1 << 1,
+    NEURON_OPTIMIZATION_BATCH_PROCESSING = 1 << 2,
+    NEURON_OPTIMIZATION_DEFAULT = NEURON_OPTIMIZATION_NORMAL,
+};
+
+enum { /* setCacheFlushHint: a bitmask */
+    NEURON_CACHE_FLUSH_ENABLE_ALL = 0,
+    NEURON_CACHE_FLUSH_DISABLE_SYNC_INPUT = 1 << 0,
+    NEURON_CACHE_FLUSH_DISABLE_INVALIDATE_OUTPUT = 1 << 1,
+};
+
 enum {
     NEURON_NO_ERROR = 0,
     NEURON_OUT_OF_MEMORY = 1,
@@ -82,6 +122,15 @@ enum {
     NEURON_TENSOR_QUANT8_SYMM = 13,
     NEURON_TENSOR_QUANT8_ASYMM_SIGNED = 14,
     NEURON_MODEL = 15,
+    /* Neuron-only extended types */
+    NEURON_EXT_TENSOR_UINT32 = 9001,
+    NEURON_EXT_TENSOR_QUANT8_ASYMM_PER_CHANNEL = 9002,
+    NEURON_EXT_TENSOR_QUANT4_ASYMM = 9003,
+    NEURON_EXT_TENSOR_QUANT4_ASYMM_SIGNED = 9004,
+    NEURON_EXT_TENSOR_QUANT4_SYMM = 9005,
+    NEURON_EXT_TENSOR_QUANT16_ASYMM_SIGNED = 9006,
+    NEURON_EXT_TENSOR_RAW = 9007,
+    NEURON_EXT_TENSOR_QUANT8_ASYMM_SIGNED_PER_CHANNEL = 9008,
 };
 
 typedef int32_t NeuronOperationType;
@@ -194,6 +243,7 @@ enum {
     NEURON_MIRROR_REVERSE = 105,
     NEURON_HYFBCTOYUV420 = 106,
     NEURON_YUV420TOAFBC = 107,
+    NEURON_OEM_OPERATION = 10000,
 };
 
 enum { NEURON_FUSED_NONE = 0, NEURON_FUSED_RELU = 1, NEURON_FUSED_RELU1 = 2, NEURON_FUSED_RELU6 = 3 };
@@ -254,10 +304,116 @@ enum { NEURON_PRIORITY_LOW = 90, NEURON_PRIORITY_MEDIUM = 100, NEURON_PRIORITY_H
        size_t length))                                                                         \
     X(NeuronExecution_compute, int, (NeuronExecution * execution))
 
+
+/* The rest of NeuronAdapter.h: 85 functions with the list above. The engine needs none of them;
+ * the emulator defines every one (test_emu_abi.py checks `nm -D` against both lists). */
+#define MDLA_NEURON_MORE_FUNCTIONS(X)                                                            \
+    X(Neuron_getFeatureSupportedStatus, int, (NeuronFeatureType type, bool *supported))         \
+    X(Neuron_getL1MemorySizeKb, int, (uint32_t * sizeKb))                                      \
+    X(NeuronDevice_getDescription, int, (const NeuronDevice *device, const char **description)) \
+    X(NeuronDevice_getExtensionSupport, int,                                                   \
+      (const char *extensionName, bool *isExtensionSupported))                                 \
+    X(Neuron_getDefaultLoopTimeout, uint64_t, (void))                                          \
+    X(Neuron_getMaximumLoopTimeout, uint64_t, (void))                                          \
+    X(NeuronModel_setOperandValueFromModel, int,                                               \
+      (NeuronModel * model, int32_t index, const NeuronModel *value))                          \
+    X(NeuronModel_setOperandPerChannelQuantParams, int,                                        \
+      (NeuronModel * model, int32_t index, const NeuronPerChannelQuantParams *channelQuant))   \
+    X(NeuronModel_addOperationExtension, int,                                                  \
+      (NeuronModel * model, const char *name, const char *vendor, const NeuronDevice *device,  \
+       uint32_t inputCount, const uint32_t *inputs, uint32_t outputCount,                      \
+       const uint32_t *outputs))                                                               \
+    X(NeuronModel_relaxComputationFloat32toFloat16, int, (NeuronModel * model, bool allow))    \
+    X(NeuronModel_suppressInputConversion, int, (NeuronModel * model, bool suppress))          \
+    X(NeuronModel_suppressOutputConversion, int, (NeuronModel * model, bool suppress))         \
+    X(NeuronModel_getSupportedOperations, int,                                                 \
+      (NeuronModel * model, bool *supported, uint32_t operationCount))                         \
+    X(NeuronModel_setName, int, (NeuronModel * model, const char *name))                       \
+    X(NeuronModel_getExtensionOperandType, int,                                                \
+      (NeuronModel * model, const char *extensionName, uint16_t operandCodeWithinExtension,    \
+       int32_t *type))                                                                         \
+    X(NeuronModel_getExtensionOperationType, int,                                              \
+      (NeuronModel * model, const char *extensionName, uint16_t operationCodeWithinExtension,  \
+       int32_t *type))                                                                         \
+    X(NeuronModel_setOperandExtensionData, int,                                                \
+      (NeuronModel * model, int32_t index, const void *data, size_t length))                   \
+    X(NeuronModel_restoreFromCompiledNetworkV2, int,                                           \
+      (NeuronModel * *model, NeuronCompilation * *compilation, const void *buffer,             \
+       const size_t size, const CompilationType *type))                                        \
+    X(NeuronCompilation_create, int, (NeuronModel * model, NeuronCompilation * *compilation))  \
+    X(NeuronCompilation_createWithOptions, int,                                                \
+      (NeuronModel * model, NeuronCompilation * *compilation, const char *options))            \
+    X(NeuronCompilation_createV2, int,                                                         \
+      (NeuronModel * model, CompilationType type, const char *options,                         \
+       NeuronCompilation **compilation))                                                       \
+    X(NeuronCompilation_createForBatch, int,                                                   \
+      (NeuronModel * model, NeuronCompilation * *compilation))                                 \
+    X(NeuronCompilation_createForMultiExecutions, int,                                         \
+      (NeuronModel * model, NeuronCompilation * *compilation))                                 \
+    X(NeuronCompilation_createForDebug, int,                                                   \
+      (NeuronModel * model, NeuronCompilation * *compilation))                                 \
+    X(NeuronCompilation_setOptimizationHint, int,                                              \
+      (NeuronCompilation * compilation, uint32_t optimizationCode))                            \
+    X(NeuronCompilation_setOptimizationString, int,                                            \
+      (NeuronCompilation * compilation, const char *optimizationString))                       \
+    X(NeuronCompilation_setOnlyAllowOptimizationString, int,                                   \
+      (NeuronCompilation * compilation, bool allow))                                           \
+    X(NeuronCompilation_getOptimizationString, int,                                            \
+      (NeuronCompilation * compilation, const char **optimizationString))                      \
+    X(NeuronCompilation_setL1MemorySizeKb, int, (NeuronCompilation * compilation, uint32_t sizeKb)) \
+    X(NeuronCompilation_setCaching, int,                                                       \
+      (NeuronCompilation * compilation, const char *cacheDir, const uint8_t *token))           \
+    X(NeuronCompilation_setTrimIOAlignment, int, (NeuronCompilation * compilation, bool enable)) \
+    X(NeuronCompilation_setSWDilatedConv, int, (NeuronCompilation * compilation, bool enable)) \
+    X(NeuronCompilation_getSupportedOperations, int,                                           \
+      (NeuronCompilation * compilation, uint32_t operationCount, bool *supported))             \
+    X(NeuronCompilation_getInputPaddedDimensions, int,                                         \
+      (NeuronCompilation * compilation, int32_t index, uint32_t * dimensions))                 \
+    X(NeuronCompilation_getOutputPaddedDimensions, int,                                        \
+      (NeuronCompilation * compilation, int32_t index, uint32_t * dimensions))                 \
+    X(NeuronCompilation_getInputPaddedSize, int,                                               \
+      (NeuronCompilation * compilation, int32_t index, size_t * size))                         \
+    X(NeuronCompilation_getOutputPaddedSize, int,                                              \
+      (NeuronCompilation * compilation, int32_t index, size_t * size))                         \
+    X(NeuronCompilation_getPreference, int, (NeuronCompilation * compilation, int *preference)) \
+    X(NeuronCompilation_getPriority, int, (NeuronCompilation * compilation, int *priority))    \
+    X(NeuronExecution_setInputFromMemory, int,                                                 \
+      (NeuronExecution * execution, uint32_t index, const NeuronOperandType *type,             \
+       const NeuronMemory *memory, size_t offset, size_t length))                              \
+    X(NeuronExecution_setOutputFromMemory, int,                                                \
+      (NeuronExecution * execution, uint32_t index, const NeuronOperandType *type,             \
+       const NeuronMemory *memory, size_t offset, size_t length))                              \
+    X(NeuronExecution_startComputeWithDependencies, int,                                       \
+      (NeuronExecution * execution, const NeuronEvent *const *dependencies,                    \
+       uint32_t num_dependencies, uint64_t duration, NeuronEvent **event))                     \
+    X(NeuronExecution_setBoostHint, int, (NeuronExecution * execution, uint8_t boostValue))    \
+    X(NeuronExecution_setCacheFlushHint, int, (NeuronExecution * execution, uint8_t flushHint)) \
+    X(NeuronExecution_getOutputOperandRank, int,                                               \
+      (NeuronExecution * execution, int32_t index, uint32_t * rank))                           \
+    X(NeuronExecution_getOutputOperandDimensions, int,                                         \
+      (NeuronExecution * execution, int32_t index, uint32_t * dimensions))                     \
+    X(NeuronExecution_setLoopTimeout, int, (NeuronExecution * execution, uint64_t duration))   \
+    X(NeuronExecution_setRunnerPoolSize, int, (NeuronExecution * execution, uint8_t numRunners)) \
+    X(NeuronExecution_setBatchDone, int, (NeuronExecution * execution))                        \
+    X(NeuronExecution_setIODone, int, (NeuronExecution * execution, int idx))                  \
+    X(NeuronMemory_createFromFd, int,                                                          \
+      (size_t size, int protect, int fd, size_t offset, NeuronMemory **memory))                \
+    X(NeuronMemory_createFromAHardwareBuffer, int,                                             \
+      (const AHardwareBuffer *ahwb, NeuronMemory **memory))                                    \
+    X(NeuronMemory_free, void, (NeuronMemory * memory))                                        \
+    X(NeuronEvent_wait, int, (NeuronEvent * event))                                            \
+    X(NeuronEvent_free, void, (NeuronEvent * event))                                           \
+    X(NeuronEvent_freeForce, void, (NeuronEvent * event))                                      \
+    X(NeuronEvent_createFromSyncFenceFd, int, (int sync_fence_fd, NeuronEvent **event))        \
+    X(NeuronEvent_getSyncFenceFd, int, (const NeuronEvent *event, int *sync_fence_fd))         \
+    X(NeuronDebug_setReportPath, int, (NeuronModel * model, const char *path))
+
 #define MDLA_NEURON_PROTOTYPE(name, ret, params) ret name params;
 #define MDLA_NEURON_POINTER_TYPE(name, ret, params) typedef ret(*name##_fn) params;
 MDLA_NEURON_FUNCTIONS(MDLA_NEURON_PROTOTYPE)
 MDLA_NEURON_FUNCTIONS(MDLA_NEURON_POINTER_TYPE)
+MDLA_NEURON_MORE_FUNCTIONS(MDLA_NEURON_PROTOTYPE)
+MDLA_NEURON_MORE_FUNCTIONS(MDLA_NEURON_POINTER_TYPE)
 
 /* Result code -> its name without the NEURON_ prefix ("UNMAPPABLE"), or "UNKNOWN". */
 static inline const char *neuron_result_name(int code) {

@@ -64,6 +64,38 @@ def _mask(names: list[str], where: str) -> int:
     return sum(DTYPES[n] for n in set(names))
 
 
+def _accumulator(data: dict[str, Any], where: str) -> str:
+    """The `[arith] accumulator` fact as `emu_target_accumulator_wrap` (kernels.h)."""
+    arith = data.get("arith", {})
+    accumulator = arith.get("accumulator", "saturate") if isinstance(arith, dict) else None
+    if accumulator not in mdla_target.ACCUMULATORS:
+        raise EmulatorError(
+            f"{where} [arith]: accumulator {accumulator!r} is not one of {mdla_target.ACCUMULATORS}"
+        )
+    wrap = "true" if accumulator == "wrap" else "false"
+    return f"const bool emu_target_accumulator_wrap = {wrap}; /* [arith] {accumulator} */"
+
+
+def target_socs(data: dict[str, Any]) -> tuple[str, ...]:
+    """The SoCs a target file describes (its `soc` key: a name or a list), lower case."""
+    return mdla_target.soc_names(data, str(data.get("name", "target")))
+
+
+def target_for_soc(soc: str) -> str:
+    """The shipped target whose `soc` lists `soc` (MTKNN_ADAPTER_DLA_PLATFORM's value): the
+    emulator built for it honours that platform. An EmulatorError names the SoCs known."""
+    known: dict[str, str] = {}
+    for name in mdla_target.known_targets():
+        data = tomllib.loads(target_file(name).read_text(encoding="utf-8"))
+        known |= dict.fromkeys(target_socs(data), name)
+    if soc.lower() not in known:
+        raise EmulatorError(
+            f"no target file describes SoC `{soc}` (MTKNN_ADAPTER_DLA_PLATFORM); "
+            f"known SoCs: {', '.join(sorted(known)) or 'none'}"
+        )
+    return known[soc.lower()]
+
+
 def generate_targets(data: dict[str, Any], where: str) -> str:
     """C source of the device table (`emu_targets.c`) from the parsed target TOML."""
     devices = data.get("device", {})
@@ -73,6 +105,8 @@ def generate_targets(data: dict[str, Any], where: str) -> str:
         '#include "emu.h"',
         "",
         f"const char *const emu_target_name = {c_string(str(data.get('name', '')))};",
+        f"const char *const emu_target_socs = {c_string(','.join(target_socs(data)))};",
+        _accumulator(data, where),
     ]
     tables = []
     for dev, spec in devices.items():
@@ -211,6 +245,82 @@ def build_emulator(target: str = TARGET) -> Path:
         raise EmulatorError(str(exc)) from exc
 
 
+def _more_signatures() -> dict[str, tuple[Any, list[Any]]]:
+    """ctypes types of the rest of the ABI (neuron_abi.h's MDLA_NEURON_MORE_FUNCTIONS)."""
+    p, u32, i32, sz, i = (
+        ctypes.c_void_p,
+        ctypes.c_uint32,
+        ctypes.c_int32,
+        ctypes.c_size_t,
+        ctypes.c_int,
+    )
+    b, u8, u16, u64 = ctypes.c_bool, ctypes.c_uint8, ctypes.c_uint16, ctypes.c_uint64
+    return {
+        "Neuron_getFeatureSupportedStatus": (i, [i, p]),
+        "Neuron_getL1MemorySizeKb": (i, [p]),
+        "NeuronDevice_getDescription": (i, [p, p]),
+        "NeuronDevice_getExtensionSupport": (i, [ctypes.c_char_p, p]),
+        "Neuron_getDefaultLoopTimeout": (u64, []),
+        "Neuron_getMaximumLoopTimeout": (u64, []),
+        "NeuronModel_setOperandValueFromModel": (i, [p, i32, p]),
+        "NeuronModel_setOperandPerChannelQuantParams": (i, [p, i32, p]),
+        "NeuronModel_addOperationExtension": (
+            i,
+            [p, ctypes.c_char_p, ctypes.c_char_p, p, u32, p, u32, p],
+        ),
+        "NeuronModel_relaxComputationFloat32toFloat16": (i, [p, b]),
+        "NeuronModel_suppressInputConversion": (i, [p, b]),
+        "NeuronModel_suppressOutputConversion": (i, [p, b]),
+        "NeuronModel_getSupportedOperations": (i, [p, p, u32]),
+        "NeuronModel_setName": (i, [p, ctypes.c_char_p]),
+        "NeuronModel_getExtensionOperandType": (i, [p, ctypes.c_char_p, u16, p]),
+        "NeuronModel_getExtensionOperationType": (i, [p, ctypes.c_char_p, u16, p]),
+        "NeuronModel_setOperandExtensionData": (i, [p, i32, p, sz]),
+        "NeuronModel_restoreFromCompiledNetworkV2": (i, [p, p, p, sz, p]),
+        "NeuronCompilation_create": (i, [p, p]),
+        "NeuronCompilation_createWithOptions": (i, [p, p, ctypes.c_char_p]),
+        "NeuronCompilation_createV2": (i, [p, i, ctypes.c_char_p, p]),
+        "NeuronCompilation_createForBatch": (i, [p, p]),
+        "NeuronCompilation_createForMultiExecutions": (i, [p, p]),
+        "NeuronCompilation_createForDebug": (i, [p, p]),
+        "NeuronCompilation_setOptimizationHint": (i, [p, u32]),
+        "NeuronCompilation_setOptimizationString": (i, [p, ctypes.c_char_p]),
+        "NeuronCompilation_setOnlyAllowOptimizationString": (i, [p, b]),
+        "NeuronCompilation_getOptimizationString": (i, [p, p]),
+        "NeuronCompilation_setL1MemorySizeKb": (i, [p, u32]),
+        "NeuronCompilation_setCaching": (i, [p, ctypes.c_char_p, p]),
+        "NeuronCompilation_setTrimIOAlignment": (i, [p, b]),
+        "NeuronCompilation_setSWDilatedConv": (i, [p, b]),
+        "NeuronCompilation_getSupportedOperations": (i, [p, u32, p]),
+        "NeuronCompilation_getInputPaddedDimensions": (i, [p, i32, p]),
+        "NeuronCompilation_getOutputPaddedDimensions": (i, [p, i32, p]),
+        "NeuronCompilation_getInputPaddedSize": (i, [p, i32, p]),
+        "NeuronCompilation_getOutputPaddedSize": (i, [p, i32, p]),
+        "NeuronCompilation_getPreference": (i, [p, p]),
+        "NeuronCompilation_getPriority": (i, [p, p]),
+        "NeuronExecution_setInputFromMemory": (i, [p, u32, p, p, sz, sz]),
+        "NeuronExecution_setOutputFromMemory": (i, [p, u32, p, p, sz, sz]),
+        "NeuronExecution_startComputeWithDependencies": (i, [p, p, u32, u64, p]),
+        "NeuronExecution_setBoostHint": (i, [p, u8]),
+        "NeuronExecution_setCacheFlushHint": (i, [p, u8]),
+        "NeuronExecution_getOutputOperandRank": (i, [p, i32, p]),
+        "NeuronExecution_getOutputOperandDimensions": (i, [p, i32, p]),
+        "NeuronExecution_setLoopTimeout": (i, [p, u64]),
+        "NeuronExecution_setRunnerPoolSize": (i, [p, u8]),
+        "NeuronExecution_setBatchDone": (i, [p]),
+        "NeuronExecution_setIODone": (i, [p, i]),
+        "NeuronMemory_createFromFd": (i, [sz, i, i, sz, p]),
+        "NeuronMemory_createFromAHardwareBuffer": (i, [p, p]),
+        "NeuronMemory_free": (None, [p]),
+        "NeuronEvent_wait": (i, [p]),
+        "NeuronEvent_free": (None, [p]),
+        "NeuronEvent_freeForce": (None, [p]),
+        "NeuronEvent_createFromSyncFenceFd": (i, [i, p]),
+        "NeuronEvent_getSyncFenceFd": (i, [p, p]),
+        "NeuronDebug_setReportPath": (i, [p, ctypes.c_char_p]),
+    }
+
+
 def load_emulator(path: Path | None = None) -> ctypes.CDLL:
     """The emulator as a ctypes library, with the Neuron ABI's argument and result types."""
     lib = ctypes.CDLL(str(path or build_emulator()))
@@ -242,6 +352,7 @@ def load_emulator(path: Path | None = None) -> ctypes.CDLL:
         "NeuronExecution_setInput": (ctypes.c_int, [p, i32, p, p, sz]),
         "NeuronExecution_setOutput": (ctypes.c_int, [p, i32, p, p, sz]),
         "NeuronExecution_compute": (ctypes.c_int, [p]),
+        **_more_signatures(),
     }
     for name, (restype, argtypes) in signatures.items():
         fn = getattr(lib, name)

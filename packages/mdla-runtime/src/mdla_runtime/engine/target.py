@@ -37,6 +37,19 @@ Array = np.ndarray[Any, Any]
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionTime:
+    """One partition of a partitioned manifest's run (issue 17): where it ran and how long it
+    took (median and min over the timed runs, ms; an NPU partition's includes its execution's
+    setup, a cpu partition's is the engine's own kernels)."""
+
+    device: str
+    ops: int
+    first_op: int
+    ms: float
+    min_ms: float
+
+
+@dataclass(frozen=True, slots=True)
 class RunResult:
     outputs: list[Array]  # float32, model layout (dequantized with the I/O contract)
     raw_outputs: list[Array]  # int8, device layout, as the device produced them
@@ -45,6 +58,12 @@ class RunResult:
     output_names: tuple[str, ...] = ()
     cache: str | None = None
     latencies_ms: tuple[float, ...] = ()  # every timed run, sorted ascending
+    partitions: tuple[PartitionTime, ...] = ()  # a partitioned manifest's, in run order
+
+    @property
+    def npu_partitions(self) -> tuple[int, ...]:
+        """The indices of the partitions that ran on an NPU device (not the engine's cpu)."""
+        return tuple(k for k, p in enumerate(self.partitions) if p.device != "cpu")
 
     def latency_stats(self) -> dict[str, float]:
         """median, p90, p99, min, max, mean and std (ms) over the timed runs; the percentiles
@@ -150,10 +169,18 @@ class Target:
         ops: int | None = None,
     ) -> dict[str, list[bool]]:
         """Per device, one flag per operation (getSupportedOperationsForDevices) of the model
-        or of its first `ops` operations."""
+        or of its first `ops` operations. A partitioned manifest is asked per NPU partition
+        (each its own model, on its own device): per device, one flag per operation of its
+        partitions, in operation order; cpu partitions are not asked."""
         m = _as_manifest(manifest, self.budget)
         args = [str(m.path), "--supported", "--device", ",".join(devices)]
         out = self._engine(args + (["--ops", str(ops)] if ops is not None else []))
+        if "partitions" in out:  # a device no partition is on (all on cpu) reports no ops
+            flags: dict[str, list[bool]] = {d: [] for d in devices}
+            for part in out["partitions"]:
+                if part["supported"] is not None:
+                    flags.setdefault(str(part["device"]), []).extend(map(bool, part["supported"]))
+            return flags
         return {str(k): [bool(v) for v in vs] for k, vs in out["supported"].items()}
 
     def bisect(
@@ -211,14 +238,26 @@ class Target:
                 floats.append(dequantize(raw, io, entry["scale"], entry["zero_point"]))
                 names.append(io.name if io else entry["name"])
         lat = out["latency_ms"]
+        parts = out.get("partitions", ())
         return RunResult(
             floats,
             raws,
             (float(lat["median"]), float(lat["min"])),
-            str(out["selected"]),
+            # a partitioned run: its devices in first-use order ("mtk-mdla+cpu")
+            "+".join(dict.fromkeys(str(p["device"]) for p in parts)) or str(out["selected"]),
             tuple(names),
             out.get("cache"),
             tuple(float(v) for v in lat.get("sorted", ())),
+            tuple(
+                PartitionTime(
+                    str(p["device"]),
+                    int(p["ops"]),
+                    int(p["first_op"]),
+                    float(p["ms"]),
+                    float(p["min_ms"]),
+                )
+                for p in parts
+            ),
         )
 
 

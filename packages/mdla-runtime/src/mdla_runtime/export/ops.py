@@ -19,6 +19,7 @@ from mdla_ir.attrs import (
 )
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
+from mdla_runtime.export.limits import check_loadable
 from mdla_runtime.export.writer import ExportError, Writer, padding_mode
 
 ZERO_POINT = "zero_point"
@@ -124,7 +125,9 @@ def _pool(w: Writer, op: Op, out: list[int]) -> None:
 
 
 def _fc(w: Writer, op: Op, out: list[int]) -> None:
-    keep = len(w.graph.tensors[op.inputs[0]].shape) > 2
+    # keepNumDims: the output keeps the input's leading dims ([..., units]); without it LiteRT
+    # writes [batch, units], which differs for rank > 2 and for a rank-1 input ([units]).
+    keep = len(w.graph.tensors[op.inputs[0]].shape) != 2
     opts = w.options("FullyConnectedOptions", keepNumDims=keep, fusedActivationFunction=w.fuse(op))
     w.emit(
         "FULLY_CONNECTED", [w.tensor(n) for n in op.inputs], out, ("FullyConnectedOptions", opts)
@@ -144,14 +147,29 @@ def _plain(w: Writer, op: Op, out: list[int]) -> None:
 
 
 def _softmax(w: Writer, op: Op, out: list[int]) -> None:
-    a = SoftmaxAttrs.of(op)
-    rank = len(w.graph.tensors[op.inputs[0]].shape)
-    if a.axis % rank != rank - 1:
-        raise ExportError(
-            f"op `{op.name}` (SOFTMAX): TFLite reduces the last axis only, got axis {a.axis}"
-        )
+    """SOFTMAX over the last axis; over another axis TRANSPOSE(perm), SOFTMAX, TRANSPOSE(perm^-1).
+
+    Exact: TFLite's SOFTMAX normalizes each last-axis row on its own, perm moves `axis` last
+    keeping the other axes in order (so the rows of transpose(x, perm) are the rows of x along
+    `axis`), and a TRANSPOSE moves int8 codes unchanged under one scale and zero point; the
+    inverse permutation puts every output code back where the op writes it."""
+    a, x = SoftmaxAttrs.of(op), w.graph.tensors[op.inputs[0]]
+    rank = len(x.shape)
     opts = w.options("SoftmaxOptions", beta=a.beta)
-    w.emit("SOFTMAX", [w.tensor(op.inputs[0])], out, ("SoftmaxOptions", opts))
+    if rank == 0 or a.axis % rank == rank - 1:
+        w.emit("SOFTMAX", [w.tensor(op.inputs[0])], out, ("SoftmaxOptions", opts))
+        return
+    axis = a.axis % rank
+    perm = [d for d in range(rank) if d != axis] + [axis]
+    inverse = [perm.index(d) for d in range(rank)]
+    moved = [x.shape[d] for d in perm]
+    y_q = w.graph.tensors[op.outputs[0]].quant
+    to_last = w.add_tensor(f"{op.name}/axis_last", moved, "int8", x.quant)
+    normed = w.add_tensor(f"{op.name}/softmax_last", moved, "int8", y_q)
+    t_opts = ("TransposeOptions", w.options("TransposeOptions"))
+    w.emit("TRANSPOSE", [w.tensor(x.name), w.const_i32(f"{op.name}/perm", perm)], [to_last], t_opts)
+    w.emit("SOFTMAX", [to_last], [normed], ("SoftmaxOptions", opts))
+    w.emit("TRANSPOSE", [normed, w.const_i32(f"{op.name}/perm_back", inverse)], out, t_opts)
 
 
 def _concat(w: Writer, op: Op, out: list[int]) -> None:
@@ -241,7 +259,7 @@ _EMITTERS: dict[OpKind, Emit] = {
     OpKind.LOGISTIC: _plain,
     OpKind.TANH: _plain,
     OpKind.HARD_SWISH: _plain,
-    OpKind.SOFTMAX: _softmax,  # last axis only
+    OpKind.SOFTMAX: _softmax,  # SOFTMAX [TRANSPOSE around it for another axis]
     OpKind.CONCATENATION: _concat,
     OpKind.PAD: _pad,
     OpKind.RESHAPE: _reshape,
@@ -255,9 +273,10 @@ _EMITTERS: dict[OpKind, Emit] = {
 
 
 def emit_op(w: Writer, op: Op) -> None:
-    """Append the TFLite operator(s) computing `op`."""
-    out = [w.tensor(op.outputs[0])]
+    """Append the TFLite operator(s) computing `op` (after `limits.check_loadable`)."""
     emit = _EMITTERS.get(op.kind)
     if emit is None:
         raise ExportError(f"op `{op.name}`: {op.kind.name} has no .tflite export")
+    check_loadable(w.graph, op)
+    out = [w.tensor(op.outputs[0])]
     emit(w, op, out)

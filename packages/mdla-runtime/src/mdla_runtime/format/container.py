@@ -10,7 +10,8 @@ the C reader in csrc/manifest.c; operand counts per operation come from the op s
                           offset a multiple of 64, no two slices overlapping
 
 Header: {"model": {...metadata...}, "operands": [...], "operations": [...], "inputs": [...],
-"outputs": [...], "data_size": n}; see `manifest.py` for the schema of each entry.
+"outputs": [...], "partitions": [...] (format 3), "data_size": n}; see `manifest.py` for the
+schema of each entry.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from mdla_ir.schema import (
 __all__ = [
     "ALIGN",
     "BOOL",
+    "CPU_DEVICE",
     "ELEMENT_SIZE",
     "FLOAT32",
     "FORMAT_VERSION",
@@ -46,6 +48,7 @@ __all__ = [
     "MAX_RANK",
     "NOT_AVAILABLE",
     "PREAMBLE",
+    "READABLE_VERSIONS",
     "SCALAR_TYPES",
     "TENSOR_BOOL8",
     "TENSOR_FLOAT32",
@@ -61,7 +64,11 @@ __all__ = [
 ]
 
 MAGIC = b"\x89MDLA\r\n\x1a"
-FORMAT_VERSION = 2  # 2: the `model` section has a fixed key list (format/model.py)
+FORMAT_VERSION = 3  # 3: `partitions` (issue 17); 2: the `model` section's fixed key list
+# Formats this reader reads: a format-2 file (no `partitions`) is one partition holding every
+# operation, on the device its model section names (model.quant.device, else mtk-mdla).
+READABLE_VERSIONS = (2, 3)
+CPU_DEVICE = "cpu"  # the partition device the engine runs with its own C kernels
 PREAMBLE = 20
 ALIGN = 64
 MAX_HEADER = 64 << 20
@@ -72,7 +79,7 @@ MAX_DEPTH = 32
 
 def version_message(version: int) -> str:
     """Why a file of format `version` is refused (csrc/manifest.c prints the same words)."""
-    if version < FORMAT_VERSION:
+    if version < READABLE_VERSIONS[0]:
         return (
             f"format version {version}, rebuild with `workbench compile` "
             f"(this reader reads format {FORMAT_VERSION})"

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from mdla_ir.attrs import (
+    ArgmaxAttrs,
     AttrError,
     AxisAttrs,
     BlockAttrs,
@@ -28,6 +29,7 @@ from mdla_ir.attrs import (
     FuseAttrs,
     MatmulAttrs,
     MeanAttrs,
+    NormAttrs,
     PadAttrs,
     PoolAttrs,
     ReshapeAttrs,
@@ -38,7 +40,7 @@ from mdla_ir.attrs import (
 from mdla_ir.graph import Graph, Op, Tensor
 from mdla_ir.lowerable import form_problems
 from mdla_ir.ops import FUSE_CODES, OpKind
-from mdla_ir.schema import SCHEMA
+from mdla_ir.schema import HOST_BY_CODE, HOST_CODES, SCHEMA, Form
 from mdla_runtime.errors import LoweringError
 from mdla_runtime.format import container as fmt
 
@@ -87,6 +89,9 @@ def _tensor_entry(t: Tensor, channel_dim: int | None) -> tuple[dict[str, Any], b
     if t.dtype == "int32":
         entry |= {"type": fmt.TENSOR_INT32, "scale": 0.0, "zero_point": 0}
         return entry, None if data is None else data.astype("<i4").tobytes()
+    if t.dtype == "float32" and data is not None:  # a host op's constant (LAYER_NORM's weight)
+        entry |= {"type": fmt.TENSOR_FLOAT32, "scale": 0.0, "zero_point": 0}
+        return entry, data.astype("<f4").tobytes()
     if t.dtype != "int8" or q is None:
         raise LoweringError(t.name, None, f"tensor dtype {t.dtype} quant {q}: need int8 with quant")
     if len(q.scale) > 1 or (q.per_channel and data is not None):
@@ -173,6 +178,14 @@ def _pool(low: Lowered, g: Graph, op: Op) -> Slots:
 
 
 def _fc(low: Lowered, g: Graph, op: Op) -> Slots:
+    shape = g.tensors[op.inputs[0]].shape
+    if len(shape) < 2:  # NNAPI: "a tensor of at least rank 2"; the emulator refuses it too
+        raise _fail(
+            op,
+            f"input `{op.inputs[0]}` has rank {len(shape)} {tuple(shape)}; the Neuron ABI's "
+            "FULLY_CONNECTED takes rank >= 2, so the adapter would refuse it (BAD_DATA): "
+            f"give the input a batch dimension, e.g. reshape it to (1, {shape[0] if shape else 1})",
+        )
     units = g.tensors[op.inputs[1]].shape[0]
     bias = lambda: _bias(low, g, op, units)  # noqa: E731
     fuse = _fuse(op, FuseAttrs.of(op).fuse)
@@ -254,7 +267,52 @@ _RULES: dict[OpKind, Rule] = {
 }  # every op whose schema form is the one slot `x` lowers with `_unary`
 
 
+def _layer_norm(low: Lowered, g: Graph, op: Op) -> Slots:
+    """Host op (a CPU partition's): x weight bias eps; an absent weight is 1, bias 0."""
+    n = g.tensors[op.inputs[0]].shape[-1]
+    norm = NormAttrs.of(op)
+    if tuple(norm.normalized_shape or ()) != (n,):
+        raise _fail(op, f"normalized shape {norm.normalized_shape}: the engine normalizes the last "
+                    f"axis ({n} values) only")  # fmt: skip
+
+    def const(k: int, fill: float) -> Any:
+        if len(op.inputs) > k:
+            return op.inputs[k]
+        data = np.full(n, fill, "<f4").tobytes()
+        entry = {"name": f"{op.name}.{k}", "type": fmt.TENSOR_FLOAT32, "dims": [n]}
+        return lambda: low.add(entry | {"scale": 0.0, "zero_point": 0}, data)
+
+    return {"x": op.inputs[0], "weight": const(1, 1.0), "bias": const(2, 0.0), "eps": norm.eps}
+
+
+def _gelu(low: Lowered, g: Graph, op: Op) -> Slots:
+    """Host op: x table (the int8 table mdla_quant's `with_gelu_tables` attached)."""
+    if len(op.inputs) != 2:
+        raise _fail(op, "no table input: quantize the graph with mdla_quant (it attaches one)")
+    return {"x": op.inputs[0], "table": op.inputs[1]}
+
+
+def _argmax(low: Lowered, g: Graph, op: Op) -> Slots:
+    """Host op: x axis (non-negative; keepdims is the output operand's rank)."""
+    return {"x": op.inputs[0], "axis": ArgmaxAttrs.of(op).axis % len(g.tensors[op.inputs[0]].shape)}
+
+
+_HOST_RULES: dict[OpKind, Rule] = {
+    OpKind.LAYER_NORM: _layer_norm,
+    OpKind.GELU: _gelu,
+    OpKind.ARGMAX: _argmax,
+}
+
+
+def _form(kind: OpKind) -> Form:
+    """The schema form an op lowers to: a Neuron op's first, or a host op's (HOST_BY_CODE)."""
+    code = HOST_CODES.get(kind)
+    return SCHEMA[kind].forms[0] if code is None else HOST_BY_CODE[code].forms[0]
+
+
 def _rule(kind: OpKind) -> Rule | None:
+    if kind in _HOST_RULES:
+        return _HOST_RULES[kind]
     rule = _RULES.get(kind)
     if rule is None and SCHEMA[kind].forms and SCHEMA[kind].forms[0].slots == ("x",):
         return _unary
@@ -282,7 +340,7 @@ def _slot(low: Lowered, graph: Graph, letter: str, value: Any) -> list[int]:
 
 
 def _lay_out(low: Lowered, graph: Graph, op: Op, slots: Slots) -> list[int]:
-    form = SCHEMA[op.kind].forms[0]
+    form = _form(op.kind)
     if set(slots) != set(form.slots):
         raise _fail(op, f"lowering gives slots {sorted(slots)}, the schema form {form.text!r}")
     return [
@@ -300,7 +358,7 @@ def lower(graph: Graph) -> Lowered:
     for name in graph.inputs:
         _operand(low, graph, name)
     for op in graph.ops:
-        if not op.kind.is_neuron:
+        if not op.kind.is_neuron and op.kind not in HOST_CODES:
             raise _fail(op, "not a Neuron operation: legalize the graph before saving it")
         rule = _rule(op.kind)
         if rule is None:
@@ -314,7 +372,6 @@ def lower(graph: Graph) -> Lowered:
                 raise
             raise _fail(op, f"bad attributes {dict(op.attrs)}: {exc!r}") from exc
         outs = [_operand(low, graph, n) for n in op.outputs]
-        low.operations.append(
-            {"code": op.kind.value, "inputs": ins, "outputs": outs, "name": op.name}
-        )
+        code = HOST_CODES.get(op.kind, op.kind.value)
+        low.operations.append({"code": code, "inputs": ins, "outputs": outs, "name": op.name})
     return low

@@ -8,6 +8,11 @@ Header schema (msgpack; unknown keys are errors, so a typo never passes silently
     inputs/outputs[i] {operand, name, scale, zero_point, layout "NHWC", shape (device),
                    perm (model layout -> device layout, [] = identity), model_shape}
     model         the graph's Provenance under a fixed key list (`format/model.py`)
+    partitions[p] {device, operations: [operation...], inputs: [operand...], outputs:
+                   [operand...]} (format 3): run in list order, each on its device (`cpu`: the
+                   engine's own kernels); inputs/outputs are the operands crossing a boundary,
+                   int8 with their scale and zero point (`mdla_ir.partitions`). A format-2 file
+                   reads as one partition of every operation on the model's device.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import msgpack  # type: ignore[import-untyped]
 import numpy as np
 
 from mdla_ir.graph import Graph
+from mdla_ir.partitions import partitions
 from mdla_ir.provenance import Provenance
 from mdla_runtime.atomic import write_atomic
 from mdla_runtime.errors import ManifestError
@@ -76,6 +82,21 @@ class IOSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionSpec:
+    """Operations (indices, run in ascending order) on one device, and the operands crossing
+    into (`inputs`) and out of (`outputs`) it."""
+
+    device: str
+    operations: tuple[int, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.device == fmt.CPU_DEVICE
+
+
+@dataclass(frozen=True, slots=True)
 class Manifest:
     model: Mapping[str, Any]
     operands: tuple[Operand, ...]
@@ -84,6 +105,8 @@ class Manifest:
     outputs: tuple[IOSpec, ...]
     data_size: int
     path: Path | None = None
+    partitions: tuple[PartitionSpec, ...] = ()
+    version: int = fmt.FORMAT_VERSION
 
     @property
     def name(self) -> str:
@@ -125,6 +148,7 @@ def to_bytes(graph: Graph) -> bytes:
         low.operands[idx]["data"] = [cursor, len(blob)]
         cursor += len(blob)
     body = {"operands": low.operands, "operations": low.operations}
+    body["partitions"] = _partitions(graph, low.index)
     content = hashlib.sha256(msgpack.packb(body) + bytes(data)).hexdigest()
     header = {
         "model": model_section(graph.name, graph.provenance, content),
@@ -137,6 +161,20 @@ def to_bytes(graph: Graph) -> bytes:
     pre = fmt.MAGIC + struct.pack("<IQ", fmt.FORMAT_VERSION, len(packed))
     pad = fmt.align(fmt.PREAMBLE + len(packed)) - fmt.PREAMBLE - len(packed)
     return pre + packed + bytes(pad) + bytes(data)
+
+
+def _partitions(graph: Graph, index: Mapping[str, int]) -> list[dict[str, Any]]:
+    """The header's partitions: one per run of consecutive ops on one device (operation i is
+    op i of the graph: `lower` emits one per op, in order)."""
+    return [
+        {
+            "device": p.device,
+            "operations": list(range(p.first, p.first + len(p.ops))),
+            "inputs": [index[n] for n in p.inputs],
+            "outputs": [index[n] for n in p.outputs],
+        }
+        for p in partitions(graph)
+    ]
 
 
 def save(graph: Graph, path: str | os.PathLike[str]) -> Path:
@@ -179,6 +217,25 @@ def _spec(entry: Mapping[str, Any], operands: list[dict[str, Any]]) -> IOSpec:
     )
 
 
+def _partition_specs(header: Mapping[str, Any]) -> tuple[PartitionSpec, ...]:
+    if "partitions" in header:
+        return tuple(
+            PartitionSpec(
+                e["device"], tuple(e["operations"]), tuple(e["inputs"]), tuple(e["outputs"])
+            )
+            for e in header["partitions"]
+        )
+    quant = header["model"].get("quant") or {}  # format 2: one partition, every operation
+    return (
+        PartitionSpec(
+            str(quant.get("device", "mtk-mdla")),
+            tuple(range(len(header["operations"]))),
+            tuple(e["operand"] for e in header["inputs"]),
+            tuple(e["operand"] for e in header["outputs"]),
+        ),
+    )
+
+
 def parse(buf: bytes, path: Path | None = None, budget: Budget = DEFAULT) -> Manifest:
     """Validate and decode a whole .mdla file; raises a `ManifestError` subclass on any flaw
     (its message starts with `path` when one is given)."""
@@ -200,6 +257,8 @@ def parse(buf: bytes, path: Path | None = None, budget: Budget = DEFAULT) -> Man
         outputs=tuple(_spec(e, header["operands"]) for e in header["outputs"]),
         data_size=header["data_size"],
         path=path,
+        partitions=_partition_specs(header),
+        version=int.from_bytes(buf[8:12], "little"),
     )
 
 

@@ -11,7 +11,16 @@
     labels              [str]   class labels, [] if none                        (required)
     quant               map     the QuantConfig: QUANT_KEYS (QUANT_REQUIRED required), its
                                 rounding equal to model.rounding                (optional)
-    preprocess          map     mode str, size [uint], mean [float], std [float] (optional)
+    preprocess          map     mode str, size [uint], mean [float], std [float]; optional:
+                                channels str ("rgb" | "bgr"), resize uint (short side before
+                                the centre crop; 0 = whole image, no crop)      (optional)
+    postprocess         map     a detector's CPU decoding, POSTPROCESS_KEYS: kind "ssd",
+                                image_size [h, w], num_classes uint >= 2, aspect_ratios
+                                [[float]] (one list per level, >= 1 level), scales [float]
+                                (levels + 1), box_weights [float] (4), box_clip, score_thresh,
+                                nms_thresh float, topk_candidates, detections_per_img uint,
+                                clip bool, order "regression_first" | "classification_first";
+                                optional: steps [uint] (one per level)           (optional)
     probe_patched       bool    the probe edited this file by hand              (optional)
     random_weights      bool    compiled from a model whose weights were random (optional)
 
@@ -25,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any, Protocol
 
-from mdla_ir.provenance import ROUNDINGS, Preprocess, Provenance, QuantRecord
+from mdla_ir.provenance import ROUNDINGS, Postprocess, Preprocess, Provenance, QuantRecord
 from mdla_runtime.errors import BadHeaderError
 
 MODEL_KEYS = (
@@ -42,6 +51,7 @@ MODEL_KEYS = (
     "labels",
     "quant",
     "preprocess",
+    "postprocess",
     "probe_patched",
     "random_weights",
 )
@@ -55,7 +65,28 @@ QUANT_KEYS = tuple(QUANT_TYPES)
 # The fields of format 2's first files are required; those QuantRecord gained later are optional
 # (a reader fills in their defaults), so older manifests keep reading.
 QUANT_REQUIRED = QUANT_KEYS[: QUANT_KEYS.index("device") + 1]
-PREPROCESS_KEYS = ("mode", "size", "mean", "std")
+PREPROCESS_KEYS = ("mode", "size", "mean", "std", "channels", "resize")
+PREPROCESS_REQUIRED = PREPROCESS_KEYS[:4]
+CHANNEL_ORDERS = ("rgb", "bgr")
+POSTPROCESS_KEYS = (
+    "kind",
+    "image_size",
+    "num_classes",
+    "aspect_ratios",
+    "scales",
+    "box_weights",
+    "box_clip",
+    "score_thresh",
+    "nms_thresh",
+    "topk_candidates",
+    "detections_per_img",
+    "clip",
+    "order",
+    "steps",
+)
+POSTPROCESS_REQUIRED = POSTPROCESS_KEYS[:-1]
+POSTPROCESS_KINDS = ("ssd",)
+HEAD_ORDERS = ("regression_first", "classification_first")
 
 
 class Checker(Protocol):
@@ -100,11 +131,56 @@ def check_model(c: Checker, model: Any) -> None:
             raise BadHeaderError(f, c.at(f), "disagrees with model.rounding")
     if "preprocess" in model:
         pre = model["preprocess"]
-        c.keys(pre, "model.preprocess", PREPROCESS_KEYS, PREPROCESS_KEYS)
+        c.keys(pre, "model.preprocess", PREPROCESS_KEYS, PREPROCESS_REQUIRED)
         c.typed(pre, "mode", "model.preprocess", "str")
         c.uint_list(pre["size"], "model.preprocess.size")
         c.typed(pre, "mean", "model.preprocess", "floats")
         c.typed(pre, "std", "model.preprocess", "floats")
+        c.typed(pre, "channels", "model.preprocess", "str")
+        c.typed(pre, "resize", "model.preprocess", "uint")
+        if pre.get("channels", "rgb") not in CHANNEL_ORDERS:
+            f = "model.preprocess.channels"
+            raise BadHeaderError(f, c.at(f), "expected `rgb` or `bgr`")
+    if "postprocess" in model:
+        check_postprocess(c, model["postprocess"])
+
+
+def check_postprocess(c: Checker, post: Any) -> None:
+    """The postprocess map: its keys and types, and lengths that agree with the level count
+    (len(aspect_ratios)): scales one more, steps one each, box_weights 4, image_size 2."""
+    f = "model.postprocess"
+    c.keys(post, f, POSTPROCESS_KEYS, POSTPROCESS_REQUIRED)
+    for key, kind in (("kind", "str"), ("order", "str"), ("clip", "bool")):
+        c.typed(post, key, f, kind)
+    for key in ("num_classes", "topk_candidates", "detections_per_img"):
+        c.typed(post, key, f, "uint")
+    for key in ("box_clip", "score_thresh", "nms_thresh"):
+        c.typed(post, key, f, "float")
+    for key in ("scales", "box_weights"):
+        c.typed(post, key, f, "floats")
+    if post["kind"] not in POSTPROCESS_KINDS:
+        raise BadHeaderError(f"{f}.kind", c.at(f"{f}.kind"), "expected `ssd`")
+    if post["order"] not in HEAD_ORDERS:
+        why = "expected `regression_first` or `classification_first`"
+        raise BadHeaderError(f"{f}.order", c.at(f"{f}.order"), why)
+    if post["num_classes"] < 2:
+        raise BadHeaderError(f"{f}.num_classes", c.at(f"{f}.num_classes"), "expected >= 2")
+    ratios = post["aspect_ratios"]
+    if not isinstance(ratios, list) or not ratios:
+        raise BadHeaderError(f"{f}.aspect_ratios", c.at(f"{f}.aspect_ratios"), "expected a list")
+    for k, level in enumerate(ratios):
+        if not isinstance(level, list) or not all(isinstance(v, float) for v in level):
+            g = f"{f}.aspect_ratios[{k}]"
+            raise BadHeaderError(g, c.at(g), "expected floats")
+    sizes = [("image_size", 2), ("scales", len(ratios) + 1), ("box_weights", 4)]
+    if "steps" in post:
+        sizes.append(("steps", len(ratios)))
+    for key, n in sizes:
+        if key in ("image_size", "steps"):
+            c.uint_list(post[key], f"{f}.{key}")
+        if len(post[key]) != n:
+            why = f"expected {n} values, got {len(post[key])}"
+            raise BadHeaderError(f"{f}.{key}", c.at(f"{f}.{key}"), why)
 
 
 def model_section(name: str, prov: Provenance, content_hash: str) -> dict[str, Any]:
@@ -134,9 +210,59 @@ def model_section(name: str, prov: Provenance, content_hash: str) -> dict[str, A
             "mean": [float(v) for v in p.mean],
             "std": [float(v) for v in p.std],
         }
+        if p.channels != "rgb":
+            model["preprocess"]["channels"] = p.channels
+        if p.resize is not None:
+            model["preprocess"]["resize"] = int(p.resize)
+    if prov.postprocess is not None:
+        model["postprocess"] = postprocess_section(prov.postprocess)
     if prov.random_weights:
         model["random_weights"] = True
     return model
+
+
+def postprocess_section(p: Postprocess) -> dict[str, Any]:
+    """The `model.postprocess` map of a record (floats written as floats, ints as ints)."""
+    section: dict[str, Any] = {
+        "kind": p.kind,
+        "image_size": [int(d) for d in p.image_size],
+        "num_classes": int(p.num_classes),
+        "aspect_ratios": [[float(a) for a in level] for level in p.aspect_ratios],
+        "scales": [float(v) for v in p.scales],
+        "box_weights": [float(v) for v in p.box_weights],
+        "box_clip": float(p.box_clip),
+        "score_thresh": float(p.score_thresh),
+        "nms_thresh": float(p.nms_thresh),
+        "topk_candidates": int(p.topk_candidates),
+        "detections_per_img": int(p.detections_per_img),
+        "clip": bool(p.clip),
+        "order": p.order,
+    }
+    if p.steps is not None:
+        section["steps"] = [int(s) for s in p.steps]
+    return section
+
+
+def postprocess(post: Mapping[str, Any]) -> Postprocess:
+    """The `Postprocess` a checked postprocess map records."""
+    h, w = post["image_size"]
+    wx, wy, ww, wh = post["box_weights"]
+    return Postprocess(
+        kind=post["kind"],
+        image_size=(h, w),
+        num_classes=post["num_classes"],
+        aspect_ratios=tuple(tuple(level) for level in post["aspect_ratios"]),
+        scales=tuple(post["scales"]),
+        box_weights=(wx, wy, ww, wh),
+        box_clip=post["box_clip"],
+        score_thresh=post["score_thresh"],
+        nms_thresh=post["nms_thresh"],
+        topk_candidates=post["topk_candidates"],
+        detections_per_img=post["detections_per_img"],
+        clip=post["clip"],
+        order=post["order"],
+        steps=tuple(post["steps"]) if "steps" in post else None,
+    )
 
 
 def provenance(model: Mapping[str, Any]) -> Provenance:
@@ -156,7 +282,15 @@ def provenance(model: Mapping[str, Any]) -> Provenance:
         preprocess=(
             None
             if pre is None
-            else Preprocess(pre["mode"], tuple(pre["size"]), tuple(pre["mean"]), tuple(pre["std"]))
+            else Preprocess(
+                pre["mode"],
+                tuple(pre["size"]),
+                tuple(pre["mean"]),
+                tuple(pre["std"]),
+                pre.get("channels", "rgb"),
+                pre.get("resize"),
+            )
         ),
+        postprocess=postprocess(model["postprocess"]) if "postprocess" in model else None,
         random_weights=bool(model.get("random_weights", False)),
     )

@@ -28,10 +28,23 @@ same kinds, fields and offsets), after the schema checks and before the engine, 
 3. A `model.preprocess` record feeds one image to one input (CountMismatch at `inputs`) whose
    `model_shape` is the (1, 3, H, W) image it makes, (H, W) its `size` (ShapeMismatch): what the
    workbench writes (`preprocess_record`: one rank-4 input) and what `workbench run` feeds.
+   A `model.postprocess` record (an SSD with L = len(aspect_ratios) feature levels) reads 2L
+   model outputs, a regression and a classification map per level (CountMismatch at `outputs`).
 4. Operations, in order, as the adapter will run them: every input is a constant, a model input
    or written by an earlier operation; no output is a constant or a model input
    (BadReference); no operand is written twice (DuplicateEntry).
 5. Every model output is written by an operation (BadReference); there is at least one output.
+6. Partitions (format 3; issue 17), which the engine runs in list order, each on its device:
+   - each holds at least one operation (CountMismatch at `.operations`); no operation is in two
+     (DuplicateEntry), every one is in one (CountMismatch at `partitions`); a host operation
+     (LAYER_NORM, GELU: `schema.HOST_BY_CODE`) only in a `cpu` partition (BadReference);
+   - its `inputs`, then its `outputs`, each listed once (DuplicateEntry), are activations (no
+     constant or scalar crosses: BadReference); an input is a model input, or written by an
+     earlier partition (a later one or itself: PartitionCycle) that lists it among its
+     `outputs` (BadReference); an output is written by the partition itself (BadReference);
+   - every operand its operations read that is neither a constant nor written inside it is
+     among its `inputs` (BadReference at `.operations[k]`);
+   - every model output is among the `outputs` of the partition that writes it (BadReference).
 """
 
 from __future__ import annotations
@@ -41,6 +54,7 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn, Protocol
 
+from mdla_ir.schema import HOST_BY_CODE
 from mdla_runtime.errors import (
     BadPermutationError,
     BadQuantizationError,
@@ -49,6 +63,7 @@ from mdla_runtime.errors import (
     DuplicateEntryError,
     ManifestError,
     OverBudgetError,
+    PartitionCycleError,
     ShapeMismatchError,
 )
 from mdla_runtime.format import container as fmt
@@ -236,6 +251,109 @@ class _Semantics:
             f = "inputs[0].model_shape"
             self.fail(ShapeMismatchError, f, why, self.value_at(e, "inputs[0]", "model_shape"))
 
+    def postprocess(self) -> None:
+        post = self.h["model"].get("postprocess")
+        if post is None:
+            return
+        levels, outs = len(post["aspect_ratios"]), len(self.h["outputs"])
+        if outs != 2 * levels:
+            why = (
+                f"model.postprocess decodes {levels} feature level(s) from {2 * levels} "
+                f"outputs; the model has {outs}"
+            )
+            self.fail(CountMismatchError, "outputs", why)
+
+
+def _constant(o: Entry) -> bool:
+    return "data" in o or "value" in o
+
+
+class _Partitions:
+    """Check 6 of the module docstring, on a header whose checks 1-5 passed."""
+
+    def __init__(self, s: _Semantics) -> None:
+        self.s, self.parts = s, s.h["partitions"]
+        self.owner: dict[int, int] = {}  # operation -> partition
+        self.writer: dict[int, int] = {}  # operand -> the partition writing it
+
+    def operations(self) -> None:
+        s, ops = self.s, self.s.h["operations"]
+        for p, e in enumerate(self.parts):
+            f = f"partitions[{p}]"
+            if not e["operations"]:
+                why = "a partition holds at least one operation"
+                s.fail(CountMismatchError, f"{f}.operations", why)
+            for k, i in enumerate(e["operations"]):
+                if i in self.owner:
+                    why = f"operations[{i}] is already in partitions[{self.owner[i]}]"
+                    s.fail(DuplicateEntryError, f"{f}.operations[{k}]", why)
+                self.owner[i] = p
+                host = HOST_BY_CODE.get(ops[i]["code"])
+                if host is not None and e["device"] != fmt.CPU_DEVICE:
+                    why = (
+                        f"operations[{i}] is {host.name}, a host operation: only a "
+                        f"`{fmt.CPU_DEVICE}` partition runs it, not `{e['device']}`"
+                    )
+                    s.fail(BadReferenceError, f"{f}.operations[{k}]", why)
+        for i in range(len(ops)):
+            if i not in self.owner:
+                s.fail(CountMismatchError, "partitions", f"operations[{i}] is in no partition")
+        self.writer = {x: self.owner[i] for i, op in enumerate(ops) for x in op["outputs"]}
+
+    def boundary(self, p: int, e: Entry, inputs: set[int]) -> None:
+        s, f = self.s, f"partitions[{p}]"
+        for key in ("inputs", "outputs"):
+            seen: dict[int, int] = {}
+            for k, x in enumerate(e[key]):
+                fk = f"{f}.{key}[{k}]"
+                if x in seen:
+                    why = f"operand {x} is already {key}[{seen[x]}]"
+                    s.fail(DuplicateEntryError, fk, why)
+                seen[x] = k
+                if _constant(s.ops[x]):
+                    why = f"operand {x} is a constant or scalar; only activations cross partitions"
+                    s.fail(BadReferenceError, fk, why)
+                q = self.writer.get(x)
+                if key == "outputs":
+                    if q != p:
+                        s.fail(BadReferenceError, fk, f"operand {x} is not written by {f}")
+                elif x not in inputs:
+                    if q is None:
+                        s.fail(BadReferenceError, fk, f"operand {x} is written by no operation")
+                    if q >= p:
+                        why = f"operand {x} is written by partitions[{q}], which runs after {f}"
+                        why = why if q > p else f"operand {x} is written by {f} itself"
+                        s.fail(PartitionCycleError, fk, why)
+                    if x not in self.parts[q]["outputs"]:
+                        why = f"operand {x} is not among the outputs of partitions[{q}]"
+                        s.fail(BadReferenceError, fk, why)
+
+    def reads(self, p: int, e: Entry) -> None:
+        s, ops = self.s, self.s.h["operations"]
+        listed = set(e["inputs"])
+        for k, i in enumerate(e["operations"]):
+            for x in ops[i]["inputs"]:
+                if _constant(s.ops[x]) or self.writer.get(x) == p or x in listed:
+                    continue
+                why = (
+                    f"operations[{i}] reads operand {x} from outside partitions[{p}], whose "
+                    "inputs do not list it"
+                )
+                s.fail(BadReferenceError, f"partitions[{p}].operations[{k}]", why)
+
+    def check(self) -> None:
+        self.operations()
+        inputs = {e["operand"] for e in self.s.h["inputs"]}
+        for p, e in enumerate(self.parts):
+            self.boundary(p, e, inputs)
+            self.reads(p, e)
+        for k, e in enumerate(self.s.h["outputs"]):
+            x = e["operand"]
+            q = self.writer[x]
+            if x not in self.parts[q]["outputs"]:
+                why = f"operand {x} is not among the outputs of partitions[{q}], which writes it"
+                self.s.fail(BadReferenceError, f"outputs[{k}].operand", why)
+
 
 def check_semantics(c: Locator, header: Mapping[str, Any], budget: Budget) -> None:
     """Raise the first semantic flaw of a schema-valid header (the order of the docstring)."""
@@ -248,4 +366,7 @@ def check_semantics(c: Locator, header: Mapping[str, Any], budget: Budget) -> No
         for k, e in enumerate(header[key]):
             s.io(key, k, e, seen)
     s.preprocess()
+    s.postprocess()
     s.dataflow()
+    if "partitions" in header:
+        _Partitions(s).check()

@@ -36,7 +36,9 @@ from mdla_runtime.format.model import check_model
 from mdla_runtime.format.msgpack_reader import child, decode_header, offset_of, segments
 from mdla_runtime.format.semantic import check_semantics
 
-TOP = ("model", "operands", "operations", "inputs", "outputs", "data_size")
+TOP = ("model", "operands", "operations", "inputs", "outputs", "data_size", "partitions")
+TOP_V2 = TOP[:-1]  # format 2: no partitions (read as one, `manifest.py`)
+PARTITION_KEYS = ("device", "operations", "inputs", "outputs")
 OPERAND_KEYS: tuple[str, ...] = (
     "type",
     "dims",
@@ -113,7 +115,7 @@ class _Checker:
             raise BadHeaderError(f, self.at(f), f"expected {kind}, got {type(v).__name__}")
 
 
-def _preamble(buf: bytes) -> tuple[int, int]:
+def _preamble(buf: bytes) -> tuple[int, int, int]:
     n = len(buf)
     head = min(n, len(fmt.MAGIC))
     if buf[:head] != fmt.MAGIC[:head]:
@@ -123,14 +125,14 @@ def _preamble(buf: bytes) -> tuple[int, int]:
             "preamble", n, f"file has {n} bytes, the preamble {fmt.PREAMBLE}"
         )
     version = int.from_bytes(buf[8:12], "little")
-    if version != fmt.FORMAT_VERSION:
+    if version not in fmt.READABLE_VERSIONS:
         raise FutureVersionError("version", 8, fmt.version_message(version))
     hlen = int.from_bytes(buf[12:20], "little")
     if hlen > fmt.MAX_HEADER:
         raise HeaderTooLargeError("header_length", 12, f"{hlen} bytes > {fmt.MAX_HEADER}")
     if fmt.PREAMBLE + hlen > n:
         raise TruncatedHeaderError("header", n, f"header of {hlen} bytes, file ends at {n}")
-    return hlen, fmt.align(fmt.PREAMBLE + hlen)
+    return hlen, fmt.align(fmt.PREAMBLE + hlen), version
 
 
 def _operand(c: _Checker, e: Any, i: int, data_size: int) -> tuple[int, int] | None:
@@ -180,11 +182,13 @@ def _operand(c: _Checker, e: Any, i: int, data_size: int) -> tuple[int, int] | N
     return sl[0], sl[1]
 
 
-def _operation(c: _Checker, e: Any, i: int, n_operands: int) -> None:
+def _operation(c: _Checker, e: Any, i: int, n_operands: int, hosts: bool) -> None:
+    """`hosts`: the file's format has host operations (3 on; `schema.HOST_BY_CODE`)."""
     f = f"operations[{i}]"
     c.keys(e, f, OPERATION_KEYS, ("code", "inputs", "outputs"))
     code = e["code"]
-    if not _is_int(code) or not 0 <= code <= fmt.MAX_OP_CODE or code in fmt.NOT_AVAILABLE:
+    neuron = _is_int(code) and 0 <= code <= fmt.MAX_OP_CODE and code not in fmt.NOT_AVAILABLE
+    if not neuron and not (hosts and _is_int(code) and code in schema.HOST_BY_CODE):
         raise UnknownOpCodeError(f"{f}.code", c.at(f"{f}.code"), f"operation code {code!r}")
     for key in ("inputs", "outputs"):
         for k, idx in enumerate(c.uint_list(e[key], f"{f}.{key}")):
@@ -193,7 +197,7 @@ def _operation(c: _Checker, e: Any, i: int, n_operands: int) -> None:
                 raise BadIndexError(at, c.at(at), f"operand {idx} of {n_operands}")
     if not fmt.arity_ok(code, len(e["inputs"]), len(e["outputs"])):
         why = f"code {code} with {len(e['inputs'])} inputs, {len(e['outputs'])} outputs"
-        entry = schema.BY_CODE[code]
+        entry = schema.BY_CODE.get(code) or schema.HOST_BY_CODE[code]
         forms = " | ".join(f.text for f in entry.forms)
         why += f" ({entry.name} takes {forms} -> {entry.outputs.text})"
         raise OperandCountMismatchError(f"{f}.inputs", c.at(f"{f}.inputs"), why)
@@ -213,11 +217,26 @@ def _io(c: _Checker, e: Any, f: str, n_operands: int) -> None:
             c.uint_list(e[key], f"{f}.{key}")
 
 
+def _partition(c: _Checker, e: Any, p: int, n_operations: int, n_operands: int) -> None:
+    f = f"partitions[{p}]"
+    c.keys(e, f, PARTITION_KEYS, PARTITION_KEYS)
+    c.typed(e, "device", f, "str")
+    for key, n, what in (
+        ("operations", n_operations, "operation"),
+        ("inputs", n_operands, "operand"),
+        ("outputs", n_operands, "operand"),
+    ):
+        for k, idx in enumerate(c.uint_list(e[key], f"{f}.{key}")):
+            if idx >= n:
+                at = f"{f}.{key}[{k}]"
+                raise BadIndexError(at, c.at(at), f"{what} {idx} of {n}")
+
+
 def validate(buf: bytes, budget: Budget = DEFAULT) -> tuple[dict[str, Any], int]:
     """The decoded header and the data section's start, or a `ManifestError`: the structure
     (this module), then the meaning (`semantic.check_semantics`: cross references, shapes,
     quantization, the budget), before anything is allocated from the header's sizes."""
-    hlen, data_start = _preamble(buf)
+    hlen, data_start, version = _preamble(buf)
     header, _ = decode_header(buf, fmt.PREAMBLE, fmt.PREAMBLE + hlen, budget)
     if data_start > len(buf):
         raise TruncatedDataError("data", len(buf), f"data section starts at {data_start}")
@@ -225,11 +244,12 @@ def validate(buf: bytes, budget: Budget = DEFAULT) -> tuple[dict[str, Any], int]
         if buf[k]:
             raise BadPaddingError("padding", k, "padding before the data section must be zero")
     c = _Checker(buf, fmt.PREAMBLE + hlen, budget)
-    c.keys(header, "header", TOP, TOP)
+    top = TOP if version >= 3 else TOP_V2
+    c.keys(header, "header", top, top)
     for key, kind in (("model", dict), ("operands", list), ("operations", list)):
         if not isinstance(header[key], kind):
             raise BadHeaderError(key, c.at(key), f"expected {kind.__name__}")
-    for key in ("inputs", "outputs"):
+    for key in ("inputs", "outputs", *top[len(TOP_V2) :]):
         if not isinstance(header[key], list):
             raise BadHeaderError(key, c.at(key), "expected list")
     check_model(c, header["model"])
@@ -255,9 +275,11 @@ def validate(buf: bytes, budget: Budget = DEFAULT) -> tuple[dict[str, Any], int]
             )
     n = len(header["operands"])
     for i, e in enumerate(header["operations"]):
-        _operation(c, e, i, n)
+        _operation(c, e, i, n, version >= 3)
     for key in ("inputs", "outputs"):
         for i, e in enumerate(header[key]):
             _io(c, e, f"{key}[{i}]", n)
+    for p, e in enumerate(header.get("partitions", ())):
+        _partition(c, e, p, len(header["operations"]), n)
     check_semantics(c, header, budget)
     return header, data_start

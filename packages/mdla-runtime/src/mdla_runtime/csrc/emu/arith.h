@@ -12,6 +12,10 @@
  *
  * Right shifts of negative int64 are arithmetic on every compiler this builds with (gcc, clang;
  * C11 leaves it implementation-defined); overflow bounds are noted beside each helper.
+ *
+ * Where TFLite's int32 overflows (x * 2^s for a multiplier >= 2; the output offset added to an
+ * extreme value) the target's `[arith] accumulator` fact decides, as in mdla_quant/arith.py:
+ * saturate (clamp to int32 first) or wrap (modulo 2^32, what TFLite's reference build computes).
  */
 #ifndef MDLA_EMU_ARITH_H
 #define MDLA_EMU_ARITH_H
@@ -76,17 +80,40 @@ static inline int64_t emu_rdbpot(int64_t v, int e) {
     return emu_asr(v, e) + (rem > thr ? 1 : 0);
 }
 
+/* v modulo 2^32 as a two's-complement int32 (gcc and clang convert uint32 to int32 modulo
+ * 2^32, as numpy's int64 -> int32 narrowing does). */
+static inline int64_t emu_wrap32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
+
+/* An int64 value stored into TFLite's int32, as the accumulator fact says. */
+static inline int64_t emu_narrow32(int64_t v, bool wrap) {
+    return wrap ? emu_wrap32(v) : emu_sat32(v);
+}
+
 /* MBQM(x, M, s) in the chosen rounding, (M, s) from emu_quantize_multiplier. x and
- * x * 2^max(s,0) are TFLite's int32 values: saturated to int32 where TFLite's would overflow
- * (then |x * 2^31| <= 2^62 and |a*M| < 2^62, so nothing overflows int64). */
-static inline int64_t emu_mbqm(int64_t x, int64_t m, int s, int rounding) {
-    x = emu_sat32(x);
+ * x * 2^max(s,0) are TFLite's int32 values, narrowed to int32 (wrapped or saturated) where
+ * TFLite's would overflow (then |x * 2^31| <= 2^62 and |a*M| < 2^62: nothing overflows int64).
+ * Single rounding computes in int64 and TFLite casts the result to int32: wrapped under wrap. */
+static inline int64_t emu_mbqm_acc(int64_t x, int64_t m, int s, int rounding, bool wrap) {
+    x = emu_narrow32(x, wrap);
     if (rounding == 1) {
         const int total = 31 - s; /* in [1, 62]: x*M < 2^62, the rounding term < 2^61 */
-        return emu_asr(x * m + (INT64_C(1) << (total - 1)), total);
+        const int64_t r = emu_asr(x * m + (INT64_C(1) << (total - 1)), total);
+        return wrap ? emu_wrap32(r) : r;
     }
     const int left = s > 0 ? s : 0, right = s > 0 ? 0 : -s;
-    return emu_rdbpot(emu_srdhm(emu_sat32(x * (INT64_C(1) << left)), m), right);
+    return emu_rdbpot(emu_srdhm(emu_narrow32(x * (INT64_C(1) << left), wrap), m), right);
+}
+
+/* MBQM with the saturating accumulator (the ops whose int32 values cannot overflow). */
+static inline int64_t emu_mbqm(int64_t x, int64_t m, int s, int rounding) {
+    return emu_mbqm_acc(x, m, s, rounding, false);
+}
+
+/* MBQM's result plus the output zero point, TFLite's `acc += output_offset` in int32: exact
+ * in int64 under saturate (the int8 clamp after it gives what a saturated int32 would),
+ * wrapped under wrap. */
+static inline int64_t emu_add_offset(int64_t v, int32_t z, bool wrap) {
+    return wrap ? emu_wrap32(v + z) : v + z;
 }
 
 static inline int32_t emu_clamp(int64_t v, int32_t lo, int32_t hi) {

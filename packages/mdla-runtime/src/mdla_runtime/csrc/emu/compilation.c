@@ -42,6 +42,7 @@ static void release_params(NeuronCompilation *c) {
 
 int NeuronCompilation_createForDevices(NeuronModel *model, const NeuronDevice *const *devices,
                                        uint32_t numDevices, NeuronCompilation **compilation) {
+    EMU_TRACE();
     if (compilation != NULL) *compilation = NULL;
     if (model == NULL || devices == NULL || compilation == NULL) return NEURON_UNEXPECTED_NULL;
     if (!model->finished) return NEURON_BAD_STATE;
@@ -70,6 +71,7 @@ int NeuronCompilation_createForDevices(NeuronModel *model, const NeuronDevice *c
 }
 
 int NeuronCompilation_setPreference(NeuronCompilation *compilation, int32_t preference) {
+    emu_trace(__func__, "%d", (int)preference);
     if (compilation == NULL) return NEURON_UNEXPECTED_NULL;
     if (compilation->finished) return NEURON_BAD_STATE;
     if (preference < NEURON_PREFER_LOW_POWER || preference > NEURON_PREFER_TURBO_BOOST)
@@ -79,6 +81,7 @@ int NeuronCompilation_setPreference(NeuronCompilation *compilation, int32_t pref
 }
 
 int NeuronCompilation_setPriority(NeuronCompilation *compilation, int priority) {
+    emu_trace(__func__, "%d", priority);
     if (compilation == NULL) return NEURON_UNEXPECTED_NULL;
     if (compilation->finished) return NEURON_BAD_STATE;
     if (priority != NEURON_PRIORITY_LOW && priority != NEURON_PRIORITY_MEDIUM &&
@@ -89,9 +92,15 @@ int NeuronCompilation_setPriority(NeuronCompilation *compilation, int priority) 
 }
 
 int NeuronCompilation_finish(NeuronCompilation *compilation) {
+    EMU_TRACE();
     NeuronCompilation *c = compilation;
     if (c == NULL) return NEURON_UNEXPECTED_NULL;
     if (c->finished) return NEURON_BAD_STATE;
+    int rc = emu_check_platform(__func__);
+    if (rc == NEURON_NO_ERROR) rc = emu_expand_extension(c);
+    if (rc != NEURON_NO_ERROR) return rc;
+    const bool cached = emu_cache_load(c);
+    if (c->n_devs == 0 && (rc = emu_choose_device(c, c->source)) != NEURON_NO_ERROR) return rc;
     if (!emu_model_mappable(c->source, c->devs, c->n_devs)) return NEURON_UNMAPPABLE;
     c->model = emu_model_clone(c->source);
     if (c->model == NULL) return NEURON_OUT_OF_MEMORY;
@@ -105,7 +114,7 @@ int NeuronCompilation_finish(NeuronCompilation *compilation) {
     c->scratch = 0;
     for (uint32_t k = 0; k < c->model->n_ops; k++) {
         const EmuKernel *kern = emu_kernel(c->model->ops[k].code);
-        int rc = kern->prepare(c->model, &c->model->ops[k], c->rounding, &c->params[k]);
+        rc = kern->prepare(c->model, &c->model->ops[k], c->rounding, &c->params[k]);
         if (rc != NEURON_NO_ERROR) {
             release_params(c);
             emu_model_release(c->model);
@@ -116,13 +125,16 @@ int NeuronCompilation_finish(NeuronCompilation *compilation) {
         if (need > c->scratch) c->scratch = need;
     }
     c->finished = true;
+    if (!cached) emu_cache_store(c);
     return NEURON_NO_ERROR;
 }
 
 void NeuronCompilation_free(NeuronCompilation *compilation) {
+    EMU_TRACE();
     if (compilation == NULL) return;
     release_params(compilation);
     emu_model_release(compilation->model);
+    emu_compilation_release_ext(compilation);
     free(compilation);
 }
 
@@ -195,6 +207,7 @@ static void write_payload(const NeuronCompilation *c, Writer *w) {
 }
 
 int NeuronCompilation_getCompiledNetworkSize(NeuronCompilation *compilation, size_t *size) {
+    EMU_TRACE();
     if (compilation == NULL || size == NULL) return NEURON_UNEXPECTED_NULL;
     if (!compilation->finished) return NEURON_BAD_STATE;
     Writer w = {NULL, 0};
@@ -205,6 +218,7 @@ int NeuronCompilation_getCompiledNetworkSize(NeuronCompilation *compilation, siz
 
 int NeuronCompilation_storeCompiledNetwork(NeuronCompilation *compilation, void *buffer,
                                            const size_t size) {
+    EMU_TRACE();
     if (compilation == NULL || buffer == NULL) return NEURON_UNEXPECTED_NULL;
     if (!compilation->finished) return NEURON_BAD_STATE;
     Writer count = {NULL, 0};
@@ -333,11 +347,9 @@ static int rebuild(Reader *r, NeuronModel *m, const NeuronDevice **devs, uint32_
     return rc == NEURON_NO_ERROR || rc == NEURON_OUT_OF_MEMORY ? rc : NEURON_BAD_DATA;
 }
 
-int NeuronModel_restoreFromCompiledNetwork(NeuronModel **model, NeuronCompilation **compilation,
-                                           const void *buffer, const size_t size) {
-    if (model == NULL || compilation == NULL || buffer == NULL) return NEURON_UNEXPECTED_NULL;
+int emu_restore_model(const void *buffer, size_t size, NeuronModel **model,
+                      const NeuronDevice **devs, uint32_t *n_devs, int32_t *pref, int32_t *prio) {
     *model = NULL;
-    *compilation = NULL;
     const uint8_t *b = buffer;
     if (size < BLOB_HEADER || memcmp(b, BLOB_MAGIC, 8) != 0) return NEURON_BAD_DATA;
     Reader h = {b, BLOB_HEADER, 8, false};
@@ -348,23 +360,41 @@ int NeuronModel_restoreFromCompiledNetwork(NeuronModel **model, NeuronCompilatio
     if (len != size - BLOB_HEADER || fnv1a(b + BLOB_HEADER, (size_t)len) != sum)
         return NEURON_BAD_DATA;
     NeuronModel *built = NULL;
+    emu_trace_silence(+1); /* the rebuild's API calls are the emulator's, not the client's */
     int rc = NeuronModel_create(&built);
-    if (rc != NEURON_NO_ERROR) return rc;
-    Reader r = {b + BLOB_HEADER, (size_t)len, 0, false};
-    const NeuronDevice *devs[EMU_MAX_DEVICES];
-    uint32_t n_devs = 0;
-    int32_t pref = 0, prio = 0;
-    rc = rebuild(&r, built, devs, &n_devs, &pref, &prio);
+    if (rc == NEURON_NO_ERROR) {
+        Reader r = {b + BLOB_HEADER, (size_t)len, 0, false};
+        rc = rebuild(&r, built, devs, n_devs, pref, prio);
+    }
     /* the rebuilt model may point into `buffer`: give the caller one that owns its values */
     NeuronModel *owned = rc == NEURON_NO_ERROR ? emu_model_clone(built) : NULL;
     NeuronModel_free(built);
+    emu_trace_silence(-1);
     if (rc != NEURON_NO_ERROR) return rc;
     if (owned == NULL) return NEURON_OUT_OF_MEMORY;
+    *model = owned;
+    return NEURON_NO_ERROR;
+}
+
+int NeuronModel_restoreFromCompiledNetwork(NeuronModel **model, NeuronCompilation **compilation,
+                                           const void *buffer, const size_t size) {
+    EMU_TRACE();
+    if (model == NULL || compilation == NULL || buffer == NULL) return NEURON_UNEXPECTED_NULL;
+    *model = NULL;
+    *compilation = NULL;
+    const NeuronDevice *devs[EMU_MAX_DEVICES];
+    uint32_t n_devs = 0;
+    int32_t pref = 0, prio = 0;
+    NeuronModel *owned = NULL;
+    int rc = emu_restore_model(buffer, size, &owned, devs, &n_devs, &pref, &prio);
+    if (rc != NEURON_NO_ERROR) return rc;
     NeuronCompilation *c = NULL;
+    emu_trace_silence(+1);
     rc = NeuronCompilation_createForDevices(owned, devs, n_devs, &c);
     if (rc == NEURON_NO_ERROR) rc = NeuronCompilation_setPreference(c, pref);
     if (rc == NEURON_NO_ERROR) rc = NeuronCompilation_setPriority(c, prio);
     if (rc == NEURON_NO_ERROR) rc = NeuronCompilation_finish(c);
+    emu_trace_silence(-1);
     if (rc != NEURON_NO_ERROR) {
         NeuronCompilation_free(c);
         NeuronModel_free(owned);

@@ -9,15 +9,73 @@ struct NeuronCompilation {
     NeuronModel *model;  /* the snapshot taken at finish: owns every value */
     const EmuTargetDevice *devs[EMU_MAX_DEVICES];
     uint32_t dev_index[EMU_MAX_DEVICES];
-    uint32_t n_devs;
+    uint32_t n_devs; /* 0 until finish for the adapter-chosen kinds (create, createWithOptions) */
     bool apu; /* one of the devices sits in the APU power domain (mtk-mdla, mtk-dsp) */
     int32_t preference, priority;
     bool finished;
     int rounding;
     void **params;  /* frozen kernel params, one per operation */
     size_t scratch; /* the largest scratch any kernel needs */
+    /* what the client asked for (compilation_ext.c), stored, traced and reported back */
+    CompilationType type;
+    char *options;            /* createWithOptions / createV2 (owned) */
+    char *opt_string;         /* setOptimizationString (owned) */
+    bool only_opt_string;
+    uint32_t opt_hint, l1_kb;
+    bool trim_io, sw_dilated;
+    char *cache_dir;          /* setCaching (owned) */
+    uint8_t token[NEURON_BYTE_SIZE_OF_CACHE_TOKEN];
+    char *report_path;        /* createForDebug: the model's NeuronDebug_setReportPath (owned) */
+    NeuronModel *expanded;    /* the model a compiled-network extension operation carried */
 };
 
+struct NeuronExecution {
+    NeuronCompilation *compilation;
+    void **data;      /* per operand: its bytes during compute */
+    void **temps;     /* per operand: the owned temporary, else NULL */
+    bool *in_set, *out_set;
+    uint8_t *scratch; /* threads * scratch_len bytes */
+    size_t scratch_len;
+    EmuPool *pool;
+    const void **args; /* the input pointers of one operation */
+    uint32_t max_in;
+    /* hints (execution_ext.c): stored, traced and checked, none changes a result */
+    uint8_t boost, flush_hint, runners;
+    bool boost_set, computed, batch_done;
+    uint64_t loop_timeout;
+};
+
+/* Run every operation (NeuronExecution_compute and startComputeWithDependencies). */
+int emu_execute(NeuronExecution *execution);
+
+/* createForDebug's per-operation report (NeuronDebug_setReportPath): one line per operation,
+ * "<index> <operation code> <nanoseconds>", appended to the path per compute. */
+typedef struct {
+    void *file; /* FILE *, NULL when no report is asked for */
+    uint64_t t0;
+} EmuReport;
+EmuReport emu_report_open(const NeuronCompilation *c);
+void emu_report_begin(EmuReport *r);
+void emu_report_op(EmuReport *r, uint32_t index, int32_t code);
+void emu_report_close(EmuReport *r);
+
 int emu_env_rounding(void);
+/* A compilation of `model` with no devices yet (the adapter chooses them at finish). */
+int emu_compilation_new(NeuronModel *model, NeuronCompilation **out);
+/* The devices for an adapter-chosen compilation: every op of the model on the first device (in
+ * Neuron_getDevice order) that maps them all; NEURON_UNMAPPABLE when none does. */
+int emu_choose_device(NeuronCompilation *c, const NeuronModel *m);
+/* Rebuild a model from an emulator compiled network (NeuronCompilation_storeCompiledNetwork's
+ * bytes): the finished model owning its values, its devices, preference and priority. */
+int emu_restore_model(const void *buffer, size_t size, NeuronModel **model,
+                      const NeuronDevice **devs, uint32_t *n_devs, int32_t *pref, int32_t *prio);
+/* The hooks network.c gives NeuronCompilation_finish: the compiled-network extension
+ * operation replaced by the network it carries, the cache read before and written after. */
+int emu_expand_extension(NeuronCompilation *c);
+bool emu_cache_load(NeuronCompilation *c);
+void emu_cache_store(NeuronCompilation *c);
+void emu_compilation_release_ext(NeuronCompilation *c);
+/* MTKNN_ADAPTER_DLA_PLATFORM, when set, must name an SoC of this build's target. */
+int emu_check_platform(const char *fn);
 
 #endif /* MDLA_EMU_COMPILATION_H */

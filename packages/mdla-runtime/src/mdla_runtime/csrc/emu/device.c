@@ -14,9 +14,15 @@
  *   keeps_input_scale  output scale and zero point equal the input's
  *   fixed_output       the output's scale and zero point are fixed (LOGISTIC, SOFTMAX, ...)
  */
-#include <stddef.h>
+#define _POSIX_C_SOURCE 200809L
 
-#include "emu.h"
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "compilation.h"
 
 static NeuronDevice devices[EMU_MAX_DEVICES];
 
@@ -24,21 +30,26 @@ static uint32_t device_count(void) {
     return emu_target_device_count < EMU_MAX_DEVICES ? emu_target_device_count : EMU_MAX_DEVICES;
 }
 
+/* 8.2.24: the first version LiteRT's MediaTek plugin asks NeuronCompilation_getSupportedOperations
+ * (with its placeholder operation) instead of partitioning from its own op list. */
 int Neuron_getVersion(NeuronRuntimeVersion *version) {
+    EMU_TRACE();
     if (version == NULL) return NEURON_UNEXPECTED_NULL;
     version->major = 8;
-    version->minor = 0;
-    version->patch = 0;
+    version->minor = 2;
+    version->patch = 24;
     return NEURON_NO_ERROR;
 }
 
 int Neuron_getDeviceCount(uint32_t *numDevices) {
+    EMU_TRACE();
     if (numDevices == NULL) return NEURON_UNEXPECTED_NULL;
     *numDevices = device_count();
     return NEURON_NO_ERROR;
 }
 
 int Neuron_getDevice(uint32_t devIndex, NeuronDevice **device) {
+    EMU_TRACE();
     if (device == NULL) return NEURON_UNEXPECTED_NULL;
     if (devIndex >= device_count()) return NEURON_BAD_DATA;
     devices[devIndex].index = devIndex; /* the handle of an index is stable */
@@ -48,6 +59,7 @@ int Neuron_getDevice(uint32_t devIndex, NeuronDevice **device) {
 }
 
 int NeuronDevice_getName(const NeuronDevice *device, const char **name) {
+    EMU_TRACE();
     if (device == NULL || name == NULL) return NEURON_UNEXPECTED_NULL;
     const EmuTargetDevice *d = emu_device_spec(device);
     if (d == NULL) return NEURON_BAD_DATA;
@@ -143,4 +155,96 @@ bool emu_model_mappable(const NeuronModel *m, const EmuTargetDevice *const *devs
         if (!any) return false;
     }
     return true;
+}
+
+/* ---- the rest of the device and version calls ---------------------------------------------- */
+
+/* The emulator has no throughput mode (a vendor scheduler feature): known features say false. */
+int Neuron_getFeatureSupportedStatus(NeuronFeatureType type, bool *supported) {
+    emu_trace(__func__, "%d", (int)type);
+    if (supported == NULL) return NEURON_UNEXPECTED_NULL;
+    if (type != NEURON_FEATURE_NONE && type != NEURON_THROUGHPUT_MODE) return NEURON_BAD_DATA;
+    *supported = false;
+    return NEURON_NO_ERROR;
+}
+
+/* No L1 memory is modeled (and MT6886's is unmeasured): 0 KB, which tells a client such as
+ * LiteRT to leave NeuronCompilation_setL1MemorySizeKb alone. */
+int Neuron_getL1MemorySizeKb(uint32_t *sizeKb) {
+    EMU_TRACE();
+    if (sizeKb == NULL) return NEURON_UNEXPECTED_NULL;
+    *sizeKb = 0;
+    return NEURON_NO_ERROR;
+}
+
+int NeuronDevice_getDescription(const NeuronDevice *device, const char **description) {
+    EMU_TRACE();
+    if (device == NULL || description == NULL) return NEURON_UNEXPECTED_NULL;
+    const uint32_t n = device_count();
+    for (uint32_t i = 0; i < n; i++) {
+        if (device != &devices[i]) continue;
+        static char text[EMU_MAX_DEVICES][160]; /* valid for the life of the process */
+        if (text[i][0] == '\0')
+            snprintf(text[i], sizeof text[i], "%s emulated by libneuron_emu (target %s, SoC %s)",
+                     emu_target_devices[i].name, emu_target_name,
+                     *emu_target_socs ? emu_target_socs : "unknown");
+        *description = text[i];
+        return NEURON_NO_ERROR;
+    }
+    return NEURON_BAD_DATA;
+}
+
+/* The one extension the emulator implements: com.mediatek.compiled_network, for its own
+ * compiled networks (a DLA from MediaTek's compiler needs the vendor adapter). */
+int NeuronDevice_getExtensionSupport(const char *extensionName, bool *isExtensionSupported) {
+    EMU_TRACE();
+    if (extensionName == NULL || isExtensionSupported == NULL) return NEURON_UNEXPECTED_NULL;
+    *isExtensionSupported = strcmp(extensionName, EMU_EXT_COMPILED_NETWORK) == 0;
+    return NEURON_NO_ERROR;
+}
+
+/* The emulator has no WHILE kernel; the timeouts are NNAPI's defaults (2 s, 15 s), in ns. */
+uint64_t Neuron_getDefaultLoopTimeout(void) {
+    EMU_TRACE();
+    return UINT64_C(2000000000);
+}
+
+uint64_t Neuron_getMaximumLoopTimeout(void) {
+    EMU_TRACE();
+    return UINT64_C(15000000000);
+}
+
+/* emu_target_socs is "mt6886" or "mt6886,mt6xxx" (the target file's `soc`). */
+static bool soc_listed(const char *soc) {
+    const size_t n = strlen(soc);
+    for (const char *p = emu_target_socs; *p;) {
+        const char *end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncasecmp(p, soc, n) == 0) return true;
+        p += len + (end != NULL);
+    }
+    return false;
+}
+
+int emu_check_platform(const char *fn) {
+    const char *soc = getenv("MTKNN_ADAPTER_DLA_PLATFORM");
+    if (soc == NULL || *soc == '\0' || soc_listed(soc)) return NEURON_NO_ERROR;
+    emu_note(fn, "MTKNN_ADAPTER_DLA_PLATFORM=%s: this emulator is built for target %s (SoC %s); "
+             "build it for a target file whose soc is %s (mdla_runtime.emu.emulator."
+             "build_emulator)", soc, emu_target_name, *emu_target_socs ? emu_target_socs : "unknown",
+             soc);
+    return NEURON_BAD_DATA;
+}
+
+int emu_choose_device(NeuronCompilation *c, const NeuronModel *m) {
+    for (uint32_t i = 0; i < device_count(); i++) {
+        const EmuTargetDevice *d = &emu_target_devices[i];
+        if (!emu_model_mappable(m, &d, 1)) continue;
+        c->devs[0] = d;
+        c->dev_index[0] = i;
+        c->n_devs = 1;
+        c->apu = emu_device_is_apu(d);
+        return NEURON_NO_ERROR;
+    }
+    return NEURON_UNMAPPABLE;
 }

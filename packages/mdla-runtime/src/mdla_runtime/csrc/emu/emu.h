@@ -48,6 +48,10 @@ typedef struct {
 struct NeuronModel {
     bool finished;
     bool io_identified;
+    bool relax_fp16;                 /* relaxComputationFloat32toFloat16: no float kernel reads it */
+    bool suppress_in, suppress_out;  /* suppress*Conversion: the emulator converts nothing anyway */
+    char *name;                      /* setName (owned; not in a compilation's snapshot) */
+    char *report_path;               /* NeuronDebug_setReportPath (owned) */
     EmuOperand *opnds;
     uint32_t n_opnds, cap_opnds;
     EmuOperation *ops;
@@ -55,6 +59,26 @@ struct NeuronModel {
     uint32_t *inputs, *outputs; /* owned */
     uint32_t n_inputs, n_outputs;
 };
+
+/* ---- the call trace and diagnostics (trace.c) ---------------------------------------------- */
+/* MDLA_EMU_TRACE=path appends one line per ABI call: the function's name, then the hint values
+ * the call stores (boost, priority, L1 size, ...), so what a client asked for is reported. Calls
+ * the emulator makes to itself (restoring a compiled network) are not the client's: silenced. */
+void emu_trace(const char *fn, const char *fmt, ...);
+void emu_trace_silence(int delta); /* +1 / -1 around internal calls (per thread) */
+#define EMU_TRACE() emu_trace(__func__, NULL)
+/* One line on stderr, "libneuron_emu: <fn>: <why>": for what the emulator cannot do where a
+ * vendor library would (extension operations, vendor DLA blobs, AHardwareBuffer). */
+void emu_note(const char *fn, const char *fmt, ...);
+
+/* Extensions: the emulator knows one, com.mediatek.compiled_network (a compiled network carried
+ * as an operand value, LiteRT's and ExecuTorch's load route). Its operand and operation types
+ * are EMU_EXT_PREFIX << 16 | code, NNAPI's encoding of extension types. */
+#define EMU_EXT_COMPILED_NETWORK "com.mediatek.compiled_network"
+#define EMU_EXT_PREFIX 1
+#define EMU_OP_COMPILED_NETWORK (EMU_EXT_PREFIX << 16) /* the extension's operation 0 */
+#define EMU_OP_PLACEHOLDER 10001 /* LiteRT's NEURON_UNKNOWN: "not for the NPU" in its query */
+bool emu_is_ext_type(int32_t type);
 
 /* ---- operands (model.c) -------------------------------------------------------------------- */
 size_t emu_type_size(int32_t type); /* bytes per element, 0 for an unknown type */
@@ -151,6 +175,7 @@ typedef struct {
 } EmuTargetDevice;
 
 extern const char *const emu_target_name;
+extern const char *const emu_target_socs; /* the target file's `soc`: "mt6886" or "" */
 extern const EmuTargetDevice emu_target_devices[];
 extern const uint32_t emu_target_device_count;
 

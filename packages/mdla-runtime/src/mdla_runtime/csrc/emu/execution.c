@@ -13,19 +13,8 @@
 
 #include "compilation.h"
 
-struct NeuronExecution {
-    NeuronCompilation *compilation;
-    void **data;      /* per operand: its bytes during compute */
-    void **temps;     /* per operand: the owned temporary, else NULL */
-    bool *in_set, *out_set;
-    uint8_t *scratch; /* threads * scratch_len bytes */
-    size_t scratch_len;
-    EmuPool *pool;
-    const void **args; /* the input pointers of one operation */
-    uint32_t max_in;
-};
-
 void NeuronExecution_free(NeuronExecution *execution) {
+    EMU_TRACE();
     NeuronExecution *e = execution;
     if (e == NULL) return;
     if (e->temps != NULL && e->compilation->model != NULL)
@@ -41,6 +30,7 @@ void NeuronExecution_free(NeuronExecution *execution) {
 }
 
 int NeuronExecution_create(NeuronCompilation *compilation, NeuronExecution **execution) {
+    EMU_TRACE();
     if (execution != NULL) *execution = NULL;
     if (compilation == NULL || execution == NULL) return NEURON_UNEXPECTED_NULL;
     if (!compilation->finished) return NEURON_BAD_STATE;
@@ -48,6 +38,9 @@ int NeuronExecution_create(NeuronCompilation *compilation, NeuronExecution **exe
     NeuronExecution *e = calloc(1, sizeof *e);
     if (e == NULL) return NEURON_OUT_OF_MEMORY;
     e->compilation = compilation;
+    emu_trace_silence(+1);
+    e->loop_timeout = Neuron_getDefaultLoopTimeout();
+    emu_trace_silence(-1);
     const size_t n = m->n_opnds ? m->n_opnds : 1;
     e->data = calloc(n, sizeof *e->data);
     e->temps = calloc(n, sizeof *e->temps);
@@ -90,6 +83,7 @@ static bool type_matches(const EmuOperand *o, const NeuronOperandType *t) {
 
 int NeuronExecution_setInput(NeuronExecution *execution, int32_t index,
                              const NeuronOperandType *type, const void *buffer, size_t length) {
+    EMU_TRACE();
     if (execution == NULL || buffer == NULL) return NEURON_UNEXPECTED_NULL;
     const NeuronModel *m = execution->compilation->model;
     if (index < 0 || (uint32_t)index >= m->n_inputs) return NEURON_BAD_DATA;
@@ -103,6 +97,7 @@ int NeuronExecution_setInput(NeuronExecution *execution, int32_t index,
 
 int NeuronExecution_setOutput(NeuronExecution *execution, int32_t index,
                               const NeuronOperandType *type, void *buffer, size_t length) {
+    EMU_TRACE();
     if (execution == NULL || buffer == NULL) return NEURON_UNEXPECTED_NULL;
     const NeuronModel *m = execution->compilation->model;
     if (index < 0 || (uint32_t)index >= m->n_outputs) return NEURON_BAD_DATA;
@@ -116,6 +111,11 @@ int NeuronExecution_setOutput(NeuronExecution *execution, int32_t index,
 }
 
 int NeuronExecution_compute(NeuronExecution *execution) {
+    EMU_TRACE();
+    return emu_execute(execution);
+}
+
+int emu_execute(NeuronExecution *execution) {
     NeuronExecution *e = execution;
     if (e == NULL) return NEURON_UNEXPECTED_NULL;
     const NeuronCompilation *c = e->compilation;
@@ -126,11 +126,16 @@ int NeuronExecution_compute(NeuronExecution *execution) {
         if (!e->out_set[i]) return NEURON_BAD_STATE;
     if (c->apu) emu_apu_begin();
     EmuScratch scratch = {e->scratch, e->scratch_len, e->pool};
+    EmuReport report = emu_report_open(c);
     for (uint32_t k = 0; k < m->n_ops; k++) {
         const EmuOperation *op = &m->ops[k];
         for (uint32_t i = 0; i < op->n_in; i++) e->args[i] = e->data[op->in[i]];
+        emu_report_begin(&report);
         emu_kernel(op->code)->eval(c->params[k], e->args, e->data[op->out[0]], &scratch);
+        emu_report_op(&report, k, op->code);
     }
+    emu_report_close(&report);
     if (c->apu) emu_apu_end();
+    e->computed = true;
     return NEURON_NO_ERROR;
 }

@@ -48,11 +48,12 @@ static int add_sub_prepare(const NeuronModel *m, const EmuOperation *op, int rou
     }
     int32_t lo, hi;
     emu_activation_range(fuse, y->scale, y->zero_point, &lo, &hi);
+    const bool wrap = emu_accumulator_wrap(); /* only the output multiplier can exceed 1 */
     for (int i = 0; i < 256; i++)
         for (int j = 0; j < 256; j++) {
             const int64_t raw = sign > 0 ? a[i] + b[j] : a[i] - b[j];
-            p->out[i][j] = (int8_t)emu_clamp(emu_mbqm(raw, mo, eo, rounding) + y->zero_point,
-                                             lo, hi);
+            const int64_t h = emu_mbqm_acc(raw, mo, eo, rounding, wrap);
+            p->out[i][j] = (int8_t)emu_clamp(emu_add_offset(h, y->zero_point, wrap), lo, hi);
         }
     *out = p;
     return NEURON_NO_ERROR;

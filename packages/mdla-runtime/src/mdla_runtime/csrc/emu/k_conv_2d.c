@@ -11,12 +11,18 @@
  * Blocking (emu_gemm_s16_blocked): K is zero-padded to a multiple of EMU_GEMM_KB in both
  * operands, the filter to a multiple of EMU_GEMM_NR rows (once, at prepare), a tile of output
  * pixels to a multiple of EMU_GEMM_MR rows; padded rows and columns are computed and dropped.
+ * Fast path (gemm.h, when emu_gemm_u8_ready() at prepare): the im2col row holds the byte
+ * u = in + EMU_U8_OFFSET (z_in + EMU_U8_OFFSET outside the image, so the tap adds
+ * (z_in - z_in) * w = 0) and the zero point moves into each column's initial value; the same
+ * integers, so the same acc.
  */
 #include <string.h>
 
+#include "gemm.h"
 #include "kernels.h"
 
-#define TILE_BYTES 32768 /* im2col bytes per GEMM tile: its rows stay in L1 */
+#define TILE_BYTES 32768    /* im2col bytes per GEMM tile: its rows stay in L1 */
+#define TILE_U8_BYTES 65536 /* the same for the uint8 path's tile (kept in L2) */
 
 typedef struct {
     int32_t n, h, w, ci, oh, ow, co, kh, kw, depth;
@@ -26,12 +32,19 @@ typedef struct {
     int32_t z_in;
     int16_t *filter; /* [copad][kpad], widened and zero-padded once */
     EmuRequant rq;
+    /* the uint8 fast path (gemm.h); filter is NULL when it is taken */
+    bool u8;
+    int32_t kpad4, cpad16, tile_u8; /* depth to 4, co to EMU_U8_NR, rows per tile */
+    int8_t *packed;
+    int32_t *init;
 } ConvParams;
 
 static void conv_free(void *p) {
     ConvParams *cp = p;
     if (cp == NULL) return;
     free(cp->filter);
+    free(cp->packed);
+    free(cp->init);
     emu_requant_free(&cp->rq);
     free(cp);
 }
@@ -67,13 +80,25 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, int roundi
     p->pointwise = p->kh == 1 && p->kw == 1 && win.stride_h == 1 && win.stride_w == 1 &&
                    win.pad_top == 0 && win.pad_bottom == 0 && win.pad_left == 0 &&
                    win.pad_right == 0;
+    const int8_t *wv = f->value;
+    p->u8 = emu_gemm_u8_ready();
+    if (p->u8) {
+        p->kpad4 = emu_round_up(depth, EMU_U8_KB);
+        p->cpad16 = emu_round_up(p->co, EMU_U8_NR);
+        const int32_t fit = TILE_U8_BYTES / p->kpad4 / EMU_U8_MR;
+        p->tile_u8 = EMU_U8_MR * (fit < 1 ? 1 : (fit > 32 ? 32 : fit));
+        p->packed = malloc((size_t)p->cpad16 * p->kpad4);
+        p->init = malloc((size_t)p->cpad16 * sizeof *p->init);
+        if (p->packed == NULL || p->init == NULL) return NEURON_OUT_OF_MEMORY;
+        emu_gemm_u8_pack(wv, p->co, depth, p->z_in, p->kpad4, p->cpad16, p->packed, p->init);
+        return NEURON_NO_ERROR;
+    }
     p->kpad = emu_round_up(depth, EMU_GEMM_KB);
     p->copad = emu_round_up(p->co, EMU_GEMM_NR);
     const int32_t fit = TILE_BYTES / (p->kpad * (int32_t)sizeof(int16_t)) / EMU_GEMM_MR;
     p->tile_rows = EMU_GEMM_MR * (fit < 1 ? 1 : (fit > 16 ? 16 : fit));
     p->filter = calloc((size_t)p->copad * p->kpad, sizeof *p->filter);
     if (p->filter == NULL) return NEURON_OUT_OF_MEMORY;
-    const int8_t *wv = f->value;
     for (int32_t o = 0; o < p->co; o++)
         for (int32_t k = 0; k < depth; k++)
             p->filter[(size_t)o * p->kpad + k] = wv[(size_t)o * depth + k];
@@ -82,6 +107,8 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, int roundi
 
 static size_t conv_scratch(const void *params) {
     const ConvParams *p = params;
+    if (p->u8)
+        return (size_t)p->tile_u8 * p->kpad4 + (size_t)p->tile_u8 * p->cpad16 * sizeof(int32_t);
     return (size_t)p->tile_rows * p->kpad * sizeof(int16_t) +
            (size_t)p->tile_rows * p->copad * sizeof(int32_t);
 }
@@ -106,6 +133,28 @@ static void im2col_row(const ConvParams *p, const int8_t *in, int32_t b, int32_t
         }
     }
     memset(col + p->depth, 0, (size_t)(p->kpad - p->depth) * sizeof *col);
+}
+
+/* The 8-bit im2col row (gemm.h): u = in + OFF, z_in + OFF outside the image (OFF =
+ * EMU_U8_OFFSET); the padding up to kpad4 meets zero weights, so any byte does (zero). */
+static void im2col_row_u8(const ConvParams *p, const int8_t *in, int32_t b, int32_t oy,
+                          int32_t ox, uint8_t *restrict col) {
+    const EmuWindow *w = &p->win;
+    const int32_t ci = p->ci;
+    for (int32_t i = 0; i < p->kh; i++) {
+        const int32_t iy = oy * w->stride_h + i * w->dilation_h - w->pad_top;
+        for (int32_t j = 0; j < p->kw; j++) {
+            const int32_t ix = ox * w->stride_w + j * w->dilation_w - w->pad_left;
+            uint8_t *restrict dst = col + (size_t)(i * p->kw + j) * ci;
+            if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) {
+                memset(dst, p->z_in + EMU_U8_OFFSET, (size_t)ci);
+                continue;
+            }
+            const int8_t *restrict src = in + (((size_t)b * p->h + iy) * p->w + ix) * ci;
+            for (int32_t c = 0; c < ci; c++) dst[c] = (uint8_t)(src[c] + EMU_U8_OFFSET);
+        }
+    }
+    memset(col + p->depth, 0, (size_t)(p->kpad4 - p->depth));
 }
 
 typedef struct {
@@ -148,11 +197,49 @@ static void conv_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scr
     }
 }
 
+/* conv_tiles on the uint8 path: tile t covers pixels [t * tile_u8, (t + 1) * tile_u8). */
+static void conv_tiles_u8(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+    const ConvJob *job = ctx;
+    const ConvParams *p = job->p;
+    const int32_t tile = p->tile_u8;
+    uint8_t *cols = scratch;
+    int32_t *acc = (int32_t *)(scratch + (size_t)tile * p->kpad4);
+    const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t start = t * tile;
+        const int32_t rows = (int32_t)(pixels - start < tile ? pixels - start : tile);
+        int32_t b = (int32_t)(start / ((int64_t)p->ow * p->oh));
+        int32_t oy = (int32_t)((start / p->ow) % p->oh), ox = (int32_t)(start % p->ow);
+        const int32_t ci = p->ci, kpad4 = p->kpad4; /* locals: uint8 stores alias p */
+        for (int32_t r = 0; p->pointwise && r < rows; r++) {
+            const int8_t *restrict src = job->in + (size_t)(start + r) * ci;
+            uint8_t *restrict dst = cols + (size_t)r * kpad4;
+            for (int32_t c = 0; c < ci; c++) dst[c] = (uint8_t)(src[c] + EMU_U8_OFFSET);
+            memset(dst + ci, 0, (size_t)(kpad4 - ci));
+        }
+        for (int32_t r = 0; !p->pointwise && r < rows; r++) {
+            im2col_row_u8(p, job->in, b, oy, ox, cols + (size_t)r * p->kpad4);
+            if (++ox == p->ow) {
+                ox = 0;
+                if (++oy == p->oh) oy = 0, b++;
+            }
+        }
+        const int32_t padded = emu_round_up(rows, EMU_U8_MR);
+        memset(cols + (size_t)rows * p->kpad4, 0, (size_t)(padded - rows) * p->kpad4);
+        emu_gemm_u8(cols, p->packed, p->init, acc, padded, p->co, p->kpad4);
+        emu_requant_rows(&p->rq, acc, (size_t)p->co, job->out + (size_t)start * p->co, rows);
+    }
+}
+
 static void conv_eval(const void *params, const void *const *inputs, void *output,
                       EmuScratch *scratch) {
     const ConvParams *p = params;
     const ConvJob job = {p, inputs[0], output};
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
+    if (p->u8) {
+        emu_parallel_for(scratch, (pixels + p->tile_u8 - 1) / p->tile_u8, 1, conv_tiles_u8, &job);
+        return;
+    }
     emu_parallel_for(scratch, (pixels + p->tile_rows - 1) / p->tile_rows, 1, conv_tiles, &job);
 }
 

@@ -19,6 +19,7 @@ typedef struct {
     uint64_t in_count, out_count, n;
     int64_t m;
     int s, rounding;
+    bool wrap; /* the accumulator fact (arith.h) */
     int32_t z_in, z_out;
 } MeanParams;
 
@@ -66,6 +67,7 @@ static int mean_prepare(const NeuronModel *m, const EmuOperation *op, int roundi
     p->m = (int64_t)(((uint64_t)mult << k) / p->n); /* M < 2^31, k <= 32: fits */
     p->s = shift - k;
     p->rounding = rounding;
+    p->wrap = emu_accumulator_wrap();
     p->in_count = emu_elements(x);
     p->out_count = emu_elements(y);
     p->z_in = x->zero_point;
@@ -85,20 +87,38 @@ static void mean_eval(const void *params, const void *const *inputs, void *outpu
     int8_t *y = output;
     int64_t *sum = (int64_t *)scratch->scratch;
     memset(sum, 0, p->out_count * sizeof *sum);
+    /* The output element of input coordinates idx is sum_d idx[d] * ostride[d] (the kept
+     * coordinates in row-major order: ostride 0 on a reduced dim). The innermost dim runs as
+     * one loop, an odometer steps the others; integer sums, so any order gives the same. */
+    int64_t ostride[EMU_MAX_RANK], kept = 1;
+    for (int d = (int)p->rank - 1; d >= 0; d--) {
+        ostride[d] = p->reduced[d] ? 0 : kept;
+        if (!p->reduced[d]) kept *= p->dims[d];
+    }
+    const uint32_t last = p->rank - 1, inner = p->dims[last];
+    const int64_t step = ostride[last];
     uint32_t idx[EMU_MAX_RANK] = {0};
-    for (uint64_t i = 0; i < p->in_count; i++) {
-        uint64_t o = 0; /* the output element: the kept coordinates in order */
-        for (uint32_t d = 0; d < p->rank; d++)
-            if (!p->reduced[d]) o = o * p->dims[d] + idx[d];
-        sum[o] += x[i];
-        for (int d = (int)p->rank - 1; d >= 0; d--) {
+    int64_t o = 0;
+    for (uint64_t i = 0; inner > 0 && i < p->in_count; i += inner) {
+        const int8_t *restrict row = x + i;
+        if (step == 0) {
+            int64_t run = 0;
+            for (uint32_t j = 0; j < inner; j++) run += row[j];
+            sum[o] += run;
+        } else {
+            for (uint32_t j = 0; j < inner; j++) sum[o + (int64_t)j * step] += row[j];
+        }
+        for (int d = (int)last - 1; d >= 0; d--) {
+            o += ostride[d];
             if (++idx[d] < p->dims[d]) break;
+            o -= ostride[d] * p->dims[d];
             idx[d] = 0;
         }
     }
     for (uint64_t o = 0; o < p->out_count; o++) {
         const int64_t shifted = sum[o] - (int64_t)p->z_in * (int64_t)p->n;
-        y[o] = (int8_t)emu_clamp(emu_mbqm(shifted, p->m, p->s, p->rounding) + p->z_out, -128, 127);
+        const int64_t h = emu_mbqm_acc(shifted, p->m, p->s, p->rounding, p->wrap);
+        y[o] = (int8_t)emu_clamp(emu_add_offset(h, p->z_out, p->wrap), -128, 127);
     }
 }
 

@@ -1,9 +1,15 @@
 /*
  * MUL, int8 with numpy broadcasting (TFLite reference_integer_ops/mul.h).
  *
- *     (M, s) = QuantizeMultiplier(s1 * s2 / s_out)            in double, from float32 scales
+ *     (M, s) = QuantizeMultiplier(s1 * s2 / s_out)            in float32, widened to double
+ * (LiteRT's mul.cc evaluates `in1->scale * in2->scale / out->scale` in float32.)
  *     out = clamp(MBQM((x1 - z1) * (x2 - z2), M, s) + z_out, act_min, act_max)
- * |x - z| <= 255, so the product is below 2^16 and x * 2^s stays within int32 for s <= 15.
+ * |x - z| <= 255, so the product is below 2^16 and x * 2^s stays within int32 for s <= 15;
+ * beyond, the target's accumulator fact wraps or saturates it (arith.h).
+ *
+ * The output depends on the two int8 codes alone, so prepare evaluates the formula above once
+ * for each of the 256 x 256 pairs (mul_one) and eval reads table[x1 + 128][x2 + 128]: the same
+ * values by construction, without the int64 requantization per element.
  */
 #include "kernels.h"
 
@@ -11,8 +17,23 @@ typedef struct {
     EmuBroadcast bc;
     int64_t m;
     int s, rounding;
+    bool wrap; /* the accumulator fact: x * 2^s leaves int32 for s > 15 */
     int32_t z1, z2, z_out, lo, hi;
+    int8_t *table; /* [256][256]: mul_one of every pair of codes */
 } MulParams;
+
+/* The formula of the header for one pair of codes. */
+static int8_t mul_one(const MulParams *p, int32_t a, int32_t b) {
+    const int64_t prod = (int64_t)(a - p->z1) * (b - p->z2);
+    const int64_t h = emu_mbqm_acc(prod, p->m, p->s, p->rounding, p->wrap);
+    return (int8_t)emu_clamp(emu_add_offset(h, p->z_out, p->wrap), p->lo, p->hi);
+}
+
+static void mul_free(void *params) {
+    MulParams *p = params;
+    if (p != NULL) free(p->table);
+    free(p);
+}
 
 static int mul_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
     *out = NULL;
@@ -27,28 +48,34 @@ static int mul_prepare(const NeuronModel *m, const EmuOperation *op, int roundin
         free(p);
         return NEURON_BAD_DATA;
     }
-    if (!emu_quantize_multiplier((double)x1->scale * (double)x2->scale / (double)y->scale,
-                                 rounding, &p->m, &p->s)) {
+    const float real = x1->scale * x2->scale / y->scale; /* float32, as LiteRT's Prepare */
+    if (!emu_quantize_multiplier((double)real, rounding, &p->m, &p->s)) {
         free(p);
         return NEURON_BAD_DATA;
     }
     p->rounding = rounding;
+    p->wrap = emu_accumulator_wrap();
     p->z1 = x1->zero_point;
     p->z2 = x2->zero_point;
     p->z_out = y->zero_point;
     emu_activation_range(fuse, y->scale, y->zero_point, &p->lo, &p->hi);
+    p->table = malloc(256 * 256);
+    if (p->table == NULL) {
+        free(p);
+        return NEURON_OUT_OF_MEMORY;
+    }
+    for (int32_t a = -128; a < 128; a++)
+        for (int32_t b = -128; b < 128; b++)
+            p->table[(a + 128) * 256 + (b + 128)] = mul_one(p, a, b);
     *out = p;
     return NEURON_NO_ERROR;
 }
 
 static void mul_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *out,
                     uint32_t count, uint32_t a_step, uint32_t b_step) {
-    const MulParams *p = ctx;
-    for (uint32_t i = 0; i < count; i++) {
-        const int64_t prod = (int64_t)(a[i * a_step] - p->z1) * (b[i * b_step] - p->z2);
-        out[i] = (int8_t)emu_clamp(emu_mbqm(prod, p->m, p->s, p->rounding) + p->z_out, p->lo,
-                                   p->hi);
-    }
+    const int8_t *restrict table = ((const MulParams *)ctx)->table;
+    for (uint32_t i = 0; i < count; i++)
+        out[i] = table[(a[i * a_step] + 128) * 256 + (b[i * b_step] + 128)];
 }
 
 static void mul_eval(const void *params, const void *const *inputs, void *output,
@@ -58,4 +85,4 @@ static void mul_eval(const void *params, const void *const *inputs, void *output
     emu_broadcast_run(&p->bc, p, inputs[0], inputs[1], output, mul_run);
 }
 
-const EmuKernel emu_k_mul = {NEURON_MUL, "MUL", mul_prepare, mul_eval, NULL, free};
+const EmuKernel emu_k_mul = {NEURON_MUL, "MUL", mul_prepare, mul_eval, NULL, mul_free};

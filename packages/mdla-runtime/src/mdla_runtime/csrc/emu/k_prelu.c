@@ -43,13 +43,14 @@ static int prelu_prepare(const NeuronModel *m, const EmuOperation *op, int round
         free(p);
         return NEURON_BAD_DATA;
     }
+    const bool wrap = emu_accumulator_wrap();
     for (int i = 0; i < 256; i++) {
         const int64_t v = (int64_t)(i - 128) - x->zero_point;
         for (int j = 0; j < 256; j++) {
             const int64_t alpha = (int64_t)(j - 128) - a->zero_point;
-            const int64_t r = v >= 0 ? emu_mbqm(v, m1, e1, rounding)
-                                     : emu_mbqm(v * alpha, m2, e2, rounding);
-            p->out[i][j] = (int8_t)emu_clamp(r + y->zero_point, -128, 127);
+            const int64_t r = v >= 0 ? emu_mbqm_acc(v, m1, e1, rounding, wrap)
+                                     : emu_mbqm_acc(v * alpha, m2, e2, rounding, wrap);
+            p->out[i][j] = (int8_t)emu_clamp(emu_add_offset(r, y->zero_point, wrap), -128, 127);
         }
     }
     *out = p;

@@ -29,8 +29,10 @@ static int relu_x_prepare(const NeuronModel *m, const EmuOperation *op, int roun
         const int32_t q_ceil = emu_quantize_bound(ceiling, y->scale, y->zero_point);
         hi = q_ceil < 127 ? q_ceil : 127;
     }
+    const bool wrap = emu_accumulator_wrap();
     for (int q = -128; q < 128; q++) {
-        const int64_t v = y->zero_point + emu_mbqm(q - x->zero_point, mult, shift, rounding);
+        const int64_t h = emu_mbqm_acc(q - x->zero_point, mult, shift, rounding, wrap);
+        const int64_t v = emu_add_offset(h, y->zero_point, wrap);
         lut->table[q + 128] = (int8_t)emu_clamp(v, lo, hi);
     }
     *out = lut;

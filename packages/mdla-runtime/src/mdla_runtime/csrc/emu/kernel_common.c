@@ -37,6 +37,13 @@ const EmuKernel *emu_kernel(int32_t code) {
     return NULL;
 }
 
+bool emu_accumulator_wrap(void) {
+    const char *v = getenv("MDLA_EMU_ACCUMULATOR");
+    if (v != NULL && strcmp(v, "wrap") == 0) return true;
+    if (v != NULL && strcmp(v, "saturate") == 0) return false;
+    return emu_target_accumulator_wrap;
+}
+
 bool emu_dims_are(const EmuOperand *o, uint32_t rank, const uint32_t *dims) {
     if (o->rank != rank) return false;
     for (uint32_t i = 0; i < rank; i++)
@@ -128,6 +135,7 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
     }
     rq->z_out = y->zero_point;
     rq->rounding = rounding;
+    rq->wrap = emu_accumulator_wrap(); /* narrow rows cannot overflow: the same either way */
     emu_activation_range(fuse, y->scale, y->zero_point, &rq->lo, &rq->hi);
     return NEURON_NO_ERROR;
 }
@@ -182,6 +190,15 @@ EMU_BODY void requant_row_wide(const EmuRequant *rq, const int32_t *restrict acc
     const int32_t *restrict bias = rq->bias;
     const int64_t *restrict mult = rq->mult, *restrict right = rq->right,
                             *restrict round = rq->round;
+    if (rq->wrap) { /* the definition itself, channel by channel: int32 wraps modulo 2^32 */
+        for (int32_t c = 0; c < n; c++) {
+            const int64_t v = emu_wrap32((int64_t)acc[c] + bias[c]); /* TFLite's int32 acc */
+            const int64_t h = emu_mbqm_acc(v, mult[c], rq->shift[c], rq->rounding, true);
+            const int64_t q = emu_add_offset(h, rq->z_out, true);
+            out[c] = (int8_t)(q < lo ? lo : (q > hi ? hi : q));
+        }
+        return;
+    }
     if (rq->rounding == EMU_ROUND_SINGLE) {
         for (int32_t c = 0; c < n; c++) {
             const int64_t v = emu_sat32((int64_t)acc[c] + bias[c]); /* TFLite's int32 acc */

@@ -39,6 +39,13 @@ extern bool emu_avx512;
         if (!(cond)) return NEURON_BAD_DATA;                                                     \
     } while (0)
 
+/* The target's `[arith] accumulator` fact (emu_targets.c, generated from the target TOML):
+ * true when an int32 overflow in the requantization wraps, false when it saturates. The
+ * environment variable MDLA_EMU_ACCUMULATOR=wrap|saturate overrides it (read by each kernel's
+ * prepare, so at NeuronCompilation_finish), to emulate a device that does the other. */
+extern const bool emu_target_accumulator_wrap;
+bool emu_accumulator_wrap(void);
+
 /* The per-channel output pipeline of CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED. */
 typedef struct {
     int32_t channels;
@@ -59,6 +66,7 @@ typedef struct {
     int32_t period;
     int32_t z_out, lo, hi;
     int rounding;
+    bool wrap; /* emu_accumulator_wrap() at prepare */
 } EmuRequant;
 
 /* Validate input, weights (symmetric; per-tensor or per-channel on `channel_dim`), bias and
@@ -141,6 +149,8 @@ EMU_KERNEL_DECL(emu_k_prelu)
 EMU_KERNEL_DECL(emu_k_resize_nearest)
 EMU_KERNEL_DECL(emu_k_depth_to_space)
 EMU_KERNEL_DECL(emu_k_transpose_conv_2d)
+/* Not in the table: mdla-engine's cpu partitions only (k_transpose.c). */
+EMU_KERNEL_DECL(emu_k_transpose)
 
 
 /* AVERAGE_POOL_2D and MAX_POOL_2D: the frozen geometry of a pool whose input and output share

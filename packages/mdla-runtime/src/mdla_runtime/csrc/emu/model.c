@@ -1,10 +1,12 @@
 /*
- * model.c: NeuronModel_* (building a graph operand by operand) and the operand helpers.
+ * model.c: NeuronModel_* (building a graph operand by operand); the operand helpers are in
+ * operand.c.
  *
  * Order of calls, as the adapter enforces it: create -> addOperand/setOperandValue/
  * setOperandSymmPerChannelQuantParams/addOperation/identifyInputsAndOutputs (any order) ->
  * finish -> (getSupportedOperationsForDevices, compilations). Anything that edits a finished
- * model is NEURON_BAD_STATE. Values of at most 128 bytes are copied at once; larger ones are
+ * model is NEURON_BAD_STATE (relaxComputationFloat32toFloat16, a compile setting, excepted:
+ * model_ext.c). Values of at most 128 bytes are copied at once; larger ones are
  * kept by pointer and must stay unchanged until NeuronCompilation_finish returns (the
  * compilation snapshots them).
  */
@@ -13,73 +15,6 @@
 #include <string.h>
 
 #include "emu.h"
-
-size_t emu_type_size(int32_t type) {
-    switch (type) {
-    case NEURON_FLOAT32: case NEURON_INT32: case NEURON_UINT32: case NEURON_TENSOR_FLOAT32:
-    case NEURON_TENSOR_INT32:
-        return 4;
-    case NEURON_TENSOR_QUANT8_ASYMM: case NEURON_BOOL: case NEURON_TENSOR_BOOL8:
-    case NEURON_TENSOR_QUANT8_SYMM_PER_CHANNEL: case NEURON_TENSOR_QUANT8_SYMM:
-    case NEURON_TENSOR_QUANT8_ASYMM_SIGNED:
-        return 1;
-    case NEURON_TENSOR_QUANT16_SYMM: case NEURON_TENSOR_FLOAT16: case NEURON_FLOAT16:
-    case NEURON_TENSOR_QUANT16_ASYMM:
-        return 2;
-    default:
-        return 0;
-    }
-}
-
-bool emu_is_tensor(int32_t type) {
-    return !(type == NEURON_FLOAT32 || type == NEURON_INT32 || type == NEURON_UINT32 ||
-             type == NEURON_BOOL || type == NEURON_FLOAT16);
-}
-
-bool emu_is_int8_act(int32_t type) {
-    return type == NEURON_TENSOR_QUANT8_ASYMM_SIGNED || type == NEURON_TENSOR_QUANT8_SYMM;
-}
-
-uint64_t emu_elements(const EmuOperand *o) {
-    uint64_t n = 1;
-    for (uint32_t i = 0; i < o->rank; i++) n *= o->dims[i];
-    return n;
-}
-
-size_t emu_bytes(const EmuOperand *o) { return (size_t)emu_elements(o) * emu_type_size(o->type); }
-
-bool emu_same_quant(const EmuOperand *a, const EmuOperand *b) {
-    return a->scale == b->scale && a->zero_point == b->zero_point;
-}
-
-static const EmuOperand *scalar(const NeuronModel *m, uint32_t idx, int32_t type) {
-    if (idx >= m->n_opnds) return NULL;
-    const EmuOperand *o = &m->opnds[idx];
-    if (o->type != type || !o->has_value || o->omitted || o->value_len != emu_type_size(type))
-        return NULL;
-    return o;
-}
-
-int emu_scalar_i32(const NeuronModel *m, uint32_t idx, int32_t *v) {
-    const EmuOperand *o = scalar(m, idx, NEURON_INT32);
-    if (o == NULL) return NEURON_BAD_DATA;
-    memcpy(v, o->value, sizeof *v);
-    return NEURON_NO_ERROR;
-}
-
-int emu_scalar_bool(const NeuronModel *m, uint32_t idx, bool *v) {
-    const EmuOperand *o = scalar(m, idx, NEURON_BOOL);
-    if (o == NULL) return NEURON_BAD_DATA;
-    *v = *(const uint8_t *)o->value != 0;
-    return NEURON_NO_ERROR;
-}
-
-int emu_scalar_f32(const NeuronModel *m, uint32_t idx, float *v) {
-    const EmuOperand *o = scalar(m, idx, NEURON_FLOAT32);
-    if (o == NULL) return NEURON_BAD_DATA;
-    memcpy(v, o->value, sizeof *v);
-    return NEURON_NO_ERROR;
-}
 
 void emu_model_release(NeuronModel *m) {
     if (m == NULL) return;
@@ -95,6 +30,8 @@ void emu_model_release(NeuronModel *m) {
     free(m->ops);
     free(m->inputs);
     free(m->outputs);
+    free(m->name);
+    free(m->report_path);
     free(m);
 }
 
@@ -108,6 +45,8 @@ NeuronModel *emu_model_clone(const NeuronModel *m) {
     NeuronModel *c = calloc(1, sizeof *c);
     if (c == NULL) return NULL;
     *c = *m;
+    c->name = NULL; /* the snapshot computes; the debug name and report path stay the caller's */
+    c->report_path = NULL;
     c->opnds = calloc(m->n_opnds ? m->n_opnds : 1, sizeof *c->opnds);
     c->ops = calloc(m->n_ops ? m->n_ops : 1, sizeof *c->ops);
     c->inputs = dup(m->inputs, m->n_inputs * sizeof *m->inputs);
@@ -176,25 +115,46 @@ static bool quant_ok(int32_t t, float scale, int32_t zp) {
 }
 
 int NeuronModel_create(NeuronModel **model) {
+    EMU_TRACE();
     if (model == NULL) return NEURON_UNEXPECTED_NULL;
     *model = calloc(1, sizeof **model);
     return *model ? NEURON_NO_ERROR : NEURON_OUT_OF_MEMORY;
 }
 
-void NeuronModel_free(NeuronModel *model) { emu_model_release(model); }
+void NeuronModel_free(NeuronModel *model) {
+    EMU_TRACE();
+    emu_model_release(model);
+}
 
 int NeuronModel_addOperand(NeuronModel *model, const NeuronOperandType *type) {
+    EMU_TRACE();
     if (model == NULL || type == NULL) return NEURON_UNEXPECTED_NULL;
     if (model->finished) return NEURON_BAD_STATE;
-    if (emu_type_size(type->type) == 0) return NEURON_BAD_DATA;
-    const bool tensor = emu_is_tensor(type->type);
+    /* NEURON_MODEL (a reference set by setOperandValueFromModel) and the compiled-network
+     * extension type (raw bytes of any shape) have no element size */
+    const bool special = type->type == NEURON_MODEL || emu_is_ext_type(type->type);
+    if (emu_is_ext_type(type->type) && (type->type & 0xffff) != 0x0100 &&
+        (type->type & 0xffff) != 0x0200) {
+        emu_note(__func__, "extension operand type 0x%04x of %s is not supported by the emulator",
+                 (unsigned)(type->type & 0xffff), EMU_EXT_COMPILED_NETWORK);
+        return NEURON_BAD_DATA;
+    }
+    if (!special && emu_type_size(type->type) == 0) {
+        if (type->type >= NEURON_EXT_TENSOR_UINT32 &&
+            type->type <= NEURON_EXT_TENSOR_QUANT8_ASYMM_SIGNED_PER_CHANNEL)
+            emu_note(__func__, "operand type %d (a Neuron extended type) is not supported by the "
+                     "emulator: it has int8 per-tensor and symmetric per-channel kernels only",
+                     (int)type->type);
+        return NEURON_BAD_DATA;
+    }
+    const bool tensor = emu_is_tensor(type->type) && type->type != NEURON_MODEL;
     if (!tensor && type->dimensionCount != 0) return NEURON_BAD_DATA;
     if (type->dimensionCount > EMU_MAX_RANK) return NEURON_BAD_DATA;
     if (type->dimensionCount > 0 && type->dimensions == NULL) return NEURON_UNEXPECTED_NULL;
     uint64_t elements = 1;
     for (uint32_t i = 0; i < type->dimensionCount; i++) {
         /* dims of 0 (unknown) are not supported: every shape is static on the MDLA */
-        if (type->dimensions[i] == 0) return NEURON_BAD_DATA;
+        if (type->dimensions[i] == 0 && !special) return NEURON_BAD_DATA;
         elements *= type->dimensions[i];
         if (elements > (UINT64_C(1) << 31)) return NEURON_BAD_DATA;
     }
@@ -219,11 +179,13 @@ int NeuronModel_addOperand(NeuronModel *model, const NeuronOperandType *type) {
 
 int NeuronModel_setOperandValue(NeuronModel *model, int32_t index, const void *buffer,
                                 size_t length) {
+    EMU_TRACE();
     if (model == NULL) return NEURON_UNEXPECTED_NULL;
     if (model->finished) return NEURON_BAD_STATE;
     if (index < 0 || (uint32_t)index >= model->n_opnds) return NEURON_BAD_DATA;
     EmuOperand *o = &model->opnds[index];
     if (buffer == NULL && length != 0) return NEURON_UNEXPECTED_NULL;
+    if (o->type == NEURON_MODEL) return NEURON_BAD_DATA; /* setOperandValueFromModel's */
     free(o->owned);
     o->owned = NULL;
     o->value = NULL;
@@ -235,7 +197,7 @@ int NeuronModel_setOperandValue(NeuronModel *model, int32_t index, const void *b
         o->value_len = 0;
         return NEURON_NO_ERROR;
     }
-    if (length != emu_bytes(o)) return NEURON_BAD_DATA;
+    if (length != emu_bytes(o) && !(emu_is_ext_type(o->type) && length > 0)) return NEURON_BAD_DATA;
     if (length <= EMU_IMMEDIATE_COPY_BYTES) {
         o->owned = malloc(length ? length : 1);
         if (o->owned == NULL) return NEURON_OUT_OF_MEMORY;
@@ -251,6 +213,7 @@ int NeuronModel_setOperandValue(NeuronModel *model, int32_t index, const void *b
 
 int NeuronModel_setOperandSymmPerChannelQuantParams(
     NeuronModel *model, int32_t index, const NeuronSymmPerChannelQuantParams *channelQuant) {
+    EMU_TRACE();
     if (model == NULL || channelQuant == NULL) return NEURON_UNEXPECTED_NULL;
     if (model->finished) return NEURON_BAD_STATE;
     if (index < 0 || (uint32_t)index >= model->n_opnds) return NEURON_BAD_DATA;
@@ -275,11 +238,22 @@ int NeuronModel_setOperandSymmPerChannelQuantParams(
 int NeuronModel_addOperation(NeuronModel *model, NeuronOperationType type, uint32_t inputCount,
                              const uint32_t *inputs, uint32_t outputCount,
                              const uint32_t *outputs) {
+    emu_trace(__func__, "%d", (int)type);
     if (model == NULL) return NEURON_UNEXPECTED_NULL;
     if ((inputCount && inputs == NULL) || (outputCount && outputs == NULL))
         return NEURON_UNEXPECTED_NULL;
     if (model->finished) return NEURON_BAD_STATE;
-    if (type < 0 || type > NEURON_YUV420TOAFBC) return NEURON_BAD_DATA;
+    /* Neuron's codes, the OEM operation, LiteRT's placeholder NEURON_UNKNOWN (10001, used in its
+     * getSupportedOperations query) and the compiled-network extension operation */
+    const bool known = (type >= 0 && type <= NEURON_YUV420TOAFBC) ||
+                       type == NEURON_OEM_OPERATION || type == EMU_OP_PLACEHOLDER ||
+                       type == EMU_OP_COMPILED_NETWORK;
+    if (!known) {
+        if (emu_is_ext_type(type) || (type >> 16) > 0)
+            emu_note(__func__, "extension operation type 0x%x is not supported by the emulator",
+                     (unsigned)type);
+        return NEURON_BAD_DATA;
+    }
     if (inputCount == 0 || outputCount == 0 || inputCount > 4096 || outputCount > 64)
         return NEURON_BAD_DATA;
     for (uint32_t i = 0; i < inputCount; i++)
@@ -310,6 +284,7 @@ int NeuronModel_addOperation(NeuronModel *model, NeuronOperationType type, uint3
 int NeuronModel_identifyInputsAndOutputs(NeuronModel *model, uint32_t inputCount,
                                          const uint32_t *inputs, uint32_t outputCount,
                                          const uint32_t *outputs) {
+    EMU_TRACE();
     if (model == NULL) return NEURON_UNEXPECTED_NULL;
     if ((inputCount && inputs == NULL) || (outputCount && outputs == NULL))
         return NEURON_UNEXPECTED_NULL;
@@ -349,6 +324,7 @@ int NeuronModel_identifyInputsAndOutputs(NeuronModel *model, uint32_t inputCount
 /* Every operand is a constant, a model input, or written by exactly one earlier operation; every
  * operation validates (kernel prepare, when the emulator has the kernel). */
 int NeuronModel_finish(NeuronModel *model) {
+    EMU_TRACE();
     if (model == NULL) return NEURON_UNEXPECTED_NULL;
     if (model->finished) return NEURON_BAD_STATE;
     if (!model->io_identified || model->n_ops == 0) return NEURON_BAD_DATA;
@@ -397,6 +373,7 @@ int NeuronModel_finish(NeuronModel *model) {
 int NeuronModel_getSupportedOperationsForDevices(const NeuronModel *model,
                                                  const NeuronDevice *const *devices,
                                                  uint32_t numDevices, bool *supportedOps) {
+    EMU_TRACE();
     if (model == NULL || devices == NULL || supportedOps == NULL) return NEURON_UNEXPECTED_NULL;
     if (!model->finished) return NEURON_BAD_STATE;
     if (numDevices == 0 || numDevices > EMU_MAX_DEVICES) return NEURON_BAD_DATA;

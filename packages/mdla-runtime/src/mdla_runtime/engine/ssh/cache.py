@@ -35,7 +35,7 @@ class Runner(Protocol):
 def engine_files() -> tuple[dict[str, bytes], tuple[str, ...]]:
     """The engine's sources and headers (name -> bytes, the generated op tables included) and
     the names of its .c files."""
-    return build.engine_sources(), tuple(build.ENGINE_SOURCES)
+    return build.engine_sources(), build.engine_source_names()
 
 
 def source_key(files: dict[str, bytes]) -> str:

@@ -88,7 +88,7 @@ d=$1; w=$2; p=$3; shift 3
 b="$w/build"; rm -rf "$b"; mkdir "$b"; cd "$b"; tar -xf -
 CC=; for c in cc clang gcc; do if command -v $c >/dev/null 2>&1; then CC=$c; break; fi; done
 [ -n "$CC" ] || { echo MDLA_NO_COMPILER >&2; exit 3; }
-"$CC" -std=c11 -O2 -I. "$@" -o mdla-engine -ldl; chmod 700 mdla-engine
+"$CC" -std=c11 -O3 -pthread -I. "$@" -o mdla-engine -ldl -lm; chmod 700 mdla-engine
 h=$(sha256 mdla-engine)
 [ -n "$h" ] || { echo "MDLA_NO_SHA256: no sha256sum on the phone" >&2; exit 3; }
 mv -f mdla-engine "$d/engine-$h"

@@ -1,0 +1,365 @@
+"""MTCNN's P/R/O-Nets compiled through the pipeline and run on a target (`--roi auto`).
+
+    compile (once per detection frame size; cached in lipread's cache directory):
+      P-Net: ONE graph over the whole pyramid of that frame size (one input and two outputs
+             per level, the net's weights repeated per level): a detection is one engine call
+             for all levels, not one per level
+      R-Net: batch RNET_BATCH (candidates padded to it, chunked beyond)
+      O-Net: batch ONET_BATCH (the same)
+      each: mdla_ir.from_torch -> mdla_legalize (mdla3.5) -> mdla_quant (minmax ranges,
+      calibrated on rendered face frames and jittered crops around their faces) -> .mdla
+    run:  `lipread.mtcnn.detect_faces` with these nets on mtk-mdla
+
+Why one graph per pyramid rather than per level or a fixed set of sizes: every call to the
+engine costs ~50 ms of process start on this machine (the nets themselves run in ~1-20 ms),
+and a video has one frame size, so its pyramid is fixed: one compile (~seconds) per video
+size, then three calls per detection. A fixed set of sizes would need letterboxing (work on
+padding) or resampling the frame to a size the detector was not asked about.
+
+Tracking (`track_batched`): the same engine cost rules out the float tracker's per-frame O-Net
+call. The whole clip is decoded before tracking, so keyframes (every KEYFRAME frames) are
+detected first; each frame between two keyframes with faces starts from the box linearly
+interpolated between them, and O-Net runs on all such frames at once; frames it loses restart
+from the nearest tracked frame's box in further batched rounds, and a last round refines every
+frame from its own box (`track_batched`). A frame still lost is detected on its own; where that
+fails it stays NaN (gaps are `roi.boxes_from_corners`'s).
+The float path (`lipread.track.MtcnnDetector` with `track_corners`) is the reference;
+`tests/lipread/test_mtcnn.py` compares the two.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lipread.errors import DeviceError, LipreadError, UnsupportedError
+from lipread.frontend import cache_dir
+from lipread.image import resize
+from lipread.mtcnn import Nets, area_resize, detect_faces, net_input, pyramid, refine_crop
+from lipread.track import DETECT_SIDE, FACE_P, KEYFRAME, Face, square
+
+Array = np.ndarray[Any, Any]
+RNET_BATCH = 64
+ONET_BATCH = 150
+VERSION = 1
+CALIB_FRAMES = 4
+
+
+def _facenet_version() -> str:
+    try:
+        return importlib.metadata.version("facenet-pytorch")
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
+
+
+def cache_paths(size: tuple[int, int]) -> dict[str, Path]:
+    """The three manifests for detection frames of `size` (H, W)."""
+    key = f"mtcnn-{_facenet_version()}-v{VERSION}"
+    h, w = size
+    return {
+        "pnet": cache_dir() / f"{key}.pnet-{h}x{w}.mdla",
+        "rnet": cache_dir() / f"{key}.rnet-b{RNET_BATCH}.mdla",
+        "onet": cache_dir() / f"{key}.onet-b{ONET_BATCH}.mdla",
+    }
+
+
+def detect_size(h: int, w: int) -> tuple[int, int]:
+    """The size frames are downscaled to before detection (longest side <= DETECT_SIDE)."""
+    scale = min(1.0, DETECT_SIDE / max(h, w))
+    return (round(h * scale), round(w * scale)) if scale < 1.0 else (h, w)
+
+
+def float_modules() -> tuple[Any, Any, Any]:
+    """facenet-pytorch's P-, R- and O-Net with the weights in its wheel (needs torch)."""
+    try:
+        importlib.import_module("facenet_pytorch")  # the package first: it may be blocked
+        nets = importlib.import_module("facenet_pytorch.models.mtcnn")
+    except ModuleNotFoundError as exc:
+        raise UnsupportedError(
+            "compiling MTCNN for --roi auto needs facenet-pytorch 2.5.3 (its wheel holds the "
+            "weights) with torch: pip install 'mdla-lipread[auto]'; or pass --roi X,Y,W,H"
+        ) from exc
+    return tuple(getattr(nets, n)(pretrained=True).eval() for n in ("PNet", "RNet", "ONet"))
+
+
+def float_nets() -> Nets:
+    """The reference: the three nets in torch float32."""
+    pnet, rnet, onet = float_modules()  # first: without torch it says what --roi auto needs
+    import torch
+
+    def run(module: Any, x: Array) -> tuple[Array, ...]:
+        with torch.no_grad():
+            return tuple(o.numpy() for o in module(torch.from_numpy(x)))
+
+    def levels(xs: list[Array]) -> list[tuple[Array, Array]]:
+        return [run(pnet, x) for x in xs]  # type: ignore[misc]
+
+    return Nets(levels, lambda x: run(rnet, x), lambda x: run(onet, x))  # type: ignore[arg-type,return-value]
+
+
+def _calibration(size: tuple[int, int]) -> tuple[list[Array], list[Array], list[Array]]:
+    """Rendered face frames at `size` (H, W) RGB, and 24x24 / 48x48 net inputs: jittered square
+    crops around each frame's face (faces as R- and O-Net see them) and off-face crops."""
+    from lipread.render import spoken_sentence
+    from lipread.scenes import LEVELS, render_scene
+
+    rng = np.random.default_rng(0x3C7)
+    frames, r_in, o_in = [], [], []
+    for k in range(CALIB_FRAMES):
+        scene = render_scene(spoken_sentence(7000 + k, 0), 7000 + k, 0, LEVELS["face"], frames=3)
+        frame = scene.frames[0]
+        fh, fw = frame.shape[:2]
+        small = resize(frame[None], size)[0]
+        frames.append(np.clip(small, 0, 255))
+        x1, y1, x2, y2 = scene.faces[0]
+        for j in range(8):
+            if j < 6:
+                side = max(x2 - x1, y2 - y1) * rng.uniform(0.8, 1.3)
+                cx = (x1 + x2) / 2 + rng.uniform(-0.15, 0.15) * side
+                cy = (y1 + y2) / 2 + rng.uniform(-0.15, 0.15) * side
+            else:
+                side = rng.uniform(0.2, 0.6) * min(fh, fw)
+                cx, cy = rng.uniform(side / 2, fw - side / 2), rng.uniform(side / 2, fh - side / 2)
+            box = np.array([cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2])
+            crop = refine_crop(frame, box)
+            if crop is None:
+                continue
+            o_in.append(crop[0])
+            patch = crop[0].transpose(1, 2, 0) / np.float32(0.0078125) + np.float32(127.5)
+            r_in.append(net_input(area_resize(patch, (24, 24))[None])[0])
+    return frames, r_in, o_in
+
+
+def _batches(xs: list[Array], batch: int) -> list[list[Array]]:
+    stacked = np.stack(xs)
+    reps = -(-batch // len(stacked))
+    tiled = np.concatenate([stacked] * reps)[:batch]
+    return [[tiled]]
+
+
+def compile_mtcnn(size: tuple[int, int]) -> dict[str, Path]:
+    """Compile (or find cached) the three nets for detection frames of `size`."""
+    paths = cache_paths(size)
+    if all(p.is_file() for p in paths.values()):
+        return paths
+    import mdla_runtime
+
+    for name, module, calib in mtcnn_jobs(size):
+        if paths[name].is_file():
+            continue
+        qgraph = quantized(name, module, calib)
+        try:
+            paths[name].parent.mkdir(parents=True, exist_ok=True)
+            mdla_runtime.save(qgraph, paths[name])
+        except (mdla_runtime.ManifestError, mdla_runtime.LoweringError) as exc:
+            raise LipreadError(f"MTCNN {name}: writing {paths[name]} failed: {exc}") from exc
+    return paths
+
+
+def mtcnn_jobs(size: tuple[int, int]) -> list[tuple[str, Any, list[list[Array]]]]:
+    """(name, torch module, calibration inputs) of the three nets for frames of `size`."""
+    pnet, rnet, onet = float_modules()  # first: without torch it says what --roi auto needs
+    import torch
+
+    frames, r_in, o_in = _calibration(size)
+    levels = [s for _, s in pyramid(*size)]
+    if not levels:
+        raise UnsupportedError(f"frames of {size[1]}x{size[0]} are too small for MTCNN")
+
+    class Pyramid(torch.nn.Module):
+        """P-Net on each level: inputs x0..x{n-1}, outputs reg0, prob0, reg1, ... (torch.fx
+        needs a fixed arity, so `forward` is generated for this pyramid's level count)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = pnet
+
+    names = ", ".join(f"x{i}" for i in range(len(levels)))
+    body = " ".join(f"*self.net(x{i})," for i in range(len(levels)))
+    scope: dict[str, Any] = {}
+    exec(f"def forward(self, {names}):\n    return ({body})\n", scope)
+    Pyramid.forward = scope["forward"]
+
+    p_calib = [[net_input(area_resize(f, s)[None]) for s in levels] for f in frames]
+    return [
+        ("pnet", Pyramid().eval(), p_calib),
+        ("rnet", rnet, _batches(r_in, RNET_BATCH)),
+        ("onet", onet, _batches(o_in, ONET_BATCH)),
+    ]
+
+
+def quantized(name: str, module: Any, calib: list[list[Array]]) -> Any:
+    """One net through from_torch -> legalize (mdla3.5) -> quantize (minmax ranges: on the
+    astronaut clip of tests/lipread/test_mtcnn.py, 8 frames, the largest face's box IoU against
+    the float cascade was min 0.872 / mean 0.910 with minmax, 0.849 / 0.901 with percentile
+    99.99; landmarks within 3.1% of the face width with either)."""
+    import torch
+
+    import mdla_ir
+    import mdla_legalize
+    import mdla_quant
+
+    try:
+        example = tuple(torch.from_numpy(x) for x in calib[0])
+        graph = mdla_ir.from_torch(module, example, name=f"mtcnn_{name}")
+        legal = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
+        return mdla_quant.quantize(legal, calib, mdla_quant.QuantConfig(method="minmax"))
+    except (mdla_ir.IRError, mdla_legalize.LegalizeError) as exc:
+        raise UnsupportedError(f"MTCNN {name} does not compile for mtk-mdla: {exc}") from exc
+    except mdla_quant.QuantError as exc:
+        raise LipreadError(f"MTCNN {name} INT8 compile failed: {exc}") from exc
+
+
+def npu_nets(size: tuple[int, int], spec: str, latencies: list[float] | None = None) -> Nets:
+    """The three compiled nets for detection frames of `size`, run on target `spec`;
+    each call's device milliseconds are appended to `latencies`."""
+    import mdla_runtime
+
+    paths = compile_mtcnn(size)
+    try:
+        manifests = {k: mdla_runtime.load(p) for k, p in paths.items()}
+        target = mdla_runtime.open_target(spec)
+    except mdla_runtime.ManifestError as exc:
+        raise LipreadError(f"MTCNN manifest: {exc}") from exc
+    except mdla_runtime.TargetError as exc:
+        raise DeviceError(str(exc)) from exc
+    times = latencies if latencies is not None else []
+
+    def run(name: str, xs: list[Array]) -> list[Array]:
+        try:
+            result = target.run(manifests[name], xs, devices=("mtk-mdla",))
+        except mdla_runtime.TargetError as exc:
+            raise DeviceError(f"MTCNN {name} on {spec}: {exc}") from exc
+        times.append(result.latency_ms[0])
+        return [np.asarray(o, np.float32) for o in result.outputs]
+
+    def levels(xs: list[Array]) -> list[tuple[Array, Array]]:
+        out = run("pnet", xs)
+        return [(out[2 * i], out[2 * i + 1]) for i in range(len(xs))]
+
+    def batched(name: str, batch: int) -> Callable[[Array], tuple[Array, ...]]:
+        def fn(x: Array) -> tuple[Array, ...]:
+            n = len(x)
+            parts: list[list[Array]] = []
+            for start in range(0, max(n, 1), batch):
+                chunk = x[start : start + batch]
+                pad = np.zeros((batch - len(chunk), *x.shape[1:]), np.float32)
+                parts.append([o[: len(chunk)] for o in run(name, [np.concatenate([chunk, pad])])])
+            return tuple(np.concatenate(col) for col in zip(*parts, strict=True))
+
+        return fn
+
+    return Nets(levels, batched("rnet", RNET_BATCH), batched("onet", ONET_BATCH))  # type: ignore[arg-type]
+
+
+class CascadeDetector:
+    """A `lipread.track.Detector` over `Nets` (numpy cascade), detecting on the frame
+    downscaled to DETECT_SIDE like `MtcnnDetector`; `refine_many` runs O-Net on many boxes."""
+
+    def __init__(self, nets: Nets, size: tuple[int, int]) -> None:
+        self.nets, self.size = nets, size
+
+    def detect(self, frame: Array) -> Face | None:
+        h, w = frame.shape[:2]
+        small = frame if (h, w) == self.size else np.clip(resize(frame[None], self.size)[0], 0, 255)
+        boxes, points = detect_faces(small, self.nets)
+        if not len(boxes):
+            return None
+        sy, sx = h / self.size[0], w / self.size[1]
+        scale = np.array([sx, sy, sx, sy])
+        return Face(boxes[0, :4] * scale, points[0, 3:5] * np.array([sx, sy]))
+
+    def refine(self, frame: Array, box: Array) -> Face | None:
+        return self.refine_many([frame], [box])[0]
+
+    def refine_many(self, frames: list[Array], boxes: list[Array]) -> list[Face | None]:
+        """O-Net on each (frame, box) in one batched call; None where it says no face."""
+        crops = [refine_crop(f, b) for f, b in zip(frames, boxes, strict=True)]
+        ok = [i for i, c in enumerate(crops) if c is not None]
+        out: list[Face | None] = [None] * len(frames)
+        if not ok:
+            return out
+        reg, pts, prob = self.nets.onet(np.concatenate([crops[i] for i in ok]))
+        for j, i in enumerate(ok):
+            if float(prob[j, 1]) < FACE_P:
+                continue
+            x1, y1, x2, y2 = (round(float(v)) for v in boxes[i])
+            bw, bh = x2 - x1, y2 - y1
+            r, p = reg[j].astype(np.float64), pts[j].astype(np.float64)
+            face = np.array([x1 + r[0] * bw, y1 + r[1] * bh, x2 + r[2] * bw, y2 + r[3] * bh])
+            out[i] = Face(face, np.stack([x1 + bw * p[3:5], y1 + bh * p[8:10]], axis=1))
+        return out
+
+
+def track_batched(frames: Array, detector: CascadeDetector, every: int = KEYFRAME) -> Array:
+    """Mouth corners (T, 2, 2) for frames (T, H, W, 3), NaN where no face was found.
+
+    Keyframes are detected; every other frame starts from the box interpolated between the
+    keyframes around it, and O-Net runs on all of them in one batched call. Frames it loses
+    (the head moved off the straight line) restart from the box of the nearest frame tracked
+    so far, in further batched rounds while a round recovers any frame; then one last round
+    refines every tracked frame from its own box. What is still lost is detected alone."""
+    total = len(frames)
+    out = np.full((total, 2, 2), np.nan)
+    tracked: dict[int, Array] = {}  # frame -> its face's square box
+    for t in sorted({*range(0, total, every), total - 1}):
+        face = detector.detect(frames[t])
+        if face is not None:
+            out[t] = face.corners
+            tracked[t] = square(face.box)
+    if not tracked:
+        return out  # no keyframe has a face: `roi.boxes_from_corners` names the frames
+    keys = np.array(sorted(tracked))
+    todo = [t for t in range(total) if t not in tracked]
+    starts: dict[int, Array] = {}
+    for t in todo:
+        i = int(np.searchsorted(keys, t))
+        a, b = keys[max(i - 1, 0)], keys[min(i, len(keys) - 1)]
+        u = (t - a) / (b - a) if b != a else 0.0
+        starts[t] = tracked[int(a)] + (tracked[int(b)] - tracked[int(a)]) * u
+
+    def refine(ts: list[int]) -> list[int]:
+        """O-Net on ts from their starts, in one call; the frames it tracked."""
+        faces = detector.refine_many([frames[t] for t in ts], [starts[t] for t in ts])
+        done = []
+        for t, face in zip(ts, faces, strict=True):
+            if face is not None:
+                out[t] = face.corners
+                tracked[t] = square(face.box)
+                done.append(t)
+        return done
+
+    first = set(refine(todo))
+    lost = [t for t in todo if t not in first]
+    while lost:
+        known = np.array(sorted(tracked))
+        for t in lost:
+            starts[t] = tracked[int(known[np.abs(known - t).argmin()])]
+        recovered = refine(lost)
+        if not recovered:
+            break
+        lost = [t for t in lost if t not in set(recovered)]
+    again = [t for t in todo if t in tracked]
+    for t in again:
+        starts[t] = tracked[t]
+    if again:
+        refine(again)  # from each frame's own box: re-centred, as the float tracker's refine
+    for t in lost:  # O-Net cannot follow: a full detection on this frame alone
+        face = detector.detect(frames[t])
+        if face is not None:
+            out[t] = face.corners
+    return out
+
+
+def npu_corners(spec: str) -> Callable[[Array], Array]:
+    """A `roi.CornerFinder` running MTCNN's nets on target `spec`."""
+
+    def find(frames: Array) -> Array:
+        size = detect_size(*frames.shape[1:3])
+        return track_batched(frames, CascadeDetector(npu_nets(size, spec), size))
+
+    return find

@@ -1,0 +1,177 @@
+"""Detector outputs as boxes: what `workbench run` prints and draws for an SSD manifest.
+
+A manifest is a detector's when it records a `model.postprocess` (compile writes it for any
+model that carries an SSD decoder: the zoo's detectors and a user's `SSDHeads(their_ssd)`
+factory), or, for a manifest written before that key, when its recorded spec names one of the
+zoo's detectors (`mdla_zoo.detection.DECODERS`, torch-free): its outputs are the head convs per
+feature level, and `mdla_zoo.detection.detect` turns them into boxes on the CPU (anchors,
+decoding, NMS). The
+FP32 boxes come from the float model imported again from the same spec (`dense.float_graph`:
+needs torch, and the very model the manifest was compiled from, else `run` says why). For each
+input `run` prints the best `TOP` boxes of FP32 and INT8 in the photo's pixels and writes
+`<image stem>.<model>.boxes.png` beside the image (in the working directory for a sample
+photo): the photo twice, FP32 boxes on the left, INT8 on the right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image, ImageDraw
+from rich.console import Console
+from rich.table import Table
+
+import mdla_ir
+import mdla_runtime
+from mdla_zoo.detection import DECODERS, Detections, SSDDecoder, detect
+from workbench.dense import float_graph
+from workbench.errors import BAD_INPUT, WorkbenchError
+from workbench.images import read_image
+
+Array = np.ndarray[Any, Any]
+TOP = 5  # boxes printed and drawn per image and precision
+FP32_COLOUR, INT8_COLOUR = (0, 230, 64), (255, 0, 200)
+GAP = 4  # white pixels between the FP32 and the INT8 panel
+
+
+@dataclass
+class Boxes:
+    """The boxes of one detector manifest's runs; the FP32 graph is imported on first use."""
+
+    manifest: mdla_runtime.Manifest
+    weights: str | None = None
+    why_no_float: str = field(default="", init=False)  # set when there are no FP32 boxes
+    _float: mdla_ir.Graph | None = field(default=None, init=False, repr=False)
+    _tried: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def decoder(self) -> SSDDecoder | None:
+        """The manifest's decoder, or None when its outputs are not SSD head convs."""
+        prov = self.manifest.provenance
+        if prov.postprocess is not None:
+            return SSDDecoder.of(prov.postprocess)
+        return DECODERS.get(prov.spec)
+
+    def detections(
+        self, decoder: SSDDecoder, photo: Array, x: Array, int8_outputs: Sequence[Array]
+    ) -> tuple[Detections | None, Detections]:
+        """FP32 (None when it cannot be imported) and INT8 detections in the photo's pixels."""
+        size = (int(photo.shape[0]), int(photo.shape[1]))
+        int8 = detect(decoder, int8_outputs).scaled(decoder.image_size, size)
+        if not self._tried:
+            self._tried = True
+            self._float, self.why_no_float = float_graph(self.manifest, self.weights)
+        if self._float is None:
+            return None, int8
+        fp32 = detect(decoder, mdla_ir.run_float(self._float, [x]))
+        return fp32.scaled(decoder.image_size, size), int8
+
+    def entry(self, image: str, x: Array, int8_outputs: Sequence[Array]) -> dict[str, Any]:
+        """`run`'s record of one input's boxes and their PNG ({} for a non-detector)."""
+        decoder = self.decoder
+        if decoder is None:
+            return {}
+        photo = read_image(image)
+        fp32, int8 = self.detections(decoder, photo, x, int8_outputs)
+        labels = self.manifest.provenance.labels
+        png = png_path(image, self.manifest.name)
+        write_png(png, photo, fp32, int8, labels)
+        found = {
+            "fp32": None if fp32 is None else rows(fp32, labels),
+            "int8": rows(int8, labels),
+            "png": str(png),
+        }
+        return {"boxes": found | ({"no_fp32": self.why_no_float} if self.why_no_float else {})}
+
+    @staticmethod
+    def print(results: Sequence[dict[str, Any]], random_weights: bool) -> None:
+        """One table per input with boxes: FP32 and INT8 rows, then the PNG written."""
+        console = Console(highlight=False, soft_wrap=True)
+        warn = " (random weights: these boxes mean nothing)" if random_weights else ""
+        for e in results:
+            if "boxes" not in e:
+                continue
+            table = Table(title=f"{e['image']}: best {TOP} boxes, x0 y0 x1 y1 in pixels{warn}")
+            for col in ("", "label", "score", "box"):
+                table.add_column(col)
+            for which in ("fp32", "int8"):
+                for r in e["boxes"][which] or []:
+                    box = " ".join(f"{v:.1f}" for v in r["box"])
+                    table.add_row(which.upper(), r["label"], f"{r['score']:.3f}", box)
+            console.print(table)
+            if "no_fp32" in e["boxes"]:
+                console.print(f"  no FP32 boxes: {e['boxes']['no_fp32']}", markup=False)
+            side = "FP32 | INT8" if e["boxes"]["fp32"] is not None else "INT8 only"
+            console.print(f"boxes of {e['image']}: {e['boxes']['png']} ({side})", markup=False)
+
+
+def rows(dets: Detections, labels: Sequence[str], k: int = TOP) -> list[dict[str, Any]]:
+    """The best k detections as JSON rows: label, class index, score, box (x0 y0 x1 y1)."""
+    return [
+        {
+            "label": _name(labels, int(c)),
+            "class": int(c),
+            "score": round(float(s), 4),
+            "box": [round(float(v), 1) for v in b],
+        }
+        for b, s, c in zip(dets.boxes[:k], dets.scores[:k], dets.labels[:k], strict=True)
+    ]
+
+
+def _name(labels: Sequence[str], c: int) -> str:
+    return labels[c] if c < len(labels) else f"#{c}"
+
+
+def draw(
+    photo: Array,
+    dets: Detections,
+    labels: Sequence[str],
+    colour: tuple[int, int, int],
+    k: int = TOP,
+) -> Image.Image:
+    """The photo with the best k boxes outlined 2 px wide in `colour` (pixels x0..x1-1 and
+    y0..y1-1 of the rounded box), each labelled inside its top-left corner."""
+    img = Image.fromarray(np.ascontiguousarray(photo[..., :3]).astype(np.uint8)).convert("RGB")
+    pen = ImageDraw.Draw(img)
+    for b, s, c in zip(dets.boxes[:k], dets.scores[:k], dets.labels[:k], strict=True):
+        x0, y0, x1, y1 = (round(float(v)) for v in b)
+        if x1 - x0 < 1 or y1 - y0 < 1:
+            continue
+        pen.rectangle((x0, y0, x1 - 1, y1 - 1), outline=colour, width=2)
+        pen.text((x0 + 3, y0 + 3), f"{_name(labels, int(c))} {float(s):.2f}", fill=colour)
+    return img
+
+
+def side_by_side(left: Image.Image, right: Image.Image) -> Image.Image:
+    """Two panels of one height, `GAP` white columns between them."""
+    out = Image.new("RGB", (left.width + GAP + right.width, left.height), (255, 255, 255))
+    out.paste(left, (0, 0))
+    out.paste(right, (left.width + GAP, 0))
+    return out
+
+
+def png_path(image: str, model: str) -> Path:
+    """`<image stem>.<model>.boxes.png` beside an image file, else in the working directory."""
+    where = Path(image)
+    folder = where.parent if where.is_file() else Path.cwd()
+    return folder / f"{where.stem if where.is_file() else where.name}.{model}.boxes.png"
+
+
+def write_png(
+    path: Path,
+    photo: Array,
+    fp32: Detections | None,
+    int8: Detections,
+    labels: Sequence[str],
+) -> None:
+    """FP32 boxes on the left and INT8 boxes on the right; INT8 alone without FP32."""
+    right = draw(photo, int8, labels, INT8_COLOUR)
+    img = right if fp32 is None else side_by_side(draw(photo, fp32, labels, FP32_COLOUR), right)
+    try:
+        img.save(path, format="PNG")
+    except OSError as exc:
+        raise WorkbenchError(f"cannot write the boxes PNG `{path}`: {exc}", BAD_INPUT) from None

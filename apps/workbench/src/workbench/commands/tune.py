@@ -1,0 +1,206 @@
+"""`workbench tune`: a calibration setting against the previous one, scored on held-out inputs
+(`workbench.tuning`)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+import mdla_quant
+from workbench import contract as ct
+from workbench import pipeline, tuning
+from workbench.commands.options import (
+    AdaRound,
+    BiasCorrection,
+    Calib,
+    Debug,
+    Equalize,
+    Method,
+    MethodName,
+    Percentile,
+    Rounding,
+    RoundingName,
+    TargetName,
+    Weights,
+    console,
+)
+from workbench.errors import interrupt_guard, reported
+from workbench.output import json_output, steps
+
+EPILOG = """Examples:
+
+  workbench tune efficientnet_lite0 --method mse            # vs the default, 4 + 2 photos
+
+  workbench tune resnet18 --weights r18.pt --calib photos/ --count 32 --held-out 64 \
+      --method entropy --previous lite0.mdla -o r18.mdla    # saves .mdla, .tuning.json, .png
+
+  workbench tune my_net.py:build --calib random --bias-correction \
+      --previous method=percentile,percentile=99.9
+"""
+
+
+def db(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return ("inf" if value > 0 else "-inf") if math.isinf(value) else f"{value:.1f}"
+
+
+def delta(value: float | None, fmt: str) -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def tune_command(
+    model: Annotated[str, typer.Argument(help="Model spec (compiled here, twice).")],
+    weights: Weights = None,
+    calib: Calib = "samples",
+    count: Annotated[
+        int, typer.Option("--count", min=1, help="Calibration inputs (the quantizer's).")
+    ] = 4,
+    held_out: Annotated[
+        int,
+        typer.Option(
+            "--held-out",
+            min=1,
+            help="Further inputs of --calib, never calibrated on: the score is theirs.",
+        ),
+    ] = 2,
+    method: Method = MethodName.percentile,
+    percentile: Percentile = 99.99,
+    rounding: Rounding = RoundingName.double,
+    bias_correction: BiasCorrection = False,
+    equalize: Equalize = False,
+    adaround: AdaRound = 0,
+    previous: Annotated[
+        str,
+        typer.Option(
+            "--previous",
+            help="The setting to compare with: a compiled PREV.mdla (its recorded setting, "
+            "re-run on this split) or key=value,... over the defaults (method, percentile, "
+            "rounding, bias_correction, equalize, adaround); `none` for no comparison.",
+        ),
+    ] = "method=percentile",
+    target: TargetName = "mdla3.5",
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "-o", "--out", help="Save the new setting: OUT.mdla, OUT.tuning.json, OUT.sqnr.png."
+        ),
+    ] = None,
+    arg: ct.ArgOpt = None,
+    input_shape: ct.InputShape = None,
+    preset: ct.PresetOpt = None,
+    mean: ct.Mean = None,
+    std: ct.Std = None,
+    channels: ct.ChannelsOpt = None,
+    resize: ct.Resize = None,
+    crop: ct.Crop = None,
+    labels: ct.LabelsOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON document on stdout; text on stderr.")
+    ] = False,
+    debug: Debug = False,
+) -> None:
+    """Quantize MODEL with a new calibration setting and with the previous one, both on the
+    same --count calibration inputs, and score both on --held-out further inputs the quantizer
+    never saw: per layer cosine, SQNR and max |error| with their deltas, and top-1 agreement
+    with FP32 with its 95% (Wilson) interval. With -o: the new .mdla, the comparison as JSON
+    and a PNG of per-layer SQNR for the two settings."""
+    with reported(debug), interrupt_guard() as interrupted, json_output(as_json) as emit:
+        if out is not None:
+            pipeline.check_output(out, ".mdla")
+        new_config = mdla_quant.QuantConfig(
+            method=method.value,
+            percentile=percentile,
+            rounding=rounding.value,
+            bias_correction=bias_correction,
+            equalize=equalize,
+            adaround=adaround,
+            target=target,
+        )
+        base = mdla_quant.QuantConfig(target=target)
+        old_config = (
+            None
+            if previous == "none"
+            else tuning.setting_of_manifest(previous, base)
+            if previous.endswith(".mdla")
+            else tuning.parse_setting(previous, base)
+        )
+        contract = ct.contract_from(input_shape, preset, mean, std, channels, resize, crop, labels)
+        with steps() as s:
+            with s.step(f"importing {model}"):
+                source = pipeline.load_source(
+                    model, str(weights) if weights else None, contract, arg or []
+                )
+            with s.step("legalizing"):
+                device_graph = pipeline.legalize_graph(source.graph, target, new_config.device)
+            split = tuning.split_calibration(calib, source, count, held_out)
+            old = None
+            if old_config is not None:
+                tick = s.bar(f"previous: {tuning.label(old_config)}", total=count)
+                old = tuning.trial(source, device_graph, split, old_config, tick)
+            tick = s.bar(f"new: {tuning.label(new_config)}", total=count)
+            new = tuning.trial(source, device_graph, split, new_config, tick)
+        comparison = tuning.compare(new, old)
+        show(comparison, model)
+        doc = tuning.comparison_doc(comparison)
+        if out is not None:
+            interrupted()
+            with steps() as s, s.step(f"saving {out}"):
+                paths = tuning.save(comparison, out)
+            for what, path in paths.items():
+                console().print(f"wrote {what}: {path}", markup=False)
+            doc["saved"] = {k: str(v) for k, v in paths.items()}
+        emit(doc)
+
+
+def show(c: tuning.Comparison, model: str) -> None:
+    con = console()
+    held = ", ".join(c.new.held_out)
+    con.print(
+        f"{model}: calibrated on {c.new.calibration_count} input(s), scored on "
+        f"{len(c.new.held_out)} held-out input(s) the quantizer never saw ({held})",
+        markup=False,
+    )
+    table = Table(
+        title=f"per layer, {c.new.label}" + (f" vs {c.previous.label}" if c.previous else "")
+    )
+    heads = ("tensor", "op", "cosine", "Δ", "SQNR dB", "Δ dB", "max |err|", "Δ")
+    rows = [
+        (
+            r["tensor"],
+            r["kind"],
+            f"{r['cosine']:.5f}",
+            delta(r["delta_cosine"], "{:+.1e}"),
+            db(r["sqnr_db"]),
+            delta(r["delta_sqnr_db"], "{:+.1f}"),
+            f"{r['max_abs_error']:.4g}",
+            delta(r["delta_max_abs_error"], "{:+.3g}"),
+        )
+        for r in c.deltas()
+    ]
+    for i, head in enumerate(heads):
+        if i < 2:  # names truncate when the terminal is narrow ...
+            table.add_column(head, no_wrap=True, overflow="ellipsis", min_width=6)
+        else:  # ... numbers never: each column keeps its widest cell
+            width = max(len(head), *(len(r[i]) for r in rows)) if rows else len(head)
+            table.add_column(head, justify="right", no_wrap=True, min_width=width)
+    for row in rows:
+        table.add_row(*row)
+    con.print(table)
+    for which, t in (("new", c.new), ("previous", c.previous)):
+        if t is None:
+            continue
+        a = t.agreement
+        agree = (
+            "top-1 agreement n/a (not a classifier)"
+            if a is None
+            else f"top-1 agreement {a.same}/{a.n} = {a.rate:.0%} "
+            f"(95% CI {a.interval[0]:.0%}-{a.interval[1]:.0%})"
+        )
+        con.print(
+            f"{which} ({t.label}): {agree}, output cosine {t.output_cosine:.5f}", markup=False
+        )

@@ -1,0 +1,210 @@
+"""Dense outputs of `workbench run`: a segmentation model's class map as a PNG, FP32 | INT8.
+
+The rule: a model output is a *class map* when it is `[1, K, H, W]` in the model's layout with
+K >= 2 classes and (H, W) the model input's own (H, W), both > 1: every pixel of the input gets
+K class scores. That is what segmentation heads give (torchvision's LRASPP, DeepLabV3 and FCN
+upsample to the input; a UNet's head), and it keeps out the dense outputs that are not class
+scores: a detector's head maps (coarser than the input), a super-resolution image (larger), a
+classifier's `[1, K]`, a 1-channel mask.
+
+For each class map `run` writes `<image>.<model>.<output>.png` beside the input image (in the
+working directory for a sample photo or a random input): the argmax over the K classes of the
+FP32 model on the left, of the INT8 run on the right, a 4-pixel white gap between, colour per
+class from a fixed palette (`palette`). The FP32 map comes from importing the manifest's
+recorded model spec again (with `--weights` when it was compiled with some): only when that
+import gives the very model the manifest was compiled from (the fx graph and state-dict hash
+match) and torch is installed; otherwise the PNG holds the INT8 map alone and `run` says why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+import mdla_ir
+import mdla_runtime
+from mdla_ir import IRError
+from mdla_zoo.errors import ZooError
+from workbench import pipeline
+from workbench.contract import Contract
+from workbench.errors import WorkbenchError
+
+Array = np.ndarray[Any, Any]
+GAP = 4  # white pixels between the FP32 and the INT8 panel
+
+
+def is_class_map(shape: Sequence[int], input_shape: Sequence[int]) -> bool:
+    """`shape` is [1, K, H, W], K >= 2, with the (H, W) of the NCHW input `input_shape`."""
+    return (
+        len(shape) == 4
+        and len(input_shape) == 4
+        and shape[0] == 1
+        and shape[1] >= 2
+        and tuple(shape[2:]) == tuple(input_shape[2:])
+        and min(shape[2:]) > 1
+    )
+
+
+def palette(n: int) -> Array:
+    """(n, 3) uint8 colours: class c's bits spread over the high bits of R, G and B (bit 0 of c
+    to the top bit of R, bit 1 to G, bit 2 to B, the next three one bit lower, ...), the
+    PASCAL VOC convention, so class 0 (background) is black and neighbours differ."""
+    colours = np.zeros((n, 3), np.uint8)
+    for c in range(n):
+        rgb, bits, shift = [0, 0, 0], c, 7
+        while bits and shift >= 0:
+            for ch in range(3):
+                rgb[ch] |= ((bits >> ch) & 1) << shift
+            bits, shift = bits >> 3, shift - 1
+        colours[c] = rgb
+    return colours
+
+
+def is_index_map(spec: mdla_runtime.IOSpec, input_shape: Sequence[int]) -> bool:
+    """A [1, H, W] output of class indices at the input's H x W: a final ARGMAX run on the CPU
+    (issue 17), which writes int8 at scale 1, zero point 0 (the value is the class)."""
+    shape = spec.model_shape
+    return (
+        len(shape) == 3
+        and len(input_shape) == 4
+        and shape[0] == 1
+        and tuple(shape[1:]) == tuple(input_shape[2:])
+        and (spec.scale, spec.zero_point) == (1.0, 0)
+    )
+
+
+def class_map(scores: Array) -> Array:
+    """[1, K, H, W] scores -> (H, W) class indices (the first of tied maxima); a [1, H, W]
+    index map (a CPU ARGMAX's) is already one."""
+    if scores.ndim == 3:
+        return np.asarray(np.rint(scores[0]), np.int64)
+    return np.asarray(np.argmax(scores[0], axis=0), np.int64)
+
+
+def render(maps: Sequence[Array], classes: int) -> Array:
+    """Class maps side by side, coloured by `palette(classes)`, GAP white columns between."""
+    colours = palette(classes)
+    h = maps[0].shape[0]
+    gap = np.full((h, GAP, 3), 255, np.uint8)
+    panels: list[Array] = []
+    for i, m in enumerate(maps):
+        panels += [gap] if i else []
+        panels.append(colours[m])
+    return np.concatenate(panels, axis=1)
+
+
+def png_path(image: str, model: str, output: str) -> Path:
+    """`<image stem>.<model>.<output>.png` beside an image file, else in the working directory."""
+    where = Path(image)
+    folder = where.resolve().parent if where.is_file() else Path.cwd()
+    parts = (where.stem if where.is_file() else where.name, model, output)
+    return folder / (".".join(re.sub(r"[^\w.-]", "_", p) for p in parts) + ".png")
+
+
+@dataclass
+class ClassMaps:
+    """Writes the class maps of one manifest's runs; the FP32 graph is imported on first use."""
+
+    manifest: mdla_runtime.Manifest
+    weights: str | None = None
+    why_no_float: str = field(default="", init=False)  # set when the FP32 panel is missing
+    _float: mdla_ir.Graph | None = field(default=None, init=False, repr=False)
+    _tried: bool = field(default=False, init=False, repr=False)
+
+    def outputs(self) -> list[int]:
+        """Indices of the manifest's outputs that are class maps."""
+        inp = self.manifest.inputs[0].model_shape
+        return [
+            i
+            for i, o in enumerate(self.manifest.outputs)
+            if is_class_map(o.model_shape, inp) or is_index_map(o, inp)
+        ]
+
+    def write(
+        self, image: str, x: Array, int8_outputs: Sequence[Array]
+    ) -> list[tuple[Path, float]]:
+        """The PNG of each class-map output for input `x` (named after `image`), and the share
+        of pixels where FP32 and INT8 agree (NaN without an FP32 map)."""
+        written = []
+        floats = self._float_outputs(x)
+        for i in self.outputs():
+            q = class_map(int8_outputs[i])
+            spec = self.manifest.outputs[i]
+            f = class_map(floats[i]) if floats is not None else None
+            classes = (  # an index map does not say K: the largest index seen + 1
+                int(spec.model_shape[1])
+                if len(spec.model_shape) == 4
+                else int(max(q.max(), f.max() if f is not None else 0)) + 1
+            )
+            rgb = render([f, q] if f is not None else [q], classes)
+            path = png_path(image, self.manifest.name, spec.name or f"output{i}")
+            Image.fromarray(rgb, "RGB").save(path, format="PNG")
+            agree = float(np.mean(f == q)) if f is not None else float("nan")
+            written.append((path, agree))
+        return written
+
+    def entry(self, image: str, x: Array, int8_outputs: Sequence[Array]) -> dict[str, Any]:
+        """`run`'s record of the class maps written for one input ({} when there are none)."""
+        if not self.outputs():
+            return {}
+        written = self.write(image, x, int8_outputs)
+        maps = [
+            {"png": str(p), "fp32_int8_agree": None if np.isnan(a) else round(a, 4)}
+            for p, a in written
+        ]
+        return {"class_maps": maps} | ({"no_fp32": self.why_no_float} if self.why_no_float else {})
+
+    @staticmethod
+    def lines(results: Sequence[dict[str, Any]]) -> list[str]:
+        """What `run` prints after its table: each PNG, and why a map has no FP32 side."""
+        out = []
+        for e in results:
+            for m in e.get("class_maps", []):
+                agree = m["fp32_int8_agree"]
+                what = (
+                    f"FP32 | INT8, {100 * agree:.1f}% of pixels agree"
+                    if agree is not None
+                    else "INT8 only"
+                )
+                out.append(f"class map of {e['image']}: {m['png']} ({what})")
+            if "no_fp32" in e:
+                out.append(f"  no FP32 side: {e['no_fp32']}")
+        return out
+
+    def _float_outputs(self, x: Array) -> list[Array] | None:
+        if not self._tried:
+            self._tried = True
+            self._float, self.why_no_float = float_graph(self.manifest, self.weights)
+        if self._float is None:
+            return None
+        return [np.asarray(o) for o in mdla_ir.run_float(self._float, [x])]
+
+
+def float_graph(
+    manifest: mdla_runtime.Manifest, weights: str | None
+) -> tuple[mdla_ir.Graph | None, str]:
+    """The FP32 graph of the model `manifest` was compiled from, or None and why not."""
+    prov = manifest.provenance
+    if not prov.spec:
+        return None, "the manifest records no model spec"
+    try:
+        shape = tuple(int(d) for d in manifest.inputs[0].model_shape)  # --input-shape, if given
+        graph = pipeline.load_source(prov.spec, weights, Contract(input_shape=shape)).graph
+    except ImportError as exc:  # load_model imports torch on use (absent on a phone)
+        return None, f"cannot import `{prov.spec}` here: {exc}"
+    except (IRError, ZooError, WorkbenchError, OSError) as exc:  # the spec no longer loads
+        return None, f"cannot import `{prov.spec}`: {exc}"
+    if graph.provenance.source_hash != prov.source_hash:
+        hint = "" if weights else " (compiled with --weights? give run the same --weights)"
+        return None, f"`{prov.spec}` imports as another model than the manifest's{hint}"
+    if [tuple(graph.tensors[o].shape) for o in graph.outputs] != [
+        tuple(o.model_shape) for o in manifest.outputs
+    ]:
+        return None, f"`{prov.spec}`'s outputs are not the manifest's"
+    return graph, ""

@@ -1,0 +1,127 @@
+"""Model inputs from files: images, `.npy` (one input), `.npz` (one array per model input, in
+the file's order), directories of them; calibration sets read lazily, one sample at a time.
+
+    files = input_files("calib/")                          # sorted images and arrays
+    samples = LazyInputs(files[:count], shapes, prepare)   # a Sequence: reads on access
+
+An array may leave out the batch dimension of 1 (`(3, 32, 32)` for a `(1, 3, 32, 32)` input);
+every other shape mismatch is an error naming the file, its shape and the model's.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+
+from workbench.errors import BAD_INPUT, WorkbenchError
+from workbench.images import IMAGE_SUFFIXES, read_image
+
+Array = np.ndarray[Any, Any]
+Shapes = tuple[tuple[int, ...], ...]
+DATA_SUFFIXES = (".npy", ".npz")
+Prepare = Callable[[Array], Array]  # HWC uint8 photo -> the model's input
+
+
+def is_data(name: str | Path) -> bool:
+    return Path(name).suffix.lower() in DATA_SUFFIXES
+
+
+def input_files(directory: str | Path) -> list[Path]:
+    """The images, .npy and .npz files in `directory`, sorted by name."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise WorkbenchError(f"input directory `{root}` does not exist")
+    suffixes = (*IMAGE_SUFFIXES, *DATA_SUFFIXES)
+    files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
+    if not files:
+        raise WorkbenchError(
+            f"input directory `{root}` holds no images {IMAGE_SUFFIXES} nor arrays .npy/.npz"
+        )
+    return files
+
+
+def expand(names: Sequence[str]) -> list[str]:
+    """Each directory among `names` replaced by its input files."""
+    out: list[str] = []
+    for name in names:
+        out += [str(p) for p in input_files(name)] if Path(name).is_dir() else [name]
+    return out
+
+
+def load_sample(
+    name: str | Path, shapes: Shapes, prepare: Prepare | None, model: str
+) -> list[Array]:
+    """One sample (a list with one array per model input) from an image or an array file."""
+    path = Path(name)
+    if not is_data(path):
+        if prepare is None:
+            raise WorkbenchError(
+                f"`{model}` takes no images (it records no image preprocessing), so not "
+                f"`{name}`: give .npy/.npz inputs, or compile it with --preset or --mean/--std",
+                BAD_INPUT,
+            )
+        return [prepare(read_image(name))]
+    arrays = _arrays(path)
+    if len(arrays) != len(shapes):
+        raise WorkbenchError(
+            f"`{path}` holds {len(arrays)} array(s); `{model}` takes {len(shapes)} input(s)",
+            BAD_INPUT,
+        )
+    return [_fit(a, s, path, k) for k, (a, s) in enumerate(zip(arrays, shapes, strict=True))]
+
+
+def _arrays(path: Path) -> list[Array]:
+    try:
+        if path.suffix.lower() == ".npz":
+            with np.load(path, allow_pickle=False) as z:
+                return [np.asarray(z[k]) for k in z.files]
+        return [np.asarray(np.load(path, allow_pickle=False))]
+    except FileNotFoundError:
+        raise WorkbenchError(f"input `{path}` does not exist") from None
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        text = " ".join(str(exc).split())
+        raise WorkbenchError(f"cannot read `{path}` as a numpy array file: {text}") from None
+
+
+def _fit(a: Array, shape: tuple[int, ...], path: Path, k: int) -> Array:
+    if a.dtype.kind not in "fiub":
+        raise WorkbenchError(f"`{path}` array {k} has dtype {a.dtype}: expected numbers")
+    if tuple(a.shape) != shape and (1, *a.shape) == shape:
+        a = a[None]
+    if tuple(a.shape) != shape:
+        raise WorkbenchError(
+            f"`{path}` array {k} has shape {list(a.shape)}; the model's input {k} is {list(shape)}"
+        )
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+class LazyInputs(Sequence[list[Array]]):
+    """Calibration samples read from their files on access (never all held at once)."""
+
+    def __init__(
+        self, files: Sequence[str | Path], shapes: Shapes, prepare: Prepare | None, model: str
+    ) -> None:
+        self.files = list(files)
+        self.shapes = shapes
+        self.prepare = prepare
+        self.model = model
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    @overload
+    def __getitem__(self, i: int) -> list[Array]: ...
+    @overload
+    def __getitem__(self, i: slice) -> LazyInputs: ...
+    def __getitem__(self, i: int | slice) -> list[Array] | LazyInputs:
+        if isinstance(i, slice):
+            return LazyInputs(self.files[i], self.shapes, self.prepare, self.model)
+        return load_sample(self.files[i], self.shapes, self.prepare, self.model)
+
+    def __iter__(self) -> Iterator[list[Array]]:
+        for f in self.files:
+            yield load_sample(f, self.shapes, self.prepare, self.model)

@@ -1,0 +1,155 @@
+"""Where a command's output goes: `--json` documents on stdout, people's text and progress on
+stderr.
+
+    with json_output(as_json) as emit:      # --json: console()/typer.echo now write to stderr
+        ...                                 # the command prints for people as always
+        emit({"model": ..., "ops": ...})    # the one JSON document, on the real stdout
+
+    with steps() as s:                      # progress on stderr, so stdout stays clean
+        with s.step("importing"):           # a spinner and elapsed time (no total known)
+            ...
+        tick = s.bar("calibrating", total=6)  # a bar with ETA; tick(n) after n done
+
+Progress policy: shown when stderr is a terminal (the bars animate there), silent in a pipe or
+a CI log, so their stderr stays the one `error:` line STYLE.md promises. `MDLA_PROGRESS=1` asks
+for it anyway (then rich prints each bar's final line once, when its steps end: readable in a
+log), `MDLA_PROGRESS=0` silences it on a terminal too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+def stderr_console() -> Console:
+    """Rich console on stderr (made per call: it writes wherever stderr is now)."""
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def jsonable(value: Any) -> Any:
+    """`value` with non-finite floats as the strings "inf", "-inf", "nan" (strict JSON has no
+    Infinity: `json.loads` in other languages rejects it); tuples become lists."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def dumps(doc: Any) -> str:
+    return json.dumps(jsonable(doc), allow_nan=False)
+
+
+@contextlib.contextmanager
+def json_output(enabled: bool) -> Iterator[Callable[[Any], None]]:
+    """With `enabled`, stdout is stderr inside the block (all human text moves there) and
+    `emit(doc)` writes one JSON line to the real stdout; without, `emit` does nothing."""
+    if not enabled:
+        yield lambda _doc: None
+        return
+    real = sys.stdout
+
+    def emit(doc: Any) -> None:
+        real.write(dumps(doc) + "\n")
+        real.flush()
+
+    with contextlib.redirect_stdout(sys.stderr):
+        yield emit
+
+
+class Steps:
+    """Named steps of one command on one rich Progress (see the module docstring)."""
+
+    def __init__(self, progress: Progress | None) -> None:
+        self._progress = progress
+
+    @contextlib.contextmanager
+    def step(self, what: str) -> Iterator[None]:
+        """A step of unknown length: a spinner while it runs, then done (1/1)."""
+        if self._progress is None:
+            yield
+            return
+        task = self._progress.add_task(what, total=None)
+        yield
+        self._progress.update(task, total=1, completed=1)
+
+    def bar(self, what: str, total: int) -> Callable[[int], None]:
+        """A step of `total` items; the returned `tick(done)` moves the bar (with ETA)."""
+        progress = self._progress
+        if progress is None:
+            return lambda _n: None
+        task: TaskID = progress.add_task(what, total=total)
+        return lambda n: progress.update(task, completed=n)
+
+    def describe(self, text: str) -> None:
+        """Rename the latest bar (the item it is on)."""
+        if self._progress is not None and self._progress.task_ids:
+            self._progress.update(self._progress.task_ids[-1], description=text)
+
+    def layers(self, what: str) -> Callable[[int, int, str], None]:
+        """A bar that appears on its first call `(done, total, name)`: AdaRound's layers."""
+        progress = self._progress
+        if progress is None:
+            return lambda _i, _n, _name: None
+        task = progress.add_task(what, total=None, visible=False)
+        return lambda i, n, name: progress.update(
+            task, completed=i, total=n, visible=True, description=f"{what} {name}"
+        )
+
+
+T = TypeVar("T")
+
+
+def each(items: Sequence[T], what: str = "") -> Iterator[T]:
+    """`items` one by one under a bar on stderr naming the current one, with ETA (benches:
+    their rows stay on stdout)."""
+    with steps() as s:
+        tick = s.bar(what, total=len(items))
+        for i, item in enumerate(items):
+            s.describe(f"{what} {item}".strip())
+            yield item
+            tick(i + 1)
+
+
+def enabled() -> bool:
+    """MDLA_PROGRESS=1 or 0 decides; unset, progress shows when stderr is a terminal."""
+    asked = os.environ.get("MDLA_PROGRESS", "")
+    return asked == "1" or (asked != "0" and sys.stderr.isatty())
+
+
+@contextlib.contextmanager
+def steps() -> Iterator[Steps]:
+    if not enabled():
+        yield Steps(None)
+        return
+    with Progress(
+        SpinnerColumn(finished_text="✓"),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=stderr_console(),
+        redirect_stdout=False,  # stdout is the command's (a pipe, --json): never rerouted
+    ) as progress:
+        yield Steps(progress)

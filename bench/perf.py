@@ -1,0 +1,315 @@
+"""Compile and int8 speed against PyTorch and LiteRT, one table in one run (issue 19).
+
+Per model (random init with BN statistics from data, except efficientnet_lite0's real weights;
+calibration: random crops of the sample photos):
+
+- compile: mdla (import -> legalize -> quantize N inputs -> save) over PyTorch FX PTQ
+  (prepare_fx -> N forwards -> convert_fx, x86 qconfig) on the same N inputs, each in a forked
+  child (so one's heap never counts against the other), interleaved; `peak MiB` is the mdla
+  child's peak resident memory above the parent's at fork, at each N (flat in N = streaming);
+- int8 ms/img: the emulator (mdla-engine on libneuron_emu.so, MDLA_EMU_THREADS=1) over LiteRT's
+  XNNPACK on the same `.tflite` export, over PyTorch's x86 int8 model (the FX PTQ result), LiteRT
+  BUILTIN_REF over the emulator, the emulator's 2-thread throughput over its 1-thread one, and
+  `run_int8` (the numpy reference) over the emulator. Ratios are medians of per-round ratios,
+  the rounds interleaving every backend; each time is the best of `--repeat` runs (on a shared
+  machine the minimum is the least disturbed estimate of a backend's own speed).
+
+Everything single-threaded (torch, BLAS, LiteRT) unless a column says otherwise; `load` is
+os.getloadavg()[0] when the model's row finished (the machine is shared: ratios, not absolute
+times, are what to read).
+
+    .venv/bin/python bench/perf.py [--models mobilenet_v2,resnet18] [--n 32,256] [--rounds 3]
+    .venv/bin/python bench/perf.py --quick          # N = 4,8, one round, few repeats
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import pickle
+import platform
+import resource
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from accuracy import PHOTOS, crops
+from runtime import litert_times_ms
+
+import mdla_ir
+import mdla_legalize
+from mdla_quant import QuantConfig, quantize, run_int8
+from mdla_quant.reference import quantize_inputs
+from mdla_runtime import load, open_target, save
+from mdla_runtime.export.tflite import tflite_bytes
+from mdla_zoo import load_model, recalibrate_batchnorm
+from workbench.output import each as bench_progress
+
+MODELS = (
+    "mobilenet_v2",
+    "resnet18",
+    "efficientnet_b0",
+    "efficientnet_lite0",
+    "lraspp_mobilenet_v3_large",
+)
+REAL_WEIGHTS = ("efficientnet_lite0",)
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def vm_kib(field: str) -> int:
+    """A field of /proc/self/status (VmRSS, VmHWM), KiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def in_child(fn: Callable[[], Any]) -> tuple[float, float]:
+    """(seconds, peak MiB above the fork) of fn() run in a forked child: the child resets its
+    peak-RSS mark (/proc/self/clear_refs 5) and reports VmHWM - VmRSS at its start."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: run, report, exit without cleanup
+        os.close(r)
+        code = 0
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            base = vm_kib("VmRSS")
+            t0 = time.perf_counter()
+            fn()
+            seconds = time.perf_counter() - t0
+            os.write(w, pickle.dumps((seconds, (vm_kib("VmHWM") - base) / 1024)))
+        except BaseException as exc:  # the parent raises it
+            os.write(w, pickle.dumps(f"{type(exc).__name__}: {exc}"[:300]))
+            code = 1
+        os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    result = pickle.loads(data) if data else "child died"
+    if isinstance(result, str):
+        raise RuntimeError(result)
+    return float(result[0]), float(result[1])
+
+
+def mdla_compile(model: Any, calib: list[list[np.ndarray]], out: Path) -> Any:
+    """import -> legalize -> quantize -> save: what `workbench compile` does."""
+    graph = mdla_legalize.legalize(
+        mdla_ir.from_torch(model.module, model.example_inputs), mdla_legalize.load_target("mdla3.5")
+    )
+    qgraph = quantize(graph, calib, QuantConfig())
+    save(qgraph, out)
+    return qgraph
+
+
+def fx_ptq(module: torch.nn.Module, example: tuple[Any, ...], calib: list[Any]) -> Any:
+    """PyTorch's own post-training quantization, x86 backend, on the same inputs."""
+    from torch.ao.quantization import get_default_qconfig_mapping
+    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+
+    torch.backends.quantized.engine = "x86"
+    prepared = prepare_fx(copy.deepcopy(module), get_default_qconfig_mapping("x86"), example)
+    with torch.inference_mode():
+        for (x,) in calib:
+            prepared(torch.from_numpy(x))
+    return convert_fx(prepared)
+
+
+def torch_ms(module: Any, x: np.ndarray, repeat: int) -> float:
+    """Best of `repeat` forwards of PyTorch's int8 model (after a warm-up), ms."""
+    t = torch.from_numpy(x)
+    with torch.inference_mode():
+        module(t)
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            module(t)
+            times.append((time.perf_counter() - t0) * 1000)
+    return min(times)
+
+
+def emu_ms(manifest: Any, x: np.ndarray, threads: int, repeat: int) -> float:
+    """Best of `repeat` runs in mdla-engine on the emulator with `threads` threads, ms."""
+    os.environ["MDLA_EMU_THREADS"] = str(threads)
+    try:
+        return open_target("emu").run(manifest, x, repeat=repeat, warmup=1).latency_ms[1]
+    finally:
+        os.environ.pop("MDLA_EMU_THREADS", None)
+
+
+def ref_ms(qgraph: Any, x: np.ndarray, repeat: int) -> float:
+    """Best of `repeat` runs of the numpy int8 reference, ms."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        run_int8(qgraph, [x])
+        times.append((time.perf_counter() - t0) * 1000)
+    return min(times)
+
+
+@dataclass
+class Row:
+    model: str
+    compile_ratio: dict[int, str] = field(default_factory=dict)
+    peak: dict[int, float] = field(default_factory=dict)
+    times: dict[str, list[float]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    load: float = 0.0
+
+    def ratio(self, a: str, b: str) -> str:
+        if a not in self.times or b not in self.times:
+            return "-"
+        r = statistics.median(x / y for x, y in zip(self.times[a], self.times[b], strict=True))
+        return f"{r:.2f}"
+
+
+def machine() -> str:
+    """CPU model and count, kernel, and the versions that set the numbers."""
+    from importlib.metadata import version
+
+    cpu = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return (
+        f"{os.cpu_count()} x {cpu}, Linux {platform.release()}, "
+        f"Python {platform.python_version()}, torch {torch.__version__}, "
+        f"ai-edge-litert {version('ai-edge-litert')}, numpy {np.__version__}"
+    )
+
+
+def bench_model(spec: str, ns: list[int], rounds: int, repeat: int) -> Row:
+    row = Row(spec)
+    model = load_model(spec, seed=0)
+    if spec not in REAL_WEIGHTS:
+        recalibrate_batchnorm(model.module, (2, *model.example_inputs[0].shape[1:]))
+    side = int(model.example_inputs[0].shape[-1])
+    photos = [f() for f in PHOTOS.values()]
+    pool = crops(photos, max(ns), seed=1, side=side)
+    ex = model.example_inputs
+    tmp = Path(tempfile.mkdtemp(prefix="mdla-perf-"))
+    # the int8 models, built once (untimed) at the smallest N: also the warm-up, so neither
+    # compile timing below pays the one-time imports (torch.fx tracing loads torch._dynamo)
+    calib = [[c] for c in pool[: ns[0]]]
+    qgraph = mdla_compile(model, calib, tmp / "m.mdla")
+    manifest = load(tmp / "m.mdla")
+    x = pool[0]
+    device_x = quantize_inputs(qgraph, [x])[qgraph.inputs[0]]
+    blob = tflite_bytes(qgraph)
+    fx_int8 = None
+    try:
+        fx_int8 = fx_ptq(model.module, ex, calib)
+    except Exception as exc:  # reported in the notes
+        row.notes.append(f"FX PTQ failed: {type(exc).__name__}: {str(exc)[:120]}")
+    # compile: mdla and FX PTQ interleaved, each in its own child, at every N
+    for n in ns:
+        calib = [[c] for c in pool[:n]]
+        t_m, t_f = [], []
+        for _ in range(rounds):
+            s, peak = in_child(lambda c=calib: mdla_compile(model, c, tmp / "timed.mdla"))
+            t_m.append(s)
+            row.peak[n] = max(row.peak.get(n, 0.0), peak)
+            try:
+                t_f.append(in_child(lambda c=calib: fx_ptq(model.module, ex, c))[0])
+            except RuntimeError as exc:
+                row.notes.append(f"FX PTQ failed: {exc}")
+                break
+        ratio = statistics.median(a / b for a, b in zip(t_m, t_f, strict=False)) if t_f else None
+        mdla_s = statistics.median(t_m)
+        row.compile_ratio[n] = f"{ratio:.2f}" if ratio else "-"
+        row.notes.append(
+            f"N={n}: mdla {mdla_s:.1f} s"
+            + (f", FX PTQ {statistics.median(t_f):.1f} s" if t_f else "")
+        )
+    backends: dict[str, Callable[[], float]] = {
+        "emu1": lambda: emu_ms(manifest, x, 1, repeat),
+        "emu2": lambda: emu_ms(manifest, x, 2, repeat),
+        "xnnpack": lambda: min(litert_times_ms(blob, device_x, "AUTO", repeat)),
+        "ref_litert": lambda: min(
+            litert_times_ms(blob, device_x, "BUILTIN_REF", max(1, repeat // 4))
+        ),
+        "run_int8": lambda: ref_ms(qgraph, x, max(1, repeat // 8)),
+    }
+    if fx_int8 is not None:
+        backends["torch_int8"] = lambda: torch_ms(fx_int8, x, repeat)
+    for _ in range(rounds):
+        for name, fn in backends.items():
+            try:
+                row.times.setdefault(name, []).append(fn())
+            except Exception as exc:  # a backend refusing the model
+                row.notes.append(f"{name} failed: {type(exc).__name__}: {str(exc)[:120]}")
+                backends[name] = lambda: float("nan")
+    med = {k: statistics.median(v) for k, v in row.times.items()}
+    row.notes.append(
+        "ms/img (best of runs, median over rounds): "
+        + ", ".join(f"{k} {v:.1f}" for k, v in med.items())
+        + f"; {len(qgraph.ops)} ops"
+    )
+    row.load = os.getloadavg()[0]
+    return row
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--n", default="32,256", help="calibration set sizes, comma-separated")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=16, help="timed runs per backend per round")
+    parser.add_argument("--quick", action="store_true", help="N=4,8, one round, 4 repeats")
+    args = parser.parse_args(argv)
+    if any(os.environ.get(v) != "1" for v in THREAD_VARS):  # BLAS reads them when it loads
+        os.environ.update(dict.fromkeys(THREAD_VARS, "1"))
+        os.execv(sys.executable, [sys.executable, *sys.argv])
+    ns = [int(v) for v in args.n.split(",")]
+    rounds, repeat = args.rounds, args.repeat
+    if args.quick:
+        ns, rounds, repeat = [4, 8], 1, 4
+    torch.set_num_threads(1)
+    warnings.filterwarnings("ignore")  # torch.ao.quantization's deprecation notices
+    torch.manual_seed(0)
+    n0, n1 = ns[0], ns[-1]
+    print(
+        f"issue 19: 1 thread everywhere (emu2: MDLA_EMU_THREADS=2); compile N = {n0} / {n1}; "
+        f"{rounds} round(s) x {repeat} runs; {os.cpu_count()} CPUs, "
+        f"load at start {os.getloadavg()[0]:.1f}\n{machine()}\n"
+    )
+    head = (
+        f"{'model':<26} {'compile mdla/FX':>16} {'emu/XNNPACK':>11} {'emu/torch':>9} "
+        f"{'REF/emu':>7} {'emu 2t/1t':>9} {'run_int8/emu':>12} {'peak MiB':>11} {'load':>5}"
+    )
+    print(head)
+    all_notes = []
+    for spec in bench_progress(args.models.split(","), "models"):
+        row = bench_model(spec, ns, rounds, repeat)
+        speedup = row.ratio("emu1", "emu2")
+        compile_col = f"{row.compile_ratio.get(n0, '-')} / {row.compile_ratio.get(n1, '-')}"
+        peak_col = f"{row.peak.get(n0, 0):.0f} / {row.peak.get(n1, 0):.0f}"
+        print(
+            f"{spec:<26} {compile_col:>16} {row.ratio('emu1', 'xnnpack'):>11} "
+            f"{row.ratio('emu1', 'torch_int8'):>9} {row.ratio('ref_litert', 'emu1'):>7} "
+            f"{speedup:>9} {row.ratio('run_int8', 'emu1'):>12} {peak_col:>11} {row.load:>5.1f}",
+            flush=True,
+        )
+        all_notes += [f"  {spec}: {n}" for n in row.notes]
+    print("\n" + "\n".join(all_notes))
+    print(
+        f"\nmaxrss of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10} MiB"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""TRANSPOSE: int8 data movement, no arithmetic (a CPU partition's op: the MDLA has none).
+
+    out = transpose(x, perm)      out.shape[i] = x.shape[perm[i]]
+
+Input and output share scale and zero point (the int8 spec, as for RESHAPE; the quantizer ties
+them, `mdla_quant.quantize`), so values move unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdla_ir.attrs import TransposeAttrs
+from mdla_ir.graph import Op, QuantParams
+from mdla_ir.ops import OpKind
+from mdla_quant.arith import Array
+from mdla_quant.kernels.registry import fail, int8_arg, kernel, same_params
+
+
+@kernel(OpKind.TRANSPOSE)
+def transpose(
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
+) -> Array:
+    x = int8_arg(op, args, 0)
+    same_params(op, arg_q[0], out_q, "input")
+    perm = tuple(TransposeAttrs.of(op).perm)
+    if sorted(perm) != list(range(x.ndim)):
+        raise fail(op, f"perm {perm} is not a permutation of the {x.ndim} axes of {x.shape}")
+    return np.ascontiguousarray(x.transpose(perm))

@@ -1,0 +1,353 @@
+/*
+ * cpu_part.c: the engine's in-process cpu device (see cpu_part.h).
+ *
+ * The emulator's kernels take its model structs (emu.h: EmuOperand, EmuOperation inside a
+ * NeuronModel). They are filled here straight from the manifest, one EmuOperand per manifest
+ * operand with the same index, constants pointing into the manifest's data; each kernel's
+ * prepare then runs the same validation it runs inside libneuron_emu.so, and eval the same
+ * loops, so a cpu partition's int8 op computes what the emulator (and run_int8) computes.
+ */
+#include "cpu_part.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "float_ops.h"
+#include "kernels.h"
+#include "mdla_ops.h"
+
+/* The accumulator fact the kernels' prepare reads (kernels.h): a CPU requantizes in int64, so
+ * nothing wraps. libneuron_emu.so takes the target's fact from emu_targets.c instead; the
+ * engine links no emu_targets.c, and MDLA_EMU_ACCUMULATOR still overrides both. */
+const bool emu_target_accumulator_wrap = false;
+
+enum { STEP_KERNEL, STEP_LAYER_NORM, STEP_GELU, STEP_ARGMAX };
+
+typedef struct {
+    int kind;
+    uint32_t op; /* manifest operation index */
+    const EmuKernel *kernel;
+    void *params; /* the kernel's frozen params */
+    /* LAYER_NORM */
+    size_t rows, n;
+    float *w, *b, eps, s_in, s_out;
+    int32_t z_in, z_out;
+    /* GELU */
+    int8_t table[256];
+    size_t count;
+    /* ARGMAX: x as [outer, classes, inner] */
+    size_t outer, classes, inner;
+} step;
+
+struct mdla_cpu_part {
+    const mdla_manifest *m;
+    NeuronModel model; /* opnds: every manifest operand; ops: this partition's, in order */
+    step *steps;
+    uint32_t n_steps;
+    uint8_t *scratch;
+    size_t scratch_len;
+    float *row; /* LAYER_NORM's scratch row */
+    const void **args;
+    uint32_t max_args;
+};
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static bool failf(mdla_cpu_error *err, int status, long op, const char *fmt, ...) {
+    err->op = op;
+    err->status = status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->why, sizeof err->why, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static const char *host_name(int32_t code) {
+    return code >= 0 && mdla_host_op((uint64_t)code) ? mdla_host_op_name((uint64_t)code) : NULL;
+}
+
+/* One EmuOperand per manifest operand (the kernels index the model's operands by the op's). */
+static bool fill_operands(mdla_cpu_part *cp, mdla_cpu_error *err) {
+    const mdla_manifest *m = cp->m;
+    cp->model.opnds = calloc(m->n_operands ? m->n_operands : 1, sizeof *cp->model.opnds);
+    if (!cp->model.opnds) return failf(err, 4, -1, "out of memory");
+    cp->model.n_opnds = cp->model.cap_opnds = m->n_operands;
+    for (uint32_t i = 0; i < m->n_operands; i++) {
+        const mdla_operand *o = &m->operands[i];
+        EmuOperand *e = &cp->model.opnds[i];
+        e->type = o->type;
+        e->rank = o->rank > EMU_MAX_RANK ? EMU_MAX_RANK + 1 : o->rank; /* kernels refuse it */
+        for (uint32_t d = 0; d < o->rank && d < EMU_MAX_RANK; d++) e->dims[d] = o->dims[d];
+        e->scale = o->scale;
+        e->zero_point = o->zero_point;
+        if (o->per_channel) {
+            e->channel_dim = o->channel_dim;
+            e->channel_count = o->n_scales;
+            e->channel_scales = o->scales; /* the manifest's: never freed here */
+            e->scale = 0.0f;
+            e->zero_point = 0;
+        }
+        e->lifetime = EMU_TEMP;
+        if (o->has_value) {
+            e->lifetime = EMU_CONST;
+            e->has_value = true;
+            e->value = o->type == NEURON_INT32 ? (const void *)&o->i32
+                       : o->type == NEURON_FLOAT32 ? (const void *)&o->f32
+                                                   : (const void *)&o->b8;
+            e->value_len = emu_type_size(o->type);
+        } else if (o->has_data) {
+            e->lifetime = EMU_CONST;
+            e->has_value = true;
+            e->value = o->data;
+            e->value_len = (size_t)o->data_len;
+        }
+    }
+    return true;
+}
+
+static bool same_dims(const mdla_operand *a, const mdla_operand *b) {
+    if (a->rank != b->rank) return false;
+    for (uint32_t d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d]) return false;
+    return true;
+}
+
+static bool is_int8(const mdla_operand *o) {
+    return o->type == NEURON_TENSOR_QUANT8_ASYMM_SIGNED && !o->per_channel && !o->has_data &&
+           !o->has_value;
+}
+
+/* A float32 vector of n values from a TENSOR_FLOAT32 constant (copied: the manifest's data is
+ * 64-byte aligned per tensor, but the copy makes no assumption). */
+static float *float_vector(const mdla_operand *o, size_t n) {
+    if (o->type != NEURON_TENSOR_FLOAT32 || !o->has_data || o->rank != 1 || o->dims[0] != n ||
+        o->data_len != n * sizeof(float))
+        return NULL;
+    float *v = malloc(n ? n * sizeof *v : 1);
+    if (v) memcpy(v, o->data, n * sizeof *v);
+    return v;
+}
+
+static bool prepare_layer_norm(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
+                               mdla_cpu_error *err) {
+    const mdla_manifest *m = cp->m;
+    const long i = (long)s->op;
+    if (op->n_inputs != 4 || op->n_outputs != 1)
+        return failf(err, 1, i, "LAYER_NORM wants 4 inputs and 1 output");
+    const mdla_operand *x = &m->operands[op->inputs[0]], *y = &m->operands[op->outputs[0]];
+    const mdla_operand *eps = &m->operands[op->inputs[3]];
+    if (!is_int8(x) || !is_int8(y) || !same_dims(x, y) || x->rank < 1 || x->dims[x->rank - 1] == 0)
+        return failf(err, 1, i, "LAYER_NORM wants int8 x and y of one non-empty shape");
+    if (eps->type != NEURON_FLOAT32 || !eps->has_value)
+        return failf(err, 1, i, "LAYER_NORM's eps is not a float32 scalar");
+    s->n = x->dims[x->rank - 1];
+    s->rows = (size_t)(x->elements / s->n);
+    s->w = float_vector(&m->operands[op->inputs[1]], s->n);
+    s->b = float_vector(&m->operands[op->inputs[2]], s->n);
+    if (!s->w || !s->b)
+        return failf(err, 1, i, "LAYER_NORM's weight and bias are not float32 [n] constants");
+    s->eps = eps->f32;
+    s->s_in = x->scale;
+    s->z_in = x->zero_point;
+    s->s_out = y->scale;
+    s->z_out = y->zero_point;
+    return true;
+}
+
+static bool prepare_gelu(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
+                         mdla_cpu_error *err) {
+    const mdla_manifest *m = cp->m;
+    const long i = (long)s->op;
+    if (op->n_inputs != 2 || op->n_outputs != 1)
+        return failf(err, 1, i, "GELU wants 2 inputs and 1 output");
+    const mdla_operand *x = &m->operands[op->inputs[0]], *t = &m->operands[op->inputs[1]],
+                       *y = &m->operands[op->outputs[0]];
+    if (!is_int8(x) || !is_int8(y) || !same_dims(x, y))
+        return failf(err, 1, i, "GELU wants int8 x and y of one shape");
+    if (t->type != NEURON_TENSOR_QUANT8_ASYMM_SIGNED || !t->has_data || t->elements != 256 ||
+        t->data_len != 256)
+        return failf(err, 1, i, "GELU's table is not a constant of 256 int8 values");
+    memcpy(s->table, t->data, 256);
+    s->count = (size_t)x->elements;
+    return true;
+}
+
+/* ARGMAX x axis -> y: the first index of the largest code along `axis`, as int8 at scale 1,
+ * zero point 0 (mdla_quant/kernels/argmax.py); y keeps the axis as 1 (keepdims) or drops it. */
+static bool prepare_argmax(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
+                           mdla_cpu_error *err) {
+    const mdla_manifest *m = cp->m;
+    const long i = (long)s->op;
+    if (op->n_inputs != 2 || op->n_outputs != 1)
+        return failf(err, 1, i, "ARGMAX wants 2 inputs and 1 output");
+    const mdla_operand *x = &m->operands[op->inputs[0]], *a = &m->operands[op->inputs[1]],
+                       *y = &m->operands[op->outputs[0]];
+    if (!is_int8(x) || !is_int8(y) || x->rank < 1)
+        return failf(err, 1, i, "ARGMAX wants int8 x and y");
+    if (a->type != NEURON_INT32 || !a->has_value || a->i32 < 0 || (uint32_t)a->i32 >= x->rank)
+        return failf(err, 1, i, "ARGMAX's axis is not an int32 scalar in [0, %u)", x->rank);
+    if (y->scale != 1.0f || y->zero_point != 0)
+        return failf(err, 1, i, "ARGMAX's output must have scale 1 and zero point 0 (class index)");
+    const uint32_t axis = (uint32_t)a->i32;
+    const bool keep = y->rank == x->rank;
+    bool dims_ok = keep || y->rank + 1 == x->rank;
+    for (uint32_t d = 0, e = 0; dims_ok && d < x->rank; d++) {
+        if (d == axis && !keep) continue;
+        dims_ok = y->dims[e++] == (d == axis ? 1u : x->dims[d]);
+    }
+    if (!dims_ok) return failf(err, 1, i, "ARGMAX's output dims are not its input's without axis %u", axis);
+    if (x->dims[axis] < 1 || x->dims[axis] > 128)
+        return failf(err, 1, i, "ARGMAX over %u classes: 1 to 128 fit int8", x->dims[axis]);
+    s->outer = s->inner = 1;
+    for (uint32_t d = 0; d < axis; d++) s->outer *= x->dims[d];
+    for (uint32_t d = axis + 1; d < x->rank; d++) s->inner *= x->dims[d];
+    s->classes = x->dims[axis];
+    return true;
+}
+
+static void run_argmax(const step *s, const int8_t *x, int8_t *y) {
+    for (size_t o = 0; o < s->outer; o++) {
+        const int8_t *xo = x + o * s->classes * s->inner;
+        for (size_t j = 0; j < s->inner; j++) {
+            int8_t best = xo[j];
+            size_t at = 0;
+            for (size_t k = 1; k < s->classes; k++) {
+                const int8_t v = xo[k * s->inner + j];
+                if (v > best) { /* strictly: the first maximum wins a tie */
+                    best = v;
+                    at = k;
+                }
+            }
+            y[o * s->inner + j] = (int8_t)at;
+        }
+    }
+}
+
+static bool prepare_kernel(mdla_cpu_part *cp, const mdla_operation *op, step *s,
+                           EmuOperation *eop, mdla_cpu_error *err) {
+    const long i = (long)s->op;
+    const EmuKernel *k = op->code == NEURON_TRANSPOSE ? &emu_k_transpose : emu_kernel(op->code);
+    if (k == NULL)
+        return failf(err, 3, i, "the cpu device has no kernel for %s", neuron_op_name(op->code));
+    eop->code = op->code;
+    eop->n_in = op->n_inputs;
+    eop->n_out = op->n_outputs;
+    eop->in = op->inputs; /* the manifest's arrays: never freed here */
+    eop->out = op->outputs;
+    if (op->n_outputs != 1)
+        return failf(err, 1, i, "%s on the cpu device wants one output", k->name);
+    for (uint32_t a = 0; a < op->n_inputs; a++)
+        if (cp->model.opnds[op->inputs[a]].rank > EMU_MAX_RANK)
+            return failf(err, 1, i, "%s: an operand of rank over 6", k->name);
+    int rounding = cp->m->rounding.n == 6 && memcmp(cp->m->rounding.s, "single", 6) == 0
+                       ? EMU_ROUND_SINGLE
+                       : EMU_ROUND_DOUBLE;
+    int rc = emu_check_signature(&cp->model, eop);
+    if (rc == NEURON_NO_ERROR) rc = k->prepare(&cp->model, eop, rounding, &s->params);
+    if (rc == NEURON_OUT_OF_MEMORY) return failf(err, 4, i, "out of memory preparing %s", k->name);
+    if (rc != NEURON_NO_ERROR)
+        return failf(err, 1, i, "%s: the kernel refuses the operation's operands (%s)", k->name,
+                     neuron_result_name(rc));
+    s->kernel = k;
+    size_t need = k->scratch_bytes ? k->scratch_bytes(s->params) : 0;
+    if (need > cp->scratch_len) cp->scratch_len = need;
+    return true;
+}
+
+bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_part **out,
+                      mdla_cpu_error *err) {
+    memset(err, 0, sizeof *err);
+    err->op = -1;
+    *out = NULL;
+    mdla_cpu_part *cp = calloc(1, sizeof *cp);
+    if (!cp) return failf(err, 4, -1, "out of memory");
+    cp->m = m;
+    cp->steps = calloc(p->n_operations ? p->n_operations : 1, sizeof *cp->steps);
+    cp->model.ops = calloc(p->n_operations ? p->n_operations : 1, sizeof *cp->model.ops);
+    bool ok = cp->steps && cp->model.ops ? fill_operands(cp, err)
+                                         : failf(err, 4, -1, "out of memory");
+    size_t row = 1;
+    for (uint32_t k = 0; ok && k < p->n_operations; k++) {
+        const mdla_operation *op = &m->operations[p->operations[k]];
+        step *s = &cp->steps[k];
+        s->op = p->operations[k];
+        cp->n_steps = k + 1;
+        cp->model.n_ops = k + 1;
+        if (op->n_inputs > cp->max_args) cp->max_args = op->n_inputs;
+        const char *host = host_name(op->code);
+        if (host && strcmp(host, "LAYER_NORM") == 0) {
+            s->kind = STEP_LAYER_NORM;
+            ok = prepare_layer_norm(cp, op, s, err);
+            if (ok && s->n > row) row = s->n;
+        } else if (host && strcmp(host, "GELU") == 0) {
+            s->kind = STEP_GELU;
+            ok = prepare_gelu(cp, op, s, err);
+        } else if (host && strcmp(host, "ARGMAX") == 0) {
+            s->kind = STEP_ARGMAX;
+            ok = prepare_argmax(cp, op, s, err);
+        } else if (host) {
+            ok = failf(err, 3, (long)s->op, "the cpu device has no kernel for host op %s", host);
+        } else {
+            s->kind = STEP_KERNEL;
+            ok = prepare_kernel(cp, op, s, &cp->model.ops[k], err);
+        }
+    }
+    if (ok) {
+        cp->scratch = malloc(cp->scratch_len ? cp->scratch_len : 1);
+        cp->row = malloc(row * sizeof *cp->row);
+        cp->args = calloc(cp->max_args + 1, sizeof *cp->args);
+        if (!cp->scratch || !cp->row || !cp->args) ok = failf(err, 4, -1, "out of memory");
+    }
+    if (!ok) {
+        mdla_cpu_free(cp);
+        return false;
+    }
+    *out = cp;
+    return true;
+}
+
+void mdla_cpu_run(mdla_cpu_part *cp, void *const *data) {
+    const mdla_manifest *m = cp->m;
+    EmuScratch scratch = {cp->scratch, cp->scratch_len, NULL};
+    for (uint32_t k = 0; k < cp->n_steps; k++) {
+        const step *s = &cp->steps[k];
+        const mdla_operation *op = &m->operations[s->op];
+        const int8_t *x = data[op->inputs[0]];
+        int8_t *y = data[op->outputs[0]];
+        if (s->kind == STEP_LAYER_NORM) {
+            mdla_cpu_layer_norm(x, s->rows, s->n, s->s_in, s->z_in, s->w, s->b, s->eps, s->s_out,
+                                s->z_out, cp->row, y);
+        } else if (s->kind == STEP_GELU) {
+            mdla_cpu_apply_table(x, s->count, s->table, y);
+        } else if (s->kind == STEP_ARGMAX) {
+            run_argmax(s, x, y);
+        } else {
+            for (uint32_t a = 0; a < op->n_inputs; a++) {
+                const EmuOperand *e = &cp->model.opnds[op->inputs[a]];
+                cp->args[a] = e->has_value ? e->value : data[op->inputs[a]];
+            }
+            s->kernel->eval(s->params, cp->args, y, &scratch);
+        }
+    }
+}
+
+void mdla_cpu_free(mdla_cpu_part *cp) {
+    if (!cp) return;
+    for (uint32_t k = 0; cp->steps && k < cp->n_steps; k++) {
+        step *s = &cp->steps[k];
+        if (s->kernel && s->params) s->kernel->release(s->params);
+        free(s->w);
+        free(s->b);
+    }
+    free(cp->steps);
+    free(cp->model.opnds);
+    free(cp->model.ops);
+    free(cp->scratch);
+    free(cp->row);
+    free(cp->args);
+    free(cp);
+}

@@ -1,0 +1,79 @@
+/*
+ * float_ops.c: LAYER_NORM and GELU for CPU partitions, in the float32 order float_ops.h fixes
+ * (the twin of mdla_quant/kernels/float_ops.py; tests/runtime/test_cpu_float_ops.py holds the
+ * two equal bit for bit, natively and on aarch64 under qemu).
+ */
+#include "float_ops.h"
+
+#include <math.h>
+
+#include "arith.h" /* emu_round_awayf: the one rounding definition */
+
+/* a * b + c stays two roundings, no FMA, on every target: clang contracts by default unless
+ * told; GCC never contracts in ISO C mode (-std=c11, which every build of these sources uses)
+ * and warns about the pragma, so it is clang's alone. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+int8_t mdla_cpu_quantize(float y, float scale, int32_t zero_point) {
+    float r = emu_round_awayf(y / scale);
+    /* the reference clamps to the int32 range before adding the zero point (int64 beside) */
+    if (!(r >= -2147483648.0f)) r = -2147483648.0f;
+    if (r > 2147483648.0f) r = 2147483648.0f;
+    int64_t v = (int64_t)r + zero_point;
+    return (int8_t)(v < -128 ? -128 : (v > 127 ? 127 : v));
+}
+
+static float dequantize(int8_t q, float scale, int32_t zero_point) {
+    return scale * ((float)q - (float)zero_point);
+}
+
+void mdla_cpu_layer_norm_f32(const float *x, size_t rows, size_t n, const float *w,
+                             const float *b, float eps, float *y) {
+    const float nf = (float)n;
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        float sum = 0.0f;
+        for (size_t i = 0; i < n; i++) sum += xr[i];
+        const float mean = sum / nf;
+        float acc = 0.0f;
+        for (size_t i = 0; i < n; i++) {
+            const float d = xr[i] - mean;
+            const float dd = d * d;
+            acc += dd;
+        }
+        const float var = acc / nf;
+        const float inv = 1.0f / sqrtf(var + eps);
+        for (size_t i = 0; i < n; i++) {
+            float v = (xr[i] - mean) * inv;
+            if (w) v = v * w[i];
+            if (b) v = v + b[i];
+            yr[i] = v;
+        }
+    }
+}
+
+void mdla_cpu_layer_norm(const int8_t *x, size_t rows, size_t n, float s_in, int32_t z_in,
+                         const float *w, const float *b, float eps, float s_out, int32_t z_out,
+                         float *scratch, int8_t *y) {
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t i = 0; i < n; i++) scratch[i] = dequantize(x[r * n + i], s_in, z_in);
+        mdla_cpu_layer_norm_f32(scratch, 1, n, w, b, eps, scratch);
+        for (size_t i = 0; i < n; i++) y[r * n + i] = mdla_cpu_quantize(scratch[i], s_out, z_out);
+    }
+}
+
+void mdla_cpu_gelu_table(float s_in, int32_t z_in, float s_out, int32_t z_out,
+                         int8_t table[256]) {
+    for (int q = -128; q < 128; q++) {
+        const double x = (double)dequantize((int8_t)q, s_in, z_in);
+        const double g = 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+        table[q + 128] = mdla_cpu_quantize((float)g, s_out, z_out);
+    }
+}
+
+void mdla_cpu_apply_table(const int8_t *x, size_t count, const int8_t table[256], int8_t *y) {
+    for (size_t i = 0; i < count; i++) y[i] = table[(int)x[i] + 128];
+}

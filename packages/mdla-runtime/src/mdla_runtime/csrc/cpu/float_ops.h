@@ -1,0 +1,43 @@
+/*
+ * float_ops.h: the ops a CPU partition computes in float32 (issue 17), int8 around them:
+ * DEQUANTIZE, the float32 kernel, QUANTIZE. The C twin of mdla_quant/kernels/float_ops.py,
+ * bit for bit: every float32 operation below happens in the order written there, with no
+ * fused multiply-add (float_ops.c sets FP_CONTRACT OFF; GCC in ISO C mode never contracts),
+ * and IEEE 754 rounds +, -, *, / and sqrtf correctly, so one order gives one result.
+ *
+ *   DEQUANTIZE  x = s_in * ((float)q - (float)z_in)
+ *   QUANTIZE    q = clamp(z + (int)round_away(y / s), -128, 127)   (emu_round_awayf, arith.h)
+ *   LAYER_NORM  per row of n values: sum left to right, mean = sum / n; acc += d * d left to
+ *               right with d = x - mean, var = acc / n; inv = 1 / sqrtf(var + eps);
+ *               y = ((x - mean) * inv) * w + b                (w, b NULL: 1 and 0)
+ *   GELU        a table over the 256 int8 inputs: y = (float)(0.5 * x * (1 + erf(x * M_SQRT1_2)))
+ *               in double, erf from the C library (the reference reads the same one)
+ */
+#ifndef MDLA_CPU_FLOAT_OPS_H
+#define MDLA_CPU_FLOAT_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* QUANTIZE of one float32 value. */
+int8_t mdla_cpu_quantize(float y, float scale, int32_t zero_point);
+
+/* LAYER_NORM in float32 over `rows` rows of `n` values; `w` and `b` (n floats each) may be
+ * NULL; `y` may be `x` (in place). */
+void mdla_cpu_layer_norm_f32(const float *x, size_t rows, size_t n, const float *w,
+                             const float *b, float eps, float *y);
+
+/* DEQUANTIZE -> LAYER_NORM -> QUANTIZE over `rows` rows of `n` int8 values (`x` and `y` hold
+ * rows * n); `scratch` holds n floats. */
+void mdla_cpu_layer_norm(const int8_t *x, size_t rows, size_t n, float s_in, int32_t z_in,
+                         const float *w, const float *b, float eps, float s_out, int32_t z_out,
+                         float *scratch, int8_t *y);
+
+/* The 256 GELU outputs for the int8 inputs -128..127 (index q + 128). */
+void mdla_cpu_gelu_table(float s_in, int32_t z_in, float s_out, int32_t z_out,
+                         int8_t table[256]);
+
+/* y[i] = table[x[i] + 128]: an int8 -> int8 table (GELU's). */
+void mdla_cpu_apply_table(const int8_t *x, size_t count, const int8_t table[256], int8_t *y);
+
+#endif /* MDLA_CPU_FLOAT_OPS_H */

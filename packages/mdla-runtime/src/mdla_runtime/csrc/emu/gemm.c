@@ -1,0 +1,173 @@
+/*
+ * gemm.c: the 8-bit GEMM of gemm.h, chosen at run time: AVX-512 VNNI (vpdpbusd, uint8 x int8)
+ * on x86-64 (cpuid), the dot-product extension (sdot, int8 x int8) on aarch64 (HWCAP_ASIMDDP).
+ *
+ * x86 register tile: EMU_U8_MR rows x 2 panels (32 columns) = 16 zmm accumulators; per group of
+ * 4 k, two packed weight vectors are loaded and each row's 4 bytes are broadcast to all lanes;
+ * a single trailing panel runs the same tile with one vector. aarch64: 4 rows x 1 panel (four
+ * int32x4 vectors each) = 16 accumulators of the 32 registers. The accumulators start at init
+ * (the zero-point correction), so the output is the finished sum (exactness: gemm.h); columns
+ * at or past `cols` are never stored.
+ */
+#include "gemm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+void emu_gemm_u8_pack(const int8_t *w, int32_t co, int32_t depth, int32_t z, int32_t kpad,
+                      int32_t cpad, int8_t *packed, int32_t *init) {
+    memset(packed, 0, (size_t)cpad * kpad);
+    for (int32_t o = 0; o < cpad; o++) {
+        int64_t sum = 0;
+        for (int32_t k = 0; o < co && k < depth; k++) {
+            const int8_t v = w[(size_t)o * depth + k];
+            sum += v;
+            /* panel o / NR, group k / 4, lane o % NR, byte k % 4 */
+            const size_t at = ((size_t)(o / EMU_U8_NR) * kpad + (size_t)(k / EMU_U8_KB) *
+                               EMU_U8_KB) * EMU_U8_NR + (size_t)(o % EMU_U8_NR) * EMU_U8_KB +
+                              (size_t)(k % EMU_U8_KB);
+            packed[at] = v;
+        }
+        /* |sum| <= 2^16 * 128 and |z + OFFSET| <= 255: the product fits int32 */
+        init[o] = (int32_t)(-(int64_t)(z + EMU_U8_OFFSET) * sum);
+    }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define EMU_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+/* One tile: MR rows of `a` x `np` (1 or 2) panels. */
+EMU_VNNI static inline __attribute__((always_inline)) void
+tile_u8(const uint8_t *a, const int8_t *w0, const int8_t *w1, const int32_t *init, int32_t *out,
+        int32_t ldo, int32_t kpad, int np, __mmask16 m0, __mmask16 m1) {
+    __m512i acc0[EMU_U8_MR], acc1[EMU_U8_MR];
+    const __m512i i0 = _mm512_loadu_si512(init);
+    const __m512i i1 = np == 2 ? _mm512_loadu_si512(init + EMU_U8_NR) : i0;
+    for (int r = 0; r < EMU_U8_MR; r++) acc0[r] = i0, acc1[r] = i1;
+    for (int32_t k = 0; k < kpad; k += EMU_U8_KB) {
+        const __m512i b0 = _mm512_loadu_si512(w0 + (size_t)k * EMU_U8_NR);
+        const __m512i b1 = np == 2 ? _mm512_loadu_si512(w1 + (size_t)k * EMU_U8_NR) : b0;
+        for (int r = 0; r < EMU_U8_MR; r++) {
+            int32_t q;
+            memcpy(&q, a + (size_t)r * kpad + k, sizeof q);
+            const __m512i x = _mm512_set1_epi32(q);
+            acc0[r] = _mm512_dpbusd_epi32(acc0[r], x, b0);
+            if (np == 2) acc1[r] = _mm512_dpbusd_epi32(acc1[r], x, b1);
+        }
+    }
+    for (int r = 0; r < EMU_U8_MR; r++) {
+        _mm512_mask_storeu_epi32(out + (size_t)r * ldo, m0, acc0[r]);
+        if (np == 2) _mm512_mask_storeu_epi32(out + (size_t)r * ldo + EMU_U8_NR, m1, acc1[r]);
+    }
+}
+
+/* The store mask of the panel starting at column o: its columns below `cols`. */
+EMU_VNNI static inline __mmask16 panel_mask(int32_t o, int32_t cols) {
+    const int32_t n = cols - o;
+    return n >= EMU_U8_NR ? (__mmask16)0xFFFF : (__mmask16)((1u << (n > 0 ? n : 0)) - 1u);
+}
+
+EMU_VNNI static void gemm_u8_vnni(const uint8_t *a, const int8_t *packed, const int32_t *init,
+                                  int32_t *out, int32_t rows, int32_t cols, int32_t kpad) {
+    const size_t panel = (size_t)kpad * EMU_U8_NR;
+    const int32_t cpad = emu_round_up(cols, EMU_U8_NR);
+    int32_t o = 0;
+    for (; o + 2 * EMU_U8_NR <= cpad; o += 2 * EMU_U8_NR) {
+        const int8_t *w0 = packed + (size_t)(o / EMU_U8_NR) * panel;
+        const __mmask16 m0 = panel_mask(o, cols), m1 = panel_mask(o + EMU_U8_NR, cols);
+        for (int32_t p = 0; p < rows; p += EMU_U8_MR)
+            tile_u8(a + (size_t)p * kpad, w0, w0 + panel, init + o, out + (size_t)p * cols + o,
+                    cols, kpad, 2, m0, m1);
+    }
+    if (o < cpad) {
+        const int8_t *w0 = packed + (size_t)(o / EMU_U8_NR) * panel;
+        const __mmask16 m0 = panel_mask(o, cols);
+        for (int32_t p = 0; p < rows; p += EMU_U8_MR)
+            tile_u8(a + (size_t)p * kpad, w0, w0, init + o, out + (size_t)p * cols + o, cols,
+                    kpad, 1, m0, m0);
+    }
+}
+
+static bool vnni_cpu;
+__attribute__((constructor)) static void detect_vnni(void) {
+    __builtin_cpu_init();
+    vnni_cpu = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+}
+
+void emu_gemm_u8(const uint8_t *a, const int8_t *packed, const int32_t *init, int32_t *out,
+                 int32_t rows, int32_t cols, int32_t kpad) {
+    gemm_u8_vnni(a, packed, init, out, rows, cols, kpad);
+}
+#elif defined(__aarch64__) && defined(__GNUC__)
+#include <arm_neon.h>
+#include <sys/auxv.h>
+
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1UL << 20) /* Linux arch/arm64 uapi hwcap.h */
+#endif
+#define EMU_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
+#define DOT_MR 4
+
+/* 4 rows x one panel of 16 columns; lane c of weight vector v is column 4v + c. */
+EMU_DOTPROD static void tile_dot(const uint8_t *a, const int8_t *w, const int32_t *init,
+                                 int32_t *out, int32_t ldo, int32_t kpad, int32_t ncols) {
+    int32x4_t acc[DOT_MR][4];
+    for (int v = 0; v < 4; v++) {
+        const int32x4_t i = vld1q_s32(init + 4 * v);
+        for (int r = 0; r < DOT_MR; r++) acc[r][v] = i;
+    }
+    for (int32_t k = 0; k < kpad; k += EMU_U8_KB) {
+        const int8_t *g = w + (size_t)k * EMU_U8_NR;
+        const int8x16_t b0 = vld1q_s8(g), b1 = vld1q_s8(g + 16), b2 = vld1q_s8(g + 32),
+                        b3 = vld1q_s8(g + 48);
+        for (int r = 0; r < DOT_MR; r++) {
+            int32_t q;
+            memcpy(&q, a + (size_t)r * kpad + k, sizeof q);
+            const int8x16_t x = vreinterpretq_s8_s32(vdupq_n_s32(q));
+            acc[r][0] = vdotq_s32(acc[r][0], x, b0);
+            acc[r][1] = vdotq_s32(acc[r][1], x, b1);
+            acc[r][2] = vdotq_s32(acc[r][2], x, b2);
+            acc[r][3] = vdotq_s32(acc[r][3], x, b3);
+        }
+    }
+    for (int r = 0; r < DOT_MR; r++) {
+        int32_t tmp[EMU_U8_NR];
+        for (int v = 0; v < 4; v++) vst1q_s32(tmp + 4 * v, acc[r][v]);
+        memcpy(out + (size_t)r * ldo, tmp, (size_t)ncols * sizeof *tmp);
+    }
+}
+
+static bool vnni_cpu; /* here: the dot-product extension */
+__attribute__((constructor)) static void detect_dotprod(void) {
+    vnni_cpu = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+}
+
+void emu_gemm_u8(const uint8_t *a, const int8_t *packed, const int32_t *init, int32_t *out,
+                 int32_t rows, int32_t cols, int32_t kpad) {
+    const size_t panel = (size_t)kpad * EMU_U8_NR;
+    for (int32_t o = 0; o < cols; o += EMU_U8_NR) {
+        const int32_t n = cols - o < EMU_U8_NR ? cols - o : EMU_U8_NR;
+        for (int32_t p = 0; p < rows; p += DOT_MR)
+            tile_dot(a + (size_t)p * kpad, packed + (size_t)(o / EMU_U8_NR) * panel, init + o,
+                     out + (size_t)p * cols + o, cols, kpad, n);
+    }
+}
+#else
+static const bool vnni_cpu = false;
+
+void emu_gemm_u8(const uint8_t *a, const int8_t *packed, const int32_t *init, int32_t *out,
+                 int32_t rows, int32_t cols, int32_t kpad) {
+    (void)a, (void)packed, (void)init, (void)out, (void)rows, (void)cols, (void)kpad;
+    abort(); /* unreachable: emu_gemm_u8_ready() is false here */
+}
+#endif
+
+bool emu_gemm_u8_ready(void) {
+    const char *v = getenv("MDLA_EMU_PORTABLE");
+    return vnni_cpu && !(v != NULL && strcmp(v, "1") == 0);
+}

@@ -1,0 +1,121 @@
+"""mdla_legalize.place: `--cpu` kinds and name patterns, the placement table, and each way a
+placement is refused (a token that selects nothing, an op the CPU cannot run, an op left on the
+NPU that does not map) or warned about (an op that maps anyway)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import mdla_ir
+import mdla_legalize
+from mdla_ir import Graph
+from mdla_ir.partitions import CPU, partitions
+from mdla_legalize import LegalizeError, PlacementSpecError, parse_cpu, place
+from tests.workbench.unmappable_models import convnext_block
+
+TARGET = mdla_legalize.load_target("mdla3.5")
+ALL = ["LAYER_NORM,GELU", "FULLY_CONNECTED", "TRANSPOSE"]
+
+
+@pytest.fixture(scope="module")
+def block() -> Graph:
+    module, x = convnext_block()
+    return mdla_ir.from_torch(module, (x,), name="block")
+
+
+def test_parse_cpu_splits_commas_and_drops_repeats() -> None:
+    assert parse_cpu(["LAYER_NORM, GELU", "GELU,features.7.*", ""]) == (
+        "LAYER_NORM",
+        "GELU",
+        "features.7.*",
+    )
+
+
+def test_kinds_place_the_convnext_block(block: Graph) -> None:
+    placed = place(block, TARGET, "mtk-mdla", ALL)
+    assert [(o.name, o.device, o.partition) for o in placed.ops] == [
+        ("dw", "mtk-mdla", 0),
+        ("norm", CPU, 1),
+        ("up", CPU, 1),
+        ("up.to_device_0", CPU, 1),
+        ("act", CPU, 1),
+        ("down.to_model_0", CPU, 1),
+        ("down", CPU, 1),
+        ("add", "mtk-mdla", 2),
+    ]
+    assert placed.ops[1].why == "--cpu LAYER_NORM"
+    assert placed.ops[0].why == "maps"
+    assert placed.switches == 2
+    assert (placed.count("mtk-mdla"), placed.count(CPU)) == (2, 6)
+    assert placed.graph.provenance.cpu_ops == tuple(o.name for o in placed.ops[1:7])
+    assert tuple(partitions(placed.graph)) == placed.partitions
+    assert placed.partitions[2].inputs == ("x", placed.partitions[1].outputs[0])
+    assert placed.warnings == ()
+    text = str(placed)
+    assert "3 partition(s), 2 op(s) on mtk-mdla, 6 on cpu, 2 device switch(es)" in text
+    assert "partition 1 on cpu: ops #1..#6 (6), in: dw;" in text
+
+
+def test_name_patterns_select_ops(block: Graph) -> None:
+    placed = place(block, TARGET, "mtk-mdla", ["norm,act,up*,down*"])
+    assert placed.count(CPU) == 6
+    assert placed.ops[4].why == "--cpu 'act'"
+    assert placed.ops[2].why == "--cpu 'up*'"
+
+
+def test_a_token_that_selects_nothing_is_named(block: Graph) -> None:
+    with pytest.raises(PlacementSpecError, match=r"--cpu 'features\.7\.\*' selects no op") as info:
+        place(block, TARGET, "mtk-mdla", [*ALL, "features.7.*"])
+    assert info.value.items == ["features.7.*"]
+    with pytest.raises(PlacementSpecError, match="'SOFTMAX' selects no op"):
+        place(block, TARGET, "mtk-mdla", ["SOFTMAX"])
+    with pytest.raises(PlacementSpecError, match="names no op"):
+        place(block, TARGET, "mtk-mdla", [" , "])
+
+
+def test_an_unplaced_op_that_does_not_map_is_still_an_error(block: Graph) -> None:
+    """No fallback: FULLY_CONNECTED and TRANSPOSE not named -> each named, with its fix."""
+    with pytest.raises(LegalizeError) as info:
+        place(block, TARGET, "mtk-mdla", ["LAYER_NORM,GELU"])
+    assert [i.split("`")[1] for i in info.value.items] == [
+        "up",
+        "up.to_device_0",
+        "down.to_model_0",
+        "down",
+    ]
+    assert "fix: place it on the CPU: --cpu TRANSPOSE" in info.value.items[1]
+    assert "no TRANSPOSE among the ops the MDLA maps" in info.value.items[1]
+
+
+def test_an_op_that_maps_goes_to_the_cpu_with_a_warning(block: Graph) -> None:
+    placed = place(block, TARGET, "mtk-mdla", [*ALL, "add"])
+    assert placed.ops[-1].device == CPU
+    assert placed.ops[-1].why == "--cpu 'add' (maps)"
+    assert placed.warnings == (
+        "warning: op `add` (ADD) maps on mtk-mdla; it runs on the CPU because of --cpu 'add'",
+    )
+    assert len(placed.partitions) == 2
+
+
+class Exp(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.exp(self.conv(x))
+
+
+def test_an_op_the_cpu_cannot_run_is_refused() -> None:
+    graph = mdla_ir.from_torch(Exp().eval(), (torch.zeros(1, 3, 4, 4),), name="exp")
+    with pytest.raises(LegalizeError, match="the CPU has no kernel for EXP") as info:
+        place(graph, TARGET, "mtk-mdla", ["EXP"])
+    assert len(info.value.items) == 1
+    assert not isinstance(info.value, PlacementSpecError)
+
+
+def test_legalize_without_cpu_is_unchanged(block: Graph) -> None:
+    with pytest.raises(LegalizeError, match="6 op"):
+        mdla_legalize.legalize(block, TARGET)

@@ -1,0 +1,136 @@
+"""csrc/cpu/float_ops.c, the engine's float32 kernels for CPU partitions (issue 17), against
+their reference mdla_quant/kernels/float_ops.py: LAYER_NORM and the GELU table bit for bit,
+built natively (portable, and tuned with -march=native -O3) and for aarch64 under qemu."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mdla_ir.affine import dequantize_output, quantize_input
+from mdla_quant.kernels.float_ops import gelu_table, layer_norm_f32
+from mdla_runtime.build import CSRC, compile_c
+from mdla_runtime.emu.emulator import EMU_SRC
+
+Array = np.ndarray[Any, Any]
+SOURCES = [CSRC / "cpu" / "float_ops.c", Path(__file__).with_name("cpu_float_main.c")]
+FLAGS = ("-Werror", f"-I{EMU_SRC}")
+CROSS, QEMU, SYSROOT = "aarch64-linux-gnu-gcc", "qemu-aarch64", "/usr/aarch64-linux-gnu"
+
+
+def cases() -> tuple[bytes, bytes]:
+    """Driver records and the reference's expected output bytes."""
+    rng = np.random.default_rng(17)
+    records, expected = bytearray(), bytearray()
+    for k in range(24):
+        n = int(rng.choice([1, 2, 7, 96, 384, 768]))
+        rows = int(rng.integers(1, 9))
+        s_in, s_out = (np.float32(rng.uniform(1e-3, 0.5)) for _ in range(2))
+        z_in, z_out = (int(rng.integers(-128, 128)) for _ in range(2))
+        eps = np.float32(rng.choice([1e-6, 1e-5, 1e-3]))
+        has_w, has_b = k % 3 != 1, k % 4 != 2
+        w = rng.standard_normal(n).astype(np.float32)
+        b = rng.standard_normal(n).astype(np.float32)
+        q = rng.integers(-128, 128, (rows, n)).astype(np.int8)
+        records += struct.pack("<iIIfifif", 0, rows, n, s_in, z_in, s_out, z_out, eps)
+        records += struct.pack("<II", has_w, has_b)
+        records += (w.tobytes() if has_w else b"") + (b.tobytes() if has_b else b"") + q.tobytes()
+        x = dequantize_output(q, float(s_in), z_in)
+        y = layer_norm_f32(x, n, float(eps), w if has_w else None, b if has_b else None)
+        expected += quantize_input(y, s_out, z_out).tobytes()
+    for k in range(16):  # the float32 core, compared bit for bit before any rounding to int8
+        n = int(rng.choice([3, 96, 768]))
+        rows, eps = int(rng.integers(1, 5)), np.float32(1e-6)
+        x = (rng.standard_normal((rows, n)) * rng.uniform(0.1, 50)).astype(np.float32)
+        w = rng.standard_normal(n).astype(np.float32)
+        b = rng.standard_normal(n).astype(np.float32)
+        has_w = has_b = k % 2 == 0
+        records += struct.pack("<iIIfII", 2, rows, n, eps, has_w, has_b)
+        records += (w.tobytes() + b.tobytes() if has_w else b"") + x.tobytes()
+        y = layer_norm_f32(x, n, float(eps), w if has_w else None, b if has_b else None)
+        expected += y.astype("<f4").tobytes()
+    for _ in range(64):
+        s_in, s_out = (np.float32(rng.uniform(1e-3, 0.2)) for _ in range(2))
+        z_in, z_out = (int(rng.integers(-128, 128)) for _ in range(2))
+        records += struct.pack("<ififi", 1, s_in, z_in, s_out, z_out)
+        expected += gelu_table(s_in, z_in, s_out, z_out).tobytes()
+    return bytes(records), bytes(expected)
+
+
+def run(cmd: list[str], tmp: Path, records: bytes) -> bytes:
+    (tmp / "in.bin").write_bytes(records)
+    proc = subprocess.run([*cmd, str(tmp / "in.bin"), str(tmp / "out.bin")], capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    return (tmp / "out.bin").read_bytes()
+
+
+def first_difference(got: bytes, want: bytes) -> str:
+    diff = np.flatnonzero(np.frombuffer(got, np.int8) != np.frombuffer(want, np.int8))
+    return f"{diff.size} of {len(want)} bytes differ, first at {diff[:5]}"
+
+
+@pytest.mark.parametrize(
+    ("cc", "tuned"),
+    [("cc", False), ("cc", True), ("clang", True)],
+    ids=["portable", "native-O3", "clang-native-O3"],
+)
+def test_native_build_is_bit_exact(
+    cc: str, tuned: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """-march=native gives the compilers FMA instructions; neither may fuse a * b + c here
+    (ISO C mode for gcc, the FP_CONTRACT pragma and one operation per statement for clang)."""
+    if shutil.which(cc) is None:
+        pytest.fail(f"{cc} missing: apt-get install {cc}")
+    monkeypatch.setenv("CC", cc)
+    flags = (*FLAGS, "-O3", "-march=native") if tuned else FLAGS
+    exe = compile_c(SOURCES, "cpu-float-check", flags=flags, libs=("-lm",))
+    records, want = cases()
+    got = run([str(exe)], tmp_path, records)
+    assert len(got) == len(want)
+    assert got == want, first_difference(got, want)
+
+
+def test_aarch64_build_is_bit_exact(tmp_path: Path) -> None:
+    missing = [t for t in (CROSS, QEMU) if shutil.which(t) is None]
+    if missing:
+        pytest.fail(
+            f"{', '.join(missing)} missing: apt-get install gcc-aarch64-linux-gnu qemu-user"
+        )
+    exe = tmp_path / "cpu-float-check"
+    cmd = [CROSS, "-std=c11", "-O2", "-Wall", "-Wextra", *FLAGS, f"-I{CSRC / 'cpu'}"]
+    proc = subprocess.run([*cmd, *map(str, SOURCES), "-o", str(exe), "-lm"], capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    records, want = cases()
+    got = run([QEMU, "-L", SYSROOT, str(exe)], tmp_path, records)
+    assert got == want, first_difference(got, want)
+
+
+def test_a_changed_summation_order_is_caught(tmp_path: Path) -> None:
+    """The check can fail: the same kernel summing right to left differs from the reference
+    (in the float32 records; an int8 result seldom moves with the last bit of a mean)."""
+    src = (CSRC / "cpu" / "float_ops.c").read_text()
+    loop = "for (size_t i = 0; i < n; i++) sum += xr[i];"
+    assert loop in src
+    flipped = src.replace(loop, "for (size_t i = n; i-- > 0;) sum += xr[i];")
+    (tmp_path / "float_ops.c").write_text(flipped)
+    shutil.copy(CSRC / "cpu" / "float_ops.h", tmp_path / "float_ops.h")
+    exe = compile_c([tmp_path / "float_ops.c", SOURCES[1]], "cpu-float-flipped", flags=FLAGS,
+                    libs=("-lm",))  # fmt: skip
+    records, want = cases()
+    assert run([str(exe)], tmp_path, records) != want
+
+
+def test_fused_multiply_add_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Why the build flags matter: -ffp-contract=fast (gcc's default outside ISO C mode) fuses
+    d * d + acc into FMAs, and the float32 records stop matching."""
+    monkeypatch.setenv("CC", "clang" if shutil.which("clang") else "cc")
+    flags = (*FLAGS, "-O3", "-march=native", "-ffp-contract=fast")
+    exe = compile_c(SOURCES, "cpu-float-fused", flags=flags, libs=("-lm",))
+    records, want = cases()
+    assert run([str(exe)], tmp_path, records) != want

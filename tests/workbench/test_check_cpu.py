@@ -1,0 +1,56 @@
+"""`workbench check MODEL --cpu ...`: the placement table and device switches (exit 0), a token
+that selects nothing (exit 2), an op neither mapped nor placed (exit 3, one row per op), an op
+that maps anyway (a warning on stderr)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from workbench.cli import app
+
+BLOCK = str(Path(__file__).with_name("unmappable_models.py")) + ":convnext_block"
+CPU = "LAYER_NORM,GELU,FULLY_CONNECTED,TRANSPOSE"
+
+
+def test_check_prints_the_placement(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["check", BLOCK, "--cpu", "LAYER_NORM,GELU", "--cpu", "up,down"])
+    assert result.exit_code == 3, result.output  # the TRANSPOSEs are neither mapped nor placed
+    result = runner.invoke(app, ["check", BLOCK, "--cpu", CPU])
+    assert result.exit_code == 0, result.output + result.stderr
+    lines = result.output.splitlines()
+    assert lines[0] == (
+        "placement of convnext_block: 3 partition(s), 2 op(s) on mtk-mdla, 6 on cpu, "
+        "2 device switch(es)"
+    )
+    row = next(line for line in lines if " norm " in line).split()
+    assert row == ["1", "norm", "LAYER_NORM", "cpu", "1", "--cpu", "LAYER_NORM"]
+    assert next(line for line in lines if " dw " in line).split()[3:] == ["mtk-mdla", "0", "maps"]
+    assert "  partition 2 on mtk-mdla: ops #7..#7 (1), in: x, " in result.output
+    assert result.stderr == ""
+
+
+def test_a_pattern_matching_nothing_is_a_usage_error(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["check", BLOCK, "--cpu", f"{CPU},features.7.*"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: --cpu 'features.7.*' selects no op")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_unplaced_ops_that_do_not_map_are_listed(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["check", BLOCK, "--cpu", "LAYER_NORM,GELU"])
+    assert result.exit_code == 3
+    assert "with --cpu LAYER_NORM,GELU, 4 op(s) cannot be placed:" in result.output
+    assert "op #3 `up.to_device_0` (TRANSPOSE)" in result.output
+    assert "place it on the CPU: --cpu TRANSPOSE" in result.output
+    assert result.stderr == "error: `" + BLOCK + "` cannot be placed: 4 op(s), listed above\n"
+
+
+def test_an_op_that_maps_is_placed_with_a_warning(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["check", BLOCK, "--cpu", CPU + ",add"])
+    assert result.exit_code == 0
+    assert "2 partition(s), 1 op(s) on mtk-mdla, 7 on cpu, 1 device switch(es)" in result.output
+    assert result.stderr == (
+        "warning: op `add` (ADD) maps on mtk-mdla; it runs on the CPU because of --cpu 'add'\n"
+    )

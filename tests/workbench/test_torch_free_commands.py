@@ -1,0 +1,67 @@
+"""`run` on an image file and `witness` with no IMAGE need neither torch nor scikit-image
+(the phone under Termux has neither): both run in a process where importing them fails."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+BLOCKED = """
+import sys, importlib.abc
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("torch", "torchvision", "skimage"):
+            raise ModuleNotFoundError(f"No module named '{name}'", name=name)
+        return None
+sys.meta_path.insert(0, Block())
+from workbench.cli import main
+sys.argv = ["workbench", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.fixture(scope="module")
+def script(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("notorch") / "blocked.py"
+    path.write_text(textwrap.dedent(BLOCKED))
+    return path
+
+
+def blocked(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_run_on_a_photo_file_without_torch_or_skimage(
+    script: Path, artifacts: dict[str, Path], tmp_path: Path
+) -> None:
+    photo = tmp_path / "p.png"
+    pixels = np.random.default_rng(0).integers(0, 256, (40, 50, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(photo)
+    done = blocked(script, "run", str(artifacts["images"]), str(photo), "--json")
+    assert done.returncode == 0, done.stderr
+    assert '"image": "p.png"' in done.stdout
+
+
+def test_witness_without_an_image_needs_no_sample_photos(
+    script: Path, artifacts: dict[str, Path]
+) -> None:
+    done = blocked(script, "witness", str(artifacts["images"]), "--idle", "0.2", "--runs", "300")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "verdict: witnessed" in done.stdout
+
+
+def test_run_without_images_says_what_the_samples_need(
+    script: Path, artifacts: dict[str, Path]
+) -> None:
+    done = blocked(script, "run", str(artifacts["images"]))
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert "pip install scikit-image (it needs no torch), or name image files" in line
