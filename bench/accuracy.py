@@ -31,6 +31,7 @@ import mdla_ir
 import mdla_legalize
 from mdla_quant import METHODS, QuantConfig, compare, quantize, run_int8
 from mdla_zoo import load_model, recalibrate_batchnorm
+from workbench.output import each as bench_progress
 
 PHOTOS = {
     "chelsea": skimage.data.chelsea,
@@ -85,7 +86,7 @@ def lite0(n_crops: int, n_calib: int) -> None:
         f"{'method':<11} {'bias corr.':<10} {'top-1 agree':>12} {'confident':>10} "
         f"{'originals':>10} {'quantize s':>10} {'int8 img/s':>10}"
     )
-    for method in METHODS:
+    for method in bench_progress(METHODS, "methods"):
         for bias_correction in (False, True):
             t0 = time.perf_counter()
             q = quantize(graph, calib, QuantConfig(method=method, bias_correction=bias_correction))
@@ -125,7 +126,9 @@ def torchvision_models() -> None:
     print(f"{'model':<16} {'method':<11} {'logits cos':>10} {'SQNR dB':>8}  worst layers (SQNR dB)")
     rng = np.random.default_rng(0)
     target = mdla_legalize.load_target("mdla3.5")
-    for spec in ("mobilenet_v2", "resnet18", "efficientnet_b0", "squeezenet1_1"):
+    for spec in bench_progress(
+        ["mobilenet_v2", "resnet18", "efficientnet_b0", "squeezenet1_1"], "models"
+    ):
         model = load_model(spec, seed=0)
         if spec != "squeezenet1_1":
             recalibrate_batchnorm(model.module)
@@ -234,7 +237,7 @@ def techniques(
         f"{'model':<19} {'method':<10} {'technique':<13} {'decided (95% CI)':>27} "
         f"{'all (95% CI)':>22} {'SQNR dB':>8} {'compile s':>9}"
     )
-    for spec in models:
+    for spec in bench_progress(models, "models"):
         model = load_model(spec)
         side = int(model.example_inputs[0].shape[-1])
         graph = mdla_legalize.legalize(

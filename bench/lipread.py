@@ -77,6 +77,7 @@ from lipread.roi import Roi, boxes_from_corners, mtcnn_corners
 from lipread.scenes import LEVELS, render_scene
 from lipread.tail import tail_logits
 from lipread.video import read_video, write_video
+from workbench.output import each as bench_progress
 
 HELD_OUT = 100_000
 SAMPLES = Path(__file__).parents[1] / "apps/lipread/samples"
@@ -124,7 +125,8 @@ def accuracy_in(n: int, tmp: Path) -> list[tuple[str, float, float, float]]:
     }
     fp32, ref, emu, app = hyps.values()
     agree = 0
-    for i, x in enumerate(xs):
+    for i in bench_progress(range(len(xs)), "clip"):
+        x = xs[i]
         with torch.no_grad():
             fp32.append(greedy_ctc(model(torch.from_numpy(x))[0].numpy())[0])
         ref_feats = mdla_quant.run_int8(qgraph, [x])[0]
@@ -198,7 +200,8 @@ def levels(n: int, face_n: int, tmp: Path) -> list[tuple[str, int, list[float]]]
     manifest = mdla_runtime.load(manifest_path)
     target = mdla_runtime.open_target("emu")
     rows = []
-    for name, level in LEVELS.items():
+    for name in bench_progress(list(LEVELS), "levels"):
+        level = LEVELS[name]
         count = face_n if level.face else n
         variants = ("known box", "--roi auto") if level.face else ("whole frame",)
         hyps: dict[str, tuple[list[str], list[str], list[float]]] = {

@@ -3,8 +3,6 @@ and a model that fails gives a row naming the stage and the error instead of a c
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -14,19 +12,14 @@ from torch import nn
 
 import mdla_ir
 import mdla_legalize
+from tests.scripts import load_script
 
 PATH = Path(__file__).resolve().parents[1] / "bench" / "coverage.py"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_coverage", PATH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_coverage"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_coverage", PATH)
 
 
 def test_a_row_reports_the_pipeline(bench: ModuleType) -> None:

@@ -3,7 +3,6 @@ child's time and peak memory, its errors, and the per-round ratios of the table'
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import time
 from collections.abc import Iterator
@@ -13,6 +12,8 @@ from types import ModuleType
 import numpy as np
 import pytest
 
+from tests.scripts import load_script
+
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
@@ -20,13 +21,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
 def perf() -> Iterator[ModuleType]:
     sys.path.insert(0, str(BENCH))  # perf.py imports its siblings accuracy.py and runtime.py
     try:
-        spec = importlib.util.spec_from_file_location("bench_perf", BENCH / "perf.py")
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["bench_perf"] = module
-        spec.loader.exec_module(module)
-        yield module
+        yield load_script("bench_perf", BENCH / "perf.py")
     finally:
         sys.path.remove(str(BENCH))
 

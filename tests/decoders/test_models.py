@@ -15,9 +15,7 @@ import torch
 import mdla_ir
 import mdla_legalize
 from mdla_quant import QuantConfig, quantize, run_int8
-from mdla_quant.reference import quantize_inputs
-from mdla_runtime import load, open_target, save
-from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
+from tests.decoders.bitexact import assert_emulator_bit_exact, assert_tflite_bit_exact
 from tests.models_decoders import MODELS
 
 Array = np.ndarray[Any, Any]
@@ -62,22 +60,13 @@ def test_every_op_maps_on_the_mdla(spec: str) -> None:
 @pytest.mark.parametrize("spec", sorted(MODELS))
 def test_emulator_is_bit_exact(spec: str, tmp_path: Path) -> None:
     _, _, _, qgraph, xs = compiled(spec)
-    emu = open_target("emu")
-    manifest = load(save(qgraph, tmp_path / f"{spec}.mdla"))
-    assert emu.supported(manifest) == {"mtk-mdla": [True] * len(qgraph.ops)}
-    result = emu.run(manifest, xs)
-    assert result.device == "mtk-mdla"
-    for got, want in zip(result.raw_outputs, run_int8(qgraph, xs, raw=True), strict=True):
-        np.testing.assert_array_equal(got.reshape(want.shape), want)
+    assert_emulator_bit_exact(qgraph, xs, tmp_path / f"{spec}.mdla")
 
 
 @pytest.mark.parametrize("spec", sorted(MODELS))
 def test_tflite_export_is_bit_exact_on_litert_reference(spec: str) -> None:
     _, _, _, qgraph, xs = compiled(spec)
-    codes = quantize_inputs(qgraph, xs)
-    theirs = run_tflite_reference(tflite_bytes(qgraph), [codes[n] for n in qgraph.inputs])
-    for got, want in zip(theirs, run_int8(qgraph, xs, raw=True), strict=True):
-        np.testing.assert_array_equal(got.reshape(want.shape), want)
+    assert_tflite_bit_exact(qgraph, xs)
 
 
 @pytest.mark.parametrize("spec", sorted(MODELS))

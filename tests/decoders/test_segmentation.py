@@ -25,12 +25,10 @@ import mdla_ir
 import mdla_legalize
 from mdla_ir.importer.outputs import flatten_outputs
 from mdla_ir.ops import OpKind
-from mdla_quant import QuantConfig, quantize, run_int8
-from mdla_quant.reference import quantize_inputs
-from mdla_runtime import load, open_target, save
-from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
+from mdla_quant import QuantConfig, quantize
 from mdla_zoo import load_model
 from mdla_zoo.batchnorm import recalibrate_batchnorm
+from tests.decoders.bitexact import assert_emulator_bit_exact, assert_tflite_bit_exact
 from workbench.cli import app
 
 Array = np.ndarray[Any, Any]
@@ -107,22 +105,13 @@ def test_every_op_maps_and_dilation_rests_on_an_assumption(spec: str) -> None:
 @pytest.mark.parametrize("spec", sorted(SIDES))
 def test_emulator_maps_every_op_and_is_bit_exact(spec: str, tmp_path: Path) -> None:
     _, _, _, qgraph, xs = compiled(spec)
-    emu = open_target("emu")
-    manifest = load(save(qgraph, tmp_path / f"{spec}.mdla"))
-    assert emu.supported(manifest) == {"mtk-mdla": [True] * len(qgraph.ops)}
-    result = emu.run(manifest, xs)
-    assert result.device == "mtk-mdla"
-    for got, want in zip(result.raw_outputs, run_int8(qgraph, xs, raw=True), strict=True):
-        np.testing.assert_array_equal(got.reshape(want.shape), want)
+    assert_emulator_bit_exact(qgraph, xs, tmp_path / f"{spec}.mdla")
 
 
 @pytest.mark.parametrize("spec", sorted(SIDES))
 def test_tflite_export_is_bit_exact_on_litert_reference(spec: str) -> None:
     _, _, _, qgraph, xs = compiled(spec)
-    codes = quantize_inputs(qgraph, xs)
-    theirs = run_tflite_reference(tflite_bytes(qgraph), [codes[n] for n in qgraph.inputs])
-    for got, want in zip(theirs, run_int8(qgraph, xs, raw=True), strict=True):
-        np.testing.assert_array_equal(got.reshape(want.shape), want)
+    assert_tflite_bit_exact(qgraph, xs)
 
 
 @pytest.mark.parametrize("spec", sorted(SIDES))

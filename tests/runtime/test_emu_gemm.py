@@ -13,7 +13,6 @@ import ctypes
 import json
 import os
 import platform
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -33,19 +32,10 @@ from mdla_ir.graph import Graph, Tensor
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
 from mdla_runtime import load, save
-from mdla_runtime.build import (
-    BASE_FLAGS,
-    CSRC,
-    ENGINE_FLAGS,
-    ENGINE_INCLUDES,
-    ENGINE_LIBS,
-    ENGINE_SOURCES,
-    generated_dir,
-)
-from mdla_runtime.emu.emulator import CFLAGS as EMU_FLAGS
-from mdla_runtime.emu.emulator import EMU_SRC, build_emulator, emulator_sources
+from mdla_runtime.emu.emulator import build_emulator
 from mdla_runtime.engine.target import quantize
-from tests.runtime.test_emu_support import DEVICES, NO_ERROR, compile_model, lower_single_op
+from tests.runtime.cross import QEMU, SYSROOT, build_arm
+from tests.runtime.test_emu_support import run_single_op
 
 Array = np.ndarray[Any, Any]
 PATHS = ("fast", "portable")
@@ -88,20 +78,7 @@ def conv_graph(shape: tuple[Any, ...], seed: int) -> Graph:
 
 
 def emulate(g: Graph, codes: list[Array]) -> Array:
-    b, names = lower_single_op(g)
-    try:
-        assert b.finish() == NO_ERROR
-        (op,) = g.ops
-        rc, comp = compile_model(b, DEVICES, [g.tensors[op.outputs[0]].shape])
-        assert rc == NO_ERROR
-        try:
-            by_name = dict(zip(g.inputs, codes, strict=True))
-            (got,) = comp.run([by_name[n] for n in names])
-        finally:
-            comp.free()
-    finally:
-        b.free()
-    return np.asarray(got)
+    return np.asarray(run_single_op(g, codes))
 
 
 @pytest.fixture(params=PATHS)
@@ -153,28 +130,6 @@ def test_random_convs_bit_exact(large: bool, gemm_path: str) -> None:
         codes = random_codes(g, rng)
         (want,) = run_int8(g, as_floats(g, codes), raw=True)
         np.testing.assert_array_equal(emulate(g, codes), want, err_msg=f"seed {seed}")
-
-
-CC, QEMU, SYSROOT = "aarch64-linux-gnu-gcc", "qemu-aarch64", "/usr/aarch64-linux-gnu"
-
-
-def build_arm(out: Path) -> Path:
-    """mdla-engine and libneuron_emu.so cross-built for aarch64 with the host builds' flags."""
-    missing = [t for t in (CC, QEMU) if shutil.which(t) is None]
-    if missing:
-        pytest.fail(
-            f"{', '.join(missing)} missing: apt-get install -y gcc-aarch64-linux-gnu qemu-user"
-        )
-    out.mkdir()
-    inc = [f"-I{d}" for d in (*ENGINE_INCLUDES, generated_dir())]
-    engine = [CC, *BASE_FLAGS, "-Werror", *ENGINE_FLAGS, *inc]
-    engine += [*(str(CSRC / s) for s in ENGINE_SOURCES), "-o", str(out / "mdla-engine")]
-    emu = [CC, *EMU_FLAGS, f"-I{CSRC}", f"-I{EMU_SRC}", f"-I{generated_dir()}"]
-    emu += [*map(str, emulator_sources()), "-o", str(out / "libneuron_emu.so"), "-lm"]
-    for cmd in ([*engine, *ENGINE_LIBS], emu):
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr
-    return out
 
 
 def test_aarch64_both_paths_bit_exact(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from mdla_ir.builders import INT8_KINDS, as_floats, random_codes, random_qgraph
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
 from mdla_quant.errors import KernelError
-from tests.runtime.test_emu_support import DEVICES, NO_ERROR, compile_model, lower_single_op
+from tests.runtime.test_emu_support import run_single_op
 
 CASES = 50
 KINDS = INT8_KINDS
@@ -44,18 +44,7 @@ def run_case(kind: OpKind, seed: int, rounding: str, large: bool = False) -> tup
         (want,) = run_int8(g, as_floats(g, codes), raw=True, rounding=rounding)
     except KernelError:
         return 0, 0
-    b, names = lower_single_op(g)
-    try:
-        assert b.finish() == NO_ERROR
-        rc, comp = compile_model(b, DEVICES, [tuple(want.shape)])
-        assert rc == NO_ERROR, f"{kind.name} seed {seed}: compile -> {rc}"
-        try:
-            by_name = dict(zip(g.inputs, codes, strict=True))
-            (got,) = comp.run([by_name[n] for n in names])
-        finally:
-            comp.free()
-    finally:
-        b.free()
+    got = run_single_op(g, codes, f"{kind.name} seed {seed}")
     return int(np.count_nonzero(got != want)), int(want.size)
 
 

@@ -284,3 +284,22 @@ def lower_single_op(g: Graph) -> tuple[NeuronModelBuilder, list[str]]:
     inputs = [n for n in op.inputs if g.tensors[n].data is None]
     assert b.identify([idx[n] for n in inputs], [out]) == NO_ERROR
     return b, inputs
+
+
+def run_single_op(g: Graph, codes: Sequence[Array], what: str = "") -> Array:
+    """The emulator's int8 output of single-op `g` for int8 `codes` (in `g.inputs` order),
+    compiled for all three DEVICES; `what` names the case in a failed compile's message."""
+    b, names = lower_single_op(g)
+    try:
+        assert b.finish() == NO_ERROR
+        out_shape = tuple(g.tensors[g.outputs[0]].shape)
+        rc, comp = compile_model(b, DEVICES, [out_shape])
+        assert rc == NO_ERROR, f"{what or g.ops[0].kind.name}: compile -> {rc}"
+        try:
+            by_name = dict(zip(g.inputs, codes, strict=True))
+            (got,) = comp.run([by_name[n] for n in names])
+        finally:
+            comp.free()
+    finally:
+        b.free()
+    return got

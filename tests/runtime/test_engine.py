@@ -203,6 +203,18 @@ def test_repeat_reports_median_and_min(tmp_path: Path) -> None:
     assert 0 <= lat["min"] <= lat["median"]
 
 
+def test_compilation_asks_high_priority_and_a_fast_single_answer(tmp_path: Path, log: Path) -> None:
+    """NEURON_PRIORITY_HIGH (110) and NEURON_PREFER_FAST_SINGLE_ANSWER (1), once each, after
+    the compilation is created for the device."""
+    path = save(chain_qgraph(), tmp_path / "chain.mdla")
+    code, out = engine(str(path), "--lib", str(fake_adapter()), *inputs_for(path, tmp_path))
+    assert code == 0, out
+    calls = log.read_text().splitlines()
+    settings = [c for c in calls if c.startswith(("priority", "preference"))]
+    assert settings == ["priority 110", "preference 1"]
+    assert calls.index("compile devices=mtk-mdla") < calls.index("priority 110")
+
+
 @pytest.mark.parametrize(
     ("extra", "code", "needle"),
     [

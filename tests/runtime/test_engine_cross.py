@@ -5,7 +5,6 @@ a model, on the emulator bit-exact with mdla_quant.run_int8."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,62 +13,16 @@ import pytest
 
 from mdla_quant import run_int8
 from mdla_runtime import load, save
-from mdla_runtime.build import (
-    CSRC,
-    ENGINE_FLAGS,
-    ENGINE_INCLUDES,
-    ENGINE_LIBS,
-    ENGINE_SOURCES,
-    generated_dir,
-)
-from mdla_runtime.emu.emulator import CFLAGS as EMU_FLAGS
-from mdla_runtime.emu.emulator import EMU_SRC, emulator_sources
 from mdla_runtime.engine.target import quantize
 from mdla_runtime.testing import chain_qgraph
+from tests.runtime.cross import QEMU, SYSROOT, build_arm
 
-CC, QEMU, SYSROOT = "aarch64-linux-gnu-gcc", "qemu-aarch64", "/usr/aarch64-linux-gnu"
 FAKE = Path(__file__).parent / "fake_adapter.c"
 
 
 @pytest.fixture(scope="module")
 def arm(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    missing = [t for t in (CC, QEMU) if shutil.which(t) is None]
-    if missing:
-        pytest.fail(
-            f"{', '.join(missing)} missing: apt-get install -y gcc-aarch64-linux-gnu qemu-user"
-        )
-    out = tmp_path_factory.mktemp("aarch64")
-    flags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{CSRC}", f"-I{generated_dir()}"]
-    for cmd in (
-        [
-            CC,
-            *flags,
-            *ENGINE_FLAGS,
-            *(f"-I{d}" for d in ENGINE_INCLUDES),
-            *(str(CSRC / s) for s in ENGINE_SOURCES),
-            "-o",
-            str(out / "mdla-engine"),
-            *ENGINE_LIBS,
-        ],
-        [CC, *flags, "-shared", "-fPIC", str(FAKE), "-o", str(out / "libfake.so")],
-        [
-            CC,
-            *EMU_FLAGS,
-            f"-I{CSRC}",
-            f"-I{EMU_SRC}",
-            f"-I{generated_dir()}",
-            *map(str, emulator_sources()),
-            "-o",
-            str(out / "libneuron_emu.so"),
-            "-lm",
-        ],
-    ):
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
-    elf = (out / "mdla-engine").read_bytes()[:20]
-    assert elf[:4] == b"\x7fELF"
-    assert int.from_bytes(elf[18:20], "little") == 183
-    return out
+    return build_arm(tmp_path_factory.mktemp("aarch64"), FAKE)
 
 
 def qemu(arm: Path, *args: str) -> subprocess.CompletedProcess[str]:

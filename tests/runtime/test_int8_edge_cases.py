@@ -49,10 +49,8 @@ from tests.quant.test_int8_edge_cases import (
 )
 from tests.runtime.test_emu_support import (
     BAD_DATA,
-    DEVICES,
-    NO_ERROR,
-    compile_model,
     lower_single_op,
+    run_single_op,
 )
 from workbench.probe.arith import requant_wrap_graph
 
@@ -81,20 +79,7 @@ MODES = [(a, r) for a in ("saturate", "wrap") for r in ("double", "single")]
 
 def emu_run(g: Graph, codes: list[np.ndarray]) -> np.ndarray:
     """The emulator's int8 output of single-op `g` for int8 `codes` (all three devices)."""
-    b, names = lower_single_op(g)
-    try:
-        assert b.finish() == NO_ERROR
-        out_shape = tuple(g.tensors[g.outputs[0]].shape)
-        rc, comp = compile_model(b, DEVICES, [out_shape])
-        assert rc == NO_ERROR, f"{g.ops[0].kind.name}: compile -> {rc}"
-        try:
-            by_name = dict(zip(g.inputs, codes, strict=True))
-            (got,) = comp.run([by_name[n] for n in names])
-        finally:
-            comp.free()
-    finally:
-        b.free()
-    return got
+    return run_single_op(g, codes)
 
 
 def _case_codes() -> list[np.ndarray]:

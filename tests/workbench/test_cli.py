@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import mdla_quant
 from tests.workbench.conftest import TINY, TINY_IMAGES, UNMAPPABLE
 from workbench.cli import app
-from workbench.commands.options import MethodName
+from workbench.commands.options import MethodName, RoundingName, quant_config
 
 COMMANDS = ["compile", "check", "run", "bisect", "validate", "witness", "devices", "export", "tui"]
 COMMANDS += ["doctor", "engine", "inspect"]
@@ -30,6 +30,24 @@ def test_help(runner: CliRunner, command: str) -> None:
 
 def test_method_choices_are_the_quantizers() -> None:
     assert tuple(m.value for m in MethodName) == mdla_quant.METHODS
+
+
+def test_quant_config_maps_each_option_to_its_field() -> None:
+    plain = quant_config(MethodName.mse, 99.9, RoundingName.single, "mdla3.5")
+    assert plain == mdla_quant.QuantConfig(
+        method="mse", percentile=99.9, rounding="single", target="mdla3.5"
+    )
+    full = quant_config(
+        MethodName.entropy,
+        99.0,
+        RoundingName.double,
+        "mdla3.5",
+        bias_correction=True,
+        equalize=True,
+        adaround=7,
+    )
+    assert (full.method, full.percentile, full.rounding) == ("entropy", 99.0, "double")
+    assert (full.bias_correction, full.equalize, full.adaround) == (True, True, 7)
 
 
 def test_compile_summary(artifacts: dict[str, Path]) -> None:

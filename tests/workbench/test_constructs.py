@@ -29,6 +29,7 @@ from mdla_legalize.constructs import (
     replace_table,
 )
 from mdla_target import target_path
+from tests.ir.test_importer_rewrites import Fn
 from tests.workbench.unmappable_models import attention
 from workbench.cli import app
 
@@ -158,15 +159,6 @@ def test_disagreements_catches_a_wrong_status(change: dict[str, object], message
 
 # One small module per construct (by a word of its name): what the importer and the rules do
 # with it must be what its status says.
-class Fn(nn.Module):
-    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fn(x)
-
-
 def _chunked(x: torch.Tensor) -> torch.Tensor:
     a, b = x.chunk(2, dim=1)
     return torch.cat([b * 2.0, a], dim=1)

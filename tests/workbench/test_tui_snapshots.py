@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from textual.widgets import Input
 
+from tests.workbench.conftest import TINY
 from tests.workbench.snapshots import assert_snapshot
 from tests.workbench.tui_pilot import installed, settle, sync, text, tiny, wait_for
 from workbench import pipeline
+from workbench.tui.state import CompileOptions
 
+ROOT = Path(__file__).resolve().parents[2]
 SIZES = [(80, 24), (120, 40)]
 __all__ = ["tiny"]  # the module-scoped fixture
 
@@ -29,6 +34,10 @@ SNAPSHOT_KEYS = {
 @sync
 async def test_snapshot(name: str, size: tuple[int, int], tiny: pipeline.Compiled) -> None:
     app = installed(tiny)
+    # the compile form shows the spec: spelled from the repo root, so the rendered widths do
+    # not depend on where the checkout lives (a clone under /tmp is longer than /work/main)
+    app.session.spec = str(Path(TINY).relative_to(ROOT))
+    app.session.options = CompileOptions(app.session.spec)
     async with app.run_test(size=size) as pilot:
         await pilot.press(*SNAPSHOT_KEYS[name])
         if name == "witness":

@@ -210,15 +210,10 @@ def detect_faces(frame: Array, nets: Nets) -> tuple[Array, Array]:
 def refine_crop(frame: Array, box: Array) -> Array | None:
     """The O-Net input for a tracked square box (x1, y1, x2, y2): the box rounded, pixels
     outside the frame replicating the edge, area-resized to 48x48; None if under MIN_FACE."""
-    from lipread.track import MIN_FACE
+    from lipread.track import box_crop
 
-    h, w = frame.shape[:2]
-    x1, y1, x2, y2 = (round(float(v)) for v in box)
-    if x2 - x1 < MIN_FACE or y2 - y1 < MIN_FACE:
-        return None
-    ys = np.clip(np.arange(y1, y2), 0, h - 1)
-    xs = np.clip(np.arange(x1, x2), 0, w - 1)
-    return net_input(area_resize(frame[ys][:, xs], (48, 48))[None])
+    pixels = box_crop(frame, box)
+    return None if pixels is None else net_input(area_resize(pixels, (48, 48))[None])
 
 
 def iou(a: Array, b: Array) -> float:

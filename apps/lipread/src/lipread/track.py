@@ -61,6 +61,20 @@ def square(box: Array) -> Array:
     return np.array([cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2])
 
 
+def box_crop(frame: Array, box: Array) -> Array | None:
+    """The pixels of `box` (x1, y1, x2, y2, rounded) in `frame`, those outside it replicating
+    the edge, or None when a side is under MIN_FACE: what O-Net sees before its 48x48 resize
+    (the torch `MtcnnDetector.refine` and the NPU `mtcnn.refine_crop` alike)."""
+    h, w = frame.shape[:2]
+    x1, y1, x2, y2 = (round(float(v)) for v in box)
+    if x2 - x1 < MIN_FACE or y2 - y1 < MIN_FACE:
+        return None
+    ys = np.clip(np.arange(y1, y2), 0, h - 1)
+    xs = np.clip(np.arange(x1, x2), 0, w - 1)
+    crop: Array = frame[ys][:, xs]
+    return crop
+
+
 def track_corners(frames: Array, detector: Detector, every: int = KEYFRAME) -> Array:
     """Mouth corners (T, 2, 2) for frames (T, H, W, 3): NaN where no face was found."""
     out = np.full((len(frames), 2, 2), np.nan)
@@ -136,15 +150,11 @@ class MtcnnDetector:
     def refine(self, frame: Array, box: Array) -> Face | None:
         """O-Net on `box`: out of frame pixels replicate the edge; MTCNN's input scaling."""
         torch = self.torch
-        h, w = frame.shape[:2]
-        x1, y1, x2, y2 = (round(float(v)) for v in box)
-        if x2 - x1 < MIN_FACE or y2 - y1 < MIN_FACE:
+        pixels = box_crop(frame, box)
+        if pixels is None:
             return None
-        ys = np.clip(np.arange(y1, y2), 0, h - 1)
-        xs = np.clip(np.arange(x1, x2), 0, w - 1)
-        crop = torch.nn.functional.interpolate(
-            self._tensor(frame[ys][:, xs]), size=(48, 48), mode="area"
-        )
+        x1, y1, x2, y2 = (round(float(v)) for v in box)  # O-Net's regression is on these
+        crop = torch.nn.functional.interpolate(self._tensor(pixels), size=(48, 48), mode="area")
         with torch.no_grad():
             reg, pts, prob = self.mtcnn.onet((crop - 127.5) * 0.0078125)
         if float(prob[0, 1]) < FACE_P:

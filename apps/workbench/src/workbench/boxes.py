@@ -16,7 +16,7 @@ photo): the photo twice, FP32 boxes on the left, INT8 on the right.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,8 @@ from PIL import Image, ImageDraw
 from rich.console import Console
 from rich.table import Table
 
-import mdla_ir
-import mdla_runtime
 from mdla_zoo.detection import DECODERS, Detections, SSDDecoder, detect
-from workbench.dense import float_graph
+from workbench.dense import FloatSide
 from workbench.errors import BAD_INPUT, WorkbenchError
 from workbench.images import read_image
 
@@ -39,14 +37,8 @@ GAP = 4  # white pixels between the FP32 and the INT8 panel
 
 
 @dataclass
-class Boxes:
+class Boxes(FloatSide):
     """The boxes of one detector manifest's runs; the FP32 graph is imported on first use."""
-
-    manifest: mdla_runtime.Manifest
-    weights: str | None = None
-    why_no_float: str = field(default="", init=False)  # set when there are no FP32 boxes
-    _float: mdla_ir.Graph | None = field(default=None, init=False, repr=False)
-    _tried: bool = field(default=False, init=False, repr=False)
 
     @property
     def decoder(self) -> SSDDecoder | None:
@@ -62,12 +54,10 @@ class Boxes:
         """FP32 (None when it cannot be imported) and INT8 detections in the photo's pixels."""
         size = (int(photo.shape[0]), int(photo.shape[1]))
         int8 = detect(decoder, int8_outputs).scaled(decoder.image_size, size)
-        if not self._tried:
-            self._tried = True
-            self._float, self.why_no_float = float_graph(self.manifest, self.weights)
-        if self._float is None:
+        floats = self.float_outputs(x)
+        if floats is None:
             return None, int8
-        fp32 = detect(decoder, mdla_ir.run_float(self._float, [x]))
+        fp32 = detect(decoder, floats)
         return fp32.scaled(decoder.image_size, size), int8
 
     def entry(self, image: str, x: Array, int8_outputs: Sequence[Array]) -> dict[str, Any]:

@@ -108,14 +108,31 @@ def png_path(image: str, model: str, output: str) -> Path:
 
 
 @dataclass
-class ClassMaps:
-    """Writes the class maps of one manifest's runs; the FP32 graph is imported on first use."""
+class FloatSide:
+    """One manifest's runs beside their FP32 side (`ClassMaps`, `boxes.Boxes`): the float graph
+    is imported on first use, once (`float_graph`; the import is the slow part, and a failed one
+    is not retried)."""
 
     manifest: mdla_runtime.Manifest
     weights: str | None = None
-    why_no_float: str = field(default="", init=False)  # set when the FP32 panel is missing
+    why_no_float: str = field(default="", init=False)  # set when there is no FP32 side
     _float: mdla_ir.Graph | None = field(default=None, init=False, repr=False)
     _tried: bool = field(default=False, init=False, repr=False)
+
+    def float_outputs(self, x: Array) -> list[Array] | None:
+        """The float graph's outputs for input `x`, or None when it cannot be imported (then
+        `why_no_float` says why)."""
+        if not self._tried:
+            self._tried = True
+            self._float, self.why_no_float = float_graph(self.manifest, self.weights)
+        if self._float is None:
+            return None
+        return [np.asarray(o) for o in mdla_ir.run_float(self._float, [x])]
+
+
+@dataclass
+class ClassMaps(FloatSide):
+    """Writes the class maps of one manifest's runs; the FP32 graph is imported on first use."""
 
     def outputs(self) -> list[int]:
         """Indices of the manifest's outputs that are class maps."""
@@ -132,7 +149,7 @@ class ClassMaps:
         """The PNG of each class-map output for input `x` (named after `image`), and the share
         of pixels where FP32 and INT8 agree (NaN without an FP32 map)."""
         written = []
-        floats = self._float_outputs(x)
+        floats = self.float_outputs(x)
         for i in self.outputs():
             q = class_map(int8_outputs[i])
             spec = self.manifest.outputs[i]
@@ -176,14 +193,6 @@ class ClassMaps:
             if "no_fp32" in e:
                 out.append(f"  no FP32 side: {e['no_fp32']}")
         return out
-
-    def _float_outputs(self, x: Array) -> list[Array] | None:
-        if not self._tried:
-            self._tried = True
-            self._float, self.why_no_float = float_graph(self.manifest, self.weights)
-        if self._float is None:
-            return None
-        return [np.asarray(o) for o in mdla_ir.run_float(self._float, [x])]
 
 
 def float_graph(

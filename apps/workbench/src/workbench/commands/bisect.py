@@ -13,7 +13,16 @@ import mdla_quant
 import mdla_runtime
 from mdla_ir import Graph
 from workbench import bisection, pipeline
-from workbench.commands.options import Debug, Device, On, SkipRule, TargetName, Weights, console
+from workbench.commands.options import (
+    Debug,
+    Device,
+    JsonOut,
+    On,
+    SkipRule,
+    TargetName,
+    Weights,
+    console,
+)
 from workbench.errors import reported
 from workbench.output import json_output, steps
 
@@ -34,9 +43,7 @@ def bisect_command(
     target: TargetName = "mdla3.5",
     skip_rule: SkipRule = None,
     weights: Weights = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="One JSON document on stdout; text on stderr.")
-    ] = False,
+    as_json: JsonOut = False,
     debug: Debug = False,
 ) -> None:
     """Find the first op the device cannot run by op-prefix bisection (log2(N) support

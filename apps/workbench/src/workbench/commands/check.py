@@ -22,7 +22,7 @@ from mdla_ir.ops import OpKind
 from mdla_legalize.constructs import help_text as constructs_help
 from workbench import contract as ct
 from workbench import pipeline, placement
-from workbench.commands.options import Debug, Device, On, TargetName, Weights, console
+from workbench.commands.options import Debug, Device, JsonOut, On, TargetName, Weights, console
 from workbench.errors import UNSUPPORTED, reported
 from workbench.output import json_output, steps
 
@@ -58,9 +58,7 @@ def check_command(
     cpu: placement.Cpu = None,
     arg: ct.ArgOpt = None,
     input_shape: ct.InputShape = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="One JSON document on stdout; text on stderr.")
-    ] = False,
+    as_json: JsonOut = False,
     debug: Debug = False,
 ) -> None:
     """Print the support report of MODEL (per op: maps? reason, fix) or of OUT.mdla (the

@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-import mdla_quant
 import mdla_runtime
 from workbench import contract as ct
 from workbench import pipeline, placement
@@ -21,6 +20,7 @@ from workbench.commands.options import (
     Count,
     Debug,
     Equalize,
+    JsonOut,
     Method,
     MethodName,
     On,
@@ -31,6 +31,7 @@ from workbench.commands.options import (
     TargetName,
     Weights,
     console,
+    quant_config,
 )
 from workbench.errors import UNSUPPORTED, WorkbenchError, interrupt_guard, reported
 from workbench.output import json_output, steps
@@ -87,9 +88,7 @@ def compile_command(
     crop: ct.Crop = None,
     labels: ct.LabelsOpt = None,
     cpu: placement.Cpu = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="One JSON document on stdout; text on stderr.")
-    ] = False,
+    as_json: JsonOut = False,
     debug: Debug = False,
 ) -> None:
     """Import, legalize, calibrate and quantize MODEL, then write one .mdla file.
@@ -108,14 +107,14 @@ def compile_command(
         pipeline.check_output(out, ".mdla")
         if tflite is not None:
             pipeline.check_output(tflite, ".tflite")
-        config = mdla_quant.QuantConfig(
-            method=method.value,
-            percentile=percentile,
-            rounding=rounding.value,
+        config = quant_config(
+            method,
+            percentile,
+            rounding,
+            target,
             bias_correction=bias_correction,
             equalize=equalize,
             adaround=adaround,
-            target=target,
         )
         contract = ct.contract_from(input_shape, preset, mean, std, channels, resize, crop, labels)
         with steps() as s:

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-import mdla_quant
 import mdla_runtime
 from workbench import pipeline
 from workbench.commands.options import (
@@ -22,6 +21,7 @@ from workbench.commands.options import (
     TargetName,
     Weights,
     console,
+    quant_config,
 )
 from workbench.errors import reported
 
@@ -49,7 +49,7 @@ def export_command(
     (the same graph the .mdla holds: LiteRT's reference kernels agree with it bit for bit)."""
     with reported(debug):
         pipeline.check_output(out, ".tflite")
-        config = mdla_quant.QuantConfig(method.value, percentile, rounding.value, target=target)
+        config = quant_config(method, percentile, rounding, target)
         compiled = pipeline.compile_model(
             model, str(weights) if weights else None, calib, count, config, target
         )

@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+import mdla_quant
+
 Debug = Annotated[bool, typer.Option("--debug", help="Show the traceback of an error.")]
 On = Annotated[
     str,
@@ -35,6 +37,9 @@ Calib = Annotated[
     ),
 ]
 Count = Annotated[int, typer.Option("--count", min=1, help="Number of calibration inputs.")]
+JsonOut = Annotated[
+    bool, typer.Option("--json", help="One JSON document on stdout; text on stderr.")
+]
 
 
 class MethodName(StrEnum):
@@ -93,6 +98,30 @@ SkipRule = Annotated[
         help="Compile without this legalize rule (repeatable): see what the device says.",
     ),
 ]
+
+
+def quant_config(
+    method: MethodName,
+    percentile: float,
+    rounding: RoundingName,
+    target: str,
+    *,
+    bias_correction: bool = False,
+    equalize: bool = False,
+    adaround: int = 0,
+) -> mdla_quant.QuantConfig:
+    """The QuantConfig the calibration options above describe (one place for compile, tune,
+    validate and export: the keyword defaults are QuantConfig's own, so a command without
+    --bias-correction/--equalize/--adaround builds exactly the config it built before)."""
+    return mdla_quant.QuantConfig(
+        method=method.value,
+        percentile=percentile,
+        rounding=rounding.value,
+        bias_correction=bias_correction,
+        equalize=equalize,
+        adaround=adaround,
+        target=target,
+    )
 
 
 def console() -> Console:

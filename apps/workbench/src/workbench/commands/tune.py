@@ -19,6 +19,7 @@ from workbench.commands.options import (
     Calib,
     Debug,
     Equalize,
+    JsonOut,
     Method,
     MethodName,
     Percentile,
@@ -27,6 +28,7 @@ from workbench.commands.options import (
     TargetName,
     Weights,
     console,
+    quant_config,
 )
 from workbench.errors import interrupt_guard, reported
 from workbench.output import json_output, steps
@@ -99,9 +101,7 @@ def tune_command(
     resize: ct.Resize = None,
     crop: ct.Crop = None,
     labels: ct.LabelsOpt = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="One JSON document on stdout; text on stderr.")
-    ] = False,
+    as_json: JsonOut = False,
     debug: Debug = False,
 ) -> None:
     """Quantize MODEL with a new calibration setting and with the previous one, both on the
@@ -112,14 +112,14 @@ def tune_command(
     with reported(debug), interrupt_guard() as interrupted, json_output(as_json) as emit:
         if out is not None:
             pipeline.check_output(out, ".mdla")
-        new_config = mdla_quant.QuantConfig(
-            method=method.value,
-            percentile=percentile,
-            rounding=rounding.value,
+        new_config = quant_config(
+            method,
+            percentile,
+            rounding,
+            target,
             bias_correction=bias_correction,
             equalize=equalize,
             adaround=adaround,
-            target=target,
         )
         base = mdla_quant.QuantConfig(target=target)
         old_config = (

@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-import mdla_quant
 import mdla_runtime
 from workbench import contract as ct
 from workbench import images as imgs
@@ -20,6 +19,7 @@ from workbench.commands.options import (
     Calib,
     Count,
     Debug,
+    JsonOut,
     Method,
     MethodName,
     On,
@@ -29,6 +29,7 @@ from workbench.commands.options import (
     TargetName,
     Weights,
     console,
+    quant_config,
 )
 from workbench.documents import validation_doc
 from workbench.errors import reported
@@ -74,9 +75,7 @@ def validate_command(
     resize: ct.Resize = None,
     crop: ct.Crop = None,
     labels: ct.LabelsOpt = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="One JSON document on stdout; text on stderr.")
-    ] = False,
+    as_json: JsonOut = False,
     debug: Debug = False,
 ) -> None:
     """Compile MODEL, then compare FP32 with the INT8 reference and with the device, per image
@@ -85,7 +84,7 @@ def validate_command(
     head maps get these alone), and the five worst layers. Takes compile's model specs and
     input options."""
     with reported(debug), json_output(as_json) as emit:
-        config = mdla_quant.QuantConfig(method.value, percentile, rounding.value, target=target)
+        config = quant_config(method, percentile, rounding, target)
         contract = ct.contract_from(input_shape, preset, mean, std, channels, resize, crop, labels)
         with steps() as s:
             tick = s.bar(f"compiling {model} (calibration)", total=count)

@@ -265,6 +265,32 @@ void json_devices(void) {
     printf("]");
 }
 
+int finish_compilation(NeuronCompilation *comp) {
+    if (E.api.NeuronCompilation_setPriority) E.api.NeuronCompilation_setPriority(comp, NEURON_PRIORITY_HIGH);
+    if (E.api.NeuronCompilation_setPreference)
+        E.api.NeuronCompilation_setPreference(comp, NEURON_PREFER_FAST_SINGLE_ANSWER);
+    return E.api.NeuronCompilation_finish(comp);
+}
+
+void json_latency(double med, const double *sorted) {
+    printf(", \"latency_ms\": {\"median\": %.6f, \"min\": %.6f, \"runs\": %ld, \"warmup\": %ld, \"sorted\": [",
+           med, sorted[0], E.runs, E.opt.warmup);
+    for (long r = 0; r < E.runs; r++) printf("%s%.6f", r ? ", " : "", sorted[r]);
+    printf("]}");
+}
+
+void json_output(uint32_t k, uint32_t operand) {
+    const mdla_operand *o = &E.m.operands[operand];
+    printf("%s{\"operand\": %u, \"name\": ", k ? ", " : "", operand);
+    json_str(stdout, o->name.s, o->name.n);
+    printf(", \"dims\": [");
+    for (uint32_t d = 0; d < o->rank; d++) printf("%s%u", d ? ", " : "", o->dims[d]);
+    printf("], \"scale\": %.9g, \"zero_point\": %d, \"file\": ", (double)o->scale, o->zero_point);
+    if (E.opt.outdir) printf("\"output_%u.bin\"", k);
+    else fputs("null", stdout);
+    fputc('}', stdout);
+}
+
 /* The manifest's rounding reaches the host emulator as MDLA_EMU_ROUNDING, which its
  * NeuronCompilation_createForDevices reads: the Neuron ABI is unchanged, and a real adapter
  * ignores the variable (on a phone the silicon's own rounding applies). A value the user already

@@ -50,6 +50,13 @@ void fail(int status, const char *stage, int result, long op, const char *fmt, .
     ;
 void require(const char *const *names);
 void json_devices(void);
+/* Set the engine's compilation preferences (high priority, a fast single answer; each when the
+ * adapter has the call) and finish `comp`: the Neuron result of NeuronCompilation_finish. */
+int finish_compilation(NeuronCompilation *comp);
+/* `, "latency_ms": {...}` over the E.runs timings `sorted` (ascending) and their median. */
+void json_latency(double med, const double *sorted);
+/* Output `k` (operand index `operand` of E.m) as one element of a JSON "outputs" array. */
+void json_output(uint32_t k, uint32_t operand);
 
 NeuronModel *build(void);
 void print_supported(NeuronModel *model);

@@ -122,10 +122,7 @@ static void compile_partition(uint32_t k) {
     int rc = E.api.NeuronCompilation_createForDevices(p->model, &p->dev, 1, &p->comp);
     const char *call = "NeuronCompilation_createForDevices";
     if (!rc) {
-        if (E.api.NeuronCompilation_setPriority) E.api.NeuronCompilation_setPriority(p->comp, NEURON_PRIORITY_HIGH);
-        if (E.api.NeuronCompilation_setPreference)
-            E.api.NeuronCompilation_setPreference(p->comp, NEURON_PREFER_FAST_SINGLE_ANSWER);
-        rc = E.api.NeuronCompilation_finish(p->comp);
+        rc = finish_compilation(p->comp);
         call = "NeuronCompilation_finish";
     }
     if (!rc) return;
@@ -277,10 +274,8 @@ static void print_report(void) {
         printf(", \"selected\": ");
         json_cstr(stdout, E.opt.device);
         printf(", \"ops\": %u, \"total_ops\": %u, \"cache\": null", m->n_operations, m->n_operations);
-        printf(", \"latency_ms\": {\"median\": %.6f, \"min\": %.6f, \"runs\": %ld, \"warmup\": %ld, \"sorted\": [",
-               med, total[0], E.runs, E.opt.warmup);
-        for (long r = 0; r < E.runs; r++) printf("%s%.6f", r ? ", " : "", total[r]);
-        printf("]}, \"partitions\": [");
+        json_latency(med, total);
+        printf(", \"partitions\": [");
         for (uint32_t k = 0; k < m->n_partitions; k++) {
             const mdla_partition *p = &m->partitions[k];
             printf("%s{\"device\": ", k ? ", " : "");
@@ -291,18 +286,7 @@ static void print_report(void) {
         printf("], \"inputs\": [");
         for (uint32_t k = 0; k < m->n_inputs; k++) printf("%s%u", k ? ", " : "", k);
         printf("], \"outputs\": [");
-        for (uint32_t k = 0; k < m->n_outputs; k++) {
-            uint32_t oi = m->outputs[k].operand;
-            const mdla_operand *o = &m->operands[oi];
-            printf("%s{\"operand\": %u, \"name\": ", k ? ", " : "", oi);
-            json_str(stdout, o->name.s, o->name.n);
-            printf(", \"dims\": [");
-            for (uint32_t d = 0; d < o->rank; d++) printf("%s%u", d ? ", " : "", o->dims[d]);
-            printf("], \"scale\": %.9g, \"zero_point\": %d, \"file\": ", (double)o->scale, o->zero_point);
-            if (E.opt.outdir) printf("\"output_%u.bin\"", k);
-            else fputs("null", stdout);
-            fputc('}', stdout);
-        }
+        for (uint32_t k = 0; k < m->n_outputs; k++) json_output(k, m->outputs[k].operand);
         puts("]}");
     }
     free(mins);

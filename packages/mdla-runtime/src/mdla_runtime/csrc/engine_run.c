@@ -144,10 +144,7 @@ NeuronCompilation *compile(NeuronModel *model) {
     NeuronCompilation *comp = NULL;
     int rc = E.api.NeuronCompilation_createForDevices(model, E.sel, E.n_sel, &comp);
     if (rc) explain_compile(model, rc, "NeuronCompilation_createForDevices");
-    if (E.api.NeuronCompilation_setPriority) E.api.NeuronCompilation_setPriority(comp, NEURON_PRIORITY_HIGH);
-    if (E.api.NeuronCompilation_setPreference)
-        E.api.NeuronCompilation_setPreference(comp, NEURON_PREFER_FAST_SINGLE_ANSWER);
-    rc = E.api.NeuronCompilation_finish(comp);
+    rc = finish_compilation(comp);
     if (rc) explain_compile(model, rc, "NeuronCompilation_finish");
     return comp;
 }
@@ -321,23 +318,11 @@ void print_run(void) {
     printf(", \"ops\": %u, \"total_ops\": %u, \"cache\": ", p->n_ops, E.m.n_operations);
     if (E.cache_state) json_cstr(stdout, E.cache_state);
     else fputs("null", stdout);
-    printf(", \"latency_ms\": {\"median\": %.6f, \"min\": %.6f, \"runs\": %ld, \"warmup\": %ld, \"sorted\": [",
-           median(), E.lat[0], E.runs, E.opt.warmup);
-    for (long r = 0; r < E.runs; r++) printf("%s%.6f", r ? ", " : "", E.lat[r]);
-    printf("]}, \"inputs\": [");
+    json_latency(median(), E.lat);
+    printf(", \"inputs\": [");
     for (uint32_t k = 0; k < p->n_inputs; k++) printf("%s%u", k ? ", " : "", p->input_pos[k]);
     printf("], \"outputs\": [");
-    for (uint32_t k = 0; k < p->n_outputs; k++) {
-        const mdla_operand *o = &E.m.operands[p->outputs[k]];
-        printf("%s{\"operand\": %u, \"name\": ", k ? ", " : "", p->outputs[k]);
-        json_str(stdout, o->name.s, o->name.n);
-        printf(", \"dims\": [");
-        for (uint32_t d = 0; d < o->rank; d++) printf("%s%u", d ? ", " : "", o->dims[d]);
-        printf("], \"scale\": %.9g, \"zero_point\": %d, \"file\": ", (double)o->scale, o->zero_point);
-        if (E.opt.outdir) printf("\"output_%u.bin\"", k);
-        else fputs("null", stdout);
-        fputc('}', stdout);
-    }
+    for (uint32_t k = 0; k < p->n_outputs; k++) json_output(k, p->outputs[k]);
     puts("]}");
 }
 

@@ -1,0 +1,54 @@
+"""The aarch64 cross-build the portability tests share (test_engine_cross, test_emu_gemm):
+mdla-engine, the host emulator (libneuron_emu.so) and optionally the fake adapter, built with
+Debian's gcc-aarch64-linux-gnu and the host builds' own flags, to run under qemu-aarch64."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mdla_runtime.build import (
+    BASE_FLAGS,
+    CSRC,
+    ENGINE_FLAGS,
+    ENGINE_INCLUDES,
+    ENGINE_LIBS,
+    ENGINE_SOURCES,
+    generated_dir,
+)
+from mdla_runtime.emu.emulator import CFLAGS as EMU_FLAGS
+from mdla_runtime.emu.emulator import EMU_SRC, emulator_sources
+
+CC, QEMU, SYSROOT = "aarch64-linux-gnu-gcc", "qemu-aarch64", "/usr/aarch64-linux-gnu"
+EM_AARCH64 = 183  # ELF e_machine of an aarch64 binary
+
+
+def build_arm(out: Path, fake_adapter: Path | None = None) -> Path:
+    """Cross-build into `out` (made here): mdla-engine and libneuron_emu.so, plus libfake.so
+    from `fake_adapter` when given; fails naming the packages when the tools are missing, and
+    checks the engine is an aarch64 ELF."""
+    missing = [t for t in (CC, QEMU) if shutil.which(t) is None]
+    if missing:
+        pytest.fail(
+            f"{', '.join(missing)} missing: apt-get install -y gcc-aarch64-linux-gnu qemu-user"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    inc = [f"-I{d}" for d in (*ENGINE_INCLUDES, generated_dir())]
+    engine = [CC, *BASE_FLAGS, "-Werror", *ENGINE_FLAGS, *inc]
+    engine += [*(str(CSRC / s) for s in ENGINE_SOURCES), "-o", str(out / "mdla-engine")]
+    emu = [CC, *EMU_FLAGS, f"-I{CSRC}", f"-I{EMU_SRC}", f"-I{generated_dir()}"]
+    emu += [*map(str, emulator_sources()), "-o", str(out / "libneuron_emu.so"), "-lm"]
+    cmds = [[*engine, *ENGINE_LIBS], emu]
+    if fake_adapter is not None:
+        fake = [CC, *BASE_FLAGS, "-Werror", f"-I{CSRC}", f"-I{generated_dir()}", "-shared"]
+        cmds.append([*fake, "-fPIC", str(fake_adapter), "-o", str(out / "libfake.so")])
+    for cmd in cmds:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+    elf = (out / "mdla-engine").read_bytes()[:20]
+    assert elf[:4] == b"\x7fELF"
+    assert int.from_bytes(elf[18:20], "little") == EM_AARCH64
+    return out
