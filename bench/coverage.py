@@ -47,6 +47,7 @@ if str(ROOT) not in sys.path:  # the hand-written test models live in the `tests
 
 import mdla_ir  # noqa: E402
 import mdla_legalize  # noqa: E402
+from mdla_ir.importer.outputs import flatten_outputs  # noqa: E402
 from mdla_ir.testing import relative_error  # noqa: E402
 from mdla_quant import QuantConfig, quantize, run_int8  # noqa: E402
 from mdla_quant.reference import quantize_inputs  # noqa: E402
@@ -172,15 +173,6 @@ def subject(name: str, size: int | None = None, calib: int = 2) -> Subject:
     )
 
 
-def _leaves(value: Any) -> list[Array]:
-    """A torch output (tensor, tuple, list or dict of them) as arrays in order."""
-    if isinstance(value, torch.Tensor):
-        return [value.detach().numpy()]
-    if isinstance(value, dict):
-        value = list(value.values())
-    return [a for v in value for a in _leaves(v)]
-
-
 def _cosine(a: Array, b: Array) -> float:
     a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
     norms = float(np.linalg.norm(a) * np.linalg.norm(b))
@@ -251,7 +243,8 @@ def measure(s: Subject, row: Row | None = None) -> Row:
                 int8 = run_int8(qgraph, x)
                 cosines += [_cosine(q, f) for q, f in zip(int8, fp32, strict=True)]
                 with torch.no_grad():
-                    want = _leaves(s.module(*(torch.from_numpy(a) for a in x)))
+                    out = s.module(*(torch.from_numpy(a) for a in x))
+                    want = [t.numpy() for t in flatten_outputs(out)]
                 if len(want) == len(fp32):
                     errors += [
                         relative_error(g.reshape(w.shape), w)

@@ -3,6 +3,8 @@ child's time and peak memory, its errors, and the per-round ratios of the table'
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -49,6 +51,14 @@ def test_child_errors_come_back_named(perf: ModuleType) -> None:
 
     with pytest.raises(RuntimeError, match="ValueError: no calibration inputs"):
         perf.in_child(fail)
+
+
+def test_a_child_that_dies_without_reporting_is_an_error(perf: ModuleType) -> None:
+    def die() -> None:
+        os.kill(os.getpid(), signal.SIGKILL)  # no report, no exception to send back
+
+    with pytest.raises(RuntimeError, match="child died"):
+        perf.in_child(die)
 
 
 def test_ratios_are_medians_of_per_round_ratios(perf: ModuleType) -> None:

@@ -14,6 +14,8 @@ import torch
 
 import mdla_ir
 import mdla_legalize
+from mdla_ir.importer.outputs import flatten_outputs
+from mdla_ir.testing import relative_error
 from mdla_quant import QuantConfig, quantize, run_int8
 from tests.decoders.bitexact import assert_emulator_bit_exact, assert_tflite_bit_exact
 from tests.models_decoders import MODELS
@@ -33,19 +35,15 @@ def compiled(spec: str) -> tuple[Any, mdla_ir.Graph, mdla_ir.Graph, mdla_ir.Grap
     return module, graph, legal, qgraph, [rng.uniform(0, 1, shape).astype(np.float32)]
 
 
-def _relative(got: Array, want: Array) -> float:
-    return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-12))
-
-
 @pytest.mark.parametrize("spec", sorted(MODELS))
 def test_float_ir_matches_torch(spec: str) -> None:
     module, graph, legal, _, xs = compiled(spec)
     with torch.no_grad():
-        want = module(*(torch.from_numpy(x) for x in xs))
-    want = [w.numpy() for w in (want if isinstance(want, tuple) else (want,))]
+        want = [w.numpy() for w in flatten_outputs(module(*(torch.from_numpy(x) for x in xs)))]
     for g in (graph, legal):
         for got, ref in zip(mdla_ir.run_float(g, xs), want, strict=True):
-            assert _relative(got, ref) <= 1e-4, (spec, g.layout, _relative(got, ref))
+            err = relative_error(got, ref)
+            assert err <= 1e-4, (spec, g.layout, err)
 
 
 @pytest.mark.parametrize("spec", sorted(MODELS))

@@ -25,6 +25,7 @@ import mdla_ir
 import mdla_legalize
 from mdla_ir.importer.outputs import flatten_outputs
 from mdla_ir.ops import OpKind
+from mdla_ir.testing import relative_error
 from mdla_quant import QuantConfig, quantize
 from mdla_zoo import load_model
 from mdla_zoo.batchnorm import recalibrate_batchnorm
@@ -58,10 +59,6 @@ def compiled(spec: str) -> tuple[Any, mdla_ir.Graph, mdla_ir.Graph, mdla_ir.Grap
     return module, graph, legal, qgraph, [rng.uniform(-1, 1, shape).astype(np.float32)]
 
 
-def _relative(got: Array, want: Array) -> float:
-    return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-12))
-
-
 @pytest.mark.parametrize("spec", sorted(SIDES))
 def test_dict_output_is_the_graph_output_out(spec: str) -> None:
     _, graph, legal, qgraph, _ = compiled(spec)
@@ -78,7 +75,8 @@ def test_float_ir_matches_torch(spec: str) -> None:
         want = [w.numpy() for w in flatten_outputs(module(torch.from_numpy(xs[0])))]
     for g in (graph, legal):
         for got, ref in zip(mdla_ir.run_float(g, xs), want, strict=True):
-            assert _relative(got, ref) <= 1e-4, (spec, g.layout, _relative(got, ref))
+            err = relative_error(got, ref)
+            assert err <= 1e-4, (spec, g.layout, err)
 
 
 def _dilated(graph: mdla_ir.Graph) -> set[str]:

@@ -25,14 +25,14 @@ from typer.testing import CliRunner
 import mdla_ir
 import mdla_legalize
 from mdla_ir import Preprocess
+from mdla_ir.testing import relative_error
 from mdla_quant import QuantConfig, quantize, run_int8
-from mdla_quant.reference import quantize_inputs
 from mdla_runtime import load, open_target, save
-from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
 from mdla_zoo import ZooError, load_model
 from mdla_zoo.batchnorm import recalibrate_batchnorm
 from mdla_zoo.detection import DECODERS, SSDDecoder, default_boxes, detect
 from mdla_zoo.ssd_heads import SSDHeads
+from tests.decoders.bitexact import assert_emulator_bit_exact, assert_tflite_bit_exact
 from workbench.boxes import GAP, Boxes, rows
 from workbench.cli import app
 
@@ -129,7 +129,7 @@ def test_float_ir_matches_torch() -> None:
         got = mdla_ir.run_float(g, xs)
         assert len(got) == 12
         for a, b in zip(got, want, strict=True):
-            assert np.abs(a - b).max() <= 1e-4 * np.abs(b).max()
+            assert relative_error(a, b) <= 1e-4
 
 
 def test_every_op_maps_on_the_mdla(tmp_path: Path) -> None:
@@ -141,14 +141,8 @@ def test_every_op_maps_on_the_mdla(tmp_path: Path) -> None:
 
 def test_emulator_and_litert_are_bit_exact_with_run_int8(tmp_path: Path) -> None:
     _, _, _, qgraph, xs = compiled()
-    ours = run_int8(qgraph, xs, raw=True)
-    result = open_target("emu").run(load(save(qgraph, tmp_path / "ssd.mdla")), xs)
-    assert result.device == "mtk-mdla"
-    codes = quantize_inputs(qgraph, xs)
-    theirs = run_tflite_reference(tflite_bytes(qgraph), [codes[n] for n in qgraph.inputs])
-    for emu, lite, want in zip(result.raw_outputs, theirs, ours, strict=True):
-        np.testing.assert_array_equal(emu.reshape(want.shape), want)
-        np.testing.assert_array_equal(lite.reshape(want.shape), want)
+    assert_emulator_bit_exact(qgraph, xs, tmp_path / "ssd.mdla")
+    assert_tflite_bit_exact(qgraph, xs)
 
 
 def test_int8_head_outputs_decode() -> None:

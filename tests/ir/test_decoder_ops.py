@@ -245,3 +245,14 @@ def test_shape_rules_in_both_layouts() -> None:
     assert infer(OpKind.PRELU, {}, [(1, 3, 3, 5), (5,)], "NHWC") == [(1, 3, 3, 5)]
     with pytest.raises(mdla_ir.IRError, match="multiple of 4"):
         infer(OpKind.DEPTH_TO_SPACE, {"block_size": 2}, [(1, 2, 2, 6)], "NHWC")
+
+
+def test_shape_rules_refuse_what_leaves_no_output() -> None:
+    tc = {"stride": (1, 1), "padding": (2, 2, 0, 0)}
+    with pytest.raises(mdla_ir.IRError, match=r"pads .* leave no output"):
+        infer(OpKind.TRANSPOSE_CONV_2D, tc, [(1, 1, 4, 4), (7, 3, 3, 4)], "NHWC")
+    assert infer(OpKind.SLICE, {"begin": (0, 1), "size": (2, 3)}, [(2, 4)], "NHWC") == [(2, 3)]
+    with pytest.raises(mdla_ir.IRError, match="do not fit a"):
+        infer(OpKind.SLICE, {"begin": (0,), "size": (2, 3)}, [(2, 4)], "NHWC")
+    with pytest.raises(mdla_ir.IRError, match="leaves"):
+        infer(OpKind.SLICE, {"begin": (0, 2), "size": (2, 3)}, [(2, 4)], "NHWC")

@@ -15,6 +15,7 @@ from mdla_ir.testing import GraphBuilder
 from mdla_quant import QuantConfig, quantize, run_int8
 from mdla_quant.adaround import _Layer, adaround
 from mdla_quant.bias_absorption import absorb_high_biases
+from mdla_quant.bias_correction import correct_biases
 from mdla_quant.equalize import equalize
 from mdla_quant.errors import QuantError
 
@@ -154,3 +155,14 @@ def test_activation_aware_adaround_never_worse_per_layer_and_helps_the_model() -
         for k, m in (("nearest", q), ("adaround", qa))
     }
     assert err["adaround"] < err["nearest"]
+
+
+def test_empty_calibration_is_refused_by_each_sequential_pass() -> None:
+    g = pair("RELU", ONE)
+    with pytest.raises(QuantError, match=r"high-bias absorption .* got no calibration samples"):
+        absorb_high_biases(g, [])
+    q = quantize(g, samples(2), QuantConfig())
+    with pytest.raises(QuantError, match=r"^adaround got no calibration samples"):
+        adaround(g, q, [])
+    with pytest.raises(QuantError, match=r"^bias correction got no calibration samples"):
+        correct_biases(g, q, [])

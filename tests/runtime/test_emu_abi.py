@@ -478,27 +478,34 @@ def test_platform_variable_names_a_soc_of_the_target(
     )
 
 
+def _run_conv(cache_dir: Path | None, token: bytes, extra: int | None) -> Array:
+    """conv_model(extra) compiled (with setCaching(cache_dir, token) when cache_dir is given)
+    and run on a fixed input."""
+    from tests.runtime.test_emu_support import Compiled
+
+    lib = emu()
+    x = np.random.default_rng(5).integers(-128, 128, (1, 8, 8, 4)).astype(np.int8)
+    b, shape = conv_model(extra=extra)
+    assert b.finish() == NO_ERROR
+    rc, c = _create("create", b)
+    assert rc == NO_ERROR
+    if cache_dir is not None:
+        assert lib.NeuronCompilation_setCaching(c, str(cache_dir).encode(), token) == 0
+    assert lib.NeuronCompilation_finish(c) == NO_ERROR
+    (y,) = Compiled(c, [shape]).run([x])
+    lib.NeuronCompilation_free(c)
+    b.free()
+    return y
+
+
 def test_caching_stores_then_restores_by_token(tmp_path: Path) -> None:
     """The first compilation with a token writes the entry; a later one with the same token
     loads it (a collision of tokens is the caller's, as the header says): a model that clamps
     with RELU6 then computes what the cached model without it did."""
-    lib = emu()
     token = bytes(range(32))
-    x = np.random.default_rng(5).integers(-128, 128, (1, 8, 8, 4)).astype(np.int8)
-    from tests.runtime.test_emu_support import Compiled
 
     def run(extra: int | None, cache: bool) -> Array:
-        b, shape = conv_model(extra=extra)
-        assert b.finish() == NO_ERROR
-        rc, c = _create("create", b)
-        assert rc == NO_ERROR
-        if cache:
-            assert lib.NeuronCompilation_setCaching(c, str(tmp_path).encode(), token) == 0
-        assert lib.NeuronCompilation_finish(c) == NO_ERROR
-        (y,) = Compiled(c, [shape]).run([x])
-        lib.NeuronCompilation_free(c)
-        b.free()
-        return y
+        return _run_conv(tmp_path if cache else None, token, extra)
 
     plain = run(None, cache=True)
     (entry,) = tmp_path.iterdir()
@@ -507,6 +514,20 @@ def test_caching_stores_then_restores_by_token(tmp_path: Path) -> None:
     clamped = run(21, cache=False)
     assert not np.array_equal(plain, clamped)
     assert np.array_equal(run(21, cache=True), plain)
+
+
+def test_caching_with_a_corrupt_entry_compiles_as_usual(tmp_path: Path) -> None:
+    """An entry for the token that does not restore (emu_cache_load's error path) is ignored:
+    the compilation compiles its own model, so RELU6 clamps."""
+    token = bytes(range(32))
+
+    def run(extra: int | None, cache: bool) -> Array:
+        return _run_conv(tmp_path if cache else None, token, extra)
+
+    (tmp_path / f"mdla-emu-{token.hex()}.bin").write_bytes(b"MDLAEMUC" + b"\xff" * 56)
+    clamped = run(21, cache=False)
+    assert not np.array_equal(run(None, cache=False), clamped)
+    assert np.array_equal(run(21, cache=True), clamped)
 
 
 def test_debug_report_has_a_line_per_operation(tmp_path: Path) -> None:

@@ -218,6 +218,15 @@ def test_a_malformed_soc_is_refused(tmp_path: Path) -> None:
         load_target(path)
 
 
+def test_an_unknown_accumulator_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t.toml"
+    shipped = mdla_target.target_path("mdla3.5").read_text()
+    assert 'accumulator = "saturate"' in shipped
+    path.write_text(shipped.replace('accumulator = "saturate"', 'accumulator = "round"'))
+    with pytest.raises(TargetDataError, match="accumulator 'round' is not one of"):
+        load_target(path)
+
+
 def test_render_target_refuses_an_entry_under_the_wrong_device() -> None:
     spec = OpSpec(OpKind.ADD, "other", True, "x")
     dev = DeviceSpec("d", 4, 65535, ("int8",), "x", {OpKind.ADD: spec})

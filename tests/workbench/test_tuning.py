@@ -77,6 +77,12 @@ def test_directory_split_follows_file_names(
     assert err.value.exit_code == USAGE
 
 
+def test_split_needs_a_held_out_input(tiny: tuple[pipeline.Source, mdla_ir.Graph]) -> None:
+    with pytest.raises(WorkbenchError, match="--held-out must be at least 1") as err:
+        tuning.split_calibration("random", tiny[0], 2, 0)
+    assert err.value.exit_code == USAGE
+
+
 def test_samples_split_names_the_photos() -> None:
     source = pipeline.load_source(TINY_IMAGES)
     split = tuning.split_calibration("samples", source, 4, 2)
@@ -152,6 +158,7 @@ def test_parse_setting() -> None:
     for bad, message in (
         ("bins=4", "expected key=value"),
         ("percentile=abc", "not a percentile value"),
+        ("bias_correction=maybe", "not a bias_correction value"),
         ("method=median", "unknown calibration method"),
         ("percentile=40", "outside"),
     ):

@@ -17,7 +17,7 @@ import torch
 
 import mdla_ir
 from mdla_zoo import ZooError, load_model
-from mdla_zoo.files import file_kind
+from mdla_zoo.files import file_kind, load_file
 
 # Every aten rule of the exported-program rewrite that a CNN like this reaches: conv2d,
 # batch_norm, relu, hardtanh (ReLU6), max_pool2d, avg_pool2d, add, mul, cat, sigmoid,
@@ -217,3 +217,38 @@ def test_a_pickle_of_a_class_from_the_saving_script(tmp_path: Path) -> None:
     text = str(err.value)
     assert "defined in the script that saved it (`__main__`)" in text
     assert "move the class into a file" in text
+
+
+def _zip_with(path: Path, entry: str) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(entry, "not what the reader expects\nat all")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "entry", "words"),
+    [
+        ("broken.pt2", "broken/models/model.json", "with torch.export.load"),
+        ("broken.ts", "broken/code/__torch__.py", "with torch.jit.load"),
+    ],
+)
+def test_an_unreadable_archive_is_refused_in_one_line(
+    tmp_path: Path, name: str, entry: str, words: str
+) -> None:
+    path = _zip_with(tmp_path / name, entry)
+    with pytest.raises(ZooError) as err:
+        load_file(str(path), None)
+    text = str(err.value)
+    assert "\n" not in text
+    assert f"cannot read `{path}` {words}" in text
+
+
+def test_a_pickle_of_no_module_and_a_missing_file_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "numbers.pt"
+    torch.save([1, 2, 3], path)
+    with pytest.raises(ZooError, match=r"holds a list, not a torch.nn.Module"):
+        load_file(str(path), None)
+    with pytest.raises(ZooError, match=r"does not exist"):
+        load_file(str(tmp_path / "absent.pt"), None)

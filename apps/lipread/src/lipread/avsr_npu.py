@@ -43,7 +43,7 @@ def cache_paths(fe: AvsrFrontEnd, frames: int = WINDOW) -> tuple[Path, Path]:
     return cache_dir() / f"{key}.stem.mdla", cache_dir() / f"{key}.trunk.mdla"
 
 
-def _compile(module: torch.nn.Module, example: torch.Tensor, calib: list[Array], out: Path) -> Any:
+def _compile(module: torch.nn.Module, example: torch.Tensor, calib: list[Array], out: Path) -> None:
     import mdla_ir
     import mdla_legalize
     import mdla_quant
@@ -60,7 +60,6 @@ def _compile(module: torch.nn.Module, example: torch.Tensor, calib: list[Array],
         raise UnsupportedError(f"avsr front-end does not compile for mtk-mdla: {exc}") from exc
     except (mdla_quant.QuantError, mdla_runtime.ManifestError, mdla_runtime.LoweringError) as exc:
         raise LipreadError(f"avsr front-end INT8 compile failed: {exc}") from exc
-    return qgraph
 
 
 def compile_avsr(

@@ -339,10 +339,10 @@ def track_batched(frames: Array, detector: CascadeDetector, every: int = KEYFRAM
         known = np.array(sorted(tracked))
         for t in lost:
             starts[t] = tracked[int(known[np.abs(known - t).argmin()])]
-        recovered = refine(lost)
+        recovered = set(refine(lost))
         if not recovered:
             break
-        lost = [t for t in lost if t not in set(recovered)]
+        lost = [t for t in lost if t not in recovered]
     again = [t for t in todo if t in tracked]
     for t in again:
         starts[t] = tracked[t]

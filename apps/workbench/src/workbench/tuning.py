@@ -222,7 +222,7 @@ def trial(
         f = np.asarray(mdla_ir.run_float(graph, xs)[0])
         q = np.asarray(mdla_quant.run_int8(compiled.qgraph, xs)[0])
         out.add(f, q)
-        same += int(np.argmax(f.ravel()) == np.argmax(q.ravel()))
+        same += validation.matches(validation.CLASSIFIER, f, q) == 1.0
     return Trial(
         label(config),
         config,

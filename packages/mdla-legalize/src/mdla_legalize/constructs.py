@@ -205,7 +205,7 @@ def disagreements(
     found: list[str] = []
     for c in constructs:
         where = f"{c.name}: {c.status.value}"
-        assumed_kinds = {a.partition(".")[0] for a in c.assumed if "." not in a}
+        assumed_kinds = {a for a in c.assumed if "." not in a}
         if c.status is Status.NEVER:
             if all(target.op(device, k).supported for k in c.ops):
                 found.append(f"{where}, but every op it names maps on {device}")
@@ -221,11 +221,9 @@ def disagreements(
         for kind in c.ops:
             if kind.name in assumed_kinds:
                 continue
-            spec = target.op(device, kind)
-            if not spec.supported or not spec.source.startswith("measured"):
-                found.append(
-                    f"{where}: `{kind.name}` on {device} is {_said(spec.supported, spec.source)}"
-                )
+            ok, source = _source(target, device, kind.name)
+            if not ok or not source.startswith("measured"):
+                found.append(f"{where}: `{kind.name}` on {device} is {_said(ok, source)}")
     return found
 
 
@@ -260,12 +258,12 @@ def replace_table(text: str, constructs: tuple[Construct, ...] = CONSTRUCTS) -> 
 
         p = pathlib.Path("README.md"); p.write_text(replace_table(p.read_text()))
     """
-    header = markdown_table(constructs).split("\n", 1)[0] + "\n"
-    start = text.index(header)
+    table = markdown_table(constructs)
+    start = text.index(table.split("\n", 1)[0] + "\n")
     end = start
     while text.startswith("|", end):
         end = text.index("\n", end) + 1
-    return text[:start] + markdown_table(constructs) + text[end:]
+    return text[:start] + table + text[end:]
 
 
 _HEADINGS = {

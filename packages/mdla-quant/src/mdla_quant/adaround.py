@@ -34,15 +34,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any
 
 import numpy as np
 
 from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.interp.conv import windows
-from mdla_quant.errors import QuantError
-from mdla_quant.sequential import WEIGHTED_KINDS, Env, dequantize, lockstep
+from mdla_quant.sequential import WEIGHTED_KINDS, Env, calibration_batch, dequantize, lockstep
 
 Array = np.ndarray[Any, Any]
 ZETA, GAMMA = 1.1, -0.1
@@ -235,9 +233,7 @@ def adaround(
     quantized_output: bool = False,
 ) -> tuple[Graph, AdaRoundReport]:
     """`qgraph` with every weighted op's int8 weights rounded adaptively (module docstring)."""
-    data = [s if isinstance(s, list | tuple) else [s] for s in islice(calibration, samples)]
-    if not data:
-        raise QuantError("adaround got no calibration samples")
+    data = calibration_batch(calibration, samples, "adaround")
     weighted = [op.name for op in graph.ops if op.kind.name in WEIGHTED_KINDS]
     report = AdaRoundReport()
     rng = np.random.default_rng(seed)

@@ -16,7 +16,6 @@ memory together with their live activations (`sequential.lockstep`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,7 @@ from mdla_ir import Graph, Op, Tensor
 from mdla_ir.interp.registry import KERNELS
 from mdla_quant.arith import round_half_away
 from mdla_quant.errors import QuantError
-from mdla_quant.sequential import WEIGHTED_KINDS, Env, dequantize, lockstep
+from mdla_quant.sequential import WEIGHTED_KINDS, Env, calibration_batch, dequantize, lockstep
 
 Array = np.ndarray[Any, Any]
 
@@ -57,9 +56,7 @@ def correct_biases(
     graph: Graph, qgraph: Graph, calibration: Iterable[Any], samples: int = 16
 ) -> Graph:
     """`qgraph` with every weighted op's int32 bias shifted by its measured mean error."""
-    batch = [s if isinstance(s, list | tuple) else [s] for s in islice(calibration, samples)]
-    if not batch:
-        raise QuantError("bias correction got no calibration samples")
+    batch = calibration_batch(calibration, samples, "bias correction")
 
     def visit(i: int, op: Op, floats: list[Env], ints: list[Env], q: Graph) -> Graph:
         if op.kind.name not in WEIGHTED_KINDS:

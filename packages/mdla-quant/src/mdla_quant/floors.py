@@ -25,6 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from mdla_ir import Graph, OpKind
+from mdla_ir.attrs import SoftmaxAttrs
 
 NEAR_ZERO = 1.0e-6  # TFLite converter's kNearZeroTolerance
 ADD_LEFT_SHIFT = 20  # TFLite's int8 ADD/SUB input shift
@@ -74,5 +75,5 @@ def scale_floors(graph: Graph, scale: Callable[[str], float]) -> dict[str, float
             s1, s2 = (scale(n) for n in op.inputs[:2])
             need(op.outputs[0], add_output_floor(s1, s2))
         elif op.kind is OpKind.SOFTMAX:
-            need(op.inputs[0], softmax_input_floor(float(op.attrs.get("beta", 1.0))))
+            need(op.inputs[0], softmax_input_floor(SoftmaxAttrs.of(op).beta))
     return floors

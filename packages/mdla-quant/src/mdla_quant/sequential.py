@@ -11,7 +11,8 @@ of `len(batch)` inputs, not all of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,14 @@ Array = np.ndarray[Any, Any]
 Env = dict[str, Array]
 Visit = Callable[[int, Op, list[Env], list[Env], Graph], Graph]
 WEIGHTED_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
+
+
+def calibration_batch(calibration: Iterable[Any], samples: int, what: str) -> list[list[Any]]:
+    """The first `samples` calibration inputs, each as an input list; QuantError if none."""
+    batch = [list(s) if isinstance(s, list | tuple) else [s] for s in islice(calibration, samples)]
+    if not batch:
+        raise QuantError(f"{what} got no calibration samples")
+    return batch
 
 
 def dequantize(t: Tensor, q: Array) -> Array:

@@ -26,7 +26,15 @@ import numpy as np
 from PIL import Image
 
 from mdla_zoo.errors import ZooError
-from mdla_zoo.preprocess import CROP, IMAGENET_MEAN, IMAGENET_STD, MODES, prepare
+from mdla_zoo.preprocess import (
+    CROP,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    MODES,
+    prepare,
+    resize_crop,
+    to_image,
+)
 
 Array = np.ndarray[Any, Any]
 Triple = tuple[float, float, float]
@@ -62,19 +70,13 @@ def prepare_contract(
         raise ZooError(f"channel order `{channels}`: expected rgb or bgr")
     if len(mean) not in (1, 3) or len(std) not in (1, 3) or any(s <= 0 for s in std):
         raise ZooError(f"mean {list(mean)} / std {list(std)}: give 1 or 3 values, std > 0")
-    rgb = np.stack([image] * 3, axis=-1) if image.ndim == 2 else image[..., :3]
-    img = Image.fromarray(np.ascontiguousarray(rgb).astype(np.uint8))
+    img = to_image(image)
     h, w = size
     if resize == 0:
         pixels = np.asarray(img.resize((w, h), Image.Resampling.BICUBIC), dtype=np.float32)
     else:
         short = resize if resize is not None else round(min(h, w) / CROP)
-        scale = short / min(img.size)
-        new_w = max(w, round(img.size[0] * scale))
-        new_h = max(h, round(img.size[1] * scale))
-        img = img.resize((new_w, new_h), Image.Resampling.BICUBIC)
-        left, top = (new_w - w) // 2, (new_h - h) // 2
-        pixels = np.asarray(img.crop((left, top, left + w, top + h)), dtype=np.float32)
+        pixels = resize_crop(img, size, short)
     if channels == "bgr":
         pixels = pixels[..., ::-1]
     m = np.asarray(mean, np.float32)

@@ -78,9 +78,8 @@ def _pickled(path: Path) -> Loaded:
         except (ModuleNotFoundError, ImportError) as exc:
             raise ZooError(_unimportable(path, exc)) from None
         except Exception as exc:
-            text = " ".join(str(exc).split())
             raise ZooError(
-                f"cannot read `{path}` as a torch.save file: {type(exc).__name__}: {text}"
+                f"cannot read `{path}` as a torch.save file: {type(exc).__name__}: {_one_line(exc)}"
             ) from None
     if isinstance(obj, dict):
         raise ZooError(
@@ -105,13 +104,17 @@ def _unimportable(path: Path, exc: BaseException) -> str:
     )
 
 
+def _one_line(exc: BaseException) -> str:
+    """`exc`'s message with its runs of whitespace (newlines too) made single spaces."""
+    return " ".join(str(exc).split())
+
+
 def _exported(path: Path) -> Loaded:
     try:
         program = torch.export.load(path)
     except Exception as exc:
-        text = " ".join(str(exc).split())
         raise ZooError(
-            f"cannot read `{path}` with torch.export.load: {type(exc).__name__}: {text} "
+            f"cannot read `{path}` with torch.export.load: {type(exc).__name__}: {_one_line(exc)} "
             "(save it with torch.export.save from this torch version)"
         ) from None
     example = _program_inputs(program)
@@ -135,8 +138,7 @@ def _torchscript(path: Path, shape: tuple[int, ...]) -> Loaded:
             warnings.simplefilter("ignore", FutureWarning)  # torch.jit is deprecated upstream
             script = torch.jit.load(str(path), map_location="cpu")  # type: ignore[no-untyped-call]
     except Exception as exc:
-        text = " ".join(str(exc).split())
-        raise ZooError(f"cannot read `{path}` with torch.jit.load: {text}") from None
+        raise ZooError(f"cannot read `{path}` with torch.jit.load: {_one_line(exc)}") from None
     try:
         from torch._export.converter import TS2EPConverter
 
@@ -150,7 +152,7 @@ def _torchscript(path: Path, shape: tuple[int, ...]) -> Loaded:
         finally:
             quiet.setLevel(level)
     except Exception as exc:
-        text = " ".join(str(exc).split())[:200]
+        text = _one_line(exc)[:200]
         raise ZooError(
             f"`{path}` is TorchScript, which torch.fx cannot trace, and torch's converter to "
             f"torch.export failed ({type(exc).__name__}: {text}): compile the Python model "

@@ -34,21 +34,32 @@ def prepare(image: Array, mode: str, size: tuple[int, int] = (224, 224)) -> Arra
     """
     if mode not in MODES:
         raise ZooError(f"unknown preprocessing `{mode}` (expected {', '.join(MODES)})")
-    rgb = np.stack([image] * 3, axis=-1) if image.ndim == 2 else image[..., :3]
-    img = Image.fromarray(np.ascontiguousarray(rgb).astype(np.uint8))
+    img = to_image(image)
     h, w = size
     if mode == "stretch":
         whole = np.asarray(img.resize((w, h), Image.Resampling.BILINEAR), dtype=np.float32)
         x = (whole / 255.0 - 0.5) / 0.5
         return np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)
-    scale = round(min(h, w) / CROP) / min(img.size)
-    new_w = max(w, round(img.size[0] * scale))
-    new_h = max(h, round(img.size[1] * scale))
-    img = img.resize((new_w, new_h), Image.Resampling.BICUBIC)
-    left, top = (new_w - w) // 2, (new_h - h) // 2
-    pixels = np.asarray(img.crop((left, top, left + w, top + h)), dtype=np.float32)
+    pixels = resize_crop(img, size, round(min(h, w) / CROP))
     if mode == "tf":
         x = (pixels - 127.0) / 128.0
     else:
         x = (pixels / 255.0 - IMAGENET_MEAN) / IMAGENET_STD
     return np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)
+
+
+def to_image(image: Array) -> Image.Image:
+    """HWC uint8 RGB (or grey, or RGBA: alpha dropped) array -> an RGB PIL image."""
+    rgb = np.stack([image] * 3, axis=-1) if image.ndim == 2 else image[..., :3]
+    return Image.fromarray(np.ascontiguousarray(rgb).astype(np.uint8))
+
+
+def resize_crop(img: Image.Image, size: tuple[int, int], short: int) -> Array:
+    """Resize `img`'s short side to `short` (bicubic), centre-crop (h, w): HWC float32 pixels."""
+    h, w = size
+    scale = short / min(img.size)
+    new_w = max(w, round(img.size[0] * scale))
+    new_h = max(h, round(img.size[1] * scale))
+    img = img.resize((new_w, new_h), Image.Resampling.BICUBIC)
+    left, top = (new_w - w) // 2, (new_h - h) // 2
+    return np.asarray(img.crop((left, top, left + w, top + h)), dtype=np.float32)

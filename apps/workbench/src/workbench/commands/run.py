@@ -131,8 +131,9 @@ def run_command(
                 err=True,
             )
         results = []
-        class_maps = dense.ClassMaps(manifest, str(weights) if weights else None)
-        boxes = Boxes(manifest, str(weights) if weights else None)  # a detector's: boxes.py
+        float_weights = str(weights) if weights else None
+        class_maps = dense.ClassMaps(manifest, float_weights)
+        boxes = Boxes(manifest, float_weights)  # a detector's: boxes.py
         paths = ins.expand(images) if images else []  # a class map's PNG goes beside its image
         for k, (name, x) in enumerate(manifest_inputs(manifest, images or [], contract)):
             r = target.run(manifest, [x], devices=(device,), repeat=repeat, warmup=warmup)
@@ -151,8 +152,9 @@ def run_command(
                 ]
             else:
                 entry["output"] = {"shape": list(logits.shape), "mean": float(logits.mean())}
-            entry |= class_maps.entry(paths[k] if k < len(paths) else name, x, r.outputs)
-            entry |= boxes.entry(paths[k] if k < len(paths) else name, x, r.outputs)
+            image = paths[k] if k < len(paths) else name
+            entry |= class_maps.entry(image, x, r.outputs)
+            entry |= boxes.entry(image, x, r.outputs)
             results.append(entry)
         if as_json:
             typer.echo(json.dumps({"model": manifest.name, "target": on, "runs": results}))

@@ -262,10 +262,6 @@ typedef struct {
     uint32_t *opnode; /* the node of operands[i] */
 } sem;
 
-static bool sem_fail(checker *c, const char *kind, const char *field, uint64_t off, const char *why) {
-    return chk_fail(c, kind, field, off, why);
-}
-
 /* The offset of `key`'s value in the map `e` when present, else the map's own. */
 static uint64_t value_at(const checker *c, uint32_t e, const char *key) {
     uint32_t v = mp_get(c->doc, e, key);
@@ -306,23 +302,23 @@ static bool sem_operand(sem *s, uint32_t i, uint64_t *total) {
     mdla_fmt(g, sizeof g, "%s.scale", f);
     if (o->type == 5 || o->type == 14 || o->type == 13) {
         if (scale_flaw(float_of(c, e, "scale"), true, why, sizeof why))
-            return sem_fail(c, "BadQuantization", g, value_at(c, e, "scale"), why);
+            return chk_fail(c, "BadQuantization", g, value_at(c, e, "scale"), why);
     } else if (o->type == 11) {
         uint32_t sc = mp_get(c->doc, e, "scales"), v = sc + 1;
         for (uint32_t k = 0; k < chk_node(c, sc)->count; k++, v = chk_node(c, v)->next) {
             if (scale_flaw(chk_node(c, v)->v.f, true, why, sizeof why)) {
                 mdla_fmt(g, sizeof g, "%s.scales[%u]", f, k);
-                return sem_fail(c, "BadQuantization", g, chk_node(c, v)->offset, why);
+                return chk_fail(c, "BadQuantization", g, chk_node(c, v)->offset, why);
             }
         }
     } else if (mp_get(c->doc, e, "scale") && scale_flaw(float_of(c, e, "scale"), false, why, sizeof why)) {
-        return sem_fail(c, "BadQuantization", g, value_at(c, e, "scale"), why);
+        return chk_fail(c, "BadQuantization", g, value_at(c, e, "scale"), why);
     }
     int32_t lo, hi;
     if (zero_point_range(o->type, &lo, &hi) && (o->zero_point < lo || o->zero_point > hi)) {
         mdla_fmt(g, sizeof g, "%s.zero_point", f);
         mdla_fmt(why, sizeof why, "zero point %d outside %d..%d for %s", o->zero_point, lo, hi, mdla_type_name(o->type));
-        return sem_fail(c, "BadQuantization", g, value_at(c, e, "zero_point"), why);
+        return chk_fail(c, "BadQuantization", g, value_at(c, e, "zero_point"), why);
     }
     uint64_t size = o->elements * mdla_element_size(o->type); /* scalars: 0, inline */
     if (!mdla_element_size(o->type)) return true;
@@ -330,7 +326,7 @@ static bool sem_operand(sem *s, uint32_t i, uint64_t *total) {
     for (uint32_t k = 0; k < o->rank; k++, v = chk_node(c, v)->next) {
         if (o->dims[k] == 0) {
             mdla_fmt(g, sizeof g, "%s.dims[%u]", f, k);
-            return sem_fail(c, "ShapeMismatch", g, chk_node(c, v)->offset,
+            return chk_fail(c, "ShapeMismatch", g, chk_node(c, v)->offset,
                             "a dim of 0: shapes are static, every dim is at least 1");
         }
     }
@@ -338,12 +334,12 @@ static bool sem_operand(sem *s, uint32_t i, uint64_t *total) {
     if (size > s->b->max_tensor_bytes) {
         mdla_fmt(why, sizeof why, "%llu bytes > the per-tensor limit of %llu MiB (raise it with --max-tensor-mb)",
                  (unsigned long long)size, (unsigned long long)(s->b->max_tensor_bytes >> 20));
-        return sem_fail(c, "OverBudget", g, value_at(c, e, "dims"), why);
+        return chk_fail(c, "OverBudget", g, value_at(c, e, "dims"), why);
     }
     if (*total + size > s->b->max_total_bytes) {
         mdla_fmt(why, sizeof why, "operands[0..%u] hold %llu bytes > the total limit of %llu MiB (raise it with --max-total-mb)",
                  i, (unsigned long long)(*total + size), (unsigned long long)(s->b->max_total_bytes >> 20));
-        return sem_fail(c, "OverBudget", g, value_at(c, e, "dims"), why);
+        return chk_fail(c, "OverBudget", g, value_at(c, e, "dims"), why);
     }
     *total += size;
     return true;
@@ -366,7 +362,7 @@ static bool sem_layout(sem *s, const char *f, uint32_t e, const mdla_operand *o)
     if (n && !(o->rank <= n && n <= MDLA_MAX_RANK)) {
         mdla_fmt(g, sizeof g, "%s.perm", f);
         mdla_fmt(why, sizeof why, "%u axes for a rank-%u operand (at most %u)", n, o->rank, MDLA_MAX_RANK);
-        return sem_fail(c, "BadPermutation", g, chk_node(c, pv)->offset, why);
+        return chk_fail(c, "BadPermutation", g, chk_node(c, pv)->offset, why);
     }
     uint32_t v = pv + 1;
     for (uint32_t j = 0; j < n; j++, v = chk_node(c, v)->next) {
@@ -377,7 +373,7 @@ static bool sem_layout(sem *s, const char *f, uint32_t e, const mdla_operand *o)
             mdla_fmt(g, sizeof g, "%s.perm[%u]", f, j);
             if (axis >= n) mdla_fmt(why, sizeof why, "axis %llu is past the last, %u", (unsigned long long)axis, n - 1);
             else mdla_fmt(why, sizeof why, "axis repeats");
-            return sem_fail(c, "BadPermutation", g, chk_node(c, v)->offset, why);
+            return chk_fail(c, "BadPermutation", g, chk_node(c, v)->offset, why);
         }
         axes[j] = (uint32_t)axis;
     }
@@ -390,7 +386,7 @@ static bool sem_layout(sem *s, const char *f, uint32_t e, const mdla_operand *o)
     bool same = ms ? list_is(c, ms, want, wn) : wn == o->rank && memcmp(want, o->dims, wn * sizeof *want) == 0;
     if (!same) {
         mdla_fmt(g, sizeof g, "%s.model_shape", f);
-        return sem_fail(c, "ShapeMismatch", g, value_at(c, e, "model_shape"),
+        return chk_fail(c, "ShapeMismatch", g, value_at(c, e, "model_shape"),
                         "model_shape is not the operand's dims through perm");
     }
     return true;
@@ -411,15 +407,15 @@ static bool sem_io(sem *s, const char *key, int64_t *seen) {
         uint64_t at = value_at(c, e, "operand");
         if (o->type != 14 && o->type != 13) {
             mdla_fmt(why, sizeof why, "operand %u is %s; model inputs and outputs are int8 tensors", idx, mdla_type_name(o->type));
-            return sem_fail(c, "BadReference", g, at, why);
+            return chk_fail(c, "BadReference", g, at, why);
         }
         if (inputs && o->has_data) {
             mdla_fmt(why, sizeof why, "operand %u is a constant", idx);
-            return sem_fail(c, "BadReference", g, at, why);
+            return chk_fail(c, "BadReference", g, at, why);
         }
         if (seen[idx] >= 0) {
             mdla_fmt(why, sizeof why, "operand %u is already %s[%lld]", idx, key, (long long)seen[idx]);
-            return sem_fail(c, "DuplicateEntry", g, at, why);
+            return chk_fail(c, "DuplicateEntry", g, at, why);
         }
         seen[idx] = k;
         double scale = float_of(c, e, "scale"), own = float_of(c, s->opnode[idx], "scale");
@@ -430,18 +426,18 @@ static bool sem_io(sem *s, const char *key, int64_t *seen) {
         }
         if (flaw) {
             mdla_fmt(g, sizeof g, "%s.scale", f);
-            return sem_fail(c, "BadQuantization", g, value_at(c, e, "scale"), why);
+            return chk_fail(c, "BadQuantization", g, value_at(c, e, "scale"), why);
         }
         if (ios[k].zero_point != o->zero_point) {
             mdla_fmt(g, sizeof g, "%s.zero_point", f);
             mdla_fmt(why, sizeof why, "zero point %d is not operand %u's", ios[k].zero_point, idx);
-            return sem_fail(c, "BadQuantization", g, value_at(c, e, "zero_point"), why);
+            return chk_fail(c, "BadQuantization", g, value_at(c, e, "zero_point"), why);
         }
         uint32_t sh = mp_get(c->doc, e, "shape");
         if (sh && !list_is(c, sh, o->dims, o->rank)) {
             mdla_fmt(g, sizeof g, "%s.shape", f);
             mdla_fmt(why, sizeof why, "shape is not operand %u's dims", idx);
-            return sem_fail(c, "ShapeMismatch", g, chk_node(c, sh)->offset, why);
+            return chk_fail(c, "ShapeMismatch", g, chk_node(c, sh)->offset, why);
         }
         if (!sem_layout(s, f, e, o)) return false;
     }
@@ -458,7 +454,7 @@ static bool sem_postprocess(sem *s) {
     char why[MDLA_WHY_MAX];
     mdla_fmt(why, sizeof why, "model.postprocess decodes %u feature level(s) from %u outputs; the model has %u",
              levels, 2 * levels, s->m->n_outputs);
-    return sem_fail(c, "CountMismatch", "outputs", chk_node(c, mp_get(c->doc, 0, "outputs"))->offset, why);
+    return chk_fail(c, "CountMismatch", "outputs", chk_node(c, mp_get(c->doc, 0, "outputs"))->offset, why);
 }
 
 static bool sem_preprocess(sem *s) {
@@ -469,7 +465,7 @@ static bool sem_preprocess(sem *s) {
     char why[MDLA_WHY_MAX];
     if (s->m->n_inputs != 1) {
         mdla_fmt(why, sizeof why, "model.preprocess feeds one image input; the model has %u inputs", s->m->n_inputs);
-        return sem_fail(c, "CountMismatch", "inputs", chk_node(c, arr)->offset, why);
+        return chk_fail(c, "CountMismatch", "inputs", chk_node(c, arr)->offset, why);
     }
     /* model_shape (or the operand's dims) == [1, 3, size...] */
     uint32_t e = arr + 1, ms = mp_get(c->doc, e, "model_shape");
@@ -486,7 +482,7 @@ static bool sem_preprocess(sem *s) {
         if (k >= 2) v = chk_node(c, v)->next;
     }
     if (!same)
-        return sem_fail(c, "ShapeMismatch", "inputs[0].model_shape", value_at(c, e, "model_shape"),
+        return chk_fail(c, "ShapeMismatch", "inputs[0].model_shape", value_at(c, e, "model_shape"),
                         "model_shape is not the (1, 3, H, W) image model.preprocess makes");
     return true;
 }
@@ -506,7 +502,7 @@ static bool sem_dataflow(sem *s, uint8_t *is_input, int64_t *written) {
             if (!(o->has_data || o->has_value || is_input[x] || written[x] >= 0)) {
                 mdla_fmt(g, sizeof g, "operations[%u].inputs[%u]", i, k);
                 mdla_fmt(why, sizeof why, "operand %u is read before an operation writes it", x);
-                return sem_fail(c, "BadReference", g, chk_node(c, v)->offset, why);
+                return chk_fail(c, "BadReference", g, chk_node(c, v)->offset, why);
             }
         }
         v = mp_get(c->doc, e, "outputs") + 1;
@@ -516,11 +512,11 @@ static bool sem_dataflow(sem *s, uint8_t *is_input, int64_t *written) {
             mdla_fmt(g, sizeof g, "operations[%u].outputs[%u]", i, k);
             if (o->has_data || o->has_value || is_input[x]) {
                 mdla_fmt(why, sizeof why, "operand %u is %s", x, is_input[x] ? "a model input" : "a constant");
-                return sem_fail(c, "BadReference", g, chk_node(c, v)->offset, why);
+                return chk_fail(c, "BadReference", g, chk_node(c, v)->offset, why);
             }
             if (written[x] >= 0) {
                 mdla_fmt(why, sizeof why, "operand %u is already written by operations[%lld]", x, (long long)written[x]);
-                return sem_fail(c, "DuplicateEntry", g, chk_node(c, v)->offset, why);
+                return chk_fail(c, "DuplicateEntry", g, chk_node(c, v)->offset, why);
             }
             written[x] = i;
         }
@@ -532,10 +528,10 @@ static bool sem_dataflow(sem *s, uint8_t *is_input, int64_t *written) {
         if (written[x] < 0) {
             mdla_fmt(g, sizeof g, "outputs[%u].operand", k);
             mdla_fmt(why, sizeof why, "operand %u is written by no operation", x);
-            return sem_fail(c, "BadReference", g, value_at(c, e, "operand"), why);
+            return chk_fail(c, "BadReference", g, value_at(c, e, "operand"), why);
         }
     }
-    if (!m->n_outputs) return sem_fail(c, "CountMismatch", "outputs", chk_node(c, arr)->offset, "a model has at least one output");
+    if (!m->n_outputs) return chk_fail(c, "CountMismatch", "outputs", chk_node(c, arr)->offset, "a model has at least one output");
     return true;
 }
 
@@ -562,7 +558,7 @@ static bool part_fail(sem *s, const char *kind, uint32_t p, const char *key, int
     char g[MDLA_FIELD_MAX];
     if (k >= 0) mdla_fmt(g, sizeof g, "partitions[%u].%s[%lld]", p, key, (long long)k);
     else mdla_fmt(g, sizeof g, "partitions[%u].%s", p, key);
-    return sem_fail(s->c, kind, g, chk_node(s->c, part_node(s->c, p, key, k))->offset, why);
+    return chk_fail(s->c, kind, g, chk_node(s->c, part_node(s->c, p, key, k))->offset, why);
 }
 
 /* Check 6 of mdla_runtime/format/semantic.py (format 3): `written[x]` is the operation writing
@@ -603,7 +599,7 @@ static bool sem_partitions(sem *s, const uint8_t *is_input, const int64_t *writt
     for (uint32_t i = 0; ok && i < m->n_operations; i++) {
         if (owner[i] < 0) {
             mdla_fmt(why, sizeof why, "operations[%u] is in no partition", i);
-            ok = sem_fail(c, "CountMismatch", "partitions", chk_node(c, mp_get(c->doc, 0, "partitions"))->offset, why);
+            ok = chk_fail(c, "CountMismatch", "partitions", chk_node(c, mp_get(c->doc, 0, "partitions"))->offset, why);
         }
     }
     for (size_t x = 0; ok && x < nx; x++) writer[x] = x < m->n_operands && written[x] >= 0 ? owner[written[x]] : -1;
@@ -670,7 +666,7 @@ static bool sem_partitions(sem *s, const uint8_t *is_input, const int64_t *writt
             char g[MDLA_FIELD_MAX];
             mdla_fmt(g, sizeof g, "outputs[%u].operand", k);
             mdla_fmt(why, sizeof why, "operand %u is not among the outputs of partitions[%lld], which writes it", x, (long long)q);
-            ok = sem_fail(c, "BadReference", g, value_at(c, e, "operand"), why);
+            ok = chk_fail(c, "BadReference", g, value_at(c, e, "operand"), why);
         }
     }
     free(owner);

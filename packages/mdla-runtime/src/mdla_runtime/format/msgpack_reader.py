@@ -24,8 +24,6 @@ from mdla_runtime.errors import BadHeaderError, OverBudgetError
 from mdla_runtime.format.budget import DEFAULT, Budget
 from mdla_runtime.format.container import MAX_DEPTH
 
-Offsets = dict[str, int]
-
 _ESCAPES = {ord(c): "\\" + c for c in "\\.[]<"}
 _ESCAPES |= {i: f"\\x{i:02x}" for i in (*range(0x20), 0x7F)}
 _ESCAPES |= {ord("\n"): "\\n", ord("\t"): "\\t", ord("\r"): "\\r"}
@@ -231,10 +229,8 @@ class Decoder:
         return out
 
 
-def decode_header(
-    buf: bytes, start: int, end: int, budget: Budget = DEFAULT
-) -> tuple[dict[str, Any], Offsets]:
-    """The header map in `buf[start:end]` (and an empty offsets dict: see `offset_of`)."""
+def decode_header(buf: bytes, start: int, end: int, budget: Budget = DEFAULT) -> dict[str, Any]:
+    """The header map in `buf[start:end]` (an error's offset: see `offset_of`)."""
     dec = Decoder(buf, start, end, budget)
     value = dec.decode()
     if dec.pos != end:
@@ -243,7 +239,7 @@ def decode_header(
         )
     if not isinstance(value, dict):
         raise BadHeaderError("header", start, "header is not a msgpack map")
-    return value, {}
+    return value
 
 
 def offset_of(

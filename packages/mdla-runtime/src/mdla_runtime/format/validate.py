@@ -237,7 +237,7 @@ def validate(buf: bytes, budget: Budget = DEFAULT) -> tuple[dict[str, Any], int]
     (this module), then the meaning (`semantic.check_semantics`: cross references, shapes,
     quantization, the budget), before anything is allocated from the header's sizes."""
     hlen, data_start, version = _preamble(buf)
-    header, _ = decode_header(buf, fmt.PREAMBLE, fmt.PREAMBLE + hlen, budget)
+    header = decode_header(buf, fmt.PREAMBLE, fmt.PREAMBLE + hlen, budget)
     if data_start > len(buf):
         raise TruncatedDataError("data", len(buf), f"data section starts at {data_start}")
     for k in range(fmt.PREAMBLE + hlen, data_start):

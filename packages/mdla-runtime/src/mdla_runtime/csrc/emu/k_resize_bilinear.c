@@ -16,7 +16,8 @@
 #include "kernels.h"
 
 typedef struct {
-    int32_t n, h, w, c, oh, ow, rounding;
+    EmuResize r;
+    int32_t rounding;
     int32_t *y0, *y1, *dy, *x0, *x1, *dx; /* one allocation, 3*(oh + ow) entries */
 } ResizeParams;
 
@@ -48,11 +49,10 @@ static void axis(int32_t n_in, int32_t n_out, bool align, bool half, int32_t *lo
 static int resize_prepare(const NeuronModel *m, const EmuOperation *op, int rounding,
                           void **out) {
     *out = NULL;
-    int32_t oh = 0, ow = 0;
-    bool align = false, half = false;
-    int rc = emu_resize_prepare(m, op, &oh, &ow, &align, &half);
+    EmuResize r;
+    int rc = emu_resize_prepare(m, op, &r);
     if (rc != NEURON_NO_ERROR) return rc;
-    const EmuOperand *x = &m->opnds[op->in[0]];
+    const int32_t oh = r.oh, ow = r.ow;
     ResizeParams *p = calloc(1, sizeof *p);
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
     p->y0 = malloc(3 * ((size_t)oh + ow) * sizeof(int32_t));
@@ -65,15 +65,10 @@ static int resize_prepare(const NeuronModel *m, const EmuOperation *op, int roun
     p->x0 = p->dy + oh;
     p->x1 = p->x0 + ow;
     p->dx = p->x1 + ow;
-    p->n = (int32_t)x->dims[0];
-    p->h = (int32_t)x->dims[1];
-    p->w = (int32_t)x->dims[2];
-    p->c = (int32_t)x->dims[3];
-    p->oh = oh;
-    p->ow = ow;
+    p->r = r;
     p->rounding = rounding;
-    axis(p->h, oh, align, half, p->y0, p->y1, p->dy);
-    axis(p->w, ow, align, half, p->x0, p->x1, p->dx);
+    axis(r.h, oh, r.align_corners, r.half_pixel, p->y0, p->y1, p->dy);
+    axis(r.w, ow, r.align_corners, r.half_pixel, p->x0, p->x1, p->dx);
     *out = p;
     return NEURON_NO_ERROR;
 }
@@ -85,16 +80,16 @@ static void resize_eval(const void *params, const void *const *inputs, void *out
     const int8_t *x = inputs[0];
     int8_t *out = output;
     const int64_t one = 1024;
-    for (int32_t b = 0; b < p->n; b++)
-        for (int32_t oy = 0; oy < p->oh; oy++) {
+    for (int32_t b = 0; b < p->r.n; b++)
+        for (int32_t oy = 0; oy < p->r.oh; oy++) {
             const int64_t dy = p->dy[oy];
-            const int8_t *r0 = x + ((size_t)b * p->h + p->y0[oy]) * p->w * p->c;
-            const int8_t *r1 = x + ((size_t)b * p->h + p->y1[oy]) * p->w * p->c;
-            for (int32_t ox = 0; ox < p->ow; ox++) {
+            const int8_t *r0 = x + ((size_t)b * p->r.h + p->y0[oy]) * p->r.w * p->r.c;
+            const int8_t *r1 = x + ((size_t)b * p->r.h + p->y1[oy]) * p->r.w * p->r.c;
+            for (int32_t ox = 0; ox < p->r.ow; ox++) {
                 const int64_t dx = p->dx[ox];
-                const size_t c0 = (size_t)p->x0[ox] * p->c, c1 = (size_t)p->x1[ox] * p->c;
-                int8_t *dst = out + (((size_t)b * p->oh + oy) * p->ow + ox) * p->c;
-                for (int32_t c = 0; c < p->c; c++) {
+                const size_t c0 = (size_t)p->x0[ox] * p->r.c, c1 = (size_t)p->x1[ox] * p->r.c;
+                int8_t *dst = out + (((size_t)b * p->r.oh + oy) * p->r.ow + ox) * p->r.c;
+                for (int32_t c = 0; c < p->r.c; c++) {
                     const int64_t v = r0[c0 + c] * (one - dy) * (one - dx) +
                                       r1[c0 + c] * dy * (one - dx) + r0[c1 + c] * (one - dy) * dx +
                                       r1[c1 + c] * dy * dx;

@@ -14,7 +14,7 @@
 #include "kernels.h"
 
 typedef struct {
-    int32_t n, h, w, c, oh, ow;
+    EmuResize r;
     int32_t *rows, *cols; /* one allocation, oh + ow entries */
 } NearestParams;
 
@@ -43,11 +43,10 @@ static int nearest_prepare(const NeuronModel *m, const EmuOperation *op, int rou
                            void **out) {
     (void)rounding; /* no arithmetic: codes move unchanged */
     *out = NULL;
-    int32_t oh = 0, ow = 0;
-    bool align = false, half = false;
-    int rc = emu_resize_prepare(m, op, &oh, &ow, &align, &half);
+    EmuResize r;
+    int rc = emu_resize_prepare(m, op, &r);
     if (rc != NEURON_NO_ERROR) return rc;
-    const EmuOperand *x = &m->opnds[op->in[0]];
+    const int32_t oh = r.oh, ow = r.ow;
     NearestParams *p = calloc(1, sizeof *p);
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
     p->rows = malloc(((size_t)oh + ow) * sizeof(int32_t));
@@ -56,14 +55,9 @@ static int nearest_prepare(const NeuronModel *m, const EmuOperation *op, int rou
         return NEURON_OUT_OF_MEMORY;
     }
     p->cols = p->rows + oh;
-    p->n = (int32_t)x->dims[0];
-    p->h = (int32_t)x->dims[1];
-    p->w = (int32_t)x->dims[2];
-    p->c = (int32_t)x->dims[3];
-    p->oh = oh;
-    p->ow = ow;
-    axis(p->h, oh, align, half, p->rows);
-    axis(p->w, ow, align, half, p->cols);
+    p->r = r;
+    axis(r.h, oh, r.align_corners, r.half_pixel, p->rows);
+    axis(r.w, ow, r.align_corners, r.half_pixel, p->cols);
     *out = p;
     return NEURON_NO_ERROR;
 }
@@ -74,12 +68,12 @@ static void nearest_eval(const void *params, const void *const *inputs, void *ou
     const NearestParams *p = params;
     const int8_t *x = inputs[0];
     int8_t *out = output;
-    const size_t c = (size_t)p->c;
-    for (int32_t b = 0; b < p->n; b++)
-        for (int32_t oy = 0; oy < p->oh; oy++) {
-            const int8_t *row = x + ((size_t)b * p->h + p->rows[oy]) * p->w * c;
-            int8_t *dst = out + ((size_t)b * p->oh + oy) * p->ow * c;
-            for (int32_t ox = 0; ox < p->ow; ox++)
+    const size_t c = (size_t)p->r.c;
+    for (int32_t b = 0; b < p->r.n; b++)
+        for (int32_t oy = 0; oy < p->r.oh; oy++) {
+            const int8_t *row = x + ((size_t)b * p->r.h + p->rows[oy]) * p->r.w * c;
+            int8_t *dst = out + ((size_t)b * p->r.oh + oy) * p->r.ow * c;
+            for (int32_t ox = 0; ox < p->r.ow; ox++)
                 memcpy(dst + ox * c, row + (size_t)p->cols[ox] * c, c);
         }
 }

@@ -423,13 +423,12 @@ int emu_window_output(const EmuOperand *x, const EmuWindow *win, uint32_t channe
  * the output size from INT32 sizes or FLOAT32 scales (scaled and bounded in float, before any
  * conversion: 40000 * 60000 does not fit an int32); the align_corners / half_pixel_centers
  * flags (not both); the output dims checked. */
-int emu_resize_prepare(const NeuronModel *m, const EmuOperation *op, int32_t *oh, int32_t *ow,
-                       bool *align_corners, bool *half_pixel) {
+int emu_resize_prepare(const NeuronModel *m, const EmuOperation *op, EmuResize *r) {
     const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
     EMU_CHECK(x->rank == 4 && emu_is_int8_act(y->type) && emu_same_quant(x, y));
     if (m->opnds[op->in[1]].type == NEURON_INT32) {
-        EMU_CHECK(emu_scalar_i32(m, op->in[1], ow) == NEURON_NO_ERROR &&
-                  emu_scalar_i32(m, op->in[2], oh) == NEURON_NO_ERROR);
+        EMU_CHECK(emu_scalar_i32(m, op->in[1], &r->ow) == NEURON_NO_ERROR &&
+                  emu_scalar_i32(m, op->in[2], &r->oh) == NEURON_NO_ERROR);
     } else {
         float sw = 0.0f, sh = 0.0f;
         EMU_CHECK(emu_scalar_f32(m, op->in[1], &sw) == NEURON_NO_ERROR &&
@@ -437,17 +436,21 @@ int emu_resize_prepare(const NeuronModel *m, const EmuOperation *op, int32_t *oh
         EMU_CHECK(sw > 0.0f && sh > 0.0f && sw < 65536.0f && sh < 65536.0f);
         const float fw = floorf((float)x->dims[2] * sw), fh = floorf((float)x->dims[1] * sh);
         EMU_CHECK(fw >= 1.0f && fh >= 1.0f && fw <= 65535.0f && fh <= 65535.0f);
-        *ow = (int32_t)fw;
-        *oh = (int32_t)fh;
+        r->ow = (int32_t)fw;
+        r->oh = (int32_t)fh;
     }
     bool flags[3] = {false, false, false}; /* NCHW, align_corners, half_pixel_centers */
     for (uint32_t i = 3; i < op->n_in; i++)
         EMU_CHECK(emu_scalar_bool(m, op->in[i], &flags[i - 3]) == NEURON_NO_ERROR);
     EMU_CHECK(!flags[0] && !(flags[1] && flags[2]));
-    EMU_CHECK(*oh >= 1 && *ow >= 1 && *oh <= 65535 && *ow <= 65535);
-    const uint32_t want[4] = {x->dims[0], (uint32_t)*oh, (uint32_t)*ow, x->dims[3]};
+    EMU_CHECK(r->oh >= 1 && r->ow >= 1 && r->oh <= 65535 && r->ow <= 65535);
+    const uint32_t want[4] = {x->dims[0], (uint32_t)r->oh, (uint32_t)r->ow, x->dims[3]};
     EMU_CHECK(emu_dims_are(y, 4, want));
-    *align_corners = flags[1];
-    *half_pixel = flags[2];
+    r->n = (int32_t)x->dims[0];
+    r->h = (int32_t)x->dims[1];
+    r->w = (int32_t)x->dims[2];
+    r->c = (int32_t)x->dims[3];
+    r->align_corners = flags[1];
+    r->half_pixel = flags[2];
     return NEURON_NO_ERROR;
 }

@@ -106,8 +106,12 @@ void emu_lut_eval(const void *params, const void *const *inputs, void *output,
 
 /* dims of `o` equal `dims[0..rank)` */
 bool emu_dims_are(const EmuOperand *o, uint32_t rank, const uint32_t *dims);
-int emu_resize_prepare(const NeuronModel *m, const EmuOperation *op, int32_t *oh, int32_t *ow,
-                       bool *align_corners, bool *half_pixel);
+/* A resize's shape: input n, h, w, c (NHWC) and output oh, ow, with its two flags. */
+typedef struct {
+    int32_t n, h, w, c, oh, ow;
+    bool align_corners, half_pixel;
+} EmuResize;
+int emu_resize_prepare(const NeuronModel *m, const EmuOperation *op, EmuResize *r);
 
 /* out[p][o] = sum_k a[p][k] * b[o][k]  (int16 x int16 -> int32, rows contiguous in k) */
 void emu_gemm_s16(const int16_t *a, const int16_t *b, int32_t *out, int32_t rows, int32_t cols,

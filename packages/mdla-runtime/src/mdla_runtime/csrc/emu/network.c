@@ -14,6 +14,16 @@
 
 /* ---- the compiled-network extension operation ------------------------------------------------ */
 
+/* The devices a stored network names become the compilation's (apu accumulates). */
+static void set_devices(NeuronCompilation *c, const NeuronDevice *const *devs, uint32_t n_devs) {
+    for (uint32_t i = 0; i < n_devs; i++) {
+        c->devs[i] = emu_device_spec(devs[i]);
+        c->dev_index[i] = devs[i]->index;
+        c->apu = c->apu || emu_device_is_apu(c->devs[i]);
+    }
+    c->n_devs = n_devs;
+}
+
 /* A model of one com.mediatek.compiled_network operation (inputs: the N model inputs and the
  * network operand; outputs: the M model outputs) compiles to the network it carries, whose N
  * inputs and M outputs take the placeholders' places. The network must be one this emulator
@@ -42,14 +52,7 @@ int emu_expand_extension(NeuronCompilation *c) {
     }
     c->expanded = net;
     c->source = net;
-    if (c->n_devs == 0) { /* adapter-chosen: where the network was compiled */
-        for (uint32_t i = 0; i < n_devs; i++) {
-            c->devs[i] = emu_device_spec(devs[i]);
-            c->dev_index[i] = devs[i]->index;
-            c->apu = c->apu || emu_device_is_apu(c->devs[i]);
-        }
-        c->n_devs = n_devs;
-    }
+    if (c->n_devs == 0) set_devices(c, devs, n_devs); /* adapter-chosen: where it was compiled */
     return NEURON_NO_ERROR;
 }
 
@@ -92,12 +95,7 @@ bool emu_cache_load(NeuronCompilation *c) {
     c->expanded = net;
     c->source = net;
     c->apu = false;
-    for (uint32_t i = 0; i < n_devs; i++) {
-        c->devs[i] = emu_device_spec(devs[i]);
-        c->dev_index[i] = devs[i]->index;
-        c->apu = c->apu || emu_device_is_apu(c->devs[i]);
-    }
-    c->n_devs = n_devs;
+    set_devices(c, devs, n_devs);
     return true;
 }
 
