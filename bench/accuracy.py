@@ -7,8 +7,9 @@ FP32 top-1 on every original photo.
 Part 2, the four torchvision models (random init, seed 0, BatchNorm statistics set on random
 data): logits cosine and SQNR per method, and the worst layers.
 Or, with --techniques MODELS, a table per calibration method x weight technique (none,
-cross-layer equalization with high-bias absorption, AdaRound, both, both + bias correction) on
-the real-weight EfficientNet-Lites, judged on held-out inputs; --quick is a brief run of it.
+cross-layer equalization with high-bias absorption, bias correction, AdaRound, CLE + AdaRound,
+that + bias correction, that with block reconstruction) on the real-weight EfficientNet-Lites,
+judged on held-out inputs; --quick is a brief run of it.
 
     .venv/bin/python bench/accuracy.py [--crops 200] [--calib 32]
     .venv/bin/python bench/accuracy.py --techniques efficientnet_lite0,efficientnet_lite1 \
@@ -157,9 +158,11 @@ HELD_OUT_PICTURES = (
 TECHNIQUES = {  # -1: the --adaround iterations
     "none": {},
     "CLE": {"equalize": True},
+    "bias": {"bias_correction": True},
     "AdaRound": {"adaround": -1},
     "CLE+AdaRound": {"adaround": -1, "equalize": True},
     "CLE+Ada+bias": {"adaround": -1, "equalize": True, "bias_correction": True},
+    "CLE+Ada+block": {"adaround": -1, "equalize": True, "reconstruction": "block"},
 }
 
 

@@ -38,6 +38,7 @@ SKIP: tuple[tuple[str, str], ...] = (  # (regex over the command, why it is not 
     (r"^echo \$\?$", "the exit code of the SSH `doctor` above it"),
     (r"^adb ", "needs a phone (adb)"),
     (r"--on lib:/vendor/", "needs a phone's Neuron adapter library"),
+    (r"--cc \$NDK/", "needs the Android NDK (the phone's compiler)"),
     (r"--target mt6886-probed\.toml", "needs the target file `probe` writes on the phone"),
     (r"^make (demo|test)$", "sets up .venv and runs the whole suite, this test included"),
     (r"^make wheels$|/tmp/wdemo", "wheels into fresh venvs: tests/test_wheels.py does that"),
@@ -49,6 +50,7 @@ SKIP: tuple[tuple[str, str], ...] = (  # (regex over the command, why it is not 
 
 FILES = {  # files README commands use that the README names instead of showing: copied in
     "my_ssd.py": "tests/workbench/ssd_model.py",  # apps/workbench/README.md: "is one"
+    "my_seg.py": "tests/workbench/argmax_models.py",  # the same README's export section
 }
 
 

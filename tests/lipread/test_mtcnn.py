@@ -183,3 +183,88 @@ def test_read_with_roi_auto_runs_the_detector_on_the_target(
     assert stamp
     assert all(p.stat().st_mtime_ns == t for p, t in stamp.items())
     assert detect_size(720, 1280) == (270, 480)
+
+
+def test_pyramid_module_is_pnet_per_level_with_a_fixed_arity() -> None:
+    """`pyramid_module` (built as a torch.fx graph, no generated source): one named input per
+    level, outputs P-Net's (reg, prob) per level bit for bit, and it imports through
+    `mdla_ir.from_torch` with one graph input per level and two outputs per level."""
+    import inspect
+
+    import mdla_ir
+    from lipread.errors import UnsupportedError
+    from lipread.mtcnn_npu import float_modules, pyramid_module
+
+    pnet = float_modules()[0]
+    sizes = [s for _, s in pyramid(*SIZE)][:3]
+    module = pyramid_module(pnet, len(sizes))
+    assert not module.training
+    assert list(inspect.signature(module.forward).parameters) == ["x0", "x1", "x2"]
+    rng = np.random.default_rng(1)
+    xs = [torch.from_numpy(rng.uniform(-1, 1, (1, 3, *s)).astype(np.float32)) for s in sizes]
+    with torch.no_grad():
+        got = module(*xs)
+        want = [o for x in xs for o in pnet(x)]
+    assert len(got) == 2 * len(sizes)
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    graph = mdla_ir.from_torch(module, tuple(xs), name="pyr")
+    assert len(graph.inputs) == 3
+    assert len(graph.outputs) == 6
+    with pytest.raises(UnsupportedError, match="at least one level"):
+        pyramid_module(pnet, 0)
+
+
+@pytest.fixture
+def no_float_mtcnn(cache: Path, monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
+    """The cached compiled nets, facenet-pytorch blocked (the float detector cannot run) and
+    every `roi.mtcnn_corners` call's target recorded."""
+    import lipread.roi
+
+    monkeypatch.setenv("LIPREAD_CACHE", str(cache))
+    monkeypatch.setitem(sys.modules, "facenet_pytorch", None)
+    targets: list[str | None] = []
+    real = lipread.roi.mtcnn_corners
+
+    def spy(frames: np.ndarray, on: str | None = None) -> np.ndarray:
+        targets.append(on)
+        return real(frames, on)
+
+    monkeypatch.setattr(lipread.roi, "mtcnn_corners", spy)
+    return targets
+
+
+def test_features_with_roi_auto_runs_the_detector_on_the_target(
+    no_float_mtcnn: list[str | None], tmp_path: Path
+) -> None:
+    """`lipread features VIDEO --roi auto` finds the mouth with MTCNN's compiled nets on the
+    --on target (facenet-pytorch blocked: the float detector would fail); with --fp32 it is
+    the float reference, which then says what it needs (exit 3)."""
+    video = tmp_path / "face.mp4"
+    write_video(video, face_frames(30))
+    out = tmp_path / "feats.npy"
+    args = ["features", str(video), "--roi", "auto", "-o", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert no_float_mtcnn == ["emu"]
+    feats = np.load(out)
+    assert feats.shape[0] == 30
+    assert np.isfinite(feats).all()
+    result = CliRunner().invoke(app, [*args, "--fp32"])
+    assert result.exit_code == 3, result.output
+    assert "facenet-pytorch" in result.stderr
+    assert no_float_mtcnn == ["emu", None]
+
+
+def test_calibrate_with_roi_auto_runs_the_detector_on_the_target(
+    no_float_mtcnn: list[str | None], tmp_path: Path
+) -> None:
+    """`lipread calibrate DIR --roi auto` crops each video's mouth with the compiled nets on
+    the --on target (one detector call per video), not the float MTCNN."""
+    folder = tmp_path / "faces"
+    folder.mkdir()
+    write_video(folder / "a.mp4", face_frames(24))
+    result = CliRunner().invoke(app, ["calibrate", str(folder), "--roi", "auto", "--on", "emu"])
+    assert result.exit_code == 0, result.output
+    assert "calibrated on 1 videos" in result.stdout
+    assert no_float_mtcnn == ["emu"]

@@ -87,15 +87,20 @@ def test_a_lost_track_is_retried_then_detected_only_on_keyframes() -> None:
     assert calls == [0, 1, 2, 3, 4, 5, 25, 50]  # the first MAX_GAP + 1 frames, then keyframes
 
 
-def test_the_real_detector_path_runs_on_a_rendered_face() -> None:
-    """MTCNN finds the cartoon face of some synthetic speakers (100000, 100001) and not of
-    others (100002 and 100005 at this level): on 100001 its tracked boxes hold."""
+@pytest.mark.parametrize("speaker", [105009, 105029])
+def test_the_real_detector_tracks_a_rendered_face(speaker: int) -> None:
+    """facenet's MTCNN (the float reference of `--roi auto`) on rendered full-face clips: a
+    face on every frame and the tracked mouth boxes within IoU 0.7 of the known ones on >= 95%
+    of frames. Before the face got a shaded rim, ears, a neck and dark eye sockets
+    (`scenes._face`), MTCNN found no face on any keyframe of these two clips (two of the 8 of
+    40 the face level of bench/lipread.py lost). Not every rendered face is found yet: bench
+    counts the misses over its 40 clips."""
     pytest.importorskip("facenet_pytorch")
-    scene = render_scene(spoken_sentence(100001, 0), 100001, 0, LEVELS["face"], frames=40)
+    scene = render_scene(spoken_sentence(speaker, 0), speaker, 0, LEVELS["face"])
     corners = lipread.roi.mtcnn_corners(scene.frames)
-    assert np.isfinite(corners).all(axis=(1, 2)).mean() >= 0.85  # a cartoon is a hard face
+    assert np.isfinite(corners).all()
     overlap = iou(boxes_from_corners(corners), scene.boxes)
-    assert (overlap >= 0.7).mean() >= 0.9, np.round(overlap, 2)
+    assert (overlap >= 0.7).mean() >= 0.95, np.round(overlap, 2)
 
 
 def test_easy_is_the_training_corpus_and_levels_differ() -> None:

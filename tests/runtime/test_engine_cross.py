@@ -97,3 +97,22 @@ def test_aarch64_engine_runs_partitions_bit_exact(arm: Path, tmp_path: Path) -> 
     (want,) = run_int8(graph, [x], raw=True)
     got = np.fromfile(tmp_path / "output_0.bin", np.int8).reshape(want.shape)
     np.testing.assert_array_equal(got, want)
+
+
+def test_aarch64_engine_runs_a_float_region_bit_exact(arm: Path, tmp_path: Path) -> None:
+    """A float32 cpu partition on aarch64 (DEQUANTIZE, a bidirectional GRU, FULLY_CONNECTED_F32:
+    cpu/gru.c) writes the float32 output run_int8 computes, bit for bit."""
+    from mdla_runtime.testing_float import float_region_qgraph
+
+    graph = float_region_qgraph()
+    path = save(graph, tmp_path / "gru.mdla")
+    (spec,) = load(path).inputs
+    x = np.random.default_rng(6).normal(size=spec.model_shape).astype(np.float32)
+    (tmp_path / "x.bin").write_bytes(quantize(x, spec).tobytes())
+    args = [str(path), "--lib", str(arm / "libneuron_emu.so"), "--input", str(tmp_path / "x.bin")]
+    proc = qemu(arm, *args, "--outdir", str(tmp_path), "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [p["device"] for p in json.loads(proc.stdout)["partitions"]] == ["mtk-mdla", "cpu"]
+    (want,) = run_int8(graph, [x], raw=True)
+    got = np.fromfile(tmp_path / "output_0.bin", "<f4").reshape(want.shape)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -234,16 +234,13 @@ def test_no_fallback_a_partition_device_the_adapter_lacks(tmp_path: Path, lib: s
     assert err["message"].startswith("partition 0 is placed on `mtk-nope`; the adapter has no")
 
 
-def test_device_option_must_agree_and_ops_cache_are_refused(tmp_path: Path, lib: str) -> None:
+def test_device_option_must_agree(tmp_path: Path, lib: str) -> None:
+    """(--ops and --cache on partitioned manifests: tests/runtime/test_partition_prefix.py.)"""
     path = save(real_gelu(partitioned_qgraph()), tmp_path / "parts.mdla")
     code, err = failing(path, tmp_path, "--lib", lib, "--device", "mtk-gpu")
     assert code == 2
     assert "partition 0 of" in err["message"]
     assert "placed on `mtk-mdla`" in err["message"]
-    for extra in (["--ops", "2"], ["--cache", str(tmp_path / "c.bin")]):
-        code, err = failing(path, tmp_path, "--lib", lib, *extra)
-        assert code == 2
-        assert "on a partitioned manifest (3 partitions) is not built yet" in err["message"]
 
 
 def test_an_npu_partition_that_stops_mapping_names_its_op(

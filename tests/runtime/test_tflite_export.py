@@ -130,8 +130,10 @@ def test_unexportable_graphs_raise_export_error() -> None:
     with pytest.raises(ExportError, match="layout NCHW"):
         tflite_bytes(relu.with_(layout="NCHW"))
     t = single_op_qgraph(OpKind.TRANSPOSE, [act("x", (2, 3), q)], (3, 2), q, {"perm": (1, 0)})
-    with pytest.raises(ExportError, match=r"`transpose0`: TRANSPOSE has no \.tflite export"):
-        tflite_bytes(t)
+    assert tflite_bytes(t)[4:8] == b"TFL3"  # exported since issue 17 (a CPU partition's op)
+    silu = single_op_qgraph(OpKind.SILU, [act("x", (4,), q)], (4,), q)  # no int8 form at all
+    with pytest.raises(ExportError, match=r"`silu0`: SILU has no \.tflite export$"):
+        tflite_bytes(silu)
 
 
 def test_runtime_imports_neither_torch_nor_litert() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 import mdla_runtime
@@ -16,7 +17,10 @@ BLOCK = str(Path(__file__).with_name("unmappable_models.py")) + ":convnext_block
 CPU = "LAYER_NORM,GELU,FULLY_CONNECTED,TRANSPOSE"
 
 
-def test_compile_with_cpu_partitions(runner: CliRunner, tmp_path: Path) -> None:
+def test_compile_with_cpu_partitions(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # `run` without images draws the dense output into the cwd
     out = tmp_path / "block.mdla"
     args = ["compile", BLOCK, "--cpu", CPU, "--calib", "random", "--count", "2", "-o", str(out)]
     result = runner.invoke(app, args)
@@ -45,6 +49,7 @@ def test_compile_with_cpu_partitions(runner: CliRunner, tmp_path: Path) -> None:
     ):
         assert f"partition {k:>3} on {device:<9} {ops:>4} op(s) from op {first:<5}" in run.output
     assert "per device: cpu " in run.output
+    assert (tmp_path / "random.convnext_block.add.png").is_file()
     shown = runner.invoke(app, ["run", str(out), "--json"])
     assert shown.exit_code == 0, shown.output
     (entry,) = json.loads(shown.output)["runs"]

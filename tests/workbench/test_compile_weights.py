@@ -58,3 +58,21 @@ def test_a_compile_the_device_does_not_run_exits_3_and_writes_only_with_force(
     assert forced.exit_code == 3, forced.output
     assert "written because of --force" in forced.stderr
     assert out.read_bytes()[:5] == b"\x89MDLA"
+
+
+def test_block_reconstruction_is_recorded_and_needs_adaround(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    out = tmp_path / "t.mdla"
+    args = [TINY, "--calib", "random", "--count", "2", "-o", str(out)]
+    result = runner.invoke(app, ["compile", *args, "--adaround", "3", "--reconstruction", "block"])
+    assert result.exit_code == 0, result.output
+    assert "AdaRound 3 iters/layer, block reconstruction" in result.output
+    quant = mdla_runtime.load(out).provenance.quant
+    assert quant is not None
+    assert (quant.adaround, quant.reconstruction) == (3, "block")
+    alone = runner.invoke(app, ["compile", *args, "--reconstruction", "block"])
+    assert alone.exit_code == 1
+    assert "adaround > 0" in alone.stderr
+    unknown = runner.invoke(app, ["compile", *args, "--adaround", "3", "--reconstruction", "net"])
+    assert unknown.exit_code == 2

@@ -30,6 +30,7 @@ The float path (`lipread.track.MtcnnDetector` with `track_corners`) is the refer
 from __future__ import annotations
 
 import importlib.metadata
+import operator
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ from lipread.errors import DeviceError, LipreadError, UnsupportedError
 from lipread.frontend import cache_dir
 from lipread.image import resize
 from lipread.mtcnn import Nets, area_resize, detect_faces, net_input, pyramid, refine_crop
-from lipread.track import DETECT_SIDE, FACE_P, KEYFRAME, Face, square
+from lipread.track import DETECT_SIDE, FACE_P, KEYFRAME, Face, Report, no_report, square
 
 Array = np.ndarray[Any, Any]
 RNET_BATCH = 64
@@ -141,17 +142,20 @@ def _batches(xs: list[Array], batch: int) -> list[list[Array]]:
     return [[tiled]]
 
 
-def compile_mtcnn(size: tuple[int, int]) -> dict[str, Path]:
-    """Compile (or find cached) the three nets for detection frames of `size`."""
+def compile_mtcnn(size: tuple[int, int], report: Report = no_report) -> dict[str, Path]:
+    """Compile (or find cached) the three nets for detection frames of `size`;
+    `report("compiling MTCNN", k, 3)` as each is done."""
     paths = cache_paths(size)
     if all(p.is_file() for p in paths.values()):
         return paths
     import mdla_runtime
 
-    for name, module, calib in mtcnn_jobs(size):
+    report("compiling MTCNN", 0, len(paths))
+    for k, (name, module, calib) in enumerate(mtcnn_jobs(size)):
         if paths[name].is_file():
             continue
         qgraph = quantized(name, module, calib)
+        report("compiling MTCNN", k + 1, len(paths))
         try:
             paths[name].parent.mkdir(parents=True, exist_ok=True)
             mdla_runtime.save(qgraph, paths[name])
@@ -163,33 +167,44 @@ def compile_mtcnn(size: tuple[int, int]) -> dict[str, Path]:
 def mtcnn_jobs(size: tuple[int, int]) -> list[tuple[str, Any, list[list[Array]]]]:
     """(name, torch module, calibration inputs) of the three nets for frames of `size`."""
     pnet, rnet, onet = float_modules()  # first: without torch it says what --roi auto needs
-    import torch
-
     frames, r_in, o_in = _calibration(size)
     levels = [s for _, s in pyramid(*size)]
     if not levels:
         raise UnsupportedError(f"frames of {size[1]}x{size[0]} are too small for MTCNN")
 
-    class Pyramid(torch.nn.Module):
-        """P-Net on each level: inputs x0..x{n-1}, outputs reg0, prob0, reg1, ... (torch.fx
-        needs a fixed arity, so `forward` is generated for this pyramid's level count)."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = pnet
-
-    names = ", ".join(f"x{i}" for i in range(len(levels)))
-    body = " ".join(f"*self.net(x{i})," for i in range(len(levels)))
-    scope: dict[str, Any] = {}
-    exec(f"def forward(self, {names}):\n    return ({body})\n", scope)
-    Pyramid.forward = scope["forward"]
-
     p_calib = [[net_input(area_resize(f, s)[None]) for s in levels] for f in frames]
     return [
-        ("pnet", Pyramid().eval(), p_calib),
+        ("pnet", pyramid_module(pnet, len(levels)), p_calib),
         ("rnet", rnet, _batches(r_in, RNET_BATCH)),
         ("onet", onet, _batches(o_in, ONET_BATCH)),
     ]
+
+
+def pyramid_module(pnet: Any, levels: int) -> Any:
+    """P-Net on each of `levels` pyramid levels as ONE module of fixed arity: inputs
+    x0..x{levels-1}, outputs reg0, prob0, reg1, prob1, ... (in eval mode).
+
+    torch.fx traces a forward of named tensor arguments but not `*args`, and the level count
+    is the frame size's. So the module is built as a torch.fx graph: one placeholder per level,
+    a call of the shared P-Net submodule `net` on each, and each call's two outputs taken by
+    index. Its forward is P-Net applied per level and nothing else (the same submodule and
+    weights, no arithmetic between), so it is exact: `tests/lipread/test_mtcnn.py` compares it
+    with `pnet(x_i)` level by level and imports it with `mdla_ir.from_torch`."""
+    import torch
+    from torch import fx
+
+    if levels < 1:
+        raise UnsupportedError(f"a P-Net pyramid needs at least one level, got {levels}")
+    root = torch.nn.Module()
+    root.net = pnet
+    graph = fx.Graph()
+    inputs = [graph.placeholder(f"x{i}") for i in range(levels)]
+    outputs = []
+    for x in inputs:
+        both = graph.call_module("net", (x,))
+        outputs += [graph.call_function(operator.getitem, (both, k)) for k in (0, 1)]
+    graph.output(tuple(outputs))
+    return fx.GraphModule(root, graph, "MtcnnPyramid").eval()
 
 
 def quantized(name: str, module: Any, calib: list[list[Array]]) -> Any:
@@ -214,12 +229,17 @@ def quantized(name: str, module: Any, calib: list[list[Array]]) -> Any:
         raise LipreadError(f"MTCNN {name} INT8 compile failed: {exc}") from exc
 
 
-def npu_nets(size: tuple[int, int], spec: str, latencies: list[float] | None = None) -> Nets:
+def npu_nets(
+    size: tuple[int, int],
+    spec: str,
+    latencies: list[float] | None = None,
+    report: Report = no_report,
+) -> Nets:
     """The three compiled nets for detection frames of `size`, run on target `spec`;
     each call's device milliseconds are appended to `latencies`."""
     import mdla_runtime
 
-    paths = compile_mtcnn(size)
+    paths = compile_mtcnn(size, report)
     try:
         manifests = {k: mdla_runtime.load(p) for k, p in paths.items()}
         target = mdla_runtime.open_target(spec)
@@ -295,19 +315,26 @@ class CascadeDetector:
         return out
 
 
-def track_batched(frames: Array, detector: CascadeDetector, every: int = KEYFRAME) -> Array:
+def track_batched(
+    frames: Array, detector: CascadeDetector, every: int = KEYFRAME, report: Report = no_report
+) -> Array:
     """Mouth corners (T, 2, 2) for frames (T, H, W, 3), NaN where no face was found.
 
     Keyframes are detected; every other frame starts from the box interpolated between the
     keyframes around it, and O-Net runs on all of them in one batched call. Frames it loses
     (the head moved off the straight line) restart from the box of the nearest frame tracked
     so far, in further batched rounds while a round recovers any frame; then one last round
-    refines every tracked frame from its own box. What is still lost is detected alone."""
+    refines every tracked frame from its own box. What is still lost is detected alone.
+
+    `report(phase, done, total)` after each detection and each O-Net call (ONET_BATCH frames:
+    the chunks `npu_nets` would cut the round into anyway, so the calls are the same)."""
     total = len(frames)
     out = np.full((total, 2, 2), np.nan)
     tracked: dict[int, Array] = {}  # frame -> its face's square box
-    for t in sorted({*range(0, total, every), total - 1}):
+    keyframes = sorted({*range(0, total, every), total - 1})
+    for k, t in enumerate(keyframes):
         face = detector.detect(frames[t])
+        report("detecting keyframes", k + 1, len(keyframes))
         if face is not None:
             out[t] = face.corners
             tracked[t] = square(face.box)
@@ -322,9 +349,13 @@ def track_batched(frames: Array, detector: CascadeDetector, every: int = KEYFRAM
         u = (t - a) / (b - a) if b != a else 0.0
         starts[t] = tracked[int(a)] + (tracked[int(b)] - tracked[int(a)]) * u
 
-    def refine(ts: list[int]) -> list[int]:
-        """O-Net on ts from their starts, in one call; the frames it tracked."""
-        faces = detector.refine_many([frames[t] for t in ts], [starts[t] for t in ts])
+    def refine(ts: list[int], phase: str) -> list[int]:
+        """O-Net on ts from their starts, ONET_BATCH frames a call; the frames it tracked."""
+        faces: list[Face | None] = []
+        for start in range(0, len(ts), ONET_BATCH):
+            part = ts[start : start + ONET_BATCH]
+            faces += detector.refine_many([frames[t] for t in part], [starts[t] for t in part])
+            report(phase, len(faces), len(ts))
         done = []
         for t, face in zip(ts, faces, strict=True):
             if face is not None:
@@ -333,33 +364,37 @@ def track_batched(frames: Array, detector: CascadeDetector, every: int = KEYFRAM
                 done.append(t)
         return done
 
-    first = set(refine(todo))
+    first = set(refine(todo, "tracking frames"))
     lost = [t for t in todo if t not in first]
+    rounds = 0
     while lost:
         known = np.array(sorted(tracked))
         for t in lost:
             starts[t] = tracked[int(known[np.abs(known - t).argmin()])]
-        recovered = set(refine(lost))
+        rounds += 1
+        recovered = set(refine(lost, f"recovering lost frames, round {rounds}"))
         if not recovered:
             break
         lost = [t for t in lost if t not in recovered]
     again = [t for t in todo if t in tracked]
     for t in again:
         starts[t] = tracked[t]
-    if again:
-        refine(again)  # from each frame's own box: re-centred, as the float tracker's refine
-    for t in lost:  # O-Net cannot follow: a full detection on this frame alone
+    if again:  # from each frame's own box: re-centred, as the float tracker's refine
+        refine(again, "re-centring frames")
+    for k, t in enumerate(lost):  # O-Net cannot follow: a full detection on this frame alone
         face = detector.detect(frames[t])
+        report("detecting lost frames", k + 1, len(lost))
         if face is not None:
             out[t] = face.corners
     return out
 
 
-def npu_corners(spec: str) -> Callable[[Array], Array]:
-    """A `roi.CornerFinder` running MTCNN's nets on target `spec`."""
+def npu_corners(spec: str, report: Report = no_report) -> Callable[[Array], Array]:
+    """A `roi.CornerFinder` running MTCNN's nets on target `spec`, reporting its progress."""
 
     def find(frames: Array) -> Array:
         size = detect_size(*frames.shape[1:3])
-        return track_batched(frames, CascadeDetector(npu_nets(size, spec), size))
+        nets = npu_nets(size, spec, report=report)
+        return track_batched(frames, CascadeDetector(nets, size), report=report)
 
     return find

@@ -13,7 +13,7 @@ import numpy as np
 from lipread.checkpoint import Checkpoint
 from lipread.confidence import LOW_CONFIDENCE, path_confidence
 from lipread.config import LipNetConfig
-from lipread.errors import DeviceError, LipreadError
+from lipread.errors import DeviceError, LipreadError, UnsupportedError
 from lipread.frontend import (
     CLIP_FRAMES,
     FrontEndFn,
@@ -172,6 +172,7 @@ def read_sentence(
     finder: CornerFinder | None = None,
     crops_dir: Path | None = None,
     stage: Callable[[str], None] = lambda _name: None,
+    tail: str = "numpy",
 ) -> Reading:
     """The whole app: the decoded sentence, how sure it is and where the time went.
     `stage(name)` is called as each of the STAGES steps starts (the CLI's progress).
@@ -179,7 +180,14 @@ def read_sentence(
     `Roi("default")` becomes `auto` or `none` by the frames' look (`roi.resolve_roi`);
     `crops_dir` receives the crops the model read (`image.save_crops`). `--roi auto` runs
     MTCNN's nets compiled on target `on` (`lipread.mtcnn_npu`); with `fp32` in torch float
-    (`lipread.track.MtcnnDetector`, the reference)."""
+    (`lipread.track.MtcnnDetector`, the reference). `tail="engine"` runs the whole model in
+    mdla-engine (`lipread.fullmodel`: the GRU tail is a cpu partition) instead of the front-end
+    there and the numpy tail here."""
+    if tail not in ("numpy", "engine"):
+        raise LipreadError(f"tail {tail!r}: use numpy or engine")
+    if tail == "engine" and fp32:
+        raise UnsupportedError("--fp32 runs the front-end in torch; --tail engine runs the whole "
+                               "INT8 model in mdla-engine: choose one")  # fmt: skip
     t0 = time.perf_counter()
     stage(STAGES[0])
     frames = read_video(video)
@@ -201,17 +209,26 @@ def read_sentence(
             raise LipreadError(f"--save-crops {crops_dir}: {exc.strerror or exc}") from exc
     t2 = time.perf_counter()
     stage(STAGES[2])
-    if fp32:
+    info: dict[str, Any]
+    if tail == "engine":
+        from lipread.fullmodel import engine_model
+
+        whole, info, latencies = engine_model(ckpt, on, x.shape[2])
+    elif fp32:
         fn, latencies = fp32_frontend(ckpt)
-        info: dict[str, Any] = {"device": "cpu (torch fp32)", "target": "host"}
+        info = {"device": "cpu (torch fp32)", "target": "host"}
     else:
         fn, info, latencies = npu_frontend(ckpt, on)
     t3 = time.perf_counter()
     stage(STAGES[3])
-    feats = run_chunked(fn, x)
+    if tail == "engine":
+        logits = whole(x)  # the whole model: the front-end and the GRU tail in mdla-engine
+    else:
+        feats = run_chunked(fn, x)
     t4 = time.perf_counter()
     stage(STAGES[4])
-    logits = tail_logits(feats, ckpt.state)
+    if tail != "engine":
+        logits = tail_logits(feats, ckpt.state)
     text, path = greedy_ctc(logits)
     confidence = path_confidence(logits)
     t5 = time.perf_counter()

@@ -4,6 +4,11 @@
         stage("decoding video"); ...     # each call finishes the previous stage
     with counted("calibrating", n) as tick:  # a bar over n items, with ETA
         tick()
+    with phases("tracking the face") as report:  # one bar whose phase and total change
+        report("keyframes", done, total)
+
+A bar opened while another is on screen (the face tracker's, inside `lipread VIDEO`'s stages)
+joins that display as a second line: rich allows one live display at a time.
 
 Shown when stderr is a terminal, silent in a pipe or a CI log (stderr stays the one error
 line); `MDLA_PROGRESS=1` asks for it anyway (each bar's final line, printed once), `0` silences
@@ -28,6 +33,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+_active: list[Progress] = []  # the display on screen now; bars opened inside join it
+
 
 def _progress() -> Progress | None:
     asked = os.environ.get("MDLA_PROGRESS", "")
@@ -46,13 +53,30 @@ def _progress() -> Progress | None:
 
 
 @contextlib.contextmanager
-def stages(total: int) -> Iterator[Callable[[str], None]]:
-    """`stage(name)` marks the previous stage done and names the running one."""
+def _shown() -> Iterator[Progress | None]:
+    """The display on screen, else a new one (shown until the block ends), else None (off)."""
+    if _active:
+        yield _active[-1]
+        return
     progress = _progress()
     if progress is None:
-        yield lambda _name: None
+        yield None
         return
     with progress:
+        _active.append(progress)
+        try:
+            yield progress
+        finally:
+            _active.pop()
+
+
+@contextlib.contextmanager
+def stages(total: int) -> Iterator[Callable[[str], None]]:
+    """`stage(name)` marks the previous stage done and names the running one."""
+    with _shown() as progress:
+        if progress is None:
+            yield lambda _name: None
+            return
         task = progress.add_task("starting", total=total)
         started = [0]
 
@@ -67,10 +91,32 @@ def stages(total: int) -> Iterator[Callable[[str], None]]:
 @contextlib.contextmanager
 def counted(what: str, total: int) -> Iterator[Callable[[], None]]:
     """`tick()` after each of `total` items."""
-    progress = _progress()
-    if progress is None:
-        yield lambda: None
-        return
-    with progress:
+    with _shown() as progress:
+        if progress is None:
+            yield lambda: None
+            return
         task = progress.add_task(what, total=total)
         yield lambda: progress.advance(task)
+
+
+@contextlib.contextmanager
+def phases(what: str) -> Iterator[Callable[[str, int, int], None]]:
+    """`report(phase, done, total)`: one bar, "what: phase", at done of total (with ETA); a new
+    phase restarts it (the face tracker's keyframes, then its batched rounds over frames)."""
+    with _shown() as progress:
+        if progress is None:
+            yield lambda _phase, _done, _total: None
+            return
+        task = progress.add_task(what, total=None)
+        shown = [""]
+
+        def report(phase: str, done: int, total: int) -> None:
+            text = f"{what}: {phase}"
+            if text != shown[0]:  # a new phase: its own elapsed time and speed, for the ETA
+                shown[0] = text
+                progress.reset(task, total=total, completed=done, description=text)
+            else:
+                progress.update(task, completed=done, total=total)
+
+        yield report
+        progress.update(task, description=f"{what}: done")

@@ -103,15 +103,29 @@ def mtcnn_corners(frames: Array, on: str | None = None) -> Array:
 
     `on` a target spec ("emu", "lib:...", "ssh://..."): its nets compiled and run there
     (`lipread.mtcnn_npu`); None: in torch float (`lipread.track`), the reference."""
-    if on is not None:
-        from lipread.mtcnn_npu import npu_corners
+    from lipread.progress import phases
 
-        return npu_corners(on)(frames)
-    from lipread.track import MtcnnDetector, track_corners
+    with phases("tracking the face") as report:  # on stderr, with ETA (MDLA_PROGRESS)
+        if on is not None:
+            from lipread.mtcnn_npu import npu_corners
 
-    detector = MtcnnDetector()
-    with detector.one_thread():
-        return track_corners(frames, detector)
+            return npu_corners(on, report)(frames)
+        from lipread.track import MtcnnDetector, track_corners
+
+        detector = MtcnnDetector()
+        with detector.one_thread():
+            return track_corners(frames, detector, report=report)
+
+
+def target_finder(on: str) -> CornerFinder:
+    """The `CornerFinder` of `--roi auto` off --fp32: MTCNN's compiled nets on target `on`
+    (`mtcnn_corners(frames, on)`, looked up at each call so tests can replace it). `lipread
+    VIDEO`, `lipread features` and `lipread calibrate` all find the mouth this way."""
+
+    def find(frames: Array) -> Array:
+        return mtcnn_corners(frames, on)
+
+    return find
 
 
 def boxes_from_corners(corners: Array) -> Array:

@@ -12,8 +12,8 @@
 - **lighting**: gain 1 +- `light`, a gradient +- `light` across the frame and a flicker.
 - **blur**: extra gaussian sigma (pixels at 64x128); **compression**: `crf` is the H.264 rate
   factor the clip should be written with (`video.write_video(..., crf=level.crf)`).
-- **face**: FACE_SIZE frames (4:3) of a head (skin ellipse, hair, brows, eyes, nose) with the
-  mouth in it, instead of a mouth crop.
+- **face**: FACE_SIZE frames (4:3) of a head (skin ellipse darkening to its rim, neck, ears,
+  hair, brows, eye sockets, eyes, nose) with the mouth in it, instead of a mouth crop.
 
 The known mouth box is the app's own rule (`roi.boxes_from_corners`, unsmoothed) applied to the
 mouth corners at rest: centred between them, 2.2x their distance wide, 2:1. `corners` are the
@@ -42,6 +42,7 @@ from lipread.render import (
 Array = np.ndarray[Any, Any]
 FACE_SIZE = (240, 320)  # (H, W) of full-face frames
 ROI_WIDTH = 2.2  # the app's crop: 2.2x the mouth-corner distance (lipread.roi)
+RIM = 0.5  # the face's skin darkens from this squared radius of its ellipse outwards
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,22 +230,42 @@ def _face(
     radius: Array,
     rng: np.random.Generator,
 ) -> Array:
-    """A cartoon head around the mouth: background, skin, hair, brows, eyes, nose (T, H, W, 3)."""
+    """A cartoon head around the mouth (T, H, W, 3): background, neck, ears, skin darkening
+    towards its rim, hair, brows, eye sockets, eyes, nose.
+
+    What makes it a face to MTCNN (issue 22: facenet's MTCNN found no face in 8 of 40 clips of
+    the flat egg this was, mostly where skin and background had close colours or the light was
+    dim; lowering a threshold or rescaling the frame did not help): the shading of the rim,
+    ears and neck outline the head against any background, and the eyes read dark at P-Net's
+    12-pixel scale (a shadowed socket, grey sclera, a larger iris) rather than as white blobs.
+    The app's mouth box (2.2x the corner distance) spans most of the lower face, so the rim's
+    shading reaches the corners of the known-box crops: the face-level crops changed with this
+    look (the demo model of train_demo.py's stage 2 was trained on it)."""
     t = len(head)
     h, w = px.shape
     back = rng.uniform(0.2, 0.8, 3) * (0.8 + 0.4 * (py / h))[..., None]
     img = np.broadcast_to(back.astype(np.float32), (t, h, w, 3)).copy()
     shift = np.stack([np.sin(yaw), -np.sin(pitch)], axis=1)
     cy, cp = np.cos(yaw), np.cos(pitch)
+    neck = _place(head, roll, np.array([0.0, 1.2]) * radius[:, None])
+    _paint(img, px, py, neck, roll, 0.55 * radius, 0.6 * radius, spk.skin * 0.7)
+    for side in (-1, 1):
+        ear = _place(head, roll, np.array([side * 0.97, 0.0]) * radius[:, None])
+        _paint(img, px, py, ear, roll, 0.16 * radius, 0.3 * radius, spk.skin * 0.85)
     u, v, (y0, y1, x0, x1) = _paint(img, px, py, head, roll, radius, 1.25 * radius, spk.skin)
-    hair = (u**2 + v**2 < 1.0) & (v < -0.62)
+    r2 = u**2 + v**2
+    skin = r2 < 1.0
+    rim = np.clip((r2[skin] - RIM) / (1.0 - RIM), 0.0, 1.0)
+    img[:, y0:y1, x0:x1][skin] *= (1.0 - 0.45 * rim)[:, None]
+    hair = skin & (v < -0.62)
     img[:, y0:y1, x0:x1][hair] = rng.uniform(0.05, 0.35) * np.array([1.0, 0.8, 0.6])
     for side in (-1, 1):
         eye = _place(head, roll, (0.5 * shift + [side * 0.4, -0.3]) * radius[:, None])
         brow = _place(head, roll, (0.5 * shift + [side * 0.4, -0.52]) * radius[:, None])
-        _paint(img, px, py, brow, roll, 0.2 * radius * cy, 0.035 * radius * cp, 0.15)
-        _paint(img, px, py, eye, roll, 0.16 * radius * cy, 0.08 * radius * cp, 0.95)
-        _paint(img, px, py, eye, roll, 0.065 * radius * cy, 0.065 * radius * cp, 0.1)
+        _paint(img, px, py, brow, roll, 0.22 * radius * cy, 0.06 * radius * cp, 0.12)
+        _paint(img, px, py, eye, roll, 0.24 * radius * cy, 0.14 * radius * cp, spk.skin * 0.55)
+        _paint(img, px, py, eye, roll, 0.16 * radius * cy, 0.08 * radius * cp, 0.8)
+        _paint(img, px, py, eye, roll, 0.08 * radius * cy, 0.08 * radius * cp, 0.08)
     nose = _place(head, roll, (shift + np.array([0.0, 0.15])) * radius[:, None])
     _paint(img, px, py, nose, roll, 0.1 * radius * cy, 0.17 * radius * cp, spk.skin * 0.8)
     for side in (-1, 1):

@@ -5,7 +5,10 @@ Matches `torch.nn.GRU` (gate order reset, update, new in the 3H rows) within 1e-
     z = σ(W_iz x + b_iz + W_hz h + b_hz)
     n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn))
     h' = (1 − z) ⊙ n + z ⊙ h
-computed in float64, returned as float32. No torch needed: this is what runs on a phone.
+computed in float64, returned as float32. No torch needed. One direction is `mdla_ir`'s
+`gru_direction` (the GRU op's float64 kernel in `run_float`), so the tail and the IR's GRU are one
+definition; the engine's float32 C GRU is checked against this tail
+(tests/lipread/test_fullmodel.py).
 """
 
 from __future__ import annotations
@@ -14,28 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from mdla_ir.interp.recurrent import gru_direction
+
 Array = np.ndarray[Any, Any]
-
-
-def _sigmoid(x: Array) -> Array:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
-
-
-def gru_direction(x: Array, w_ih: Array, w_hh: Array, b_ih: Array, b_hh: Array) -> Array:
-    """One GRU direction over x (T, I) from h0 = 0 -> hidden states (T, H), float64."""
-    hidden = w_hh.shape[1]
-    gi = x.astype(np.float64) @ w_ih.T.astype(np.float64) + b_ih  # all input projections at once
-    w_hh64, b_hh64 = w_hh.astype(np.float64), b_hh.astype(np.float64)
-    h = np.zeros(hidden)
-    out = np.empty((x.shape[0], hidden))
-    for t in range(x.shape[0]):
-        gh = w_hh64 @ h + b_hh64
-        r = _sigmoid(gi[t, :hidden] + gh[:hidden])
-        z = _sigmoid(gi[t, hidden : 2 * hidden] + gh[hidden : 2 * hidden])
-        n = np.tanh(gi[t, 2 * hidden :] + r * gh[2 * hidden :])
-        h = (1.0 - z) * n + z * h
-        out[t] = h
-    return out
 
 
 def bigru(x: Array, state: dict[str, Array], name: str) -> Array:

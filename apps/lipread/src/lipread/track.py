@@ -22,7 +22,7 @@ boxes in `roi.boxes_from_corners`, which smooths them with a centred 5-frame mov
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -75,8 +75,18 @@ def box_crop(frame: Array, box: Array) -> Array | None:
     return crop
 
 
-def track_corners(frames: Array, detector: Detector, every: int = KEYFRAME) -> Array:
-    """Mouth corners (T, 2, 2) for frames (T, H, W, 3): NaN where no face was found."""
+Report = Callable[[str, int, int], None]  # (phase, done, total): `lipread.progress.phases`
+
+
+def no_report(_phase: str, _done: int, _total: int) -> None:
+    """The default `Report`: progress not asked for."""
+
+
+def track_corners(
+    frames: Array, detector: Detector, every: int = KEYFRAME, report: Report = no_report
+) -> Array:
+    """Mouth corners (T, 2, 2) for frames (T, H, W, 3): NaN where no face was found;
+    `report("frames", t, T)` after each frame."""
     out = np.full((len(frames), 2, 2), np.nan)
     box: Array | None = None
     misses = 0  # detections failed in a row since the last face
@@ -90,6 +100,7 @@ def track_corners(frames: Array, detector: Detector, every: int = KEYFRAME) -> A
             misses = 0 if face is not None else misses + 1
         if face is None and keyframe and box is not None:
             face = detector.refine(frame, box)  # the detector missed a face we track: keep it
+        report("frames", t + 1, len(frames))
         if face is None:
             box = None
             continue

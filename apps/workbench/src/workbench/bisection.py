@@ -2,7 +2,13 @@
 
 The MDLA's support report is all-or-nothing (silicon fact 4), so the first op that does not map
 is the K with ops [0, K) mapping and ops [0, K + 1) not: log2(N) support queries, each reported
-through `on_step` as it finishes.
+through `on_step` as it finishes. A partitioned manifest (`compile --cpu`) is cut the same way:
+`mdla-engine --ops K` runs whole partitions before the one K cuts and that one to its prefix, so
+the support of an NPU partition's prefix is asked on its own device (cpu ops are never asked).
+
+`diverge` bisects on outputs instead: an op whose result on the target differs from
+`mdla_quant.run_int8`'s on agreeing inputs, for a device that maps everything and computes
+something else.
 """
 
 from __future__ import annotations
@@ -10,11 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 import mdla_legalize
+import mdla_quant
 import mdla_runtime
 import mdla_target
 from mdla_ir import Graph
 from mdla_ir.ops import OpKind
+from mdla_runtime.engine.target import Array
 
 
 @dataclass(frozen=True)
@@ -33,6 +43,17 @@ class Culprit:
 
     def __str__(self) -> str:
         return f"first unmappable op: #{self.index} {self.name} ({self.kind}): {self.reason}"
+
+
+@dataclass(frozen=True)
+class OutputStep:
+    ops: int  # prefix length run
+    outputs: int  # tensors live at the cut
+    differing: int  # of them, those not bit-exact with run_int8's
+
+    @property
+    def agrees(self) -> bool:
+        return self.differing == 0
 
 
 def kind_name(code: int) -> str:
@@ -94,3 +115,57 @@ def culprit(
     except (ValueError, KeyError, mdla_legalize.LegalizeError, mdla_target.TargetDataError):
         reason = f"{kind} is not in {target}'s table for {device}"
     return Culprit(index, op.name, kind, reason)
+
+
+def diverge(
+    target: mdla_runtime.Target,
+    manifest: mdla_runtime.Manifest,
+    qgraph: Graph,
+    inputs: list[Array],
+    device: str = "mtk-mdla",
+    on_step: Callable[[OutputStep], None] | None = None,
+) -> int | None:
+    """The index of an op whose int8 output on the target differs from run_int8's while its
+    inputs agree, or None when the whole model's outputs are bit-exact. It is the first such op
+    when a difference, once made, stays visible at every later cut; a later op can hide one (a
+    softmax absorbing a one-code difference), and then bisection may land past it.
+
+    Prefix n runs ops [0, n) on the target (`--ops n`) and `mdla_legalize.prefix(qgraph, n)`
+    through run_int8; both give the tensors live at the cut, compared by name, bit for bit. The
+    empty prefix agrees (the inputs are quantized once, the same way), so bisection ends at an n
+    with prefix n - 1 agreeing and prefix n not. Every input of op n - 1 is read at or after
+    n - 1, so it is live at cut n - 1 and agrees there: op n - 1 itself computed another result.
+    """
+    if len(manifest.operations) != len(qgraph.ops):
+        raise mdla_runtime.TargetError(
+            f"the manifest has {len(manifest.operations)} operations, the graph "
+            f"`{qgraph.name}` {len(qgraph.ops)}: an output bisection needs the graph it was "
+            "saved from"
+        )
+
+    def agrees(n: int) -> bool:
+        got = target.run(manifest, inputs, [device], ops=n)
+        head = qgraph if n == len(qgraph.ops) else mdla_legalize.prefix(qgraph, n)
+        want = dict(zip(head.outputs, mdla_quant.run_int8(head, inputs, raw=True), strict=True))
+        if sorted(got.output_names) != sorted(want):
+            raise mdla_runtime.TargetError(
+                f"ops[:{n}]: the target returned {', '.join(got.output_names)}, the reference "
+                f"{', '.join(want)}: the manifest was not saved from `{qgraph.name}`"
+            )
+        differing = sum(
+            not np.array_equal(raw, want[name])
+            for name, raw in zip(got.output_names, got.raw_outputs, strict=True)
+        )
+        step = OutputStep(n, len(want), differing)
+        if on_step is not None:
+            on_step(step)
+        return step.agrees
+
+    total = len(qgraph.ops)
+    if agrees(total):
+        return None
+    lo, hi = 0, total  # prefix lo agrees (the empty one), prefix hi does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if agrees(mid) else (lo, mid)
+    return lo

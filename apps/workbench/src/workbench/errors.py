@@ -25,6 +25,7 @@ from mdla_ir import IRError
 from mdla_legalize import LegalizeError
 from mdla_quant import QuantError
 from mdla_runtime import ExportError, ManifestError, TargetError, TargetSpecError
+from mdla_runtime.export.writer import UnexportableOpError
 from mdla_target import TargetDataError, UnknownDeviceError
 from mdla_witness import WitnessError
 from mdla_zoo import ZooError
@@ -46,7 +47,7 @@ def exit_code(exc: BaseException) -> int | None:
     """The exit code of a known error, or None for an unexpected one (a bug)."""
     if isinstance(exc, WorkbenchError):
         return exc.exit_code
-    if isinstance(exc, LegalizeError | UnknownDeviceError):
+    if isinstance(exc, LegalizeError | UnknownDeviceError | UnexportableOpError):
         return UNSUPPORTED
     if isinstance(exc, TargetSpecError):
         return USAGE

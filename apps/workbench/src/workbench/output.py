@@ -9,6 +9,7 @@ stderr.
         with s.step("importing"):           # a spinner and elapsed time (no total known)
             ...
         tick = s.bar("calibrating", total=6)  # a bar with ETA; tick(n) after n done
+        target = mdla_runtime.open_target(on, progress=s.remote(on))  # an SSH phone's steps
 
 Progress policy: shown when stderr is a terminal (the bars animate there), silent in a pipe or
 a CI log, so their stderr stays the one `error:` line STYLE.md promises. `MDLA_PROGRESS=1` asks
@@ -25,6 +26,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from rich.console import Console
 from rich.progress import (
@@ -32,11 +34,19 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
+
+import mdla_runtime
+from mdla_runtime import StepProgress
+from mdla_runtime.engine.ssh import SshTarget
+from mdla_runtime.format.budget import DEFAULT as DEFAULT_BUDGET
+from mdla_runtime.format.budget import Budget
 
 
 def stderr_console() -> Console:
@@ -77,11 +87,24 @@ def json_output(enabled: bool) -> Iterator[Callable[[Any], None]]:
         yield emit
 
 
+class Amount(MofNCompleteColumn):
+    """done/total, or kB or MB (by the total) for a transfer (a task with unit="bytes")."""
+
+    def render(self, task: Task) -> Text:
+        if task.fields.get("unit") == "bytes":
+            total = task.total or 0
+            scale, unit = (1e6, "MB") if total >= 1e6 else (1e3, "kB")
+            sent = f"{task.completed / scale:.1f}/{total / scale:.1f} {unit}"
+            return Text(sent, style="progress.download")
+        return super().render(task)
+
+
 class Steps:
     """Named steps of one command on one rich Progress (see the module docstring)."""
 
     def __init__(self, progress: Progress | None) -> None:
         self._progress = progress
+        self._last: TaskID | None = None  # the latest step or bar (`describe` renames it)
 
     @contextlib.contextmanager
     def step(self, what: str) -> Iterator[None]:
@@ -89,7 +112,7 @@ class Steps:
         if self._progress is None:
             yield
             return
-        task = self._progress.add_task(what, total=None)
+        task = self._last = self._progress.add_task(what, total=None)
         yield
         self._progress.update(task, total=1, completed=1)
 
@@ -99,12 +122,37 @@ class Steps:
         if progress is None:
             return lambda _n: None
         task: TaskID = progress.add_task(what, total=total)
+        self._last = task
         return lambda n: progress.update(task, completed=n)
 
     def describe(self, text: str) -> None:
-        """Rename the latest bar (the item it is on)."""
-        if self._progress is not None and self._progress.task_ids:
-            self._progress.update(self._progress.task_ids[-1], description=text)
+        """Rename the latest step or bar (the item it is on)."""
+        if self._progress is not None and self._last is not None:
+            self._progress.update(self._last, description=text)
+
+    def remote(self, on: str) -> StepProgress | None:
+        """Target `on`'s remote steps (`mdla_runtime.StepProgress`: an SSH phone's connect,
+        work directory, engine, uploads, runs) as lines of this display, named by its host:
+        one line per step (a repeated one, as each image's upload, reuses its line), an upload
+        in kB or MB with ETA. None when progress is off (and for a local target, which has
+        no such steps)."""
+        progress = self._progress
+        if progress is None or not on.startswith("ssh://"):
+            return None
+        host = urlsplit(on.split("?")[0]).hostname or on
+        tasks: dict[str, TaskID] = {}
+
+        def report(step: str, done: int, total: int) -> None:
+            task = tasks.get(step)
+            if task is None:
+                task = tasks[step] = progress.add_task(f"{host}: {step}", total=None)
+            if done == 0:  # the step (again): a spinner, or a transfer of `total` bytes
+                unit = "bytes" if total else ""
+                progress.reset(task, total=total or None, completed=0, unit=unit)
+            else:
+                progress.update(task, completed=done, total=total)
+
+        return report
 
     def layers(self, what: str) -> Callable[[int, int, str], None]:
         """A bar that appears on its first call `(done, total, name)`: AdaRound's layers."""
@@ -115,6 +163,18 @@ class Steps:
         return lambda i, n, name: progress.update(
             task, completed=i, total=n, visible=True, description=f"{what} {name}"
         )
+
+
+def open_target(on: str, budget: Budget = DEFAULT_BUDGET) -> mdla_runtime.Target:
+    """`mdla_runtime.open_target`, an SSH phone's opening steps (connect, work directory, engine
+    build or check, adapter) shown on stderr while they run; its later steps stay quiet (`run`
+    and `probe` show those as well, on the display they keep open). Not inside another
+    `steps()` display: rich shows one at a time."""
+    with steps() as s:
+        target = mdla_runtime.open_target(on, budget, progress=s.remote(on))
+    if isinstance(target, SshTarget):
+        target.progress = None  # its display has ended
+    return target
 
 
 T = TypeVar("T")
@@ -146,7 +206,7 @@ def steps() -> Iterator[Steps]:
         SpinnerColumn(finished_text="✓"),
         TextColumn("{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
+        Amount(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=stderr_console(),

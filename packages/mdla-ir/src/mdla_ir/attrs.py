@@ -198,6 +198,14 @@ class ArgmaxAttrs(Attrs):
 
 
 @dataclass(frozen=True, slots=True)
+class GruAttrs(Attrs):
+    """GRU: one torch.nn.GRU layer over (T, I), h0 = 0; bidirectional concatenates the
+    forward and the reversed direction's hidden states, (T, 2H)."""
+
+    bidirectional: bool = _f("bool", False)
+
+
+@dataclass(frozen=True, slots=True)
 class AxisAttrs(Attrs):
     """CONCATENATION: the axis the inputs are joined on."""
 

@@ -41,7 +41,12 @@ CPU_INT8 = frozenset(
 # Only in float32 (no int8 form, or one the MDLA lacks the functions for): int8 in, DEQUANTIZE,
 # the float32 kernel (mdla_quant.kernels.float_ops), QUANTIZE to the calibrated int8 output.
 CPU_FLOAT = frozenset({K.LAYER_NORM, K.GELU})
-CPU_KINDS = CPU_INT8 | CPU_FLOAT
+# Float32 in and float32 out: a float region of a CPU partition (a recurrent tail), entered
+# by a DEQUANTIZE the quantizer inserts; float32 tensors flow between these ops and may be
+# model outputs (mdla_quant.kernels.gru defines them to the last bit). A FULLY_CONNECTED that
+# reads a float32 tensor becomes FULLY_CONNECTED_F32 when quantizing.
+CPU_FLOAT32 = frozenset({K.GRU, K.FULLY_CONNECTED_F32, K.DEQUANTIZE})
+CPU_KINDS = CPU_INT8 | CPU_FLOAT | CPU_FLOAT32
 
 
 class PartitionError(IRError):

@@ -43,6 +43,7 @@ class QuantRecord:
     # Added after format 2's first files: optional in a manifest (absent = these defaults).
     equalize: bool = False
     adaround: int = 0  # AdaRound iterations per layer; 0 = round to nearest
+    reconstruction: str = "layer"  # AdaRound's loss: each layer's output, or each block's
 
     def __post_init__(self) -> None:
         if self.rounding not in ROUNDINGS:

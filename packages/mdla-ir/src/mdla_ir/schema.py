@@ -32,6 +32,7 @@ from mdla_ir.attrs import (
     ConvAttrs,
     FlattenAttrs,
     FuseAttrs,
+    GruAttrs,
     MatmulAttrs,
     MeanAttrs,
     NoAttrs,
@@ -239,6 +240,8 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.DROPOUT, (), NoAttrs),
     _op(K.IDENTITY, (), NoAttrs),
     _op(K.ARGMAX, (), ArgmaxAttrs),
+    _op(K.GRU, (), GruAttrs),
+    _op(K.FULLY_CONNECTED_F32, (), NoAttrs),
 )  # fmt: skip
 
 SCHEMA: dict[OpKind, OpSchema] = {
@@ -251,14 +254,17 @@ BY_CODE: dict[int, OpSchema] = {e.code: e for e in _ENTRIES if e.code is not Non
 # Neuron code; the manifest numbers them from HOST_OP_BASE, above every ABI code, and both
 # readers accept them in a `cpu` partition only. LAYER_NORM's weight and bias are float32
 # (`F`); GELU carries its 256-entry int8 table (computed by the reference when quantizing);
-# ARGMAX writes int8 class indices (scale 1, zero point 0) along its `axis` operand.
+# ARGMAX writes int8 class indices (scale 1, zero point 0) along its `axis` operand. GRU and
+# FULLY_CONNECTED_F32 read and write float32 tensors (`F`): a float region of a CPU partition,
+# entered by a DEQUANTIZE (mdla_quant.kernels.gru); GRU's weights are [D, 3H, I] and
+# [D, 3H, H], its biases [D, 3H], D = 2 when `bidirectional`, else 1.
 HOST_OP_BASE = 0x10000
 
 
-def _host(kind: OpKind, code: int, form: str) -> OpSchema:
+def _host(kind: OpKind, code: int, form: str, outputs: str = "y:a") -> OpSchema:
     entry = SCHEMA[kind]
     return OpSchema(
-        kind.name, code, (Form.parse(form),), Form.parse("y:a"), entry.attrs, frozenset(), False
+        kind.name, code, (Form.parse(form),), Form.parse(outputs), entry.attrs, frozenset(), False
     )
 
 
@@ -268,6 +274,8 @@ HOST_BY_CODE: dict[int, OpSchema] = {
         _host(K.LAYER_NORM, HOST_OP_BASE, "x:a weight:F bias:F eps:f"),
         _host(K.GELU, HOST_OP_BASE + 1, "x:a table:a"),
         _host(K.ARGMAX, HOST_OP_BASE + 2, "x:a axis:i"),
+        _host(K.GRU, HOST_OP_BASE + 3, "x:F w_ih:F w_hh:F b_ih:F b_hh:F bidirectional:B", "y:F"),
+        _host(K.FULLY_CONNECTED_F32, HOST_OP_BASE + 4, "x:F weights:F bias:F", "y:F"),
     )
     if e.code is not None
 }

@@ -185,6 +185,29 @@ def _fc(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[
     return [(*x[:-1], w[0])]
 
 
+@rule(OpKind.GRU)
+def _gru(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    """x (T, I), w_ih [D, 3H, I], w_hh [D, 3H, H], b_ih, b_hh [D, 3H] -> (T, D·H)."""
+    x, w_ih, w_hh, b_ih, b_hh = shapes
+    dirs = 2 if attrs.get("bidirectional", False) else 1
+    if len(w_hh) != 3 or w_hh[0] != dirs or w_hh[1] != 3 * w_hh[2]:
+        raise IRError(f"GRU w_hh {w_hh} is not [{dirs}, 3H, H]")
+    hidden = w_hh[2]
+    if len(x) != 2 or tuple(w_ih) != (dirs, 3 * hidden, x[1]):
+        raise IRError(f"GRU input {x} and w_ih {w_ih}: want (T, I) and [{dirs}, {3 * hidden}, I]")
+    if tuple(b_ih) != (dirs, 3 * hidden) or tuple(b_hh) != (dirs, 3 * hidden):
+        raise IRError(f"GRU biases {b_ih}, {b_hh} are not [{dirs}, {3 * hidden}]")
+    return [(x[0], dirs * hidden)]
+
+
+@rule(OpKind.FULLY_CONNECTED_F32)
+def _fc_f32(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    x, w, b = shapes
+    if x[-1] != w[1] or tuple(b) != (w[0],):
+        raise IRError(f"FULLY_CONNECTED_F32 input {x}, weights {w}, bias {b} do not fit")
+    return [(*x[:-1], w[0])]
+
+
 @rule(OpKind.ADAPTIVE_AVG_POOL_2D)
 def _adaptive(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
     n, _, _, c = _nhwc(shapes[0], layout)

@@ -12,13 +12,14 @@ for bit; `mdla_quant.arith` holds the fixed-point primitives they share.
 from __future__ import annotations
 
 from mdla_quant.compare import CompareReport, compare
-from mdla_quant.config import METHODS, QuantConfig
+from mdla_quant.config import METHODS, RECONSTRUCTIONS, QuantConfig
 from mdla_quant.errors import KernelError, QuantError
 from mdla_quant.quantize import calibrate, quantize
 from mdla_quant.reference import run_int8
 
 __all__ = [
     "METHODS",
+    "RECONSTRUCTIONS",
     "CompareReport",
     "KernelError",
     "QuantConfig",

@@ -40,6 +40,15 @@ import numpy as np
 
 from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.interp.conv import windows
+from mdla_quant.block_reconstruction import (
+    Block,
+    BlockPatches,
+    find_blocks,
+    fit_block,
+    grids_of,
+    replace_weights,
+)
+from mdla_quant.reference import graph_accumulator, run_op
 from mdla_quant.sequential import WEIGHTED_KINDS, Env, calibration_batch, dequantize, lockstep
 
 Array = np.ndarray[Any, Any]
@@ -231,14 +240,38 @@ def adaround(
     progress: LayerProgress | None = None,
     seed: int = 0,
     quantized_output: bool = False,
+    blocks: bool = False,
 ) -> tuple[Graph, AdaRoundReport]:
-    """`qgraph` with every weighted op's int8 weights rounded adaptively (module docstring)."""
+    """`qgraph` with every weighted op's int8 weights rounded adaptively (module docstring).
+
+    `blocks`: after its last layer's fit, each inverted-residual block's roundings are refined
+    together, to the block's output, and kept when that output is reconstructed better than
+    the per-layer roundings leave it (`block_reconstruction.py`)."""
     data = calibration_batch(calibration, samples, "adaround")
     weighted = [op.name for op in graph.ops if op.kind.name in WEIGHTED_KINDS]
     report = AdaRoundReport()
     rng = np.random.default_rng(seed)
+    found = find_blocks(graph) if blocks else []
+    starts = {b.ops[0].name: b for b in found}
+    ends = {b.ops[-1].name: b for b in found}
+    stash: dict[str, tuple[list[Array], list[Array]]] = {}
 
     def visit(i: int, op: Op, floats: list[Env], ints: list[Env], q: Graph) -> Graph:
+        if op.name in starts:  # the block's input, int8 and float, for its refinement
+            x = starts[op.name].input
+            stash[starts[op.name].name] = ([e[x] for e in ints], [e[x] for e in floats])
+        q = layer(op, floats, ints, q)
+        if op.name in ends:
+            block = ends[op.name]
+            if progress is not None:
+                progress(weighted.index(op.name), len(weighted), block.name)
+            q, row = _refine(block, graph, q, stash.pop(block.name), ints, budget, rng)
+            report.layers.append(row)
+        return q
+
+    budget = (iters, rows, batch, lam)
+
+    def layer(op: Op, floats: list[Env], ints: list[Env], q: Graph) -> Graph:
         if op.name not in weighted:
             return q
         x, w_name, b_name = op.inputs[:3]
@@ -275,3 +308,47 @@ def adaround(
     if progress is not None:
         progress(len(weighted), len(weighted), "done")
     return out, report
+
+
+def _refine(
+    block: Block,
+    graph: Graph,
+    q: Graph,
+    inputs: tuple[list[Array], list[Array]],
+    ints: list[Env],
+    budget: tuple[int, int, int, float],
+    rng: np.random.Generator,
+) -> tuple[Graph, tuple[str, float, float, bool]]:
+    """`q` with `block`'s per-layer roundings refined on the block's output (when better), the
+    int8 envs' values inside the block recomputed with them, and the report row."""
+    iters, rows, batch, lam = budget
+    (x_raw, x_f), x, dw = inputs, block.input, block.ops[-2]
+    total = len(x_f) * int(np.prod(graph.tensors[dw.outputs[0]].shape[:-1]))
+    pick = np.sort(rng.choice(total, min(rows, total), replace=False))
+    patches_q = BlockPatches(block, graph, [dequantize(q.tensors[x], r) for r in x_raw], pick)
+    patches_f = BlockPatches(block, graph, x_f, pick)
+    floats_ko, layouts, start, scales, bs = [], [], [], [], []
+    for op in block.ops:
+        t = q.tensors[op.inputs[1]]
+        w_ko, back = _weight_layout(op, graph.const(op.inputs[1]).astype(np.float32))
+        floats_ko.append(w_ko)
+        layouts.append(back)
+        start.append(_weight_layout(op, np.asarray(t.data, np.float32))[0])
+        scale = np.asarray(t.quant.scale, np.float32)  # type: ignore[union-attr]
+        scales.append(scale[None, :] if scale.size > 1 else scale)
+        bs.append(graph.const(op.inputs[2]).astype(np.float32))
+    target = patches_f.output(floats_ko, bs, [None] * len(block.ops))
+    grids = grids_of(block, q)
+    learned, e0, e1 = fit_block(
+        patches_q, target, floats_ko, start, scales, bs, grids, iters, batch, lam, rng
+    )
+    if e1 < e0:
+        q = replace_weights(q, block, learned, layouts)
+        index = {op.name: i for i, op in enumerate(graph.ops)}
+        mode, acc = q.provenance.rounding, graph_accumulator(q)
+        for env, raw in zip(ints, x_raw, strict=True):
+            inner = {x: raw}
+            for op in block.ops[:-1]:
+                inner[op.outputs[0]] = run_op(q, index[op.name], inner, mode, acc)
+            env[dw.outputs[0]] = inner[dw.outputs[0]]
+    return q, (block.name, e0, e1, e1 < e0)

@@ -9,6 +9,7 @@ from mdla_ir.provenance import ROUNDINGS, QuantRecord
 from mdla_quant.errors import QuantError
 
 METHODS = ("minmax", "percentile", "mse", "entropy")
+RECONSTRUCTIONS = ("layer", "block")
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,9 @@ class QuantConfig(QuantRecord):
                  (`bias_absorption.py`: needs a re-iterable calibration set)
     adaround     AdaRound iterations per weighted layer (`adaround.py`), 0 = round to nearest;
                  a few hundred is typical (needs a re-iterable calibration set)
+    reconstruction   what AdaRound reconstructs: `layer`, each weighted op's output; `block`,
+                 each inverted-residual block's output, its ops' roundings fit together
+                 (`block_reconstruction.py`, BRECQ-style; other ops layer by layer)
     target, device   whose scale constraints apply (fixed output scales, shared scales)
 
     The fields and their defaults are `mdla_ir.QuantRecord`'s (what a graph's provenance
@@ -44,6 +48,15 @@ class QuantConfig(QuantRecord):
             raise QuantError(f"percentile {self.percentile} is outside (50, 100]")
         if self.adaround < 0:
             raise QuantError(f"adaround={self.adaround}: give iterations per layer, or 0 for off")
+        if self.reconstruction not in RECONSTRUCTIONS:
+            raise QuantError(
+                f"unknown reconstruction `{self.reconstruction}`: expected layer or block"
+            )
+        if self.reconstruction == "block" and not self.adaround:
+            raise QuantError(
+                "reconstruction=block fits AdaRound's roundings per block: give AdaRound "
+                "iterations too (adaround > 0, e.g. --adaround 300)"
+            )
         if self.bins < 256 or self.bins % 4:
             raise QuantError(f"bins={self.bins}: use a multiple of 4, at least 256")
 

@@ -17,10 +17,13 @@
    bias int32 with scale in_scale * w_scale[c]; other constants per-tensor asymmetric int8,
    except those of the ops a CPU partition computes in float (LAYER_NORM, GELU): float32;
    each GELU gets its int8 table as a constant second input (`kernels/float_ops.py`).
+6. Float regions of CPU partitions (a GRU, a FULLY_CONNECTED after it) stay float32, entered
+   by a DEQUANTIZE (`float_region.py`).
 
 Optional, by the config: cross-layer equalization of the float graph before step 1
 (`equalize.py`, then high-bias absorption, `bias_absorption.py`), AdaRound of the int8
-weights after step 5 (`adaround.py`), then bias correction (`bias_correction.py`).
+weights after step 5 (`adaround.py`; per block with `reconstruction="block"`,
+`block_reconstruction.py`), then bias correction (`bias_correction.py`).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from mdla_ir import Graph, OpKind, QuantParams, Tensor, evaluate
-from mdla_ir.partitions import CPU_FLOAT
+from mdla_ir.partitions import CPU_FLOAT, CPU_FLOAT32
 from mdla_ir.selection import is_selection
 from mdla_quant.adaround import LayerProgress, adaround
 from mdla_quant.arith import round_half_away
@@ -42,6 +45,7 @@ from mdla_quant.bias_correction import correct_biases
 from mdla_quant.config import QuantConfig
 from mdla_quant.equalize import equalize
 from mdla_quant.errors import QuantError
+from mdla_quant.float_region import with_float_regions
 from mdla_quant.floors import expand_tiny_range, scale_floors
 from mdla_quant.kernels.float_ops import with_gelu_tables
 from mdla_quant.observers import Histogram, clip_range
@@ -272,9 +276,15 @@ def quantize(
             tensors[name] = _const(graph, op, i, t, acts, config, target, tensors)
     prov = dataclasses.replace(graph.provenance, quant=config.record(), calibration_samples=samples)
     qgraph = with_gelu_tables(graph.with_(tensors=tensors, provenance=prov))
+    qgraph = with_float_regions(graph, qgraph)
     if config.adaround:
         qgraph, _ = adaround(
-            graph, qgraph, calibration, iters=config.adaround, progress=layer_progress
+            graph,
+            qgraph,
+            calibration,
+            iters=config.adaround,
+            progress=layer_progress,
+            blocks=config.reconstruction == "block",
         )
     return correct_biases(graph, qgraph, calibration) if config.bias_correction else qgraph
 
@@ -290,7 +300,7 @@ def _const(
     done: dict[str, Tensor],
 ) -> Tensor:
     data = np.asarray(t.data)
-    if op.kind in CPU_FLOAT:  # computed in float32 on the CPU (mdla_quant.kernels.float_ops)
+    if op.kind in CPU_FLOAT | CPU_FLOAT32:  # float32 on the CPU (kernels/float_ops.py, gru.py)
         return Tensor(t.name, t.shape, "float32", data=data.astype(np.float32))
     if op.kind in WEIGHTED and i == 1:
         dim = WEIGHTED[op.kind] if target.op(config.device, op.kind).per_channel else None

@@ -2,7 +2,10 @@
 
 Float inputs in the model's layout are permuted into the graph's (as `mdla_ir.run_float` does)
 and quantized as TFLite's QUANTIZE does, q = clamp(roundf(x / s) + z); outputs are dequantized,
-real = s * (q - z), and permuted back (or returned raw: int8, graph layout).
+real = s * (q - z), and permuted back (or returned raw: int8, graph layout). A float32 region
+of a CPU partition (DEQUANTIZE, GRU, FULLY_CONNECTED_F32: ops whose output tensor is float32
+with no quantization) runs its float32 definition (`kernels/gru.py`), and a float32 output is
+returned as computed.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from mdla_ir.interp import bind_inputs, to_model_layout
 from mdla_quant.arith import Array, check_accumulator, check_rounding
 from mdla_quant.errors import KernelError, QuantError
 from mdla_quant.kernels import INT8_KERNELS
+from mdla_quant.kernels.gru import FLOAT32_KERNELS
 from mdla_target import load_target
 
 
@@ -96,6 +100,9 @@ def run_int8(
         return [env[n] for n in qgraph.outputs]
     results = []
     for name in qgraph.outputs:
+        if _is_float32(qgraph, name):
+            results.append(to_model_layout(qgraph, name, env[name]))
+            continue
         scale, zp = _io_params(qgraph, name)
         real = (scale * (env[name].astype(np.float32) - np.float32(zp))).astype(np.float32)
         results.append(to_model_layout(qgraph, name, real))
@@ -112,11 +119,40 @@ def quantize_inputs(qgraph: Graph, inputs: Sequence[Any] | Array) -> dict[str, A
     return env
 
 
+def _is_float32(qgraph: Graph, name: str) -> bool:
+    """A float32 activation: made by a float region of a CPU partition (no quantization)."""
+    t = qgraph.tensors[name]
+    return t.dtype == "float32" and t.quant is None and t.data is None
+
+
+def _run_float32(qgraph: Graph, i: int, env: dict[str, Array]) -> Array:
+    op = qgraph.ops[i]
+    fn = FLOAT32_KERNELS.get(op.kind)
+    if fn is None:
+        raise KernelError(
+            f"op `{op.name}`: no float32 kernel for {op.kind.name} (its output "
+            f"`{op.outputs[0]}` is float32)",
+            op.name,
+        )
+    args = [_operand(qgraph, env, n) for n in op.inputs]
+    try:
+        value = fn(op, args, [qgraph.tensors[n].quant for n in op.inputs])
+    except (ValueError, IndexError, KeyError, TypeError) as exc:
+        raise KernelError(
+            f"op #{i} `{op.name}` ({op.kind.name}) failed in the float32 reference: {exc}",
+            op.name,
+        ) from exc
+    return value
+
+
 def run_op(
     qgraph: Graph, i: int, env: dict[str, Array], mode: str, accumulator: str = "saturate"
 ) -> Array:
-    """The int8 output of op #i of `qgraph`, its activation inputs taken from `env`."""
+    """The int8 output of op #i of `qgraph`, its activation inputs taken from `env` (float32
+    for an op of a float region: `kernels/gru.py`)."""
     op = qgraph.ops[i]
+    if len(op.outputs) == 1 and _is_float32(qgraph, op.outputs[0]):
+        return _run_float32(qgraph, i, env)
     fn = INT8_KERNELS.get(op.kind)
     if fn is None:
         raise KernelError(f"op `{op.name}`: no int8 kernel for {op.kind.name}", op.name)

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from mdla_runtime.atomic import write_atomic
 from mdla_runtime.build import compile_c
-from mdla_runtime.engine.target import PartitionTime, RunResult, Target, open_target
+from mdla_runtime.engine.target import (
+    PartitionTime,
+    RunResult,
+    StepProgress,
+    Target,
+    open_target,
+)
 from mdla_runtime.errors import (
     BuildError,
     LoweringError,
@@ -43,6 +49,7 @@ __all__ = [
     "Operation",
     "PartitionTime",
     "RunResult",
+    "StepProgress",
     "Target",
     "TargetError",
     "TargetSpecError",

@@ -45,6 +45,7 @@ EMU_NOT_KERNELS = frozenset(
 CPU_SOURCES = (
     "cpu/cpu_part.c",
     "cpu/float_ops.c",
+    "cpu/gru.c",
     *(f"emu/{p.name}" for p in sorted((CSRC / "emu").glob("*.c")) if p.name not in EMU_NOT_KERNELS),
 )
 ENGINE_SOURCES = (

@@ -542,7 +542,9 @@ def malformed_cases() -> list[Malformed]:
             )
         )
     cases += [Malformed(n, _edit(blob, fn), kind, f) for n, fn, kind, f in edits]
-    return cases + partition_cases()
+    from mdla_runtime.testing_float import float_region_cases  # imports this module
+
+    return cases + partition_cases() + float_region_cases()
 
 
 def chain_qgraph() -> Graph:

@@ -72,14 +72,15 @@ def lipnet_features(
     from lipread.checkpoint import load_checkpoint
     from lipread.frontend import run_chunked
     from lipread.pipeline import fp32_frontend, npu_frontend, prepare
-    from lipread.roi import resolve_roi
+    from lipread.roi import resolve_roi, target_finder
     from lipread.tail import flatten_features
     from lipread.video import read_video
 
     ckpt = load_checkpoint(weights)
     frames = read_video(video)
     chosen, _ = resolve_roi(as_roi(roi), frames.shape[1:3], video.name)
-    x = prepare(frames, chosen, ckpt.config)
+    # --roi auto: MTCNN on the target like `lipread VIDEO`; with --fp32 in torch float
+    x = prepare(frames, chosen, ckpt.config, None if fp32 else target_finder(on))
     fn = fp32_frontend(ckpt)[0] if fp32 else npu_frontend(ckpt, on)[0]
     return flatten_features(run_chunked(fn, x))
 
@@ -97,10 +98,11 @@ def avsr_features(video: Path, weights: Path | None, roi: str | None, on: str, f
         raise UnsupportedError("--frontend avsr needs torch: pip install torch") from exc
     from lipread.frontend import run_chunked
     from lipread.pipeline import avsr_input
+    from lipread.roi import target_finder
     from lipread.video import read_video
 
     fe = load_avsr(weights)
     frames = read_video(video)
-    x = avsr_input(frames, as_roi(roi), video.name)
+    x = avsr_input(frames, as_roi(roi), video.name, None if fp32 else target_finder(on))
     fn = fp32_avsr(fe)[0] if fp32 else npu_avsr(fe, on, calibration=[x])[0]
     return np.ascontiguousarray(run_chunked(fn, x, WINDOW, HALO)[0].T)

@@ -21,6 +21,12 @@ LONG_CLIP = CLIP_FRAMES * 3 // 2  # past 1.5 sentences' length a clip can hold a
 DEMO_TAG = "[synthetic demo model]"  # ends every line the shipped demo model prints
 
 
+def tail_option(text: str) -> str:
+    if text in ("numpy", "engine"):
+        return text
+    raise typer.BadParameter(f"{text!r}: expected numpy or engine")
+
+
 def read(
     video: Annotated[
         Path,
@@ -34,6 +40,17 @@ def read(
     ] = "emu",
     roi: RoiOpt = None,
     fp32: Annotated[bool, typer.Option("--fp32", help="Run the front-end in FP32 torch.")] = False,
+    tail: Annotated[
+        str,
+        typer.Option(
+            "--tail",
+            callback=tail_option,
+            metavar="numpy|engine",
+            help="Where the GRU tail runs: numpy here, after the front-end ran on the target, or "
+            "engine: the whole model in mdla-engine on the target (the tail a cpu partition in C; "
+            "compiled per clip length, cached).",
+        ),
+    ] = "numpy",
     as_json: Annotated[
         bool,
         typer.Option(
@@ -66,7 +83,14 @@ def read(
         with stages(len(STAGES)) as stage:
             ckpt = load_checkpoint(weights)
             return read_sentence(
-                video, ckpt, as_roi(roi), on=on, fp32=fp32, crops_dir=save_crops, stage=stage
+                video,
+                ckpt,
+                as_roi(roi),
+                on=on,
+                fp32=fp32,
+                crops_dir=save_crops,
+                stage=stage,
+                tail=tail,
             )
 
     reading = guarded(go, debug)

@@ -1,4 +1,7 @@
-"""`workbench bisect`: op-prefix bisection on the device's own support query."""
+"""`workbench bisect`: op-prefix bisection on the device's own support query, or (`--outputs`)
+on its results against the int8 reference. A model compiled with `--cpu` is cut across its
+partitions (`mdla-engine --ops N`): only NPU ops are asked or can differ, cpu ones are the
+engine's own kernels."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import typer
 import mdla_quant
 import mdla_runtime
 from mdla_ir import Graph
-from workbench import bisection, pipeline
+from workbench import bisection, pipeline, placement
 from workbench.commands.options import (
     Debug,
     Device,
@@ -23,8 +26,8 @@ from workbench.commands.options import (
     Weights,
     console,
 )
-from workbench.errors import reported
-from workbench.output import json_output, steps
+from workbench.errors import DEVICE, USAGE, WorkbenchError, reported
+from workbench.output import json_output, open_target, steps
 
 EPILOG = """Examples:
 
@@ -33,6 +36,8 @@ EPILOG = """Examples:
   workbench bisect squeezenet1_1                      # compiles first (random calibration)
 
   workbench bisect efficientnet_b0 --skip-rule conv_pad_to_pad_valid
+
+  workbench bisect convnext_tiny --cpu LAYER_NORM,GELU,FULLY_CONNECTED,TRANSPOSE --outputs
 """
 
 
@@ -43,20 +48,48 @@ def bisect_command(
     target: TargetName = "mdla3.5",
     skip_rule: SkipRule = None,
     weights: Weights = None,
+    cpu: placement.Cpu = None,
+    outputs: Annotated[
+        bool,
+        typer.Option(
+            "--outputs",
+            help="Bisect on results instead: an op whose int8 output on the target "
+            "differs from mdla_quant.run_int8 (bit for bit, on one random input) while its "
+            "inputs agree. Needs a model spec (the reference is its compiled graph).",
+        ),
+    ] = False,
     as_json: JsonOut = False,
     debug: Debug = False,
 ) -> None:
     """Find the first op the device cannot run by op-prefix bisection (log2(N) support
-    queries, each shown as it happens). Exits 0 when everything maps, 3 otherwise."""
+    queries, each shown as it happens). Exits 0 when everything maps, 3 otherwise; with
+    --outputs, 0 when every output is bit-exact with the int8 reference, 4 otherwise."""
     with reported(debug), json_output(as_json) as emit:
         con = console()
-        tgt = mdla_runtime.open_target(on)
+        tgt = open_target(on)  # an SSH phone: its connect on stderr
         graph: Graph | None = None
         manifest = pipeline.manifest_or_none(model)
+        if manifest is not None and (outputs or cpu):
+            flag = "--outputs" if outputs else "--cpu"
+            raise WorkbenchError(
+                f"{flag} needs a model spec, not the compiled {model}: "
+                + (
+                    "the int8 reference runs the graph it was compiled from"
+                    if outputs
+                    else "its placement is fixed in the file"
+                ),
+                USAGE,
+            )
         with tempfile.TemporaryDirectory(prefix="workbench-bisect-") as tmp:
             if manifest is None:
-                manifest, graph = _compile(model, weights, target, skip_rule or [], Path(tmp))
+                compiled, manifest = _compile(
+                    model, weights, target, skip_rule or [], cpu or [], Path(tmp)
+                )
+                graph = compiled.device_graph
                 con.print(f"compiled {model}: {len(manifest.operations)} ops", markup=False)
+                if outputs:
+                    _diverge(tgt, manifest, compiled, device, emit, model)
+                    return
             total = len(manifest.operations)
             con.print(f"bisecting {total} ops on {tgt.name}/{device}", markup=False)
             doc: dict[str, Any] = {
@@ -86,18 +119,69 @@ def bisect_command(
         raise typer.Exit(3)
 
 
+def _diverge(
+    tgt: mdla_runtime.Target,
+    manifest: mdla_runtime.Manifest,
+    compiled: pipeline.Compiled,
+    device: str,
+    emit: Any,
+    model: str,
+) -> None:
+    """--outputs: bisection.diverge on one random input; exit 4 naming the op that differs."""
+    con = console()
+    (x,) = pipeline.calibration_inputs("random", compiled.source, 1, seed=1)
+    total = len(manifest.operations)
+    con.print(f"bisecting {total} ops on {tgt.name}/{device} against run_int8", markup=False)
+    doc: dict[str, Any] = {"model": model, "target": tgt.name, "device": device, "ops": total}
+    doc["steps"] = []
+
+    def show(step: bisection.OutputStep) -> None:
+        doc["steps"].append({**dataclasses.asdict(step), "agrees": step.agrees})
+        verdict = "agree" if step.agrees else f"{step.differing} differ"
+        con.print(f"  ops[:{step.ops}]: {step.outputs} live tensor(s), {verdict}", markup=False)
+
+    index = bisection.diverge(tgt, manifest, compiled.qgraph, list(x), device, show)
+    if index is None:
+        con.print(f"all {total} ops agree with run_int8 bit for bit", markup=False)
+        emit({**doc, "agrees": True, "first_differing": None})
+        return
+    op = manifest.operations[index]
+    where = next((p.device for p in manifest.partitions if index in p.operations), device)
+    kind = bisection.kind_name(op.code)
+    found = {"index": index, "name": op.name, "kind": kind, "device": where}
+    con.print(
+        f"op whose output differs from run_int8: #{index} {op.name} ({kind}) on {where} "
+        f"(its inputs agree: ops[:{index}] is bit-exact, ops[:{index + 1}] is not)",
+        markup=False,
+    )
+    emit({**doc, "agrees": False, "first_differing": found})
+    raise WorkbenchError(
+        f"op #{index} `{op.name}` ({kind}) computes another result on {device}", DEVICE
+    )
+
+
 def _compile(
-    model: str, weights: Path | None, target: str, skip: list[str], tmp: Path
-) -> tuple[mdla_runtime.Manifest, Graph]:
+    model: str,
+    weights: Path | None,
+    target: str,
+    skip: list[str],
+    cpu: list[str],
+    tmp: Path,
+) -> tuple[pipeline.Compiled, mdla_runtime.Manifest]:
+    """Import, legalize (placed with --cpu), quantize on 2 random inputs and save."""
     with steps() as s:
         with s.step(f"importing {model}"):
             source = pipeline.load_source(model, str(weights) if weights else None)
         with s.step("legalizing"):
-            device_graph = pipeline.legalize_graph(source.graph, target, skip_rules=skip)
+            if cpu:
+                placed = placement.place_graph(source.graph, target, "mtk-mdla", cpu, skip)
+                device_graph = placed.graph
+            else:
+                device_graph = pipeline.legalize_graph(source.graph, target, skip_rules=skip)
         calib = pipeline.calibration_inputs("random", source, 2)
         config = mdla_quant.QuantConfig(target=target)
         tick = s.bar("calibrating (random)", total=len(calib))
         compiled = pipeline.quantize_graph(
             source, device_graph, calib, config, progress=lambda n, _s: tick(n)
         )
-    return pipeline.save_manifest(compiled, tmp / "model.mdla"), device_graph
+    return compiled, pipeline.save_manifest(compiled, tmp / "model.mdla")

@@ -24,7 +24,7 @@ from workbench import contract as ct
 from workbench import pipeline, placement
 from workbench.commands.options import Debug, Device, JsonOut, On, TargetName, Weights, console
 from workbench.errors import UNSUPPORTED, reported
-from workbench.output import json_output, steps
+from workbench.output import json_output, open_target, steps
 
 EPILOG = """Examples:
 
@@ -77,7 +77,7 @@ def check_command(
         doc: dict[str, Any] = {"model": model, "device": device}
         spec = Spec(model, str(weights) if weights else None, _contract(input_shape), arg or [])
         if manifest is not None:
-            ok = _check_manifest(manifest, mdla_runtime.open_target(on), device, doc)
+            ok = _check_manifest(manifest, open_target(on), device, doc)
         elif cpu:
             ok = _check_placed(spec, target, device, cpu, doc)
         else:

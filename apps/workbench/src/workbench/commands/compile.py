@@ -25,6 +25,8 @@ from workbench.commands.options import (
     MethodName,
     On,
     Percentile,
+    Reconstruction,
+    ReconstructionName,
     Rounding,
     RoundingName,
     SkipRule,
@@ -65,6 +67,7 @@ def compile_command(
     bias_correction: BiasCorrection = False,
     equalize: Equalize = False,
     adaround: AdaRound = 0,
+    reconstruction: Reconstruction = ReconstructionName.layer,
     target: TargetName = "mdla3.5",
     tflite: Annotated[
         Path | None, typer.Option("--tflite", help="Also export the int8 graph as .tflite.")
@@ -115,6 +118,7 @@ def compile_command(
             bias_correction=bias_correction,
             equalize=equalize,
             adaround=adaround,
+            reconstruction=reconstruction,
         )
         contract = ct.contract_from(input_shape, preset, mean, std, channels, resize, crop, labels)
         with steps() as s:
@@ -176,6 +180,7 @@ def compile_command(
             for name, on_ in (
                 ("equalized", equalize),
                 (f"AdaRound {adaround} iters/layer", adaround),
+                ("block reconstruction", config.reconstruction == "block"),
                 ("bias-corrected", bias_correction),
             )
             if on_
@@ -212,6 +217,7 @@ def compile_command(
                     "bias_correction": bias_correction,
                     "equalize": equalize,
                     "adaround": adaround,
+                    "reconstruction": config.reconstruction,
                 },
                 "random_weights": source.random_weights,
                 "worst_layer": (

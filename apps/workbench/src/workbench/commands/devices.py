@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-import mdla_runtime
 from workbench.commands.options import Debug, On, console
 from workbench.errors import reported
+from workbench.output import open_target
 
 EPILOG = """Examples:
 
@@ -26,7 +26,7 @@ def devices_command(
 ) -> None:
     """Show which Neuron Adapter library the target loads, its version and its devices."""
     with reported(debug):
-        target = mdla_runtime.open_target(on)
+        target = open_target(on)  # an SSH phone: its connect on stderr
         info = target.info()
         if as_json:
             typer.echo(json.dumps({"target": target.name, **info}))

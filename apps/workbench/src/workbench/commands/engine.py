@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -9,7 +10,8 @@ import typer
 from mdla_runtime.build import engine_path
 from mdla_runtime.emu.emulator import build_emulator
 from workbench.commands.options import Debug, console
-from workbench.errors import reported
+from workbench.engine_build import build_engine
+from workbench.errors import USAGE, WorkbenchError, reported
 
 EPILOG = """Examples:
 
@@ -18,6 +20,10 @@ EPILOG = """Examples:
   $(workbench engine --path) lite0.mdla --check --json
 
   $(workbench engine --path) --devices --lib $(workbench engine --emulator)
+
+  workbench engine --build -o mdla-engine
+
+  workbench engine --build --cc aarch64-linux-android30-clang -o mdla-engine   # for adb push
 """
 
 
@@ -28,13 +34,34 @@ def engine_command(
     emulator: Annotated[
         bool, typer.Option("--emulator", help="Print only the host emulator library's path.")
     ] = False,
+    build: Annotated[
+        bool,
+        typer.Option(
+            "--build", help="Build mdla-engine into -o with --cc (a cross compiler for a phone)."
+        ),
+    ] = False,
+    cc: Annotated[
+        str | None, typer.Option("--cc", help="With --build: the C compiler ($CC, else cc).")
+    ] = None,
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="With --build: the file to write.")
+    ] = Path("mdla-engine"),
     debug: Debug = False,
 ) -> None:
     """Build (on first use, cached by content) and show `mdla-engine`, the C program that runs a
     .mdla through a Neuron adapter library, and `libneuron_emu.so`, the host emulator of that
-    library; use them from a shell, a script or `adb push` (for a phone, cross-build it: see
-    packages/mdla-runtime/README.md)."""
+    library; use them from a shell, a script or `adb push`. `--build` compiles the engine with
+    any compiler (`--cc`, e.g. the NDK's aarch64-linux-android30-clang) into a file (`-o`)."""
     with reported(debug):
+        if build:
+            if path or emulator:
+                raise WorkbenchError("--build writes -o; it takes no --path or --emulator", USAGE)
+            built = build_engine(output, cc)
+            typer.echo(str(built.path))
+            typer.echo(f"built with {built.compiler} for {built.machine}", err=True)
+            return
+        if cc is not None:
+            raise WorkbenchError("--cc is for --build", USAGE)
         engine = engine_path()
         if path:
             typer.echo(str(engine))

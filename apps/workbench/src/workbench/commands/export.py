@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 import mdla_runtime
-from workbench import pipeline
+from workbench import pipeline, placement
 from workbench.commands.options import (
     Calib,
     Count,
@@ -23,13 +23,15 @@ from workbench.commands.options import (
     console,
     quant_config,
 )
-from workbench.errors import reported
+from workbench.errors import USAGE, WorkbenchError, reported
 
 EPILOG = """Examples:
 
   workbench export efficientnet_lite0 -o lite0.tflite
 
   workbench export my_net.py:build --calib random -o net.tflite
+
+  workbench export convnext_tiny --cpu LAYER_NORM,GELU,FULLY_CONNECTED,TRANSPOSE -o cx.tflite
 """
 
 
@@ -43,16 +45,30 @@ def export_command(
     percentile: Percentile = 99.99,
     rounding: Rounding = RoundingName.double,
     target: TargetName = "mdla3.5",
+    cpu: placement.Cpu = None,
     debug: Debug = False,
 ) -> None:
     """Compile MODEL exactly as `compile` does and write the int8 graph as a .tflite file
-    (the same graph the .mdla holds: LiteRT's reference kernels agree with it bit for bit)."""
+    (the same graph the .mdla holds: LiteRT's reference kernels agree with it bit for bit).
+
+    With --cpu, the placement table is printed as by `compile`, and the whole partitioned
+    model is one .tflite graph (LiteRT places it itself): the CPU partitions' TRANSPOSE, GELU
+    (a lookup of the .mdla's own table), LAYER_NORM (float32 builtins) and ARGMAX as TFLite
+    builtins. An op with no .tflite form: exit 3, naming it."""
     with reported(debug):
+        if pipeline.is_manifest(model):
+            raise WorkbenchError(
+                f"`{model}` is a compiled manifest: a .mdla holds Neuron operations, not the int8 "
+                "graph; export the model spec with the same options (and --cpu), or write both "
+                "at once: `workbench compile MODEL --tflite OUT.tflite -o OUT.mdla`",
+                USAGE,
+            )
         pipeline.check_output(out, ".tflite")
         config = quant_config(method, percentile, rounding, target)
-        compiled = pipeline.compile_model(
-            model, str(weights) if weights else None, calib, count, config, target
-        )
+        source = pipeline.load_source(model, str(weights) if weights else None)
+        device_graph = placement.device_graph(source.graph, target, config.device, cpu, [])
+        calibration = pipeline.calibration_inputs(calib, source, count)
+        compiled = pipeline.quantize_graph(source, device_graph, calibration, config)
         mdla_runtime.export_tflite(compiled.qgraph, out)
         console().print(
             f"wrote {out} ({out.stat().st_size / 1024:.1f} KiB, {len(compiled.qgraph.ops)} ops)",

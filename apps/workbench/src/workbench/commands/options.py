@@ -56,6 +56,13 @@ class RoundingName(StrEnum):
     single = "single"
 
 
+class ReconstructionName(StrEnum):
+    """mdla_quant.RECONSTRUCTIONS as a choice."""
+
+    layer = "layer"
+    block = "block"
+
+
 Method = Annotated[MethodName, typer.Option("--method", help="Activation range method.")]
 Percentile = Annotated[
     float, typer.Option("--percentile", min=50.0, max=100.0, help="Percentile for `percentile`.")
@@ -91,6 +98,15 @@ AdaRound = Annotated[
         "0 = round to nearest). Adds minutes to a compile.",
     ),
 ]
+Reconstruction = Annotated[
+    ReconstructionName,
+    typer.Option(
+        "--reconstruction",
+        help="What AdaRound reconstructs: `layer` (each conv's output) or `block` (each "
+        "inverted-residual block's output, its convs' roundings fit together; needs "
+        "--adaround).",
+    ),
+]
 SkipRule = Annotated[
     list[str] | None,
     typer.Option(
@@ -109,6 +125,7 @@ def quant_config(
     bias_correction: bool = False,
     equalize: bool = False,
     adaround: int = 0,
+    reconstruction: ReconstructionName = ReconstructionName.layer,
 ) -> mdla_quant.QuantConfig:
     """The QuantConfig the calibration options above describe (one place for compile, tune,
     validate and export: the keyword defaults are QuantConfig's own, so a command without
@@ -120,6 +137,7 @@ def quant_config(
         bias_correction=bias_correction,
         equalize=equalize,
         adaround=adaround,
+        reconstruction=reconstruction.value,
         target=target,
     )
 

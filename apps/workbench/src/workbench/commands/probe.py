@@ -14,11 +14,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from mdla_runtime import open_target
 from workbench.errors import DEVICE, USAGE, WorkbenchError, reported
+from workbench.output import steps
 from workbench.probe import Cell, Matrix, ProbeResult, catalogue, run_probes, target_info
 from workbench.probe import write_target as write_target_file
 
@@ -104,21 +104,23 @@ def probe(
         probes = catalogue(only or ())
         if not probes:
             raise WorkbenchError(f"--only {only}: no such op or variant in the catalogue", USAGE)
-        target = open_target(on)
-        available, version = target_info(target)
-        missing = [d for d in names if d not in available]
-        if missing:
-            raise WorkbenchError(
-                f"{on} has no device {', '.join(missing)} (it has: {', '.join(available)})",
-                DEVICE,
+        with steps() as s:  # on stderr: an SSH phone's connect and uploads, then the probes
+            target = open_target(on, progress=s.remote(on))
+            available, version = target_info(target)
+            missing = [d for d in names if d not in available]
+            if missing:
+                raise WorkbenchError(
+                    f"{on} has no device {', '.join(missing)} (it has: {', '.join(available)})",
+                    DEVICE,
+                )
+            err.print(
+                f"probing {len(probes)} models on {on} ({', '.join(names)}), Neuron {version}"
             )
-        err.print(f"probing {len(probes)} models on {on} ({', '.join(names)}), Neuron {version}")
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-        with Progress(*columns, console=err, transient=True) as bar:
-            task = bar.add_task("probing", total=len(probes))
+            tick = s.bar("probing", total=len(probes))  # with ETA: 190 s on a phone
 
             def step(done: int, total: int, result: ProbeResult) -> None:
-                bar.update(task, completed=done, description=f"{result.probe.key:<40}")
+                s.describe(f"probed {result.probe.key}")
+                tick(done)
 
             matrix = run_probes(target, probes, names, repeat=repeat, progress=step)
         if json:

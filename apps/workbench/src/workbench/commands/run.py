@@ -18,6 +18,7 @@ from workbench import inputs as ins
 from workbench.boxes import Boxes
 from workbench.commands.options import Debug, Device, On, Weights, console
 from workbench.errors import BAD_INPUT, WorkbenchError, reported
+from workbench.output import steps
 from workbench.partition_report import run_fields, run_lines
 
 MaxTensorMb = Annotated[
@@ -122,40 +123,47 @@ def run_command(
     with reported(debug):
         budget = mdla_runtime.Budget.of(max_tensor_mb, max_total_mb, max_header_values)
         manifest = pipeline.load_manifest(manifest_path, budget)
-        target = mdla_runtime.open_target(on, budget)
-        contract = ct.contract_from(None, preset, mean, std, channels, resize, crop, labels_file)
-        labels = contract.labels if contract.labels is not None else manifest.provenance.labels
-        if manifest.provenance.random_weights:
-            typer.echo(
-                pipeline.random_weights_warning(manifest.provenance.spec or manifest.name),
-                err=True,
+        with steps() as s:  # on stderr, ended before the tables: an SSH phone's steps, runs
+            target = mdla_runtime.open_target(on, budget, progress=s.remote(on))
+            contract = ct.contract_from(
+                None, preset, mean, std, channels, resize, crop, labels_file
             )
-        results = []
-        float_weights = str(weights) if weights else None
-        class_maps = dense.ClassMaps(manifest, float_weights)
-        boxes = Boxes(manifest, float_weights)  # a detector's: boxes.py
-        paths = ins.expand(images) if images else []  # a class map's PNG goes beside its image
-        for k, (name, x) in enumerate(manifest_inputs(manifest, images or [], contract)):
-            r = target.run(manifest, [x], devices=(device,), repeat=repeat, warmup=warmup)
-            logits = r.outputs[0]
-            entry: dict[str, Any] = {
-                "image": name,
-                "device": r.device,
-                "latency_ms": r.latency_stats(),
-                "warmup": warmup,
-            }
-            entry |= run_fields(r)  # a partitioned manifest: where each partition ran
-            if logits.ndim == 2 and logits.shape[1] > 1:
-                entry["top5"] = [
-                    {"index": i, "label": lab, "p": round(p, 4)}
-                    for i, lab, p in imgs.top_k(logits, labels, 5)
-                ]
-            else:
-                entry["output"] = {"shape": list(logits.shape), "mean": float(logits.mean())}
-            image = paths[k] if k < len(paths) else name
-            entry |= class_maps.entry(image, x, r.outputs)
-            entry |= boxes.entry(image, x, r.outputs)
-            results.append(entry)
+            labels = contract.labels if contract.labels is not None else manifest.provenance.labels
+            if manifest.provenance.random_weights:
+                typer.echo(
+                    pipeline.random_weights_warning(manifest.provenance.spec or manifest.name),
+                    err=True,
+                )
+            results = []
+            float_weights = str(weights) if weights else None
+            class_maps = dense.ClassMaps(manifest, float_weights)
+            boxes = Boxes(manifest, float_weights)  # a detector's: boxes.py
+            paths = ins.expand(images) if images else []  # a class map's PNG goes beside its image
+            todo = manifest_inputs(manifest, images or [], contract)
+            tick = s.bar("running", total=len(todo))
+            for k, (name, x) in enumerate(todo):
+                s.describe(f"running {name}")
+                r = target.run(manifest, [x], devices=(device,), repeat=repeat, warmup=warmup)
+                logits = r.outputs[0]
+                entry: dict[str, Any] = {
+                    "image": name,
+                    "device": r.device,
+                    "latency_ms": r.latency_stats(),
+                    "warmup": warmup,
+                }
+                entry |= run_fields(r)  # a partitioned manifest: where each partition ran
+                if logits.ndim == 2 and logits.shape[1] > 1:
+                    entry["top5"] = [
+                        {"index": i, "label": lab, "p": round(p, 4)}
+                        for i, lab, p in imgs.top_k(logits, labels, 5)
+                    ]
+                else:
+                    entry["output"] = {"shape": list(logits.shape), "mean": float(logits.mean())}
+                image = paths[k] if k < len(paths) else name
+                entry |= class_maps.entry(image, x, r.outputs)
+                entry |= boxes.entry(image, x, r.outputs)
+                results.append(entry)
+                tick(k + 1)
         if as_json:
             typer.echo(json.dumps({"model": manifest.name, "target": on, "runs": results}))
             return

@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-import mdla_runtime
 from workbench import contract as ct
 from workbench import images as imgs
 from workbench import inputs as ins
@@ -33,7 +32,7 @@ from workbench.commands.options import (
 )
 from workbench.documents import validation_doc
 from workbench.errors import reported
-from workbench.output import json_output, steps
+from workbench.output import json_output, open_target, steps
 
 EPILOG = """Examples:
 
@@ -113,7 +112,7 @@ def validate_command(
             inputs = [(f"random {i}", xs[0]) for i, xs in enumerate(compiled.calibration)]
         else:
             inputs = [(n, pipeline.prepare_image(source, imgs.read_image(n))) for n in imgs.SAMPLES]
-        tgt = mdla_runtime.open_target(on)
+        tgt = open_target(on)  # an SSH phone: its connect on stderr
         with (
             tempfile.TemporaryDirectory(prefix="workbench-validate-") as tmp,
             steps() as s,

@@ -10,12 +10,11 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-import mdla_runtime
 from workbench import pipeline, witnessing
 from workbench.commands.options import Debug, Device, On, console
 from workbench.commands.run import manifest_inputs
 from workbench.errors import DEVICE, reported
-from workbench.output import steps
+from workbench.output import open_target, steps
 from workbench.partition_report import npu_line, run_fields
 
 EPILOG = """Examples:
@@ -69,7 +68,7 @@ def witness_command(
     with reported(debug):
         con = console()
         manifest = pipeline.load_manifest(manifest_path)
-        target = mdla_runtime.open_target(on)
+        target = open_target(on)  # an SSH phone: its connect on stderr
         x = (
             manifest_inputs(manifest, [image])[0][1]
             if image

@@ -43,7 +43,7 @@ def sections(app: App[object], screens: Iterable[tuple[str, type[Screen[None]]]]
     for keys, b in everywhere:
         table.add_row(key_label(app, keys), b.description or b.action)
     palette = key_label(app, app.COMMAND_PALETTE_BINDING)
-    table.add_row(palette, "Commands (open, compile, export, save, device)")
+    table.add_row(palette, "Commands (open, compile, export, save, device, target)")
     for title, cls in screens:
         table.add_row("", "")
         table.add_row(f"[u]{title}[/u]", "")

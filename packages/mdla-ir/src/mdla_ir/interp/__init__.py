@@ -13,7 +13,13 @@ import numpy as np
 
 from mdla_ir.errors import IRError
 from mdla_ir.graph import Graph
-from mdla_ir.interp import conv, elementwise, pool, resample  # noqa: F401  (register kernels)
+from mdla_ir.interp import (  # noqa: F401  (register kernels)
+    conv,
+    elementwise,
+    pool,
+    recurrent,
+    resample,
+)
 from mdla_ir.interp.registry import KERNELS, Array
 
 

@@ -8,6 +8,7 @@ Eval:
     a = MBQM((x1 - z1) * 2^20, M1, e1);  b = MBQM((x2 - z2) * 2^20, M2, e2)
     out = clamp(MBQM(a +- b, Mo, eo) + z_out, act_min, act_max)
 |x - z| <= 255, so (x - z) * 2^20 < 2^28 and a +- b < 2^29: all within int32.
+The registered kernel looks the formula up in its 256 x 256 table (kernels/tables.py).
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, add_offset, f32, mbqm, quantize_multiplier, saturate
 from mdla_quant.kernels.registry import activation_range, binary_operands, kernel
+from mdla_quant.kernels.tables import binary_table
 
 LEFT_SHIFT = 20
 
 
-@kernel(OpKind.ADD, OpKind.SUB)
-def add_sub(
+def add_sub_formula(
     op: Op,
     args: list[Array],
     arg_q: list[QuantParams | None],
@@ -42,3 +43,6 @@ def add_sub(
     lo, hi = activation_range(op, out_q)
     out = add_offset(mbqm(raw, mo, eo, rounding, accumulator), z_out, accumulator)
     return saturate(out, lo, hi)
+
+
+add_sub = kernel(OpKind.ADD, OpKind.SUB)(binary_table(add_sub_formula))

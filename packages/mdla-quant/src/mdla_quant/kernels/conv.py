@@ -7,6 +7,10 @@
     (M_o, s_o) = QuantizeMultiplier(s_in * s_w[o] / s_out)       in double, from float32 scales
 
 Filter (O, KH, KW, I) int8, symmetric; bias int32 (O,) with scale s_in * s_w[o].
+
+`requantize` is the definition; the kernel runs it through `plan.py` (float BLAS on the raw
+codes, blocked, and the fused requantization of `requant.py`, exact where it applies) and
+falls back to it on the exact int64 accumulator where the fused form does not apply.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from mdla_ir.attrs import ConvAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, add_offset, f32, mbqm, quantize_multiplier, saturate, wrap32
+from mdla_quant.kernels.memo import memo
+from mdla_quant.kernels.plan import Plan, build_plan, gemm_conv
 from mdla_quant.kernels.registry import (
     activation_range,
     fail,
@@ -66,13 +72,19 @@ def check_int32(op: Op, acc: Array) -> Array:
     return acc
 
 
-def add_bias(op: Op, acc: Array, args: Sequence[Array], channels: int) -> Array:
+def bias_of(op: Op, args: Sequence[Array], channels: int) -> Array | None:
+    """The op's int32 bias (channels,), or None without one."""
     if len(args) < 3 or args[2] is None:
-        return acc
+        return None
     bias = args[2]
     if bias.dtype != np.int32 or bias.shape != (channels,):
         raise fail(op, f"bias must be int32 of shape ({channels},), got {bias.dtype} {bias.shape}")
-    return acc + bias.astype(np.int64)
+    return bias
+
+
+def add_bias(op: Op, acc: Array, args: Sequence[Array], channels: int) -> Array:
+    bias = bias_of(op, args, channels)
+    return acc if bias is None else acc + bias.astype(np.int64)
 
 
 def requantize(
@@ -99,6 +111,38 @@ def requantize(
     return saturate(out, lo, hi)
 
 
+def conv_plan(
+    op: Op,
+    taps: Array,
+    args: Sequence[Array],
+    arg_q: Sequence[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
+) -> Plan:
+    """The (cached) plan of a conv whose int8 filter, channel last, is `taps` (a depthwise
+    conv's taps are summed in one accumulator: no float32 tap ranges)."""
+    channels = taps.shape[-1]
+    bias = bias_of(op, args, channels)
+    fuse = repr(op.attrs.get("fuse", "NONE"))  # activation_range validates it on a build
+    params = (op.kind, fuse, taps.shape, rounding, accumulator)
+
+    def build() -> Plan:
+        mults = channel_multipliers(op, arg_q[0], arg_q[1], out_q, channels, rounding)
+        _, z_in = per_tensor(op, arg_q[0], "input")
+        _, z_out = per_tensor(op, out_q, "output")
+        act = activation_range(op, out_q)
+        splittable = op.kind is not OpKind.DEPTHWISE_CONV_2D
+        return build_plan(taps, bias, z_in, mults, rounding, z_out, act, accumulator, splittable)
+
+    return memo([args[1], bias], params, build, (arg_q[0], arg_q[1], out_q))
+
+
+def exact_acc(plan: Plan, raw: Array) -> Array:
+    """The int64 accumulator without bias, sum w * (x - z_in), from the raw sums."""
+    return np.asarray(raw.astype(np.int64) - plan.zero_term)
+
+
 @kernel(OpKind.CONV_2D)
 def conv_2d(
     op: Op,
@@ -118,11 +162,17 @@ def conv_2d(
     if kh * kw * ci >= MAX_TAPS:
         raise fail(op, f"{kh * kw * ci} taps per output exceed the exact range")
     _, z_in = per_tensor(op, arg_q[0], "input")
-    xp = spatial_pad(x, a.padding, z_in).astype(np.float64) - z_in
-    patches = windows(xp, (kh, kw), a.stride, a.dilation)
+    xp = spatial_pad(x, a.padding, z_in)
+    patches = windows(xp, (kh, kw), a.stride, a.dilation).transpose(0, 1, 2, 4, 5, 3)
     n, oh, ow = patches.shape[:3]
     if oh <= 0 or ow <= 0:
         raise fail(op, f"filter {kh}x{kw} does not fit the padded input {xp.shape}")
-    cols = patches.transpose(0, 1, 2, 4, 5, 3).reshape(n * oh * ow, kh * kw * ci)
-    acc = (cols @ w.reshape(o, -1).astype(np.float64).T).astype(np.int64)
-    return requantize(op, acc.reshape(n, oh, ow, o), args, arg_q, out_q, rounding, accumulator)
+    plan = conv_plan(op, w.reshape(o, -1).T, args, arg_q, out_q, rounding, accumulator)
+    if plan.requant is not None:
+        out = np.empty((n, oh, ow, o), np.int8)
+        gemm_conv(plan, plan.requant, patches, out)
+        return out
+    cols = patches.reshape(n * oh * ow, kh * kw * ci).astype(np.float64)
+    raw = cols @ plan.weights.reshape(-1, o).astype(np.float64)
+    acc = exact_acc(plan, raw).reshape(n, oh, ow, o)
+    return requantize(op, acc, args, arg_q, out_q, rounding, accumulator)

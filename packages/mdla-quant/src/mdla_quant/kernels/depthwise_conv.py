@@ -4,8 +4,10 @@
         + sum_{i,j} w[0,i,j,c*m+k] * (in[n, y*sh + i*dh - t, x*sw + j*dw - l, c] - z_in)
     out = clamp(MBQM(acc, M_oc, s_oc) + z_out, act_min, act_max)
 
-Filter (1, KH, KW, C*m) int8 with per-channel scales on dim 3. Accumulation is int64 (exact);
-`check_int32` raises where TFLite's int32 accumulator would overflow.
+Filter (1, KH, KW, C*m) int8 with per-channel scales on dim 3. Accumulation is exact (float32
+or float64 on integers, `plan.py`; int64 in the fallback); `check_int32` raises where TFLite's
+int32 accumulator would overflow. As CONV_2D, the kernel runs `conv.requantize` through the
+fused form of `plan.py` where it applies and the definition on the int64 accumulator elsewhere.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from mdla_ir.attrs import ConvAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array
-from mdla_quant.kernels.conv import requantize
+from mdla_quant.kernels.conv import conv_plan, exact_acc, requantize
+from mdla_quant.kernels.plan import depthwise
 from mdla_quant.kernels.registry import fail, int8_arg, kernel, per_tensor, spatial_pad
 
 
@@ -38,7 +41,7 @@ def depthwise_conv_2d(
     if a.multiplier is not None and a.multiplier != mult:
         raise fail(op, f"multiplier={a.multiplier} but filter implies {mult}")
     _, z_in = per_tensor(op, arg_q[0], "input")
-    xp = spatial_pad(x, a.padding, z_in).astype(np.int64) - z_in
+    xp = spatial_pad(x, a.padding, z_in)
     if mult > 1:
         xp = np.repeat(xp, mult, axis=3)  # channel c*m + k reads input channel c
     (sh, sw), (dh, dw) = a.stride, a.dilation
@@ -46,11 +49,16 @@ def depthwise_conv_2d(
     oh, ow = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
     if oh <= 0 or ow <= 0:
         raise fail(op, f"filter {kh}x{kw} does not fit the padded input {xp.shape}")
-    acc = np.zeros((n, oh, ow, oc), dtype=np.int64)
+    plan = conv_plan(op, w[0], args, arg_q, out_q, rounding, accumulator)
+    out = np.empty((n, oh, ow, oc), np.int8)
+    if plan.requant is not None:
+        depthwise(plan, plan.requant, xp, (sh, sw), (dh, dw), out)
+        return out
+    raw = np.zeros((n, oh, ow, oc), dtype=np.int64)
     wq = w.astype(np.int64)
     for i in range(kh):
         for j in range(kw):
             y0, x0 = i * dh, j * dw
             tap = xp[:, y0 : y0 + sh * (oh - 1) + 1 : sh, x0 : x0 + sw * (ow - 1) + 1 : sw]
-            acc += tap * wq[0, i, j]
-    return requantize(op, acc, args, arg_q, out_q, rounding, accumulator)
+            raw += tap.astype(np.int64) * wq[0, i, j]
+    return requantize(op, exact_acc(plan, raw), args, arg_q, out_q, rounding, accumulator)

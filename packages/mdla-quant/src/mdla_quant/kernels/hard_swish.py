@@ -11,6 +11,7 @@ Eval, per element (int16 values):
     r   = (r + 2^15) >> 1                                  ([-1, 1] -> [0, 1])
     out = clamp(RDBPOT(trunc(r * pre / 2^15), -eo) + z_out)
 SRDHM16(a, b) = trunc((a*b + (a*b >= 0 ? 2^14 : 1 - 2^14)) / 2^15), saturating at -2^15 * -2^15.
+The registered kernel looks the formula up in its 256-entry table (kernels/tables.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, quantize_multiplier, rdbpot, saturate
 from mdla_quant.kernels.registry import fail, kernel, unary_operands
+from mdla_quant.kernels.tables import unary_table
 
 I16_MIN, I16_MAX = -(2**15), 2**15 - 1
 
@@ -45,8 +47,7 @@ def _sat_shl16(a: Array, amount: int) -> Array:
     return np.asarray(np.clip(a << amount, I16_MIN, I16_MAX))
 
 
-@kernel(OpKind.HARD_SWISH)
-def hard_swish(
+def hard_swish_formula(
     op: Op,
     args: list[Array],
     arg_q: list[QuantParams | None],
@@ -80,3 +81,6 @@ def hard_swish(
     out = rdbpot(_trunc_div(r * pre, 2**15), -eo_)
     out = ((out + z_out + 2**15) % 2**16) - 2**15  # int16 `+=` wraps, as the C does
     return saturate(out)
+
+
+hard_swish = kernel(OpKind.HARD_SWISH)(unary_table(hard_swish_formula))

@@ -21,6 +21,7 @@ from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, round_half_away
 from mdla_quant.kernels.registry import fail, kernel, unary_operands
+from mdla_quant.kernels.tables import unary_table
 
 FIXED_OUTPUT = {OpKind.LOGISTIC: (1.0 / 256.0, -128), OpKind.TANH: (1.0 / 128.0, 0)}
 
@@ -60,8 +61,7 @@ def table(kind: OpKind, s_in: np.float32, z_in: int, s_out: np.float32, z_out: i
     return np.clip(out, -128, 127).astype(np.int8)
 
 
-@kernel(OpKind.LOGISTIC, OpKind.TANH)
-def lut_activation(
+def lut_activation_formula(
     op: Op,
     args: list[Array],
     arg_q: list[QuantParams | None],
@@ -78,3 +78,6 @@ def lut_activation(
             f"(the int8 spec), got ({s_out}, {z_out})",
         )
     return table(op.kind, s_in, z_in, s_out, z_out)[x.astype(np.int64) + 128]
+
+
+lut_activation = kernel(OpKind.LOGISTIC, OpKind.TANH)(unary_table(lut_activation_formula))

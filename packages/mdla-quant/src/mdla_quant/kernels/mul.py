@@ -6,6 +6,7 @@ divides the float32 scales in float32; where the float32 product rounds, a float
 can land on the other side of a power of two: a shift one apart.)
     out = clamp(MBQM((x1 - z1) * (x2 - z2), M, s) + z_out, act_min, act_max)
 |x - z| <= 255, so the product is below 2^16 and x * 2^s stays within int32 for s <= 15.
+The registered kernel looks the formula up in its 256 x 256 table (kernels/tables.py).
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, add_offset, mbqm, quantize_multiplier, saturate
 from mdla_quant.kernels.registry import activation_range, binary_operands, kernel
+from mdla_quant.kernels.tables import binary_table
 
 
-@kernel(OpKind.MUL)
-def mul(
+def mul_formula(
     op: Op,
     args: list[Array],
     arg_q: list[QuantParams | None],
@@ -34,3 +35,6 @@ def mul(
     lo, hi = activation_range(op, out_q)
     out = add_offset(mbqm(prod, m, s, rounding, accumulator), z_out, accumulator)
     return saturate(out, lo, hi)
+
+
+mul = kernel(OpKind.MUL)(binary_table(mul_formula))

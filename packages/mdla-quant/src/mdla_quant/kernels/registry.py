@@ -99,7 +99,18 @@ def spatial_pad(x: Array, padding: Sequence[int], value: int) -> Array:
     t, b, left, r = (int(p) for p in padding)
     if min(t, b, left, r) < 0:
         raise ValueError(f"negative padding {tuple(padding)}")
-    return np.pad(x, ((0, 0), (t, b), (left, r), (0, 0)), constant_values=value)
+    if t == b == left == r == 0:
+        return x
+    n, h, w, c = x.shape
+    out = np.empty((n, h + t + b, w + left + r, c), x.dtype)  # np.pad, without its overhead
+    out[:, :t], out[:, t + h :], out[:, :, :left], out[:, :, left + w :] = (
+        value,
+        value,
+        value,
+        value,
+    )
+    out[:, t : t + h, left : left + w] = x
+    return out
 
 
 def windows(

@@ -24,6 +24,7 @@ from mdla_quant.kernels.registry import fail, int8_arg, kernel, same_params
 
 
 def _trunc_div(a: Array, d: int) -> Array:
+    """C integer division (truncation toward zero)."""
     return np.asarray(np.sign(a) * (np.abs(a) // d))
 
 
@@ -73,16 +74,19 @@ def resize_bilinear(
     x, (oh, ow), align, half = resize_operands(op, args, arg_q, out_q)
     y0, y1, dy = _axis(x.shape[1], oh, align, half)
     x0, x1, dx = _axis(x.shape[2], ow, align, half)
-    v = x.astype(np.int64)
-    dy, dx = dy[None, :, None, None], dx[None, None, :, None]
-    rows0, rows1 = v[:, y0], v[:, y1]
-    # |v| <= 128 * 2^20 < 2^28: int64 is exact.
-    q20 = (
-        (rows0[:, :, x0] * (2**10 - dy) * (2**10 - dx))
-        + (rows1[:, :, x0] * dy * (2**10 - dx))
-        + (rows0[:, :, x1] * (2**10 - dy) * dx)
-        + (rows1[:, :, x1] * dy * dx)
-    )
-    if rounding == "single":
-        return saturate((q20 + 2**19) >> 20)
-    return saturate(_trunc_div(q20 + np.where(q20 > 0, 2**19, -(2**19)), 2**20))
+    # The sum computed separably (exact integer algebra, same value):
+    #   h[r, j] = x[r, x0](2^10 - dx) + x[r, x1] dx          |h| <= 128 * 2^10 = 2^17
+    #   v       = h[y0, j](2^10 - dy) + h[y1, j] dy           |v| <= 2^27
+    # so int32 is exact throughout; only the input rows some output reads are interpolated.
+    rows = np.unique(np.concatenate([y0, y1]))
+    at = np.searchsorted(rows, np.stack([y0, y1]))
+    xr = x[:, rows].astype(np.int32)
+    fx = dx.astype(np.int32)[None, None, :, None]
+    h = xr[:, :, x0] * (2**10 - fx) + xr[:, :, x1] * fx
+    fy = dy.astype(np.int32)[None, :, None, None]
+    q20 = h[:, at[0]] * (2**10 - fy) + h[:, at[1]] * fy
+    if rounding != "single":  # trunc((v +- 2^19) / 2^20) = (v + 2^19 - [v < 0]) >> 20
+        np.add(q20, np.right_shift(q20, 31), out=q20)  # (ties away from zero)
+    np.add(q20, 2**19, out=q20)
+    np.right_shift(q20, 20, out=q20)
+    return saturate(q20)

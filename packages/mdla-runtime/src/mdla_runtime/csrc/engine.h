@@ -63,6 +63,15 @@ void print_supported(NeuronModel *model);
 NeuronCompilation *compile(NeuronModel *model);
 NeuronCompilation *cache_restore(uint8_t **blob, NeuronModel **model);
 void cache_store(NeuronCompilation *comp);
+/* The cache file's key: the manifest's bytes, then `salt` (0 for an unpartitioned run, else
+ * 1 + the partition index), the cut's operation count and the device name. */
+uint64_t cache_key_for(uint64_t salt, uint32_t n_ops, const char *device, size_t device_len);
+/* The compilation stored in `path` under `key`, or NULL: no file, another key or a short blob
+ * (*rc 0), or a blob the adapter refuses (*rc its Neuron result). */
+NeuronCompilation *cache_load(const char *path, uint64_t key, uint8_t **blob, NeuronModel **model,
+                              int *rc);
+/* Store `comp`'s compiled network in `path` under `key` (written whole, then renamed). */
+void cache_save(const char *path, uint64_t key, NeuronCompilation *comp);
 void execute(NeuronCompilation *comp);
 void print_run(void);
 void open_adapter(void);

@@ -11,6 +11,10 @@
  *     float kernels of cpu/float_ops.c).
  * Every model input, boundary operand and cpu-partition tensor has one int8 buffer; an NPU
  * partition reads and writes its boundary buffers directly.
+ *
+ * --ops N runs the operations 0..N-1 across partitions (cut_partitions: the partition N cuts
+ * runs its prefix, later ones do not run; the outputs are the tensors live at the cut, as for
+ * one model). --cache FILE keeps one compiled network per NPU partition, in FILE.p<k>.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cpu_part.h"
 #include "engine.h"
@@ -32,9 +37,16 @@ typedef struct {
     NeuronCompilation *comp; /* NPU partitions */
     mdla_cpu_part *cp;       /* cpu partitions */
     double *lat;             /* per timed run, ms */
+    bool skip;               /* --ops N: no operation of the partition is below N */
+    uint8_t *blob;           /* --cache: the restored network's bytes */
+    const char *cache;       /* --cache: stored, restored or rebuilt */
 } part;
 
 static part *P;
+static mdla_partition *PT; /* the partitions run: the manifest's, or cut by --ops */
+static bool cut_on;        /* --ops N below the operation count: PT is owned, `cut` is made */
+static mdla_plan cut;      /* --ops N: its outputs are the tensors live at the cut */
+static uint32_t n_run;     /* the operations run: N, or all */
 static void **data;   /* per manifest operand: its buffer, NULL when none is needed */
 static double *total; /* per timed run, ms */
 
@@ -53,6 +65,66 @@ static void *oom(void *p) {
     if (!p) fail(EXIT_DEVICE, "run", NEURON_OUT_OF_MEMORY, -1, "out of memory");
     return p;
 }
+
+/* --ops N: operations 0..N-1 in the manifest's order (topological: the readers prove it).
+ * Each partition keeps its operations below N, a prefix of its ascending list; the partition N
+ * cuts in two becomes a model of that prefix reading the inputs it needs and writing what its
+ * kept operations make that something still wants: its own outputs, a model output, or an
+ * operation at or past the cut (its dropped rest included). Partitions left empty do not run;
+ * the run's outputs are plan_make's, the tensors live at the cut, as for one model. */
+static void cut_partitions(void) { /* (parse_args refuses --ops 0) */
+    const mdla_manifest *m = &E.m;
+    n_run = m->n_operations;
+    PT = m->partitions;
+    if (E.opt.ops < 0 || (uint64_t)E.opt.ops >= m->n_operations) return;
+    n_run = (uint32_t)E.opt.ops;
+    if (!plan_make(m, n_run, &cut)) oom(NULL);
+    cut_on = true;
+    const uint32_t n = m->n_operands ? m->n_operands : 1;
+    bool *later = oom(calloc(n, sizeof *later)), *read = oom(calloc(n, sizeof *read));
+    bool *wrote = oom(calloc(n, sizeof *wrote));
+    for (uint32_t i = n_run; i < m->n_operations; i++)
+        for (uint32_t a = 0; a < m->operations[i].n_inputs; a++) later[m->operations[i].inputs[a]] = true;
+    for (uint32_t k = 0; k < m->n_outputs; k++) later[m->outputs[k].operand] = true;
+    PT = oom(calloc(m->n_partitions, sizeof *PT));
+    for (uint32_t k = 0; k < m->n_partitions; k++) {
+        const mdla_partition *src = &m->partitions[k];
+        mdla_partition *p = &PT[k];
+        p->device = src->device;
+        p->operations = src->operations; /* borrowed: a prefix of it runs */
+        while (p->n_operations < src->n_operations && src->operations[p->n_operations] < n_run)
+            p->n_operations++;
+        p->inputs = oom(calloc(src->n_inputs + 1, sizeof *p->inputs));
+        p->outputs = oom(calloc((size_t)m->n_operands + 1, sizeof *p->outputs));
+        if (p->n_operations == 0) continue;
+        if (p->n_operations == src->n_operations) {
+            p->n_inputs = src->n_inputs;
+            p->n_outputs = src->n_outputs;
+            memcpy(p->inputs, src->inputs, src->n_inputs * sizeof *p->inputs);
+            memcpy(p->outputs, src->outputs, src->n_outputs * sizeof *p->outputs);
+            continue;
+        }
+        memset(read, 0, n * sizeof *read);
+        memset(wrote, 0, n * sizeof *wrote);
+        for (uint32_t i = 0; i < p->n_operations; i++) {
+            const mdla_operation *op = &m->operations[p->operations[i]];
+            for (uint32_t a = 0; a < op->n_inputs; a++) read[op->inputs[a]] = true;
+            for (uint32_t a = 0; a < op->n_outputs; a++) wrote[op->outputs[a]] = true;
+        }
+        for (uint32_t i = 0; i < src->n_inputs; i++)
+            if (read[src->inputs[i]]) p->inputs[p->n_inputs++] = src->inputs[i];
+        for (uint32_t i = 0; i < src->n_outputs; i++) later[src->outputs[i]] = true;
+        for (uint32_t o = 0; o < m->n_operands; o++)
+            if (wrote[o] && later[o]) p->outputs[p->n_outputs++] = o;
+    }
+    free(later);
+    free(read);
+    free(wrote);
+}
+
+/* The outputs of this run: the manifest's, or those live at the --ops cut. */
+static uint32_t n_run_outputs(void) { return cut_on ? cut.n_outputs : E.m.n_outputs; }
+static uint32_t run_output(uint32_t k) { return cut_on ? cut.outputs[k] : E.m.outputs[k].operand; }
 
 /* The adapter's device named by partition `k` (no fallback: another name is an error). */
 static const NeuronDevice *device_of(uint32_t k) {
@@ -84,8 +156,6 @@ static void check_device_option(void) {
 
 static void build_partition(uint32_t k) {
     part *p = &P[k];
-    if (!plan_make_partition(&E.m, &E.m.partitions[k], &p->plan))
-        fail(EXIT_DEVICE, "build", NEURON_OUT_OF_MEMORY, -1, "out of memory");
     build_error be;
     if (!model_build(&E.api, &E.m, &p->plan, &p->model, &be)) {
         if (be.op >= 0) {
@@ -116,9 +186,65 @@ static long first_unsupported(uint32_t k, uint32_t *n_ok) {
     return first;
 }
 
+/* --cache: partition k's file, and its key (the manifest, k, and what of it runs: a partition
+ * the --ops cut leaves whole keeps its key, the one it cuts has the cut's). */
+static void cache_file(uint32_t k, char *path, size_t size, uint64_t *key) {
+    const mdla_partition *p = &PT[k];
+    mdla_fmt(path, size, "%s.p%u", E.opt.cache, k);
+    const bool cut_here = p->n_operations != E.m.partitions[k].n_operations;
+    const uint64_t salt = ((uint64_t)(k + 1) << 32) | (cut_here ? n_run : 0);
+    *key = cache_key_for(salt, p->n_operations, p->device.s, p->device.n);
+}
+
+/* --cache: partition k's compilation from its file; false when it must be compiled: no file
+ * (stored), a stale key or short file (rebuilt), a network the adapter refuses (rebuilt, and a
+ * note on stderr: unlike one model's, the run goes on, as the next run would after a rebuild). */
+static bool restore_partition(uint32_t k) {
+    if (!E.opt.cache) return false;
+    char path[4200];
+    uint64_t key;
+    cache_file(k, path, sizeof path, &key);
+    int rc;
+    P[k].comp = cache_load(path, key, &P[k].blob, &P[k].model, &rc);
+    if (P[k].comp) {
+        P[k].cache = "restored";
+        return true;
+    }
+    free(P[k].blob);
+    P[k].blob = NULL;
+    P[k].model = NULL;
+    P[k].cache = access(path, F_OK) == 0 ? "rebuilt" : "stored";
+    if (rc)
+        fprintf(stderr, "mdla-engine: note: cache %s (partition %u): "
+                        "NeuronModel_restoreFromCompiledNetwork: %s; compiling it again\n",
+                path, k, neuron_result_name(rc));
+    return false;
+}
+
+static void store_partition(uint32_t k) {
+    char path[4200];
+    uint64_t key;
+    cache_file(k, path, sizeof path, &key);
+    cache_save(path, key, P[k].comp);
+}
+
+/* The run's cache state: restored when every NPU partition was, rebuilt when one was, else
+ * stored; NULL without --cache or NPU partitions. */
+static const char *cache_summary(void) {
+    const char *all = NULL;
+    bool rebuilt = false, restored = true;
+    for (uint32_t k = 0; E.opt.cache && k < E.m.n_partitions; k++) {
+        if (P[k].cpu || P[k].skip) continue;
+        all = "stored";
+        rebuilt |= strcmp(P[k].cache, "rebuilt") == 0;
+        restored &= strcmp(P[k].cache, "restored") == 0;
+    }
+    return !all ? NULL : restored ? "restored" : rebuilt ? "rebuilt" : all;
+}
+
 static void compile_partition(uint32_t k) {
     part *p = &P[k];
-    const mdla_str *d = &E.m.partitions[k].device;
+    const mdla_str *d = &PT[k].device;
     int rc = E.api.NeuronCompilation_createForDevices(p->model, &p->dev, 1, &p->comp);
     const char *call = "NeuronCompilation_createForDevices";
     if (!rc) {
@@ -143,7 +269,7 @@ static void compile_partition(uint32_t k) {
 
 static void prepare_cpu(uint32_t k) {
     mdla_cpu_error err;
-    if (!mdla_cpu_prepare(&E.m, &E.m.partitions[k], &P[k].cp, &err)) {
+    if (!mdla_cpu_prepare(&E.m, &PT[k], &P[k].cp, &err)) {
         if (err.op >= 0) {
             const mdla_operation *op = &E.m.operations[err.op];
             fail(err.status, "cpu", -1, err.op, "partition %u (cpu): operation %ld `%.*s`: %s", k,
@@ -166,7 +292,7 @@ static void alloc_buffers(void) {
     for (uint32_t k = 0; k < m->n_inputs; k++) need[m->inputs[k].operand] = true;
     for (uint32_t k = 0; k < m->n_outputs; k++) need[m->outputs[k].operand] = true;
     for (uint32_t q = 0; q < m->n_partitions; q++) {
-        const mdla_partition *p = &m->partitions[q];
+        const mdla_partition *p = &PT[q];
         for (uint32_t i = 0; i < p->n_inputs; i++) need[p->inputs[i]] = true;
         for (uint32_t i = 0; i < p->n_outputs; i++) need[p->outputs[i]] = true;
         for (uint32_t i = 0; is_cpu(p) && i < p->n_operations; i++) {
@@ -224,11 +350,11 @@ static void run_npu(uint32_t k) {
 }
 
 static void write_outputs(void) {
-    for (uint32_t k = 0; E.opt.outdir && k < E.m.n_outputs; k++) {
+    for (uint32_t k = 0; E.opt.outdir && k < n_run_outputs(); k++) {
         char path[4200];
         mdla_fmt(path, sizeof path, "%s/output_%u.bin", E.opt.outdir, k);
         FILE *f = fopen(path, "wb");
-        uint32_t o = E.m.outputs[k].operand;
+        uint32_t o = run_output(k);
         size_t n = (size_t)bytes_of(o);
         bool ok = f && fwrite(data[o], 1, n, f) == n;
         if (f && fclose(f) != 0) ok = false;
@@ -250,22 +376,30 @@ static void print_report(void) {
     const mdla_manifest *m = &E.m;
     double *mins = oom(calloc(m->n_partitions + 1, sizeof *mins));
     double *meds = oom(calloc(m->n_partitions + 1, sizeof *meds));
+    uint32_t n_parts = 0;
     for (uint32_t k = 0; k < m->n_partitions; k++) {
+        if (P[k].skip) continue;
+        n_parts++;
         meds[k] = median(P[k].lat, E.runs);
         mins[k] = P[k].lat[0];
     }
     double med = median(total, E.runs);
+    const char *cache = cache_summary();
     if (!E.opt.json) {
-        printf("%s: %u partitions, %u/%u operations, %ld run(s), median %.3f ms, min %.3f ms\n",
-               E.opt.manifest, m->n_partitions, m->n_operations, m->n_operations, E.runs, med, total[0]);
+        printf("%s: %u partitions, %u/%u operations, %ld run(s), median %.3f ms, min %.3f ms%s%s\n",
+               E.opt.manifest, n_parts, n_run, m->n_operations, E.runs, med, total[0],
+               cache ? ", cache " : "", cache ? cache : "");
         for (uint32_t k = 0; k < m->n_partitions; k++) {
-            const mdla_partition *p = &m->partitions[k];
-            printf("  partition %u on %.*s: %u operations, median %.3f ms, min %.3f ms\n", k,
+            const mdla_partition *p = &PT[k];
+            if (P[k].skip) continue;
+            printf("  partition %u on %.*s: %u operations, median %.3f ms, min %.3f ms", k,
                    (int)p->device.n, p->device.s, p->n_operations, meds[k], mins[k]);
+            if (P[k].cache) printf(", cache %s", P[k].cache);
+            putchar('\n');
         }
-        for (uint32_t k = 0; k < m->n_outputs; k++) {
-            const mdla_operand *o = &m->operands[m->outputs[k].operand];
-            printf("  output %u: operand %u `%.*s`%s%s/output_%u.bin\n", k, m->outputs[k].operand,
+        for (uint32_t k = 0; k < n_run_outputs(); k++) {
+            const mdla_operand *o = &m->operands[run_output(k)];
+            printf("  output %u: operand %u `%.*s`%s%s/output_%u.bin\n", k, run_output(k),
                    (int)o->name.n, o->name.s, E.opt.outdir ? " -> " : "", E.opt.outdir ? E.opt.outdir : "", k);
         }
     } else {
@@ -273,20 +407,27 @@ static void print_report(void) {
         json_devices();
         printf(", \"selected\": ");
         json_cstr(stdout, E.opt.device);
-        printf(", \"ops\": %u, \"total_ops\": %u, \"cache\": null", m->n_operations, m->n_operations);
+        printf(", \"ops\": %u, \"total_ops\": %u, \"cache\": ", n_run, m->n_operations);
+        if (cache) json_cstr(stdout, cache);
+        else fputs("null", stdout);
         json_latency(med, total);
         printf(", \"partitions\": [");
-        for (uint32_t k = 0; k < m->n_partitions; k++) {
-            const mdla_partition *p = &m->partitions[k];
-            printf("%s{\"device\": ", k ? ", " : "");
+        for (uint32_t k = 0, first = 1; k < m->n_partitions; k++) {
+            const mdla_partition *p = &PT[k];
+            if (P[k].skip) continue;
+            printf("%s{\"index\": %u, \"device\": ", first ? "" : ", ", k);
+            first = 0;
             json_str(stdout, p->device.s, p->device.n);
-            printf(", \"ops\": %u, \"first_op\": %u, \"ms\": %.6f, \"min_ms\": %.6f}", p->n_operations,
-                   p->n_operations ? p->operations[0] : 0, meds[k], mins[k]);
+            printf(", \"ops\": %u, \"first_op\": %u, \"ms\": %.6f, \"min_ms\": %.6f, \"cache\": ",
+                   p->n_operations, p->operations[0], meds[k], mins[k]);
+            if (P[k].cache) json_cstr(stdout, P[k].cache);
+            else fputs("null", stdout);
+            fputc('}', stdout);
         }
         printf("], \"inputs\": [");
         for (uint32_t k = 0; k < m->n_inputs; k++) printf("%s%u", k ? ", " : "", k);
         printf("], \"outputs\": [");
-        for (uint32_t k = 0; k < m->n_outputs; k++) json_output(k, m->outputs[k].operand);
+        for (uint32_t k = 0; k < n_run_outputs(); k++) json_output(k, run_output(k));
         puts("]}");
     }
     free(mins);
@@ -310,13 +451,14 @@ static void print_supported_parts(void) {
     static const char *const names[] = {"NeuronModel_getSupportedOperationsForDevices", NULL};
     const mdla_manifest *m = &E.m;
     for (uint32_t k = 0; k < m->n_partitions; k++)
-        if (!P[k].cpu) { /* no NPU partition: no adapter was opened, nothing to ask */
+        if (!P[k].cpu && !P[k].skip) { /* no NPU partition: no adapter was opened, nothing to ask */
             require(names);
             break;
         }
     if (E.opt.json) printf("{\"ok\": true, \"partitions\": [");
-    for (uint32_t k = 0; k < m->n_partitions; k++) {
-        const mdla_partition *p = &m->partitions[k];
+    for (uint32_t k = 0, first = 1; k < m->n_partitions; k++) {
+        const mdla_partition *p = &PT[k];
+        if (P[k].skip) continue;
         uint32_t n = p->n_operations, count = 0;
         bool *ok = oom(calloc(n ? n : 1, sizeof *ok));
         if (!P[k].cpu) {
@@ -326,7 +468,8 @@ static void print_supported_parts(void) {
             for (uint32_t i = 0; i < n; i++) count += ok[i];
         }
         if (E.opt.json) {
-            printf("%s{\"device\": ", k ? ", " : "");
+            printf("%s{\"device\": ", first ? "" : ", ");
+            first = 0;
             json_str(stdout, p->device.s, p->device.n);
             printf(", \"ops\": [");
             for (uint32_t i = 0; i < n; i++) printf("%s%u", i ? ", " : "", p->operations[i]);
@@ -356,36 +499,38 @@ static void print_supported_parts(void) {
 
 void engine_run_partitions(void) {
     const mdla_manifest *m = &E.m;
-    if (E.opt.ops >= 0)
-        fail(EXIT_USAGE, "usage", -1, -1, "--ops on a partitioned manifest (%u partitions) is not "
-             "built yet: bisect one NPU partition (docs/partitions.md section 4)", m->n_partitions);
-    if (E.opt.cache)
-        fail(EXIT_USAGE, "usage", -1, -1, "--cache on a partitioned manifest (%u partitions) is not "
-             "built yet (one compiled network per NPU partition)", m->n_partitions);
     check_device_option();
+    cut_partitions();
     P = oom(calloc(m->n_partitions, sizeof *P));
     bool any_npu = false;
     for (uint32_t k = 0; k < m->n_partitions; k++) {
         P[k].cpu = is_cpu(&m->partitions[k]);
-        any_npu |= !P[k].cpu;
+        P[k].skip = PT[k].n_operations == 0;
+        any_npu |= !P[k].cpu && !P[k].skip;
     }
-    if (any_npu) { /* a manifest of cpu partitions alone needs no adapter */
+    if (any_npu) { /* a run of cpu partitions alone needs no adapter */
         open_adapter();
         require_npu_calls();
     }
     for (uint32_t k = 0; k < m->n_partitions; k++) {
+        if (P[k].skip) continue;
         if (P[k].cpu) {
             if (!E.opt.supported) prepare_cpu(k);
             continue;
         }
         P[k].dev = device_of(k);
-        build_partition(k);
+        if (!plan_make_partition(m, &PT[k], &P[k].plan))
+            fail(EXIT_DEVICE, "build", NEURON_OUT_OF_MEMORY, -1, "out of memory");
+        if (E.opt.supported || !restore_partition(k)) build_partition(k);
     }
     if (E.opt.supported) {
         print_supported_parts();
     } else {
-        for (uint32_t k = 0; k < m->n_partitions; k++)
-            if (!P[k].cpu) compile_partition(k);
+        for (uint32_t k = 0; k < m->n_partitions; k++) {
+            if (P[k].cpu || P[k].skip || P[k].comp) continue;
+            compile_partition(k);
+            if (E.opt.cache) store_partition(k);
+        }
         alloc_buffers();
         read_inputs();
         total = oom(calloc((size_t)E.opt.repeat, sizeof *total));
@@ -394,6 +539,7 @@ void engine_run_partitions(void) {
         for (long r = -E.opt.warmup; r < E.opt.repeat; r++) { /* r < 0: warm-up runs, not timed */
             double t0 = now_ms();
             for (uint32_t k = 0; k < m->n_partitions; k++) {
+                if (P[k].skip) continue;
                 double t = now_ms();
                 if (P[k].cpu) mdla_cpu_run(P[k].cp, data);
                 else run_npu(k);
@@ -413,6 +559,15 @@ void engine_run_partitions(void) {
         mdla_cpu_free(P[k].cp);
         plan_free(&P[k].plan);
         free(P[k].lat);
+        free(P[k].blob);
+        if (cut_on) {
+            free(PT[k].inputs);
+            free(PT[k].outputs);
+        }
+    }
+    if (cut_on) {
+        free(PT);
+        plan_free(&cut);
     }
     for (uint32_t o = 0; data && o < m->n_operands; o++) free(data[o]);
     free(data);

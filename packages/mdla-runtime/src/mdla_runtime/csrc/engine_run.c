@@ -150,46 +150,73 @@ NeuronCompilation *compile(NeuronModel *model) {
 }
 
 /* --cache FILE: 64-byte prefix ("MDLACACHE", key, blob size), then the adapter's blob. The key
- * hashes the manifest bytes, --ops and --device, so a stale cache is rebuilt, never misused. */
+ * hashes the manifest bytes, --ops and --device, so a stale cache is rebuilt, never misused; a
+ * partitioned manifest keeps one such file per NPU partition (engine_parts.c), keyed also by
+ * the partition's index. */
 #define CACHE_PREFIX 64
+#define FNV_PRIME 1099511628211ull
+
+static uint64_t manifest_hash(void) {
+    static uint64_t h;
+    static bool done;
+    if (!done) {
+        h = 1469598103934665603ull;
+        for (size_t i = 0; i < E.size; i++) h = (h ^ E.buf[i]) * FNV_PRIME;
+        done = true;
+    }
+    return h;
+}
+
+uint64_t cache_key_for(uint64_t salt, uint32_t n_ops, const char *device, size_t device_len) {
+    uint64_t h = manifest_hash();
+    if (salt) h = (h ^ salt) * FNV_PRIME;
+    h = (h ^ n_ops) * FNV_PRIME;
+    for (size_t i = 0; i < device_len; i++) h = (h ^ (uint8_t)device[i]) * FNV_PRIME;
+    return h;
+}
 
 static uint64_t cache_key(void) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < E.size; i++) h = (h ^ E.buf[i]) * 1099511628211ull;
-    h = (h ^ E.plan.n_ops) * 1099511628211ull;
-    for (const char *s = E.opt.device; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
+    return cache_key_for(0, E.plan.n_ops, E.opt.device, strlen(E.opt.device));
 }
 
 static void put_u64(uint8_t *p, uint64_t v) { for (int k = 0; k < 8; k++) p[k] = (uint8_t)(v >> (8 * k)); }
 static uint64_t get_u64(const uint8_t *p) { uint64_t v = 0; for (int k = 7; k >= 0; k--) v = (v << 8) | p[k]; return v; }
 
-/* The restored compilation, or NULL (no cache file, or a stale one). `*model` receives the model
- * the adapter restored with it; the caller frees it after the compilation. */
-NeuronCompilation *cache_restore(uint8_t **blob, NeuronModel **model) {
-    FILE *f = fopen(E.opt.cache, "rb");
+NeuronCompilation *cache_load(const char *path, uint64_t key, uint8_t **blob, NeuronModel **model,
+                              int *rc) {
+    *rc = NEURON_NO_ERROR;
+    FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     uint8_t pre[CACHE_PREFIX];
     NeuronCompilation *comp = NULL;
     if (fread(pre, 1, CACHE_PREFIX, f) == CACHE_PREFIX && memcmp(pre, "MDLACACHE", 9) == 0 &&
-        get_u64(pre + 16) == cache_key()) {
+        get_u64(pre + 16) == key) {
         uint64_t size = get_u64(pre + 24);
         *blob = size && size < (1ull << 34) ? malloc((size_t)size) : NULL;
         if (*blob && fread(*blob, 1, (size_t)size, f) == size) {
             static const char *const names[] = {"NeuronModel_restoreFromCompiledNetwork", NULL};
             require(names);
-            int rc = E.api.NeuronModel_restoreFromCompiledNetwork(model, &comp, *blob, (size_t)size);
-            if (rc) fail(EXIT_DEVICE, "cache", rc, -1, "NeuronModel_restoreFromCompiledNetwork(%s): %s",
-                         E.opt.cache, neuron_result_name(rc));
-            E.cache_state = "restored";
+            *rc = E.api.NeuronModel_restoreFromCompiledNetwork(model, &comp, *blob, (size_t)size);
+            if (*rc) comp = NULL;
         }
     }
     fclose(f);
-    if (!comp) E.cache_state = "stale";
     return comp;
 }
 
-void cache_store(NeuronCompilation *comp) {
+/* The restored compilation, or NULL (no cache file, or a stale one). `*model` receives the model
+ * the adapter restored with it; the caller frees it after the compilation. */
+NeuronCompilation *cache_restore(uint8_t **blob, NeuronModel **model) {
+    int rc;
+    NeuronCompilation *comp = cache_load(E.opt.cache, cache_key(), blob, model, &rc);
+    if (rc) fail(EXIT_DEVICE, "cache", rc, -1, "NeuronModel_restoreFromCompiledNetwork(%s): %s",
+                 E.opt.cache, neuron_result_name(rc));
+    if (comp) E.cache_state = "restored";
+    else if (access(E.opt.cache, F_OK) == 0) E.cache_state = "stale";
+    return comp;
+}
+
+void cache_save(const char *path, uint64_t key, NeuronCompilation *comp) {
     static const char *const names[] = {"NeuronCompilation_getCompiledNetworkSize",
                                         "NeuronCompilation_storeCompiledNetwork", NULL};
     require(names);
@@ -200,18 +227,22 @@ void cache_store(NeuronCompilation *comp) {
     if (!rc) rc = E.api.NeuronCompilation_storeCompiledNetwork(comp, blob, size);
     if (rc) fail(EXIT_DEVICE, "cache", rc, -1, "storing the compiled network: %s", neuron_result_name(rc));
     uint8_t pre[CACHE_PREFIX] = "MDLACACHE";
-    put_u64(pre + 16, cache_key());
+    put_u64(pre + 16, key);
     put_u64(pre + 24, size);
     char tmp[4200];
-    mdla_fmt(tmp, sizeof tmp, "%s.tmp%ld", E.opt.cache, (long)getpid());
+    mdla_fmt(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     bool ok = f && fwrite(pre, 1, CACHE_PREFIX, f) == CACHE_PREFIX && fwrite(blob, 1, size, f) == size;
     if (f && fclose(f) != 0) ok = false;
     free(blob);
-    if (!ok || rename(tmp, E.opt.cache) != 0) {
+    if (!ok || rename(tmp, path) != 0) {
         remove(tmp);
-        fail(EXIT_BAD_INPUT, "cache", -1, -1, "cannot write %s: %s", E.opt.cache, strerror(errno));
+        fail(EXIT_BAD_INPUT, "cache", -1, -1, "cannot write %s: %s", path, strerror(errno));
     }
+}
+
+void cache_store(NeuronCompilation *comp) {
+    cache_save(E.opt.cache, cache_key(), comp);
     E.cache_state = E.cache_state ? "rebuilt" : "stored";
 }
 

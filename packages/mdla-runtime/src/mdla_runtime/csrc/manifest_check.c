@@ -405,8 +405,10 @@ static bool sem_io(sem *s, const char *key, int64_t *seen) {
         mdla_fmt(f, sizeof f, "%s[%u]", key, k);
         mdla_fmt(g, sizeof g, "%s.operand", f);
         uint64_t at = value_at(c, e, "operand");
-        if (o->type != 14 && o->type != 13) {
-            mdla_fmt(why, sizeof why, "operand %u is %s; model inputs and outputs are int8 tensors", idx, mdla_type_name(o->type));
+        const bool real = !inputs && o->type == 3; /* TENSOR_FLOAT32: a float region's output */
+        if (o->type != 14 && o->type != 13 && !real) {
+            mdla_fmt(why, sizeof why, "operand %u is %s; model inputs are int8 tensors, outputs int8 or float32 tensors",
+                     idx, mdla_type_name(o->type));
             return chk_fail(c, "BadReference", g, at, why);
         }
         if (inputs && o->has_data) {
@@ -419,7 +421,8 @@ static bool sem_io(sem *s, const char *key, int64_t *seen) {
         }
         seen[idx] = k;
         double scale = float_of(c, e, "scale"), own = float_of(c, s->opnode[idx], "scale");
-        bool flaw = scale_flaw(scale, true, why, sizeof why);
+        bool flaw = real ? scale != 0.0 : scale_flaw(scale, true, why, sizeof why);
+        if (real && flaw) mdla_fmt(why, sizeof why, "a float32 output has scale 0");
         if (!flaw && scale != own) {
             flaw = true;
             mdla_fmt(why, sizeof why, "scale %.17g is not operand %u's %.17g", scale, idx, own);
@@ -428,9 +431,12 @@ static bool sem_io(sem *s, const char *key, int64_t *seen) {
             mdla_fmt(g, sizeof g, "%s.scale", f);
             return chk_fail(c, "BadQuantization", g, value_at(c, e, "scale"), why);
         }
-        if (ios[k].zero_point != o->zero_point) {
+        if (ios[k].zero_point != o->zero_point || (real && ios[k].zero_point != 0)) {
             mdla_fmt(g, sizeof g, "%s.zero_point", f);
-            mdla_fmt(why, sizeof why, "zero point %d is not operand %u's", ios[k].zero_point, idx);
+            if (ios[k].zero_point != o->zero_point)
+                mdla_fmt(why, sizeof why, "zero point %d is not operand %u's", ios[k].zero_point, idx);
+            else
+                mdla_fmt(why, sizeof why, "a float32 output has zero point 0");
             return chk_fail(c, "BadQuantization", g, value_at(c, e, "zero_point"), why);
         }
         uint32_t sh = mp_get(c->doc, e, "shape");

@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -31,9 +31,19 @@ from mdla_ir.affine import dequantize_output, quantize_input
 from mdla_runtime.build import engine_path
 from mdla_runtime.errors import TargetError, TargetSpecError
 from mdla_runtime.format.budget import DEFAULT, Budget
+from mdla_runtime.format.container import TENSOR_FLOAT32
 from mdla_runtime.format.manifest import IOSpec, Manifest, load
 
 Array = np.ndarray[Any, Any]
+
+
+class StepProgress(Protocol):
+    """Told about a remote target's slow steps (an SSH phone's connect, work directory, engine,
+    uploads, runs): `(step, 0, 0)` as a step of unknown length starts and `(step, 1, 1)` as it
+    ends; a transfer reports `(step, bytes_sent, bytes_total)` as it goes. Local targets have
+    no such steps; the workbench draws them on stderr (`workbench.output.Steps.remote`)."""
+
+    def __call__(self, step: str, done: int, total: int) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +92,11 @@ class RunResult:
         }
 
 
+def output_dtype(m: Manifest, operand: int) -> type[np.generic]:
+    """What a model output's bytes hold: int8, or float32 (TENSOR_FLOAT32, little-endian)."""
+    return np.dtype("<f4").type if m.operands[operand].type == TENSOR_FLOAT32 else np.int8
+
+
 def quantize(x: Array, spec: IOSpec) -> Array:
     """Model-layout floats -> device-layout int8: clamp(round_half_away(x / s) + z)."""
     x = np.asarray(x, dtype=np.float32)
@@ -95,8 +110,9 @@ def quantize(x: Array, spec: IOSpec) -> Array:
 
 
 def dequantize(raw: Array, spec: IOSpec | None, scale: float, zero_point: int) -> Array:
-    """Device-layout int8 -> model-layout floats (s * (q - z)), undoing the boundary perm."""
-    real = dequantize_output(raw, scale, zero_point)
+    """Device-layout int8 -> model-layout floats (s * (q - z)), undoing the boundary perm; a
+    float32 output (a cpu partition's float region) is taken as it is, only the perm undone."""
+    real = raw if raw.dtype == np.float32 else dequantize_output(raw, scale, zero_point)
     if spec is None or not spec.perm:
         return real
     real = real.reshape((1,) * (len(spec.perm) - real.ndim) + real.shape)
@@ -170,8 +186,9 @@ class Target:
     ) -> dict[str, list[bool]]:
         """Per device, one flag per operation (getSupportedOperationsForDevices) of the model
         or of its first `ops` operations. A partitioned manifest is asked per NPU partition
-        (each its own model, on its own device): per device, one flag per operation of its
-        partitions, in operation order; cpu partitions are not asked."""
+        (each its own model, on its own device; with `ops`, the partition the cut falls in as a
+        model of its prefix): per device, one flag per operation of its partitions run, in
+        operation order; cpu partitions are not asked."""
         m = _as_manifest(manifest, self.budget)
         args = [str(m.path), "--supported", "--device", ",".join(devices)]
         out = self._engine(args + (["--ops", str(ops)] if ops is not None else []))
@@ -231,7 +248,8 @@ class Target:
             by_operand = {s.operand: s for s in m.outputs}
             raws, floats, names = [], [], []
             for entry in out["outputs"]:
-                raw = np.fromfile(Path(tmp) / entry["file"], dtype=np.int8)
+                dtype = output_dtype(m, int(entry["operand"]))
+                raw = np.fromfile(Path(tmp) / entry["file"], dtype=dtype)
                 raw = raw.reshape(entry["dims"])
                 io = by_operand.get(entry["operand"])
                 raws.append(raw)
@@ -261,15 +279,18 @@ class Target:
         )
 
 
-def open_target(spec: str = "emu", budget: Budget = DEFAULT) -> Target:
-    """A target by spec: "emu", "lib:/path/to/libneuron_adapter.so" or "ssh://..." (later),
-    validating manifests within `budget`."""
-    target = _open(spec)
+def open_target(
+    spec: str = "emu", budget: Budget = DEFAULT, progress: StepProgress | None = None
+) -> Target:
+    """A target by spec: "emu", "lib:/path/to/libneuron_adapter.so" or "ssh://...",
+    validating manifests within `budget`; an SSH target tells `progress` about its steps
+    (from the connect on, so it is given here)."""
+    target = _open(spec, progress)
     target.budget = budget
     return target
 
 
-def _open(spec: str) -> Target:
+def _open(spec: str, progress: StepProgress | None = None) -> Target:
     if spec == "emu":
         try:
             from mdla_runtime.emu.emulator import build_emulator
@@ -287,7 +308,7 @@ def _open(spec: str) -> Target:
     if spec.startswith("ssh://"):
         from mdla_runtime.engine.ssh import SshTarget
 
-        return SshTarget(spec)
+        return SshTarget(spec, progress)
     raise TargetSpecError(
         f"unknown target {spec!r}: use 'emu', 'lib:/path/to.so' or 'ssh://user@host'"
     )

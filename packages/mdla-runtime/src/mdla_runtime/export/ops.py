@@ -19,8 +19,10 @@ from mdla_ir.attrs import (
 )
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
+from mdla_ir.schema import HOST_CODES
+from mdla_runtime.export.host_ops import HOST
 from mdla_runtime.export.limits import check_loadable
-from mdla_runtime.export.writer import ExportError, Writer, padding_mode
+from mdla_runtime.export.writer import ExportError, UnexportableOpError, Writer, padding_mode
 
 ZERO_POINT = "zero_point"
 
@@ -269,6 +271,7 @@ _EMITTERS: dict[OpKind, Emit] = {
     OpKind.DEPTH_TO_SPACE: _depth_to_space,
     OpKind.TRANSPOSE_CONV_2D: _transpose_conv,  # TRANSPOSE_CONV VALID [SLICE of the crop]
     OpKind.PRELU: _prelu,  # PRELU (LeakyReLU: a one-element alpha)
+    **HOST,  # a CPU partition's TRANSPOSE, GELU, LAYER_NORM, ARGMAX (export/host_ops.py)
 }
 
 
@@ -276,7 +279,11 @@ def emit_op(w: Writer, op: Op) -> None:
     """Append the TFLite operator(s) computing `op` (after `limits.check_loadable`)."""
     emit = _EMITTERS.get(op.kind)
     if emit is None:
-        raise ExportError(f"op `{op.name}`: {op.kind.name} has no .tflite export")
+        host = " (a CPU partition's host op: the .mdla runs it, a .tflite cannot hold it yet)"
+        raise UnexportableOpError(
+            f"op `{op.name}`: {op.kind.name} has no .tflite export"
+            + (host if op.kind in HOST_CODES else "")
+        )
     check_loadable(w.graph, op)
     out = [w.tensor(op.outputs[0])]
     emit(w, op, out)

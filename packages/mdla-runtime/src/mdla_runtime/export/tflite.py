@@ -1,5 +1,8 @@
 """`export_tflite`: write an int8 NHWC qgraph as a .tflite flatbuffer (LiteRT's schema).
 
+A placed graph (issue 17, `workbench compile --cpu`) is written as one graph too, its CPU
+partitions' ops as TFLite builtins (`host_ops.py`), so LiteRT places every op itself.
+
 The file is the oracle's input: LiteRT's reference kernels (`OpResolverType.BUILTIN_REF`) run it
 and must agree bit for bit with `mdla_quant.run_int8(qgraph, x, raw=True)`. Its inputs and
 outputs are the graph's int8 device tensors (NHWC). Explicit paddings become SAME or VALID when
@@ -21,9 +24,17 @@ import numpy as np
 from mdla_ir.graph import Graph
 from mdla_runtime.atomic import write_atomic
 from mdla_runtime.export.ops import emit_op
-from mdla_runtime.export.writer import ExportError, Writer, padding_mode
+from mdla_runtime.export.writer import ExportError, UnexportableOpError, Writer, padding_mode
 
-__all__ = ["ExportError", "export_tflite", "padding_mode", "run_tflite_reference", "tflite_bytes"]
+__all__ = [
+    "ExportError",
+    "UnexportableOpError",
+    "export_tflite",
+    "padding_mode",
+    "run_tflite_reference",
+    "run_tflite_tensors",
+    "tflite_bytes",
+]
 
 
 def tflite_bytes(qgraph: Graph) -> bytes:
@@ -53,6 +64,26 @@ def run_tflite_reference(
         it.set_tensor(detail["index"], np.ascontiguousarray(x))
     it.invoke()
     return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+
+
+def run_tflite_tensors(
+    model: bytes, inputs: Sequence[np.ndarray[Any, Any]]
+) -> dict[str, np.ndarray[Any, Any]]:
+    """Every tensor of one BUILTIN_REF run of `model`, by name (LiteRT's
+    `experimental_preserve_all_tensors`): the graph's own tensors keep their names in the
+    export, so each can be compared with what `mdla_quant.run_int8` computes for it."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    it = Interpreter(
+        model_content=model,
+        experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+        experimental_preserve_all_tensors=True,
+    )
+    it.allocate_tensors()
+    for detail, x in zip(it.get_input_details(), inputs, strict=True):
+        it.set_tensor(detail["index"], np.ascontiguousarray(x))
+    it.invoke()
+    return {d["name"]: np.array(it.get_tensor(d["index"])) for d in it.get_tensor_details()}
 
 
 def export_tflite(qgraph: Graph, path: str | Path) -> Path:

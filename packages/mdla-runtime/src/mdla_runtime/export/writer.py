@@ -19,6 +19,10 @@ class ExportError(ValueError):
     """The graph cannot be written as a .tflite file; the message names the op or tensor."""
 
 
+class UnexportableOpError(ExportError):
+    """An op kind with no .tflite form in this exporter (the CLIs: exit 3, unsupported)."""
+
+
 _FUSE = {"NONE": "NONE", "RELU": "RELU", "RELU1": "RELU_N1_TO_1", "RELU6": "RELU6"}
 
 
@@ -99,9 +103,15 @@ class Writer:
         quant: QuantParams | None,
         data: np.ndarray[Any, Any] | None = None,
     ) -> int:
-        types = {"int8": self.S.TensorType.INT8, "int32": self.S.TensorType.INT32}
+        types = {
+            "int8": self.S.TensorType.INT8,
+            "int32": self.S.TensorType.INT32,
+            "float32": self.S.TensorType.FLOAT32,  # a CPU float op's constants and steps
+        }
         if dtype not in types:
-            raise ExportError(f"tensor `{name}`: dtype {dtype} cannot be exported (int8/int32)")
+            raise ExportError(
+                f"tensor `{name}`: dtype {dtype} cannot be exported (int8/int32/float32)"
+            )
         t = self.S.TensorT()
         t.name, t.shape, t.type = name, [int(d) for d in shape], types[dtype]
         t.quantization = self._quant(quant)

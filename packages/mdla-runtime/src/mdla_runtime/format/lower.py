@@ -3,7 +3,9 @@
 Each graph tensor becomes one operand: activations TENSOR_QUANT8_ASYMM_SIGNED (scale, zero
 point), per-channel weights TENSOR_QUANT8_SYMM_PER_CHANNEL (channelDim 0 for CONV_2D and
 FULLY_CONNECTED, 3 for DEPTHWISE_CONV_2D, scale 0 with the scales beside), per-tensor int8
-constants TENSOR_QUANT8_ASYMM_SIGNED, bias TENSOR_INT32 (scale s_in·s_w, or 0 when per-channel).
+constants TENSOR_QUANT8_ASYMM_SIGNED, bias TENSOR_INT32 (scale s_in·s_w, or 0 when per-channel);
+float32 tensors (a host op's constants, and the activations of a cpu partition's float region:
+`mdla_quant.float_region`) TENSOR_FLOAT32 with scale 0.
 
 Op attributes become operands in NNAPI order: each rule below gives the value of every slot of
 the op's first schema form (`mdla_ir.schema.SCHEMA[kind].forms[0]`: the explicit-padding form,
@@ -27,6 +29,7 @@ from mdla_ir.attrs import (
     BlockAttrs,
     ConvAttrs,
     FuseAttrs,
+    GruAttrs,
     MatmulAttrs,
     MeanAttrs,
     NormAttrs,
@@ -89,9 +92,9 @@ def _tensor_entry(t: Tensor, channel_dim: int | None) -> tuple[dict[str, Any], b
     if t.dtype == "int32":
         entry |= {"type": fmt.TENSOR_INT32, "scale": 0.0, "zero_point": 0}
         return entry, None if data is None else data.astype("<i4").tobytes()
-    if t.dtype == "float32" and data is not None:  # a host op's constant (LAYER_NORM's weight)
-        entry |= {"type": fmt.TENSOR_FLOAT32, "scale": 0.0, "zero_point": 0}
-        return entry, data.astype("<f4").tobytes()
+    if t.dtype == "float32" and (data is not None or q is None):  # a host op's constant, or
+        entry |= {"type": fmt.TENSOR_FLOAT32, "scale": 0.0, "zero_point": 0}  # a float region's
+        return entry, None if data is None else data.astype("<f4").tobytes()
     if t.dtype != "int8" or q is None:
         raise LoweringError(t.name, None, f"tensor dtype {t.dtype} quant {q}: need int8 with quant")
     if len(q.scale) > 1 or (q.per_channel and data is not None):
@@ -297,10 +300,28 @@ def _argmax(low: Lowered, g: Graph, op: Op) -> Slots:
     return {"x": op.inputs[0], "axis": ArgmaxAttrs.of(op).axis % len(g.tensors[op.inputs[0]].shape)}
 
 
+def _gru(low: Lowered, g: Graph, op: Op) -> Slots:
+    """Host op: x w_ih w_hh b_ih b_hh bidirectional (weights stacked per direction)."""
+    names = ("x", "w_ih", "w_hh", "b_ih", "b_hh")
+    if len(op.inputs) != len(names):
+        raise _fail(op, f"takes {len(names)} inputs ({', '.join(names)}), got {len(op.inputs)}")
+    slots: Slots = dict(zip(names, op.inputs, strict=True))
+    return slots | {"bidirectional": GruAttrs.of(op).bidirectional}
+
+
+def _fc_f32(low: Lowered, g: Graph, op: Op) -> Slots:
+    """Host op: x weights bias, all float32 (no fused activation)."""
+    if len(op.inputs) != 3:
+        raise _fail(op, f"takes x, weights and bias, got {len(op.inputs)} inputs")
+    return {"x": op.inputs[0], "weights": op.inputs[1], "bias": op.inputs[2]}
+
+
 _HOST_RULES: dict[OpKind, Rule] = {
     OpKind.LAYER_NORM: _layer_norm,
     OpKind.GELU: _gelu,
     OpKind.ARGMAX: _argmax,
+    OpKind.GRU: _gru,  # x w_ih w_hh b_ih b_hh bidirectional (float32)
+    OpKind.FULLY_CONNECTED_F32: _fc_f32,  # x weights bias (float32)
 }
 
 

@@ -15,9 +15,12 @@ same kinds, fields and offsets), after the schema checks and before the engine, 
      running sum over all tensors (constants and activations) <= max_total_bytes.
 2. `inputs`, then `outputs` (`inputs[k]`), each entry against its operand:
    - the operand is an int8 tensor (TENSOR_QUANT8_ASYMM_SIGNED or TENSOR_QUANT8_SYMM: the
-     engine moves one byte per element), and an input is no constant (BadReference);
+     engine moves one byte per element), or, for an output, TENSOR_FLOAT32 (what a float
+     region of a cpu partition writes: four bytes per element), and an input is no constant
+     (BadReference);
    - no operand is listed twice in one list (DuplicateEntry);
-   - the entry's `scale` and `zero_point` are the operand's (BadQuantization);
+   - the entry's `scale` and `zero_point` are the operand's (BadQuantization); a float32
+     output's are 0 and 0 (it has no quantization);
    - `shape`, when present, is the operand's dims (ShapeMismatch);
    - `perm`, when not empty, is a permutation of 0..n-1 with rank <= n <= 8 (BadPermutation);
    - `model_shape` (default: `shape`) is the operand's dims in the model's layout. This is what
@@ -162,8 +165,12 @@ class _Semantics:
         f, idx = f"{key}[{k}]", e["operand"]
         o = self.ops[idx]
         t, dims = o["type"], list(o["dims"])
-        if t not in IO_TYPES:
-            why = f"operand {idx} is {fmt.TYPE_NAMES[t]}; model inputs and outputs are int8 tensors"
+        real = key == "outputs" and t == fmt.TENSOR_FLOAT32  # a float region's output
+        if t not in IO_TYPES and not real:
+            why = (
+                f"operand {idx} is {fmt.TYPE_NAMES[t]}; model inputs are int8 tensors, "
+                "outputs int8 or float32 tensors"
+            )
             self.fail(BadReferenceError, f"{f}.operand", why)
         if key == "inputs" and "data" in o:
             self.fail(BadReferenceError, f"{f}.operand", f"operand {idx} is a constant")
@@ -172,12 +179,16 @@ class _Semantics:
             self.fail(DuplicateEntryError, f"{f}.operand", why)
         seen[idx] = k
         flaw = scale_flaw(e.get("scale", 0.0), positive=True)
+        if real:
+            flaw = None if e.get("scale", 0.0) == 0.0 else "a float32 output has scale 0"
         if flaw is None and e.get("scale", 0.0) != o.get("scale", 0.0):
             flaw = f"scale {e['scale']!r} is not operand {idx}'s {o.get('scale', 0.0)!r}"
         if flaw:
             self.fail(BadQuantizationError, f"{f}.scale", flaw, self.value_at(e, f, "scale"))
-        if e.get("zero_point", 0) != o.get("zero_point", 0):
+        zp_flaw = e.get("zero_point", 0) != o.get("zero_point", 0)
+        if zp_flaw or (real and e.get("zero_point", 0) != 0):
             why = f"zero point {e.get('zero_point', 0)} is not operand {idx}'s"
+            why = why if zp_flaw else "a float32 output has zero point 0"
             self.fail(
                 BadQuantizationError, f"{f}.zero_point", why, self.value_at(e, f, "zero_point")
             )

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "float_ops.h"
+#include "gru.h"
 #include "kernels.h"
 #include "mdla_ops.h"
 
@@ -23,7 +24,7 @@
  * engine links no emu_targets.c, and MDLA_EMU_ACCUMULATOR still overrides both. */
 const bool emu_target_accumulator_wrap = false;
 
-enum { STEP_KERNEL, STEP_LAYER_NORM, STEP_GELU, STEP_ARGMAX };
+enum { STEP_KERNEL, STEP_LAYER_NORM, STEP_GELU, STEP_ARGMAX, STEP_DEQUANTIZE, STEP_GRU, STEP_FC_F32 };
 
 typedef struct {
     int kind;
@@ -39,6 +40,10 @@ typedef struct {
     size_t count;
     /* ARGMAX: x as [outer, classes, inner] */
     size_t outer, classes, inner;
+    /* float32 region (gru.h): DEQUANTIZE (count, s_in, z_in); GRU x (steps, in) -> (steps,
+     * dirs * hidden), w = w_ih, b = b_ih; FULLY_CONNECTED_F32 steps rows of in -> hidden */
+    size_t steps, in, hidden, dirs;
+    float *w_hh, *b_hh;
 } step;
 
 struct mdla_cpu_part {
@@ -49,6 +54,8 @@ struct mdla_cpu_part {
     uint8_t *scratch;
     size_t scratch_len;
     float *row; /* LAYER_NORM's scratch row */
+    float *gru; /* GRU's scratch (mdla_cpu_gru_scratch) */
+    size_t gru_len;
     const void **args;
     uint32_t max_args;
 };
@@ -130,6 +137,102 @@ static float *float_vector(const mdla_operand *o, size_t n) {
     float *v = malloc(n ? n * sizeof *v : 1);
     if (v) memcpy(v, o->data, n * sizeof *v);
     return v;
+}
+
+/* A float32 activation (a float region's tensor: no data, no quantization). */
+static bool is_f32(const mdla_operand *o) {
+    return o->type == NEURON_TENSOR_FLOAT32 && !o->per_channel && !o->has_data && !o->has_value;
+}
+
+/* A TENSOR_FLOAT32 constant of dims `d` (rank n), copied. */
+static float *float_const(const mdla_operand *o, uint32_t n, const uint32_t *d) {
+    uint64_t count = 1;
+    bool ok = o->type == NEURON_TENSOR_FLOAT32 && o->has_data && o->rank == n;
+    for (uint32_t k = 0; ok && k < n; k++) {
+        ok = o->dims[k] == d[k];
+        count *= d[k];
+    }
+    if (!ok || o->data_len != count * sizeof(float)) return NULL;
+    float *v = malloc(count ? (size_t)count * sizeof *v : 1);
+    if (v) memcpy(v, o->data, (size_t)count * sizeof *v);
+    return v;
+}
+
+static bool prepare_dequantize(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
+                               mdla_cpu_error *err) {
+    const mdla_manifest *m = cp->m;
+    const long i = (long)s->op;
+    if (op->n_inputs != 1 || op->n_outputs != 1)
+        return failf(err, 1, i, "DEQUANTIZE wants 1 input and 1 output");
+    const mdla_operand *x = &m->operands[op->inputs[0]], *y = &m->operands[op->outputs[0]];
+    if (!is_int8(x) || !is_f32(y) || !same_dims(x, y))
+        return failf(err, 1, i, "DEQUANTIZE wants an int8 x and a float32 y of one shape");
+    s->count = (size_t)x->elements;
+    s->s_in = x->scale;
+    s->z_in = x->zero_point;
+    return true;
+}
+
+/* GRU x w_ih w_hh b_ih b_hh bidirectional -> y: x (T, I), w_ih [D, 3H, I], w_hh [D, 3H, H],
+ * biases [D, 3H], y (T, D * H); D = 2 when bidirectional. */
+static bool prepare_gru(mdla_cpu_part *cp, const mdla_operation *op, step *s,
+                        mdla_cpu_error *err) {
+    const mdla_manifest *m = cp->m;
+    const long i = (long)s->op;
+    if (op->n_inputs != 6 || op->n_outputs != 1)
+        return failf(err, 1, i, "GRU wants 6 inputs and 1 output");
+    const mdla_operand *x = &m->operands[op->inputs[0]], *wh = &m->operands[op->inputs[2]];
+    const mdla_operand *bi = &m->operands[op->inputs[5]], *y = &m->operands[op->outputs[0]];
+    if (!is_f32(x) || !is_f32(y) || x->rank != 2 || y->rank != 2)
+        return failf(err, 1, i, "GRU wants float32 x (T, I) and y (T, D*H)");
+    if (bi->type != NEURON_BOOL || !bi->has_value)
+        return failf(err, 1, i, "GRU's bidirectional flag is not a BOOL scalar");
+    s->dirs = bi->b8 ? 2 : 1;
+    if (wh->rank != 3 || wh->dims[0] != s->dirs || wh->dims[2] == 0 || wh->dims[1] != 3 * wh->dims[2])
+        return failf(err, 1, i, "GRU's w_hh is not [%zu, 3H, H]", s->dirs);
+    s->steps = x->dims[0];
+    s->in = x->dims[1];
+    s->hidden = wh->dims[2];
+    if (y->dims[0] != s->steps || y->dims[1] != s->dirs * s->hidden)
+        return failf(err, 1, i, "GRU's y is not (%zu, %zu)", s->steps, s->dirs * s->hidden);
+    const uint32_t d = (uint32_t)s->dirs, g = (uint32_t)(3 * s->hidden);
+    const uint32_t d_ih[3] = {d, g, (uint32_t)s->in}, d_hh[3] = {d, g, (uint32_t)s->hidden};
+    const uint32_t d_b[2] = {d, g};
+    s->w = float_const(&m->operands[op->inputs[1]], 3, d_ih);
+    s->w_hh = float_const(wh, 3, d_hh);
+    s->b = float_const(&m->operands[op->inputs[3]], 2, d_b);
+    s->b_hh = float_const(&m->operands[op->inputs[4]], 2, d_b);
+    if (!s->w || !s->w_hh || !s->b || !s->b_hh)
+        return failf(err, 1, i, "GRU's weights and biases are not float32 constants of [%zu, 3H, I], "
+                     "[%zu, 3H, H] and [%zu, 3H]", s->dirs, s->dirs, s->dirs);
+    size_t need = mdla_cpu_gru_scratch(s->hidden);
+    if (need > cp->gru_len) cp->gru_len = need;
+    return true;
+}
+
+/* FULLY_CONNECTED_F32 x weights bias -> y: x (..., I) float32, weights [O, I], bias [O]. */
+static bool prepare_fc_f32(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
+                           mdla_cpu_error *err) {
+    const mdla_manifest *m = cp->m;
+    const long i = (long)s->op;
+    if (op->n_inputs != 3 || op->n_outputs != 1)
+        return failf(err, 1, i, "FULLY_CONNECTED_F32 wants 3 inputs and 1 output");
+    const mdla_operand *x = &m->operands[op->inputs[0]], *w = &m->operands[op->inputs[1]];
+    const mdla_operand *y = &m->operands[op->outputs[0]];
+    if (!is_f32(x) || !is_f32(y) || x->rank < 1 || y->rank != x->rank || w->rank != 2)
+        return failf(err, 1, i, "FULLY_CONNECTED_F32 wants float32 x and y of one rank, weights [O, I]");
+    s->in = x->dims[x->rank - 1];
+    s->hidden = w->dims[0];
+    s->steps = (size_t)(x->elements / (s->in ? s->in : 1));
+    bool dims_ok = w->dims[1] == s->in && y->dims[y->rank - 1] == s->hidden;
+    for (uint32_t d = 0; dims_ok && d + 1 < x->rank; d++) dims_ok = y->dims[d] == x->dims[d];
+    if (!dims_ok) return failf(err, 1, i, "FULLY_CONNECTED_F32's x, weights and y do not fit");
+    const uint32_t dw[2] = {(uint32_t)s->hidden, (uint32_t)s->in}, db[1] = {(uint32_t)s->hidden};
+    s->w = float_const(w, 2, dw);
+    s->b = float_const(&m->operands[op->inputs[2]], 1, db);
+    if (!s->w || !s->b)
+        return failf(err, 1, i, "FULLY_CONNECTED_F32's weights and bias are not float32 constants");
+    return true;
 }
 
 static bool prepare_layer_norm(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
@@ -289,8 +392,17 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
         } else if (host && strcmp(host, "ARGMAX") == 0) {
             s->kind = STEP_ARGMAX;
             ok = prepare_argmax(cp, op, s, err);
+        } else if (host && strcmp(host, "GRU") == 0) {
+            s->kind = STEP_GRU;
+            ok = prepare_gru(cp, op, s, err);
+        } else if (host && strcmp(host, "FULLY_CONNECTED_F32") == 0) {
+            s->kind = STEP_FC_F32;
+            ok = prepare_fc_f32(cp, op, s, err);
         } else if (host) {
             ok = failf(err, 3, (long)s->op, "the cpu device has no kernel for host op %s", host);
+        } else if (op->code == NEURON_DEQUANTIZE) {
+            s->kind = STEP_DEQUANTIZE;
+            ok = prepare_dequantize(cp, op, s, err);
         } else {
             s->kind = STEP_KERNEL;
             ok = prepare_kernel(cp, op, s, &cp->model.ops[k], err);
@@ -300,7 +412,8 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
         cp->scratch = malloc(cp->scratch_len ? cp->scratch_len : 1);
         cp->row = malloc(row * sizeof *cp->row);
         cp->args = calloc(cp->max_args + 1, sizeof *cp->args);
-        if (!cp->scratch || !cp->row || !cp->args) ok = failf(err, 4, -1, "out of memory");
+        cp->gru = malloc(cp->gru_len ? cp->gru_len * sizeof *cp->gru : 1);
+        if (!cp->scratch || !cp->row || !cp->args || !cp->gru) ok = failf(err, 4, -1, "out of memory");
     }
     if (!ok) {
         mdla_cpu_free(cp);
@@ -325,6 +438,14 @@ void mdla_cpu_run(mdla_cpu_part *cp, void *const *data) {
             mdla_cpu_apply_table(x, s->count, s->table, y);
         } else if (s->kind == STEP_ARGMAX) {
             run_argmax(s, x, y);
+        } else if (s->kind == STEP_DEQUANTIZE) {
+            mdla_cpu_dequantize(x, s->count, s->s_in, s->z_in, data[op->outputs[0]]);
+        } else if (s->kind == STEP_GRU) {
+            mdla_cpu_gru(data[op->inputs[0]], s->steps, s->in, s->hidden, s->dirs, s->w, s->w_hh,
+                         s->b, s->b_hh, cp->gru, data[op->outputs[0]]);
+        } else if (s->kind == STEP_FC_F32) {
+            mdla_cpu_fc_f32(data[op->inputs[0]], s->steps, s->in, s->hidden, s->w, s->b,
+                            data[op->outputs[0]]);
         } else {
             for (uint32_t a = 0; a < op->n_inputs; a++) {
                 const EmuOperand *e = &cp->model.opnds[op->inputs[a]];
@@ -342,12 +463,15 @@ void mdla_cpu_free(mdla_cpu_part *cp) {
         if (s->kernel && s->params) s->kernel->release(s->params);
         free(s->w);
         free(s->b);
+        free(s->w_hh);
+        free(s->b_hh);
     }
     free(cp->steps);
     free(cp->model.opnds);
     free(cp->model.ops);
     free(cp->scratch);
     free(cp->row);
+    free(cp->gru);
     free(cp->args);
     free(cp);
 }

@@ -11,6 +11,8 @@
  *   host ops     LAYER_NORM and GELU (codes from MDLA_HOST_OP_BASE) with cpu/float_ops.c:
  *                DEQUANTIZE, the float32 kernel, QUANTIZE (LAYER_NORM); GELU through the int8
  *                table the manifest carries; ARGMAX on the int8 codes (class indices out).
+ *   float32      a float region (cpu/gru.c): DEQUANTIZE (int8 -> float32), then GRU and
+ *                FULLY_CONNECTED_F32 on float32 tensors (a float32 model output possible).
  *
  * One thread; requantization in the manifest's rounding; int32 accumulators never wrap (the
  * CPU's requantization is int64, the target's "saturate").

@@ -22,7 +22,9 @@
  * Rows of `a` are `kpad` bytes apart; `rows` is a multiple of EMU_U8_MR (padded rows computed
  * and dropped by the caller).
  *
- * MDLA_EMU_PORTABLE=1 (read at prepare) keeps the portable path on a CPU that has VNNI.
+ * MDLA_EMU_PORTABLE=1 (read at prepare) keeps the portable path on a CPU that has VNNI;
+ * on x86-64 so does MDLA_EMU_ISA=avx2|portable (simd.h), which the tests use to run the AVX2
+ * int16 GEMM there.
  */
 #ifndef MDLA_EMU_GEMM_H
 #define MDLA_EMU_GEMM_H
@@ -53,5 +55,11 @@ void emu_gemm_u8_pack(const int8_t *w, int32_t co, int32_t depth, int32_t z, int
  * cpad = cols rounded up to EMU_U8_NR columns. Only when emu_gemm_u8_ready(). */
 void emu_gemm_u8(const uint8_t *a, const int8_t *packed, const int32_t *init, int32_t *out,
                  int32_t rows, int32_t cols, int32_t kpad);
+
+/* emu_gemm_u8 on rows of int8 codes x rather than bytes u = x + EMU_U8_OFFSET: the offset is
+ * added after each load (x86: x ^ 0x80 per byte; aarch64: nothing), the same u, so the same
+ * sums. CONV_2D's pointwise tiles pass the input itself (no copy) when kpad = depth. */
+void emu_gemm_u8_codes(const int8_t *x, const int8_t *packed, const int32_t *init, int32_t *out,
+                       int32_t rows, int32_t cols, int32_t kpad);
 
 #endif /* MDLA_EMU_GEMM_H */

@@ -14,12 +14,18 @@
  * Fast path (gemm.h, when emu_gemm_u8_ready() at prepare): the im2col row holds the byte
  * u = in + EMU_U8_OFFSET (z_in + EMU_U8_OFFSET outside the image, so the tap adds
  * (z_in - z_in) * w = 0) and the zero point moves into each column's initial value; the same
- * integers, so the same acc.
+ * integers, so the same acc. A pointwise tile whose depth is a multiple of 4 reads its whole
+ * 8-row blocks in place (emu_gemm_u8_codes: the offset added after the load), copying only the
+ * last < 8 rows.
+ * Without it, on a CPU with AVX2 (emu_isa(), simd.h) the int16
+ * tiles run emu_gemm_s16_avx2 (the same sums in int32 lanes, exact as simd.h says) on a filter
+ * packed for it instead of emu_gemm_s16_blocked.
  */
 #include <string.h>
 
 #include "gemm.h"
 #include "kernels.h"
+#include "simd.h"
 
 #define TILE_BYTES 32768    /* im2col bytes per GEMM tile: its rows stay in L1 */
 #define TILE_U8_BYTES 65536 /* the same for the uint8 path's tile (kept in L2) */
@@ -30,7 +36,8 @@ typedef struct {
     bool pointwise; /* 1x1, stride 1, no padding: output pixel q reads input pixel q */
     EmuWindow win;
     int32_t z_in;
-    int16_t *filter; /* [copad][kpad], widened and zero-padded once */
+    int16_t *filter; /* [copad][kpad], widened and zero-padded once (NULL when packed16) */
+    int16_t *packed16; /* emu_gemm_s16_avx2's filter (simd.h), when emu_isa() has AVX2 */
     EmuRequant rq;
     /* the uint8 fast path (gemm.h); filter is NULL when it is taken */
     bool u8;
@@ -43,6 +50,7 @@ static void conv_free(void *p) {
     ConvParams *cp = p;
     if (cp == NULL) return;
     free(cp->filter);
+    free(cp->packed16);
     free(cp->packed);
     free(cp->init);
     emu_requant_free(&cp->rq);
@@ -97,6 +105,12 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, int roundi
     p->copad = emu_round_up(p->co, EMU_GEMM_NR);
     const int32_t fit = TILE_BYTES / (p->kpad * (int32_t)sizeof(int16_t)) / EMU_GEMM_MR;
     p->tile_rows = EMU_GEMM_MR * (fit < 1 ? 1 : (fit > 16 ? 16 : fit));
+    if (emu_isa() >= EMU_ISA_AVX2) {
+        p->packed16 = malloc(emu_gemm_s16_avx2_size(p->co, p->kpad) * sizeof *p->packed16);
+        if (p->packed16 == NULL) return NEURON_OUT_OF_MEMORY;
+        emu_gemm_s16_avx2_pack(wv, p->co, depth, p->kpad, p->packed16);
+        return NEURON_NO_ERROR;
+    }
     p->filter = calloc((size_t)p->copad * p->kpad, sizeof *p->filter);
     if (p->filter == NULL) return NEURON_OUT_OF_MEMORY;
     for (int32_t o = 0; o < p->co; o++)
@@ -192,7 +206,10 @@ static void conv_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scr
         const int32_t padded = emu_round_up(rows, EMU_GEMM_MR);
         memset(cols + (size_t)rows * p->kpad, 0,
                (size_t)(padded - rows) * p->kpad * sizeof *cols);
-        emu_gemm_s16_blocked(cols, p->filter, acc, padded, p->copad, p->kpad);
+        if (p->packed16 != NULL)
+            emu_gemm_s16_avx2(cols, p->packed16, acc, padded, p->co, p->kpad, p->copad);
+        else
+            emu_gemm_s16_blocked(cols, p->filter, acc, padded, p->copad, p->kpad);
         emu_requant_rows(&p->rq, acc, (size_t)p->copad, job->out + (size_t)start * p->co, rows);
     }
 }
@@ -206,11 +223,21 @@ static void conv_tiles_u8(const void *ctx, int64_t begin, int64_t end, uint8_t *
     int32_t *acc = (int32_t *)(scratch + (size_t)tile * p->kpad4);
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
     for (int64_t t = begin; t < end; t++) {
-        const int64_t start = t * tile;
-        const int32_t rows = (int32_t)(pixels - start < tile ? pixels - start : tile);
+        int64_t start = t * tile;
+        int32_t rows = (int32_t)(pixels - start < tile ? pixels - start : tile);
+        const int32_t ci = p->ci, kpad4 = p->kpad4; /* locals: uint8 stores alias p */
+        if (p->pointwise && ci == kpad4 && rows >= EMU_U8_MR) {
+            /* whole register blocks of the input's own rows, in place; the rest copied below */
+            const int32_t whole = rows / EMU_U8_MR * EMU_U8_MR;
+            emu_gemm_u8_codes(job->in + (size_t)start * ci, p->packed, p->init, acc, whole,
+                              p->co, kpad4);
+            emu_requant_rows(&p->rq, acc, (size_t)p->co, job->out + (size_t)start * p->co, whole);
+            if (whole == rows) continue;
+            start += whole;
+            rows -= whole;
+        }
         int32_t b = (int32_t)(start / ((int64_t)p->ow * p->oh));
         int32_t oy = (int32_t)((start / p->ow) % p->oh), ox = (int32_t)(start % p->ow);
-        const int32_t ci = p->ci, kpad4 = p->kpad4; /* locals: uint8 stores alias p */
         for (int32_t r = 0; p->pointwise && r < rows; r++) {
             const int8_t *restrict src = job->in + (size_t)(start + r) * ci;
             uint8_t *restrict dst = cols + (size_t)r * kpad4;

@@ -10,10 +10,14 @@
  * With multiplier 1 and horizontal stride 1 a run of output pixels reads a run of input pixels,
  * so one tap over `period` pixels (period * C a multiple of 64) is one flat loop against the
  * tap's weights repeated `period` times (`wrep`): the same products, added in the same order.
+ * Above EMU_ISA_PORTABLE (simd.h, chosen at prepare) multiplier-1 rows run emu_dw_row_*: per
+ * pixel and block of channels every tap is added in one vector register, stored once (exact:
+ * every partial sum is bounded as acc is, so int32 lanes hold it in any order).
  */
 #include <string.h>
 
 #include "kernels.h"
+#include "simd.h"
 
 typedef struct {
     int32_t n, h, w, ci, oh, ow, co, mult;
@@ -22,6 +26,8 @@ typedef struct {
     int16_t *filter; /* [KH*KW][co] */
     int16_t *wrep;   /* [KH*KW][period * co] (flat rows only, else NULL) */
     int32_t period;
+    int isa;          /* emu_isa() at prepare for multiplier 1, else EMU_ISA_PORTABLE */
+    int32_t *filter32; /* [KH*KW][co] as EmuDwRow.filter (isa above portable only) */
     EmuRequant rq;
 } DwParams;
 
@@ -30,6 +36,7 @@ static void dw_release(void *params) {
     if (p == NULL) return;
     free(p->filter);
     free(p->wrep);
+    free(p->filter32);
     emu_requant_free(&p->rq);
     free(p);
 }
@@ -61,6 +68,13 @@ static int dw_fill(const NeuronModel *m, const EmuOperation *op, int rounding, D
     if (p->filter == NULL) return NEURON_OUT_OF_MEMORY;
     const int8_t *wv = f->value;
     for (size_t i = 0; i < taps * p->co; i++) p->filter[i] = wv[i];
+    p->isa = p->mult == 1 ? emu_isa() : EMU_ISA_PORTABLE;
+    if (p->isa != EMU_ISA_PORTABLE) {
+        p->filter32 = malloc(taps * p->co * sizeof *p->filter32);
+        if (p->filter32 == NULL) return NEURON_OUT_OF_MEMORY;
+        for (size_t i = 0; i < taps * p->co; i++) p->filter32[i] = wv[i];
+        return NEURON_NO_ERROR;
+    }
     if (p->mult == 1 && win.stride_w == 1) {
         int32_t g = 64, r = p->co; /* period = 64 / gcd(co, 64) */
         while (r != 0) {
@@ -92,9 +106,15 @@ static int dw_prepare(const NeuronModel *m, const EmuOperation *op, int rounding
     return NEURON_NO_ERROR;
 }
 
+/* The scratch of emu_dw_row_*'s tap list: two int32 per tap. */
+static size_t dw_taps_bytes(const DwParams *p) {
+    return (size_t)p->win.filter_h * p->win.filter_w * 2 * sizeof(int32_t);
+}
+
 static size_t dw_scratch(const void *params) {
     const DwParams *p = params;
-    return (size_t)p->ow * p->co * sizeof(int32_t) + (size_t)p->co * sizeof(int16_t);
+    return (size_t)p->ow * p->co * sizeof(int32_t) + dw_taps_bytes(p) +
+           (size_t)p->co * sizeof(int16_t);
 }
 
 /* One output pixel: acc[c] = sum over the taps inside the image of w[tap][c] * (x[c] - z_in). */
@@ -167,10 +187,20 @@ typedef struct {
 EMU_BODY void dw_rows(const DwJob *job, int64_t begin, int64_t end, uint8_t *scratch) {
     const DwParams *p = job->p;
     int32_t *acc = (int32_t *)scratch;
-    int16_t *xs = (int16_t *)(scratch + (size_t)p->ow * p->co * sizeof(int32_t));
+    int32_t *taps = (int32_t *)(scratch + (size_t)p->ow * p->co * sizeof(int32_t));
+    int16_t *xs = (int16_t *)((uint8_t *)taps + dw_taps_bytes(p));
+    const EmuWindow *w = &p->win;
+    EmuDwRow d = {NULL, p->filter32, p->h, p->w, p->ci, w->filter_h, w->filter_w,
+                  w->stride_h, w->stride_w, w->dilation_h, w->dilation_w, w->pad_top,
+                  w->pad_left, p->z_in, p->ow};
     for (int64_t row = begin; row < end; row++) {
         const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);
-        if (p->wrep != NULL)
+        d.image = job->in + (size_t)b * p->h * p->w * p->ci;
+        if (p->isa == EMU_ISA_AVX512)
+            emu_dw_row_avx512(&d, oy, acc, taps);
+        else if (p->isa == EMU_ISA_AVX2)
+            emu_dw_row_avx2(&d, oy, acc, taps);
+        else if (p->wrep != NULL)
             dw_row_flat(p, job->in, b, oy, acc);
         else
             for (int32_t ox = 0; ox < p->ow; ox++)

@@ -8,9 +8,13 @@
  * "double" follows LiteRT's BUILTIN_REF (and mdla_quant), which requantizes FULLY_CONNECTED in
  * float64 since 2025-04 instead of gemmlowp double rounding. Weights (O, I), per-tensor or
  * per-channel on dim 0. The output is [B, O] or keeps the input's leading dims ([..., O]).
+ * When emu_gemm_u8_ready() at prepare, the sums run on CONV_2D's 8-bit GEMM (gemm.h: the
+ * same integers; the zero point folded into each unit's start value), EMU_U8_MR input rows
+ * at a time (a last partial block padded with zero rows, computed and dropped).
  */
 #include <string.h>
 
+#include "gemm.h"
 #include "kernels.h"
 
 typedef struct {
@@ -19,6 +23,10 @@ typedef struct {
     int16_t *weights; /* [units][in] */
     double *real;     /* s_in * s_w[o] / s_out (double rounding) */
     EmuRequant rq;
+    bool u8;          /* the 8-bit GEMM (weights NULL): kpad4 = in to 4, cpad = units to NR */
+    int32_t kpad4, cpad;
+    int8_t *packed;
+    int32_t *init;
 } FcParams;
 
 static void fc_release(void *params) {
@@ -26,6 +34,8 @@ static void fc_release(void *params) {
     if (p == NULL) return;
     free(p->weights);
     free(p->real);
+    free(p->packed);
+    free(p->init);
     emu_requant_free(&p->rq);
     free(p);
 }
@@ -47,15 +57,26 @@ static int fc_fill(const NeuronModel *m, const EmuOperation *op, int rounding, F
     int rc = emu_requant_prepare(m, op->in[0], op->in[1], op->in[2], op->out[0], p->units, 0, fuse,
                                  rounding, &p->rq);
     if (rc != NEURON_NO_ERROR) return rc;
-    p->weights = malloc((size_t)p->units * p->in * sizeof *p->weights);
     p->real = malloc((size_t)p->units * sizeof *p->real);
-    if (p->weights == NULL || p->real == NULL) return NEURON_OUT_OF_MEMORY;
-    const int8_t *wv = f->value;
-    for (size_t i = 0; i < (size_t)p->units * p->in; i++) p->weights[i] = wv[i];
+    if (p->real == NULL) return NEURON_OUT_OF_MEMORY;
     for (int32_t o = 0; o < p->units; o++) {
         const float s_w = f->channel_count ? f->channel_scales[o] : f->scale;
         p->real[o] = (double)x->scale * (double)s_w / (double)y->scale;
     }
+    const int8_t *wv = f->value;
+    p->u8 = emu_gemm_u8_ready();
+    if (p->u8) {
+        p->kpad4 = emu_round_up(p->in, EMU_U8_KB);
+        p->cpad = emu_round_up(p->units, EMU_U8_NR);
+        p->packed = malloc((size_t)p->cpad * p->kpad4);
+        p->init = malloc((size_t)p->cpad * sizeof *p->init);
+        if (p->packed == NULL || p->init == NULL) return NEURON_OUT_OF_MEMORY;
+        emu_gemm_u8_pack(wv, p->units, p->in, p->z_in, p->kpad4, p->cpad, p->packed, p->init);
+        return NEURON_NO_ERROR;
+    }
+    p->weights = malloc((size_t)p->units * p->in * sizeof *p->weights);
+    if (p->weights == NULL) return NEURON_OUT_OF_MEMORY;
+    for (size_t i = 0; i < (size_t)p->units * p->in; i++) p->weights[i] = wv[i];
     return NEURON_NO_ERROR;
 }
 
@@ -72,15 +93,51 @@ static int fc_prepare(const NeuronModel *m, const EmuOperation *op, int rounding
     return NEURON_NO_ERROR;
 }
 
-/* Scratch: the input row (int16), then the accumulators (int32) at the next 64-byte boundary;
- * straight after an odd-length row they would sit 2 bytes off int32 alignment. */
+/* Scratch: the input row (int16; on the 8-bit path EMU_U8_MR rows of kpad4 bytes), then the
+ * accumulators (int32; EMU_U8_MR rows of `units` on the 8-bit path) at the next 64-byte
+ * boundary: straight after an odd-length row they would sit off int32 alignment. */
 static size_t fc_acc_offset(const FcParams *p) {
-    return ((size_t)p->in * sizeof(int16_t) + 63) / 64 * 64;
+    const size_t rows = p->u8 ? (size_t)EMU_U8_MR * p->kpad4 : (size_t)p->in * sizeof(int16_t);
+    return (rows + 63) / 64 * 64;
 }
 
 static size_t fc_scratch(const void *params) {
     const FcParams *p = params;
-    return fc_acc_offset(p) + (size_t)p->units * sizeof(int32_t);
+    return fc_acc_offset(p) + (size_t)(p->u8 ? EMU_U8_MR : 1) * p->units * sizeof(int32_t);
+}
+
+/* The output stage of one row of sums (both rounding modes, formulas in the header). */
+static void fc_output(const FcParams *p, const int32_t *acc, int8_t *ob) {
+    if (p->rq.rounding == EMU_ROUND_SINGLE) {
+        emu_requant_row(&p->rq, acc, ob);
+        return;
+    }
+    for (int32_t o = 0; o < p->units; o++) {
+        const int64_t v = (int64_t)acc[o] + p->rq.bias[o];
+        const double r = emu_round_away((double)v * p->real[o]);
+        const double q = r + (double)p->rq.z_out; /* |r| can exceed int32: clamp in double */
+        ob[o] = (int8_t)(q < p->rq.lo ? p->rq.lo : (q > p->rq.hi ? p->rq.hi : (int32_t)q));
+    }
+}
+
+/* The 8-bit path: blocks of EMU_U8_MR rows as u = x + EMU_U8_OFFSET (zeros past `in` meet zero
+ * weights; padding rows are zeros too, their sums dropped). */
+static void fc_eval_u8(const FcParams *p, const int8_t *x, int8_t *out, uint8_t *scratch) {
+    uint8_t *rows = scratch;
+    int32_t *acc = (int32_t *)(scratch + fc_acc_offset(p));
+    const int32_t in = p->in, kpad4 = p->kpad4;
+    for (int32_t b0 = 0; b0 < p->batch; b0 += EMU_U8_MR) {
+        const int32_t n = p->batch - b0 < EMU_U8_MR ? p->batch - b0 : EMU_U8_MR;
+        memset(rows, 0, (size_t)EMU_U8_MR * kpad4);
+        for (int32_t r = 0; r < n; r++) {
+            const int8_t *restrict src = x + (size_t)(b0 + r) * in;
+            uint8_t *restrict dst = rows + (size_t)r * kpad4;
+            for (int32_t i = 0; i < in; i++) dst[i] = (uint8_t)(src[i] + EMU_U8_OFFSET);
+        }
+        emu_gemm_u8(rows, p->packed, p->init, acc, EMU_U8_MR, p->units, kpad4);
+        for (int32_t r = 0; r < n; r++)
+            fc_output(p, acc + (size_t)r * p->units, out + (size_t)(b0 + r) * p->units);
+    }
 }
 
 static void fc_eval(const void *params, const void *const *inputs, void *output,
@@ -88,23 +145,17 @@ static void fc_eval(const void *params, const void *const *inputs, void *output,
     const FcParams *p = params;
     const int8_t *x = inputs[0];
     int8_t *out = output;
+    if (p->u8) {
+        fc_eval_u8(p, x, out, scratch->scratch);
+        return;
+    }
     int16_t *row = (int16_t *)scratch->scratch;
     int32_t *acc = (int32_t *)(scratch->scratch + fc_acc_offset(p));
     for (int32_t b = 0; b < p->batch; b++) {
         const int8_t *xb = x + (size_t)b * p->in;
         for (int32_t i = 0; i < p->in; i++) row[i] = (int16_t)(xb[i] - p->z_in);
         emu_gemm_s16(row, p->weights, acc, 1, p->units, p->in);
-        int8_t *ob = out + (size_t)b * p->units;
-        if (p->rq.rounding == EMU_ROUND_SINGLE) {
-            emu_requant_row(&p->rq, acc, ob);
-            continue;
-        }
-        for (int32_t o = 0; o < p->units; o++) {
-            const int64_t v = (int64_t)acc[o] + p->rq.bias[o];
-            const double r = emu_round_away((double)v * p->real[o]);
-            const double q = r + (double)p->rq.z_out; /* |r| can exceed int32: clamp in double */
-            ob[o] = (int8_t)(q < p->rq.lo ? p->rq.lo : (q > p->rq.hi ? p->rq.hi : (int32_t)q));
-        }
+        fc_output(p, acc, out + (size_t)b * p->units);
     }
 }
 

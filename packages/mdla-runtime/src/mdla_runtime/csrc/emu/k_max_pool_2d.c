@@ -4,6 +4,7 @@
  *   out = clamp(max of the taps inside the image, act_min, act_max)
  * Input and output share scale and zero point. Every window holds at least one image tap
  * (pads smaller than the window, checked in prepare), so the max is always of real values.
+ * clamp(max(taps), lo, hi) = min(max(lo, taps...), hi): the running max starts at lo.
  */
 #include "kernels.h"
 
@@ -12,30 +13,44 @@ static int max_prepare(const NeuronModel *m, const EmuOperation *op, int roundin
     return emu_pooling_prepare(m, op, out);
 }
 
+/* Output rows [begin, end) of the n * oh rows. Per output pixel the window's rows and columns
+ * inside the image are fixed first; the channel loops then run branch-free over contiguous
+ * int8 (restrict: input and output never overlap), which the compiler vectorizes. */
+EMU_BODY void max_rows(const EmuPoolingParams *p, const int8_t *restrict in,
+                       int8_t *restrict out, int64_t begin, int64_t end) {
+    const EmuWindow *w = &p->win;
+    const int32_t c = p->c;
+    const int8_t lo = (int8_t)p->lo, hi = (int8_t)p->hi; /* within [-128, 127] */
+    for (int64_t row = begin; row < end; row++) {
+        const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);
+        const int32_t y0 = oy * w->stride_h - w->pad_top;
+        const int32_t ys = y0 < 0 ? 0 : y0;
+        const int32_t ye = y0 + w->filter_h < p->h ? y0 + w->filter_h : p->h;
+        for (int32_t ox = 0; ox < p->ow; ox++) {
+            const int32_t x0 = ox * w->stride_w - w->pad_left;
+            const int32_t xs = x0 < 0 ? 0 : x0;
+            const int32_t xe = x0 + w->filter_w < p->w ? x0 + w->filter_w : p->w;
+            int8_t *restrict dst = out + (((size_t)b * p->oh + oy) * p->ow + ox) * c;
+            for (int32_t k = 0; k < c; k++) dst[k] = lo; /* max(v, lo) clamps from below */
+            for (int32_t iy = ys; iy < ye; iy++)
+                for (int32_t ix = xs; ix < xe; ix++) {
+                    const int8_t *restrict src = in + (((size_t)b * p->h + iy) * p->w + ix) * c;
+                    for (int32_t k = 0; k < c; k++) dst[k] = src[k] > dst[k] ? src[k] : dst[k];
+                }
+            for (int32_t k = 0; k < c; k++) dst[k] = dst[k] < hi ? dst[k] : hi;
+        }
+    }
+}
+
+EMU_DISPATCHED((const EmuPoolingParams *p, const int8_t *in, int8_t *out, int64_t begin,
+                int64_t end),
+               max_rows, (p, in, out, begin, end))
+
 static void max_eval(const void *params, const void *const *inputs, void *output,
                      EmuScratch *scratch) {
     (void)scratch;
     const EmuPoolingParams *p = params;
-    const EmuWindow *w = &p->win;
-    const int8_t *in = inputs[0];
-    int8_t *out = output;
-    for (int32_t b = 0; b < p->n; b++)
-        for (int32_t oy = 0; oy < p->oh; oy++)
-            for (int32_t ox = 0; ox < p->ow; ox++) {
-                const int32_t y0 = oy * w->stride_h - w->pad_top, x0 = ox * w->stride_w - w->pad_left;
-                const int32_t ys = y0 < 0 ? 0 : y0, xs = x0 < 0 ? 0 : x0;
-                const int32_t ye = y0 + w->filter_h < p->h ? y0 + w->filter_h : p->h;
-                const int32_t xe = x0 + w->filter_w < p->w ? x0 + w->filter_w : p->w;
-                int8_t *dst = out + (((size_t)b * p->oh + oy) * p->ow + ox) * p->c;
-                for (int32_t c = 0; c < p->c; c++) dst[c] = -128;
-                for (int32_t iy = ys; iy < ye; iy++)
-                    for (int32_t ix = xs; ix < xe; ix++) {
-                        const int8_t *src = in + (((size_t)b * p->h + iy) * p->w + ix) * p->c;
-                        for (int32_t c = 0; c < p->c; c++) dst[c] = src[c] > dst[c] ? src[c] : dst[c];
-                    }
-                for (int32_t c = 0; c < p->c; c++)
-                    dst[c] = (int8_t)emu_clamp(dst[c], p->lo, p->hi);
-            }
+    EMU_CALL(max_rows, (p, inputs[0], output, 0, (int64_t)p->n * p->oh));
 }
 
 const EmuKernel emu_k_max_pool_2d = {NEURON_MAX_POOL_2D, "MAX_POOL_2D", max_prepare, max_eval,

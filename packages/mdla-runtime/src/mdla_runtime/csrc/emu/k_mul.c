@@ -9,9 +9,12 @@
  *
  * The output depends on the two int8 codes alone, so prepare evaluates the formula above once
  * for each of the 256 x 256 pairs (mul_one) and eval reads table[x1 + 128][x2 + 128]: the same
- * values by construction, without the int64 requantization per element.
+ * values by construction, without the int64 requantization per element. Above
+ * EMU_ISA_PORTABLE (simd.h, chosen at prepare), double rounding with s <= 0 runs the formula
+ * itself in vector lanes instead (emu_mul_narrow_*: why it is the same integers is there).
  */
 #include "kernels.h"
+#include "simd.h"
 
 typedef struct {
     EmuBroadcast bc;
@@ -19,7 +22,9 @@ typedef struct {
     int s, rounding;
     bool wrap; /* the accumulator fact: x * 2^s leaves int32 for s > 15 */
     int32_t z1, z2, z_out, lo, hi;
-    int8_t *table; /* [256][256]: mul_one of every pair of codes */
+    int8_t *table; /* [256][256]: mul_one of every pair of codes (NULL above portable) */
+    int isa;        /* emu_isa() when the formula is narrow (double, s <= 0), else portable */
+    EmuMulNarrow nk;
 } MulParams;
 
 /* The formula of the header for one pair of codes. */
@@ -59,6 +64,13 @@ static int mul_prepare(const NeuronModel *m, const EmuOperation *op, int roundin
     p->z2 = x2->zero_point;
     p->z_out = y->zero_point;
     emu_activation_range(fuse, y->scale, y->zero_point, &p->lo, &p->hi);
+    p->isa = rounding == EMU_ROUND_DOUBLE && p->s <= 0 ? emu_isa() : EMU_ISA_PORTABLE;
+    p->nk = (EmuMulNarrow){p->z1, p->z2, (int32_t)p->m, -p->s,
+                           (int32_t)((INT64_C(1) << -p->s) - 1), p->z_out, p->lo, p->hi};
+    if (p->isa != EMU_ISA_PORTABLE) { /* mul_run never reads the table: no 64K evaluations */
+        *out = p;
+        return NEURON_NO_ERROR;
+    }
     p->table = malloc(256 * 256);
     if (p->table == NULL) {
         free(p);
@@ -73,7 +85,15 @@ static int mul_prepare(const NeuronModel *m, const EmuOperation *op, int roundin
 
 static void mul_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *out,
                     uint32_t count, uint32_t a_step, uint32_t b_step) {
-    const int8_t *restrict table = ((const MulParams *)ctx)->table;
+    const MulParams *p = ctx;
+    if (p->isa != EMU_ISA_PORTABLE) { /* steps are 0 or 1 (emu_broadcast_prepare) */
+        if (p->isa == EMU_ISA_AVX512)
+            emu_mul_narrow_avx512(&p->nk, a, b, a_step, b_step, count, out);
+        else
+            emu_mul_narrow_avx2(&p->nk, a, b, a_step, b_step, count, out);
+        return;
+    }
+    const int8_t *restrict table = p->table;
     for (uint32_t i = 0; i < count; i++)
         out[i] = table[(a[i * a_step] + 128) * 256 + (b[i * b_step] + 128)];
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "simd.h"
 
 #ifdef EMU_DISPATCH
 bool emu_avx512;
@@ -133,6 +134,7 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
             rq->bias32[i] = rq->bias[c];
         }
     }
+    rq->isa = emu_isa();
     rq->z_out = y->zero_point;
     rq->rounding = rounding;
     rq->wrap = emu_accumulator_wrap(); /* narrow rows cannot overflow: the same either way */
@@ -179,6 +181,14 @@ EMU_BODY void requant_row_narrow(const EmuRequant *rq, const int32_t *restrict a
     const int32_t z = rq->z_out, lo = rq->lo, hi = rq->hi;
     const int32_t *restrict bias = rq->bias32, *restrict mult = rq->m32,
                             *restrict right = rq->right32, *restrict mask = rq->mask32;
+    if (rq->isa == EMU_ISA_AVX512) { /* the same integers in intrinsics (simd.c) */
+        emu_requant_narrow_avx512(acc, bias, mult, right, mask, z, lo, hi, out, n);
+        return;
+    }
+    if (rq->isa == EMU_ISA_AVX2) {
+        emu_requant_narrow_avx2(acc, bias, mult, right, mask, z, lo, hi, out, n);
+        return;
+    }
     for (int32_t c = 0; c < n; c++)
         out[c] = requant_narrow(acc[c] + bias[c], mult[c], right[c], mask[c], z, lo, hi);
 }
@@ -376,6 +386,7 @@ int emu_lut_alloc(const NeuronModel *m, const EmuOperation *op, EmuLut **lut) {
     *lut = calloc(1, sizeof **lut);
     if (*lut == NULL) return NEURON_OUT_OF_MEMORY;
     (*lut)->count = emu_elements(x);
+    (*lut)->vbmi = emu_lut_vbmi_ready();
     return NEURON_NO_ERROR;
 }
 
@@ -385,6 +396,10 @@ void emu_lut_eval(const void *params, const void *const *inputs, void *output,
     const EmuLut *p = params;
     const int8_t *x = inputs[0];
     int8_t *y = output;
+    if (p->vbmi) {
+        emu_lut_vbmi(p->table, x, y, p->count);
+        return;
+    }
     for (uint64_t i = 0; i < p->count; i++) y[i] = p->table[x[i] + 128];
 }
 

@@ -64,6 +64,8 @@ typedef struct {
     /* The narrow constants repeat for `period` rows (period * channels is a multiple of 64), so
      * `period` consecutive rows are one flat loop of whole vectors. */
     int32_t period;
+    /* emu_isa() at prepare: the narrow rows run simd.c's intrinsics above EMU_ISA_PORTABLE */
+    int isa;
     int32_t z_out, lo, hi;
     int rounding;
     bool wrap; /* emu_accumulator_wrap() at prepare */
@@ -99,6 +101,7 @@ void emu_broadcast_run(const EmuBroadcast *bc, const void *ctx, const int8_t *a,
 typedef struct {
     uint64_t count;
     int8_t table[256];
+    bool vbmi; /* emu_lut_vbmi_ready() at prepare: eval runs emu_lut_vbmi (simd.h) */
 } EmuLut;
 int emu_lut_alloc(const NeuronModel *m, const EmuOperation *op, EmuLut **lut);
 void emu_lut_eval(const void *params, const void *const *inputs, void *output,

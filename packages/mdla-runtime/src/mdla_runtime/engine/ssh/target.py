@@ -8,9 +8,10 @@ import os
 import shlex
 import subprocess
 import tarfile
+import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,12 +20,27 @@ from mdla_runtime.engine.ssh import cache, remote
 from mdla_runtime.engine.ssh.control import make_control_dir, remove_stale_control_dirs
 from mdla_runtime.engine.ssh.session import classify, close_session, start_session
 from mdla_runtime.engine.ssh.spec import parse_spec, ssh_argv
-from mdla_runtime.engine.target import Target
+from mdla_runtime.engine.target import StepProgress, Target
 from mdla_runtime.errors import TargetError
 
 VENDOR_DIRS = ("/vendor/lib64/*", "/vendor/lib64", "/system/vendor/lib64")
 ADAPTER_GLOBS = ("libneuronusdk_adapter*.so*", "libneuron_adapter*.so")
 FILE_FLAGS = ("--input", "--cache")  # flags whose value is a local file the engine reads
+TRANSFERS = ("upload", "engine upload")  # steps whose stdin is reported byte by byte
+CHUNK = 1 << 16
+
+
+def _feed(fd: int, blob: bytes, sent: Callable[[int], None]) -> None:
+    """Write `blob` into the pipe `fd` a CHUNK at a time, `sent(bytes so far)` after each, then
+    close it (end of file for ssh). A command that exits early breaks the pipe: stop there."""
+    try:
+        for start in range(0, len(blob), CHUNK):
+            os.write(fd, blob[start : start + CHUNK])  # blocks while ssh is sending: the pace
+            sent(min(start + CHUNK, len(blob)))
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -39,8 +55,9 @@ class _Session:
 class SshTarget(Target):
     """A phone over SSH, driven through the same engine protocol as the local targets."""
 
-    def __init__(self, spec: str) -> None:
+    def __init__(self, spec: str, progress: StepProgress | None = None) -> None:
         self.spec = parse_spec(spec)
+        self.progress = progress  # told about each step but the witness's reads
         super().__init__(Path(self.spec.lib or "(vendor adapter)"), spec.split("?")[0])
         self.timings: dict[str, float] = {}
         self.arch = ""
@@ -69,16 +86,27 @@ class SshTarget(Target):
 
         `tether` keeps the command's stdin open for as long as this call runs: the remote side
         sees end-of-file exactly when the connection dies, which is how a run notices it.
+        With `progress`, the step is reported as it starts and ends, and the stdin of a
+        TRANSFERS step is fed through a pipe a chunk at a time, each chunk reported.
         """
         if root and self.spec.su:
             command = f"su -c {shlex.quote(command)}"
+        report = self.progress if step != "witness read" else None  # reads: a hot loop
+        feed = report is not None and stdin is not None and step in TRANSFERS
+        if report is not None:
+            report(step, 0, len(stdin) if feed and stdin is not None else 0)
         start = time.perf_counter()
-        read_end, write_end = os.pipe() if tether else (-1, -1)
+        read_end, write_end = os.pipe() if tether or feed else (-1, -1)
+        if feed and report is not None and stdin is not None:
+            size = len(stdin)
+            threading.Thread(
+                target=_feed, args=(write_end, stdin, lambda n: report(step, n, size)), daemon=True
+            ).start()  # the thread owns write_end now
         try:
             proc = subprocess.run(
                 self._ssh(command),
-                input=stdin,
-                stdin=read_end if tether else None,
+                input=None if feed else stdin,
+                stdin=read_end if tether or feed else None,
                 capture_output=True,
                 timeout=timeout or self.spec.timeout,
                 check=False,
@@ -90,9 +118,13 @@ class SshTarget(Target):
             ) from exc
         finally:
             self.timings[step] = self.timings.get(step, 0.0) + time.perf_counter() - start
+            if tether or feed:
+                os.close(read_end)  # a feeder still writing now sees a broken pipe
             if tether:
-                os.close(read_end)
                 os.close(write_end)
+        if report is not None:
+            done = len(stdin) if feed and stdin else 1  # a step's end is never (0, 0)
+            report(step, done, done)
         stderr = proc.stderr.decode(errors="replace")
         if proc.returncode == 255:
             raise TargetError(classify(stderr, self.spec.host, step), exit_code=4)
@@ -117,6 +149,8 @@ class SshTarget(Target):
     def _open(self) -> None:
         self.arch = self._check("connect", "uname -m").strip()
         start = time.perf_counter()
+        if self.progress is not None:
+            self.progress("work directory", 0, 0)
         try:
             self._keeper, self._s.workdir = start_session(
                 self._ssh(),
@@ -127,6 +161,8 @@ class SshTarget(Target):
             )
         finally:
             self.timings["work directory"] = time.perf_counter() - start
+        if self.progress is not None:
+            self.progress("work directory", 1, 1)
         self._finalizer.detach()
         self._finalizer = weakref.finalize(
             self, close_session, self._ssh(), self._control, self._s.workdir, self._keeper

@@ -1,0 +1,84 @@
+"""`workbench engine --build`: `mdla-engine` built with a compiler you name, into a file you
+name, for a shell, a script or `adb push`:
+
+    workbench engine --build -o mdla-engine                                   # this machine
+    workbench engine --build --cc $NDK/.../aarch64-linux-android30-clang -o mdla-engine
+
+The recipe is the one a phone builds by itself over SSH (`mdla_runtime.engine.ssh.remote.BUILD`):
+every engine source and header, the ones generated from the op schema included
+(`mdla_runtime.build.engine_sources`), written flat into a temporary directory and compiled in
+one call with the host build's flags and libraries. So a cross-build needs nothing from this
+checkout but the command, and cannot miss a file the source list gained.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from mdla_runtime.build import (
+    BASE_FLAGS,
+    ENGINE_FLAGS,
+    ENGINE_LIBS,
+    engine_source_names,
+    engine_sources,
+)
+from workbench.errors import BAD_INPUT, USAGE, WorkbenchError
+
+MACHINES = {3: "x86 (32-bit)", 40: "arm (32-bit)", 62: "x86-64", 183: "aarch64", 243: "riscv"}
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    path: Path
+    compiler: str
+    machine: str  # the ELF e_machine's name ("aarch64", "x86-64"), or "?" when not ELF
+
+
+def default_compiler() -> str:
+    """$CC, else the first of cc, clang, gcc on PATH (what a phone's own build tries)."""
+    found = os.environ.get("CC") or next((c for c in ("cc", "clang", "gcc") if shutil.which(c)), "")
+    if not found:
+        raise WorkbenchError("no C compiler: install cc/clang/gcc or give --cc PATH", USAGE)
+    return found
+
+
+def machine_of(path: Path) -> str:
+    """The architecture an ELF executable is for (its e_machine), or "?"."""
+    head = path.read_bytes()[:20]
+    if head[:4] != b"\x7fELF" or len(head) < 20:
+        return "?"
+    code = int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")  # EI_DATA
+    return MACHINES.get(code, f"ELF machine {code}")
+
+
+def build_engine(out: Path, cc: str | None = None) -> Built:
+    """Compile mdla-engine with `cc` (default: `default_compiler()`) into `out`."""
+    compiler = cc or default_compiler()
+    if shutil.which(compiler) is None:
+        raise WorkbenchError(f"--cc {compiler}: no such compiler (not a file, not on PATH)", USAGE)
+    out = out.expanduser().resolve()
+    if out.is_dir():
+        raise WorkbenchError(f"-o {out}: is a directory; name the file to write", USAGE)
+    with tempfile.TemporaryDirectory(prefix="mdla-engine-build-") as tmp:
+        for name, blob in engine_sources().items():
+            (Path(tmp) / name).write_bytes(blob)
+        built = Path(tmp) / "mdla-engine"
+        cmd = [compiler, *BASE_FLAGS, *ENGINE_FLAGS, "-I.", *engine_source_names()]
+        cmd += ["-o", built.name, *ENGINE_LIBS]
+        proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            detail = proc.stderr.strip().splitlines()[-3:] or ["no message"]
+            raise WorkbenchError(
+                f"{compiler} could not build mdla-engine (exit {proc.returncode}): "
+                + " | ".join(detail),
+                BAD_INPUT,
+            )
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(built, out)
+    out.chmod(0o755)
+    return Built(out, compiler, machine_of(out))

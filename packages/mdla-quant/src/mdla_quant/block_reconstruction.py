@@ -1,0 +1,312 @@
+"""Block reconstruction (BRECQ, Li et al. 2021): AdaRound with the loss on a block's output.
+
+Per-layer AdaRound (`adaround.py`) fits each layer's rounding to that layer's own output; the
+errors it leaves in an expand conv's output still pass through a depthwise conv and a
+projection before anyone looks at them. Here, once per-layer AdaRound has rounded every op of
+an inverted-residual block,
+
+    x -> [CONV_2D 1x1 (expand), f1] -> DEPTHWISE_CONV_2D kxk, f2 -> CONV_2D 1x1 (project), f3
+      -> [ADD x]
+
+(brackets: optional; each inner tensor has the next op as its only consumer and is not a graph
+output; depthwise multiplier 1), the roundings of all its ops are refined together, to
+reconstruct the block's output:
+
+    loss(V) = mean |B~(x~; w~(V)) - B(x; w)|^2 / E0  +  lam * sum_l mean(1 - |2 h_l - 1|^beta)
+
+B is the block in float, fed the float network's input x; B~ the same block fed the int8
+network's input x~ (dequantized, every earlier layer already rounded), with the int8 grid of
+each inner tensor in it (clip to its range, round to its scale; gradient straight through
+inside the range), as the int8 kernels compute it; the block's output itself stays unrounded
+(as in the per-layer default). w~(V) is `adaround.py`'s soft weight; V starts where h = 0.9
+for a weight the per-layer fit rounded up and 0.1 where it rounded down; E0 is the loss of the
+per-layer roundings. Same warm-up, beta annealing, Adam and mini-batches as `adaround._fit`.
+
+Exactness of the patch form: the loss is evaluated on sampled output positions p of the
+depthwise conv. Its output at p reads the expand's output at the kh x kw taps around p, and a
+1x1 expand at a tap reads only x at that tap, so gathering x at the taps of p (zero, i.e. the
+real value of the int8 zero point, where a tap falls into the padding: padding is applied to
+the expand's output, whose real zero is 0 in both networks) gives the block's output at p
+exactly, without computing the whole maps. The residual is x at p (an ADD of equal shapes
+means stride 1).
+
+A block keeps its per-layer roundings unless the refined ones reconstruct the block's output
+better on the positions they were fit on. Scales are unchanged; only the integers move, so the
+weights stay ordinary symmetric int8 and every kernel runs them bit for bit as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mdla_ir import Graph, Op, OpKind, Tensor
+from mdla_ir.selection import is_selection
+
+Array = np.ndarray[Any, Any]
+ZETA, GAMMA = 1.1, -0.1
+CLIPS = {
+    "NONE": (-np.inf, np.inf),
+    "RELU": (0.0, np.inf),
+    "RELU6": (0.0, 6.0),
+    "RELU1": (-1.0, 1.0),
+}
+CHUNK = 256  # rows per chunk when evaluating on every fit position
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """The weighted ops of one inverted-residual block (expand?, depthwise, project) and its
+    residual ADD, if any."""
+
+    ops: tuple[Op, ...]
+    add: Op | None
+
+    @property
+    def name(self) -> str:
+        return "+".join(op.name for op in self.ops)
+
+    @property
+    def input(self) -> str:
+        return self.ops[0].inputs[0]
+
+
+def _pointwise(graph: Graph, op: Op) -> bool:
+    """A CONV_2D 1x1, stride 1, unpadded, ungrouped, not a selection conv, with a clip fuse."""
+    if op.kind is not OpKind.CONV_2D or op.attrs.get("fuse", "NONE") not in CLIPS:
+        return False
+    w = graph.tensors[op.inputs[1]]
+    return (
+        w.data is not None
+        and tuple(w.shape[1:3]) == (1, 1)
+        and tuple(op.attrs["stride"]) == (1, 1)
+        and not any(op.attrs["padding"])
+        and int(op.attrs.get("groups", 1)) == 1
+        and not is_selection(graph, op)
+    )
+
+
+def find_blocks(graph: Graph) -> list[Block]:
+    """Every inverted-residual block of `graph` (module docstring), in graph order."""
+    consumers: dict[str, list[Op]] = {}
+    producer: dict[str, Op] = {}
+    for op in graph.ops:
+        for name in op.inputs:
+            consumers.setdefault(name, []).append(op)
+        producer[op.outputs[0]] = op
+
+    def only(tensor: str) -> Op | None:
+        ops = consumers.get(tensor, [])
+        return ops[0] if len(ops) == 1 and tensor not in graph.outputs else None
+
+    blocks: list[Block] = []
+    for dw in graph.ops:
+        if dw.kind is not OpKind.DEPTHWISE_CONV_2D or dw.attrs.get("fuse", "NONE") not in CLIPS:
+            continue
+        if int(dw.attrs.get("multiplier", 1)) != 1 or graph.tensors[dw.inputs[1]].data is None:
+            continue
+        project = only(dw.outputs[0])
+        if project is None or not _pointwise(graph, project):
+            continue
+        expand = producer.get(dw.inputs[0])
+        keep = expand is not None and _pointwise(graph, expand) and only(dw.inputs[0]) is dw
+        ops = (expand, dw, project) if keep and expand is not None else (dw, project)
+        x, y = ops[0].inputs[0], project.outputs[0]
+        add = only(y)
+        residual = (
+            add is not None
+            and add.kind is OpKind.ADD
+            and add.attrs.get("fuse", "NONE") in CLIPS
+            and sorted(add.inputs) == sorted((x, y))
+            and graph.tensors[x].shape == graph.tensors[y].shape
+        )
+        blocks.append(Block(ops, add if residual else None))
+    return blocks
+
+
+def fused_quant(y: Array, fuse: str, grid: tuple[float, int] | None) -> tuple[Array, Array]:
+    """The fused clip of `fuse`, then (with `grid` = (scale, zero point)) the int8 grid's range
+    and rounding; returns the value and its straight-through derivative (1 inside the range)."""
+    lo, hi = CLIPS[fuse]
+    if grid is not None:
+        s, z = grid
+        lo, hi = max(lo, s * (-128 - z)), min(hi, s * (127 - z))
+    through = ((y > lo) & (y < hi)).astype(y.dtype)
+    out = np.clip(y, lo, hi)
+    if grid is not None:
+        out = (np.round(out / grid[0] + grid[1]) - grid[1]) * grid[0]
+    return out.astype(y.dtype), through
+
+
+class BlockPatches:
+    """The block on sampled depthwise output positions (module docstring: the patch form).
+
+    `taps` (M, T, C): the block input at the T = kh*kw taps of each position (0 in padding),
+    `mask` (M, T), `residual` (M, C): the input at the position (when the block has an ADD)."""
+
+    def __init__(self, block: Block, graph: Graph, xs: list[Array], picks: Array) -> None:
+        dw = block.ops[-2]
+        self.block, self.expand = block, len(block.ops) == 3
+        kh, kw = graph.tensors[dw.inputs[1]].shape[1:3]
+        (sh, sw), (dh, dwid), (pt, _, pl, _) = (
+            dw.attrs["stride"],
+            dw.attrs["dilation"],
+            dw.attrs["padding"],
+        )
+        oh, ow = graph.tensors[dw.outputs[0]].shape[1:3]
+        x = np.concatenate([np.asarray(v, np.float32) for v in xs])  # (B, H, W, C)
+        b, rem = np.divmod(picks, oh * ow)
+        oy, ox = np.divmod(rem, ow)
+        iy = oy[:, None] * sh - pt + (np.arange(kh) * dh).repeat(kw)[None]
+        ix = ox[:, None] * sw - pl + np.tile(np.arange(kw) * dwid, kh)[None]
+        self.mask = ((iy >= 0) & (iy < x.shape[1]) & (ix >= 0) & (ix < x.shape[2])).astype(
+            np.float32
+        )
+        taps = x[b[:, None], np.clip(iy, 0, x.shape[1] - 1), np.clip(ix, 0, x.shape[2] - 1)]
+        self.taps = taps * self.mask[..., None]
+        self.residual = x[b, oy, ox] if block.add is not None else None
+        self.rows = len(picks)
+
+    def forward(
+        self,
+        ws: list[Array],
+        bs: list[Array],
+        grids: list[tuple[float, int] | None],
+        idx: Array,
+    ) -> tuple[Array, list[Array]]:
+        """The block's output at rows `idx` for weights `ws` ((K, O) each) and biases `bs`;
+        `grids` the inner tensors' int8 grids (None: float). Also what `backward` needs."""
+        fuses = [op.attrs.get("fuse", "NONE") for op in self.block.ops]
+        x0, mask = self.taps[idx], self.mask[idx][..., None]
+        k = 0
+        if self.expand:
+            z1, d1 = fused_quant(x0 @ ws[0] + bs[0], fuses[0], grids[0])
+            z1, d1 = z1 * mask, d1 * mask
+            k = 1
+        else:
+            z1, d1 = x0, mask
+        z2, d2 = fused_quant(np.einsum("mtc,tc->mc", z1, ws[k]) + bs[k], fuses[k], grids[k])
+        y, d3 = fused_quant(z2 @ ws[k + 1] + bs[k + 1], fuses[k + 1], None)
+        d4 = np.ones_like(y)
+        if self.block.add is not None and self.residual is not None:
+            y, d4 = fused_quant(y + self.residual[idx], self.block.add.attrs["fuse"], None)
+        return y, [x0, z1, d1, z2, d2, d3, d4]
+
+    def backward(self, ws: list[Array], cache: list[Array], dy: Array) -> list[Array]:
+        """d loss / d w for each weighted op, given d loss / d output `dy`."""
+        x0, z1, d1, z2, d2, d3, d4 = cache
+        dp = dy * d4 * d3
+        k = 1 if self.expand else 0
+        grads = [z2.T @ dp]
+        dd = (dp @ ws[k + 1].T) * d2
+        grads.insert(0, np.einsum("mtc,mc->tc", z1, dd))
+        if self.expand:
+            da = dd[:, None, :] * ws[1][None] * d1
+            grads.insert(0, x0.reshape(-1, x0.shape[-1]).T @ da.reshape(-1, da.shape[-1]))
+        return grads
+
+    def error(
+        self,
+        ws: list[Array],
+        bs: list[Array],
+        grids: list[tuple[float, int] | None],
+        target: Array,
+    ) -> float:
+        """Mean squared error against `target` over every row (in chunks)."""
+        total = 0.0
+        for start in range(0, self.rows, CHUNK):
+            idx = np.arange(start, min(start + CHUNK, self.rows))
+            y, _ = self.forward(ws, bs, grids, idx)
+            total += float(((y - target[idx]).astype(np.float64) ** 2).sum())
+        return total / max(target.size, 1)
+
+    def output(self, ws: list[Array], bs: list[Array], grids: list[Any]) -> Array:
+        parts = [
+            self.forward(ws, bs, grids, np.arange(s, min(s + CHUNK, self.rows)))[0]
+            for s in range(0, self.rows, CHUNK)
+        ]
+        return np.concatenate(parts)
+
+
+def fit_block(
+    patches_q: BlockPatches,
+    target: Array,
+    floats: list[Array],
+    start: list[Array],
+    scales: list[Array],
+    bs: list[Array],
+    grids: list[tuple[float, int] | None],
+    iters: int,
+    batch: int,
+    lam: float,
+    rng: np.random.Generator,
+) -> tuple[list[Array], float, float]:
+    """The block's int8 weights ((K, O) each) refined from `start` (the per-layer roundings),
+    and the relative errors on its output of `start` and of the result (module docstring)."""
+    energy = float(np.mean(target.astype(np.float64) ** 2)) or 1.0
+
+    def error(qs: list[Array]) -> float:
+        return patches_q.error([q * s for q, s in zip(qs, scales, strict=True)], bs, grids, target)
+
+    e_start = error(start)
+    if e_start == 0.0 or iters <= 0:
+        return start, e_start / energy, e_start / energy
+    base = [np.floor(w / s) for w, s in zip(floats, scales, strict=True)]
+    vs = []
+    for q0, b0 in zip(start, base, strict=True):  # h = 0.1 / 0.9 where start rounds down / up
+        h0 = 0.1 + 0.8 * np.clip(q0 - b0, 0.0, 1.0)
+        p = np.clip((h0 - GAMMA) / (ZETA - GAMMA), 1e-4, 1 - 1e-4)
+        vs.append(np.log(p / (1 - p)))
+    m1 = [np.zeros_like(v) for v in vs]
+    m2 = [np.zeros_like(v) for v in vs]
+    warm = iters // 5
+    for t in range(1, iters + 1):
+        idx = rng.integers(0, patches_q.rows, min(batch, patches_q.rows))
+        sigs = [1.0 / (1.0 + np.exp(-v)) for v in vs]
+        hs = [np.clip(sg * (ZETA - GAMMA) + GAMMA, 0.0, 1.0) for sg in sigs]
+        ws = [np.clip(b0 + h, -127, 127) * s for b0, h, s in zip(base, hs, scales, strict=True)]
+        y, cache = patches_q.forward(ws, bs, grids, idx)
+        dy = 2.0 * (y - target[idx]) / (y.size * e_start)
+        grads = patches_q.backward(ws, cache, dy)
+        beta = 20.0 + (2.0 - 20.0) * (t - warm) / max(iters - warm, 1)
+        for j, (gw, h, sg, b0, s) in enumerate(zip(grads, hs, sigs, base, scales, strict=True)):
+            dh = gw * s * ((b0 + h > -127) & (b0 + h < 127))
+            if t > warm:
+                u = 2.0 * h - 1.0
+                dh = dh - lam * beta * np.abs(u) ** (beta - 1.0) * np.sign(u) * 2.0 / h.size
+            g = dh * (ZETA - GAMMA) * sg * (1.0 - sg) * ((h > 0.0) & (h < 1.0))
+            m1[j] = 0.9 * m1[j] + 0.1 * g
+            m2[j] = 0.999 * m2[j] + 0.001 * g * g
+            step = (m1[j] / (1 - 0.9**t)) / (np.sqrt(m2[j] / (1 - 0.999**t)) + 1e-8)
+            vs[j] = vs[j] - 1e-2 * step
+    learned = []
+    for b0, v in zip(base, vs, strict=True):
+        h = np.clip(1.0 / (1.0 + np.exp(-v)) * (ZETA - GAMMA) + GAMMA, 0.0, 1.0)
+        learned.append(np.clip(b0 + (h >= 0.5), -127, 127))
+    e_learned = error(learned)
+    if e_learned >= e_start:
+        return start, e_start / energy, e_start / energy
+    return learned, e_start / energy, e_learned / energy
+
+
+def grids_of(block: Block, qgraph: Graph) -> list[tuple[float, int] | None]:
+    """The int8 grids of the block's inner tensors (expand and depthwise outputs), None for
+    the project's output (left unrounded in the loss)."""
+    out: list[tuple[float, int] | None] = []
+    for op in block.ops[:-1]:
+        q = qgraph.tensors[op.outputs[0]].quant
+        out.append((float(q.scale[0]), int(q.zero_point[0])) if q is not None else None)
+    return [*out, None]
+
+
+def replace_weights(qgraph: Graph, block: Block, ints: list[Array], layouts: list[Any]) -> Graph:
+    """`qgraph` with the block's int8 weights set to `ints` ((K, O) each, mapped back by
+    `layouts`); scales and zero points unchanged."""
+    tensors = dict(qgraph.tensors)
+    for op, q, back in zip(block.ops, ints, layouts, strict=True):
+        old = qgraph.tensors[op.inputs[1]]
+        data = back(q).astype(np.int8)
+        tensors[old.name] = Tensor(old.name, old.shape, "int8", data=data, quant=old.quant)
+    return qgraph.with_(tensors=tensors)

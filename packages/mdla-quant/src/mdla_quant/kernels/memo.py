@@ -1,0 +1,88 @@
+"""Per-op constants computed once: a cache keyed by the constant arrays and hashable params.
+
+Immutable records (frozen QuantParams with tuple fields: hashing a per-channel one costs more
+than the lookup saves) may be keyed by identity instead: the entry holds them, so their ids
+cannot be reused while it lives. An entry is valid only while every keyed array is the same
+object *and* holds the same values as when the entry was built (a snapshot copy is compared; an
+int8 weight compares at memory speed, far cheaper than re-deriving float weights and bounds),
+so an in-place write to a weight between two runs is seen. An entry dies with its arrays (weak
+references) and the cache holds at most MAX_ENTRIES (least recently used dropped first).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from mdla_quant.arith import Array
+
+T = TypeVar("T")
+MAX_ENTRIES = 1024  # at most 64 MiB of 256 x 256 tables; plans die with their weights
+
+_Entry = tuple[
+    tuple["weakref.ref[Array] | None", ...], tuple[Array | None, ...], tuple[object, ...], Any
+]
+_CACHE: dict[Hashable, _Entry] = {}
+
+
+def _drop(key: Hashable) -> Callable[[Any], None]:
+    def callback(_: Any) -> None:
+        _CACHE.pop(key, None)
+
+    return callback
+
+
+def _valid(entry: _Entry, arrays: Sequence[Array | None], records: Sequence[object]) -> bool:
+    refs, snaps, held, _ = entry
+    if len(held) != len(records) or any(a is not b for a, b in zip(held, records, strict=True)):
+        return False
+    for ref, snap, a in zip(refs, snaps, arrays, strict=True):
+        if a is None or ref is None or snap is None:
+            if not (a is None and ref is None):
+                return False
+            continue
+        if ref() is not a or snap.shape != a.shape or snap.dtype != a.dtype:
+            return False
+        if not np.array_equal(snap, a):
+            return False
+    return True
+
+
+def memo(
+    arrays: Sequence[Array | None],
+    params: Hashable,
+    build: Callable[[], T],
+    records: Sequence[object] = (),
+) -> T:
+    """build(), or the value an earlier call with the same arrays (identical objects, unchanged
+    values), the same immutable `records` (identical objects) and equal `params` built."""
+    key = (tuple(id(a) for a in arrays), tuple(id(r) for r in records), params)
+    entry = _CACHE.get(key)
+    if entry is not None and _valid(entry, arrays, records):
+        _CACHE[key] = _CACHE.pop(key, entry)  # most recently used last
+        value: T = entry[3]
+        return value
+    value = build()
+    refs = tuple(None if a is None else weakref.ref(a, _drop(key)) for a in arrays)
+    snaps = tuple(None if a is None else a.copy() for a in arrays)
+    _CACHE.pop(key, None)
+    while len(_CACHE) >= MAX_ENTRIES:  # drop the least recently used
+        try:
+            _CACHE.pop(next(iter(_CACHE)), None)
+        except (StopIteration, RuntimeError):  # emptied, or a weakref callback ran meanwhile
+            break
+    _CACHE[key] = (refs, snaps, tuple(records), value)
+    return value
+
+
+def attrs_key(attrs: Any) -> Hashable:
+    """An op's attributes as a hashable key (values by repr: lists and dicts included)."""
+    return tuple(sorted((str(k), repr(v)) for k, v in dict(attrs).items()))
+
+
+def cache_size() -> int:
+    """How many entries the cache holds now."""
+    return len(_CACHE)

@@ -1,0 +1,183 @@
+"""Blocked int8 convolutions: float BLAS on the raw codes, then the fused requantization.
+
+CONV_2D and DEPTHWISE_CONV_2D compute acc = bias + sum w * (x - z_in) (`conv.py`,
+`depthwise_conv.py`). Here the input is padded with z_in and not offset, so
+
+    acc = r + off,    r = sum w * x  (every tap, padding included),    off = bias - z_in * sum w
+
+(a padded tap adds w * z_in to r and the same to z_in * sum w). r is computed in float, which
+is exact whatever the summation order while every partial sum is an integer of magnitude at
+most R = 128 * sum|w| (|x| <= 128): float32 when R <= 2^24, else float64 (R < 2^53 since the
+taps are fewer than 2^38, see `conv.MAX_TAPS`). Output rows are processed in blocks that keep
+the im2col buffer, the BLAS result and the requantization scratch in cache; each block is
+requantized by `Requant.apply`. Where `Requant.build` declines (an int32 overflow is possible:
+the definition's wrap, saturate or error decides), the caller runs the definition on the
+exact int64 accumulator instead (`exact_acc`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mdla_quant.arith import Array
+from mdla_quant.kernels.requant import Requant, block_rows
+
+FLOAT32_EXACT = 2**24
+MAX_SPLITS = 4  # beyond this many float32 GEMMs per block, one float64 GEMM is cheaper
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One conv's constants: float weights (channel last), z_in * sum w, the requantizer.
+
+    `splits` cuts the taps into ranges whose float32 partial sums are exact (each range's
+    128 * sum|w| <= 2^24); the ranges' results are added in float64 (exact: below 2^53)."""
+
+    weights: Array  # (K, O) for a GEMM, (KH, KW, C) for a depthwise conv; float32 or float64
+    zero_term: Array  # (C,) int64: z_in * sum over the taps of w
+    requant: Requant | None
+    splits: tuple[tuple[int, int], ...]
+    tiles: dict[int, Array] = field(default_factory=dict, compare=False, repr=False)
+
+    def tiled(self, reps: int) -> Array:
+        """Depthwise weights (KH, KW, reps * C): each tap's C weights repeated per pixel."""
+        done = self.tiles.get(reps)
+        if done is None:
+            done = np.tile(self.weights, (1, 1, reps))
+            self.tiles[reps] = done
+        return done
+
+
+def tap_ranges(abs_w: Array, limit: int) -> tuple[tuple[int, int], ...] | None:
+    """Contiguous ranges of the K taps (rows of abs_w (K, C)) in each of which every channel's
+    sum of |w| is <= limit; None if more than MAX_SPLITS are needed."""
+    cum = np.concatenate([np.zeros((1, abs_w.shape[1]), np.int64), np.cumsum(abs_w, axis=0)])
+    k, start, ranges = abs_w.shape[0], 0, []
+    while start < k:
+        lo, hi = start + 1, k  # the largest end with every channel's range sum <= limit
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if int((cum[mid] - cum[start]).max()) <= limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        if int((cum[lo] - cum[start]).max()) > limit:
+            return None  # one tap alone exceeds the limit
+        ranges.append((start, lo))
+        start = lo
+        if len(ranges) > MAX_SPLITS:
+            return None
+    return tuple(ranges)
+
+
+def build_plan(
+    taps: Array,
+    bias: Array | None,
+    z_in: int,
+    multipliers: tuple[Array, Array],
+    rounding: str,
+    z_out: int,
+    act: tuple[int, int],
+    accumulator: str = "saturate",
+    splittable: bool = True,
+) -> Plan:
+    """The plan for int8 weights `taps` (..., C) with the channel on the last axis.
+
+    `splittable`: the taps may be summed in several float32 ranges (a GEMM); a depthwise conv
+    sums all its taps in one accumulator, so it gets float32 only where one range holds them."""
+    channels = taps.shape[-1]
+    wide = taps.reshape(-1, channels).astype(np.int64)
+    abs_w = np.abs(wide)
+    abs_sum = abs_w.sum(axis=0)
+    w_sum = wide.sum(axis=0)
+    raw_bound = 128 * abs_sum  # |x| <= 128
+    ranges = tap_ranges(abs_w, FLOAT32_EXACT // 128) if wide.shape[0] else ((0, 0),)
+    if ranges is not None and len(ranges) > 1 and not splittable:
+        ranges = None
+    dtype = np.float64 if ranges is None else np.float32
+    b = np.zeros(channels, np.int64) if bias is None else bias.astype(np.int64)
+    zero_term = z_in * w_sum
+    bound = max(z_in + 128, 127 - z_in) * abs_sum + np.abs(b)  # |x - z_in| <= that
+    m, s = multipliers
+    off = b - zero_term
+    requant = Requant.build(m, s, off, bound, raw_bound, rounding, z_out, act, accumulator)
+    splits = ((0, wide.shape[0]),) if ranges is None else ranges
+    return Plan(np.ascontiguousarray(taps.astype(dtype)), zero_term, requant, splits)
+
+
+def gemm_conv(plan: Plan, requant: Requant, patches: Array, out: Array) -> None:
+    """out (N, OH, OW, O) int8 from patches (N, OH, OW, KH, KW, C), a view of the padded input
+    in the filter's tap order, through `requant` (the plan's)."""
+    n, oh, ow = patches.shape[:3]
+    w = plan.weights.reshape(-1, out.shape[3])
+    k, o = w.shape
+    rows = block_rows(ow, max(k, o))
+    cols = np.empty((rows * ow, k), w.dtype)
+    acc = np.empty((rows * ow, o), w.dtype if len(plan.splits) == 1 else np.float64)
+    part = np.empty((rows * ow, o), w.dtype) if len(plan.splits) > 1 else acc
+    a, v, t = _scratch((rows, ow * o))
+    requant = requant.tiled(ow)
+    for b in range(n):
+        for y0 in range(0, oh, rows):
+            y1 = min(oh, y0 + rows)
+            nr, r = y1 - y0, (y1 - y0) * ow
+            np.copyto(cols[:r].reshape(patches[b, y0:y1].shape), patches[b, y0:y1], "unsafe")
+            for i, (k0, k1) in enumerate(plan.splits):
+                np.matmul(cols[:r, k0:k1], w[k0:k1], out=part[:r])
+                if part is acc:
+                    continue
+                if i == 0:
+                    np.copyto(acc[:r], part[:r])
+                else:
+                    np.add(acc[:r], part[:r], out=acc[:r])
+            flat = (nr, ow * o)
+            scratch = (a[:nr], v[:nr], t[:nr])
+            requant.apply(acc[:r].reshape(flat), out[b, y0:y1].reshape(flat), scratch)
+
+
+def _scratch(shape: tuple[int, int]) -> tuple[Array, Array, Array]:
+    """The requantization's buffers: int64, int32, int32."""
+    return np.empty(shape, np.int64), np.empty(shape, np.int32), np.empty(shape, np.int32)
+
+
+def depthwise(
+    plan: Plan,
+    requant: Requant,
+    xp: Array,
+    stride: tuple[int, int],
+    dilation: tuple[int, int],
+    out: Array,
+) -> None:
+    """out (N, OH, OW, C) int8 from the padded input xp (N, HP, WP, C) int8, channel c of
+    the filter (KH, KW, C) over channel c of xp, through `requant` (the plan's).
+
+    Columns are split by stride phase (xp[:, :, p::sw], each contiguous), so every tap reads
+    whole rows of OW * C contiguous values, and the weights are tiled along the row."""
+    kh, kw, c = plan.weights.shape
+    (sh, sw), (dh, dw) = stride, dilation
+    n, oh, ow, _ = out.shape
+    dtype = plan.weights.dtype
+    phases = [np.ascontiguousarray(xp[:, :, p::sw], dtype) for p in range(sw)]
+    weights = plan.tiled(ow)
+    rows = block_rows(ow, c)
+    acc, tmp = np.empty((rows, ow * c), dtype), np.empty((rows, ow * c), dtype)
+    a, v, t = _scratch((rows, ow * c))
+    requant = requant.tiled(ow)
+    for b in range(n):
+        for y0 in range(0, oh, rows):
+            nr = min(oh, y0 + rows) - y0
+            for i in range(kh):
+                top = y0 * sh + i * dh
+                for j in range(kw):
+                    phase, col = phases[(j * dw) % sw], (j * dw) // sw
+                    tap = phase[b, top : top + sh * (nr - 1) + 1 : sh, col : col + ow]
+                    tap = tap.reshape(nr, ow * c)
+                    if i == 0 and j == 0:
+                        np.multiply(tap, weights[i, j], out=acc[:nr])
+                    else:
+                        np.multiply(tap, weights[i, j], out=tmp[:nr])
+                        np.add(acc[:nr], tmp[:nr], out=acc[:nr])
+            dest = out[b, y0 : y0 + nr].reshape(nr, ow * c)
+            requant.apply(acc[:nr], dest, (a[:nr], v[:nr], t[:nr]))

@@ -1,0 +1,196 @@
+"""Fused per-channel requantization: MBQM, output offset and clamp in a few in-place passes.
+
+`conv.requantize` (bias, `arith.mbqm`, `arith.add_offset`, clamp) is the definition; this is
+the same function of the accumulator rearranged so that a whole conv output costs 4 int64 and
+~5 int32 numpy passes over preallocated buffers instead of ~25 int64 passes over fresh
+temporaries. It applies only where the rearrangement is provably exact (`Requant.build` returns
+None otherwise and the caller runs the definition); tests/quant/test_fast_kernels.py compares
+the two on ties, signs and int32 extremes.
+
+The caller passes the *raw* sum r = sum w * x (x not offset by z_in: padding with z_in makes
+every output see all K taps) and a per-channel offset, acc = r + off with
+off = bias - z_in * sum(w). With M' = M * 2^left and p = acc * M' (M >= 0, so the SRDHM
+saturation a = b = -2^31 never occurs):
+
+  double rounding, s = left - e (left = max(s, 0), e = max(-s, 0)):
+    v   = floor((p + 2^30) / 2^31)                                  SRDHM
+    out = (v + 2^(e-1) + (v >> 31)) >> e    e > 0                   RDBPOT: v >> 31 = -[v < 0]
+        = v                                 e = 0
+  single rounding (TFLITE_SINGLE_ROUNDING), t = 31 - s:
+    out = floor((p + 2^(t-1)) / 2^t) = floor(floor((p + 2^(t-1)) / 2^s1) / 2^(t-s1)),
+          s1 = min(t, 31)                   (nested floors of a power-of-two division fold)
+
+Passes: a = r (int64, exact: the float holds an integer below 2^53), a *= M',
+a += off * M' + (2^30 or 2^(t-1)), v = a >> 31 (or >> s1) stored as int32, then in int32 the
+RDBPOT correction and shift, the clamp to [lo - z_out, hi - z_out] stored as int8, and
++ z_out in int8: clip(out, lo - z, hi - z) + z = clip(out + z, lo, hi), and an int8 sum that
+lands in [lo, hi] is exact (a two's-complement wrap of an in-range value is the value).
+
+Exactness conditions, checked per channel in Python integers before any pass runs (R and B
+bound |r| and |acc| over every possible input: R = 128 * sum|w|, B = max|x - z_in| * sum|w|
++ |bias|):
+- B * 2^left <= 2^31 - 1: the int32 accumulator and `x << left` never overflow, so "wrap" and
+  "saturate" (and `check_int32`) leave every value unchanged;
+- R * M' and |a| <= B * M' + |rounding term| stay below 2^63 (int64 exact);
+- v, v + 2^(e-1) and v - 1 stay in int32 (the int32 passes are exact);
+- under accumulator "wrap", out and out + z_out stay in int32, so neither single rounding's
+  int32 cast nor the output offset's `+=` wraps (under "saturate" both are exact sums in the
+  definition and the int8 clamp follows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mdla_quant.arith import Array
+
+I64_LIMIT = 2**63 - 1
+I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+
+Operand = Array | int  # a per-channel array, or one int where every channel agrees
+
+
+@dataclass(frozen=True, slots=True)
+class Requant:
+    """Per-channel constants of the fused requantization (see the module docstring)."""
+
+    mult: Array  # int64: M * 2^left
+    add1: Array  # int64: off * M' + 2^30 (double) or off * M' + 2^(t-1) (single)
+    shift1: Operand  # int64: 31 (double) or min(t, 31) (single)
+    sign_mask: Operand | None  # int32: -1 where e > 0 else 0; None: no channel has e > 0
+    add2: Operand | None  # int32: 2^(e-1) where e > 0 else 0; None: all 0
+    shift2: Operand | None  # int32: e (double) or t - s1 (single); None: all 0
+    lo: int  # clamp bounds before the output offset: act_min - z_out, act_max - z_out
+    hi: int
+    z_out: int
+    tiles: dict[int, Requant] = field(default_factory=dict, compare=False, repr=False)
+
+    @staticmethod
+    def build(
+        m: Array,
+        s: Array,
+        off: Array,
+        bound: Array,
+        raw_bound: Array,
+        rounding: str,
+        z_out: int,
+        act: tuple[int, int],
+        accumulator: str = "saturate",
+    ) -> Requant | None:
+        """The constants for multipliers (m, s), offsets `off`, |acc| <= bound and
+        |r| <= raw_bound per channel; None where an exactness condition fails."""
+        cols: list[tuple[int, ...]] = []
+        for c in range(len(m)):
+            col = _channel(
+                int(m[c]), int(s[c]), int(off[c]), int(bound[c]), int(raw_bound[c]), rounding
+            )
+            if col is None:
+                return None
+            consts, (out_lo, out_hi) = col
+            wraps = out_hi + max(z_out, 0) > I32_MAX or out_lo + min(z_out, 0) < I32_MIN
+            if wraps and accumulator == "wrap":
+                return None
+            cols.append(consts)
+        mult, add1, shift1, mask, add2, shift2 = (list(v) for v in zip(*cols, strict=True))
+        return Requant(
+            mult=np.array(mult, np.int64),
+            add1=np.array(add1, np.int64),
+            shift1=_operand(shift1, np.int64),
+            sign_mask=_operand(mask, np.int32) if any(mask) else None,
+            add2=_operand(add2, np.int32) if any(add2) else None,
+            shift2=_operand(shift2, np.int32) if any(shift2) else None,
+            lo=act[0] - z_out,
+            hi=act[1] - z_out,
+            z_out=z_out,
+        )
+
+    def tiled(self, reps: int) -> Requant:
+        """The same constants repeated `reps` times: for rows of `reps` pixels x C channels,
+        so that numpy's inner loops run over a whole row instead of C values."""
+        if reps == 1:
+            return self
+        done = self.tiles.get(reps)
+        if done is None:
+
+            def tile(v: Any) -> Any:
+                return v if v is None or isinstance(v, int) else np.tile(v, reps)
+
+            done = Requant(
+                mult=tile(self.mult),
+                add1=tile(self.add1),
+                shift1=tile(self.shift1),
+                sign_mask=tile(self.sign_mask),
+                add2=tile(self.add2),
+                shift2=tile(self.shift2),
+                lo=self.lo,
+                hi=self.hi,
+                z_out=self.z_out,
+            )
+            self.tiles[reps] = done
+        return done
+
+    def apply(self, raw: Array, out: Array, scratch: tuple[Array, Array, Array]) -> None:
+        """out[:] = the int8 result for raw sums `raw` (rows, width), float holding exact
+        integers, width = C (or reps * C for `tiled(reps)`).
+
+        `scratch`: an int64 and two int32 buffers of raw's shape (reused across blocks)."""
+        a, v, t = scratch
+        np.copyto(a, raw, casting="unsafe")  # float64/32 integers below 2^53: exact
+        np.multiply(a, self.mult, out=a)
+        np.add(a, self.add1, out=a)
+        np.right_shift(a, self.shift1, out=v, casting="unsafe")  # in int32 range (checked)
+        if self.sign_mask is not None:
+            np.right_shift(v, 31, out=t)
+            if not isinstance(self.sign_mask, int):  # some channels have e = 0
+                np.bitwise_and(t, self.sign_mask, out=t)
+            np.add(v, t, out=v)
+        if self.add2 is not None:
+            np.add(v, self.add2, out=v)
+        if self.shift2 is not None:
+            np.right_shift(v, self.shift2, out=v)
+        np.clip(v, self.lo, self.hi, out=out, casting="unsafe")
+        np.add(out, np.int8(self.z_out), out=out)
+
+
+def _channel(
+    m: int, s: int, off: int, bound: int, raw_bound: int, rounding: str
+) -> tuple[tuple[int, ...], tuple[int, int]] | None:
+    """((M', add1, shift1, mask, add2, shift2), (out_lo, out_hi)) of one channel, or None
+    where a condition of the module docstring fails."""
+    if m < 0 or bound > I32_MAX:
+        return None
+    if rounding == "single":
+        if not -31 <= s <= 30:
+            return None
+        t = 31 - s
+        m2, shift1 = m, min(t, 31)
+        add1, mask, add2, shift2 = off * m2 + (1 << (t - 1)), 0, 0, t - shift1
+        rnd = 1 << (t - 1)
+    else:
+        left, e = max(s, 0), max(-s, 0)
+        if bound << left > I32_MAX or e > 31:
+            return None
+        m2, shift1, rnd = m << left, 31, 1 << 30
+        add1, mask, add2, shift2 = off * m2 + rnd, (-1 if e else 0), (1 << (e - 1) if e else 0), e
+    top = bound * m2 + rnd  # |a| <= top for every |acc| <= bound
+    if raw_bound * m2 > I64_LIMIT or abs(add1) > I64_LIMIT or top > I64_LIMIT:
+        return None
+    v_hi, v_lo = top >> shift1, (-bound * m2 + rnd) >> shift1  # v is non-decreasing in acc
+    if v_lo - 1 < I32_MIN or v_hi + add2 > I32_MAX:
+        return None
+    out_lo, out_hi = (v_lo - 1 + add2) >> shift2, (v_hi + add2) >> shift2
+    return (m2, add1, shift1, mask, add2, shift2), (out_lo, out_hi)
+
+
+def _operand(values: list[int], dtype: Any) -> Operand:
+    """One int where every channel has the same value (a scalar operand is a faster pass)."""
+    return values[0] if values and len(set(values)) == 1 else np.array(values, dtype)
+
+
+def block_rows(row_len: int, width: int, target: int = 1 << 16) -> int:
+    """How many output rows (each `row_len` pixels of `width` values) make one block of about
+    `target` values: small enough that a block's buffers stay in the core's cache."""
+    return max(1, target // max(1, row_len * width))

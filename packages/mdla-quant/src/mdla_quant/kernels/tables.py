@@ -1,0 +1,90 @@
+"""Elementwise int8 ops run as tables of their own formula kernels.
+
+Where an op's output element is a pure function of its input codes and the op's parameters
+(scales, zero points, fused activation, rounding, accumulator), the formula kernel evaluated
+once on every code (256 for one input, 256 x 256 for two) gives a table that reproduces it
+exactly for any input: out = table[x] (one input) or table[x1, x2] (two, broadcast). Tables are
+built on first use and kept per parameter set (`memo`), so a graph pays for each once. A binary
+op whose output is under a quarter of its table runs the formula directly (a table costs
+about one formula evaluation of its 65536 entries, once; a lookup is ~40x cheaper than the
+formula per element).
+
+Tables are indexed by the codes' unsigned bytes (u = q mod 256), so a lookup is one `np.take`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from mdla_ir.graph import Op, QuantParams
+from mdla_quant.arith import Array
+from mdla_quant.kernels.memo import attrs_key, memo
+from mdla_quant.kernels.registry import Kernel, binary_operands, unary_operands
+
+CODES = np.arange(-128, 128, dtype=np.int8)
+BINARY_TABLE_SIZE = 256 * 256
+MIN_BINARY_TABLE = BINARY_TABLE_SIZE // 4  # smaller outputs: the formula is cheaper than a build
+
+
+def _by_byte(table: Array) -> Array:
+    """Reorder a table indexed by q + 128 (on each axis) to one indexed by q mod 256."""
+    return np.roll(table, -128, axis=tuple(range(table.ndim))).ravel()
+
+
+def unary_table(formula: Kernel) -> Kernel:
+    """A kernel that looks up `formula`'s 256 outputs (one int8 input)."""
+
+    def run(
+        op: Op,
+        args: list[Array],
+        arg_q: list[QuantParams | None],
+        out_q: QuantParams,
+        rounding: str,
+        accumulator: str,
+    ) -> Array:
+        x, _, _ = unary_operands(op, args, arg_q, out_q)
+        params = (formula, op.kind, attrs_key(op.attrs), arg_q[0], out_q, rounding, accumulator)
+        table = memo(
+            [],
+            params,
+            lambda: _by_byte(formula(op, [CODES], arg_q[:1], out_q, rounding, accumulator)),
+        )
+        return np.take(table, x.view(np.uint8))
+
+    return _named(run, formula)
+
+
+def binary_table(formula: Kernel) -> Kernel:
+    """A kernel that looks up `formula`'s 256 x 256 outputs (two int8 inputs, broadcast)."""
+
+    def run(
+        op: Op,
+        args: list[Array],
+        arg_q: list[QuantParams | None],
+        out_q: QuantParams,
+        rounding: str,
+        accumulator: str,
+    ) -> Array:
+        (x1, _, _), (x2, _, _), _ = binary_operands(op, args, arg_q, out_q)
+        if np.broadcast(x1, x2).size < MIN_BINARY_TABLE:
+            return formula(op, args, arg_q, out_q, rounding, accumulator)
+        params = (formula, op.kind, attrs_key(op.attrs), arg_q[0], arg_q[1], out_q, rounding)
+        grid = [CODES[:, None], CODES[None, :]]
+        table = memo(
+            [],
+            (*params, accumulator),
+            lambda: _by_byte(formula(op, grid, arg_q[:2], out_q, rounding, accumulator)),
+        )
+        index = np.left_shift(x1.view(np.uint8), 8, dtype=np.uint16)
+        return np.take(table, np.bitwise_or(index, x2.view(np.uint8)))
+
+    return _named(run, formula)
+
+
+def _named(run: Callable[..., Array], formula: Kernel) -> Kernel:
+    run.__name__ = formula.__name__.removesuffix("_formula")
+    run.__qualname__ = run.__name__
+    run.__doc__ = f"`{formula.__name__}` as a table (mdla_quant.kernels.tables)."
+    return run

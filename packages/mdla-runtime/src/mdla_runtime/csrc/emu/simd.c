@@ -1,0 +1,410 @@
+/*
+ * simd.c: emu_isa() and the kernels of simd.h in AVX2 and AVX-512 intrinsics: the narrow
+ * requantization (and MUL's formula on it), the multiplier-1 depthwise row, the int16 GEMM for
+ * CPUs without VNNI and the VBMI table lookup. Each function's exactness argument is beside
+ * its declaration in simd.h; the requantization's, the subtle one, is here.
+ *
+ * Why the vector requantization is the C one (requant_narrow, kernel_common.c) lane for lane:
+ * - v = acc + bias in int32: the narrow case is chosen at prepare only when |acc| + |bias| <
+ *   2^31, so the int32 add is exact.
+ * - SRDHM: M < 2^31 and |v| < 2^31, so v * M is one signed 32x32->64 product (vpmuldq takes the
+ *   low int32 of each int64 lane: even lanes as they are, odd lanes after a 32-bit shift) and
+ *   v * M + 2^30 cannot overflow int64 (|v * M| < 2^62). The C keeps bits 31..62 of that sum as
+ *   the int32 h (it fits: |v * M| / 2^31 < 2^31); here a logical shift right by 31 puts them in
+ *   the low half of an even lane, a shift left by 1 in the high half of an odd lane, and one
+ *   blend joins the halves.
+ * - RDBPOT: rem = h & mask, thr = (mask >> 1) + (h < 0), t = (h >> right) + (rem > thr), the
+ *   same int32 operations (arithmetic shift by a per-lane count, signed compare; h < 0 is
+ *   -(h >> 31)). t cannot overflow (a carry needs right >= 1).
+ * - clamp(clamp(t, +-2^16) + z, lo, hi) = clamp(t, lo - z, hi - z) + z: lo and hi lie in
+ *   [-128, 127] and |z| <= 128, so both sides are the integer clamp of t + z and nothing
+ *   overflows; the result lies in [-128, 127], so narrowing to int8 (truncation or signed
+ *   saturation) changes nothing.
+ * Tails: AVX-512 masks the last lanes; AVX2 copies the last < 8 values into a zero-filled block.
+ */
+#include "simd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+size_t emu_gemm_s16_avx2_size(int32_t cols, int32_t depth) {
+    return (size_t)(cols + 7) / 8 * 8 * (size_t)depth;
+}
+
+/* Panel q (columns 8q..8q+7), pair j (k = 2j, 2j+1), lane c: 2 int16 at
+ * ((q * depth / 2 + j) * 8 + c) * 2; columns past `cols` and k past `wdepth` are zeros. */
+void emu_gemm_s16_avx2_pack(const int8_t *w, int32_t cols, int32_t wdepth, int32_t depth,
+                            int16_t *packed) {
+    memset(packed, 0, emu_gemm_s16_avx2_size(cols, depth) * sizeof *packed);
+    for (int32_t o = 0; o < cols; o++)
+        for (int32_t k = 0; k < wdepth; k++)
+            packed[(((size_t)(o / 8) * (size_t)(depth / 2) + (size_t)(k / 2)) * 8 +
+                    (size_t)(o % 8)) * 2 + (size_t)(k % 2)] = w[(size_t)o * wdepth + k];
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define EMU_T_AVX2 __attribute__((target("avx2")))
+#define EMU_T_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define EMU_T_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
+
+static int cpu_isa;
+static bool cpu_vbmi;
+__attribute__((constructor)) static void detect_isa(void) {
+    __builtin_cpu_init();
+    cpu_vbmi = __builtin_cpu_supports("avx512vbmi");
+    cpu_isa = EMU_ISA_PORTABLE;
+    if (__builtin_cpu_supports("avx2")) cpu_isa = EMU_ISA_AVX2;
+    if (cpu_isa == EMU_ISA_AVX2 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+        cpu_isa = EMU_ISA_AVX512;
+}
+
+/* 8 lanes (simd.c header for why this is requant_narrow); lo and hi minus z. */
+EMU_T_AVX2 static inline __m256i narrow8(__m256i v, __m256i m, __m256i right, __m256i mask,
+                                         __m256i z, __m256i lo, __m256i hi) {
+    const __m256i round = _mm256_set1_epi64x(INT64_C(1) << 30);
+    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(v, m), round);
+    const __m256i odd = _mm256_add_epi64(
+        _mm256_mul_epi32(_mm256_srli_epi64(v, 32), _mm256_srli_epi64(m, 32)), round);
+    const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1),
+                                         0xAA);
+    const __m256i rem = _mm256_and_si256(h, mask);
+    const __m256i thr = _mm256_sub_epi32(_mm256_srai_epi32(mask, 1), _mm256_srai_epi32(h, 31));
+    __m256i t = _mm256_srav_epi32(h, right);
+    t = _mm256_sub_epi32(t, _mm256_cmpgt_epi32(rem, thr)); /* true is -1 */
+    return _mm256_add_epi32(_mm256_min_epi32(_mm256_max_epi32(t, lo), hi), z);
+}
+
+EMU_T_AVX2 static inline void store8(int8_t *out, __m256i q) {
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    _mm_storel_epi64((__m128i *)(void *)out, _mm_packs_epi16(w, w));
+}
+
+EMU_T_AVX2 void emu_requant_narrow_avx2(const int32_t *acc, const int32_t *bias,
+                                        const int32_t *mult, const int32_t *right,
+                                        const int32_t *mask, int32_t z, int32_t lo, int32_t hi,
+                                        int8_t *out, int32_t n) {
+    const __m256i vz = _mm256_set1_epi32(z), vlo = _mm256_set1_epi32(lo - z),
+                  vhi = _mm256_set1_epi32(hi - z);
+    int32_t e = 0;
+#define LD(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+    for (; e + 8 <= n; e += 8) {
+        const __m256i v = _mm256_add_epi32(LD(acc + e), LD(bias + e));
+        store8(out + e, narrow8(v, LD(mult + e), LD(right + e), LD(mask + e), vz, vlo, vhi));
+    }
+    if (e < n) { /* the last n - e < 8 values, zero-padded: M = 0 is a valid multiplier */
+        const size_t k = (size_t)(n - e);
+        int32_t a[8] = {0}, b[8] = {0}, m[8] = {0}, r[8] = {0}, s[8] = {0};
+        int8_t o[8];
+        memcpy(a, acc + e, k * sizeof *a);
+        memcpy(b, bias + e, k * sizeof *b);
+        memcpy(m, mult + e, k * sizeof *m);
+        memcpy(r, right + e, k * sizeof *r);
+        memcpy(s, mask + e, k * sizeof *s);
+        const __m256i v = _mm256_add_epi32(LD(a), LD(b));
+        store8(o, narrow8(v, LD(m), LD(r), LD(s), vz, vlo, vhi));
+        memcpy(out + e, o, k);
+    }
+#undef LD
+}
+
+/* 16 lanes of v (simd.c header for why this is requant_narrow); lo and hi minus z. */
+EMU_T_AVX512 static inline __m512i narrow16(__m512i v, __m512i m, __m512i right, __m512i msk,
+                                            __m512i z, __m512i lo, __m512i hi) {
+    const __m512i round = _mm512_set1_epi64(INT64_C(1) << 30);
+    const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(v, m), round);
+    const __m512i odd = _mm512_add_epi64(
+        _mm512_mul_epi32(_mm512_srli_epi64(v, 32), _mm512_srli_epi64(m, 32)), round);
+    const __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, _mm512_srli_epi64(even, 31),
+                                              _mm512_slli_epi64(odd, 1));
+    const __m512i rem = _mm512_and_si512(h, msk);
+    const __m512i thr = _mm512_sub_epi32(_mm512_srai_epi32(msk, 1), _mm512_srai_epi32(h, 31));
+    __m512i t = _mm512_srav_epi32(h, right);
+    t = _mm512_mask_add_epi32(t, _mm512_cmpgt_epi32_mask(rem, thr), t, _mm512_set1_epi32(1));
+    return _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(t, lo), hi), z);
+}
+
+/* narrow16 on memory: `k` the lanes to load and store. */
+EMU_T_AVX512 static inline void narrow16_mem(const int32_t *acc, const int32_t *bias,
+                                             const int32_t *mult, const int32_t *right,
+                                             const int32_t *mask, __m512i z, __m512i lo,
+                                             __m512i hi, int8_t *out, __mmask16 k) {
+    const __m512i v =
+        _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc), _mm512_maskz_loadu_epi32(k, bias));
+    const __m512i q = narrow16(v, _mm512_maskz_loadu_epi32(k, mult),
+                               _mm512_maskz_loadu_epi32(k, right),
+                               _mm512_maskz_loadu_epi32(k, mask), z, lo, hi);
+    _mm512_mask_cvtepi32_storeu_epi8(out, k, q);
+}
+
+EMU_T_AVX512 void emu_requant_narrow_avx512(const int32_t *acc, const int32_t *bias,
+                                            const int32_t *mult, const int32_t *right,
+                                            const int32_t *mask, int32_t z, int32_t lo,
+                                            int32_t hi, int8_t *out, int32_t n) {
+    const __m512i vz = _mm512_set1_epi32(z), vlo = _mm512_set1_epi32(lo - z),
+                  vhi = _mm512_set1_epi32(hi - z);
+    int32_t e = 0;
+    for (; e + 16 <= n; e += 16)
+        narrow16_mem(acc + e, bias + e, mult + e, right + e, mask + e, vz, vlo, vhi, out + e,
+                     (__mmask16)0xFFFF);
+    if (e < n)
+        narrow16_mem(acc + e, bias + e, mult + e, right + e, mask + e, vz, vlo, vhi, out + e,
+                     (__mmask16)((1u << (n - e)) - 1u));
+}
+/* 4 rows x `np` (1..3) panels of 8 columns; `m` stores the columns below cols. */
+EMU_T_AVX2 static inline __attribute__((always_inline)) void
+tile_s16(const int16_t *a, const int16_t *w, size_t panel, int32_t depth, int32_t *out,
+         int32_t ldo, int np, const __m256i *m) {
+    __m256i acc[4][3];
+    for (int r = 0; r < 4; r++)
+        for (int q = 0; q < np; q++) acc[r][q] = _mm256_setzero_si256();
+    for (int32_t k = 0; k < depth; k += 2) {
+        __m256i b[3];
+        for (int q = 0; q < np; q++) {
+            const int16_t *g = w + q * panel + (size_t)k * 8;
+            b[q] = _mm256_loadu_si256((const __m256i *)(const void *)g);
+        }
+        for (int r = 0; r < 4; r++) {
+            int32_t pair;
+            memcpy(&pair, a + (size_t)r * depth + k, sizeof pair);
+            const __m256i x = _mm256_set1_epi32(pair);
+            for (int q = 0; q < np; q++)
+                acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(x, b[q]));
+        }
+    }
+    for (int r = 0; r < 4; r++)
+        for (int q = 0; q < np; q++)
+            _mm256_maskstore_epi32(out + (size_t)r * ldo + 8 * q, m[q], acc[r][q]);
+}
+
+EMU_T_AVX2 void emu_gemm_s16_avx2(const int16_t *a, const int16_t *packed, int32_t *out,
+                                  int32_t rows, int32_t cols, int32_t depth, int32_t ldo) {
+    const size_t panel = (size_t)depth * 8;
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int32_t o = 0; o < cols; o += 24) {
+        const int np = cols - o >= 24 ? 3 : (cols - o + 7) / 8;
+        __m256i m[3];
+        for (int q = 0; q < np; q++) /* lane c stored when o + 8q + c < cols */
+            m[q] = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - o - 8 * q), lanes);
+        const int16_t *w = packed + (size_t)(o / 8) * panel;
+        for (int32_t p = 0; p < rows; p += 4) {
+            const int16_t *ap = a + (size_t)p * depth;
+            int32_t *op = out + (size_t)p * ldo + o;
+            if (np == 3)
+                tile_s16(ap, w, panel, depth, op, ldo, 3, m);
+            else if (np == 2)
+                tile_s16(ap, w, panel, depth, op, ldo, 2, m);
+            else
+                tile_s16(ap, w, panel, depth, op, ldo, 1, m);
+        }
+    }
+}
+
+/* 8 codes from x (step 1) or x[0] (step 0) as int32 minus z; `k` codes (<= 8) loaded. */
+EMU_T_AVX2 static inline __m256i codes8(const int8_t *x, uint32_t step, uint32_t k, __m256i z) {
+    if (step == 0) return _mm256_sub_epi32(_mm256_set1_epi32(x[0]), z);
+    int64_t q = 0;
+    memcpy(&q, x, k);
+    return _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(q)), z);
+}
+
+EMU_T_AVX2 void emu_mul_narrow_avx2(const EmuMulNarrow *k, const int8_t *a, const int8_t *b,
+                                    uint32_t a_step, uint32_t b_step, uint32_t n, int8_t *out) {
+    const __m256i z1 = _mm256_set1_epi32(k->z1), z2 = _mm256_set1_epi32(k->z2),
+                  m = _mm256_set1_epi32(k->mult), r = _mm256_set1_epi32(k->right),
+                  msk = _mm256_set1_epi32(k->mask), z = _mm256_set1_epi32(k->z),
+                  lo = _mm256_set1_epi32(k->lo - k->z), hi = _mm256_set1_epi32(k->hi - k->z);
+    for (uint32_t i = 0; i < n; i += 8) {
+        const uint32_t c = n - i < 8 ? n - i : 8;
+        const __m256i x = codes8(a + i * a_step, a_step, c, z1);
+        const __m256i y = codes8(b + i * b_step, b_step, c, z2);
+        const __m256i q = narrow8(_mm256_mullo_epi32(x, y), m, r, msk, z, lo, hi);
+        if (c == 8) {
+            store8(out + i, q);
+        } else {
+            int8_t tmp[8];
+            store8(tmp, q);
+            memcpy(out + i, tmp, c);
+        }
+    }
+}
+
+EMU_T_AVX512 static inline __m512i codes16(const int8_t *x, uint32_t step, __mmask16 k,
+                                           __m512i z) {
+    if (step == 0) return _mm512_sub_epi32(_mm512_set1_epi32(x[0]), z);
+    return _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, x)), z);
+}
+
+EMU_T_AVX512 void emu_mul_narrow_avx512(const EmuMulNarrow *k, const int8_t *a,
+                                        const int8_t *b, uint32_t a_step, uint32_t b_step,
+                                        uint32_t n, int8_t *out) {
+    const __m512i z1 = _mm512_set1_epi32(k->z1), z2 = _mm512_set1_epi32(k->z2),
+                  m = _mm512_set1_epi32(k->mult), r = _mm512_set1_epi32(k->right),
+                  msk = _mm512_set1_epi32(k->mask), z = _mm512_set1_epi32(k->z),
+                  lo = _mm512_set1_epi32(k->lo - k->z), hi = _mm512_set1_epi32(k->hi - k->z);
+    for (uint32_t i = 0; i < n; i += 16) {
+        const __mmask16 c = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __m512i x = codes16(a + i * a_step, a_step, c, z1);
+        const __m512i y = codes16(b + i * b_step, b_step, c, z2);
+        _mm512_mask_cvtepi32_storeu_epi8(out + i, c,
+                                         narrow16(_mm512_mullo_epi32(x, y), m, r, msk, z, lo, hi));
+    }
+}
+
+/* The taps of output pixel (oy, ox) inside the image: pairs (input offset, filter offset) in
+ * `taps`, their count returned. */
+static inline int32_t dw_taps(const EmuDwRow *d, int32_t oy, int32_t ox, int32_t *taps) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < d->kh; i++) {
+        const int32_t iy = oy * d->stride_h + i * d->dil_h - d->pad_top;
+        if (iy < 0 || iy >= d->h) continue;
+        for (int32_t j = 0; j < d->kw; j++) {
+            const int32_t ix = ox * d->stride_w + j * d->dil_w - d->pad_left;
+            if (ix < 0 || ix >= d->w) continue;
+            taps[2 * n] = (iy * d->w + ix) * d->c;
+            taps[2 * n + 1] = (i * d->kw + j) * d->c;
+            n++;
+        }
+    }
+    return n;
+}
+
+EMU_T_AVX2 void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
+    const int32_t c = d->c;
+    const __m256i z = _mm256_set1_epi32(d->z);
+    for (int32_t ox = 0; ox < d->ow; ox++) {
+        const int32_t n = dw_taps(d, oy, ox, taps);
+        int32_t *out = acc + (size_t)ox * c;
+        int32_t k = 0;
+        for (; k + 8 <= c; k += 8) {
+            __m256i s = _mm256_setzero_si256();
+            for (int32_t t = 0; t < n; t++) {
+                const __m256i x = _mm256_cvtepi8_epi32(
+                    _mm_loadl_epi64((const __m128i *)(const void *)(d->image + taps[2 * t] + k)));
+                const __m256i w = _mm256_loadu_si256(
+                    (const __m256i *)(const void *)(d->filter + taps[2 * t + 1] + k));
+                s = _mm256_add_epi32(s, _mm256_mullo_epi32(_mm256_sub_epi32(x, z), w));
+            }
+            _mm256_storeu_si256((__m256i *)(void *)(out + k), s);
+        }
+        for (; k < c; k++) {
+            int32_t s = 0;
+            for (int32_t t = 0; t < n; t++)
+                s += (d->image[taps[2 * t] + k] - d->z) * d->filter[taps[2 * t + 1] + k];
+            out[k] = s;
+        }
+    }
+}
+
+/* `nb` blocks of 16 channels from channel k of one pixel, every tap in registers. */
+EMU_T_AVX512 static inline __attribute__((always_inline)) void
+dw_blocks16(const EmuDwRow *d, const int32_t *taps, int32_t n, int32_t k, int nb, __mmask16 m,
+            int32_t *out) {
+    const __m512i z = _mm512_set1_epi32(d->z);
+    __m512i s[4];
+    for (int b = 0; b < nb; b++) s[b] = _mm512_setzero_si512();
+    for (int32_t t = 0; t < n; t++) {
+        const int8_t *x = d->image + taps[2 * t] + k;
+        const int32_t *w = d->filter + taps[2 * t + 1] + k;
+        for (int b = 0; b < nb; b++) {
+            const __m512i xv = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, x + 16 * b));
+            const __m512i wv = _mm512_maskz_loadu_epi32(m, w + 16 * b);
+            s[b] = _mm512_add_epi32(s[b], _mm512_mullo_epi32(_mm512_sub_epi32(xv, z), wv));
+        }
+    }
+    for (int b = 0; b < nb; b++) _mm512_mask_storeu_epi32(out + k + 16 * b, m, s[b]);
+}
+
+EMU_T_AVX512 void emu_dw_row_avx512(const EmuDwRow *d, int32_t oy, int32_t *acc,
+                                    int32_t *taps) {
+    const int32_t c = d->c;
+    for (int32_t ox = 0; ox < d->ow; ox++) {
+        const int32_t n = dw_taps(d, oy, ox, taps);
+        int32_t *out = acc + (size_t)ox * c;
+        int32_t k = 0;
+        for (; k + 64 <= c; k += 64) dw_blocks16(d, taps, n, k, 4, (__mmask16)0xFFFF, out);
+        for (; k + 32 <= c; k += 32) dw_blocks16(d, taps, n, k, 2, (__mmask16)0xFFFF, out);
+        for (; k < c; k += 16) {
+            const int32_t r = c - k;
+            const __mmask16 m = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1u);
+            dw_blocks16(d, taps, n, k, 1, m, out);
+        }
+    }
+}
+EMU_T_VBMI void emu_lut_vbmi(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n) {
+    const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64),
+                  t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+    const __m512i flip = _mm512_set1_epi8(-128);
+    for (uint64_t i = 0; i < n; i += 64) {
+        const __mmask64 m = n - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - i)) - 1);
+        const __m512i idx = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, x + i), flip);
+        const __m512i low = _mm512_permutex2var_epi8(t0, idx, t1);  /* entries 0..127 */
+        const __m512i high = _mm512_permutex2var_epi8(t2, idx, t3); /* entries 128..255 */
+        const __m512i v = _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), low, high);
+        _mm512_mask_storeu_epi8(y + i, m, v);
+    }
+}
+
+bool emu_lut_vbmi_ready(void) { return cpu_vbmi && emu_isa() == EMU_ISA_AVX512; }
+#else
+static const int cpu_isa = EMU_ISA_PORTABLE;
+
+bool emu_lut_vbmi_ready(void) { return false; }
+
+void emu_gemm_s16_avx2(const int16_t *a, const int16_t *packed, int32_t *out, int32_t rows,
+                       int32_t cols, int32_t depth, int32_t ldo) {
+    (void)a, (void)packed, (void)out, (void)rows, (void)cols, (void)depth, (void)ldo;
+    abort(); /* unreachable: emu_isa() is EMU_ISA_PORTABLE here */
+}
+
+void emu_mul_narrow_avx2(const EmuMulNarrow *k, const int8_t *a, const int8_t *b,
+                         uint32_t a_step, uint32_t b_step, uint32_t n, int8_t *out) {
+    (void)k, (void)a, (void)b, (void)a_step, (void)b_step, (void)n, (void)out;
+    abort(); /* unreachable: emu_isa() is EMU_ISA_PORTABLE here */
+}
+
+void emu_mul_narrow_avx512(const EmuMulNarrow *k, const int8_t *a, const int8_t *b,
+                           uint32_t a_step, uint32_t b_step, uint32_t n, int8_t *out) {
+    emu_mul_narrow_avx2(k, a, b, a_step, b_step, n, out);
+}
+
+void emu_lut_vbmi(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n) {
+    (void)table, (void)x, (void)y, (void)n;
+    abort(); /* unreachable: emu_lut_vbmi_ready() is false here */
+}
+
+void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
+    (void)d, (void)oy, (void)acc, (void)taps;
+    abort(); /* unreachable: emu_isa() is EMU_ISA_PORTABLE here */
+}
+
+void emu_dw_row_avx512(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
+    emu_dw_row_avx2(d, oy, acc, taps);
+}
+
+void emu_requant_narrow_avx2(const int32_t *acc, const int32_t *bias, const int32_t *mult,
+                             const int32_t *right, const int32_t *mask, int32_t z, int32_t lo,
+                             int32_t hi, int8_t *out, int32_t n) {
+    (void)acc, (void)bias, (void)mult, (void)right, (void)mask, (void)z, (void)lo, (void)hi;
+    (void)out, (void)n;
+    abort(); /* unreachable: emu_isa() is EMU_ISA_PORTABLE here */
+}
+
+void emu_requant_narrow_avx512(const int32_t *acc, const int32_t *bias, const int32_t *mult,
+                               const int32_t *right, const int32_t *mask, int32_t z, int32_t lo,
+                               int32_t hi, int8_t *out, int32_t n) {
+    emu_requant_narrow_avx2(acc, bias, mult, right, mask, z, lo, hi, out, n);
+}
+#endif
+
+int emu_isa(void) {
+    const char *portable = getenv("MDLA_EMU_PORTABLE");
+    if (portable != NULL && strcmp(portable, "1") == 0) return EMU_ISA_PORTABLE;
+    const char *v = getenv("MDLA_EMU_ISA");
+    int cap = EMU_ISA_AVX512;
+    if (v != NULL && strcmp(v, "portable") == 0) cap = EMU_ISA_PORTABLE;
+    if (v != NULL && strcmp(v, "avx2") == 0) cap = EMU_ISA_AVX2;
+    return cpu_isa < cap ? cpu_isa : cap;
+}

@@ -1,0 +1,86 @@
+/*
+ * simd.h: the hand-vectorized kernels (x86-64 intrinsics) beside the portable C they replace,
+ * and the run-time choice between them.
+ *
+ * emu_isa() is what a kernel's prepare reads: the best instruction set this CPU has (cpuid),
+ * lowered by the environment, so the tests run every path on one machine:
+ *   MDLA_EMU_PORTABLE=1                    the portable C (every hand-written kernel off)
+ *   MDLA_EMU_ISA=portable|avx2|avx512      at most that one (never above what the CPU has)
+ * On other machines (aarch64, other compilers) it is EMU_ISA_PORTABLE: the C path, which the
+ * compiler vectorizes by itself.
+ */
+#ifndef MDLA_EMU_SIMD_H
+#define MDLA_EMU_SIMD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum { EMU_ISA_PORTABLE = 0, EMU_ISA_AVX2 = 1, EMU_ISA_AVX512 = 2 };
+
+int emu_isa(void);
+
+/* The narrow requantization of kernels.h (requant_narrow in kernel_common.c), `n` values:
+ *   v = acc[e] + bias[e];  h = SRDHM(v, mult[e]);  t = RDBPOT(h, right[e]) (mask = 2^right - 1)
+ *   out[e] = clamp(clamp(t, +-2^16) + z, lo, hi)
+ * in int32 lanes, the SRDHM product in int64 lanes (even and odd lanes apart). Only for
+ * EMU_ISA_AVX2 / EMU_ISA_AVX512 (as emu_isa() returned); the same integers as the C. */
+void emu_requant_narrow_avx2(const int32_t *acc, const int32_t *bias, const int32_t *mult,
+                             const int32_t *right, const int32_t *mask, int32_t z, int32_t lo,
+                             int32_t hi, int8_t *out, int32_t n);
+void emu_requant_narrow_avx512(const int32_t *acc, const int32_t *bias, const int32_t *mult,
+                               const int32_t *right, const int32_t *mask, int32_t z, int32_t lo,
+                               int32_t hi, int8_t *out, int32_t n);
+
+/* DEPTHWISE_CONV_2D with multiplier 1 (k_depthwise_conv_2d.c), one output row:
+ *   acc[ox][c] = sum over the taps (i, j) inside the image of
+ *                filter[i * kw + j][c] * (image[iy][ix][c] - z),
+ *   iy = oy * stride_h + i * dil_h - pad_top,  ix = ox * stride_w + j * dil_w - pad_left
+ * for ox < ow, c < c. Per output pixel the taps inside the image are listed once; then, per
+ * block of channels (16 or 8 int32 lanes), every tap is added into one register, which is
+ * stored once. Exact: |x - z| <= 255, |w| <= 127 and at most 2^16 taps (prepare), so each
+ * int32 lane holds the true sum, whatever the order of the additions. */
+typedef struct {
+    const int8_t *image; /* [h][w][c] of one batch item */
+    const int32_t *filter; /* [kh * kw][c], widened */
+    int32_t h, w, c, kh, kw, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, z, ow;
+} EmuDwRow;
+void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
+void emu_dw_row_avx512(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
+
+/* MUL (k_mul.c) in double rounding with a shift s <= 0, n elements:
+ *   out[i] = clamp(RDBPOT(SRDHM((a[i * a_step] - z1) * (b[i * b_step] - z2), mult), right)
+ *                  + z, lo, hi),  mask = 2^right - 1,  steps 0 or 1
+ * the narrow requantization above on the product, which fits int32 (|x - z| <= 255), so the
+ * same integers as the table of mul_one (x * 2^0 needs no narrowing, and the values are far
+ * from any int32 bound, so the accumulator fact changes nothing). */
+typedef struct {
+    int32_t z1, z2, mult, right, mask, z, lo, hi;
+} EmuMulNarrow;
+void emu_mul_narrow_avx2(const EmuMulNarrow *k, const int8_t *a, const int8_t *b,
+                         uint32_t a_step, uint32_t b_step, uint32_t n, int8_t *out);
+void emu_mul_narrow_avx512(const EmuMulNarrow *k, const int8_t *a, const int8_t *b,
+                           uint32_t a_step, uint32_t b_step, uint32_t n, int8_t *out);
+
+/* The int16 GEMM of the portable path (kernels.h emu_gemm_s16_blocked: rows a multiple of
+ * EMU_GEMM_MR, depth even, rows of `a` `depth` apart) in AVX2 for CPUs without AVX-512 VNNI:
+ *   out[p][o] = sum_k a[p][k] * w[o][k]   for p < rows, o < cols; out rows `ldo` apart
+ * The filter is packed once (emu_gemm_s16_avx2_pack) in panels of 8 columns: per pair of k,
+ * 8 int32 lanes each holding (w[o][k], w[o][k+1]) as two int16. One vpmaddwd of that vector
+ * with the broadcast pair (a[p][k], a[p][k+1]) adds a[k] w[k] + a[k+1] w[k+1] to column o's
+ * int32 lane: exact, every term an integer, |a| <= 255, |w| <= 127, and the sum's bound
+ * (depth * 255 * 128 < 2^31, kernels.h) holds for every partial sum too. */
+size_t emu_gemm_s16_avx2_size(int32_t cols, int32_t depth); /* int16 elements of the pack */
+void emu_gemm_s16_avx2_pack(const int8_t *w, int32_t cols, int32_t wdepth, int32_t depth,
+                            int16_t *packed);
+void emu_gemm_s16_avx2(const int16_t *a, const int16_t *packed, int32_t *out, int32_t rows,
+                       int32_t cols, int32_t depth, int32_t ldo);
+
+/* A 256-entry int8 table applied to n codes: y[i] = table[x[i] + 128] (kernels.h EmuLut).
+ * emu_lut_vbmi_ready(): emu_isa() is EMU_ISA_AVX512 and the CPU has AVX512-VBMI, whose
+ * vpermi2b looks 64 bytes up in a 128-byte table at once: the index x + 128 is x ^ 0x80; its
+ * low 7 bits pick a byte of the low or the high 128 entries, its top bit which of the two. */
+bool emu_lut_vbmi_ready(void);
+void emu_lut_vbmi(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n);
+
+#endif /* MDLA_EMU_SIMD_H */

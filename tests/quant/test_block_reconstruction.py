@@ -1,0 +1,219 @@
+"""Block reconstruction (AdaRound to an inverted-residual block's output): the blocks it finds,
+the patch form equal to the float network on the sampled positions, its gradient equal to
+finite differences, a block output better reconstructed than per-layer AdaRound leaves it, the
+weights ordinary int8 the emulator runs bit for bit, and the config through the manifest."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import mdla_ir
+import mdla_runtime
+from mdla_ir import Graph, OpKind
+from mdla_ir.testing import GraphBuilder
+from mdla_quant import QuantConfig, quantize, run_int8
+from mdla_quant.adaround import _weight_layout, adaround
+from mdla_quant.block_reconstruction import BlockPatches, find_blocks
+from mdla_quant.errors import QuantError
+from mdla_quant.sequential import dequantize
+
+ONE = {"stride": (1, 1), "dilation": (1, 1), "padding": (0, 0, 0, 0), "groups": 1}
+
+
+def samples(n: int, seed: int = 0, side: int = 10) -> list[list[Any]]:
+    rng = np.random.default_rng(seed)
+    return [[rng.standard_normal((1, side, side, 3)).astype(np.float32)] for _ in range(n)]
+
+
+def mbconv(stride: int = 1, residual: bool = True, seed: int = 0) -> Graph:
+    """stem conv 3x3 (3->6, RELU) -> expand 1x1 (6->18, RELU6) -> depthwise 3x3 (stride,
+    RELU6) -> project 1x1 (18->6) -> ADD stem (when residual) -> head 1x1 (6->4)."""
+    rng = np.random.default_rng(seed)
+
+    def const(name: str, *shape: int, scale: float = 1.0) -> str:
+        # weights heavy-tailed (Student t, 3 dof), as folded BatchNorm leaves them: a few
+        # large taps set each channel's int8 step, the rest round coarsely
+        draw = rng.standard_t(3, shape) if name.startswith("w") else rng.standard_normal(shape)
+        return b.const(name, (draw * scale).astype(np.float32))
+
+    b = GraphBuilder(layout="NHWC")
+    x = b.input("x", (1, 10, 10, 3))
+    stem = b.op(
+        OpKind.CONV_2D,
+        [x, const("ws", 6, 3, 3, 3, scale=0.5), const("bs", 6, scale=0.1)],
+        name="stem",
+        fuse="RELU",
+        **{**ONE, "padding": (1, 1, 1, 1)},
+    )
+    e = b.op(
+        OpKind.CONV_2D,
+        [stem, const("we", 18, 1, 1, 6, scale=0.6), const("be", 18, scale=0.3)],
+        name="expand",
+        fuse="RELU6",
+        **ONE,
+    )
+    pad = (0, 1, 0, 1) if stride == 2 else (1, 1, 1, 1)
+    d = b.op(
+        OpKind.DEPTHWISE_CONV_2D,
+        [e, const("wd", 1, 3, 3, 18, scale=0.5), const("bd", 18, scale=0.2)],
+        name="dw",
+        fuse="RELU6",
+        stride=(stride, stride),
+        dilation=(1, 1),
+        padding=pad,
+        multiplier=1,
+    )
+    p = b.op(
+        OpKind.CONV_2D,
+        [d, const("wp", 6, 1, 1, 18, scale=0.3), const("bp", 6, scale=0.1)],
+        name="project",
+        fuse="NONE",
+        **ONE,
+    )
+    if residual:
+        p = b.op(OpKind.ADD, [p, stem], name="add", fuse="NONE")
+    out = b.op(
+        OpKind.CONV_2D,
+        [p, const("wh", 4, 1, 1, 6, scale=0.5), const("bh", 4, scale=0.1)],
+        name="head",
+        fuse="NONE",
+        **ONE,
+    )
+    return b.build(out)
+
+
+def test_the_inverted_residual_block_is_found() -> None:
+    (block,) = find_blocks(mbconv())
+    assert [op.name for op in block.ops] == ["expand", "dw", "project"]
+    assert block.add is not None
+    assert block.add.name == "add"
+    assert block.input == mbconv().ops[0].outputs[0]
+    (strided,) = find_blocks(mbconv(stride=2, residual=False))
+    assert strided.add is None
+
+
+def _weights(g: Graph, names: list[str]) -> tuple[list[Any], list[Any]]:
+    ops = {op.name: op for op in g.ops}
+    ws = [_weight_layout(ops[n], g.const(ops[n].inputs[1]))[0] for n in names]
+    bs = [g.const(ops[n].inputs[2]) for n in names]
+    return ws, bs
+
+
+@pytest.mark.parametrize(("stride", "residual"), [(1, True), (2, False)])
+def test_the_patch_form_is_the_block_on_the_sampled_positions(stride: int, residual: bool) -> None:
+    g = mbconv(stride, residual)
+    (block,) = find_blocks(g)
+    xs = samples(2)
+    out = block.add.outputs[0] if block.add is not None else block.ops[-1].outputs[0]
+    stems, outs = [], []
+    for x in xs:
+        env = mdla_ir.evaluate(g, x, keep=(block.input, out))
+        stems.append(env[block.input])
+        outs.append(env[out])
+    full = np.concatenate(outs).reshape(-1, outs[0].shape[-1])  # rows in (b, y, x) order
+    picks = np.sort(np.random.default_rng(1).choice(len(full), 40, replace=False))
+    patches = BlockPatches(block, g, stems, picks)
+    ws, bs = _weights(g, ["expand", "dw", "project"])
+    got = patches.output(ws, bs, [None, None, None])
+    np.testing.assert_allclose(got, full[picks], rtol=1e-4, atol=1e-5)
+
+
+def test_the_gradient_is_the_loss_derivative() -> None:
+    g = mbconv()
+    (block,) = find_blocks(g)
+    stems = [mdla_ir.evaluate(g, x, keep=(block.input,))[block.input] for x in samples(1)]
+    patches = BlockPatches(block, g, stems, np.arange(0, 100, 3))
+    ws, bs = _weights(g, ["expand", "dw", "project"])
+    ws = [w.astype(np.float64) for w in ws]
+    rng = np.random.default_rng(2)
+    target = rng.standard_normal((patches.rows, 6))
+    idx = np.arange(patches.rows)
+
+    def loss(w: list[Any]) -> float:
+        y, _ = patches.forward(w, bs, [None] * 3, idx)
+        return float(((y - target) ** 2).sum())
+
+    y, cache = patches.forward(ws, bs, [None] * 3, idx)
+    grads = patches.backward(ws, cache, 2 * (y - target))
+    for layer, (w, gw) in enumerate(zip(ws, grads, strict=True)):
+        for k, o in [(0, 0), (1, 2), (w.shape[0] - 1, w.shape[1] - 1)]:
+            eps = 1e-3
+            up = [v.copy() for v in ws]
+            up[layer][k, o] += eps
+            down = [v.copy() for v in ws]
+            down[layer][k, o] -= eps
+            numeric = (loss(up) - loss(down)) / (2 * eps)
+            assert abs(numeric - gw[k, o]) <= 1e-3 * max(1.0, abs(numeric)), (layer, k, o)
+
+
+@pytest.fixture(scope="module")
+def fitted() -> tuple[Graph, list[list[Any]], Graph, Graph, Graph, Any]:
+    g, calib = mbconv(seed=3), samples(8, seed=4)
+    q = quantize(g, calib, QuantConfig(method="minmax"))
+    per_layer, _ = adaround(g, q, calib, iters=300, rows=512, batch=128)
+    per_block, report = adaround(g, q, calib, iters=300, rows=512, batch=128, blocks=True)
+    return g, calib, q, per_layer, per_block, report
+
+
+def _block_error(g: Graph, q: Graph, data: list[list[Any]]) -> float:
+    """The int8 network's error at the block's output (the ADD), against the float network."""
+    (block,) = find_blocks(g)
+    assert block.add is not None
+    name, total = block.add.outputs[0], 0.0
+    for x in data:
+        want = mdla_ir.evaluate(g, x, keep=(name,))[name]
+        seen: dict[str, Any] = {}
+        run_int8(q, x, observe=seen.__setitem__)
+        total += float(((dequantize(q.tensors[name], seen[name]) - want) ** 2).sum())
+    return total
+
+
+def test_block_reconstruction_beats_per_layer_adaround_on_the_block_output(
+    fitted: tuple[Graph, list[list[Any]], Graph, Graph, Graph, Any],
+) -> None:
+    g, calib, q, per_layer, per_block, report = fitted
+    names = [row[0] for row in report.layers]
+    assert names == ["stem", "expand", "dw", "project", "expand+dw+project", "head"]
+    _, per_layer_error, refined_error, kept = report.layers[4]
+    assert kept
+    assert refined_error < per_layer_error
+    for name in ("we", "wd", "wp"):  # only the integers move, by at most one step
+        t0, t1 = q.tensors[name], per_block.tensors[name]
+        assert t0.quant == t1.quant
+        assert np.abs(t0.data.astype(int) - t1.data.astype(int)).max() <= 1  # type: ignore[union-attr]
+    errors = {
+        k: _block_error(g, m, calib) for k, m in [("n", q), ("l", per_layer), ("b", per_block)]
+    }
+    assert errors["b"] < errors["l"] < errors["n"], errors
+
+
+def test_block_weights_run_bit_exact_on_the_emulator(
+    tmp_path: Path, fitted: tuple[Graph, list[list[Any]], Graph, Graph, Graph, Any]
+) -> None:
+    _, _, _, _, per_block, _ = fitted
+    path = mdla_runtime.save(per_block, tmp_path / "block.mdla")
+    target = mdla_runtime.open_target("emu")
+    for x in samples(2, seed=5):
+        got = target.run(mdla_runtime.load(path), x).raw_outputs[0]
+        want = run_int8(per_block, x, raw=True)[0]
+        assert np.array_equal(got.reshape(want.shape), want)
+
+
+def test_the_reconstruction_round_trips_through_the_manifest(tmp_path: Path) -> None:
+    config = QuantConfig(adaround=10, reconstruction="block")
+    q = quantize(mbconv(), samples(2), config)
+    m = mdla_runtime.load(mdla_runtime.save(q, tmp_path / "m.mdla"))
+    assert m.provenance.quant == config.record()
+    assert m.provenance.quant.reconstruction == "block"  # type: ignore[union-attr]
+
+
+def test_block_reconstruction_needs_adaround_and_a_known_name() -> None:
+    with pytest.raises(QuantError, match="adaround > 0"):
+        QuantConfig(reconstruction="block")
+    with pytest.raises(QuantError, match="unknown reconstruction `net`"):
+        dataclasses.replace(QuantConfig(adaround=5), reconstruction="net")

@@ -1,0 +1,200 @@
+"""The emulator's hand-vectorized kernels (csrc/emu/simd.c: the narrow requantization, the
+multiplier-1 depthwise row, MUL's formula, the table lookups and the AVX2 int16 GEMM of CONV_2D,
+chosen at prepare by emu_isa()) against
+mdla_quant.run_int8, bit for bit, on every path this CPU offers: the portable C
+(MDLA_EMU_PORTABLE=1), AVX2 (MDLA_EMU_ISA=avx2) and the best (unset). Shapes aim at what the
+vector code could get wrong: channel counts around the 8/16/32/64-lane blocks (masked and
+copied tails), taps outside the image on every side, strides, dilations, the extreme input
+zero points (x - z spans 255) and both roundings (single never takes the narrow path, so it
+checks that the choice leaves it alone).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import platform
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mdla_ir.builders import (
+    act,
+    as_floats,
+    out_size,
+    qp,
+    random_codes,
+    random_qgraph,
+    single_op_qgraph,
+)
+from mdla_ir.graph import Graph, Tensor
+from mdla_ir.ops import OpKind
+from mdla_quant import run_int8
+from mdla_runtime.emu.emulator import build_emulator
+from tests.runtime.test_emu_gemm import SHAPES, conv_graph
+from tests.runtime.test_emu_support import run_single_op
+
+PATHS = ("portable", "avx2", "best")
+ISA = {"portable": 0, "avx2": 1, "avx512": 2}
+
+
+def cpu_isa() -> int:
+    """What simd.c's cpuid check should find, read independently from /proc/cpuinfo."""
+    if platform.machine() != "x86_64":
+        return ISA["portable"]
+    flags = set(Path("/proc/cpuinfo").read_text().split())
+    if "avx2" not in flags:
+        return ISA["portable"]
+    return ISA["avx512"] if {"avx512f", "avx512bw", "avx512vl"} <= flags else ISA["avx2"]
+
+
+@pytest.fixture(params=PATHS)
+def isa_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The path kernels prepared from here on take (both variables are read at prepare)."""
+    monkeypatch.delenv("MDLA_EMU_PORTABLE", raising=False)
+    monkeypatch.delenv("MDLA_EMU_ISA", raising=False)
+    if request.param == "portable":
+        monkeypatch.setenv("MDLA_EMU_PORTABLE", "1")
+    elif request.param == "avx2":
+        monkeypatch.setenv("MDLA_EMU_ISA", "avx2")
+    return str(request.param)
+
+
+@pytest.fixture(params=["double", "single"])
+def rounding(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("MDLA_EMU_ROUNDING", str(request.param))
+    return str(request.param)
+
+
+def test_the_isa_follows_the_cpu_and_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    isa = ctypes.CDLL(str(build_emulator())).emu_isa
+    isa.restype = ctypes.c_int
+    best = cpu_isa()
+    monkeypatch.delenv("MDLA_EMU_PORTABLE", raising=False)
+    monkeypatch.delenv("MDLA_EMU_ISA", raising=False)
+    assert isa() == best
+    for name, cap in ISA.items():
+        monkeypatch.setenv("MDLA_EMU_ISA", name)
+        assert isa() == min(best, cap), name
+    monkeypatch.setenv("MDLA_EMU_ISA", "avx512")
+    monkeypatch.setenv("MDLA_EMU_PORTABLE", "1")
+    assert isa() == ISA["portable"]
+
+
+# (n, h, w, c, k, stride, dilation, (top, bottom, left, right), z_in)
+DW_SHAPES = {
+    "c1_pad_zmin": (1, 6, 7, 1, 3, 1, 1, (1, 1, 1, 1), -128),
+    "c7_s2": (2, 9, 8, 7, 3, 2, 1, (1, 0, 1, 0), 127),
+    "c8_dil2": (1, 10, 9, 8, 3, 1, 2, (2, 2, 2, 2), -5),
+    "c15_5x5": (1, 8, 8, 15, 5, 1, 1, (2, 2, 2, 2), 60),
+    "c16_s2_edge": (1, 7, 7, 16, 3, 2, 1, (0, 1, 0, 1), -128),
+    "c17": (1, 5, 6, 17, 3, 1, 1, (1, 1, 1, 1), 127),
+    "c33_s2": (1, 9, 9, 33, 3, 2, 1, (1, 1, 1, 1), 3),
+    "c64_valid": (1, 6, 5, 64, 3, 1, 1, (0, 0, 0, 0), -128),
+    "c72": (1, 5, 5, 72, 3, 1, 1, (1, 1, 1, 1), 127),
+    "c100_big_pad": (1, 4, 4, 100, 5, 1, 1, (4, 4, 4, 4), -77),
+}
+
+
+def dw_graph(shape: tuple[Any, ...], seed: int) -> Graph:
+    """One multiplier-1 DEPTHWISE_CONV_2D with full-range weights (-127..127, per channel) and
+    an output scale that keeps the sums' spread inside int8 (so outputs are not all clamped)."""
+    n, h, w, c, k, stride, dil, pads, z_in = shape
+    rng = np.random.default_rng(seed)
+    wt = rng.integers(-127, 128, size=(1, k, k, c), dtype=np.int8)
+    ws = np.exp(rng.uniform(np.log(1e-3), np.log(0.05), size=c)).astype(np.float32)
+    s_in = 0.02
+    bias = rng.integers(-5000, 5000, size=c).astype(np.int32)
+    oh = out_size(h, k, stride, dil, pads[0], pads[1])
+    ow = out_size(w, k, stride, dil, pads[2], pads[3])
+    spread = float(k * 128 * 73 * s_in * np.median(ws))
+    tensors = [
+        Tensor("x", (n, h, w, c), "int8", None, qp(s_in, z_in)),
+        Tensor("w", wt.shape, "int8", wt, qp(ws, 0, 3)),
+        Tensor("bias", bias.shape, "int32", bias, qp(np.float32(s_in) * ws, 0, 0)),
+    ]
+    attrs = {"stride": (stride, stride), "dilation": (dil, dil), "padding": pads}
+    return single_op_qgraph(
+        OpKind.DEPTHWISE_CONV_2D,
+        tensors,
+        (n, oh, ow, c),
+        qp(spread / 20, -3),
+        attrs | {"multiplier": 1, "fuse": "NONE"},
+    )
+
+
+@pytest.mark.parametrize("name", DW_SHAPES)
+def test_depthwise_shapes_bit_exact(name: str, isa_path: str, rounding: str) -> None:
+    g = dw_graph(DW_SHAPES[name], seed=len(name))
+    codes = random_codes(g, np.random.default_rng(11))
+    codes[0][..., 0] = -128  # the extreme codes: the largest |x - z_in|
+    codes[0][..., -1] = 127
+    (want,) = run_int8(g, as_floats(g, codes), raw=True, rounding=rounding)
+    got = np.asarray(run_single_op(g, codes))
+    assert np.unique(want).size > 4, "a case whose outputs are all clamped tests nothing"
+    np.testing.assert_array_equal(got, want, err_msg=f"{name}, {isa_path}, {rounding}")
+
+
+@pytest.mark.parametrize(
+    "kind", [OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.FULLY_CONNECTED], ids=lambda k: k.name
+)
+def test_random_kernels_bit_exact(kind: OpKind, isa_path: str, rounding: str) -> None:
+    """Random cases, small and model-sized (wide accumulators: the requantization's narrow and
+    wide rows both occur), on each path."""
+    for seed, large in [(s, False) for s in range(10)] + [(s, True) for s in range(3)]:
+        rng = np.random.default_rng(5000 * kind.value + seed + (100 if large else 0))
+        g = random_qgraph(kind, rng, large=large)
+        codes = random_codes(g, rng)
+        (want,) = run_int8(g, as_floats(g, codes), raw=True, rounding=rounding)
+        got = np.asarray(run_single_op(g, codes))
+        np.testing.assert_array_equal(got, want, err_msg=f"seed {seed}, large={large}")
+
+
+ELEMENTWISE = [OpKind.MUL, OpKind.LOGISTIC, OpKind.TANH, OpKind.HARD_SWISH, OpKind.RELU6]
+
+
+@pytest.mark.parametrize("kind", ELEMENTWISE, ids=lambda k: k.name)
+def test_elementwise_bit_exact(kind: OpKind, isa_path: str, rounding: str) -> None:
+    """MUL's vector formula (broadcast rows: steps 0 and 1; lengths off the 8/16 lanes) and the
+    table ops' 64-byte vpermi2b lookups (every code, then random shapes)."""
+    if kind is not OpKind.MUL:  # every code, in a run of 300 (64-byte blocks and a tail)
+        g = random_qgraph(kind, np.random.default_rng(1))
+        x, y = g.tensors[g.inputs[0]], g.tensors[g.outputs[0]]
+        assert x.quant is not None
+        assert y.quant is not None
+        g = single_op_qgraph(kind, [act("x", (3, 100), x.quant)], (3, 100), y.quant, g.ops[0].attrs)
+        codes = [np.resize(np.arange(-128, 128), (3, 100)).astype(np.int8)]
+        (want,) = run_int8(g, as_floats(g, codes), raw=True, rounding=rounding)
+        np.testing.assert_array_equal(np.asarray(run_single_op(g, codes)), want)
+    for seed in range(25):
+        rng = np.random.default_rng(7000 * kind.value + seed)
+        g = random_qgraph(kind, rng)
+        codes = random_codes(g, rng)
+        (want,) = run_int8(g, as_floats(g, codes), raw=True, rounding=rounding)
+        got = np.asarray(run_single_op(g, codes))
+        np.testing.assert_array_equal(got, want, err_msg=f"seed {seed}")
+
+
+# Pointwise convolutions whose input rows the 8-bit GEMM reads in place (depth a multiple of 4,
+# whole 8-row register blocks, the last < 8 rows copied): 24 pixels (no copy); 300 pixels = a
+# 256-row tile, then 40 rows in place and 4 copied; two 7x7 images = 98 rows: 96 in place,
+# 2 copied.
+POINTWISE = {
+    "pw_c8_24px": (1, 4, 6, 8, 20, 1, 1, 1, (0, 0, 0, 0), -128),
+    "pw_c4_300px": (1, 15, 20, 4, 17, 1, 1, 1, (0, 0, 0, 0), 127),
+    "pw_c12_n2": (2, 7, 7, 12, 33, 1, 1, 1, (0, 0, 0, 0), 5),
+}
+
+
+@pytest.mark.parametrize("name", [*SHAPES, *POINTWISE])
+def test_conv_gemm_shapes_bit_exact(name: str, isa_path: str) -> None:
+    """test_emu_gemm's CONV_2D shapes (columns around the 8/16-lane panels, extreme zero points,
+    deep filters) and the in-place pointwise ones on each path: under MDLA_EMU_ISA=avx2 the AVX2
+    int16 GEMM."""
+    g = conv_graph({**SHAPES, **POINTWISE}[name], seed=len(name))
+    codes = random_codes(g, np.random.default_rng(7))
+    codes[0][..., 0] = -128
+    codes[0][..., -1] = 127
+    (want,) = run_int8(g, as_floats(g, codes), raw=True)
+    np.testing.assert_array_equal(np.asarray(run_single_op(g, codes)), want, err_msg=name)
