@@ -210,10 +210,11 @@ def test_no_leaks_under_valgrind(tmp_path: Path) -> None:
     assert "All heap blocks were freed" in proc.stderr
 
 
-@pytest.mark.parametrize("cache", ["off", "store", "restore"])
+@pytest.mark.parametrize("cache", ["off", "store", "restore", "refused"])
 def test_engine_runs_lose_no_memory_under_valgrind(tmp_path: Path, cache: str) -> None:
-    """mdla-engine on the emulator, plain, storing and restoring the compiled network: valgrind
-    counts 0 bytes definitely, indirectly or possibly lost (the restored model is freed)."""
+    """mdla-engine on the emulator, plain, storing, restoring the compiled network, and
+    compiling it again after the adapter refuses a damaged one: valgrind counts 0 bytes
+    definitely, indirectly or possibly lost (the restored model and the blob are freed)."""
     from mdla_runtime import save
     from mdla_runtime.build import engine_path
     from mdla_runtime.testing import chain_qgraph
@@ -225,9 +226,13 @@ def test_engine_runs_lose_no_memory_under_valgrind(tmp_path: Path, cache: str) -
     blob = tmp_path / "net.cache"
     if cache != "off":
         args += ["--cache", str(blob)]
-    if cache == "restore":
+    if cache in ("restore", "refused"):
         subprocess.run(args, check=True, capture_output=True, timeout=120)
         assert blob.stat().st_size > 0
+    if cache == "refused":  # one byte of the network flipped: the key matches, the checksum not
+        data = bytearray(blob.read_bytes())
+        data[64 + 40] ^= 0x5A
+        blob.write_bytes(bytes(data))
     env = {**os.environ, "MDLA_EMU_SYSFS": str(tmp_path / "apu")}
     proc = subprocess.run(
         ["valgrind", "--leak-check=full", "--error-exitcode=9", *args, "--json"],
@@ -238,7 +243,7 @@ def test_engine_runs_lose_no_memory_under_valgrind(tmp_path: Path, cache: str) -
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    state = {"off": None, "store": "stored", "restore": "restored"}[cache]
+    state = {"off": None, "store": "stored", "restore": "restored", "refused": "rebuilt"}[cache]
     assert json.loads(proc.stdout)["cache"] == state
     lost = dict(re.findall(r"(definitely|indirectly|possibly) lost: ([\d,]+) bytes", proc.stderr))
     if "All heap blocks were freed" not in proc.stderr:  # else valgrind prints no leak summary

@@ -197,6 +197,37 @@ def test_one_cache_blob_per_npu_partition(
     assert states(again) == ["rebuilt", None, "restored"]
 
 
+def test_a_refused_blob_of_one_model_is_compiled_again(tmp_path: Path, lib: str) -> None:
+    """Without partitions the engine treats a network the adapter refuses as a partition's
+    (restore_partition): a note on stderr, a rebuild that replaces the file, the same outputs;
+    the next run restores the rebuilt blob."""
+    module, x0 = softmax_over_height()
+    graph = mdla_ir.from_torch(module, (x0,), name="one")
+    target = mdla_legalize.load_target("mdla3.5")
+    rng = np.random.default_rng(2)
+    calib = [[rng.normal(size=x0.shape).astype(np.float32)] for _ in range(2)]
+    qgraph = mdla_quant.quantize(mdla_legalize.legalize(graph, target), calib)
+    path = save(qgraph, tmp_path / "one.mdla")
+    assert len(load(path).partitions) == 1
+    cache = tmp_path / "one.cache"
+    x = rng.normal(size=x0.shape).astype(np.float32)
+    (want,) = run_int8(qgraph, [x], raw=True)
+    runs = []
+    for damage in (False, False, True, False):
+        if damage:
+            corrupt(cache)
+        code, report, err = engine(path, tmp_path, x, "--lib", lib, "--cache", str(cache))
+        assert code == 0, err
+        (got,) = outputs(tmp_path, report).values()
+        np.testing.assert_array_equal(got, want)
+        runs.append((report["cache"], err))
+    note = (
+        f"mdla-engine: note: cache {cache}: NeuronModel_restoreFromCompiledNetwork: BAD_DATA; "
+        "compiling it again\n"
+    )
+    assert runs == [("stored", ""), ("restored", ""), ("rebuilt", note), ("restored", "")]
+
+
 def test_cache_text_report(tmp_path: Path, lib: str, model: tuple[Graph, Path, np.ndarray]) -> None:
     _, path, x = model
     f = tmp_path / "in0.bin"

@@ -198,7 +198,7 @@ static void cache_file(uint32_t k, char *path, size_t size, uint64_t *key) {
 
 /* --cache: partition k's compilation from its file; false when it must be compiled: no file
  * (stored), a stale key or short file (rebuilt), a network the adapter refuses (rebuilt, and a
- * note on stderr: unlike one model's, the run goes on, as the next run would after a rebuild). */
+ * note on stderr, as for one model: engine_run.c:cache_restore). */
 static bool restore_partition(uint32_t k) {
     if (!E.opt.cache) return false;
     char path[4200];

@@ -204,13 +204,18 @@ NeuronCompilation *cache_load(const char *path, uint64_t key, uint8_t **blob, Ne
     return comp;
 }
 
-/* The restored compilation, or NULL (no cache file, or a stale one). `*model` receives the model
- * the adapter restored with it; the caller frees it after the compilation. */
+/* The restored compilation, or NULL (no cache file, a stale key, or a network the adapter
+ * refuses). `*model` receives the model the adapter restored with it; the caller frees it after
+ * the compilation. A refused network is compiled again with a note on stderr, as a partition's
+ * is (engine_parts.c:restore_partition): the file is a cache, and a rebuild replaces it. */
 NeuronCompilation *cache_restore(uint8_t **blob, NeuronModel **model) {
     int rc;
     NeuronCompilation *comp = cache_load(E.opt.cache, cache_key(), blob, model, &rc);
-    if (rc) fail(EXIT_DEVICE, "cache", rc, -1, "NeuronModel_restoreFromCompiledNetwork(%s): %s",
-                 E.opt.cache, neuron_result_name(rc));
+    if (rc) {
+        *model = NULL;
+        fprintf(stderr, "mdla-engine: note: cache %s: NeuronModel_restoreFromCompiledNetwork: %s; "
+                        "compiling it again\n", E.opt.cache, neuron_result_name(rc));
+    }
     if (comp) E.cache_state = "restored";
     else if (access(E.opt.cache, F_OK) == 0) E.cache_state = "stale";
     return comp;
