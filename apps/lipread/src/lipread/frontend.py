@@ -86,6 +86,36 @@ def compile_frontend(
     source: str = "synthetic",
 ) -> tuple[Path, Any]:
     """Compile and save the INT8 front-end; returns the manifest path and the int8 graph."""
+    key = cache_key(ckpt, frames)
+    return compile_lipnet(
+        ckpt, calibration, frames, out or cache_dir() / f"{key}.mdla", key, source,
+        Compiled("front-end", "the INT8 front-end", "mtk-mdla", "lipread.model:FrontEnd"),
+    )  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Compiled:
+    """What `compile_lipnet` builds, as its messages and the manifest's provenance name it."""
+
+    name: str  # "front-end": "<name> INT8 compile failed"
+    calibrated: str  # "no clips to calibrate <calibrated> on"
+    devices: str  # "<name> does not compile for <devices>"
+    spec: str  # provenance.spec
+
+
+def compile_lipnet(
+    ckpt: Checkpoint,
+    calibration: Iterable[Array],
+    frames: int,
+    path: Path,
+    key: str,
+    source: str,
+    what: Compiled,
+    extend: Callable[[Any], Any] = lambda graph: graph,
+) -> tuple[Path, Any]:
+    """The LipNet front-end for `frames`-frame clips: import, legalize for mtk-mdla, `extend`
+    the device graph (`fullmodel` appends the tail), quantize on `calibration`, save to `path`
+    with a JSON beside it naming the cache key and the calibration source."""
     import torch
 
     import mdla_ir
@@ -98,23 +128,35 @@ def compile_frontend(
     example = torch.zeros(1, 3, frames, cfg.height, cfg.width)
     clips = [[pad_clip(c, frames)] for c in calibration]
     if not clips:
-        raise LipreadError("calibration: no clips to calibrate the INT8 front-end on")
-    path = out or cache_dir() / f"{cache_key(ckpt, frames)}.mdla"
+        raise LipreadError(f"calibration: no clips to calibrate {what.calibrated} on")
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         graph = mdla_ir.from_torch(fe, (example,))
         device_graph = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
-        qgraph = mdla_quant.quantize(device_graph, clips, mdla_quant.QuantConfig())
-        prov = dataclasses.replace(qgraph.provenance, spec="lipread.model:FrontEnd")
+        qgraph = mdla_quant.quantize(extend(device_graph), clips, mdla_quant.QuantConfig())
+        prov = dataclasses.replace(qgraph.provenance, spec=what.spec)
         qgraph = qgraph.with_(provenance=prov)
         mdla_runtime.save(qgraph, path)
     except (mdla_ir.IRError, mdla_legalize.LegalizeError) as exc:
-        raise UnsupportedError(f"front-end does not compile for mtk-mdla: {exc}") from exc
+        raise UnsupportedError(f"{what.name} does not compile for {what.devices}: {exc}") from exc
     except (mdla_quant.QuantError, mdla_runtime.ManifestError, mdla_runtime.LoweringError) as exc:
-        raise LipreadError(f"front-end INT8 compile failed: {exc}") from exc
-    info = {"key": cache_key(ckpt, frames), "calibration": source, "clips": len(clips)}
+        raise LipreadError(f"{what.name} INT8 compile failed: {exc}") from exc
+    info = {"key": key, "calibration": source, "clips": len(clips)}
     path.with_suffix(".json").write_text(json.dumps(info, indent=1))
     return path, qgraph
+
+
+def open_manifest(path: Path, spec: str) -> tuple[Any, Any]:
+    """The manifest at `path` and the target `spec`, their errors as lipread's."""
+    import mdla_runtime
+    from lipread.errors import DeviceError
+
+    try:
+        return mdla_runtime.load(path), mdla_runtime.open_target(spec)
+    except mdla_runtime.ManifestError as exc:
+        raise LipreadError(f"{path}: {exc}") from exc
+    except mdla_runtime.TargetError as exc:
+        raise DeviceError(str(exc)) from exc
 
 
 def pad_clip(x: Array, frames: int) -> Array:

@@ -24,7 +24,6 @@ front-end alone is.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -32,8 +31,7 @@ from typing import Any
 import numpy as np
 
 from lipread.checkpoint import Checkpoint
-from lipread.errors import LipreadError, UnsupportedError
-from lipread.frontend import cache_dir, cache_key, pad_clip, torch_frontend
+from lipread.frontend import Compiled, cache_dir, cache_key, compile_lipnet, open_manifest
 
 Array = np.ndarray[Any, Any]
 FULL_VERSION = 1  # bump when the full manifest's graph changes
@@ -114,36 +112,12 @@ def compile_full(
 ) -> tuple[Path, Any]:
     """Compile and save the whole model for clips of `frames` frames; returns the manifest path
     and the int8 graph (its tail float32)."""
-    import torch
-
-    import mdla_ir
-    import mdla_legalize
-    import mdla_quant
-    import mdla_runtime
-
-    fe = torch_frontend(ckpt)
-    cfg = ckpt.config
-    example = torch.zeros(1, 3, frames, cfg.height, cfg.width)
-    clips = [[pad_clip(c, frames)] for c in calibration]
-    if not clips:
-        raise LipreadError("calibration: no clips to calibrate the INT8 model on")
-    path = out or full_manifest_path(ckpt, frames)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        graph = mdla_ir.from_torch(fe, (example,))
-        device_graph = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
-        full = with_tail(device_graph, ckpt.state)
-        qgraph = mdla_quant.quantize(full, clips, mdla_quant.QuantConfig())
-        prov = dataclasses.replace(qgraph.provenance, spec="lipread.model:LipNet")
-        qgraph = qgraph.with_(provenance=prov)
-        mdla_runtime.save(qgraph, path)
-    except (mdla_ir.IRError, mdla_legalize.LegalizeError) as exc:
-        raise UnsupportedError(f"LipNet does not compile for mtk-mdla + cpu: {exc}") from exc
-    except (mdla_quant.QuantError, mdla_runtime.ManifestError, mdla_runtime.LoweringError) as exc:
-        raise LipreadError(f"LipNet INT8 compile failed: {exc}") from exc
-    info = {"key": full_key(ckpt, frames), "calibration": source, "clips": len(clips)}
-    path.with_suffix(".json").write_text(json.dumps(info, indent=1))
-    return path, qgraph
+    return compile_lipnet(
+        ckpt, calibration, frames, out or full_manifest_path(ckpt, frames),
+        full_key(ckpt, frames), source,
+        Compiled("LipNet", "the INT8 model", "mtk-mdla + cpu", "lipread.model:LipNet"),
+        lambda device_graph: with_tail(device_graph, ckpt.state),
+    )  # fmt: skip
 
 
 def engine_model(
@@ -160,15 +134,7 @@ def engine_model(
 
             calibration = synthetic_calibration(ckpt.config)
         path, _ = compile_full(ckpt, calibration, frames)
-    try:
-        manifest = mdla_runtime.load(path)
-        target = mdla_runtime.open_target(spec)
-    except mdla_runtime.ManifestError as exc:
-        raise LipreadError(f"{path}: {exc}") from exc
-    except mdla_runtime.TargetError as exc:
-        from lipread.errors import DeviceError
-
-        raise DeviceError(str(exc)) from exc
+    manifest, target = open_manifest(path, spec)
     latencies: list[float] = []
     info: dict[str, Any] = {"manifest": str(path), "target": spec, "devices": ["mtk-mdla"]}
     info["tail"] = "engine"

@@ -19,6 +19,7 @@ from lipread.frontend import (
     FrontEndFn,
     cached_manifest,
     compile_frontend,
+    open_manifest,
     run_chunked,
     torch_frontend,
 )
@@ -116,13 +117,7 @@ def npu_frontend(
     manifest_path = cached_manifest(ckpt, frames)
     if manifest_path is None:
         manifest_path, _ = compile_frontend(ckpt, synthetic_calibration(ckpt.config), frames=frames)
-    try:
-        manifest = mdla_runtime.load(manifest_path)
-        target = mdla_runtime.open_target(spec)
-    except mdla_runtime.ManifestError as exc:
-        raise LipreadError(f"{manifest_path}: {exc}") from exc
-    except mdla_runtime.TargetError as exc:
-        raise DeviceError(str(exc)) from exc
+    manifest, target = open_manifest(manifest_path, spec)
     latencies: list[float] = []
     info = {"manifest": str(manifest_path), "target": spec, "devices": ["mtk-mdla"]}
 
