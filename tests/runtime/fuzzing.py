@@ -18,6 +18,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -133,18 +134,43 @@ def run_driver(files: list[Path], timeout: float = 600) -> subprocess.CompletedP
     out = subprocess.CompletedProcess[str]([str(exe)], 0, "", "")
     for i in range(0, len(files), 500):
         chunk = [str(f) for f in files[i : i + 500]]
-        proc = subprocess.run(
-            [str(exe), *chunk],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env,
-            check=False,
-        )
+        proc = run_fresh([str(exe), *chunk], timeout, env)
         if proc.returncode != 0:
             return proc
         out.stderr += proc.stderr[-2000:]
     return out
+
+
+def fresh_process(cmd: list[str]) -> list[str]:
+    """`cmd` run as a grandchild through `sh`, so that its peak RSS starts from zero.
+
+    Linux keeps a process's peak RSS (getrusage's ru_maxrss, which libFuzzer's -rss_limit_mb
+    watches) across execve: a fuzzer started straight from pytest inherits pytest's peak (2.9 GB
+    late in `make test`) and reports out-of-memory on an input that used 80 MB. A child forked
+    by a small shell gets a new peak."""
+    return ["/bin/sh", "-c", '"$@" & wait $!', "sh", *cmd]
+
+
+def run_fresh(
+    cmd: list[str], timeout: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run(fresh_process(cmd))`, capturing text, with its own process group so a
+    timeout kills the fuzzer too, not only the shell."""
+    proc = subprocess.Popen(
+        fresh_process(cmd),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def fuzz(
@@ -179,7 +205,10 @@ def fuzz(
         cmd = [*base, f"-seed={j + 1}", str(own)]
         procs.append(
             subprocess.Popen(
-                cmd, stdout=subprocess.DEVNULL, stderr=handles[-1], env={**os.environ, **ENV}
+                fresh_process(cmd),
+                stdout=subprocess.DEVNULL,
+                stderr=handles[-1],
+                env={**os.environ, **ENV},
             )
         )
     codes = [p.wait() for p in procs]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,14 @@ from mdla_runtime.testing import (
     sample_manifest,
     split,
 )
-from tests.runtime.fuzzing import NOT_IN_HARNESS, fuzz, run_driver, seed_manifests
+from tests.runtime.fuzzing import (
+    NOT_IN_HARNESS,
+    fresh_process,
+    fuzz,
+    run_driver,
+    run_fresh,
+    seed_manifests,
+)
 from tests.runtime.mutate import mutate
 from tests.runtime.test_engine import inputs_for
 
@@ -130,7 +138,7 @@ def test_libfuzzer_finds_no_crash_in_the_c_reader(tmp_path: Path) -> None:
     cmd = [str(exe), f"-max_total_time={FUZZ_SECONDS}", "-max_len=8192"]
     cmd += ["-rss_limit_mb=4096", "-malloc_limit_mb=1024"]
     cmd += [f"-artifact_prefix={tmp_path}/", str(corpus)]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=FUZZ_SECONDS + 120)
+    run = run_fresh(cmd, timeout=FUZZ_SECONDS + 120)
     crashes = sorted(p.name for p in tmp_path.glob("crash-*"))
     assert not crashes, run.stderr[-3000:]
     assert run.returncode == 0, run.stderr[-3000:]
@@ -266,3 +274,26 @@ def test_structure_aware_mutants_agree_between_readers_and_run_clean(tmp_path: P
         args = [engine, str(path), "--lib", lib, "--json", *inputs_for(path, tmp_path)]
         run = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
         assert run.returncode in (0, 1, 2, 3, 4), f"{path.name}: {run.returncode} {run.stderr}"
+
+
+PEAK = "import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)"
+
+
+def test_a_fuzzer_does_not_inherit_the_test_processes_peak_rss() -> None:
+    """Found in `make test`: libFuzzer's -rss_limit_mb watches the peak RSS, which Linux keeps
+    across execve, so a fuzzer started from a 2.9 GB pytest reported out-of-memory on a 3-op
+    mutant. A parent with a 600 MB peak: its direct child starts at that peak, the child through
+    `fresh_process` does not."""
+    parent = (
+        "import subprocess, sys\n"
+        "hold = bytearray(600 << 20)\n"
+        "for i in range(0, len(hold), 4096): hold[i] = 1\n"
+        f"child = [sys.executable, '-c', {PEAK!r}]\n"
+        "direct = subprocess.run(child, capture_output=True, text=True).stdout\n"
+        f"fresh = subprocess.run({fresh_process([])!r} + child, capture_output=True, text=True)\n"
+        "print(direct.strip(), fresh.stdout.strip())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True, check=True)
+    direct, fresh = map(int, out.stdout.split())
+    assert direct >= 600  # the kernel behaviour the wrapper exists for
+    assert fresh < 200

@@ -17,6 +17,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
 
 import typer
 from typer.exceptions import TyperException
@@ -132,6 +133,15 @@ def _interrupted(exc: BaseException) -> bool:
     return False
 
 
+def _importing(frame: FrameType | None) -> bool:
+    """Whether `frame` runs inside an import (a frame of importlib's bootstrap on its stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 @contextmanager
 def interrupt_guard() -> Iterator[Callable[[], None]]:
     """Remember every Ctrl-C, even one a library swallows (an import half done, then an odd
@@ -143,9 +153,12 @@ def interrupt_guard() -> Iterator[Callable[[], None]]:
         return
     previous = signal.getsignal(signal.SIGINT)
 
-    def handler(signum: int, frame: object) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         _SIGINT.set()
-        raise KeyboardInterrupt
+        if not _importing(frame):
+            raise KeyboardInterrupt
+        # Inside an import (torch's runs Python from C++ callbacks, where an exception aborts
+        # the process): remembered only; `check()` raises it before any output is written.
 
     def check() -> None:
         if _SIGINT.is_set():
