@@ -37,7 +37,15 @@ from workbench.output import dumps
 
 Array = np.ndarray[Any, Any]
 Z95 = 1.959963984540054  # the standard normal's 97.5% quantile: a two-sided 95% interval
-SETTING_KEYS = ("method", "percentile", "rounding", "bias_correction", "equalize", "adaround")
+SETTING_KEYS = (
+    "method",
+    "percentile",
+    "rounding",
+    "bias_correction",
+    "equalize",
+    "adaround",
+    "reconstruction",
+)
 
 
 @dataclass(frozen=True)
@@ -138,7 +146,9 @@ class Trial:
 
 
 def label(config: mdla_quant.QuantConfig) -> str:
-    """`percentile 99.99 double`, `mse single +bias`: the percentile only where it applies."""
+    """`percentile 99.99 double`, `mse single +bias`, `minmax double +adaround 300 +block
+    reconstruction`: the percentile only where it applies, each weight technique when on
+    (layer reconstruction is AdaRound's default, so it is not said)."""
     parts = [config.method]
     if config.method == "percentile":
         parts.append(f"{config.percentile:g}")
@@ -149,6 +159,7 @@ def label(config: mdla_quant.QuantConfig) -> str:
             ("+bias", config.bias_correction),
             ("+equalize", config.equalize),
             (f"+adaround {config.adaround}", config.adaround),
+            ("+block reconstruction", config.reconstruction == "block"),
         )
         if on
     ]
@@ -156,8 +167,10 @@ def label(config: mdla_quant.QuantConfig) -> str:
 
 
 def parse_setting(text: str, base: mdla_quant.QuantConfig) -> mdla_quant.QuantConfig:
-    """`method=mse,percentile=99.9,rounding=single,bias_correction=yes`: `base` with those
-    fields replaced; an unknown key or a bad value is a usage error."""
+    """`method=mse,percentile=99.9,rounding=single,bias_correction=yes`,
+    `adaround=300,reconstruction=block`: `base` with those fields replaced; an unknown key or
+    a bad value (QuantConfig's own checks included: block reconstruction without AdaRound
+    iterations) is a usage error."""
     fields: dict[str, Any] = base.as_dict()
     for item in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = item.partition("=")
@@ -203,10 +216,17 @@ def trial(
     split: Split,
     config: mdla_quant.QuantConfig,
     progress: Callable[[int], None] = lambda _n: None,
+    layer_progress: pipeline.LayerProgress | None = None,
 ) -> Trial:
-    """Quantize on `split.calibration` only, then score on `split.held_out` only."""
+    """Quantize on `split.calibration` only, then score on `split.held_out` only.
+    `layer_progress(i, n, name)`: AdaRound's layers (and blocks, with block reconstruction)."""
     compiled = pipeline.quantize_graph(
-        source, device_graph, split.calibration, config, progress=lambda n, _s: progress(n)
+        source,
+        device_graph,
+        split.calibration,
+        config,
+        progress=lambda n, _s: progress(n),
+        layer_progress=layer_progress,
     )
     held = [xs for _, xs in split.held_out]
     report = mdla_quant.compare(device_graph, compiled.qgraph, held)

@@ -23,6 +23,8 @@ from workbench.commands.options import (
     Method,
     MethodName,
     Percentile,
+    Reconstruction,
+    ReconstructionName,
     Rounding,
     RoundingName,
     TargetName,
@@ -42,6 +44,9 @@ EPILOG = """Examples:
 
   workbench tune my_net.py:build --calib random --bias-correction \
       --previous method=percentile,percentile=99.9
+
+  workbench tune efficientnet_lite0 --adaround 300 --reconstruction block \
+      --previous adaround=300    # block vs layer
 """
 
 
@@ -76,13 +81,15 @@ def tune_command(
     bias_correction: BiasCorrection = False,
     equalize: Equalize = False,
     adaround: AdaRound = 0,
+    reconstruction: Reconstruction = ReconstructionName.layer,
     previous: Annotated[
         str,
         typer.Option(
             "--previous",
             help="The setting to compare with: a compiled PREV.mdla (its recorded setting, "
             "re-run on this split) or key=value,... over the defaults (method, percentile, "
-            "rounding, bias_correction, equalize, adaround); `none` for no comparison.",
+            "rounding, bias_correction, equalize, adaround, reconstruction); `none` for no "
+            "comparison.",
         ),
     ] = "method=percentile",
     target: TargetName = "mdla3.5",
@@ -120,6 +127,7 @@ def tune_command(
             bias_correction=bias_correction,
             equalize=equalize,
             adaround=adaround,
+            reconstruction=reconstruction,
         )
         base = mdla_quant.QuantConfig(target=target)
         old_config = (
@@ -141,9 +149,11 @@ def tune_command(
             old = None
             if old_config is not None:
                 tick = s.bar(f"previous: {tuning.label(old_config)}", total=count)
-                old = tuning.trial(source, device_graph, split, old_config, tick)
+                layers = s.layers("previous: adaround")
+                old = tuning.trial(source, device_graph, split, old_config, tick, layers)
             tick = s.bar(f"new: {tuning.label(new_config)}", total=count)
-            new = tuning.trial(source, device_graph, split, new_config, tick)
+            layers = s.layers("new: adaround")
+            new = tuning.trial(source, device_graph, split, new_config, tick, layers)
         comparison = tuning.compare(new, old)
         show(comparison, model)
         doc = tuning.comparison_doc(comparison)

@@ -1,6 +1,7 @@
 """Calibrate: method, percentile (for the percentile method only), rounding, the number of
 calibration and held-out inputs and the weight techniques (bias correction, cross-layer
-equalization, AdaRound iterations); `a` re-quantizes in a worker with `workbench.tuning`.
+equalization, AdaRound iterations and what they reconstruct: each layer's output or each
+inverted-residual block's); `a` re-quantizes in a worker with `workbench.tuning`.
 
 Every setting is calibrated on the first inputs of the calibration source and scored on the
 next ones, which the quantizer never saw (a setting scored on its own calibration inputs
@@ -28,6 +29,7 @@ from workbench.tui.base import WorkScreen
 
 BAR_DB = 60.0  # a full bar
 NO_YES = [("no", "no"), ("yes", "yes")]
+RECONSTRUCTIONS = [(r, r) for r in mdla_quant.RECONSTRUCTIONS]
 NUMBERS = (("cos", 6), ("Δcos", 8), ("SQNR", 5), ("Δ dB", 6), ("max|e|", 8), ("Δmax", 8))
 SCROLLBAR = 2
 
@@ -78,6 +80,14 @@ class CalibrateScreen(WorkScreen):
             yield Select(NO_YES, value="no", allow_blank=False, id="equalize", compact=True)
             yield Static("adaround iters", classes="label")
             yield Input("0", placeholder="0 = off", id="adaround", type="integer", compact=True)
+            yield Static("reconstruct", classes="label")
+            yield Select(
+                RECONSTRUCTIONS,
+                value="layer",
+                allow_blank=False,
+                id="reconstruction",
+                compact=True,
+            )
         yield Input("", placeholder="save as (k): path/model.mdla", id="save", compact=True)
         yield Static("open a model, choose settings, press a", id="result")
         with VerticalScroll(id="chart-box"):
@@ -112,6 +122,7 @@ class CalibrateScreen(WorkScreen):
             bias_correction=self.query_one("#bias", Select).value == "yes",
             equalize=self.query_one("#equalize", Select).value == "yes",
             adaround=adaround,
+            reconstruction=str(self.query_one("#reconstruction", Select).value),
             target=self.session.target_name,
             device=self.session.device,
         )
@@ -141,7 +152,11 @@ class CalibrateScreen(WorkScreen):
         def progress(n: int) -> None:
             self.ui(result.update, f"quantizing ({tuning.label(config)}) ... {n}/{count} inputs")
 
-        new = tuning.trial(source, old.device_graph, split, config, progress)
+        def layers(i: int, n: int, name: str) -> None:  # AdaRound: minutes on a real model
+            line = f"quantizing ({tuning.label(config)}) ... adaround {i}/{n} layers: {name}"
+            self.ui(result.update, line)
+
+        new = tuning.trial(source, old.device_graph, split, config, progress, layers)
         comparison = tuning.compare(new, comparable(self.previous, new))
         self.session.sqnr = worst_by_op(new.layers)
         self.session.install(new.compiled)
