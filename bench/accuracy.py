@@ -14,7 +14,7 @@ judged on held-out inputs; --quick is a brief run of it.
     .venv/bin/python bench/accuracy.py [--crops 200] [--calib 32]
     .venv/bin/python bench/accuracy.py --techniques efficientnet_lite0,efficientnet_lite1 \
         [--crops 200] [--calib 32] [--adaround 300] [--held-out crops|harder] \
-        [--methods minmax,mse] [--only none,CLE+AdaRound]
+        [--methods minmax,mse] [--only none,CLE+AdaRound] [--ceiling]
     .venv/bin/python bench/accuracy.py --quick
 """
 
@@ -30,7 +30,7 @@ from PIL import Image
 
 import mdla_ir
 import mdla_legalize
-from mdla_quant import METHODS, QuantConfig, compare, quantize, run_int8
+from mdla_quant import METHODS, QuantConfig, compare, float_rewrites, quantize, run_int8, simulate
 from mdla_zoo import load_model, recalibrate_batchnorm
 from workbench.output import each as bench_progress
 
@@ -215,10 +215,13 @@ def techniques(
     held_out: str,
     methods: list[str],
     chosen: list[str],
+    ceiling: bool = False,
 ) -> None:
     """Per model, calibration method and weight technique: top-1 agreement with FP32 on the
     held-out inputs FP32 decides (margin >= 0.05) and on all of them, each with its 95 % Wilson
-    interval, the logits' SQNR, and the compile (quantize) time."""
+    interval, the logits' SQNR, and the compile (quantize) time. With `ceiling`, also the
+    agreement on all of them of the same network with float weights and the row's int8
+    activation grids (`mdla_quant.simulate`): what any weight rounding could reach there."""
     import skimage.data
     import skimage.util
 
@@ -239,6 +242,7 @@ def techniques(
     print(
         f"{'model':<19} {'method':<10} {'technique':<13} {'decided (95% CI)':>27} "
         f"{'all (95% CI)':>22} {'SQNR dB':>8} {'compile s':>9}"
+        + (f" {'float-w all':>11}" if ceiling else "")
     )
     for spec in bench_progress(models, "models"):
         model = load_model(spec)
@@ -271,10 +275,17 @@ def techniques(
                     for a, b in zip(int8, fp32, strict=True)
                 )
                 k_d, n_d = int(same[decided].sum()), int(decided.sum())
+                bound = ""
+                if ceiling:
+                    config = QuantConfig(method=method, **options)
+                    rounded = float_rewrites(graph, calib, config)
+                    top = [np.argmax(simulate(rounded, q, [x], weights=False)[0][0]) for x in held]
+                    k_c = sum(int(t == np.argmax(b)) for t, b in zip(top, fp32, strict=True))
+                    bound = f" {k_c:>7}/{len(held)}"
                 print(
                     f"{spec:<19} {method:<10} {name:<13} "
                     f"{_rate(k_d, n_d)} of {n_d:>3} {_rate(int(same.sum()), len(same))} "
-                    f"{10 * np.log10(energy / err):>8.1f} {t_q:>9.1f}",
+                    f"{10 * np.log10(energy / err):>8.1f} {t_q:>9.1f}{bound}",
                     flush=True,
                 )
 
@@ -304,6 +315,12 @@ def main(argv: list[str] | None = None) -> None:
         "--only",
         default=",".join(TECHNIQUES),
         help=f"the techniques table's techniques, of {', '.join(TECHNIQUES)}",
+    )
+    parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="the techniques table also gives each row's agreement with float weights at its "
+        "int8 activation grids (the most any weight technique can reach; ~1 min per row)",
     )
     parser.add_argument(
         "--quick",
@@ -340,6 +357,7 @@ def main(argv: list[str] | None = None) -> None:
             args.held_out,
             args.methods.split(","),
             args.only.split(","),
+            args.ceiling,
         )
         return
     lite0(args.crops, args.calib)

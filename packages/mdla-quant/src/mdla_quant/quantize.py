@@ -237,6 +237,17 @@ def quantize_bias(b: Array, in_scale: float, w_q: QuantParams) -> tuple[Array, Q
     return q.astype(np.int32), QuantParams(tuple(float(s) for s in scale), (0,) * scale.size, 0)
 
 
+def float_rewrites(graph: Graph, calibration: Iterable[Any], config: QuantConfig) -> Graph:
+    """The float graph `quantize` calibrates and rounds for `config`: `graph` itself, or with
+    `equalize` its cross-layer equalized and high-bias absorbed twin (the same function in
+    float). The int8 graph's weights and activations are roundings of this graph's, so it is
+    what `simulate` compares them against."""
+    if config.equalize:
+        graph, _ = equalize(graph)
+        graph, _ = absorb_high_biases(graph, calibration)
+    return graph
+
+
 def quantize(
     graph: Graph,
     calibration: Iterable[Any],
@@ -260,9 +271,7 @@ def quantize(
             "time: pass a list or another re-iterable, not a generator"
         )
     target = load_target(config.target)
-    if config.equalize:
-        graph, _ = equalize(graph)
-        graph, _ = absorb_high_biases(graph, calibration)
+    graph = float_rewrites(graph, calibration, config)
     hists, samples = calibrate(graph, calibration, config.bins, progress)
     acts = _activation_quant(graph, hists, config, target)
     tensors: dict[str, Tensor] = {

@@ -65,15 +65,21 @@ def evaluate(
     inputs: Sequence[Any] | Array,
     keep: Iterable[str] | None = None,
     observe: Callable[[str, Array], None] | None = None,
+    replace: Callable[[str, Array], Array] | None = None,
 ) -> dict[str, Array]:
     """Run the graph; return the graph-layout values of `keep` (default: the outputs).
 
     Values are freed as soon as their last consumer has run, so memory stays at the live set;
     `observe(name, value)` sees every graph input and op output as it is computed (calibration
-    statistics stream through it without keeping activations).
+    statistics stream through it without keeping activations). `replace(name, value)`, if
+    given, returns what is stored instead of each graph input and op output, before `observe`
+    and every consumer see it (`mdla_quant.simulate` rounds activations to their int8 grid
+    through it).
     """
     wanted = set(graph.outputs if keep is None else keep)
     env = bind_inputs(graph, inputs)
+    if replace is not None:
+        env = {name: replace(name, value) for name, value in env.items()}
     last_use: dict[str, int] = {}
     for i, op in enumerate(graph.ops):
         for name in op.inputs:
@@ -94,6 +100,8 @@ def evaluate(
                 f"op #{i} `{op.name}` ({op.kind.name}) failed in the float interpreter: {exc}"
             ) from exc
         for name, value in zip(op.outputs, results, strict=True):
+            if replace is not None:
+                value = replace(name, value)
             env[name] = value
             if observe is not None:
                 observe(name, value)
