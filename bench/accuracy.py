@@ -241,7 +241,7 @@ def techniques(
     )
     print(
         f"{'model':<19} {'method':<10} {'technique':<13} {'decided (95% CI)':>27} "
-        f"{'all (95% CI)':>22} {'SQNR dB':>8} {'compile s':>9}"
+        f"{'all (95% CI)':>22} {'SQNR dB':>8} {'compile s':>9} {'gap σ':>6}"
         + (f" {'float-w all':>11}" if ceiling else "")
     )
     for spec in bench_progress(models, "models"):
@@ -260,6 +260,13 @@ def techniques(
         fp32 = [mdla_ir.run_float(graph, [x])[0][0] for x in held]
         decided = np.array([margin(z) >= 0.05 for z in fp32])
         energy = sum(float((z.astype(np.float64) ** 2).sum()) for z in fp32)
+        first, second = (np.array([np.argsort(z)[-k] for z in fp32]) for k in (1, 2))
+        gaps = np.array([z[a] - z[b] for z, a, b in zip(fp32, first, second, strict=True)])
+        print(
+            f"{spec}: FP32's top-1 leads its runner-up by less than 0.05 / 0.1 / 0.2 in the "
+            f"logits on {(gaps < 0.05).sum()} / {(gaps < 0.1).sum()} / {(gaps < 0.2).sum()} of "
+            f"{len(held)} inputs (gap σ: the spread of int8's error in that lead)"
+        )
         for method in methods:
             for name in chosen:
                 options = {k: (iters if v == -1 else v) for k, v in TECHNIQUES[name].items()}
@@ -275,6 +282,7 @@ def techniques(
                     for a, b in zip(int8, fp32, strict=True)
                 )
                 k_d, n_d = int(same[decided].sum()), int(decided.sum())
+                lead = np.array([z[a] - z[b] for z, a, b in zip(int8, first, second, strict=True)])
                 bound = ""
                 if ceiling:
                     config = QuantConfig(method=method, **options)
@@ -285,7 +293,8 @@ def techniques(
                 print(
                     f"{spec:<19} {method:<10} {name:<13} "
                     f"{_rate(k_d, n_d)} of {n_d:>3} {_rate(int(same.sum()), len(same))} "
-                    f"{10 * np.log10(energy / err):>8.1f} {t_q:>9.1f}{bound}",
+                    f"{10 * np.log10(energy / err):>8.1f} {t_q:>9.1f} {np.std(lead - gaps):>6.3f}"
+                    f"{bound}",
                     flush=True,
                 )
 
@@ -335,12 +344,28 @@ def main(argv: list[str] | None = None) -> None:
         help="the techniques table's held-out set: harder inputs from 22 pictures, or part 1's "
         "crops of the 6 calibration photos",
     )
+    parser.add_argument(
+        "--mtcnn",
+        action="store_true",
+        help="the techniques table for MTCNN's P-, R- and O-Net (bench/accuracy_mtcnn.py): "
+        "--calib calibration and --crops held-out face scenes, --only, --adaround",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(2)
     if args.quick:
         techniques(
             ["efficientnet_lite0"], 60, 16, 100, "crops", ["minmax"], ["none", "CLE+AdaRound"]
         )
+        return
+    if args.mtcnn:
+        from accuracy_mtcnn import MAX_CALIB, mtcnn_table
+
+        unknown = [t for t in args.only.split(",") if t not in TECHNIQUES]
+        if unknown:
+            parser.error(f"unknown technique(s) {unknown}: expected some of {list(TECHNIQUES)}")
+        if not 1 <= args.calib <= MAX_CALIB or args.crops < 1:
+            parser.error(f"--mtcnn needs 1..{MAX_CALIB} --calib scenes and at least 1 --crops")
+        mtcnn_table(args.calib, args.crops, args.adaround, args.only.split(","))
         return
     if args.techniques:
         unknown = [t for t in args.only.split(",") if t not in TECHNIQUES]
