@@ -221,7 +221,8 @@ def techniques(
     held-out inputs FP32 decides (margin >= 0.05) and on all of them, each with its 95 % Wilson
     interval, the logits' SQNR, and the compile (quantize) time. With `ceiling`, also the
     agreement on all of them of the same network with float weights and the row's int8
-    activation grids (`mdla_quant.simulate`): what any weight rounding could reach there."""
+    activation grids (`mdla_quant.simulate`): the grids' own cost, which AdaRound's asymmetric
+    fit can beat by undoing some activation error through the weights."""
     import skimage.data
     import skimage.util
 
@@ -329,7 +330,7 @@ def main(argv: list[str] | None = None) -> None:
         "--ceiling",
         action="store_true",
         help="the techniques table also gives each row's agreement with float weights at its "
-        "int8 activation grids (the most any weight technique can reach; ~1 min per row)",
+        "int8 activation grids (those grids' own cost; ~1 min per row)",
     )
     parser.add_argument(
         "--quick",

@@ -14,8 +14,9 @@ In float arithmetic (the float interpreter, `mdla_ir.evaluate`):
 
 With neither it is `mdla_ir.run_float`. With both it is close to `run_int8` but not equal: the
 int8 kernels also round their requantization multipliers and some intermediates. With
-`weights=False` it bounds what any weight rounding (AdaRound, block reconstruction) can reach at
-the int8 graph's activation grids: the weights are then exact.
+`weights=False` the weights are exact, so what is left is the activation grids' own cost. That
+is not a bound on AdaRound, whose asymmetric fit
+(int8 inputs, float targets) can undo part of the activations' error through the weights.
 """
 
 from __future__ import annotations
