@@ -41,7 +41,8 @@ from workbench.output import each as bench_progress
 _PATH = list(sys.path)
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 from lipread.image import resize  # noqa: E402
-from lipread.mtcnn import THRESHOLDS, area_resize, net_input, refine_crop  # noqa: E402
+from lipread.mtcnn import THRESHOLDS, net_input  # noqa: E402
+from lipread.mtcnn_npu import face_crops, rnet_input  # noqa: E402
 from lipread.render import spoken_sentence  # noqa: E402
 from lipread.scenes import LEVELS, render_scene  # noqa: E402
 
@@ -76,27 +77,13 @@ def face_set(first_speaker: int, scenes: int, seed: int) -> FaceSet:
     for speaker in range(first_speaker, first_speaker + scenes):
         scene = render_scene(spoken_sentence(speaker, 0), speaker, 0, LEVELS["face"], frames=3)
         frame = scene.frames[0]
-        fh, fw = frame.shape[:2]
         small = np.clip(resize(frame[None], PNET_SIZE)[0], 0, 255)
         out.speakers.append(speaker)
         out.frames.append(net_input(small[None]))
-        x1, y1, x2, y2 = scene.faces[0]
-        for j in range(8):
-            if j < 6:
-                side = max(x2 - x1, y2 - y1) * rng.uniform(0.8, 1.3)
-                cx = (x1 + x2) / 2 + rng.uniform(-0.15, 0.15) * side
-                cy = (y1 + y2) / 2 + rng.uniform(-0.15, 0.15) * side
-            else:
-                side = rng.uniform(0.2, 0.6) * min(fh, fw)
-                cx, cy = rng.uniform(side / 2, fw - side / 2), rng.uniform(side / 2, fh - side / 2)
-            box = np.array([cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2])
-            crop = refine_crop(frame, box)
-            if crop is None:
-                continue
-            patch = crop[0].transpose(1, 2, 0) / np.float32(0.0078125) + np.float32(127.5)
+        for crop, on_face in face_crops(frame, np.asarray(scene.faces[0]), rng):
             out.onet.append(crop)
-            out.rnet.append(net_input(area_resize(patch, (24, 24))[None]))
-            out.on_face.append(j < 6)
+            out.rnet.append(rnet_input(crop)[None])
+            out.on_face.append(on_face)
     return out
 
 

@@ -102,6 +102,36 @@ def float_nets() -> Nets:
     return Nets(levels, lambda x: run(rnet, x), lambda x: run(onet, x))  # type: ignore[arg-type,return-value]
 
 
+def face_crops(frame: Array, face: Array, rng: np.random.Generator) -> list[tuple[Array, bool]]:
+    """Eight square crops of `frame` (H, W, 3) as O-Net takes them, (1, 3, 48, 48), each with
+    whether it is on the face: six jittered around `face` (x1, y1, x2, y2; side x0.8-1.3, centre
+    +-15 %), two anywhere (side 20-60 % of the frame). Crops `refine_crop` refuses are left out.
+    The calibration set below and bench/accuracy_mtcnn.py's held-out set are drawn by it."""
+    fh, fw = frame.shape[:2]
+    x1, y1, x2, y2 = face
+    out = []
+    for j in range(8):
+        if j < 6:
+            side = max(x2 - x1, y2 - y1) * rng.uniform(0.8, 1.3)
+            cx = (x1 + x2) / 2 + rng.uniform(-0.15, 0.15) * side
+            cy = (y1 + y2) / 2 + rng.uniform(-0.15, 0.15) * side
+        else:
+            side = rng.uniform(0.2, 0.6) * min(fh, fw)
+            cx, cy = rng.uniform(side / 2, fw - side / 2), rng.uniform(side / 2, fh - side / 2)
+        box = np.array([cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2])
+        crop = refine_crop(frame, box)
+        if crop is not None:
+            out.append((crop, j < 6))
+    return out
+
+
+def rnet_input(crop: Array) -> Array:
+    """An O-Net crop (1, 3, 48, 48) as R-Net's (3, 24, 24) input: back to pixels, area-resized."""
+    patch = crop[0].transpose(1, 2, 0) / np.float32(0.0078125) + np.float32(127.5)
+    out: Array = net_input(area_resize(patch, (24, 24))[None])[0]
+    return out
+
+
 def _calibration(size: tuple[int, int]) -> tuple[list[Array], list[Array], list[Array]]:
     """Rendered face frames at `size` (H, W) RGB, and 24x24 / 48x48 net inputs: jittered square
     crops around each frame's face (faces as R- and O-Net see them) and off-face crops."""
@@ -113,25 +143,11 @@ def _calibration(size: tuple[int, int]) -> tuple[list[Array], list[Array], list[
     for k in range(CALIB_FRAMES):
         scene = render_scene(spoken_sentence(7000 + k, 0), 7000 + k, 0, LEVELS["face"], frames=3)
         frame = scene.frames[0]
-        fh, fw = frame.shape[:2]
         small = resize(frame[None], size)[0]
         frames.append(np.clip(small, 0, 255))
-        x1, y1, x2, y2 = scene.faces[0]
-        for j in range(8):
-            if j < 6:
-                side = max(x2 - x1, y2 - y1) * rng.uniform(0.8, 1.3)
-                cx = (x1 + x2) / 2 + rng.uniform(-0.15, 0.15) * side
-                cy = (y1 + y2) / 2 + rng.uniform(-0.15, 0.15) * side
-            else:
-                side = rng.uniform(0.2, 0.6) * min(fh, fw)
-                cx, cy = rng.uniform(side / 2, fw - side / 2), rng.uniform(side / 2, fh - side / 2)
-            box = np.array([cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2])
-            crop = refine_crop(frame, box)
-            if crop is None:
-                continue
+        for crop, _ in face_crops(frame, np.asarray(scene.faces[0]), rng):
             o_in.append(crop[0])
-            patch = crop[0].transpose(1, 2, 0) / np.float32(0.0078125) + np.float32(127.5)
-            r_in.append(net_input(area_resize(patch, (24, 24))[None])[0])
+            r_in.append(rnet_input(crop))
     return frames, r_in, o_in
 
 
