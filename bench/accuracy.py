@@ -271,8 +271,9 @@ def techniques(
         for method in methods:
             for name in chosen:
                 options = {k: (iters if v == -1 else v) for k, v in TECHNIQUES[name].items()}
+                config = QuantConfig(method=method, **options)
                 t0 = time.perf_counter()
-                q = quantize(graph, calib, QuantConfig(method=method, **options))
+                q = quantize(graph, calib, config)
                 t_q = time.perf_counter() - t0
                 int8 = [run_int8(q, [x])[0][0] for x in held]
                 same = np.array(
@@ -286,7 +287,6 @@ def techniques(
                 lead = np.array([z[a] - z[b] for z, a, b in zip(int8, first, second, strict=True)])
                 bound = ""
                 if ceiling:
-                    config = QuantConfig(method=method, **options)
                     rounded = float_rewrites(graph, calib, config)
                     top = [np.argmax(simulate(rounded, q, [x], weights=False)[0][0]) for x in held]
                     k_c = sum(int(t == np.argmax(b)) for t, b in zip(top, fp32, strict=True))

@@ -4,6 +4,7 @@ float interpreter's `replace` hook it runs on."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -129,6 +130,17 @@ def test_an_int8_graph_of_another_model_is_refused(fc: tuple[Graph, Graph, Any])
     _, q, _ = fc
     with pytest.raises(QuantError, match="`fc` is not an int8 graph of `test`"):
         simulate(chain(), q, samples(1)[0])
+
+
+def test_a_constant_of_another_shape_is_refused(fc: tuple[Graph, Graph, Any]) -> None:
+    graph, q, xs = fc
+    w = q.tensors["w"]
+    assert w.data is not None
+    other = q.with_(tensors={**q.tensors, "w": dataclasses.replace(w, data=w.data[:2])})
+    with pytest.raises(QuantError, match=r"constant `w` is \(4, 8\) in `fc` but \(2, 8\)"):
+        simulate(graph, other, xs[0])
+    # with float weights the constants are not read: the activation grids alone still run
+    assert simulate(graph, other, xs[0], weights=False)[0].shape == (1, 4)
 
 
 def test_evaluate_stores_what_replace_returns() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -297,3 +298,22 @@ def test_a_fuzzer_does_not_inherit_the_test_processes_peak_rss() -> None:
     direct, fresh = map(int, out.stdout.split())
     assert direct >= 600  # the kernel behaviour the wrapper exists for
     assert fresh < 200
+
+
+def test_a_timeout_kills_the_fuzzer_not_only_its_shell() -> None:
+    """run_fresh starts the command as a shell's grandchild: on a timeout the whole process
+    group goes, so no fuzzer outlives the test."""
+    marker = "31.4159"  # a sleep no other process runs
+    start = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_fresh(["sleep", marker], timeout=0.5)
+    # killing only the shell leaves the sleep holding the pipes: the call would wait it out
+    assert time.monotonic() - start < 20
+    left = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if cmdline.read_bytes().split(b"\0")[:2] == [b"sleep", marker.encode()]:
+                left.append(cmdline.parent.name)
+        except OSError:  # the process ended while we looked
+            continue
+    assert not left, f"the fuzzer outlived its timeout: pid {left}"

@@ -159,6 +159,36 @@ def open_manifest(path: Path, spec: str) -> tuple[Any, Any]:
         raise DeviceError(str(exc)) from exc
 
 
+def target_runner(
+    path: Path, spec: str, what: str, partitions: bool = False
+) -> tuple[Callable[[Array], Array], dict[str, Any], list[float]]:
+    """A function running the manifest at `path` on target `spec` (its input -> its first
+    output, float32), its run info (manifest, target, devices; after a run the device and, with
+    `partitions`, each partition's device, ops and ms) and its latencies. Target errors are
+    DeviceErrors naming `what`."""
+    import mdla_runtime
+    from lipread.errors import DeviceError
+
+    manifest, target = open_manifest(path, spec)
+    latencies: list[float] = []
+    info: dict[str, Any] = {"manifest": str(path), "target": spec, "devices": ["mtk-mdla"]}
+
+    def run(x: Array) -> Array:
+        try:
+            result = target.run(manifest, [x], devices=("mtk-mdla",))
+        except mdla_runtime.TargetError as exc:
+            raise DeviceError(f"{what} on {spec}: {exc}") from exc
+        latencies.append(result.latency_ms[0])
+        info["device"] = result.device
+        if partitions:
+            info["partitions"] = [
+                {"device": p.device, "ops": p.ops, "ms": round(p.ms, 3)} for p in result.partitions
+            ]
+        return np.asarray(result.outputs[0], dtype=np.float32)
+
+    return run, info, latencies
+
+
 def pad_clip(x: Array, frames: int) -> Array:
     """(1, 3, L, H, W) with L <= frames -> (1, 3, frames, H, W), the last frame repeated."""
     if x.shape[2] >= frames:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from lipread.checkpoint import Checkpoint
-from lipread.frontend import Compiled, cache_dir, cache_key, compile_lipnet, open_manifest
+from lipread.frontend import Compiled, cache_dir, cache_key, compile_lipnet, target_runner
 
 Array = np.ndarray[Any, Any]
 FULL_VERSION = 1  # bump when the full manifest's graph changes
@@ -125,8 +125,6 @@ def engine_model(
 ) -> tuple[Any, dict[str, Any], list[float]]:
     """A function running the whole model (clip (1, 3, frames, H, W) -> logits (frames,
     classes)) on target `spec`, its run info and latencies; compiles on first use."""
-    import mdla_runtime
-
     path = full_manifest_path(ckpt, frames)
     if not path.is_file():
         if calibration is None:
@@ -134,23 +132,6 @@ def engine_model(
 
             calibration = synthetic_calibration(ckpt.config)
         path, _ = compile_full(ckpt, calibration, frames)
-    manifest, target = open_manifest(path, spec)
-    latencies: list[float] = []
-    info: dict[str, Any] = {"manifest": str(path), "target": spec, "devices": ["mtk-mdla"]}
+    run, info, latencies = target_runner(path, spec, "LipNet", partitions=True)
     info["tail"] = "engine"
-
-    def run(x: Array) -> Array:
-        from lipread.errors import DeviceError
-
-        try:
-            result = target.run(manifest, [x], devices=("mtk-mdla",))
-        except mdla_runtime.TargetError as exc:
-            raise DeviceError(f"LipNet on {spec}: {exc}") from exc
-        latencies.append(result.latency_ms[0])
-        info["device"] = result.device
-        info["partitions"] = [
-            {"device": p.device, "ops": p.ops, "ms": round(p.ms, 3)} for p in result.partitions
-        ]
-        return np.asarray(result.outputs[0], dtype=np.float32)
-
     return run, info, latencies

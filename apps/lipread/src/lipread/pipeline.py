@@ -13,14 +13,14 @@ import numpy as np
 from lipread.checkpoint import Checkpoint
 from lipread.confidence import LOW_CONFIDENCE, path_confidence
 from lipread.config import LipNetConfig
-from lipread.errors import DeviceError, LipreadError, UnsupportedError
+from lipread.errors import LipreadError, UnsupportedError
 from lipread.frontend import (
     CLIP_FRAMES,
     FrontEndFn,
     cached_manifest,
     compile_frontend,
-    open_manifest,
     run_chunked,
+    target_runner,
     torch_frontend,
 )
 from lipread.grid import greedy_ctc
@@ -112,25 +112,10 @@ def npu_frontend(
     ckpt: Checkpoint, spec: str, frames: int = CLIP_FRAMES
 ) -> tuple[FrontEndFn, dict[str, Any], list[float]]:
     """A front-end function running the cached manifest on a target, its run info, latencies."""
-    import mdla_runtime
-
     manifest_path = cached_manifest(ckpt, frames)
     if manifest_path is None:
         manifest_path, _ = compile_frontend(ckpt, synthetic_calibration(ckpt.config), frames=frames)
-    manifest, target = open_manifest(manifest_path, spec)
-    latencies: list[float] = []
-    info = {"manifest": str(manifest_path), "target": spec, "devices": ["mtk-mdla"]}
-
-    def run(x: Array) -> Array:
-        try:
-            result = target.run(manifest, [x], devices=("mtk-mdla",))
-        except mdla_runtime.TargetError as exc:
-            raise DeviceError(f"front-end on {spec}: {exc}") from exc
-        latencies.append(result.latency_ms[0])
-        info["device"] = result.device
-        return np.asarray(result.outputs[0], dtype=np.float32)
-
-    return run, info, latencies
+    return target_runner(manifest_path, spec, "front-end")
 
 
 def fp32_frontend(ckpt: Checkpoint) -> tuple[FrontEndFn, list[float]]:

@@ -56,6 +56,18 @@ class OutputStep:
         return self.differing == 0
 
 
+def first_failing(total: int, passes: Callable[[int], bool]) -> int | None:
+    """Bisection over op prefixes: None when prefix `total` (the whole model) passes, else the
+    op n - 1 of a prefix n that fails while prefix n - 1 passes (the empty prefix passes)."""
+    if passes(total):
+        return None
+    lo, hi = 0, total  # prefix lo passes, prefix hi does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if passes(mid) else (lo, mid)
+    return lo
+
+
 def kind_name(code: int) -> str:
     try:
         return OpKind(code).name
@@ -78,14 +90,7 @@ def bisect(
             on_step(step)
         return step.maps
 
-    total = len(manifest.operations)
-    if maps(total):
-        return None
-    lo, hi = 0, total  # the empty prefix maps; the whole model does not
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if maps(mid) else (lo, mid)
-    return lo
+    return first_failing(len(manifest.operations), maps)
 
 
 def culprit(
@@ -161,11 +166,4 @@ def diverge(
             on_step(step)
         return step.agrees
 
-    total = len(qgraph.ops)
-    if agrees(total):
-        return None
-    lo, hi = 0, total  # prefix lo agrees (the empty one), prefix hi does not
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if agrees(mid) else (lo, mid)
-    return lo
+    return first_failing(len(qgraph.ops), agrees)
