@@ -8,7 +8,7 @@ PKGS   := packages/mdla-ir packages/mdla-target packages/mdla-legalize packages/
           packages/mdla-witness packages/mdla-zoo apps/workbench apps/lipread
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PKGS))
 
-.PHONY: demo test lint typecheck imports pytest clean venv sysdeps wheels fuzz
+.PHONY: demo test lint typecheck imports pytest clean venv sysdeps wheels fuzz size
 
 venv: $(STAMP)
 
@@ -49,7 +49,12 @@ pytest: $(STAMP) sysdeps
 
 # sysdeps first: on a machine without the system tools (and no root or sudo), make test stops in
 # its first seconds with one line naming the packages, before building anything.
-test: sysdeps lint typecheck imports pytest
+test: sysdeps lint typecheck imports pytest size
+
+# Lines per distribution, files over 400 lines and functions over 60 (scripts/sz.py): printed by
+# every `make test` so that growth is seen when it happens, not a wave later.
+size: $(STAMP)
+	$(PY) scripts/sz.py
 
 # Every package as a wheel in dist/; any one installs alone with its siblings from there:
 #   pip install --find-links dist mdla-runtime
