@@ -26,6 +26,10 @@ FLAGS = ("-Werror", f"-I{CSRC / 'cpu'}")
 CROSS, QEMU, SYSROOT = "aarch64-linux-gnu-gcc", "qemu-aarch64", "/usr/aarch64-linux-gnu"
 SPECIAL = [0.0, -0.0, 1e-30, -1e-30, 1e-8, -1e-8, 0.5, -0.5, 9.0, -9.0, 17.0, -17.0, 88.0, -88.0]
 SPECIAL += [100.0, -100.0, 1e4, -1e4, 3.4e38, -3.4e38]
+# NaN (both signs, a payload, a signalling one) and the infinities: EXP is total on them
+NONFINITE = np.array(
+    [0x7FC00000, 0xFFC00000, 0x7FC12345, 0x7F800001, 0x7F800000, 0xFF800000], "<u4"
+)
 
 
 def f32(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> Array:
@@ -49,7 +53,8 @@ def cases() -> tuple[bytes, bytes]:
         records += struct.pack("<iIII", 1, rows, n_in, units) + x.tobytes() + w.tobytes()
         records += b.tobytes()
         expected += fc_f32(x, w, b).astype("<f4").tobytes()
-    v = np.concatenate([np.array(SPECIAL, np.float32), f32(rng, 4000, scale=6.0)])
+    special = np.concatenate([np.array(SPECIAL, np.float32), NONFINITE.view(np.float32)])
+    v = np.concatenate([special, f32(rng, 4000, scale=6.0)])
     records += struct.pack("<iI", 2, v.size) + v.tobytes()
     expected += sigmoid_f32(v).tobytes() + tanh_f32(v).tobytes()
     q = rng.integers(-128, 128, 300).astype(np.int8)
@@ -112,6 +117,25 @@ def test_aarch64_build_is_bit_exact(reference: tuple[bytes, bytes], tmp_path: Pa
     records, want = reference
     got = run([QEMU, "-L", SYSROOT, str(exe)], tmp_path, records)
     assert got == want, first_difference(got, want)
+
+
+@pytest.mark.parametrize("cc", ["cc", "clang"])
+def test_nonfinite_inputs_are_defined_behaviour(
+    cc: str, reference: tuple[bytes, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under UBSan (float-cast-overflow named: GCC leaves it out of `undefined`), NaN and the
+    infinities reach EXP's conversion of k to int nowhere; the bits are the definition's."""
+    if shutil.which(cc) is None:
+        pytest.fail(f"{cc} missing: apt-get install {cc}")
+    monkeypatch.setenv("CC", cc)
+    ub = "-fsanitize=undefined,float-cast-overflow"
+    flags = (*FLAGS, "-O1", ub, "-fno-sanitize-recover=all")
+    exe = compile_c(SOURCES, "cpu-gru-ubsan", flags=flags, libs=("-lm", ub))
+    records, want = reference
+    got = run([str(exe)], tmp_path, records)
+    assert got == want, first_difference(got, want)
+    sig = sigmoid_f32(NONFINITE.view(np.float32)).view("<u4")
+    assert [hex(b) for b in sig[:4]] == ["0xffc00000", "0x7fc00000", "0xffc12345", "0xffc00001"]
 
 
 def test_fused_multiply_add_is_caught(

@@ -76,24 +76,33 @@ def float32_kernel(kind: OpKind) -> Callable[[FloatKernel], FloatKernel]:
 
 def exp_f64(v: Array) -> Array:
     """EXP of the module docstring, elementwise over a float64 array."""
-    v = np.clip(np.asarray(v, np.float64), -EXP_CLAMP, EXP_CLAMP)
+    x = np.asarray(v, np.float64)
+    nan = np.isnan(x)
+    v = np.clip(np.where(nan, 0.0, x), -EXP_CLAMP, EXP_CLAMP)  # NaN is returned as itself
     k = np.floor(v * LOG2E + 0.5)
     r = (v - k * LN2_HI) - k * LN2_LO
     p = np.full_like(r, EXP_COEFFS[0])
     for c in EXP_COEFFS[1:]:
         p = p * r + c
-    out: Array = np.ldexp(p, k.astype(np.int32))
+    out: Array = np.where(nan, x, np.ldexp(p, k.astype(np.int32)))
+    return out
+
+
+def widen(v: Array) -> Array:
+    """float32 -> float64 as C's (double)v: a signalling NaN is quieted, no warning."""
+    with np.errstate(invalid="ignore"):
+        out: Array = np.asarray(v, np.float32).astype(np.float64)
     return out
 
 
 def sigmoid_f32(v: Array) -> Array:
-    e = exp_f64(-np.asarray(v, np.float32).astype(np.float64))
+    e = exp_f64(-widen(v))
     out: Array = (1.0 / (1.0 + e)).astype(np.float32)
     return out
 
 
 def tanh_f32(v: Array) -> Array:
-    v64 = np.asarray(v, np.float32).astype(np.float64)
+    v64 = widen(v)
     a = np.abs(v64)
     u = -2.0 * a
     small = a < TANH_SERIES

@@ -33,7 +33,10 @@ void mdla_cpu_dequantize(const int8_t *q, size_t count, float scale, int32_t zer
     }
 }
 
+/* Total: NaN comes back as itself (its payload and sign, as IEEE arithmetic propagates it), before
+ * k, whose conversion to int is undefined for NaN; the clamps take +-inf. */
 double mdla_cpu_exp(double v) {
+    if (isnan(v)) return v;
     if (v < -EXP_CLAMP) v = -EXP_CLAMP;
     if (v > EXP_CLAMP) v = EXP_CLAMP;
     const double t = v * LOG2E;
