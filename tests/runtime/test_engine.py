@@ -193,6 +193,28 @@ def test_cache_stores_then_restores(tmp_path: Path, log: Path) -> None:
     assert engine(*args, "--ops", "2")[1]["cache"] == "rebuilt"  # a different network
 
 
+def test_cache_writer_never_opens_a_planted_name(tmp_path: Path) -> None:
+    """The engine writes its cache through a fresh exclusive name: a symlink planted at the name
+    a writer keyed by pid would use (FILE.tmp<pid>) is left alone, and so is what it points to."""
+    path = save(chain_qgraph(), tmp_path / "chain.mdla")
+    cache, victim, go = tmp_path / "chain.cache", tmp_path / "victim", tmp_path / "go"
+    victim.write_bytes(b"precious")
+    args = [str(path), "--lib", str(fake_adapter()), "--cache", str(cache), "--outdir",
+            str(tmp_path), *inputs_for(path, tmp_path), "--json"]  # fmt: skip
+    wait = f'while [ ! -e "{go}" ]; do sleep 0.01; done; exec "$0" "$@"'
+    proc = subprocess.Popen(["sh", "-c", wait, str(engine_path()), *args], stdout=subprocess.PIPE)
+    (tmp_path / f"chain.cache.tmp{proc.pid}").symlink_to(victim)  # the pid survives exec
+    go.touch()
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0
+    assert json.loads(out)["cache"] == "stored"
+    assert victim.read_bytes() == b"precious"
+    assert cache.read_bytes().startswith(b"MDLACACHE")
+    assert not cache.is_symlink()
+    assert sorted(p.name for p in tmp_path.glob("chain.cache*")) == [
+        "chain.cache", f"chain.cache.tmp{proc.pid}"]  # fmt: skip
+
+
 def test_repeat_reports_median_and_min(tmp_path: Path) -> None:
     path = save(chain_qgraph(), tmp_path / "chain.mdla")
     code, out = engine(str(path), "--lib", str(fake_adapter()), "--repeat", "7",

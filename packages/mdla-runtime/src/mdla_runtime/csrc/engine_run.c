@@ -234,15 +234,21 @@ void cache_save(const char *path, uint64_t key, NeuronCompilation *comp) {
     uint8_t pre[CACHE_PREFIX] = "MDLACACHE";
     put_u64(pre + 16, key);
     put_u64(pre + 24, size);
+    /* a fresh name beside the cache, created exclusively (mkstemp: O_CREAT|O_EXCL, so a planted
+     * file or symlink of any name is never opened), then renamed over it */
     char tmp[4200];
-    mdla_fmt(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
+    mdla_fmt(tmp, sizeof tmp, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (fd >= 0 && !f) close(fd);
     bool ok = f && fwrite(pre, 1, CACHE_PREFIX, f) == CACHE_PREFIX && fwrite(blob, 1, size, f) == size;
-    if (f && fclose(f) != 0) ok = false;
+    int err = errno;
+    if (f && fclose(f) != 0) ok = false, err = errno;
     free(blob);
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        fail(EXIT_BAD_INPUT, "cache", -1, -1, "cannot write %s: %s", path, strerror(errno));
+    if (ok && rename(tmp, path) != 0) ok = false, err = errno;
+    if (!ok) {
+        if (fd >= 0) remove(tmp);
+        fail(EXIT_BAD_INPUT, "cache", -1, -1, "cannot write %s: %s", path, strerror(err));
     }
 }
 
