@@ -21,7 +21,7 @@ from lipread.render import render_clip
 from lipread.video import write_video
 
 from .test_checkpoint import published_state
-from .test_video import write_empty_video
+from .test_video import write_empty_video, write_sparse_video
 
 runner = CliRunner()
 SAMPLES = Path(__file__).parents[2] / "apps/lipread/samples"
@@ -156,6 +156,14 @@ def test_zero_frames(tmp_path: Path) -> None:
     result = runner.invoke(app, ["read", str(tmp_path / "empty.avi")])
     assert result.exit_code == 1
     assert "zero frames" in result.stderr
+
+
+def test_frames_400_s_apart_are_refused_with_exit_1(tmp_path: Path) -> None:
+    write_sparse_video(tmp_path / "sparse.mkv", 400)
+    result = runner.invoke(app, ["read", str(tmp_path / "sparse.mkv")])
+    assert result.exit_code == 1
+    assert "resample to 30000 frames at 25 fps" in result.stderr
+    assert "MemoryError" not in result.stderr
 
 
 def test_no_face_names_the_frames(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -131,5 +131,62 @@ def test_decoded_bytes_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(lipread.video, "MAX_BYTES", 16 * 16 * 3 * 4)  # four 16x16 frames
     write_video(tmp_path / "long.mp4", np.zeros((10, 16, 16, 3), np.uint8))
-    with pytest.raises(VideoError, match=r"decoded frames after 4 frames \(16x16\); cut the clip"):
+    with pytest.raises(
+        VideoError,
+        match=r"3840 bytes of decoded frames after 5 frames \(16x16\), over the 3072 bytes",
+    ):
         read_video(tmp_path / "long.mp4")
+
+
+def write_sparse_video(path: Path, seconds_apart: int, n: int = 3, side: int = 320) -> None:
+    """`n` frames of `side`x`side`, one every `seconds_apart` seconds (a few KB on disk)."""
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("mpeg4", rate=Fraction(25))
+        stream.width, stream.height, stream.pix_fmt = side, side, "yuv420p"
+        stream.codec_context.time_base = Fraction(1, 25)
+        for i in range(n):
+            frame = av.VideoFrame.from_ndarray(np.full((side, side, 3), 40 * i, np.uint8), "rgb24")
+            frame.pts, frame.time_base = i * seconds_apart * 25, Fraction(1, 25)
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode())
+
+
+@pytest.mark.parametrize("seconds_apart", [400, 4 * 3600])
+def test_frames_far_apart_are_refused_before_resampling(tmp_path: Path, seconds_apart: int) -> None:
+    """3 frames minutes or hours apart would resample to 30,000+ frames (gigabytes): refused
+    from the timestamps, before any of them is allocated."""
+    path = tmp_path / "sparse.mkv"
+    write_sparse_video(path, seconds_apart)
+    assert path.stat().st_size < 20_000
+    n = 3 * seconds_apart * 25
+    with pytest.raises(
+        VideoError,
+        match=rf"sparse.mkv: 3 frames over {2 * seconds_apart}.0 s resample to {n} frames at 25 "
+        r"fps, \d+ MiB with the decoded ones, over the 3072 MiB budget .* LIPREAD_MAX_VIDEO_MB",
+    ):
+        read_video(path)
+
+
+def test_the_budget_counts_the_resampled_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """3 frames 1 s apart at 16x16 are 76 frames at 25 fps: 79 frames of 768 bytes in all."""
+    write_sparse_video(tmp_path / "s.mkv", 1, side=16)
+    monkeypatch.setenv("LIPREAD_MAX_VIDEO_MB", "1")
+    assert read_video(tmp_path / "s.mkv").shape == (75, 16, 16, 3)
+    import lipread.video
+
+    monkeypatch.delenv("LIPREAD_MAX_VIDEO_MB")
+    monkeypatch.setattr(lipread.video, "MAX_BYTES", 78 * 768 - 1)
+    with pytest.raises(VideoError, match="resample to 75 frames"):
+        read_video(tmp_path / "s.mkv")
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "lots", "1e9"])
+def test_a_bad_budget_override_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    write_sparse_video(tmp_path / "s.mkv", 1, side=16)
+    monkeypatch.setenv("LIPREAD_MAX_VIDEO_MB", value)
+    with pytest.raises(VideoError, match=f"LIPREAD_MAX_VIDEO_MB='{value}': expected a whole"):
+        read_video(tmp_path / "s.mkv")
