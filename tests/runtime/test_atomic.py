@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -39,3 +40,39 @@ def test_a_failure_keeps_the_old_file_and_removes_the_temporary(
         write_atomic(path, b"new")
     assert path.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]
+
+
+def test_a_full_disk_names_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "out.bin"
+
+    def full(_fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match=r"No space left on device: '.*out\.bin'") as info:
+        write_atomic(path, b"new")
+    assert info.value.errno == errno.ENOSPC
+    assert info.value.filename == str(path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_directory_in_the_way_says_so(tmp_path: Path) -> None:
+    (tmp_path / "x.mdla").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"Is a directory: '.*x\.mdla'"):
+        write_atomic(tmp_path / "x.mdla", b"new")
+    assert [p.name for p in tmp_path.iterdir()] == ["x.mdla"]
+
+
+def test_a_missing_directory_names_the_file_not_the_temporary(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError) as info:
+        write_atomic(tmp_path / "nope" / "out.bin", b"new")
+    assert info.value.filename == str(tmp_path / "nope" / "out.bin")
+
+
+def test_an_executable_mode(tmp_path: Path) -> None:
+    umask = os.umask(0o022)
+    try:
+        write_atomic(tmp_path / "tool", b"#!", mode=0o777)
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "tool").stat().st_mode) == 0o755

@@ -5,7 +5,10 @@ compiler or a misused flag is a usage error (exit 2), a failing compile exit 1."
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -59,6 +62,42 @@ def test_build_errors(tmp_path: Path) -> None:
     failed = runner.invoke(app, ["engine", "--build", "--cc", str(fake), "-o", "x"])
     assert failed.exit_code == 1
     assert "could not build mdla-engine (exit 1): fatal: no" in failed.stderr
+
+
+def test_a_bad_cc_in_the_environment_is_named_as_cc_not_as_the_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CC", f"gcc; touch {tmp_path / 'X'}")
+    result = CliRunner().invoke(app, ["engine", "--build", "-o", str(tmp_path / "e")])
+    assert result.exit_code == 2
+    assert "$CC='gcc; touch" in result.stderr
+    assert "--cc" not in result.stderr
+    assert not (tmp_path / "X").exists()
+
+
+def test_a_failed_write_keeps_the_old_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The built engine goes through the one atomic writer: a full disk leaves the old file
+    (not a 0-byte one) and the error names the path."""
+    out = tmp_path / "mdla-engine"
+    out.write_bytes(b"old engine")
+    real_fsync = os.fsync
+
+    def full(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(tmp_path / ".mdla-engine.")):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full)
+    result = CliRunner().invoke(app, ["engine", "--build", "-o", str(out)])
+    assert result.exit_code == 1
+    assert f"No space left on device: '{out}'" in result.stderr
+    assert out.read_bytes() == b"old engine"
+    assert [p.name for p in tmp_path.iterdir()] == ["mdla-engine"]
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert CliRunner().invoke(app, ["engine", "--build", "-o", str(out)]).exit_code == 0
+    assert stat.S_IMODE(out.stat().st_mode) & 0o111
 
 
 def test_machine_of_reads_the_elf_header(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from mdla_runtime.atomic import write_atomic
 from mdla_runtime.build import (
     BASE_FLAGS,
     ENGINE_FLAGS,
@@ -57,10 +58,12 @@ def machine_of(path: Path) -> str:
 
 
 def build_engine(out: Path, cc: str | None = None) -> Built:
-    """Compile mdla-engine with `cc` (default: `default_compiler()`) into `out`."""
+    """Compile mdla-engine with `cc` (default: `default_compiler()`) into `out`, atomically
+    (an interrupted or failed build leaves the old `out`, or none)."""
     compiler = cc or default_compiler()
     if shutil.which(compiler) is None:
-        raise WorkbenchError(f"--cc {compiler}: no such compiler (not a file, not on PATH)", USAGE)
+        named = f"--cc {compiler}" if cc else f"$CC={compiler!r} (the environment's)"
+        raise WorkbenchError(f"{named}: no such compiler (not a file, not on PATH)", USAGE)
     out = out.expanduser().resolve()
     if out.is_dir():
         raise WorkbenchError(f"-o {out}: is a directory; name the file to write", USAGE)
@@ -79,6 +82,5 @@ def build_engine(out: Path, cc: str | None = None) -> Built:
                 BAD_INPUT,
             )
         out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(built, out)
-    out.chmod(0o755)
+        write_atomic(out, built.read_bytes(), mode=0o777)
     return Built(out, compiler, machine_of(out))

@@ -4,7 +4,9 @@
 
 The temporary file lives in the destination's directory (a rename is atomic only within one
 file system) and is removed on any failure, KeyboardInterrupt included. The result gets the
-permissions an ordinary `open(path, "w")` would (0666 less the umask), not mkstemp's 0600.
+permissions an ordinary `open(path, "w")` would (0666 less the umask, or `mode` less the umask:
+0o777 for an executable), not mkstemp's 0600. An OSError (a full disk, a directory in the way)
+names `path`, never the temporary file and never nothing.
 """
 
 from __future__ import annotations
@@ -14,10 +16,15 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o666) -> Path:
     """Write `data` to `path` atomically; returns the path."""
     out = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent or ".")
+    if out.is_dir():
+        raise IsADirectoryError(21, "Is a directory", str(out))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent or ".")
+    except OSError as exc:
+        raise _naming(exc, out) from exc
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -25,9 +32,19 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
             os.fsync(f.fileno())
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        os.chmod(tmp, mode & ~umask)
         os.replace(tmp, out)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _naming(exc, out) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return out
+
+
+def _naming(exc: OSError, path: Path) -> OSError:
+    """`exc` again (its subclass kept: OSError picks it from errno), naming `path`."""
+    if exc.errno is None:
+        return OSError(f"{path}: {exc}")
+    return OSError(exc.errno, exc.strerror, str(path))
