@@ -93,3 +93,15 @@ def test_clip_is_ndhwc() -> None:
     xs = random_inputs(graph)
     assert relative_error(run_float(new, xs)[0], run_float(graph, xs)[0]) < 1e-6
     assert np.isfinite(run_float(new, xs)[0]).all()
+
+
+def test_a_reshaped_constant_keeps_the_model_order() -> None:
+    """A layer-scale parameter reshaped in forward (`gamma.reshape(1, -1, 1, 1) * x`): the
+    constant has no device layout of its own; its RESHAPE reads it in the model's order."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 3, 5))
+    gamma = b.op(OpKind.RESHAPE, [b.const("gamma", (4,))], shape=(1, 4, 1, 1))
+    y = b.op(OpKind.MUL, [x, gamma], fuse="NONE")
+    new = check_pass(to_nhwc, b.build(y), {})
+    reshape = next(op for op in new.ops if op.kind is OpKind.RESHAPE)
+    assert reshape.attrs["shape"] == (1, 1, 1, 4)

@@ -218,7 +218,8 @@ def _transpose(lo: _Layout, op: Op) -> list[Op]:
 
 def _reshape(lo: _Layout, op: Op) -> list[Op]:
     x, (y,) = op.inputs[0], op.outputs
-    p_in, p_out = lo.perm[x], lo.perm[y]
+    p_in, p_out = lo.perm.get(x, tuple(range(len(lo.g.tensors[x].shape)))), lo.perm[y]  # a
+    # constant (a layer-scale parameter reshaped in forward) is held in the model's order
     shape_in, shape_out = lo.g.tensors[x].shape, lo.g.tensors[y].shape
     idx = np.arange(int(np.prod(shape_in))).reshape(shape_in)
     if np.array_equal(idx.transpose(p_in).ravel(), idx.reshape(shape_out).transpose(p_out).ravel()):

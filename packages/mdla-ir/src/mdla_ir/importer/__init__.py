@@ -22,9 +22,10 @@ from mdla_ir.errors import IRError, UnsupportedError
 from mdla_ir.graph import Graph, Tensor
 from mdla_ir.importer.context import Ctx, Unsupported, source_line, target_name
 from mdla_ir.importer.outputs import graph_outputs
+from mdla_ir.importer.subclasses import known_base
 from mdla_ir.importer.tables import FUNCTIONS, METHODS, MODULES, identity
 from mdla_ir.ops import OpKind
-from mdla_ir.passes import run_passes
+from mdla_ir.passes import eliminate_dead_ops, run_passes
 from mdla_ir.provenance import Provenance, source_hash
 from mdla_ir.verify import verify
 
@@ -37,7 +38,7 @@ class _Tracer(fx.Tracer):
         self.record_stack_traces = True
 
     def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
-        if type(m).__name__ == "StochasticDepth":
+        if type(m).__name__ == "StochasticDepth" or known_base(m, MODULES) is not None:
             return True
         return super().is_leaf_module(m, module_qualified_name)
 
@@ -48,12 +49,24 @@ class _ValueProp(ShapeProp):
     def __init__(self, gm: fx.GraphModule) -> None:
         super().__init__(gm)
         self.values: dict[fx.Node, Any] = {}
+        self.constant: set[fx.Node] = set()  # computed from parameters and buffers only
+        self.folded: dict[fx.Node, torch.Tensor] = {}  # such calls' tensors: constants
 
     def run_node(self, n: fx.Node) -> Any:
         result = super().run_node(n)
         if not isinstance(result, torch.Tensor):
             self.values[n] = result
+        if n.op == "get_attr" or (
+            n.op in ("call_function", "call_method")
+            and all(self._fixed(a) for a in n.all_input_nodes)
+        ):
+            self.constant.add(n)
+            if n.op != "get_attr" and isinstance(result, torch.Tensor):
+                self.folded[n] = result.detach().clone()
         return result
+
+    def _fixed(self, a: fx.Node) -> bool:
+        return a in self.constant or (a in self.values and not _holds_tensor(self.values[a]))
 
 
 def _convert_node(c: Ctx, node: fx.Node) -> None:
@@ -61,7 +74,8 @@ def _convert_node(c: Ctx, node: fx.Node) -> None:
     kwargs = dict(node.kwargs)
     if node.op == "call_module":
         module = c.gm.get_submodule(str(node.target))
-        fn = next((f for t, f in MODULES.items() if type(module) is t), None)
+        base = known_base(module, MODULES)
+        fn = MODULES[base] if base is not None else None
         if fn is None and type(module).__name__ == "StochasticDepth":
             fn = identity(OpKind.DROPOUT)
         if fn is None:
@@ -155,6 +169,8 @@ def from_torch(
             c.refs[node] = c.const(str(node.target), value.detach().numpy().astype(np.float32))
         elif node.op == "output":
             outputs += graph_outputs(c, node.args[0], inputs)
+        elif node in prop.folded:  # computed from constants only: folded to a constant
+            c.refs[node] = c.const(node.name, prop.folded[node].numpy().astype(np.float32))
         elif node in prop.values and not _holds_tensor(prop.values[node]):
             continue  # a compile-time value (x.size(0), shape arithmetic): no op
         elif node.target is operator.getitem and node.args[0] in failed:
@@ -188,6 +204,7 @@ def from_torch(
             module=type(module).__qualname__, source_hash=fx_source_hash(gm, module)
         ),
     )
+    graph = eliminate_dead_ops(graph).graph  # a result forward computes but never uses
     verify(graph)
     return run_passes(graph) if optimize else graph
 

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
+from mdla_ir.importer.batchnorm import f_batch_norm
 from mdla_ir.importer.context import Converter, Ctx, Unsupported
 from mdla_ir.importer.conv1d import (
     f_adaptive_avgpool1d,
@@ -273,6 +274,8 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.permute: _permute,
     torch.transpose: _transpose,
     torch.matmul: _matmul,
+    operator.matmul: _matmul,
+    F.batch_norm: f_batch_norm,
     torch.bmm: _matmul,
     F.layer_norm: f_layer_norm,
     torch.sqrt: unary(OpKind.SQRT),
@@ -313,4 +316,5 @@ METHODS: dict[str, Converter] = {
     "chunk": split_pieces,
     "split": split_pieces,
     "narrow": narrow,
+    "matmul": _matmul,
 }

@@ -13,6 +13,7 @@ from mdla_ir.graph import Graph
 from mdla_ir.passes.canonicalize_mean import canonicalize_mean
 from mdla_ir.passes.canonicalize_reshapes import canonicalize_reshapes
 from mdla_ir.passes.drop_identities import drop_identities
+from mdla_ir.passes.eliminate_dead_ops import eliminate_dead_ops
 from mdla_ir.passes.fold_batchnorm import fold_batchnorm
 from mdla_ir.passes.fuse_activations import fuse_activations
 from mdla_ir.passes.manager import (
@@ -56,6 +57,7 @@ __all__ = [
     "canonicalize_mean",
     "canonicalize_reshapes",
     "drop_identities",
+    "eliminate_dead_ops",
     "fold_batchnorm",
     "fuse_activations",
     "mark_depthwise",
