@@ -178,3 +178,34 @@ def test_two_folders_with_a_sibling_of_the_same_name(tmp_path: Path) -> None:
         heads[width] = load_model(f"{folder / 'net.py'}:build").module.out_features
     assert heads == {3: 3, 5: 5}
     assert "blocks" not in sys.modules
+
+
+@pytest.mark.parametrize("marker", ["pyvenv.cfg", "site-packages"])
+def test_a_venv_inside_the_project_folder_stays_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, marker: str
+) -> None:
+    """The common layout: the model file beside the project's `.venv`. The library it imports
+    from there is third-party: building twice must not purge it; the user's sibling is."""
+    lib = "mdla_test_venvlib"
+    site = tmp_path / ".venv" / "lib" / "python3.11" / "site-packages"
+    if marker == "site-packages":
+        site = tmp_path / "env" / "site-packages"  # no pyvenv.cfg: the folder name says it
+    (site / lib).mkdir(parents=True)
+    if marker == "pyvenv.cfg":
+        (tmp_path / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (site / lib / "__init__.py").write_text("WIDTH = 4\n")
+    (tmp_path / "blocks.py").write_text("EXTRA = 1\n")
+    (tmp_path / "net.py").write_text(
+        f"from torch import nn\nimport blocks\nimport {lib}\n\n"
+        f"def build():\n    return nn.Linear(2, {lib}.WIDTH + blocks.EXTRA)\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, lib, raising=False)
+    first = load_model(f"{tmp_path / 'net.py'}:build").module
+    module = sys.modules.get(lib)
+    assert module is not None  # the third-party module stays cached
+    second = load_model(f"{tmp_path / 'net.py'}:build").module
+    assert sys.modules[lib] is module
+    assert first.out_features == second.out_features == 5
+    assert "blocks" not in sys.modules  # the user's own file is dropped
+    monkeypatch.delitem(sys.modules, lib)

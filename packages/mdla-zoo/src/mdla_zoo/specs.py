@@ -112,7 +112,9 @@ def folder_on_path(folder: str | None) -> Iterator[None]:
     """`folder` first on sys.path for the duration, so its sibling imports resolve to its own
     files: a module of the same name cached from elsewhere (another model's `blocks.py`) is set
     aside meanwhile and put back after, and the folder's modules imported meanwhile are dropped
-    from the cache after (the objects built from them keep them alive)."""
+    from the cache after (the objects built from them keep them alive). Only the user's own
+    files count as the folder's: a module installed in a virtual environment or site-packages
+    inside the folder (a project's `.venv`) is a third-party one and stays cached."""
     if folder is None:
         yield
         return
@@ -120,7 +122,7 @@ def folder_on_path(folder: str | None) -> Iterator[None]:
     shadowed = {
         name: module
         for name, module in list(sys.modules.items())
-        if _is_sibling(root, name.split(".")[0]) and not _inside(module, root)
+        if _is_sibling(root, name.split(".")[0]) and not _own(module, root)
     }
     for name in shadowed:
         del sys.modules[name]
@@ -132,7 +134,7 @@ def folder_on_path(folder: str | None) -> Iterator[None]:
         if folder in sys.path:
             sys.path.remove(folder)
         for name in set(sys.modules) - before:
-            if _inside(sys.modules[name], root):
+            if _own(sys.modules[name], root):
                 del sys.modules[name]
         sys.modules.update(shadowed)
 
@@ -141,9 +143,23 @@ def _is_sibling(root: Path, top: str) -> bool:
     return (root / f"{top}.py").is_file() or (root / top / "__init__.py").is_file()
 
 
-def _inside(module: Any, root: Path) -> bool:
+def _own(module: Any, root: Path) -> bool:
+    """`module` is one of the user's files under `root`: not an installed one (under a
+    site-packages, an interpreter prefix, or a folder holding a venv's `pyvenv.cfg`)."""
     file = getattr(module, "__file__", None)
-    return isinstance(file, str) and Path(file).resolve().is_relative_to(root)
+    if not isinstance(file, str):
+        return False
+    path = Path(file).resolve()
+    if not path.is_relative_to(root):
+        return False
+    parts = path.relative_to(root).parts
+    if any(p in ("site-packages", "dist-packages") for p in parts):
+        return False
+    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    if any(path.is_relative_to(p) for p in prefixes):
+        return False
+    venvs = (root.joinpath(*parts[:i]) / "pyvenv.cfg" for i in range(1, len(parts)))
+    return not any(v.is_file() for v in venvs)
 
 
 def build(spec: str, extra: Mapping[str, Any] | None = None) -> Any:
