@@ -5,12 +5,15 @@ Python from C++ callbacks, where an exception aborts the process (seen in CI as
 from __future__ import annotations
 
 import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from workbench.errors import _SIGINT, _importing, interrupt_guard
+from mdla_runtime.interrupt import _SIGINT, importing, interrupt_guard
+from tests.workbench.conftest import TINY
 
 
 def test_a_sigint_inside_an_import_waits_for_check(
@@ -21,8 +24,8 @@ def test_a_sigint_inside_an_import_waits_for_check(
     import grab_frame_mod  # type: ignore[import-not-found]
 
     frame = grab_frame_mod.FRAME
-    assert _importing(frame)
-    assert not _importing(sys._getframe())
+    assert importing(frame)
+    assert not importing(sys._getframe())
     with interrupt_guard() as check:
         request_clear = _SIGINT.clear  # the record must not outlive this test
         handler = signal.getsignal(signal.SIGINT)
@@ -33,3 +36,22 @@ def test_a_sigint_inside_an_import_waits_for_check(
         with pytest.raises(KeyboardInterrupt):
             handler(signal.SIGINT, sys._getframe())  # anywhere else: raised at once
     request_clear()
+
+
+@pytest.mark.parametrize("delay", [0.15, 0.4, 1.0, 2.0])
+def test_a_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: float) -> None:
+    """From the first modules' import on (the CLI's own import takes about a second, torch's
+    more): never a traceback, always `error: interrupted` and 130, and no output file."""
+    exe = Path(sys.executable).with_name("workbench")
+    out = tmp_path / "net.mdla"
+    args = ["compile", TINY, "--calib", "random", "--count", "2", "-o", str(out)]
+    proc = subprocess.Popen(
+        [str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1:] == ["error: interrupted"], err
+    assert "Traceback" not in err
+    assert not out.exists()

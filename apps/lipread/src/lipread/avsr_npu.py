@@ -25,6 +25,7 @@ from lipread.avsr import SIZE, AvsrFrontEnd, DeviceTrunk, StemConv
 from lipread.checkpoint import weights_hash
 from lipread.errors import DeviceError, LipreadError, UnsupportedError
 from lipread.frontend import cache_dir, pad_clip
+from mdla_runtime.interrupt import check
 
 Array = np.ndarray[Any, Any]
 WINDOW = 25
@@ -55,6 +56,7 @@ def _compile(module: torch.nn.Module, example: torch.Tensor, calib: list[Array],
         config = mdla_quant.QuantConfig(method="percentile", percentile=PERCENTILE)
         qgraph = mdla_quant.quantize(device_graph, [[c] for c in calib], config)
         out.parent.mkdir(parents=True, exist_ok=True)
+        check()  # a Ctrl-C remembered during the compile's imports: no cache entry
         mdla_runtime.save(qgraph, out)
     except (mdla_ir.IRError, mdla_legalize.LegalizeError) as exc:
         raise UnsupportedError(f"avsr front-end does not compile for mtk-mdla: {exc}") from exc

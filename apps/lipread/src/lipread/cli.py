@@ -7,12 +7,32 @@ stderr with STYLE.md's exit codes: 1 bad input or model, 2 usage, 3 unsupported,
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
+from types import FrameType
+
+
+def _stop_before_any_command(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C while the modules below load: nothing is written yet, so the process ends at
+    once, with the line and the exit code of any interrupted command."""
+    os.write(2, b"lipread: error: interrupted\n")
+    os._exit(130)
+
+
+_ON_MAIN = threading.current_thread() is threading.main_thread()
+_BEFORE = signal.signal(signal.SIGINT, _stop_before_any_command) if _ON_MAIN else None
+# The heavy imports follow the handler (E402 is off for this file).
 from collections.abc import Sequence
 from importlib.metadata import version
 from typing import Annotated
 
 import typer
+from typer.exceptions import TyperException
+
+from lipread.commands.options import plain
+from mdla_runtime.interrupt import INTERRUPTED, interrupt_guard, interrupted
 
 HELP = """A silent mouth video in, the sentence out; LipNet's front-end INT8 on the MDLA.
 
@@ -57,8 +77,29 @@ def _entry(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app(route(sys.argv[1:]), prog_name="lipread")
+    """Console-script entry point: errors, usage errors included, are one `lipread: error:`
+    line; a Ctrl-C at any moment is `lipread: error: interrupted`, exit 130."""
+    with interrupt_guard():
+        sys.exit(_main(route(sys.argv[1:])))
+
+
+def _main(args: list[str]) -> int:
+    try:
+        rc = app(args, prog_name="lipread", standalone_mode=False)
+    except TyperException as exc:  # click's usage errors (Typer's vendored copy)
+        message = getattr(exc, "format_message", None)
+        if message is None:
+            raise
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (`{ctx.command_path} -h` for help)" if ctx is not None else ""
+        if message():  # none when `lipread` alone has printed its help
+            sys.stderr.write(f"lipread: error: {plain(message())}{hint}\n")
+        return int(getattr(exc, "exit_code", 2))
+    except (typer.Abort, KeyboardInterrupt) as exc:  # click's Abort wraps a Ctrl-C in parsing
+        why = "interrupted" if isinstance(exc, KeyboardInterrupt) or interrupted(exc) else "aborted"
+        sys.stderr.write(f"lipread: error: {why}\n")
+        return INTERRUPTED if why == "interrupted" else 1
+    return rc if isinstance(rc, int) else 0
 
 
 def _register() -> None:
@@ -71,3 +112,5 @@ def _register() -> None:
 
 
 _register()
+if _ON_MAIN:  # imported, not run (a test): the caller's own Ctrl-C handling again
+    signal.signal(signal.SIGINT, _BEFORE or signal.default_int_handler)

@@ -30,6 +30,8 @@ import numpy as np
 
 from lipread.checkpoint import Checkpoint
 from lipread.errors import LipreadError, UnsupportedError
+from mdla_runtime.atomic import write_atomic
+from mdla_runtime.interrupt import check
 
 Array = np.ndarray[Any, Any]
 FrontEndFn = Callable[[Array], Array]  # (1, 3, T, H, W) -> (1, C, T, h, w)
@@ -136,13 +138,14 @@ def compile_lipnet(
         qgraph = mdla_quant.quantize(extend(device_graph), clips, mdla_quant.QuantConfig())
         prov = dataclasses.replace(qgraph.provenance, spec=what.spec)
         qgraph = qgraph.with_(provenance=prov)
+        check()  # a Ctrl-C remembered during the compile's imports: no cache entry
         mdla_runtime.save(qgraph, path)
     except (mdla_ir.IRError, mdla_legalize.LegalizeError) as exc:
         raise UnsupportedError(f"{what.name} does not compile for {what.devices}: {exc}") from exc
     except (mdla_quant.QuantError, mdla_runtime.ManifestError, mdla_runtime.LoweringError) as exc:
         raise LipreadError(f"{what.name} INT8 compile failed: {exc}") from exc
     info = {"key": key, "calibration": source, "clips": len(clips)}
-    path.with_suffix(".json").write_text(json.dumps(info, indent=1))
+    write_atomic(path.with_suffix(".json"), json.dumps(info, indent=1).encode())
     return path, qgraph
 
 

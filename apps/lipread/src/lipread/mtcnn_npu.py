@@ -42,6 +42,7 @@ from lipread.frontend import cache_dir
 from lipread.image import resize
 from lipread.mtcnn import Nets, area_resize, detect_faces, net_input, pyramid, refine_crop
 from lipread.track import DETECT_SIDE, FACE_P, KEYFRAME, Face, Report, no_report, square
+from mdla_runtime.interrupt import check
 
 Array = np.ndarray[Any, Any]
 RNET_BATCH = 64
@@ -174,6 +175,7 @@ def compile_mtcnn(size: tuple[int, int], report: Report = no_report) -> dict[str
         report("compiling MTCNN", k + 1, len(paths))
         try:
             paths[name].parent.mkdir(parents=True, exist_ok=True)
+            check()  # a Ctrl-C remembered during the compile's imports: no cache entry
             mdla_runtime.save(qgraph, paths[name])
         except (mdla_runtime.ManifestError, mdla_runtime.LoweringError) as exc:
             raise LipreadError(f"MTCNN {name}: writing {paths[name]} failed: {exc}") from exc

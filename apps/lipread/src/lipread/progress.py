@@ -13,6 +13,9 @@ joins that display as a second line: rich allows one live display at a time.
 Shown when stderr is a terminal, silent in a pipe or a CI log (stderr stays the one error
 line); `MDLA_PROGRESS=1` asks for it anyway (each bar's final line, printed once), `0` silences
 it everywhere: the workbench reads the same variable (`workbench.output`).
+
+Each `stage()` and `tick()` also stops the command if a Ctrl-C came meanwhile and was only
+remembered (it landed inside an import: `mdla_runtime.interrupt.check`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+
+from mdla_runtime.interrupt import check
 
 _active: list[Progress] = []  # the display on screen now; bars opened inside join it
 
@@ -75,12 +80,13 @@ def stages(total: int) -> Iterator[Callable[[str], None]]:
     """`stage(name)` marks the previous stage done and names the running one."""
     with _shown() as progress:
         if progress is None:
-            yield lambda _name: None
+            yield lambda _name: check()
             return
         task = progress.add_task("starting", total=total)
         started = [0]
 
         def stage(name: str) -> None:
+            check()
             progress.update(task, completed=started[0], description=name)
             started[0] += 1
 
@@ -93,10 +99,15 @@ def counted(what: str, total: int) -> Iterator[Callable[[], None]]:
     """`tick()` after each of `total` items."""
     with _shown() as progress:
         if progress is None:
-            yield lambda: None
+            yield check
             return
         task = progress.add_task(what, total=total)
-        yield lambda: progress.advance(task)
+
+        def tick() -> None:
+            check()
+            progress.advance(task)
+
+        yield tick
 
 
 @contextlib.contextmanager

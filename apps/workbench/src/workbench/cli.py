@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
+from types import FrameType
+
+
+def _stop_before_any_command(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C while the modules below load (a second or so): nothing is written yet, so the
+    process ends at once, with the line and the exit code of any interrupted command."""
+    os.write(2, b"error: interrupted\n")
+    os._exit(130)
+
+
+_ON_MAIN = threading.current_thread() is threading.main_thread()
+_BEFORE = signal.signal(signal.SIGINT, _stop_before_any_command) if _ON_MAIN else None
+# The heavy imports follow the handler (E402 is off for this file).
 from importlib.metadata import version
 from typing import Annotated
 
 import typer
 from typer.exceptions import TyperException
 
+from mdla_runtime.interrupt import interrupted
 from workbench.commands import (
     bisect,
     check,
@@ -24,7 +41,7 @@ from workbench.commands import (
     validate,
     witness,
 )
-from workbench.errors import plain
+from workbench.errors import INTERRUPTED, interrupt_guard, plain
 
 app = typer.Typer(
     name="workbench",
@@ -78,9 +95,19 @@ else:
     app.command("probe")(probe)
 
 
+if _ON_MAIN:  # imported, not run (a test, the TUI): the caller's own Ctrl-C handling again
+    signal.signal(signal.SIGINT, _BEFORE or signal.default_int_handler)
+
+
 def main() -> None:
     """The `workbench` script: Typer's own usage errors become one plain `error:` line too
-    (Typer draws a box of them, in colour under CI=GITHUB_ACTIONS or FORCE_COLOR)."""
+    (Typer draws a box of them, in colour under CI=GITHUB_ACTIONS or FORCE_COLOR), and a
+    Ctrl-C at any moment is `error: interrupted`, exit 130 (`mdla_runtime.interrupt`)."""
+    with interrupt_guard():
+        _main()
+
+
+def _main() -> None:
     try:
         rc = app(standalone_mode=False)
     except TyperException as exc:  # Typer's (vendored) click usage errors derive from it
@@ -91,7 +118,10 @@ def main() -> None:
         hint = f" (`{ctx.command_path} -h` for help)" if ctx is not None else ""
         sys.stderr.write(f"error: {plain(message())}{hint}\n")
         sys.exit(int(getattr(exc, "exit_code", 2)))
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt) as exc:  # click's Abort wraps a Ctrl-C in parsing
+        if isinstance(exc, KeyboardInterrupt) or interrupted(exc):
+            sys.stderr.write("error: interrupted\n")
+            sys.exit(INTERRUPTED)
         sys.stderr.write("error: aborted\n")
         sys.exit(1)
     sys.exit(rc if isinstance(rc, int) else 0)

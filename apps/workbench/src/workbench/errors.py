@@ -6,18 +6,16 @@
 3  unsupported on the target (LegalizeError, UnknownDeviceError, UNMAPPABLE from the device)
 4  device or connection (TargetError otherwise, WitnessError)
 130  interrupted (Ctrl-C): outputs are written atomically, so each is the old file or the new one
+     (`mdla_runtime.interrupt`: the discipline lipread shares)
 """
 
 from __future__ import annotations
 
 import re
-import signal
 import sys
-import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from types import FrameType
 
 import typer
 from typer.exceptions import TyperException
@@ -25,15 +23,15 @@ from typer.exceptions import TyperException
 from mdla_ir import IRError
 from mdla_legalize import LegalizeError
 from mdla_quant import QuantError
-from mdla_runtime import ExportError, ManifestError, TargetError, TargetSpecError
+from mdla_runtime import ExportError, ManifestError, TargetError, TargetSpecError, interrupt
 from mdla_runtime.export.writer import UnexportableOpError
+from mdla_runtime.interrupt import INTERRUPTED as INTERRUPTED  # re-exported: the apps' code
+from mdla_runtime.interrupt import interrupt_guard as interrupt_guard
 from mdla_target import TargetDataError, UnknownDeviceError
 from mdla_witness import WitnessError
 from mdla_zoo import ZooError
 
 BAD_INPUT, USAGE, UNSUPPORTED, DEVICE = 1, 2, 3, 4
-INTERRUPTED = 130  # 128 + SIGINT, as shells report it
-_SIGINT = threading.Event()  # set by interrupt_guard's handler: a Ctrl-C came in this command
 
 
 class WorkbenchError(Exception):
@@ -97,7 +95,7 @@ def plain(text: str) -> str:
 @contextmanager
 def reported(debug: bool = False) -> Iterator[None]:
     """Turn a known error into `error: <one line>` on stderr and its exit code."""
-    _SIGINT.clear()  # each command starts without a Ctrl-C on record
+    interrupt.clear()  # each command starts without a Ctrl-C on record
     try:
         yield
     except (typer.Exit, typer.Abort, TyperException):
@@ -106,7 +104,7 @@ def reported(debug: bool = False) -> Iterator[None]:
         sys.stderr.write("error: interrupted\n")
         raise typer.Exit(INTERRUPTED) from exc
     except Exception as exc:
-        if _interrupted(exc) or _SIGINT.is_set():  # a library wrapped or swallowed the Ctrl-C
+        if interrupt.interrupted(exc):  # a library wrapped or swallowed the Ctrl-C
             sys.stderr.write("error: interrupted\n")
             raise typer.Exit(INTERRUPTED) from exc
         code = exit_code(exc)
@@ -120,52 +118,3 @@ def reported(debug: bool = False) -> Iterator[None]:
             raise typer.Exit(BAD_INPUT) from exc
         sys.stderr.write(f"error: {one_line(exc)}\n")
         raise typer.Exit(code) from exc
-
-
-def _interrupted(exc: BaseException) -> bool:
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        if isinstance(cur, KeyboardInterrupt):
-            return True
-        seen.add(id(cur))
-        cur = cur.__cause__ or cur.__context__
-    return False
-
-
-def _importing(frame: FrameType | None) -> bool:
-    """Whether `frame` runs inside an import (a frame of importlib's bootstrap on its stack)."""
-    while frame is not None:
-        if frame.f_code.co_filename.startswith("<frozen importlib"):
-            return True
-        frame = frame.f_back
-    return False
-
-
-@contextmanager
-def interrupt_guard() -> Iterator[Callable[[], None]]:
-    """Remember every Ctrl-C, even one a library swallows (an import half done, then an odd
-    error later); the yielded `check()` raises KeyboardInterrupt if one came, and `reported`
-    turns any error after it into "interrupted" (exit 130). Call `check()` right before writing
-    outputs, so an interrupted command never replaces a file the user asked it to abandon."""
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda: None
-        return
-    previous = signal.getsignal(signal.SIGINT)
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        _SIGINT.set()
-        if not _importing(frame):
-            raise KeyboardInterrupt
-        # Inside an import (torch's runs Python from C++ callbacks, where an exception aborts
-        # the process): remembered only; `check()` raises it before any output is written.
-
-    def check() -> None:
-        if _SIGINT.is_set():
-            raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, handler)
-    try:
-        yield check
-    finally:
-        signal.signal(signal.SIGINT, previous)

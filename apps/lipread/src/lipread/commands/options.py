@@ -12,6 +12,7 @@ import typer
 
 from lipread.errors import LipreadError, UnsupportedError
 from lipread.roi import Roi, parse_roi
+from mdla_runtime import interrupt
 
 T = TypeVar("T")
 
@@ -67,7 +68,7 @@ def fail(exc: LipreadError, debug: bool) -> typer.Exit:
     """Report a lipread error as one stderr line (traceback with --debug); the exit to raise."""
     if debug:
         typer.echo("".join(traceback.format_exception(exc)), err=True)
-    typer.echo(f"lipread: error: {_plain(str(exc))}", err=True)
+    typer.echo(f"lipread: error: {plain(str(exc))}", err=True)
     return typer.Exit(exc.exit_code)
 
 
@@ -81,35 +82,54 @@ NEEDS = {
 
 def guarded(fn: Callable[[], T], debug: bool) -> T:
     """Run a command body: a LipreadError, a missing optional dependency or an unexpected
-    error each become one plain stderr line (the traceback only with --debug)."""
+    error each become one plain stderr line (the traceback only with --debug). A Ctrl-C, or
+    any error after one (a library that swallowed it half-imported, then failed), is
+    `interrupted`, exit 130: never blamed on the model (`mdla_runtime.interrupt`)."""
+    interrupt.clear()  # each command starts without a Ctrl-C on record
     try:
-        return fn()
-    except LipreadError as exc:
-        raise fail(exc, debug) from None
-    except ModuleNotFoundError as exc:
+        result = fn()
+        interrupt.check()  # one remembered inside an import: the command did not finish
+        return result
+    except KeyboardInterrupt:
+        raise _interrupted() from None
+    except Exception as exc:
+        if interrupt.interrupted(exc):
+            raise _interrupted() from None
+        raise _failure(exc, debug) from None
+
+
+def _interrupted() -> typer.Exit:
+    typer.echo("lipread: error: interrupted", err=True)
+    return typer.Exit(interrupt.INTERRUPTED)
+
+
+def _failure(exc: Exception, debug: bool) -> typer.Exit:
+    """The one line for an error (see `guarded`); the exit to raise."""
+    if isinstance(exc, LipreadError):
+        return fail(exc, debug)
+    if isinstance(exc, ModuleNotFoundError):
         top = (exc.name or "").split(".")[0]
         if top not in NEEDS:
-            raise fail(LipreadError(f"a module is missing: {exc}"), debug) from None
+            return fail(LipreadError(f"a module is missing: {exc}"), debug)
         what, extra = NEEDS[top]
         missing = UnsupportedError(
             f"this needs {top} (for {what}), which is not installed: pip install "
             f"'mdla-lipread[{extra}]' "
             "(the shipped demo front-end runs without it)"
         )
-        raise fail(missing, debug) from None
-    except Exception as exc:
-        if debug:
-            typer.echo("".join(traceback.format_exception(exc)), err=True)
-        text = _plain(" ".join(str(exc).split()))
-        typer.echo(
-            f"lipread: error: internal error {type(exc).__name__}: {text}"
-            f"{'' if debug else ' (run with --debug for the traceback)'}",
-            err=True,
-        )
-        raise typer.Exit(1) from None
+        return fail(missing, debug)
+    if debug:
+        typer.echo("".join(traceback.format_exception(exc)), err=True)
+    text = plain(" ".join(str(exc).split()))
+    typer.echo(
+        f"lipread: error: internal error {type(exc).__name__}: {text}"
+        f"{'' if debug else ' (run with --debug for the traceback)'}",
+        err=True,
+    )
+    return typer.Exit(1)
 
 
-def _plain(text: str) -> str:
+def plain(text: str) -> str:
     """No terminal escape sequences or control characters in an error line."""
     text = re.sub(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]", "", text)
     return "".join(ch if ch.isprintable() else " " for ch in text)

@@ -1,0 +1,80 @@
+"""One Ctrl-C discipline for every command line that runs a model (workbench, lipread).
+
+    with interrupt_guard() as check:   # SIGINT: KeyboardInterrupt, or remembered inside an import
+        ...; check(); write_outputs()  # raises KeyboardInterrupt if a Ctrl-C came meanwhile
+    interrupted(exc)                   # whether an error is really a Ctrl-C (wrapped or swallowed)
+
+A Ctrl-C that lands inside an import is remembered, not raised there: torch's import runs
+Python from C++ callbacks, where an exception aborts the process, and a library that swallows
+it half-imported fails later with an odd error (sympy: "module 'sympy' has no attribute
+'logic'") that must not be reported as a fault of the model. An app turns any error raised
+after a Ctrl-C into "interrupted", exit INTERRUPTED, and checks before writing outputs.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+_SIGINT = threading.Event()  # set by the guard's handler: a Ctrl-C came in this command
+
+
+def clear() -> None:
+    """Forget any Ctrl-C on record (a command that starts in a process that ran others)."""
+    _SIGINT.clear()
+
+
+def check() -> None:
+    """Raise KeyboardInterrupt if a Ctrl-C came since `clear()` (one remembered in an import)."""
+    if _SIGINT.is_set():
+        raise KeyboardInterrupt
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether `exc` comes of a Ctrl-C: a KeyboardInterrupt in its cause or context chain, or
+    any error after a Ctrl-C the guard remembered (a library swallowed it, then failed)."""
+    if _SIGINT.is_set():
+        return True
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+def importing(frame: FrameType | None) -> bool:
+    """Whether `frame` runs inside an import (a frame of importlib's bootstrap on its stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _handler(signum: int, frame: FrameType | None) -> None:
+    _SIGINT.set()
+    if not importing(frame):
+        raise KeyboardInterrupt
+    # Inside an import: remembered only; `check()` raises it before any output is written.
+
+
+@contextmanager
+def interrupt_guard() -> Iterator[Callable[[], None]]:
+    """Remember every Ctrl-C, even one a library swallows; yields `check`. Call it right before
+    writing outputs, so an interrupted command never replaces a file the user abandoned. Off
+    the main thread (where signals cannot be handled) `check` does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    previous = signal.signal(signal.SIGINT, _handler)
+    try:
+        yield check
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,68 @@
+"""Ctrl-C at any moment of `lipread calibrate` (module imports, torch's import, the compile):
+one line, `lipread: error: interrupted`, exit 130; never a traceback, never blamed on the model
+(a Ctrl-C inside sympy's import once surfaced as "LipNet does not compile", exit 3), and no
+cache entry written after it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SAMPLES = Path(__file__).parents[2] / "apps/lipread/samples"
+
+
+@pytest.mark.parametrize("delay", [0.15, 0.5, 1.5, 3.0, 5.0, 7.0])
+def test_ctrl_c_is_interrupted_at_any_moment(tmp_path: Path, delay: float) -> None:
+    exe = Path(sys.executable).with_name("lipread")
+    env = {**os.environ, "LIPREAD_CACHE": str(tmp_path / "cache"), "MDLA_PROGRESS": "0"}
+    proc = subprocess.Popen(
+        [str(exe), "calibrate", str(SAMPLES)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["lipread: error: interrupted"], err
+    assert out == ""
+    assert not list((tmp_path / "cache").glob("*.mdla"))
+
+
+@pytest.mark.parametrize("how", ["swallowed", "wrapped", "raised"])
+def test_an_error_after_a_ctrl_c_is_not_blamed_on_the_model(
+    monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A library that swallows a Ctrl-C half-imported and then fails, one that wraps it, and a
+    plain KeyboardInterrupt: all `interrupted`, 130, not "does not compile" (exit 3)."""
+    from typer.testing import CliRunner
+
+    import lipread.commands.read
+    from lipread.cli import app
+    from lipread.errors import UnsupportedError
+    from mdla_runtime import interrupt
+
+    def compile_fails(_weights: object) -> None:
+        if how == "raised":
+            raise KeyboardInterrupt
+        if how == "swallowed":
+            interrupt._SIGINT.set()  # what the guard's handler records inside an import
+            raise UnsupportedError("LipNet does not compile: module 'sympy' has no attribute")
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise UnsupportedError("LipNet does not compile") from exc
+
+    monkeypatch.setattr(lipread.commands.read, "load_checkpoint", compile_fails)
+    result = CliRunner().invoke(app, ["read", str(sorted(SAMPLES.glob("*.mp4"))[0])])
+    interrupt.clear()
+    assert result.exit_code == 130, result.output
+    assert result.stderr.strip() == "lipread: error: interrupted"
