@@ -34,6 +34,8 @@ print("ok")
         "mdla_runtime",
         "mdla_runtime.engine.target",
         "mdla_runtime.emu.emulator",
+        "mdla_emu",
+        "mdla_emu.emulator",
     ],
 )
 def test_imports_without_torch(module: str) -> None:

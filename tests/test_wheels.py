@@ -1,6 +1,7 @@
 """Every package builds as a wheel and installs alone, non-editable, into a fresh venv, taking
 its siblings from the wheel folder (the README's `pip install --find-links dist NAME` recipe);
-each imports there, and `mdla-runtime` runs a manifest on the host emulator without torch.
+each imports there, `mdla-emu` builds and loads its emulator from the C sources its wheel carries,
+and `mdla-runtime` runs a manifest on the host emulator without torch.
 
 Third-party dependencies come from the machine's package index (PyPI), as they would for a user.
 """
@@ -22,6 +23,7 @@ PACKAGES = {
     "mdla-target": ("packages/mdla-target", "mdla_target"),
     "mdla-legalize": ("packages/mdla-legalize", "mdla_legalize"),
     "mdla-quant": ("packages/mdla-quant", "mdla_quant"),
+    "mdla-emu": ("packages/mdla-emu", "mdla_emu"),
     "mdla-runtime": ("packages/mdla-runtime", "mdla_runtime"),
     "mdla-witness": ("packages/mdla-witness", "mdla_witness"),
     "mdla-zoo": ("packages/mdla-zoo", "mdla_zoo"),
@@ -39,6 +41,17 @@ m = mdla_runtime.load(mdla_runtime.save(chain_qgraph(), "m.mdla"))
 x = np.linspace(-1, 1, int(np.prod(m.inputs[0].model_shape)), dtype=np.float32)
 result = mdla_runtime.open_target("emu").run(m, [x.reshape(m.inputs[0].model_shape)])
 print("ran", len(result.outputs), "outputs on", mdla_runtime.__file__)
+"""
+
+# mdla-emu alone: the wheel carries its C sources; the library builds and lists its devices.
+LOAD_THE_EMULATOR = """
+import ctypes, importlib.util
+assert importlib.util.find_spec("mdla_runtime") is None, "mdla-runtime came with mdla-emu"
+import mdla_emu
+lib = mdla_emu.load_emulator()
+n = ctypes.c_uint32()
+assert lib.Neuron_getDeviceCount(ctypes.byref(n)) == 0
+print("devices", n.value, "from", mdla_emu.__file__)
 """
 
 
@@ -73,8 +86,7 @@ def test_installs_alone_and_imports(wheels: Path, tmp_path: Path, dist: str) -> 
     assert proc.returncode == 0, proc.stderr[-3000:]
     module = PACKAGES[dist][1]
     code = f"import {module}, sys; print({module}.__file__)"
-    if dist == "mdla-runtime":
-        code = RUN_A_MANIFEST
+    code = {"mdla-runtime": RUN_A_MANIFEST, "mdla-emu": LOAD_THE_EMULATOR}.get(dist, code)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["MDLA_CACHE_DIR"] = str(tmp_path / "cache")
     run = subprocess.run(
@@ -84,3 +96,5 @@ def test_installs_alone_and_imports(wheels: Path, tmp_path: Path, dist: str) -> 
     assert str(venv) in run.stdout  # imported from the wheel, not from the source tree
     if dist == "mdla-runtime":
         assert run.stdout.startswith("ran 1 outputs")
+    if dist == "mdla-emu":
+        assert run.stdout.startswith("devices 3 from")

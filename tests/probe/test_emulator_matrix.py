@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
+from mdla_emu.emulator import KERNELS
 from mdla_ir.ops import OpKind
 from mdla_legalize import load_target
 from mdla_quant import run_int8
-from mdla_runtime.emu.emulator import EMU_SRC
 from mdla_target.target import OpSpec
 from tests.probe.conftest import DEVICES
 from workbench.probe import MATH, Matrix, catalogue
@@ -21,7 +21,7 @@ from workbench.probe.targetfile import maps
 
 def emulator_kinds() -> set[OpKind]:
     """The op kinds the emulator has an int8 kernel for (its kernel table, read from source)."""
-    text = (EMU_SRC / "kernel_common.c").read_text()
+    text = (KERNELS / "kernel_common.c").read_text()
     names = {m.upper() for m in re.findall(r"&emu_k_(\w+)", text)}
     assert len(names) >= 15, names  # the table was found
     return {OpKind[n] for n in names if n in OpKind.__members__}

@@ -3,14 +3,14 @@ reported on its own cells, and the probes after it still run bit-exact."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
 
+from mdla_emu.build import compile_c
+from mdla_emu.emulator import INCLUDES, abi_sources, kernel_sources, load
+from mdla_emu.targets import generate_targets
 from mdla_runtime import open_target
-from mdla_runtime.build import compile_c
-from mdla_runtime.emu.emulator import CSRC, EMU_SRC, generate_targets, target_file
 from workbench.probe import Probe, ProbeResult, catalogue, run_probes
 
 HERE = Path(__file__).parent
@@ -19,12 +19,11 @@ HERE = Path(__file__).parent
 @pytest.fixture(scope="module")
 def crash_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The emulator with NeuronModel_addOperation replaced by one that segfaults on MUL."""
-    toml = target_file()
     gen = tmp_path_factory.mktemp("crash") / "emu_targets.c"
-    gen.write_text(generate_targets(tomllib.loads(toml.read_text()), str(toml)))
-    flags = ["-std=c11", "-O1", "-pthread", f"-I{CSRC}", f"-I{EMU_SRC}"]
+    gen.write_text(generate_targets(load("mdla3.5")))
+    flags = ["-std=c11", "-O1", "-pthread", *(f"-I{d}" for d in INCLUDES)]
     flags.append("-DNeuronModel_addOperation=emu_real_addOperation")
-    sources = [*sorted(EMU_SRC.glob("*.c")), gen, HERE / "crash_adapter.c"]
+    sources = [*kernel_sources(), *abi_sources(), gen, HERE / "crash_adapter.c"]
     return compile_c(sources, "libneuron_crash.so", shared=True, flags=flags, libs=["-lm"])
 
 

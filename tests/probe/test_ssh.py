@@ -9,10 +9,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from mdla_emu import build_emulator
 from mdla_ir.ops import OpKind
 from mdla_legalize import load_target
 from mdla_runtime import open_target
-from mdla_runtime.emu.emulator import build_emulator
 from tests.ssh.sshd_server import Server, sshd
 from workbench.commands.probe import probe
 from workbench.probe import catalogue, run_probes

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from mdla_emu.emulator import CFLAGS as EMU_FLAGS
+from mdla_emu.emulator import INCLUDES as EMU_INCLUDES
+from mdla_emu.emulator import emulator_sources
 from mdla_runtime.build import (
     BASE_FLAGS,
-    CSRC,
     ENGINE_FLAGS,
     ENGINE_INCLUDES,
     ENGINE_LIBS,
     ENGINE_SOURCES,
     generated_dir,
 )
-from mdla_runtime.emu.emulator import CFLAGS as EMU_FLAGS
-from mdla_runtime.emu.emulator import EMU_SRC, emulator_sources
 
 CC, QEMU, SYSROOT = "aarch64-linux-gnu-gcc", "qemu-aarch64", "/usr/aarch64-linux-gnu"
 EM_AARCH64 = 183  # ELF e_machine of an aarch64 binary
@@ -38,12 +38,12 @@ def build_arm(out: Path, fake_adapter: Path | None = None) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     inc = [f"-I{d}" for d in (*ENGINE_INCLUDES, generated_dir())]
     engine = [CC, *BASE_FLAGS, "-Werror", *ENGINE_FLAGS, *inc]
-    engine += [*(str(CSRC / s) for s in ENGINE_SOURCES), "-o", str(out / "mdla-engine")]
-    emu = [CC, *EMU_FLAGS, f"-I{CSRC}", f"-I{EMU_SRC}", f"-I{generated_dir()}"]
+    engine += [*map(str, ENGINE_SOURCES), "-o", str(out / "mdla-engine")]
+    emu = [CC, *EMU_FLAGS, *(f"-I{d}" for d in (*EMU_INCLUDES, generated_dir()))]
     emu += [*map(str, emulator_sources()), "-o", str(out / "libneuron_emu.so"), "-lm"]
     cmds = [[*engine, *ENGINE_LIBS], emu]
     if fake_adapter is not None:
-        fake = [CC, *BASE_FLAGS, "-Werror", f"-I{CSRC}", f"-I{generated_dir()}", "-shared"]
+        fake = [CC, *BASE_FLAGS, "-Werror", *inc, "-shared"]
         cmds.append([*fake, "-fPIC", str(fake_adapter), "-o", str(out / "libfake.so")])
     for cmd in cmds:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

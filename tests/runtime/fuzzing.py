@@ -27,21 +27,18 @@ from pathlib import Path
 
 import numpy as np
 
+from mdla_emu.emulator import INCLUDES as EMU_INCLUDES
+from mdla_emu.emulator import emulator_sources
 from mdla_ir.builders import INT8_KINDS, random_qgraph
 from mdla_runtime.build import CPU_SOURCES, CSRC, ENGINE_SOURCES, cache_dir, generated_dir
-from mdla_runtime.emu.emulator import EMU_SRC, generated_targets
 from mdla_runtime.format.manifest import to_bytes
 from mdla_runtime.testing import chain_qgraph, partitioned_qgraph, sample_manifest
 
 # The harness links the reader and the planner, then the whole emulator: not the command line,
 # adapter loading, report or partition runner, nor the engine's copy of the emulator's kernels.
-NOT_IN_HARNESS = (
-    "engine.c",
-    "engine_run.c",
-    "engine_parts.c",
-    "adapter.c",
-    "report.c",
-    *CPU_SOURCES,
+NOT_IN_HARNESS = frozenset(
+    {"engine.c", "engine_run.c", "engine_parts.c", "adapter.c", "report.c"}
+    | {p.name for p in CPU_SOURCES}
 )
 SANITIZE = (
     "-fsanitize=address,undefined,alignment,float-cast-overflow",
@@ -67,16 +64,16 @@ def clang() -> str:
 def harness_sources() -> list[Path]:
     """Every C file of the engine harness: the engine's own (the reader and the planner, not
     its command line, adapter loading or report), then the emulator."""
-    engine = [CSRC / f for f in ENGINE_SOURCES if f not in NOT_IN_HARNESS]
-    return [CSRC / "fuzz_engine.c", *engine, *sorted(EMU_SRC.glob("*.c")), generated_targets()]
+    engine = [f for f in ENGINE_SOURCES if f.name not in NOT_IN_HARNESS]
+    return [CSRC / "fuzz_engine.c", *engine, *emulator_sources()]
 
 
 def _compile(sources: list[Path], name: str, flags: list[str]) -> Path:
     """`clang flags sources -o name`, cached under a key hashing the flags and every source and
     header (so an edit rebuilds)."""
-    includes = [f"-I{CSRC}", f"-I{EMU_SRC}", f"-I{generated_dir()}"]
+    includes = [f"-I{d}" for d in (CSRC, *EMU_INCLUDES, generated_dir())]
     h = hashlib.sha256("\0".join([clang(), *flags, *includes]).encode())
-    headers = [*CSRC.glob("*.h"), *EMU_SRC.glob("*.h"), *generated_dir().glob("*.h")]
+    headers = [h for d in (CSRC, *EMU_INCLUDES, generated_dir()) for h in d.glob("*.h")]
     for path in sorted({*sources, *headers}):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     out = cache_dir() / f"{name}-{h.hexdigest()[:20]}" / name

@@ -207,7 +207,7 @@ def run_restored(
     lib: ctypes.CDLL, network: bytes, inputs: list[np.ndarray[Any, Any]], out_dtype: Any = np.int8
 ) -> list[np.ndarray[Any, Any]]:
     """Restore `network`, bind every input and output through fd-backed NeuronMemory, compute
-    (`lib` from mdla_runtime.emu.emulator.load_emulator, which types the whole ABI)."""
+    (`lib` from mdla_emu.load_emulator, which types the whole ABI)."""
     model, comp, ex = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
     blob = ctypes.create_string_buffer(network, len(network))
     _check(

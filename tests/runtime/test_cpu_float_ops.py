@@ -13,14 +13,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mdla_emu.emulator import KERNELS
 from mdla_ir.affine import dequantize_output, quantize_input
 from mdla_quant.kernels.float_ops import gelu_table, layer_norm_f32
 from mdla_runtime.build import CSRC, compile_c
-from mdla_runtime.emu.emulator import EMU_SRC
 
 Array = np.ndarray[Any, Any]
 SOURCES = [CSRC / "cpu" / "float_ops.c", Path(__file__).with_name("cpu_float_main.c")]
-FLAGS = ("-Werror", f"-I{EMU_SRC}")
+FLAGS = ("-Werror", f"-I{KERNELS}")
 CROSS, QEMU, SYSROOT = "aarch64-linux-gnu-gcc", "qemu-aarch64", "/usr/aarch64-linux-gnu"
 
 

@@ -19,8 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mdla_runtime.build import CSRC
-from mdla_runtime.emu.emulator import EmulatorError, build_emulator, target_for_soc
+from mdla_emu import CSRC, EmulatorError, build_emulator, target_for_soc
 from tests.runtime.test_emu_api import conv_model
 from tests.runtime.test_emu_support import (
     BAD_DATA,
@@ -276,7 +275,8 @@ lib.NeuronExecution_setBoostHint(e, 77)
 def test_trace_reports_calls_and_hints_in_order(tmp_path: Path) -> None:
     trace = tmp_path / "trace.txt"
     root = Path(__file__).resolve().parents[2]
-    env = os.environ | {"MDLA_EMU_TRACE": str(trace), "PYTHONPATH": str(root)}
+    path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
+    env = os.environ | {"MDLA_EMU_TRACE": str(trace), "PYTHONPATH": path}
     subprocess.run([sys.executable, "-c", TRACED], env=env, check=True, cwd=root, timeout=120)
     lines = trace.read_text().splitlines()
     tail = lines[lines.index("NeuronModel_finish") :]

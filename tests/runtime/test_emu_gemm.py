@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mdla_emu import build_emulator
 from mdla_ir.builders import (
     as_floats,
     out_size,
@@ -32,7 +33,6 @@ from mdla_ir.graph import Graph, Tensor
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
 from mdla_runtime import load, save
-from mdla_runtime.emu.emulator import build_emulator
 from mdla_runtime.engine.target import quantize
 from tests.runtime.cross import QEMU, SYSROOT, build_arm
 from tests.runtime.test_emu_support import run_single_op

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mdla_emu import build_emulator
 from mdla_ir.builders import (
     act,
     as_floats,
@@ -31,7 +32,6 @@ from mdla_ir.builders import (
 from mdla_ir.graph import Graph, Tensor
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
-from mdla_runtime.emu.emulator import build_emulator
 from tests.runtime.test_emu_gemm import SHAPES, conv_graph
 from tests.runtime.test_emu_support import run_single_op
 

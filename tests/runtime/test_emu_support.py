@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from mdla_emu import load_emulator
 from mdla_ir.graph import Graph, Tensor
 from mdla_ir.ops import OpKind
-from mdla_runtime.emu.emulator import load_emulator
 
 Array = np.ndarray[Any, Any]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mdla_runtime.emu.emulator import CSRC, build_emulator
+from mdla_emu.emulator import CSRC, build_emulator
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository (tests/ is a package there)
 

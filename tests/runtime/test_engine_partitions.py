@@ -17,6 +17,7 @@ import pytest
 import mdla_ir
 import mdla_legalize
 import mdla_quant
+from mdla_emu import build_emulator
 from mdla_ir.builders import act, qp
 from mdla_ir.graph import Graph, Op, Tensor
 from mdla_ir.ops import OpKind
@@ -25,7 +26,6 @@ from mdla_quant import run_int8
 from mdla_quant.kernels.float_ops import gelu_table
 from mdla_runtime import load, open_target, save
 from mdla_runtime.build import engine_path
-from mdla_runtime.emu.emulator import build_emulator
 from mdla_runtime.engine.target import quantize
 from mdla_runtime.testing import partitioned_qgraph
 from tests.workbench.unmappable_models import ConvNeXtBlock

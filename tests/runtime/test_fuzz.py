@@ -16,11 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mdla_emu import build_emulator
+from mdla_emu.emulator import CSRC as EMU_CSRC
 from mdla_ir.builders import random_qgraph
 from mdla_ir.ops import OpKind
 from mdla_runtime import ManifestError
 from mdla_runtime.build import CSRC, ENGINE_SOURCES, compile_c, engine_path, generated_dir
-from mdla_runtime.emu.emulator import build_emulator
 from mdla_runtime.format.manifest import parse, to_bytes
 from mdla_runtime.testing import (
     chain_qgraph,
@@ -126,7 +127,7 @@ def test_libfuzzer_finds_no_crash_in_the_c_reader(tmp_path: Path) -> None:
         for f in ("fuzz_manifest.c", "manifest.c", "manifest_check.c", "mdla_msgpack.c")
     ]
     flags = ["-std=c11", "-g", "-O1", "-fsanitize=fuzzer,address,undefined"]
-    flags += ["-fno-sanitize-recover=undefined", f"-I{generated_dir()}"]
+    flags += ["-fno-sanitize-recover=undefined", f"-I{generated_dir()}", f"-I{EMU_CSRC}"]
     build = subprocess.run([clang, *flags, *srcs, "-o", str(exe)], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     corpus = tmp_path / "corpus"
@@ -237,7 +238,7 @@ def _python_verdict(blob: bytes) -> str:
 
 def _c_verdicts(paths: list[Path]) -> list[str]:
     sources = [Path(__file__).with_name("manifest_verdicts.c")]
-    sources += [CSRC / f for f in ENGINE_SOURCES if f not in (*NOT_IN_HARNESS, "model.c")]
+    sources += [f for f in ENGINE_SOURCES if f.name not in {*NOT_IN_HARNESS, "model.c"}]
     exe = compile_c(sources, "manifest_verdicts")
     proc = subprocess.run(
         [str(exe)],

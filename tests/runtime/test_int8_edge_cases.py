@@ -12,13 +12,13 @@ import os
 import signal
 import subprocess
 import sys
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from mdla_emu import EmulatorError, build_emulator, generate_targets
 from mdla_ir.builders import (
     act,
     as_floats,
@@ -34,11 +34,10 @@ from mdla_quant import run_int8
 from mdla_quant.errors import KernelError
 from mdla_quant.reference import quantize_inputs
 from mdla_runtime import ExportError, load, open_target, save
-from mdla_runtime.emu.emulator import EmulatorError, generate_targets
 from mdla_runtime.errors import LoweringError
 from mdla_runtime.export import ops as export_ops
 from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
-from mdla_target import target_path
+from mdla_target import load_target, target_path
 from tests.quant.test_int8_edge_cases import (
     CASE_INPUTS,
     DEGENERATE,
@@ -109,15 +108,16 @@ def test_the_emulator_defaults_to_the_target_fact() -> None:
     assert got.ravel()[:4].tolist() == [127] * 4  # mdla3.5: accumulator = "saturate"
 
 
-def test_the_generated_table_carries_the_fact() -> None:
-    where = str(target_path("mdla3.5"))
-    data = tomllib.loads(target_path("mdla3.5").read_text(encoding="utf-8"))
-    assert "const bool emu_target_accumulator_wrap = false;" in generate_targets(data, where)
-    data["arith"]["accumulator"] = "wrap"
-    assert "const bool emu_target_accumulator_wrap = true;" in generate_targets(data, where)
-    data["arith"]["accumulator"] = "clip"
-    with pytest.raises(EmulatorError, match=r"\[arith\]: accumulator 'clip'"):
-        generate_targets(data, where)
+def test_the_generated_table_carries_the_fact(tmp_path: Path) -> None:
+    target = load_target("mdla3.5")
+    assert "const bool emu_target_accumulator_wrap = false;" in generate_targets(target)
+    wrapped = dataclasses.replace(target, accumulator="wrap")
+    assert "const bool emu_target_accumulator_wrap = true;" in generate_targets(wrapped)
+    text = target_path("mdla3.5").read_text(encoding="utf-8")
+    bad = tmp_path / "clip.toml"  # mdla_target checks the fact; the emulator says which file
+    bad.write_text(text.replace('accumulator = "saturate"', 'accumulator = "clip"', 1))
+    with pytest.raises(EmulatorError, match=r"clip.toml \[arith\]: accumulator 'clip'"):
+        build_emulator(str(bad))
 
 
 def _large_cases(

@@ -21,9 +21,9 @@ from torch import nn
 
 import mdla_ir
 import mdla_legalize
+from mdla_emu import build_emulator, load_emulator
 from mdla_quant import QuantConfig, quantize, run_int8
 from mdla_quant.reference import quantize_inputs
-from mdla_runtime.emu.emulator import build_emulator, load_emulator
 from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
 from tests.models import inputs_for, legalized
 from tests.runtime.litert_plugin import (

@@ -81,7 +81,7 @@ def test_c_sources_are_warning_free(tmp_path: Path, cc: str) -> None:
         pytest.fail(f"{cc} is missing: apt-get install -y {cc}")
     flags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{CSRC}"]
     flags += [f"-I{generated_dir()}", *ENGINE_FLAGS, *(f"-I{d}" for d in ENGINE_INCLUDES)]
-    srcs = [str(CSRC / s) for s in ENGINE_SOURCES]
+    srcs = [str(s) for s in ENGINE_SOURCES]
     proc = subprocess.run(
         [cc, *flags, *srcs, "-o", str(tmp_path / "engine"), *ENGINE_LIBS],
         capture_output=True,

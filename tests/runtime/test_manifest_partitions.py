@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mdla_emu import build_emulator
 from mdla_ir.schema import HOST_BY_CODE, HOST_CODES, OpKind
 from mdla_runtime import errors, save
 from mdla_runtime.build import engine_path
-from mdla_runtime.emu.emulator import build_emulator
 from mdla_runtime.format import container as fmt
 from mdla_runtime.format.manifest import PartitionSpec, parse, to_bytes
 from mdla_runtime.testing import pack, partitioned_qgraph, sample_manifest, split

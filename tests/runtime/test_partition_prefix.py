@@ -22,13 +22,13 @@ import pytest
 import mdla_ir
 import mdla_legalize
 import mdla_quant
+from mdla_emu import build_emulator
 from mdla_ir.graph import Graph
 from mdla_ir.ops import OpKind
 from mdla_legalize.prefix import prefix
 from mdla_quant import run_int8
 from mdla_runtime import load, open_target, save
 from mdla_runtime.build import engine_path
-from mdla_runtime.emu.emulator import build_emulator
 from mdla_runtime.engine.target import quantize
 from tests.runtime.test_engine import fake_adapter
 from tests.workbench.softmax_models import softmax_over_height

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from mdla_emu.codegen import ops_header
 from mdla_ir.schema import BY_CODE, LETTERS, NEURON_OP_NAMES, match
 from mdla_runtime.build import CSRC, compile_c, engine_sources, generated_dir
-from mdla_runtime.codegen import ops_header
 
 HARNESS = r"""
 #include <stdio.h>

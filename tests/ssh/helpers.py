@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from mdla_runtime.emu.emulator import build_emulator
+from mdla_emu import build_emulator
 from tests.ssh.sshd_server import Server
 
 

@@ -101,7 +101,7 @@ def test_all_metacharacters_at_once_through_a_build(
 # -- the engine cache -----------------------------------------------------------------------------
 def old_cache_name() -> str:
     """Where the target used to trust any executable: mdla-cache/engine-<hash of sources>."""
-    files = sorted({*(CSRC / s for s in ENGINE_SOURCES), *CSRC.glob("*.h")})
+    files = sorted({*ENGINE_SOURCES, *CSRC.glob("*.h")})
     h = hashlib.sha256()
     for f in files:
         h.update(f.name.encode() + b"\0" + f.read_bytes())

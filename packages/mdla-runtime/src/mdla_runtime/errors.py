@@ -7,6 +7,9 @@ reader (csrc/manifest.c) reports the same kinds, under the same class names, for
 
 from __future__ import annotations
 
+# the C build is the emulator's (mdla_emu.build): one error for both
+from mdla_emu.build import BuildError as BuildError
+
 
 class ManifestError(ValueError):
     """A malformed .mdla file (or a graph that cannot be lowered to one)."""
@@ -180,7 +183,3 @@ class TargetSpecError(TargetError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, exit_code=2)
-
-
-class BuildError(RuntimeError):
-    """C sources could not be compiled (no compiler, or the compiler failed)."""

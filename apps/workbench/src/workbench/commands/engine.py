@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
+from mdla_emu import build_emulator
 from mdla_runtime.build import engine_path
-from mdla_runtime.emu.emulator import build_emulator
 from workbench.commands.options import Debug, console
 from workbench.engine_build import build_engine
 from workbench.errors import USAGE, WorkbenchError, reported

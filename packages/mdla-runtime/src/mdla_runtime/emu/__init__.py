@@ -1,1 +1,1 @@
-"""The emulator wing: `libneuron_emu.so`, the host implementation of the Neuron Adapter ABI."""
+"""The old import path of the host emulator, which is now its own distribution (`mdla_emu`)."""

@@ -293,7 +293,7 @@ def open_target(
 def _open(spec: str, progress: StepProgress | None = None) -> Target:
     if spec == "emu":
         try:
-            from mdla_runtime.emu.emulator import build_emulator
+            from mdla_emu import build_emulator
         except ImportError as exc:
             raise TargetError(f"the host emulator is not available: {exc}") from exc
         try:

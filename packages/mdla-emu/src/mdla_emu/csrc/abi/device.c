@@ -230,8 +230,7 @@ int emu_check_platform(const char *fn) {
     const char *soc = getenv("MTKNN_ADAPTER_DLA_PLATFORM");
     if (soc == NULL || *soc == '\0' || soc_listed(soc)) return NEURON_NO_ERROR;
     emu_note(fn, "MTKNN_ADAPTER_DLA_PLATFORM=%s: this emulator is built for target %s (SoC %s); "
-             "build it for a target file whose soc is %s (mdla_runtime.emu.emulator."
-             "build_emulator)", soc, emu_target_name, *emu_target_socs ? emu_target_socs : "unknown",
+             "build it for a target file whose soc is %s (mdla_emu.build_emulator)", soc, emu_target_name, *emu_target_socs ? emu_target_socs : "unknown",
              soc);
     return NEURON_BAD_DATA;
 }

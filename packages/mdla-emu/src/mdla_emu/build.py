@@ -1,0 +1,158 @@
+"""Building C with the machine's C compiler, cached by content (the emulator's and the engine's).
+
+    exe = compile_c([src / "main.c"], "tool", libs=("-ldl",))
+    lib = compile_c(sources, "libneuron_emu.so", shared=True, flags=("-O3",), include_dirs=(d,))
+
+The compiler is `$CC`, else the first of cc, gcc, clang on PATH (`COMPILERS`: the one search
+order every build uses, the remote shell recipe included). Outputs go to `$MDLA_CACHE_DIR` (else
+~/.cache/mdla) under a key hashing the compiler (path and version), the flags, every source and
+every header of the source and include directories, and the generated headers, so an edit
+rebuilds and an unchanged tree never does. Writes are atomic, so concurrent builds cannot leave a
+half-written binary.
+
+Every build also sees headers generated from their Python definitions (`codegen.headers()` by
+default, or the caller's set): `generated_dir(texts)` writes them into the cache (never into the
+source tree) and is on every include path and in every cache key. `generated_file` is the one way
+a generated file reaches the cache (content-keyed, written atomically).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from mdla_emu.codegen import headers as emu_headers
+
+BASE_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra")
+COMPILERS = ("cc", "gcc", "clang")  # after $CC; the order every build (local or remote) tries
+
+
+class BuildError(RuntimeError):
+    """C sources could not be compiled (no compiler, or the compiler failed)."""
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("MDLA_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "mdla"
+
+
+def find_compiler() -> str:
+    """`$CC`, else cc, gcc or clang; a `BuildError` saying what to install when none exists."""
+    env = os.environ.get("CC")
+    candidates = [env] if env else list(COMPILERS)
+    for name in candidates:
+        path = shutil.which(name.split()[0]) if name else None
+        if path:
+            return path
+    raise BuildError(
+        f"no C compiler found (tried {', '.join(c for c in candidates if c)}): mdla builds "
+        "its emulator and engine with one. Install one (Debian/Ubuntu: apt-get install gcc; "
+        "Termux: pkg install clang) or point $CC at it."
+    )
+
+
+def _version(cc: str) -> str:
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BuildError(f"C compiler {cc} does not run: {exc}") from exc
+    return out.stdout
+
+
+def _write_once(path: Path, text: str) -> Path:
+    """`text` at `path` unless already there; atomic, so a concurrent build never reads half."""
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    return path
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def generated_file(name: str, text: str) -> Path:
+    """`text` as file `name` in the cache, in a directory keyed by the text."""
+    return _write_once(cache_dir() / f"{Path(name).stem}-{_digest(text)}" / name, text)
+
+
+def generated_dir(texts: Mapping[str, str] | None = None) -> Path:
+    """The directory holding the generated headers `texts` (default: the emulator's), keyed by
+    all of their texts."""
+    texts = emu_headers() if texts is None else texts
+    out_dir = cache_dir() / f"generated-{_digest(repr(sorted(texts.items())))}"
+    for name, text in texts.items():
+        _write_once(out_dir / name, text)
+    return out_dir
+
+
+def _key(
+    cc: str,
+    sources: Sequence[Path],
+    dirs: Iterable[Path],
+    args: Iterable[str],
+    generated: Mapping[str, str],
+) -> str:
+    h = hashlib.sha256()
+    h.update(cc.encode() + b"\0" + _version(cc).encode() + b"\0")
+    h.update("\0".join(args).encode() + b"\0")
+    found = sorted({p for d in {*(s.parent for s in sources), *dirs} for p in d.glob("*.h")})
+    for path in [*sources, *found]:
+        h.update(str(path.name).encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, text in sorted(generated.items()):
+        h.update(name.encode() + b"\0" + text.encode() + b"\0")
+    return h.hexdigest()[:20]
+
+
+def _run(cmd: list[str], output_name: str, tmp: str, out: Path) -> None:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise BuildError(
+                f"building {output_name} failed ({' '.join(cmd)}):\n{proc.stderr.strip()}"
+            )
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, out)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def compile_c(
+    sources: Sequence[str | os.PathLike[str]],
+    output_name: str,
+    shared: bool = False,
+    flags: Sequence[str] = (),
+    libs: Sequence[str] = (),
+    include_dirs: Sequence[Path] = (),
+    generated: Mapping[str, str] | None = None,
+) -> Path:
+    """Compile `sources` into `output_name` (an executable, or a .so with `shared`); cached.
+    Each source's directory and every `include_dirs` entry is on the include path, and so are
+    the `generated` headers (default: the emulator's, `codegen.headers()`)."""
+    cc = find_compiler()
+    srcs = [Path(s).resolve() for s in sources]
+    for s in srcs:
+        if not s.is_file():
+            raise BuildError(f"C source {s} does not exist")
+    texts = emu_headers() if generated is None else generated
+    args = [*BASE_FLAGS, *(("-shared", "-fPIC") if shared else ()), *flags]
+    dirs = [Path(d).resolve() for d in include_dirs]
+    inc = [*dict.fromkeys(f"-I{d}" for d in [*sorted({s.parent for s in srcs}), *dirs])]
+    includes = [*inc, f"-I{generated_dir(texts)}"]
+    key = _key(cc, srcs, dirs, [*args, *libs, output_name], texts)
+    out_dir = cache_dir() / f"{Path(output_name).stem}-{key}"
+    out = out_dir / output_name
+    if out.exists():
+        return out
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{output_name}.", dir=out_dir)
+    os.close(fd)
+    _run([cc, *args, *includes, *map(str, srcs), "-o", tmp, *libs], output_name, tmp, out)
+    return out
