@@ -5,8 +5,9 @@
  * and the compiled-network blob (store, restore, run again).
  *
  *   clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
- *         -I csrc -I csrc/emu -I GENERATED -DMDLA_FUZZ_LIBFUZZER fuzz_engine.c manifest*.c \
- *         mdla_msgpack.c model.c emu/[a-z]*.c emu_targets.c -lm -pthread -o fuzz_engine
+ *         -I csrc -I $EMU -I $EMU/kernels -I $EMU/abi -I GENERATED -DMDLA_FUZZ_LIBFUZZER \
+ *         fuzz_engine.c manifest*.c mdla_msgpack.c model.c $EMU/kernels/*.c $EMU/abi/*.c \
+ *         emu_targets.c -lm -pthread -o fuzz_engine          (EMU: mdla_emu's csrc/)
  *
  * Without -fsanitize=fuzzer (no MDLA_FUZZ_LIBFUZZER) the same file builds a driver that runs
  * every file named on its command line once (the regression tests and the CI differential
