@@ -1,4 +1,4 @@
-"""CONV_2D's two GEMM paths (mdla_emu's csrc/kernels/gemm.h): the 8-bit one (AVX-512 VNNI / aarch64 dot
+"""CONV_2D's two GEMM paths (kernels/gemm.h): the 8-bit one (AVX-512 VNNI / aarch64 dot
 product, chosen at run time) and the portable int16 one (MDLA_EMU_PORTABLE=1), each bit for bit
 with mdla_quant.run_int8, on the shapes where the 8-bit path's padding and zero-point folding
 could go wrong: output channels around the 16-column panels, depth not a multiple of 4, extreme

@@ -1,4 +1,4 @@
-"""The emulator's hand-vectorized kernels (mdla_emu's csrc/kernels/simd.c: the narrow requantization, the
+"""The emulator's hand-vectorized kernels (kernels/simd.c: the narrow requantization, the
 multiplier-1 depthwise row, MUL's formula, the table lookups and the AVX2 int16 GEMM of CONV_2D,
 chosen at prepare by emu_isa()) against
 mdla_quant.run_int8, bit for bit, on every path this CPU offers: the portable C
