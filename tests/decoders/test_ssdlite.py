@@ -170,8 +170,8 @@ def test_workbench_run_prints_and_draws_the_boxes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`workbench run` on the manifest: the INT8 rows are the emulator's outputs decoded (equal
-    to run_int8's, decoded and scaled to the 300x451 photo), the FP32 rows the re-imported
-    float graph's, and the PNG holds both panels."""
+    to run_int8's, decoded and scaled to the 300x451 photo), the FP32 rows the float graph's
+    of the model --model names, and the PNG holds both panels."""
     model, graph, _, qgraph, _ = compiled()
     prov = dataclasses.replace(
         qgraph.provenance,
@@ -184,7 +184,8 @@ def test_workbench_run_prints_and_draws_the_boxes(
     photo = skimage.data.chelsea()
     Image.fromarray(photo).save(tmp_path / "cat.png")
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, ["run", str(path), str(tmp_path / "cat.png"), "--json"])
+    args = ["run", str(path), str(tmp_path / "cat.png"), "--json", "--model", SPEC]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     found = json.loads(result.stdout)["runs"][0]["boxes"]
     x = model.prepare(photo)

@@ -62,7 +62,7 @@ def _expected(manifest_path: Path, image: Path) -> tuple[Array, Array]:
 
 
 def test_the_png_holds_the_argmax_of_fp32_and_of_int8(seg: Path, photo: Path) -> None:
-    result = CliRunner().invoke(app, ["run", str(seg), str(photo)])
+    result = CliRunner().invoke(app, ["run", str(seg), str(photo), "--model", SEG])
     assert result.exit_code == 0, result.output
     png = photo.parent / "cat.segmenter.out.png"
     f, q = _expected(seg, photo)
@@ -83,7 +83,7 @@ def test_the_png_holds_the_argmax_of_fp32_and_of_int8(seg: Path, photo: Path) ->
 
 
 def test_json_records_each_class_map(seg: Path, photo: Path) -> None:
-    result = CliRunner().invoke(app, ["run", str(seg), str(photo), "--json"])
+    result = CliRunner().invoke(app, ["run", str(seg), str(photo), "--json", "--model", SEG])
     assert result.exit_code == 0, result.output
     (entry,) = json.loads(result.stdout)["runs"]
     f, q = _expected(seg, photo)
@@ -99,12 +99,9 @@ def test_json_records_each_class_map(seg: Path, photo: Path) -> None:
 def test_without_the_model_the_png_is_int8_alone_and_run_says_why(
     seg: Path, photo: Path, tmp_path: Path
 ) -> None:
-    """A manifest whose recorded spec no longer imports (here: renamed) keeps its INT8 map."""
+    """A model that no longer imports (here: renamed) keeps the INT8 map, and says why."""
     manifest = mdla_runtime.load(seg)
-    moved = dataclasses.replace(
-        manifest, model={**manifest.model, "spec": str(tmp_path / "gone.py:segmenter")}
-    )
-    maps = dense.ClassMaps(moved)
+    maps = dense.ClassMaps(manifest, model=str(tmp_path / "gone.py:segmenter"))
     ((_, x),) = manifest_inputs(manifest, [str(photo)])
     q = mdla_runtime.open_target("emu").run(manifest, [x]).outputs
     entry = maps.entry(str(photo), x, q)
@@ -118,10 +115,19 @@ def test_without_the_model_the_png_is_int8_alone_and_run_says_why(
     assert lines[1].startswith("  no FP32 side: cannot import")
 
 
+def test_without_model_run_names_the_flag_and_imports_nothing(seg: Path, photo: Path) -> None:
+    result = CliRunner().invoke(app, ["run", str(seg), str(photo)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "(INT8 only)" in text
+    assert "no FP32 side: not shown: a .mdla never names code to run; give --model SPEC" in text
+    assert f"the file records spec {SEG!r}" in text
+
+
 def test_another_model_under_the_same_spec_gives_no_fp32_side(seg: Path) -> None:
     manifest = mdla_runtime.load(seg)
     other = dataclasses.replace(manifest, model={**manifest.model, "source_hash": "0" * 64})
-    graph, why = dense.float_graph(other, None)
+    graph, why = dense.float_graph(other, SEG, None)
     assert graph is None
     assert "imports as another model than the manifest's" in why
     assert "--weights" in why
@@ -168,7 +174,7 @@ def test_without_torch_run_writes_the_int8_map_and_says_why(
     script = tmp_path / "blocked.py"
     script.write_text(textwrap.dedent(BLOCKED))
     done = subprocess.run(
-        [sys.executable, str(script), "run", str(seg), str(photo)],
+        [sys.executable, str(script), "run", str(seg), str(photo), "--model", SEG],
         capture_output=True,
         text=True,
         timeout=300,

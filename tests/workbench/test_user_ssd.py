@@ -47,10 +47,11 @@ def test_compile_records_the_models_decoder(ssd: Path) -> None:
 
 
 def test_run_prints_the_boxes_decoded_with_the_manifests_record(ssd: Path) -> None:
-    result = CliRunner().invoke(app, ["run", str(ssd), "chelsea", "--json"])
+    manifest = mdla_runtime.load(ssd)
+    spec = manifest.provenance.spec  # the user names the model (copied from `inspect`)
+    result = CliRunner().invoke(app, ["run", str(ssd), "chelsea", "--json", "--model", spec])
     assert result.exit_code == 0, result.output
     (entry,) = json.loads(result.stdout)["runs"]
-    manifest = mdla_runtime.load(ssd)
     ((_, x),) = manifest_inputs(manifest, ["chelsea"])
     outs = mdla_runtime.open_target("emu").run(manifest, [x]).outputs
     dec = detector(size=SIZE).decoder
@@ -60,8 +61,8 @@ def test_run_prints_the_boxes_decoded_with_the_manifests_record(ssd: Path) -> No
     assert [r["class"] for r in got] == [int(c) for c in int8.labels[:5]]
     np.testing.assert_allclose([r["score"] for r in got], int8.scores[:5], atol=1e-4)
     np.testing.assert_allclose([r["box"] for r in got], int8.boxes[:5], atol=0.06)
-    # the manifest records the spec with its --arg, so the FP32 side re-imports the same model
-    assert manifest.provenance.spec == f"{SPEC}(size={SIZE})"
+    # the manifest records the spec with its --arg: given as --model, it imports the same model
+    assert spec == f"{SPEC}(size={SIZE})"
     assert entry["boxes"]["fp32"] is not None
     assert "no_fp32" not in entry["boxes"]
     assert Path(entry["boxes"]["png"]).is_file()

@@ -5,9 +5,9 @@ model that carries an SSD decoder: the zoo's detectors and a user's `SSDHeads(th
 factory), or, for a manifest written before that key, when its recorded spec names one of the
 zoo's detectors (`mdla_zoo.detection.DECODERS`, torch-free): its outputs are the head convs per
 feature level, and `mdla_zoo.detection.detect` turns them into boxes on the CPU (anchors,
-decoding, NMS). The
-FP32 boxes come from the float model imported again from the same spec (`dense.float_graph`:
-needs torch, and the very model the manifest was compiled from, else `run` says why). For each
+decoding, NMS; the spec is only a key of that table). The FP32 boxes come from the model the
+user names with `run --model SPEC` (`dense.float_graph`: needs torch, and the very model the
+manifest was compiled from, else `run` says why); never from the file's recorded spec. For each
 input `run` prints the best `TOP` boxes of FP32 and INT8 in the photo's pixels and writes
 `<image stem>.<model>.boxes.png` beside the image (in the working directory for a sample
 photo): the photo twice, FP32 boxes on the left, INT8 on the right.

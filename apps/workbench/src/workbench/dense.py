@@ -10,10 +10,12 @@ classifier's `[1, K]`, a 1-channel mask.
 For each class map `run` writes `<image>.<model>.<output>.png` beside the input image (in the
 working directory for a sample photo or a random input): the argmax over the K classes of the
 FP32 model on the left, of the INT8 run on the right, a 4-pixel white gap between, colour per
-class from a fixed palette (`palette`). The FP32 map comes from importing the manifest's
-recorded model spec again (with `--weights` when it was compiled with some): only when that
-import gives the very model the manifest was compiled from (the fx graph and state-dict hash
-match) and torch is installed; otherwise the PNG holds the INT8 map alone and `run` says why.
+class from a fixed palette (`palette`). The FP32 map comes from the model the user names on
+the command line (`run --model SPEC`, with `--weights` when it was compiled with some), never
+from the file: a `.mdla` is data, and the spec it records is shown, not imported (it could name
+`os:system(...)`, a pickle or a script). The FP32 side is drawn only when that model is the very
+one the manifest was compiled from (the fx graph and state-dict hash match) and torch is
+installed; otherwise the PNG holds the INT8 map alone and `run` says why in one line.
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ class FloatSide:
 
     manifest: mdla_runtime.Manifest
     weights: str | None = None
+    model: str | None = None  # `run --model`: the only spec ever imported for the FP32 side
     why_no_float: str = field(default="", init=False)  # set when there is no FP32 side
     _float: mdla_ir.Graph | None = field(default=None, init=False, repr=False)
     _tried: bool = field(default=False, init=False, repr=False)
@@ -124,7 +127,7 @@ class FloatSide:
         `why_no_float` says why)."""
         if not self._tried:
             self._tried = True
-            self._float, self.why_no_float = float_graph(self.manifest, self.weights)
+            self._float, self.why_no_float = float_graph(self.manifest, self.model, self.weights)
         if self._float is None:
             return None
         return [np.asarray(o) for o in mdla_ir.run_float(self._float, [x])]
@@ -195,25 +198,35 @@ class ClassMaps(FloatSide):
         return out
 
 
+def recorded(manifest: mdla_runtime.Manifest) -> str:
+    """The spec the manifest records, quoted for a terminal (it is the file's text, shown only)."""
+    spec = manifest.provenance.spec
+    return ascii(spec[:200] + ("..." if len(spec) > 200 else "")) if spec else "none"
+
+
 def float_graph(
-    manifest: mdla_runtime.Manifest, weights: str | None
+    manifest: mdla_runtime.Manifest, model: str | None, weights: str | None
 ) -> tuple[mdla_ir.Graph | None, str]:
-    """The FP32 graph of the model `manifest` was compiled from, or None and why not."""
+    """The FP32 graph of `model` (the spec the user named), or None and why not; the
+    manifest's own recorded spec is never imported."""
+    if not model:
+        return None, (
+            "not shown: a .mdla never names code to run; give --model SPEC (and --weights) for "
+            f"the FP32 side (the file records spec {recorded(manifest)})"
+        )
     prov = manifest.provenance
-    if not prov.spec:
-        return None, "the manifest records no model spec"
     try:
         shape = tuple(int(d) for d in manifest.inputs[0].model_shape)  # --input-shape, if given
-        graph = pipeline.load_source(prov.spec, weights, Contract(input_shape=shape)).graph
+        graph = pipeline.load_source(model, weights, Contract(input_shape=shape)).graph
     except ImportError as exc:  # load_model imports torch on use (absent on a phone)
-        return None, f"cannot import `{prov.spec}` here: {exc}"
-    except (IRError, ZooError, WorkbenchError, OSError) as exc:  # the spec no longer loads
-        return None, f"cannot import `{prov.spec}`: {exc}"
+        return None, f"cannot import `{model}` here: {exc}"
+    except (IRError, ZooError, WorkbenchError, OSError) as exc:  # the spec does not load
+        return None, f"cannot import `{model}`: {exc}"
     if graph.provenance.source_hash != prov.source_hash:
         hint = "" if weights else " (compiled with --weights? give run the same --weights)"
-        return None, f"`{prov.spec}` imports as another model than the manifest's{hint}"
+        return None, f"`{model}` imports as another model than the manifest's{hint}"
     if [tuple(graph.tensors[o].shape) for o in graph.outputs] != [
         tuple(o.model_shape) for o in manifest.outputs
     ]:
-        return None, f"`{prov.spec}`'s outputs are not the manifest's"
+        return None, f"`{model}`'s outputs are not the manifest's"
     return graph, ""

@@ -42,6 +42,16 @@ MaxHeaderValues = Annotated[
     ),
 ]
 
+FloatModel = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        metavar="SPEC",
+        help="The model OUT.mdla was compiled from (as `inspect` shows its spec), for the FP32 "
+        "side of a class map or of boxes. Never taken from the file.",
+    ),
+]
+
 Array = np.ndarray[Any, Any]
 EPILOG = """Examples:
 
@@ -109,6 +119,7 @@ def run_command(
         Path | None,
         typer.Option("--labels", help="Class names, one a line (instead of the manifest's)."),
     ] = None,
+    model: FloatModel = None,
     weights: Weights = None,
     debug: Debug = False,
 ) -> None:
@@ -116,10 +127,11 @@ def run_command(
     latency over --repeat timed runs after --warmup untimed ones (median, p90, p99, min and
     std with --repeat > 1), and the device that ran it. A segmentation model's class map
     ([1, K, H, W] at the input's H x W) is written as a PNG beside each image, FP32 | INT8
-    (the FP32 side re-imports the manifest's model spec: --weights if it was compiled with
-    some). A detector's head outputs (a manifest with model.postprocess: the zoo's
-    ssdlite320_mobilenet_v3_large, or a factory's SSDHeads(your_ssd)) are decoded on the CPU:
-    the best 5 boxes of FP32 and INT8 in the photo's pixels, drawn in a PNG beside it."""
+    (the FP32 side imports the model --model names, with --weights if it was compiled with
+    some; a .mdla never names code to run). A detector's head outputs (a manifest with
+    model.postprocess: the zoo's ssdlite320_mobilenet_v3_large, or a factory's
+    SSDHeads(your_ssd)) are decoded on the CPU: the best 5 boxes of FP32 and INT8 in the
+    photo's pixels, drawn in a PNG beside it."""
     with reported(debug):
         budget = mdla_runtime.Budget.of(max_tensor_mb, max_total_mb, max_header_values)
         manifest = pipeline.load_manifest(manifest_path, budget)
@@ -136,8 +148,8 @@ def run_command(
                 )
             results = []
             float_weights = str(weights) if weights else None
-            class_maps = dense.ClassMaps(manifest, float_weights)
-            boxes = Boxes(manifest, float_weights)  # a detector's: boxes.py
+            class_maps = dense.ClassMaps(manifest, float_weights, model)
+            boxes = Boxes(manifest, float_weights, model)  # a detector's: boxes.py
             paths = ins.expand(images) if images else []  # a class map's PNG goes beside its image
             todo = manifest_inputs(manifest, images or [], contract)
             tick = s.bar("running", total=len(todo))
