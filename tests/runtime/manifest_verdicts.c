@@ -5,6 +5,8 @@
  *   manifest_verdicts < LIST      one file name a line in; one line out per file:
  *       ok                         the file parses
  *       err KIND OFFSET FIELD      it does not (FIELD last: it may hold spaces)
+ *   manifest_verdicts N < LIST    the same with the budget's per-operation work limit N
+ *                                  (multiply-adds or compares; tests/runtime/test_compute.py)
  *
  * Built with the engine's reader sources (mdla_runtime.build.ENGINE_SOURCES, less the engine).
  */
@@ -33,7 +35,9 @@ static uint8_t *read_all(const char *path, size_t *len) {
     return buf;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    mdla_budget budget = MDLA_DEFAULT_BUDGET;
+    if (argc > 1) budget.max_op_ops = strtoull(argv[1], NULL, 10);
     char line[4096];
     while (fgets(line, sizeof line, stdin)) {
         line[strcspn(line, "\n")] = '\0';
@@ -51,7 +55,7 @@ int main(void) {
         free(buf);
         mdla_manifest m;
         mdla_error err;
-        if (mdla_manifest_parse(exact, len, &m, &err)) {
+        if (mdla_manifest_parse_budget(exact, len, &budget, &m, &err)) {
             puts("ok");
             mdla_manifest_free(&m);
         } else {

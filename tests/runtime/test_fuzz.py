@@ -124,7 +124,13 @@ def test_libfuzzer_finds_no_crash_in_the_c_reader(tmp_path: Path) -> None:
     exe = tmp_path / "fuzz_manifest"
     srcs = [
         str(CSRC / f)
-        for f in ("fuzz_manifest.c", "manifest.c", "manifest_check.c", "mdla_msgpack.c")
+        for f in (
+            "fuzz_manifest.c",
+            "manifest.c",
+            "manifest_check.c",
+            "manifest_compute.c",
+            "mdla_msgpack.c",
+        )
     ]
     flags = ["-std=c11", "-g", "-O1", "-fsanitize=fuzzer,address,undefined"]
     flags += ["-fno-sanitize-recover=undefined", f"-I{generated_dir()}", f"-I{EMU_CSRC}"]

@@ -44,7 +44,16 @@ ENGINE_SOURCES = (
         CSRC / name
         for name in ("engine.c", "engine_run.c", "engine_parts.c", "model.c", "adapter.c")
     ),
-    *(CSRC / name for name in ("manifest.c", "manifest_check.c", "mdla_msgpack.c", "report.c")),
+    *(
+        CSRC / name
+        for name in (
+            "manifest.c",
+            "manifest_check.c",
+            "manifest_compute.c",
+            "mdla_msgpack.c",
+            "report.c",
+        )
+    ),
     *CPU_SOURCES,
 )
 ENGINE_INCLUDES = (CSRC, CSRC / "cpu", EMU_CSRC, KERNELS)

@@ -41,7 +41,31 @@ MaxHeaderValues = Annotated[
         help="Refuse a header of more than N msgpack values (1048576).",
     ),
 ]
-
+MaxOpGops = Annotated[
+    int | None,
+    typer.Option(
+        "--max-op-gops",
+        min=1,
+        help="Refuse an operation of over N billion multiply-adds or compares (16).",
+    ),
+]
+MaxTotalGops = Annotated[
+    int | None,
+    typer.Option(
+        "--max-total-gops",
+        min=1,
+        help="Refuse a manifest whose operations sum over N billion (256).",
+    ),
+]
+Timeout = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        min=0.001,
+        metavar="SECONDS",
+        help="Stop an engine run that takes longer (exit 4; default an hour).",
+    ),
+]
 FloatModel = Annotated[
     str | None,
     typer.Option(
@@ -109,6 +133,9 @@ def run_command(
     max_tensor_mb: MaxTensorMb = None,
     max_total_mb: MaxTotalMb = None,
     max_header_values: MaxHeaderValues = None,
+    max_op_gops: MaxOpGops = None,
+    max_total_gops: MaxTotalGops = None,
+    timeout: Timeout = None,
     preset: ct.PresetOpt = None,
     mean: ct.Mean = None,
     std: ct.Std = None,
@@ -133,10 +160,12 @@ def run_command(
     SSDHeads(your_ssd)) are decoded on the CPU: the best 5 boxes of FP32 and INT8 in the
     photo's pixels, drawn in a PNG beside it."""
     with reported(debug):
-        budget = mdla_runtime.Budget.of(max_tensor_mb, max_total_mb, max_header_values)
+        budget = mdla_runtime.Budget.of(
+            max_tensor_mb, max_total_mb, max_header_values, max_op_gops, max_total_gops
+        )
         manifest = pipeline.load_manifest(manifest_path, budget)
         with steps() as s:  # on stderr, ended before the tables: an SSH phone's steps, runs
-            target = mdla_runtime.open_target(on, budget, progress=s.remote(on))
+            target = mdla_runtime.open_target(on, budget, progress=s.remote(on), timeout=timeout)
             contract = ct.contract_from(
                 None, preset, mean, std, channels, resize, crop, labels_file
             )

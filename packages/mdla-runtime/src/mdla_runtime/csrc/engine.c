@@ -48,6 +48,9 @@ static void usage(FILE *f) {
           "  --max-tensor-mb N  refuse a manifest with a tensor over N MiB (default 256)\n"
           "  --max-total-mb N   refuse a manifest whose tensors sum over N MiB (default 1024)\n"
           "  --max-header-values N  refuse a header of more than N msgpack values (default 1048576)\n"
+          "  --max-op-gops N    refuse an operation of over N billion multiply-adds or compares\n"
+          "                     (from the shapes; default 16)\n"
+          "  --max-total-gops N refuse a manifest whose operations sum over N billion (default 256)\n"
           "  --json             one JSON object on stdout\n"
           "exit: 0 ok, 1 bad manifest or input, 2 usage, 3 unsupported on the device, 4 adapter\n",
           f);
@@ -105,6 +108,12 @@ static uint64_t mebibytes(const char *flag, const char *s) {
     return (uint64_t)v << 20;
 }
 
+static uint64_t billions(const char *flag, const char *s) {
+    long v = number(flag, s);
+    if (v > (1L << 32)) fail(EXIT_USAGE, "usage", -1, -1, "%s: at most %ld", flag, 1L << 32);
+    return (uint64_t)v * 1000000000ull;
+}
+
 static void parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->device = "mtk-mdla";
@@ -130,6 +139,8 @@ static void parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "--ops")) o->ops = number(a, argv[++i]);
         else if (!strcmp(a, "--max-tensor-mb")) o->budget.max_tensor_bytes = mebibytes(a, argv[++i]);
         else if (!strcmp(a, "--max-total-mb")) o->budget.max_total_bytes = mebibytes(a, argv[++i]);
+        else if (!strcmp(a, "--max-op-gops")) o->budget.max_op_ops = billions(a, argv[++i]);
+        else if (!strcmp(a, "--max-total-gops")) o->budget.max_total_ops = billions(a, argv[++i]);
         else if (!strcmp(a, "--max-header-values")) {
             long v = number(a, argv[++i]);
             if (v > (long)UINT32_MAX - 1) fail(EXIT_USAGE, "usage", -1, -1, "%s: at most %u", a, UINT32_MAX - 1);

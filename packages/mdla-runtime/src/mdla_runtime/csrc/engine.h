@@ -18,7 +18,7 @@ typedef struct {
     int n_inputs;
     long repeat, warmup, ops;
     bool json, check, devices, supported;
-    mdla_budget budget; /* --max-tensor-mb, --max-total-mb, --max-header-values */
+    mdla_budget budget; /* --max-tensor-mb, --max-total-mb, --max-header-values, --max-*-gops */
 } options;
 
 typedef struct {

@@ -425,7 +425,8 @@ static bool partitions(checker *c, mdla_manifest *m) {
 }
 
 const mdla_budget MDLA_DEFAULT_BUDGET = {MDLA_DEFAULT_MAX_TENSOR_BYTES, MDLA_DEFAULT_MAX_TOTAL_BYTES,
-                                        MP_DEFAULT_MAX_NODES};
+                                        MP_DEFAULT_MAX_NODES, MDLA_DEFAULT_MAX_OP_OPS,
+                                        MDLA_DEFAULT_MAX_TOTAL_OPS};
 
 bool mdla_manifest_parse(const uint8_t *buf, size_t size, mdla_manifest *m, mdla_error *err) {
     return mdla_manifest_parse_budget(buf, size, &MDLA_DEFAULT_BUDGET, m, err);

@@ -26,12 +26,16 @@
 #define MDLA_MAX_ELEMENTS 2147483647ull
 
 /* The resource budget (mdla_runtime/format/budget.py, the same defaults); the engine's
- * --max-tensor-mb, --max-total-mb and --max-header-values raise it. */
+ * --max-tensor-mb, --max-total-mb, --max-header-values, --max-op-gops and --max-total-gops
+ * raise it. The work limits count multiply-adds or compares (manifest_compute.c). */
 #define MDLA_DEFAULT_MAX_TENSOR_BYTES (256ull << 20)
 #define MDLA_DEFAULT_MAX_TOTAL_BYTES (1024ull << 20)
+#define MDLA_DEFAULT_MAX_OP_OPS (16ull * 1000000000ull)
+#define MDLA_DEFAULT_MAX_TOTAL_OPS (256ull * 1000000000ull)
 typedef struct {
     uint64_t max_tensor_bytes, max_total_bytes;
     uint32_t max_header_values;
+    uint64_t max_op_ops, max_total_ops;
 } mdla_budget;
 extern const mdla_budget MDLA_DEFAULT_BUDGET;
 

@@ -702,6 +702,7 @@ bool chk_semantics(checker *c, const mdla_manifest *m, const mdla_budget *b) {
     for (size_t i = 0; ok && i < n; i++) seen[i] = -1; /* now: the operation writing operand i */
     ok = ok && sem_dataflow(&s, is_input, seen);
     ok = ok && (m->version < 3 || sem_partitions(&s, is_input, seen));
+    ok = ok && chk_compute(c, m, b);
     free(s.opnode);
     free(seen);
     free(is_input);

@@ -27,5 +27,6 @@ uint64_t chk_list_at(const checker *c, uint32_t arr, uint32_t k);
 mdla_str chk_str_of(const checker *c, uint32_t map, const char *key);
 bool chk_model(checker *c, uint32_t model, mdla_str *rounding);
 bool chk_semantics(checker *c, const mdla_manifest *m, const mdla_budget *b);
+bool chk_compute(checker *c, const mdla_manifest *m, const mdla_budget *b); /* manifest_compute.c */
 
 #endif /* MDLA_MANIFEST_CHECK_H */

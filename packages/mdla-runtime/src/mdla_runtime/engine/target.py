@@ -128,9 +128,11 @@ def _as_manifest(manifest: Manifest | str | os.PathLike[str], budget: Budget = D
 
 class Target:
     """A Neuron Adapter library driven through `mdla-engine`; `budget` is the resource budget
-    the engine validates manifests with (its --max-* flags, passed when not the default)."""
+    the engine validates manifests with (its --max-* flags, passed when not the default);
+    `timeout` (seconds) stops an engine run that takes longer (default: an hour)."""
 
     budget: Budget = DEFAULT
+    timeout: float | None = None
 
     def __init__(self, lib: Path, name: str) -> None:
         self.lib, self.name = lib, name
@@ -142,7 +144,15 @@ class Target:
         """Run `mdla-engine args --json` here: (exit code, stdout, stderr). The SSH target
         overrides this to run the engine on the phone, moving the files named in `args`."""
         cmd = [str(engine_path()), *args, "--lib", str(self.lib), "--json"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+        limit = self.timeout or 3600.0
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+        except subprocess.TimeoutExpired:
+            raise TargetError(
+                f"{self.name}: mdla-engine did not finish within {limit:g} s and was stopped "
+                "(raise it with --timeout)",
+                exit_code=4,
+            ) from None
         return proc.returncode, proc.stdout, proc.stderr
 
     def _engine(self, args: Sequence[str]) -> dict[str, Any]:
@@ -280,13 +290,16 @@ class Target:
 
 
 def open_target(
-    spec: str = "emu", budget: Budget = DEFAULT, progress: StepProgress | None = None
+    spec: str = "emu",
+    budget: Budget = DEFAULT,
+    progress: StepProgress | None = None,
+    timeout: float | None = None,
 ) -> Target:
     """A target by spec: "emu", "lib:/path/to/libneuron_adapter.so" or "ssh://...",
-    validating manifests within `budget`; an SSH target tells `progress` about its steps
-    (from the connect on, so it is given here)."""
+    validating manifests within `budget`, stopping an engine run after `timeout` seconds; an
+    SSH target tells `progress` about its steps (from the connect on, so it is given here)."""
     target = _open(spec, progress)
-    target.budget = budget
+    target.budget, target.timeout = budget, timeout
     return target
 
 

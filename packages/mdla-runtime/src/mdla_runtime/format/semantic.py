@@ -48,6 +48,8 @@ same kinds, fields and offsets), after the schema checks and before the engine, 
    - every operand its operations read that is neither a constant nor written inside it is
      among its `inputs` (BadReference at `.operations[k]`);
    - every model output is among the `outputs` of the partition that writes it (BadReference).
+7. Work (OverBudget at `operations[i]`): each operation's multiply-adds or compares from the
+   shapes, and their running sum, within the compute budget (`compute.py`).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ from mdla_runtime.errors import (
 )
 from mdla_runtime.format import container as fmt
 from mdla_runtime.format.budget import MIB, Budget
+from mdla_runtime.format.compute import check_compute
 
 FLT_MAX = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
 FLT_MIN = struct.unpack("<f", b"\x00\x00\x80\x00")[0]
@@ -381,3 +384,4 @@ def check_semantics(c: Locator, header: Mapping[str, Any], budget: Budget) -> No
     s.dataflow()
     if "partitions" in header:
         _Partitions(s).check()
+    check_compute(c, header, budget)

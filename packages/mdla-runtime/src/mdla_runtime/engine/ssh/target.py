@@ -253,7 +253,11 @@ class SshTarget(Target):
             "--json",
         )
         return self._exec(
-            "run", script, root=True, timeout=max(self.spec.timeout, 600), tether=True
+            "run",
+            script,
+            root=True,
+            timeout=self.timeout or max(self.spec.timeout, 600),
+            tether=True,
         )
 
     def _fetch(self, remote_dir: str, local: Path) -> None:
