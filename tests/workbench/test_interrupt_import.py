@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import typer
 
 from mdla_runtime.interrupt import _SIGINT, importing, interrupt_guard
 from tests.workbench.conftest import TINY
@@ -55,3 +56,21 @@ def test_a_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: 
     assert err.strip().splitlines()[-1:] == ["error: interrupted"], err
     assert "Traceback" not in err
     assert not out.exists()
+
+
+def test_a_ctrl_c_remembered_before_the_command_starts_is_kept() -> None:
+    """The entry point's guard is in place while Typer sets the command up; a Ctrl-C it
+    remembered then (inside an import) survives the command's own start (`reported`)."""
+    from mdla_runtime import interrupt
+    from workbench.errors import reported
+
+    with interrupt_guard():
+        _SIGINT.set()
+        with pytest.raises(typer.Exit) as info, reported():
+            raise ValueError("a library that swallowed the Ctrl-C, then failed")
+        assert info.value.exit_code == 130
+    with interrupt_guard() as check:  # a new outermost guard: a new command, afresh
+        check()
+    _SIGINT.set()
+    interrupt.clear()  # no guard watching: forgotten
+    assert not _SIGINT.is_set()

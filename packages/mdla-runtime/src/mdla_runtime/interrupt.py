@@ -24,8 +24,11 @@ _SIGINT = threading.Event()  # set by the guard's handler: a Ctrl-C came in this
 
 
 def clear() -> None:
-    """Forget any Ctrl-C on record (a command that starts in a process that ran others)."""
-    _SIGINT.clear()
+    """Forget any Ctrl-C on record (a command that starts in a process that ran others),
+    unless a guard is watching: then the record is this command's own (the entry point's
+    guard saw a Ctrl-C land inside an import while the command was being set up)."""
+    if signal.getsignal(signal.SIGINT) is not _handler:
+        _SIGINT.clear()
 
 
 def check() -> None:
@@ -73,6 +76,7 @@ def interrupt_guard() -> Iterator[Callable[[], None]]:
     if threading.current_thread() is not threading.main_thread():
         yield lambda: None
         return
+    clear()  # the outermost guard starts afresh; an inner one keeps its caller's record
     previous = signal.signal(signal.SIGINT, _handler)
     try:
         yield check
