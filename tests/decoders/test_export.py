@@ -46,7 +46,7 @@ def test_operators_written(kind: OpKind, names: set[tuple[str, ...]]) -> None:
 
 def test_a_crop_becomes_a_slice_and_stays_bit_exact() -> None:
     rng = np.random.default_rng(3)
-    cropped = [g for g in graphs(OpKind.TRANSPOSE_CONV_2D, 60, 3) if any(g.ops[0].attrs["padding"])]
+    cropped = [g for g in graphs(OpKind.TRANSPOSE_CONV_2D, 60, 3) if any(g.ops[0].attrs.padding)]
     assert len(cropped) > 20
     for g in cropped:
         assert operators(g) == ["TRANSPOSE_CONV", "SLICE"]

@@ -84,7 +84,7 @@ def _dilated(graph: mdla_ir.Graph) -> set[str]:
         op.kind.name
         for op in graph.ops
         if op.kind in (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D)
-        and tuple(op.attrs.get("dilation", (1, 1))) != (1, 1)
+        and tuple(op.attrs.dilation) != (1, 1)
     }
 
 

@@ -112,7 +112,7 @@ def test_interpolate_maps_onto_the_resize_ops(kw: dict[str, Any], kind: str, fla
     graph = parity(Fn(lambda x: F.interpolate(x, **kw)), (1, 3, 5, 6))
     assert kinds(graph) == [kind]
     a = graph.ops[0].attrs
-    assert (a.get("align_corners", False), a["half_pixel_centers"]) == tuple(map(bool, flags))
+    assert (a.align_corners, a.half_pixel_centers) == tuple(map(bool, flags))
 
 
 @pytest.mark.parametrize(
@@ -128,7 +128,7 @@ def test_upsampling_modules(module: nn.Module, kind: str) -> None:
     graph = parity(module, (1, 2, 5, 6))
     assert kinds(graph) == [kind]
     if isinstance(module, nn.UpsamplingBilinear2d):  # torch's align_corners=True
-        assert graph.ops[0].attrs["align_corners"]
+        assert graph.ops[0].attrs.align_corners
 
 
 @pytest.mark.parametrize(
@@ -195,7 +195,7 @@ def test_batchnorm_after_conv_transpose_folds_into_it() -> None:
         m[1].weight.uniform_(0.5, 1.5)
     graph = parity(m, (1, 4, 5, 5))
     assert kinds(graph) == ["TRANSPOSE_CONV_2D"]  # BN folded, ReLU fused
-    assert graph.ops[0].attrs["fuse"] == "RELU"
+    assert graph.ops[0].fuse == "RELU"
 
 
 def test_functional_conv_transpose() -> None:

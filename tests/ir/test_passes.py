@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from mdla_ir import OpKind, VerifyError, run_passes
+from mdla_ir.attrs import MeanAttrs
 from mdla_ir.graph import Graph
 from mdla_ir.passes import (
     canonicalize_mean,
@@ -37,7 +38,7 @@ def test_fold_batchnorm() -> None:
     b = GraphBuilder()
     y = bn(b, conv(b, b.input("x", (1, 3, 8, 8)), 3, 4), 4)
     g = check_pass(fold_batchnorm, b.build(y), {"BATCH_NORM": -1})
-    assert g.ops[0].attrs["folded_bn"] == "batch_norm_1"
+    assert g.ops[0].attrs.folded_bn == "batch_norm_1"
 
 
 def test_fold_batchnorm_into_depthwise_in_nhwc() -> None:
@@ -80,7 +81,7 @@ def test_mark_depthwise() -> None:
     x = b.input("x", (1, 4, 8, 8))
     y = conv(b, conv(b, x, 4, 8, groups=4, name="dw"), 8, 8, groups=2, name="grouped")
     g = check_pass(mark_depthwise, b.build(y), {"CONV_2D": -1, "DEPTHWISE_CONV_2D": 1})
-    assert g.op("dw").attrs["multiplier"] == 2
+    assert g.op("dw").attrs.multiplier == 2
     assert g.op("grouped").kind is OpKind.CONV_2D
 
 
@@ -98,7 +99,7 @@ def test_canonicalize_mean() -> None:
     a = b.op(OpKind.ADAPTIVE_AVG_POOL_2D, [b.input("x", (1, 3, 7, 7))], output_size=(1, 1))
     other = b.op(OpKind.ADAPTIVE_AVG_POOL_2D, [a], output_size=(1, 1))
     g = check_pass(canonicalize_mean, b.build(other), {"ADAPTIVE_AVG_POOL_2D": -2, "MEAN": 2})
-    assert g.ops[0].attrs == {"axes": (2, 3), "keepdims": True}
+    assert g.ops[0].attrs == MeanAttrs(axes=(2, 3), keepdims=True)
     b2 = GraphBuilder()
     keep = b2.op(OpKind.ADAPTIVE_AVG_POOL_2D, [b2.input("x", (1, 3, 7, 7))], output_size=(2, 2))
     check_pass(canonicalize_mean, b2.build(keep), {})
@@ -115,7 +116,7 @@ def test_canonicalize_reshapes() -> None:
     )
     assert [op.kind for op in g.ops] == [OpKind.RESHAPE, OpKind.RELU]
     assert g.ops[0].inputs == ("x",)
-    assert g.ops[0].attrs["shape"] == (2, 6, 8)
+    assert g.ops[0].attrs.shape == (2, 6, 8)
 
 
 def test_run_passes_names_the_pass_that_broke_the_graph() -> None:

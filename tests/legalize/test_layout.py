@@ -48,10 +48,10 @@ def test_filters_axes_and_boundary() -> None:
     assert new.tensors[conv.inputs[1]].shape == (8, 3, 3, 3)
     assert new.tensors[dw.inputs[1]].shape == (1, 3, 3, 16)
     assert new.tensors[add.inputs[1]].shape == (1, 1, 1, 16)
-    assert cat_op.attrs["axis"] == 3
-    assert soft.attrs["axis"] == 3
-    assert pad.attrs["pads"] == ((0, 0), (1, 0), (0, 2), (0, 0))
-    assert mean.attrs["axes"] == (1, 2)
+    assert cat_op.attrs.axis == 3
+    assert soft.attrs.axis == 3
+    assert pad.attrs.pads == ((0, 0), (1, 0), (0, 2), (0, 0))
+    assert mean.attrs.axes == (1, 2)
 
 
 def test_flatten_of_1x1_features_is_a_reshape() -> None:

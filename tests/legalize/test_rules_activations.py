@@ -32,7 +32,7 @@ def test_hardsigmoid_becomes_add_relu6_then_mul() -> None:
     b = GraphBuilder()
     y = b.op(OpKind.HARD_SIGMOID, [b.input("x", (1, 3, 4, 4))])
     new = check_rule(hardsigmoid_to_relu6_mul, b.build(y), {"HARD_SIGMOID": -1, "ADD": 1, "MUL": 1})
-    assert new.ops[0].attrs["fuse"] == "RELU6"
+    assert new.ops[0].fuse == "RELU6"
 
 
 def test_hand_written_hardswish_becomes_hard_swish() -> None:

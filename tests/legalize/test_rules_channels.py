@@ -50,7 +50,7 @@ def test_grouped_conv_becomes_one_block_diagonal_conv() -> None:
         lambda g: apply_table(single(grouped_conv_to_dense, OpKind.CONV_2D), g), _grouped()
     )
     (conv,) = new.ops
-    assert conv.attrs["groups"] == 1
+    assert conv.attrs.groups == 1
     w = new.const(conv.inputs[1])
     assert w.shape == (12, 8, 3, 3)
     for g in range(4):  # group g's 3 outputs read only its 2 inputs

@@ -48,7 +48,7 @@ def test_linear_without_bias_and_on_nhwc() -> None:
         linear_to_conv1x1, b.build(y), {"FULLY_CONNECTED": -1, "CONV_2D": 1, "RESHAPE": 2}
     )
     assert new.tensors[new.ops[1].inputs[1]].shape == (4, 1, 1, 16)
-    assert new.ops[1].attrs["fuse"] == "RELU"
+    assert new.ops[1].fuse == "RELU"
 
 
 def test_adaptive_pool_with_uniform_bins_becomes_average_pool() -> None:
@@ -57,7 +57,7 @@ def test_adaptive_pool_with_uniform_bins_becomes_average_pool() -> None:
     new = check_rule(
         adaptive_pool_to_avgpool, b.build(y), {"ADAPTIVE_AVG_POOL_2D": -1, "AVERAGE_POOL_2D": 1}
     )
-    assert new.ops[0].attrs["kernel"] == (4, 4)
+    assert new.ops[0].attrs.kernel == (4, 4)
 
 
 def test_adaptive_pool_to_one_is_mean_and_uneven_bins_stay() -> None:
@@ -78,8 +78,8 @@ def test_include_pad_average_pool_gets_an_explicit_pad() -> None:
     b = GraphBuilder()
     y = _pool(b, b.input("x", (1, 4, 8, 8)), 3, 2, 1, True)
     new = check_rule(avgpool_include_pad_to_pad, b.build(y), {"PAD": 1})
-    assert not new.ops[1].attrs["count_include_pad"]
-    assert new.ops[1].attrs["padding"] == (0, 0, 0, 0)
+    assert not new.ops[1].attrs.count_include_pad
+    assert new.ops[1].attrs.padding == (0, 0, 0, 0)
 
 
 def test_exclude_pad_average_pool_is_already_neurons() -> None:
@@ -92,4 +92,4 @@ def test_unpadded_include_pad_pool_states_the_exclude_form() -> None:
     b = GraphBuilder()
     y = _pool(b, b.input("x", (1, 4, 8, 8)), 2, 2, 0, True)
     new = check_rule(avgpool_unpadded_count, b.build(y), {})
-    assert new.ops[0].attrs["count_include_pad"] is False
+    assert new.ops[0].attrs.count_include_pad is False

@@ -63,7 +63,7 @@ def test_stride2_symmetric_conv_becomes_pad_plus_valid(layout: str) -> None:
         fuse="NONE",
     )
     new = check_rule(conv_pad_to_pad_valid, b.build(y), {"PAD": 1}, TARGET)
-    assert new.ops[1].attrs["padding"] == (0, 0, 0, 0)
+    assert new.ops[1].attrs.padding == (0, 0, 0, 0)
 
 
 def test_stride1_same_pads_and_depthwise_stay() -> None:
@@ -108,7 +108,7 @@ def test_model_pad_equal_to_same_folds_into_the_conv() -> None:
     )
     y = _conv(b, x, 4, 3, 2, 0)
     new = check_rule(pad_into_same_conv, b.build(y), {"PAD": -1}, TARGET)
-    assert new.ops[0].attrs["padding"] == (0, 1, 0, 1)
+    assert new.ops[0].attrs.padding == (0, 1, 0, 1)
 
 
 def test_model_pad_that_is_not_same_stays() -> None:

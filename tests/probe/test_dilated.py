@@ -24,11 +24,11 @@ def test_the_catalogue_holds_dilated_convs() -> None:
     for p in probes:
         g = p.build().graph
         (op,) = g.ops
-        d = op.attrs["dilation"][0]
+        d = op.attrs.dilation[0]
         assert op.kind is OpKind[p.op]
-        assert tuple(op.attrs["dilation"]) == (d, d)
+        assert tuple(op.attrs.dilation) == (d, d)
         assert d > 1
-        assert tuple(op.attrs["padding"]) == (d,) * 4
+        assert tuple(op.attrs.padding) == (d,) * 4
         assert g.tensors[g.outputs[0]].shape[1:3] == g.tensors[g.inputs[0]].shape[1:3]
 
 

@@ -12,6 +12,7 @@ from torch import nn
 import mdla_ir
 import mdla_legalize
 import mdla_quant
+from mdla_ir.attrs import ArgmaxAttrs
 from mdla_ir.builders import act, qp
 from mdla_ir.graph import Graph, Op
 from mdla_ir.ops import OpKind
@@ -36,7 +37,7 @@ def test_import_and_float_run_are_torchs(keep: bool, method: bool) -> None:
     m, x = Scores(keep, method).eval(), torch.randn(1, 3, 5, 7)
     g = mdla_ir.from_torch(m, (x,), name="scores")
     assert g.ops[-1].kind is OpKind.ARGMAX
-    assert g.ops[-1].attrs == {"axis": 1, "keepdims": keep}
+    assert g.ops[-1].attrs == ArgmaxAttrs(axis=1, keepdims=keep)
     (y,) = mdla_ir.run_float(g, [x.numpy()])
     np.testing.assert_array_equal(y, m(x).numpy().astype(np.float32))
 
@@ -58,7 +59,7 @@ def test_placement_names_it_and_the_nhwc_axis_is_the_channels() -> None:
         mdla_legalize.place(g, target, "mtk-mdla", ["CONV_2D"])
     placed = mdla_legalize.place(g, target, "mtk-mdla", ["ARGMAX"])
     (am,) = [op for op in placed.graph.ops if op.kind is OpKind.ARGMAX]
-    assert am.attrs["axis"] == 3
+    assert am.attrs.axis == 3
     assert [p.device for p in placed.partitions] == ["mtk-mdla", "cpu"]
     rng = np.random.default_rng(0)
     calib = [[rng.normal(size=(1, 3, 5, 7)).astype(np.float32)] for _ in range(2)]

@@ -53,9 +53,9 @@ def sq(q: QuantParams | None) -> tuple[float, int]:
     return f32(q.scale[0]), int(q.zero_point[0])
 
 
-def act_range(g: Graph) -> tuple[int, int]:
+def act_range(g: Graph, fuse: str | None = None) -> tuple[int, int]:
     s, z = sq(g.tensors["out"].quant)
-    fuse = g.ops[0].attrs.get("fuse", "NONE")
+    fuse = fuse or g.ops[0].fuse
 
     def q(v: float) -> int:
         r = float(np.float32(v) / np.float32(s))
@@ -90,9 +90,9 @@ def conv_like(g: Graph, x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         acc = xi @ wi.T
     else:
         (sh, sw), (dh, dw), (pt, _, pl, _) = (
-            op.attrs["stride"],
-            op.attrs["dilation"],
-            op.attrs["padding"],
+            op.attrs.stride,
+            op.attrs.dilation,
+            op.attrs.padding,
         )
         _, oh, ow, oc = out.shape
         acc = np.zeros(out.shape, np.int64)
@@ -132,7 +132,7 @@ def elementwise(g: Graph, xs: list[np.ndarray[Any, Any]]) -> np.ndarray[Any, Any
         hi = (
             127
             if op.kind is OpKind.RELU
-            else min(127, act_range(g.with_(ops=(op.with_(attrs={"fuse": "RELU6"}),)))[1])
+            else min(127, act_range(g, "RELU6")[1])
         )
         return np.vectorize(lambda v: clamp(z_out + mbqm(int(v) - z_in, m, s), lo, hi))(xs[0])
     (s1, z1), (s2, z2) = sq(t["x"].quant), sq(t["y"].quant)
@@ -160,12 +160,12 @@ def elementwise(g: Graph, xs: list[np.ndarray[Any, Any]]) -> np.ndarray[Any, Any
 def mean(g: Graph, x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     op, t = g.ops[0], g.tensors
     (s_in, z_in), (s_out, z_out) = sq(t["x"].quant), sq(t["out"].quant)
-    axes = tuple(op.attrs["axes"])
+    axes = tuple(op.attrs.axes)
     n = math.prod(x.shape[a] for a in axes)
     m, s = qm(s_in / s_out)
     k = min(n.bit_length() - 1, 32, 31 + s)
     m, s = (m << k) // n, s - k
-    sums = x.astype(np.int64).sum(axis=axes, keepdims=op.attrs["keepdims"])
+    sums = x.astype(np.int64).sum(axis=axes, keepdims=op.attrs.keepdims)
     return np.vectorize(lambda v: clamp(mbqm(int(v) - z_in * n, m, s) + z_out))(sums)
 
 

@@ -109,7 +109,7 @@ def test_a_models_softmax_off_the_last_axis_runs_on_the_cpu(
     (sm,) = [op for op in qgraph.ops if op.kind is OpKind.SOFTMAX]
     assert sm.name in qgraph.provenance.cpu_ops
     assert len(qgraph.tensors[sm.inputs[0]].shape) == rank
-    assert sm.attrs["axis"] % rank == axis != rank - 1  # not the last axis after layout
+    assert sm.attrs.axis % rank == axis != rank - 1  # not the last axis after layout
     path = save(qgraph, tmp_path / "m.mdla")
     r = open_target("emu").run(path, [x])
     assert [p.device for p in r.partitions] == devices

@@ -8,6 +8,7 @@ per-channel weights with channelDim 0 for CONV_2D/FULLY_CONNECTED and 3 for DEPT
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -221,7 +222,7 @@ def lower_single_op(g: Graph) -> tuple[NeuronModelBuilder, list[str]]:
     b = NeuronModelBuilder()
     idx = {name: _tensor(b, g.tensors[name]) for name in op.inputs}
     out = _tensor(b, g.tensors[op.outputs[0]])
-    a = op.attrs
+    a = dataclasses.asdict(op.attrs)
     x = idx[op.inputs[0]]
     k = op.kind
     if k in (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.FULLY_CONNECTED):
@@ -239,7 +240,7 @@ def lower_single_op(g: Graph) -> tuple[NeuronModelBuilder, list[str]]:
             t, bo, le, r = a["padding"]
             (sh, sw), (dh, dw) = a["stride"], a.get("dilation", (1, 1))
             pads = [b.i32(v) for v in (le, r, t, bo, sw, sh)]
-            mult = [b.i32(a.get("multiplier", 1))] if k is OpKind.DEPTHWISE_CONV_2D else []
+            mult = [b.i32(a["multiplier"] or 1)] if k is OpKind.DEPTHWISE_CONV_2D else []
             ins = [x, w, bias, *pads, *mult, fuse, b.boolean(False), b.i32(dw), b.i32(dh)]
     elif k in (OpKind.AVERAGE_POOL_2D, OpKind.MAX_POOL_2D):
         t, bo, le, r = a["padding"]

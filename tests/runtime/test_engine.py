@@ -4,6 +4,7 @@ names Neuron results, missing symbols and ops, cuts with --ops, caches, and repe
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -90,7 +91,7 @@ def test_conv_scalars_reach_the_adapter_in_nnapi_order(tmp_path: Path, log: Path
     values = dict(re.findall(r"^value (\d+) len=4 i32=(-?\d+)$", log.read_text(), re.M))
     m = load(path)
     scalars = [int(values[str(i)]) for i in m.operations[0].inputs[3:] if str(i) in values]
-    a = graph.ops[0].attrs
+    a = dataclasses.asdict(graph.ops[0].attrs)
     t, b, left, r = a["padding"]
     (sh, sw), (dh, dw) = a["stride"], a["dilation"]
     assert scalars[:6] == [left, r, t, b, sw, sh]

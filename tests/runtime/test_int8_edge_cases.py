@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from mdla_emu import EmulatorError, build_emulator, generate_targets
+from mdla_ir.attrs import with_fuse
 from mdla_ir.builders import (
     act,
     as_floats,
@@ -154,11 +155,9 @@ def _unfused(g: Graph) -> Graph:
     """`g` without its fused activation: RELU6's bound 6 / s_out leaves int32 at these output
     scales, which LiteRT refuses (the degenerate-scale case, tested on its own below)."""
     (op,) = g.ops
-    if op.attrs.get("fuse", "NONE") == "NONE":
+    if op.fuse == "NONE":
         return g
-    return dataclasses.replace(
-        g, ops=(dataclasses.replace(op, attrs={**op.attrs, "fuse": "NONE"}),)
-    )
+    return dataclasses.replace(g, ops=(dataclasses.replace(op, attrs=with_fuse(op.attrs, "NONE")),))
 
 
 @pytest.mark.parametrize("offset", [0.5, 0.0], ids=["between", "power_of_two"])

@@ -3,6 +3,7 @@ orders of the lowering, atomic writes, and one malformed file per error kind."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +64,7 @@ def test_round_trip_every_op_kind(tmp_path: Path, kind: OpKind, seed: int) -> No
 
 def _check_scalars(m: object, op: Op, ins: tuple[int, ...]) -> None:
     """NNAPI operand order (§4): explicit padding l r t b, stride w h, width before height."""
-    a, fuse = op.attrs, FUSE_CODES[op.attrs.get("fuse", "NONE")]
+    a, fuse = dataclasses.asdict(op.attrs), FUSE_CODES[op.fuse]
     if op.kind in (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D):
         t, b, left, r = a["padding"]
         (sh, sw), (dh, dw) = a["stride"], a["dilation"]
@@ -121,7 +122,9 @@ def test_save_is_atomic_and_leaves_nothing_on_failure(tmp_path: Path) -> None:
 
 def test_lowering_names_the_op_and_the_fix() -> None:
     graph = random_qgraph(OpKind.CONV_2D, np.random.default_rng(0))
-    grouped = graph.with_(ops=(graph.ops[0].with_(attrs={**graph.ops[0].attrs, "groups": 2}),))
+    grouped = graph.with_(
+        ops=(graph.ops[0].with_(attrs=dataclasses.replace(graph.ops[0].attrs, groups=2)),)
+    )
     with pytest.raises(errors.LoweringError, match=r"conv_2d0.*groups=2"):
         save(grouped, "/nonexistent/never-written.mdla")
 

@@ -1,10 +1,12 @@
 """Typed op attributes: one frozen record per op family, every default written once.
 
-    a = ConvAttrs.of(op)          # validates op.attrs: unknown keys, wrong types -> AttrError
+    a = ConvAttrs.of(op)          # op.attrs as a ConvAttrs (AttrError for another family)
     a.stride, a.padding, a.fuse   # typed, defaults filled in
+    op.with_(attrs=dataclasses.replace(a, fuse="RELU"))
 
-`Op.attrs` stays a plain mapping (the importer and the rewrite rules build dicts); `of` reads it
-through the record of the op's family (`mdla_ir.schema.SCHEMA[kind].attrs`). A field's kind
+`Op.attrs` holds the record of the op's family (`mdla_ir.schema.SCHEMA[kind].attrs`); a mapping
+given to `Op` (the importer and the rewrite rules may build dicts) is parsed into it by
+`parse`: unknown keys and wrong types raise AttrError naming the op. A field's kind
 says what it accepts: `int`, `ints` (a sequence of ints), `pairs` (a sequence of int pairs),
 `bool`, `float`, `str`, `opt_int`, `opt_str`, `opt_ints`; a field without a default is required.
 """
@@ -92,10 +94,11 @@ class Attrs:
         return {f.name: f.metadata["kind"] for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
 
     @classmethod
-    def parse(cls, attrs: Mapping[str, Any], where: str = "op") -> Self:
-        """The record of `attrs`; AttrError naming `where` on unknown keys or wrong types."""
+    def parse(cls, given: Mapping[str, Any], where: str = "op") -> Self:
+        """The record of mapping `given`; AttrError naming `where` on unknown keys or wrong
+        types."""
         kinds = cls.kinds()
-        unknown = sorted(set(attrs) - set(kinds))
+        unknown = sorted(set(given) - set(kinds))
         if unknown:
             raise AttrError(
                 f"{where}: unknown attribute(s) {unknown} for {cls.__name__} "
@@ -104,13 +107,13 @@ class Attrs:
             )
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-            if f.name not in attrs:
+            if f.name not in given:
                 if f.default is MISSING:
                     why = f"{where}: missing attribute `{f.name}` ({cls.__name__})"
                     raise AttrError(why, where)
                 continue
             try:
-                values[f.name] = _KINDS[f.metadata["kind"]](attrs[f.name])
+                values[f.name] = _KINDS[f.metadata["kind"]](given[f.name])
             except (TypeError, ValueError) as exc:
                 raise AttrError(
                     f"{where}: attribute `{f.name}` of {cls.__name__} must be "
@@ -121,8 +124,13 @@ class Attrs:
 
     @classmethod
     def of(cls, op: Op) -> Self:
-        """The record of `op.attrs` (see `parse`); errors name the op and its kind."""
-        return cls.parse(op.attrs, f"op `{op.name}` ({op.kind.name})")
+        """`op.attrs`, which must be a `cls` (AttrError naming the op and its kind if not)."""
+        attrs = op.attrs
+        if not isinstance(attrs, cls):
+            where = f"op `{op.name}` ({op.kind.name})"
+            why = f"{where}: attributes are a {type(attrs).__name__}, not a {cls.__name__}"
+            raise AttrError(why, where)
+        return attrs
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,3 +276,26 @@ class NormAttrs(Attrs):
 class FlattenAttrs(Attrs):
     start: int = _f("int", 1)
     end: int = _f("int", -1)
+
+
+FUSED_FAMILIES = (FuseAttrs, ConvAttrs, PoolAttrs)
+
+
+def fuse_of(attrs: Attrs) -> str:
+    """The fused activation of a record ("NONE" for the families that have none)."""
+    return attrs.fuse if isinstance(attrs, FUSED_FAMILIES) else "NONE"
+
+
+def window_of(op: Op) -> ConvAttrs | PoolAttrs:
+    """The record of a windowed op (a convolution or a pool): stride and padding."""
+    if not isinstance(op.attrs, ConvAttrs | PoolAttrs):
+        where = f"op `{op.name}` ({op.kind.name})"
+        raise AttrError(f"{where}: {type(op.attrs).__name__} has no window", where)
+    return op.attrs
+
+
+def with_fuse(attrs: Attrs, fuse: str) -> Attrs:
+    """`attrs` with fused activation `fuse` (AttrError for a family that has none)."""
+    if not isinstance(attrs, FUSED_FAMILIES):
+        raise AttrError(f"{type(attrs).__name__} has no fused activation (asked for {fuse})")
+    return dataclasses.replace(attrs, fuse=fuse)

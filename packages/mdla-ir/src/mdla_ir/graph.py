@@ -19,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from mdla_ir.attrs import Attrs, fuse_of
 from mdla_ir.ops import OpKind
 from mdla_ir.provenance import Provenance
+from mdla_ir.schema import record_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,25 +67,47 @@ class Source:
         return f"{self.node} ({self.target}) at {self.line}" if self.line else self.node
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Op:
+    """One op. `attrs` is the frozen record of the op's family (`mdla_ir.schema`, `attrs.py`);
+    a mapping given instead (importers and rules build dicts) is parsed into that record here,
+    so a malformed attribute fails at construction with an `AttrError` naming the op."""
+
     kind: OpKind
     name: str
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
-    attrs: Mapping[str, Any] = field(default_factory=dict)
-    source: Source | None = None
+    attrs: Attrs
+    source: Source | None
+
+    def __init__(
+        self,
+        kind: OpKind,
+        name: str,
+        inputs: tuple[str, ...],
+        outputs: tuple[str, ...],
+        attrs: Attrs | Mapping[str, Any] | None = None,
+        source: Source | None = None,
+    ) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "inputs", inputs)
+        object.__setattr__(self, "outputs", outputs)
+        object.__setattr__(self, "attrs", record_for(kind, name, attrs))
+        object.__setattr__(self, "source", source)
 
     def with_(self, **changes: Any) -> Op:
         return dataclasses.replace(self, **changes)
 
-    def attr(self, key: str, default: Any = None) -> Any:
-        return self.attrs.get(key, default)
+    @property
+    def fuse(self) -> str:
+        """The fused activation (a FUSE_CODES name; "NONE" for families without one)."""
+        return fuse_of(self.attrs)
 
     @property
     def label(self) -> str:
         """Kind plus fused activation, as printed in op tables (`CONV_2D+RELU6`)."""
-        fuse = self.attrs.get("fuse", "NONE")
+        fuse = self.fuse
         return self.kind.name if fuse == "NONE" else f"{self.kind.name}+{fuse}"
 
 

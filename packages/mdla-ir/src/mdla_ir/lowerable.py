@@ -11,6 +11,7 @@ is not measured to map (silicon fact 1), so `mdla_legalize` rewrites it into a d
 
 from __future__ import annotations
 
+from mdla_ir.attrs import ConvAttrs
 from mdla_ir.graph import Op
 from mdla_ir.ops import OpKind
 
@@ -19,8 +20,10 @@ _CONVS = (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D)
 
 def form_problems(op: Op) -> list[str]:
     """Why `op`'s attributes fit none of its Neuron operand forms (empty when they fit)."""
-    groups = op.attrs.get("groups", 1)
-    if op.kind in _CONVS and groups != 1:
+    if op.kind not in _CONVS:
+        return []
+    groups = ConvAttrs.of(op).groups
+    if groups != 1:
         return [
             f"groups={groups}: {op.kind.name} has no groups operand (a grouped convolution is "
             "GROUPED_CONV_2D, not among the ops the MDLA maps, silicon fact 1)"

@@ -19,13 +19,15 @@ apart by type alone.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from mdla_ir.attrs import (
     AdaptivePoolAttrs,
     ArgmaxAttrs,
+    AttrError,
     Attrs,
     AxisAttrs,
     BlockAttrs,
@@ -297,6 +299,19 @@ def group(name: str) -> frozenset[OpKind]:
 
 def attrs_of(op_kind: OpKind) -> type[Attrs]:
     return SCHEMA[op_kind].attrs
+
+
+def record_for(kind: OpKind, name: str, attrs: Attrs | Mapping[str, Any] | None) -> Attrs:
+    """`attrs` as the record of `kind`'s family: a mapping is parsed (AttrError naming the op on
+    unknown keys or wrong types), a record must be of the family's class."""
+    family = SCHEMA[kind].attrs
+    where = f"op `{name}` ({kind.name})"
+    if isinstance(attrs, Attrs):
+        if type(attrs) is not family:
+            why = f"{where}: attributes are a {type(attrs).__name__}, want {family.__name__}"
+            raise AttrError(why, where)
+        return attrs
+    return family.parse(attrs or {}, where)
 
 
 def _letter_ok(letter: str, t: int | None) -> bool:

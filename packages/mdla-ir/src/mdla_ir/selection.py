@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from mdla_ir.attrs import ConvAttrs
 from mdla_ir.graph import Graph, Op
 from mdla_ir.ops import OpKind
 
@@ -37,13 +38,8 @@ def selection_order(op: Op, const: Callable[[str], Array | None], layout: str) -
     is not one; `const(name)` gives a constant's data (None for an activation)."""
     if op.kind is not OpKind.CONV_2D or len(op.inputs) < 2:
         return None
-    a = op.attrs
-    if (
-        tuple(a.get("stride", (1, 1))) != (1, 1)
-        or any(a.get("padding", (0, 0, 0, 0)))
-        or a.get("fuse", "NONE") != "NONE"
-        or a.get("groups", 1) != 1
-    ):
+    a = ConvAttrs.of(op)
+    if a.stride != (1, 1) or any(a.padding) or a.fuse != "NONE" or a.groups != 1:
         return None
     w = const(op.inputs[1])
     if w is None or w.ndim != 4:

@@ -6,16 +6,36 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from mdla_ir.attrs import (
+    AdaptivePoolAttrs,
+    ArgmaxAttrs,
+    Attrs,
+    AxisAttrs,
+    BlockAttrs,
+    ConvAttrs,
+    FlattenAttrs,
+    GruAttrs,
+    MatmulAttrs,
+    MeanAttrs,
+    PadAttrs,
+    PoolAttrs,
+    ReshapeAttrs,
+    ResizeAttrs,
+    SliceAttrs,
+    TransposeAttrs,
+)
 from mdla_ir.errors import IRError
 from mdla_ir.ops import ACTIVATIONS, BINARY, OpKind
+from mdla_ir.schema import record_for
 
 Shape = tuple[int, ...]
-Rule = Callable[[Mapping[str, Any], Sequence[Shape], str], list[Shape]]
+Rule = Callable[[Any, Sequence[Shape], str], list[Shape]]
 RULES: dict[OpKind, Rule] = {}
 
 
@@ -61,28 +81,28 @@ def conv_weight_hw(kind: OpKind, wshape: Shape, layout: str) -> tuple[int, int, 
 
 
 @rule(OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D)
-def _conv(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _conv(a: ConvAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     n, h, w, _ = _nhwc(shapes[0], layout)
-    kind = OpKind.DEPTHWISE_CONV_2D if attrs.get("depthwise") else OpKind.CONV_2D
+    kind = OpKind.DEPTHWISE_CONV_2D if a.depthwise else OpKind.CONV_2D
     kh, kw, cout = conv_weight_hw(kind, shapes[1], layout)
-    (sh, sw), (dh, dw) = attrs["stride"], attrs["dilation"]
-    t, b, left, r = attrs["padding"]
+    (sh, sw), (dh, dw) = a.stride, a.dilation
+    t, b, left, r = a.padding
     oh, ow = window_out(h, kh, sh, dh, t, b), window_out(w, kw, sw, dw, left, r)
     return [_layout(n, oh, ow, cout, layout)]
 
 
 @rule(OpKind.AVERAGE_POOL_2D, OpKind.MAX_POOL_2D)
-def _pool(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _pool(a: PoolAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     n, h, w, c = _nhwc(shapes[0], layout)
-    (kh, kw), (sh, sw) = attrs["kernel"], attrs["stride"]
-    t, b, left, r = attrs["padding"]
+    (kh, kw), (sh, sw) = a.kernel, a.stride
+    t, b, left, r = a.padding
     return [
         _layout(n, window_out(h, kh, sh, 1, t, b), window_out(w, kw, sw, 1, left, r), c, layout)
     ]
 
 
 @rule(*BINARY)
-def _binary(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _binary(a: Attrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     return [broadcast(shapes[0], shapes[1])]
 
 
@@ -101,13 +121,13 @@ def _binary(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> l
     OpKind.QUANTIZE,
     OpKind.DEQUANTIZE,
 )
-def _same(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _same(a: Attrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     return [shapes[0]]
 
 
 @rule(OpKind.CONCATENATION)
-def _concat(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
-    axis = attrs["axis"] % len(shapes[0])
+def _concat(attrs: AxisAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    axis = attrs.axis % len(shapes[0])
     for s in shapes[1:]:
         if len(s) != len(shapes[0]) or any(
             a != b for i, (a, b) in enumerate(zip(s, shapes[0], strict=True)) if i != axis
@@ -119,41 +139,41 @@ def _concat(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> l
 
 
 @rule(OpKind.RESHAPE)
-def _reshape(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
-    new = tuple(attrs["shape"])
+def _reshape(a: ReshapeAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    new = a.shape
     if int(np.prod(new)) != int(np.prod(shapes[0])):
         raise IRError(f"cannot reshape {shapes[0]} to {new}: element counts differ")
     return [new]
 
 
 @rule(OpKind.FLATTEN)
-def _flatten(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _flatten(a: FlattenAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     s = shapes[0]
-    start, end = attrs["start"] % len(s), attrs["end"] % len(s)
+    start, end = a.start % len(s), a.end % len(s)
     return [(*s[:start], int(np.prod(s[start : end + 1])), *s[end + 1 :])]
 
 
 @rule(OpKind.MEAN)
-def _mean(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _mean(a: MeanAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     s = shapes[0]
-    axes = {a % len(s) for a in attrs["axes"]}
-    if attrs.get("keepdims", False):
+    axes = {a % len(s) for a in a.axes}
+    if a.keepdims:
         return [tuple(1 if i in axes else d for i, d in enumerate(s))]
     return [tuple(d for i, d in enumerate(s) if i not in axes)]
 
 
 @rule(OpKind.ARGMAX)
-def _argmax(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _argmax(a: ArgmaxAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     s = shapes[0]
-    axis = attrs["axis"] % len(s)
-    if attrs.get("keepdims", False):
+    axis = a.axis % len(s)
+    if a.keepdims:
         return [tuple(1 if i == axis else d for i, d in enumerate(s))]
     return [tuple(d for i, d in enumerate(s) if i != axis)]
 
 
 @rule(OpKind.PAD)
-def _pad(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
-    pads = attrs["pads"]
+def _pad(a: PadAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    pads = a.pads
     if len(pads) != len(shapes[0]):
         raise IRError(
             f"PAD has {len(pads)} (before, after) pairs for a rank-{len(shapes[0])} input"
@@ -162,8 +182,8 @@ def _pad(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list
 
 
 @rule(OpKind.SLICE)
-def _slice(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
-    begin, size = attrs["begin"], attrs["size"]
+def _slice(a: SliceAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    begin, size = a.begin, a.size
     if len(begin) != len(shapes[0]) or len(size) != len(shapes[0]):
         raise IRError(f"SLICE begin {begin} / size {size} do not fit a {shapes[0]} input")
     for b, n, d in zip(begin, size, shapes[0], strict=True):
@@ -173,12 +193,12 @@ def _slice(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> li
 
 
 @rule(OpKind.TRANSPOSE)
-def _transpose(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
-    return [tuple(shapes[0][p] for p in attrs["perm"])]
+def _transpose(a: TransposeAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    return [tuple(shapes[0][p] for p in a.perm)]
 
 
 @rule(OpKind.FULLY_CONNECTED)
-def _fc(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _fc(a: Attrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     x, w = shapes[0], shapes[1]
     if x[-1] != w[1]:
         raise IRError(f"FULLY_CONNECTED input width {x[-1]} does not match weights {w}")
@@ -186,10 +206,10 @@ def _fc(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[
 
 
 @rule(OpKind.GRU)
-def _gru(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _gru(a: GruAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     """x (T, I), w_ih [D, 3H, I], w_hh [D, 3H, H], b_ih, b_hh [D, 3H] -> (T, D·H)."""
     x, w_ih, w_hh, b_ih, b_hh = shapes
-    dirs = 2 if attrs.get("bidirectional", False) else 1
+    dirs = 2 if a.bidirectional else 1
     if len(w_hh) != 3 or w_hh[0] != dirs or w_hh[1] != 3 * w_hh[2]:
         raise IRError(f"GRU w_hh {w_hh} is not [{dirs}, 3H, H]")
     hidden = w_hh[2]
@@ -201,7 +221,7 @@ def _gru(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list
 
 
 @rule(OpKind.FULLY_CONNECTED_F32)
-def _fc_f32(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _fc_f32(a: Attrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     x, w, b = shapes
     if x[-1] != w[1] or tuple(b) != (w[0],):
         raise IRError(f"FULLY_CONNECTED_F32 input {x}, weights {w}, bias {b} do not fit")
@@ -209,9 +229,9 @@ def _fc_f32(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> l
 
 
 @rule(OpKind.ADAPTIVE_AVG_POOL_2D)
-def _adaptive(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _adaptive(a: AdaptivePoolAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     n, _, _, c = _nhwc(shapes[0], layout)
-    oh, ow = attrs["output_size"]
+    oh, ow = a.output_size
     return [_layout(n, oh, ow, c, layout)]
 
 
@@ -225,10 +245,10 @@ def _from_ncdhw(shape: Shape, layout: str) -> Shape:
 
 
 @rule(OpKind.CONV_3D)
-def _conv3d(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _conv3d(a: ConvAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     n, _, d, h, w = _ncdhw(shapes[0], layout)
     o, _, kd, kh, kw = shapes[1]
-    st, pad, dil = attrs["stride"], attrs["padding"], attrs["dilation"]
+    st, pad, dil = a.stride, a.padding, a.dilation
     outs = [
         window_out(size, k, s, dl, p, p)
         for size, k, s, dl, p in zip((d, h, w), (kd, kh, kw), st, dil, pad, strict=True)
@@ -237,44 +257,42 @@ def _conv3d(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> l
 
 
 @rule(OpKind.MAX_POOL_3D)
-def _pool3d(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _pool3d(a: PoolAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     n, c, *sizes = _ncdhw(shapes[0], layout)
     outs = [
         window_out(size, k, s, 1, p, p)
-        for size, k, s, p in zip(
-            sizes, attrs["kernel"], attrs["stride"], attrs["padding"], strict=True
-        )
+        for size, k, s, p in zip(sizes, a.kernel, a.stride, a.padding, strict=True)
     ]
     return [_from_ncdhw((n, c, *outs), layout)]
 
 
 @rule(OpKind.BATCH_MATMUL)
-def _bmm(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _bmm(attrs: MatmulAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     a, b = shapes[0], shapes[1]
-    m = a[-1] if attrs.get("adj_x") else a[-2]
-    k_a = a[-2] if attrs.get("adj_x") else a[-1]
-    k_b = b[-1] if attrs.get("adj_y") else b[-2]
-    n = b[-2] if attrs.get("adj_y") else b[-1]
+    m = a[-1] if attrs.adj_x else a[-2]
+    k_a = a[-2] if attrs.adj_x else a[-1]
+    k_b = b[-1] if attrs.adj_y else b[-2]
+    n = b[-2] if attrs.adj_y else b[-1]
     if k_a != k_b:
         raise IRError(f"BATCH_MATMUL inner dimensions differ: {a} @ {b}")
     return [(*broadcast(a[:-2], b[:-2]), m, n)]
 
 
 @rule(OpKind.RESIZE_BILINEAR, OpKind.RESIZE_NEAREST_NEIGHBOR)
-def _resize(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _resize(a: ResizeAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     n, _, _, c = _nhwc(shapes[0], layout)
-    oh, ow = attrs["size"]
+    oh, ow = a.size
     return [_layout(n, oh, ow, c, layout)]
 
 
 @rule(OpKind.TRANSPOSE_CONV_2D)
-def _transpose_conv(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _transpose_conv(a: ConvAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     """out = (in - 1) * stride + k - pad_before - pad_after per axis; the filter is torch's
     (I, O, KH, KW) in an NCHW graph, Neuron's (O, KH, KW, I) in an NHWC one."""
     n, h, w, _ = _nhwc(shapes[0], layout)
     ws = shapes[1]
     (kh, kw, cout) = (ws[2], ws[3], ws[1]) if layout == "NCHW" else (ws[1], ws[2], ws[0])
-    (sh, sw), (t, b, left, r) = attrs["stride"], attrs["padding"]
+    (sh, sw), (t, b, left, r) = a.stride, a.padding
     oh, ow = (h - 1) * sh + kh - t - b, (w - 1) * sw + kw - left - r
     if min(oh, ow) < 1:
         raise IRError(f"TRANSPOSE_CONV_2D pads {(t, b, left, r)} leave no output")
@@ -282,20 +300,22 @@ def _transpose_conv(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: s
 
 
 @rule(OpKind.DEPTH_TO_SPACE)
-def _depth_to_space(attrs: Mapping[str, Any], shapes: Sequence[Shape], layout: str) -> list[Shape]:
+def _depth_to_space(a: BlockAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     n, h, w, c = _nhwc(shapes[0], layout)
-    r = attrs["block_size"]
+    r = a.block_size
     if r < 1 or c % (r * r):
         raise IRError(f"DEPTH_TO_SPACE block {r}: {c} channels are not a multiple of {r * r}")
     return [_layout(n, h * r, w * r, c // (r * r), layout)]
 
 
 def infer(
-    kind: OpKind, attrs: Mapping[str, Any], in_shapes: Sequence[Shape], layout: str
+    kind: OpKind, attrs: Attrs | Mapping[str, Any], in_shapes: Sequence[Shape], layout: str
 ) -> list[Shape] | None:
+    """The output shapes of a `kind` op; `attrs` its record, or a mapping parsed into it."""
     fn = RULES.get(kind)
     if fn is None:
         return None
-    if kind is OpKind.DEPTHWISE_CONV_2D:
-        attrs = {**attrs, "depthwise": True}
-    return fn(attrs, in_shapes, layout)
+    record = record_for(kind, kind.name.lower(), attrs)
+    if isinstance(record, ConvAttrs) and kind is OpKind.DEPTHWISE_CONV_2D:
+        record = dataclasses.replace(record, depthwise=True)
+    return fn(record, in_shapes, layout)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from mdla_ir.attrs import AttrError
 from mdla_ir.errors import IRError, VerifyError
 from mdla_ir.graph import Graph, Op
-from mdla_ir.schema import SCHEMA
+from mdla_ir.schema import record_for
 from mdla_ir.shapes import infer
 
 LAYOUTS = ("NCHW", "NHWC")
@@ -32,7 +32,7 @@ def _op_problems(graph: Graph, index: int, op: Op, defined: set[str]) -> list[st
         elif graph.tensors[name].is_const:
             problems.append(f"{where}: output `{name}` is a constant")
     try:
-        SCHEMA[op.kind].attrs.parse(op.attrs, where)  # the op family's attribute record
+        record_for(op.kind, op.name, op.attrs)  # the op family's attribute record
     except AttrError as exc:
         problems.append(str(exc))
     if problems:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 
 from mdla_ir import Graph, Op, OpKind
+from mdla_ir.attrs import ConvAttrs, PoolAttrs
 from mdla_ir.lowerable import form_problems
-from mdla_ir.schema import attrs_of
 from mdla_legalize.rules.base import Ctx
 from mdla_legalize.rules.padding import device_same_pads, padding_ok
 from mdla_target.target import ATTRIBUTE_SOURCES, OpSpec, Target
@@ -41,12 +41,13 @@ def op_problems(graph: Graph, op: Op, target: Target, device: str, ctx: Ctx) -> 
             )
     found += _weights(graph, op, target, device)
     found += _attributes(op, spec)
-    if "padding" in op.attrs and not padding_ok(op, ctx):
+    a = op.attrs
+    if isinstance(a, ConvAttrs | PoolAttrs) and not padding_ok(op, ctx):
         found.append(
-            f"pads {tuple(op.attrs['padding'])} (stride {tuple(op.attrs['stride'])}) "
+            f"pads {a.padding} (stride {a.stride}) "
             f"are neither VALID nor the device's TF-SAME {device_same_pads(op, ctx)}"
         )
-    if op.kind is OpKind.AVERAGE_POOL_2D and op.attrs.get("count_include_pad"):
+    if isinstance(a, PoolAttrs) and op.kind is OpKind.AVERAGE_POOL_2D and a.count_include_pad:
         found.append("counts padding in the average; Neuron's AVERAGE_POOL_2D excludes it")
     if op.kind in (OpKind.MUL, OpKind.ADD) and not spec.broadcast:
         shapes = {graph.tensors[n].shape for n in op.inputs}
@@ -60,11 +61,10 @@ def op_problems(graph: Graph, op: Op, target: Target, device: str, ctx: Ctx) -> 
 def non_default(op: Op, attr: str) -> object | None:
     """The default of attribute `attr` of `op`'s kind when `op` sets another value, else None.
     A uniform tuple default holds at any rank: dilation (1, 1, 1) of a CONV_3D is (1, 1)'s."""
-    record = attrs_of(op.kind)
-    defaults = {f.name: f.default for f in dataclasses.fields(record)}  # type: ignore[arg-type]
-    if attr not in op.attrs or attr not in defaults:
+    defaults = {f.name: f.default for f in dataclasses.fields(op.attrs)}  # type: ignore[arg-type]
+    if attr not in defaults:
         return None
-    value, default = getattr(record.of(op), attr), defaults[attr]
+    value, default = getattr(op.attrs, attr), defaults[attr]
     if isinstance(value, tuple) and isinstance(default, tuple) and len(set(default)) == 1:
         return None if set(value) <= set(default) else default
     return None if value == default else default
@@ -76,8 +76,9 @@ def _attributes(op: Op, spec: OpSpec) -> list[str]:
     for attr in ATTRIBUTE_SOURCES:
         default = non_default(op, attr)
         if default is not None and not getattr(spec, attr):
+            value = tuple(getattr(op.attrs, attr))
             found.append(
-                f"{attr} {tuple(op.attrs[attr])}: {op.kind.name} on {spec.device} maps only "
+                f"{attr} {value}: {op.kind.name} on {spec.device} maps only "
                 f"{attr} {default} ({spec.attribute_source(attr) or spec.source})"
             )
     return found

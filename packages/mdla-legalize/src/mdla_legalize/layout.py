@@ -12,12 +12,21 @@ which is also the record of the device's I/O layout for the manifest.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from mdla_ir import Graph, Op, OpKind, Tensor
+from mdla_ir.attrs import (
+    ArgmaxAttrs,
+    AxisAttrs,
+    MeanAttrs,
+    PadAttrs,
+    SoftmaxAttrs,
+    TransposeAttrs,
+)
 from mdla_ir.ops import ACTIVATIONS, BINARY, CONVS, POOLS
 from mdla_ir.passes import PassResult, Rewriter
 
@@ -179,41 +188,41 @@ def _conv(lo: _Layout, op: Op) -> list[Op]:
 
 
 def _mean(lo: _Layout, op: Op) -> list[Op]:
-    x = op.inputs[0]
-    axes = sorted(lo.axis(x, a) for a in op.attrs["axes"])
-    if not op.attrs.get("keepdims", False):
-        kept = [p for p in lo.perm[x] if p not in {a % len(lo.perm[x]) for a in op.attrs["axes"]}]
+    x, m = op.inputs[0], MeanAttrs.of(op)
+    axes = sorted(lo.axis(x, a) for a in m.axes)
+    if not m.keepdims:
+        kept = [p for p in lo.perm[x] if p not in {a % len(lo.perm[x]) for a in m.axes}]
         if kept != sorted(kept) or lo.perm[op.outputs[0]] != tuple(range(len(kept))):
             return lo.wrapped(op)
-    return [op.with_(attrs={**op.attrs, "axes": tuple(axes)})]
+    return [op.with_(attrs=dataclasses.replace(m, axes=tuple(axes)))]
 
 
 def _argmax(lo: _Layout, op: Op) -> list[Op]:
     """ARGMAX's axis renumbered; without keepdims the dims left must keep their order (NCHW
     axis 1 -> NHWC 3: (N, H, W) either way), else the op is wrapped in TRANSPOSEs."""
-    x, y = op.inputs[0], op.outputs[0]
-    axis = op.attrs["axis"] % len(lo.perm[x])
+    x, y, a = op.inputs[0], op.outputs[0], ArgmaxAttrs.of(op)
+    axis = a.axis % len(lo.perm[x])
     kept = [p for p in lo.perm[x] if p != axis]
-    same = lo.perm[y] == lo.perm[x] if op.attrs.get("keepdims", False) else kept == sorted(kept)
-    if not same or (not op.attrs.get("keepdims", False) and lo.perm[y] != tuple(range(len(kept)))):
+    same = lo.perm[y] == lo.perm[x] if a.keepdims else kept == sorted(kept)
+    if not same or (not a.keepdims and lo.perm[y] != tuple(range(len(kept)))):
         return lo.wrapped(op)
-    return [op.with_(attrs={**op.attrs, "axis": lo.axis(x, axis)})]
+    return [op.with_(attrs=dataclasses.replace(a, axis=lo.axis(x, axis)))]
 
 
 def _axis_attr(lo: _Layout, op: Op) -> list[Op]:
-    return [op.with_(attrs={**op.attrs, "axis": lo.axis(op.outputs[0], op.attrs.get("axis", -1))})]
+    a = AxisAttrs.of(op) if op.kind is OpKind.CONCATENATION else SoftmaxAttrs.of(op)
+    return [op.with_(attrs=dataclasses.replace(a, axis=lo.axis(op.outputs[0], a.axis)))]
 
 
 def _pad(lo: _Layout, op: Op) -> list[Op]:
-    pads = op.attrs["pads"]
-    return [
-        op.with_(attrs={**op.attrs, "pads": tuple(tuple(pads[p]) for p in lo.perm[op.inputs[0]])})
-    ]
+    a = PadAttrs.of(op)
+    pads = tuple(a.pads[p] for p in lo.perm[op.inputs[0]])
+    return [op.with_(attrs=dataclasses.replace(a, pads=pads))]
 
 
 def _transpose(lo: _Layout, op: Op) -> list[Op]:
-    p_in, p_out, p = lo.perm[op.inputs[0]], lo.perm[op.outputs[0]], op.attrs["perm"]
-    return [op.with_(attrs={"perm": tuple(p_in.index(p[q]) for q in p_out)})]
+    p_in, p_out, p = lo.perm[op.inputs[0]], lo.perm[op.outputs[0]], TransposeAttrs.of(op).perm
+    return [op.with_(attrs=TransposeAttrs(perm=tuple(p_in.index(p[q]) for q in p_out)))]
 
 
 def _reshape(lo: _Layout, op: Op) -> list[Op]:

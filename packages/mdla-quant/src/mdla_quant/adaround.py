@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from mdla_ir import Graph, Op, OpKind, Tensor
+from mdla_ir.attrs import ConvAttrs
 from mdla_ir.interp.conv import windows
 from mdla_quant.block_reconstruction import (
     Block,
@@ -94,15 +95,15 @@ class _Layer:
 
     def __init__(self, op: Op, w: Array, rows: Array, xs: list[Array]) -> None:
         self.kind = op.kind
-        self.fuse = op.attrs.get("fuse", "NONE")
+        self.fuse = op.fuse
         if op.kind is OpKind.FULLY_CONNECTED:
             self.cols = [_rows(rows, [x.reshape(-1, x.shape[-1]) for x in xs])]
             self.w = w.T  # (K, O)
             self.groups = 1
             return
         kh, kw = w.shape[1:3]
-        stride, dilation, padding = op.attrs["stride"], op.attrs["dilation"], op.attrs["padding"]
-        views = [windows(_pad(x, tuple(padding)), (kh, kw), stride, dilation) for x in xs]
+        a = ConvAttrs.of(op)
+        views = [windows(_pad(x, a.padding), (kh, kw), a.stride, a.dilation) for x in xs]
         # each (N, OH, OW, C, KH, KW) -> (M, C, KH, KW), only the chosen rows kept
         flat = _rows(rows, [v.reshape(-1, *v.shape[3:]) for v in views])
         if op.kind is OpKind.DEPTHWISE_CONV_2D:
@@ -112,7 +113,7 @@ class _Layer:
             self.w = w.reshape(kh * kw, -1)  # (K, O)
             self.groups = 0
             return
-        self.groups = int(op.attrs.get("groups", 1))
+        self.groups = a.groups
         cg = w.shape[3]
         self.cols = [
             flat[:, g * cg : (g + 1) * cg].transpose(0, 2, 3, 1).reshape(len(rows), -1)

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from mdla_ir import Graph, Op, OpKind, Tensor, evaluate
+from mdla_ir.attrs import window_of
 from mdla_quant.equalize import FIRST, _why_not
 from mdla_quant.errors import QuantError
 
@@ -52,7 +53,7 @@ def _absorbable(graph: Graph, op1: Op, users: list[Op]) -> str | None:
     if why is not None:
         return why
     op2 = users[0]
-    if op2.kind is not OpKind.FULLY_CONNECTED and any(op2.attrs.get("padding", (0,))):
+    if op2.kind is not OpKind.FULLY_CONNECTED and any(window_of(op2).padding):
         return f"followed by a padded {op2.kind.name} (its border would see 0, not c)"
     if len(op2.inputs) < 3 or not graph.tensors[op2.inputs[2]].is_const:
         return "followed by an op without a constant bias"

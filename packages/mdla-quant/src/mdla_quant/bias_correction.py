@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from mdla_ir import Graph, Op, Tensor
+from mdla_ir.attrs import with_fuse
 from mdla_ir.interp.registry import KERNELS
 from mdla_quant.arith import round_half_away
 from mdla_quant.errors import QuantError
@@ -30,7 +31,7 @@ Array = np.ndarray[Any, Any]
 
 
 def _mean_error(graph: Graph, qgraph: Graph, op: Op, floats: list[Env], ints: list[Env]) -> Array:
-    plain = op.with_(attrs={**op.attrs, "fuse": "NONE"})
+    plain = op.with_(attrs=with_fuse(op.attrs, "NONE"))
     kernel = KERNELS[op.kind]
     x, w, b = op.inputs[:3]
     wq = dequantize(qgraph.tensors[w], qgraph.const(w))

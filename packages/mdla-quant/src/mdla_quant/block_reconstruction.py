@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from mdla_ir import Graph, Op, OpKind, Tensor
+from mdla_ir.attrs import ConvAttrs
 from mdla_ir.selection import is_selection
 
 Array = np.ndarray[Any, Any]
@@ -75,15 +76,15 @@ class Block:
 
 def _pointwise(graph: Graph, op: Op) -> bool:
     """A CONV_2D 1x1, stride 1, unpadded, ungrouped, not a selection conv, with a clip fuse."""
-    if op.kind is not OpKind.CONV_2D or op.attrs.get("fuse", "NONE") not in CLIPS:
+    if op.kind is not OpKind.CONV_2D or op.fuse not in CLIPS:
         return False
     w = graph.tensors[op.inputs[1]]
     return (
         w.data is not None
         and tuple(w.shape[1:3]) == (1, 1)
-        and tuple(op.attrs["stride"]) == (1, 1)
-        and not any(op.attrs["padding"])
-        and int(op.attrs.get("groups", 1)) == 1
+        and ConvAttrs.of(op).stride == (1, 1)
+        and not any(ConvAttrs.of(op).padding)
+        and ConvAttrs.of(op).groups == 1
         and not is_selection(graph, op)
     )
 
@@ -103,9 +104,9 @@ def find_blocks(graph: Graph) -> list[Block]:
 
     blocks: list[Block] = []
     for dw in graph.ops:
-        if dw.kind is not OpKind.DEPTHWISE_CONV_2D or dw.attrs.get("fuse", "NONE") not in CLIPS:
+        if dw.kind is not OpKind.DEPTHWISE_CONV_2D or dw.fuse not in CLIPS:
             continue
-        if int(dw.attrs.get("multiplier", 1)) != 1 or graph.tensors[dw.inputs[1]].data is None:
+        if ConvAttrs.of(dw).multiplier not in (None, 1) or graph.tensors[dw.inputs[1]].data is None:
             continue
         project = only(dw.outputs[0])
         if project is None or not _pointwise(graph, project):
@@ -118,7 +119,7 @@ def find_blocks(graph: Graph) -> list[Block]:
         residual = (
             add is not None
             and add.kind is OpKind.ADD
-            and add.attrs.get("fuse", "NONE") in CLIPS
+            and add.fuse in CLIPS
             and sorted(add.inputs) == sorted((x, y))
             and graph.tensors[x].shape == graph.tensors[y].shape
         )
@@ -150,11 +151,8 @@ class BlockPatches:
         dw = block.ops[-2]
         self.block, self.expand = block, len(block.ops) == 3
         kh, kw = graph.tensors[dw.inputs[1]].shape[1:3]
-        (sh, sw), (dh, dwid), (pt, _, pl, _) = (
-            dw.attrs["stride"],
-            dw.attrs["dilation"],
-            dw.attrs["padding"],
-        )
+        a = ConvAttrs.of(dw)
+        (sh, sw), (dh, dwid), (pt, _, pl, _) = a.stride, a.dilation, a.padding
         oh, ow = graph.tensors[dw.outputs[0]].shape[1:3]
         x = np.concatenate([np.asarray(v, np.float32) for v in xs])  # (B, H, W, C)
         b, rem = np.divmod(picks, oh * ow)
@@ -178,7 +176,7 @@ class BlockPatches:
     ) -> tuple[Array, list[Array]]:
         """The block's output at rows `idx` for weights `ws` ((K, O) each) and biases `bs`;
         `grids` the inner tensors' int8 grids (None: float). Also what `backward` needs."""
-        fuses = [op.attrs.get("fuse", "NONE") for op in self.block.ops]
+        fuses = [op.fuse for op in self.block.ops]
         x0, mask = self.taps[idx], self.mask[idx][..., None]
         k = 0
         if self.expand:
@@ -191,7 +189,7 @@ class BlockPatches:
         y, d3 = fused_quant(z2 @ ws[k + 1] + bs[k + 1], fuses[k + 1], None)
         d4 = np.ones_like(y)
         if self.block.add is not None and self.residual is not None:
-            y, d4 = fused_quant(y + self.residual[idx], self.block.add.attrs["fuse"], None)
+            y, d4 = fused_quant(y + self.residual[idx], self.block.add.fuse, None)
         return y, [x0, z1, d1, z2, d2, d3, d4]
 
     def backward(self, ws: list[Array], cache: list[Array], dy: Array) -> list[Array]:

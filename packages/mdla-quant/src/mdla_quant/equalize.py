@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from mdla_ir import Graph, Op, OpKind, Tensor
+from mdla_ir.attrs import ConvAttrs
 from mdla_ir.selection import is_selection
 
 Array = np.ndarray[Any, Any]
@@ -77,16 +78,16 @@ def _why_not(graph: Graph, op1: Op, users: list[Op]) -> str | None:
     out = op1.outputs[0]
     if is_selection(graph, op1) or any(is_selection(graph, u) for u in users):
         return "a selection conv (its 0/1 weights stay exact)"
-    if op1.kind is OpKind.CONV_2D and op1.attrs.get("groups", 1) != 1:
+    if op1.kind is OpKind.CONV_2D and ConvAttrs.of(op1).groups != 1:
         return "grouped conv"
-    if op1.attrs.get("fuse", "NONE") not in HOMOGENEOUS:
-        return f"fused {op1.attrs.get('fuse')} (its clip point would move)"
+    if op1.fuse not in HOMOGENEOUS:
+        return f"fused {op1.fuse} (its clip point would move)"
     if out in graph.outputs or len(users) != 1:
         return "output used more than once"
     op2 = users[0]
     if op2.kind not in SECOND or op2.inputs[0] != out:
         return f"followed by {op2.kind.name}"
-    if op2.kind is OpKind.CONV_2D and op2.attrs.get("groups", 1) != 1:
+    if op2.kind is OpKind.CONV_2D and ConvAttrs.of(op2).groups != 1:
         return "followed by a grouped conv"
     w2 = graph.tensors[op2.inputs[1]]
     if op2.kind is OpKind.DEPTHWISE_CONV_2D and w2.shape[-1] != graph.tensors[out].shape[-1]:

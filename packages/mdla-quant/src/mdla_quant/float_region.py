@@ -71,7 +71,7 @@ def with_float_regions(fgraph: Graph, qgraph: Graph) -> Graph:
                 f"op `{op.name}` ({op.kind.name}) computes in float32: only the CPU runs it; "
                 f"place it there (--cpu {op.kind.name})"
             )
-        if op.kind in FOLLOWS and op.attrs.get("fuse", "NONE") != "NONE":
+        if op.kind in FOLLOWS and op.fuse != "NONE":
             raise QuantError(f"op `{op.name}`: a float32 FULLY_CONNECTED fuses no activation")
         inputs = []
         for name in op.inputs:

@@ -56,7 +56,7 @@ def conv(
     oh = out_size(h, k, stride, dilation, pads[0], pads[1])
     ow = out_size(w, k, stride, dilation, pads[2], pads[3])
     attrs: dict[str, object] = {"stride": (stride, stride), "padding": pads}
-    attrs["dilation"] = (dilation, dilation)
+    attrs |= {"dilation": (dilation, dilation)}
     attrs |= {"fuse": "NONE", "multiplier": 1} if depthwise else {"fuse": "NONE", "groups": 1}
     taps = k * k if depthwise else k * k * c
     out_q = _out_q(rng, in_q.scale[0], float(np.median(scales)), taps)

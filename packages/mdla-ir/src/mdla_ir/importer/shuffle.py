@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from torch import fx
 
+from mdla_ir.attrs import ConvAttrs
 from mdla_ir.graph import Op, Source, Tensor
 from mdla_ir.importer.context import Ctx, Unsupported, source_line, target_name
 from mdla_ir.ops import OpKind
@@ -55,7 +56,7 @@ def _fold(c: Ctx, node: fx.Node, perm: np.ndarray[Any, Any]) -> bool:
         if op.kind in _CHANNELWISE:
             current = next(a for a in current.all_input_nodes if c.refs.get(a) == op.inputs[0])
             continue
-        if op.kind is not OpKind.CONV_2D or op.attrs.get("groups", 1) != 1:
+        if op.kind is not OpKind.CONV_2D or ConvAttrs.of(op).groups != 1:
             return False
         w, b = (c.tensors[n].data for n in op.inputs[1:3])
         if w is None or b is None:

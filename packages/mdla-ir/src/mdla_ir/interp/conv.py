@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mdla_ir.attrs import ConvAttrs, MatmulAttrs
 from mdla_ir.graph import Op
 from mdla_ir.interp.registry import Array, apply_fuse, from_nhwc, kernel, to_nhwc
 from mdla_ir.ops import OpKind
@@ -97,18 +98,19 @@ def _conv_args(op: Op, args: Sequence[Array]) -> tuple[Array, Array, Array | Non
 @kernel(OpKind.CONV_2D)
 def conv_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     x, w, b = _conv_args(op, args)
+    a = ConvAttrs.of(op)
     if layout == "NCHW":  # torch filter (O, I/g, KH, KW) -> (O, KH, KW, I/g)
         w = w.transpose(0, 2, 3, 1)
     y = conv2d_nhwc(
         to_nhwc(x, layout),
         w,
         b,
-        op.attrs["stride"],
-        op.attrs["dilation"],
-        op.attrs["padding"],
-        op.attrs.get("groups", 1),
+        a.stride,
+        a.dilation,
+        a.padding,
+        a.groups,
     )
-    return [from_nhwc(apply_fuse(y, op.attrs.get("fuse", "NONE")), layout)]
+    return [from_nhwc(apply_fuse(y, op.fuse), layout)]
 
 
 @kernel(OpKind.DEPTHWISE_CONV_2D)
@@ -116,10 +118,9 @@ def depthwise_conv_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]
     x, w, b = _conv_args(op, args)
     if layout == "NCHW":  # torch filter (O, 1, KH, KW) -> (1, KH, KW, O)
         w = w.transpose(1, 2, 3, 0)
-    y = depthwise_nhwc(
-        to_nhwc(x, layout), w, b, op.attrs["stride"], op.attrs["dilation"], op.attrs["padding"]
-    )
-    return [from_nhwc(apply_fuse(y, op.attrs.get("fuse", "NONE")), layout)]
+    a = ConvAttrs.of(op)
+    y = depthwise_nhwc(to_nhwc(x, layout), w, b, a.stride, a.dilation, a.padding)
+    return [from_nhwc(apply_fuse(y, op.fuse), layout)]
 
 
 @kernel(OpKind.FULLY_CONNECTED)
@@ -129,15 +130,16 @@ def fully_connected(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     y = (x @ w.T).astype(np.float32)
     if b is not None:
         y += b
-    return [apply_fuse(y, op.attrs.get("fuse", "NONE"))]
+    return [apply_fuse(y, op.fuse)]
 
 
 @kernel(OpKind.BATCH_MATMUL)
 def batch_matmul(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     a, b = args[0], args[1]
-    if op.attrs.get("adj_x"):
+    adj = MatmulAttrs.of(op)
+    if adj.adj_x:
         a = np.swapaxes(a, -1, -2)
-    if op.attrs.get("adj_y"):
+    if adj.adj_y:
         b = np.swapaxes(b, -1, -2)
     return [np.matmul(a, b).astype(np.float32)]
 
@@ -148,12 +150,9 @@ def conv_3d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     x, w, b = _conv_args(op, args)
     if layout == "NHWC":  # an NHWC graph holds 5-D activations as NDHWC (filter stays torch's)
         x = x.transpose(0, 4, 1, 2, 3)
-    (st, sh, sw), (pt, ph, pw), (dt, dh, dw) = (
-        op.attrs["stride"],
-        op.attrs["padding"],
-        op.attrs["dilation"],
-    )
-    groups = op.attrs.get("groups", 1)
+    a = ConvAttrs.of(op)
+    (st, sh, sw), (pt, ph, pw), (dt, dh, dw) = a.stride, a.padding, a.dilation
+    groups = a.groups
     xp = np.pad(x, ((0, 0), (0, 0), (pt, pt), (0, 0), (0, 0)))
     kd = w.shape[2]
     od = (xp.shape[2] - dt * (kd - 1) - 1) // st + 1
@@ -199,5 +198,6 @@ def transpose_conv_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]
     x, w, b = _conv_args(op, args)
     if layout == "NCHW":  # torch filter (I, O, KH, KW) -> (O, KH, KW, I)
         w = w.transpose(1, 2, 3, 0)
-    y = transpose_conv_nhwc(to_nhwc(x, layout), w, b, op.attrs["stride"], op.attrs["padding"])
-    return [from_nhwc(apply_fuse(y, op.attrs.get("fuse", "NONE")), layout)]
+    a = ConvAttrs.of(op)
+    y = transpose_conv_nhwc(to_nhwc(x, layout), w, b, a.stride, a.padding)
+    return [from_nhwc(apply_fuse(y, op.fuse), layout)]

@@ -7,6 +7,17 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from mdla_ir.attrs import (
+    AxisAttrs,
+    FlattenAttrs,
+    NormAttrs,
+    PadAttrs,
+    ReshapeAttrs,
+    ShuffleAttrs,
+    SliceAttrs,
+    SoftmaxAttrs,
+    TransposeAttrs,
+)
 from mdla_ir.graph import Op
 from mdla_ir.interp.registry import Array, apply_fuse, kernel
 from mdla_ir.ops import OpKind
@@ -22,7 +33,7 @@ _BINARY = {
 @kernel(*_BINARY)
 def binary(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     y = _BINARY[op.kind](args[0], args[1]).astype(np.float32)
-    return [apply_fuse(y, op.attrs.get("fuse", "NONE"))]
+    return [apply_fuse(y, op.fuse)]
 
 
 @kernel(OpKind.PRELU)
@@ -73,7 +84,8 @@ def unary(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
 @kernel(OpKind.SOFTMAX)
 def softmax(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     """exp(beta*(x - max)) / sum(exp(beta*(x - max))) along `axis`."""
-    axis, beta = op.attrs.get("axis", -1), op.attrs.get("beta", 1.0)
+    a = SoftmaxAttrs.of(op)
+    axis, beta = a.axis, a.beta
     z = beta * (args[0] - args[0].max(axis=axis, keepdims=True))
     e = np.exp(z)
     return [(e / e.sum(axis=axis, keepdims=True)).astype(np.float32)]
@@ -90,7 +102,7 @@ def batch_norm(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     """y = (x - mean) / sqrt(var + eps) * gamma + beta on the channel axis."""
     x, mean, var, gamma, beta = args
     axis = 1 if layout == "NCHW" else x.ndim - 1
-    scale = gamma / np.sqrt(var.astype(np.float64) + op.attrs["eps"])
+    scale = gamma / np.sqrt(var.astype(np.float64) + NormAttrs.of(op).eps)
     shift = beta - mean * scale
     y = x * _channel_view(scale, x.ndim, axis) + _channel_view(shift, x.ndim, axis)
     return [y.astype(np.float32)]
@@ -99,11 +111,11 @@ def batch_norm(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
 @kernel(OpKind.LAYER_NORM)
 def layer_norm(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     """y = (x - mean) / sqrt(var + eps) * w + b over the trailing normalized dims."""
-    x = args[0].astype(np.float64)
-    axes = tuple(range(x.ndim - len(op.attrs["normalized_shape"]), x.ndim))
+    x, a = args[0].astype(np.float64), NormAttrs.of(op)
+    axes = tuple(range(x.ndim - len(a.normalized_shape or ()), x.ndim))
     mu = x.mean(axis=axes, keepdims=True)
     var = ((x - mu) ** 2).mean(axis=axes, keepdims=True)
-    y = (x - mu) / np.sqrt(var + op.attrs["eps"])
+    y = (x - mu) / np.sqrt(var + a.eps)
     if len(args) > 1:
         y = y * args[1]
     if len(args) > 2:
@@ -114,8 +126,8 @@ def layer_norm(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
 @kernel(OpKind.CHANNEL_SHUFFLE)
 def channel_shuffle(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     """Split `axis` into (groups, C/groups), swap the two, merge back."""
-    x, groups = args[0], op.attrs["groups"]
-    axis = op.attrs["axis"] % x.ndim
+    x, a = args[0], ShuffleAttrs.of(op)
+    groups, axis = a.groups, a.axis % x.ndim
     shape = x.shape
     split = (*shape[:axis], groups, shape[axis] // groups, *shape[axis + 1 :])
     return [np.ascontiguousarray(np.swapaxes(x.reshape(split), axis, axis + 1)).reshape(shape)]
@@ -123,39 +135,36 @@ def channel_shuffle(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
 
 @kernel(OpKind.CONCATENATION)
 def concatenation(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
-    return [np.concatenate(list(args), axis=op.attrs["axis"])]
+    return [np.concatenate(list(args), axis=AxisAttrs.of(op).axis)]
 
 
 @kernel(OpKind.RESHAPE)
 def reshape(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
-    return [args[0].reshape(op.attrs["shape"])]
+    return [args[0].reshape(ReshapeAttrs.of(op).shape)]
 
 
 @kernel(OpKind.FLATTEN)
 def flatten(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     x = args[0]
-    start, end = op.attrs["start"] % x.ndim, op.attrs["end"] % x.ndim
+    a = FlattenAttrs.of(op)
+    start, end = a.start % x.ndim, a.end % x.ndim
     return [x.reshape(*x.shape[:start], -1, *x.shape[end + 1 :])]
 
 
 @kernel(OpKind.TRANSPOSE)
 def transpose(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
-    return [np.ascontiguousarray(args[0].transpose(op.attrs["perm"]))]
+    return [np.ascontiguousarray(args[0].transpose(TransposeAttrs.of(op).perm))]
 
 
 @kernel(OpKind.SLICE)
 def slice_(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     """x[b0:b0+n0, b1:b1+n1, ...] (begin and size per axis, in the graph's layout)."""
-    index = tuple(slice(b, b + n) for b, n in zip(op.attrs["begin"], op.attrs["size"], strict=True))
+    a = SliceAttrs.of(op)
+    index = tuple(slice(b, b + n) for b, n in zip(a.begin, a.size, strict=True))
     return [np.ascontiguousarray(args[0][index])]
 
 
 @kernel(OpKind.PAD)
 def pad(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
-    return [
-        np.pad(
-            args[0],
-            [tuple(p) for p in op.attrs["pads"]],
-            constant_values=op.attrs.get("value", 0.0),
-        )
-    ]
+    a = PadAttrs.of(op)
+    return [np.pad(args[0], [tuple(p) for p in a.pads], constant_values=a.value)]

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mdla_ir.attrs import AdaptivePoolAttrs, ArgmaxAttrs, MeanAttrs, PoolAttrs
 from mdla_ir.graph import Op
 from mdla_ir.interp.conv import windows
 from mdla_ir.interp.registry import Array, apply_fuse, from_nhwc, kernel, to_nhwc
@@ -26,26 +27,24 @@ def _pad(x: Array, padding: Sequence[int], value: float) -> Array:
 
 @kernel(OpKind.MAX_POOL_2D)
 def max_pool_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
-    x = to_nhwc(args[0], layout)
-    win = windows(
-        _pad(x, op.attrs["padding"], -np.inf), op.attrs["kernel"], op.attrs["stride"], (1, 1)
-    )
+    x, a = to_nhwc(args[0], layout), PoolAttrs.of(op)
+    win = windows(_pad(x, a.padding, -np.inf), a.kernel, a.stride, (1, 1))
     y = win.max(axis=(4, 5)).astype(np.float32)
-    return [from_nhwc(apply_fuse(y, op.attrs.get("fuse", "NONE")), layout)]
+    return [from_nhwc(apply_fuse(y, op.fuse), layout)]
 
 
 @kernel(OpKind.AVERAGE_POOL_2D)
 def average_pool_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
-    x = to_nhwc(args[0], layout)
-    kernel_hw, stride, padding = op.attrs["kernel"], op.attrs["stride"], op.attrs["padding"]
+    x, a = to_nhwc(args[0], layout), PoolAttrs.of(op)
+    kernel_hw, stride, padding = a.kernel, a.stride, a.padding
     total = windows(_pad(x, padding, 0.0), kernel_hw, stride, (1, 1)).sum(axis=(4, 5))
-    if op.attrs.get("count_include_pad", False):
+    if a.count_include_pad:
         count: Array | float = float(kernel_hw[0] * kernel_hw[1])
     else:
         ones = np.ones((1, x.shape[1], x.shape[2], 1), dtype=np.float32)
         count = windows(_pad(ones, padding, 0.0), kernel_hw, stride, (1, 1)).sum(axis=(4, 5))
     y = (total / count).astype(np.float32)
-    return [from_nhwc(apply_fuse(y, op.attrs.get("fuse", "NONE")), layout)]
+    return [from_nhwc(apply_fuse(y, op.fuse), layout)]
 
 
 @kernel(OpKind.ADAPTIVE_AVG_POOL_2D)
@@ -53,7 +52,7 @@ def adaptive_avg_pool_2d(op: Op, args: Sequence[Array], layout: str) -> list[Arr
     """PyTorch's bins: rows floor(i*H/OH) .. ceil((i+1)*H/OH), averaged."""
     x = to_nhwc(args[0], layout)
     n, h, w, c = x.shape
-    oh, ow = op.attrs["output_size"]
+    oh, ow = AdaptivePoolAttrs.of(op).output_size
     out = np.empty((n, oh, ow, c), dtype=np.float32)
     for i in range(oh):
         r0, r1 = (i * h) // oh, math.ceil((i + 1) * h / oh)
@@ -65,20 +64,17 @@ def adaptive_avg_pool_2d(op: Op, args: Sequence[Array], layout: str) -> list[Arr
 
 @kernel(OpKind.MEAN)
 def mean(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
-    axes = tuple(int(a) for a in op.attrs["axes"])
-    return [
-        args[0]
-        .mean(axis=axes, keepdims=bool(op.attrs.get("keepdims", False)), dtype=np.float64)
-        .astype(np.float32)
-    ]
+    a = MeanAttrs.of(op)
+    return [args[0].mean(axis=a.axes, keepdims=a.keepdims, dtype=np.float64).astype(np.float32)]
 
 
 @kernel(OpKind.ARGMAX)
 def argmax(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     """The index of the largest value along `axis` (numpy's: the first on ties), as float32."""
-    axis = int(op.attrs["axis"])
+    a = ArgmaxAttrs.of(op)
+    axis = a.axis
     idx = np.argmax(args[0], axis=axis)
-    if op.attrs.get("keepdims", False):
+    if a.keepdims:
         idx = np.expand_dims(idx, axis)
     return [idx.astype(np.float32)]
 
@@ -87,7 +83,8 @@ def argmax(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
 def max_pool_3d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     """NCDHW max over (kd, kh, kw) windows with -inf padding."""
     x = args[0].transpose(0, 4, 1, 2, 3) if layout == "NHWC" else args[0]  # NDHWC -> NCDHW
-    kernel3, stride3, pad3 = op.attrs["kernel"], op.attrs["stride"], op.attrs["padding"]
+    a = PoolAttrs.of(op)
+    kernel3, stride3, pad3 = a.kernel, a.stride, a.padding
     xp = np.pad(x, ((0, 0), (0, 0), *((p, p) for p in pad3)), constant_values=-np.inf)
     view = np.lib.stride_tricks.sliding_window_view(xp, tuple(kernel3), axis=(2, 3, 4))
     view = view[:, :, :: stride3[0], :: stride3[1], :: stride3[2]]

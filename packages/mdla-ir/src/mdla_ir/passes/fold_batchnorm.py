@@ -7,10 +7,12 @@ but the BN (otherwise the un-normalized value is still needed).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 
+from mdla_ir.attrs import ConvAttrs, NormAttrs
 from mdla_ir.graph import Graph, Op
 from mdla_ir.ops import CONVS, OpKind
 from mdla_ir.passes.rewrite import PassResult, Rewriter
@@ -31,7 +33,7 @@ def fold_batchnorm(graph: Graph) -> PassResult:
         if (
             conv is None
             or conv.kind not in CONVS | {OpKind.TRANSPOSE_CONV_2D}
-            or conv.attrs.get("fuse", "NONE") != "NONE"
+            or conv.fuse != "NONE"
             or not rw.sole_use(op.inputs[0])
         ):
             rw.emit(op)
@@ -42,7 +44,7 @@ def fold_batchnorm(graph: Graph) -> PassResult:
 
 def _folded(rw: Rewriter, conv: Op, bn: Op, graph: Graph) -> Op:
     mean, var, gamma, beta = (graph.const(n).astype(np.float64) for n in bn.inputs[1:5])
-    scale = gamma / np.sqrt(var + bn.attrs["eps"])
+    scale = gamma / np.sqrt(var + NormAttrs.of(bn).eps)
     w = graph.const(conv.inputs[1]).astype(np.float64)
     shape = [1] * w.ndim
     shape[_out_channel_axis(conv.kind, graph.layout)] = -1
@@ -54,5 +56,5 @@ def _folded(rw: Rewriter, conv: Op, bn: Op, graph: Graph) -> Op:
     return conv.with_(
         inputs=(conv.inputs[0], w_name, b_name),
         outputs=bn.outputs,
-        attrs={**conv.attrs, "folded_bn": bn.name},
+        attrs=dataclasses.replace(ConvAttrs.of(conv), folded_bn=bn.name),
     )

@@ -5,6 +5,7 @@ producer(x) -> RELU  ==  producer(x; fuse=RELU), when the producer's output feed
 
 from __future__ import annotations
 
+from mdla_ir.attrs import with_fuse
 from mdla_ir.graph import Graph
 from mdla_ir.ops import FUSABLE, OpKind
 from mdla_ir.passes.rewrite import PassResult, Rewriter
@@ -19,13 +20,13 @@ def fuse_activations(graph: Graph) -> PassResult:
         if (
             producer is None
             or producer.kind not in FUSABLE
-            or producer.attrs.get("fuse", "NONE") != "NONE"
+            or producer.fuse != "NONE"
             or not rw.sole_use(op.inputs[0])
         ):
             rw.emit(op)
             continue
         rw.replace_producer(
             op.inputs[0],
-            producer.with_(outputs=op.outputs, attrs={**producer.attrs, "fuse": FUSED[op.kind]}),
+            producer.with_(outputs=op.outputs, attrs=with_fuse(producer.attrs, FUSED[op.kind])),
         )
     return rw.finish()

@@ -5,6 +5,9 @@ The filter keeps its layout (torch (O, 1, KH, KW) in an NCHW graph); `multiplier
 
 from __future__ import annotations
 
+import dataclasses
+
+from mdla_ir.attrs import ConvAttrs
 from mdla_ir.graph import Graph
 from mdla_ir.ops import OpKind
 from mdla_ir.passes.rewrite import PassResult, Rewriter
@@ -15,16 +18,14 @@ def mark_depthwise(graph: Graph) -> PassResult:
         return PassResult(graph, False)
     rw = Rewriter(graph)
     for op in rw:
-        groups = op.attrs.get("groups", 1)
-        channels = graph.tensors[op.inputs[0]].shape[1] if op.kind is OpKind.CONV_2D else 0
-        if op.kind is OpKind.CONV_2D and groups > 1 and groups == channels:
+        if op.kind is not OpKind.CONV_2D:
+            rw.emit(op)
+            continue
+        a, channels = ConvAttrs.of(op), graph.tensors[op.inputs[0]].shape[1]
+        if a.groups > 1 and a.groups == channels:
             out_ch = graph.tensors[op.outputs[0]].shape[1]
-            attrs = {k: v for k, v in op.attrs.items() if k != "groups"}
-            rw.emit(
-                op.with_(
-                    kind=OpKind.DEPTHWISE_CONV_2D, attrs={**attrs, "multiplier": out_ch // channels}
-                )
-            )
+            dw = dataclasses.replace(a, groups=1, multiplier=out_ch // channels)
+            rw.emit(op.with_(kind=OpKind.DEPTHWISE_CONV_2D, attrs=dw))
         else:
             rw.emit(op)
     return rw.finish()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from mdla_ir import Op, OpKind
+from mdla_ir.attrs import NormAttrs
 from mdla_legalize.rules.base import Ctx, Rule, derive, pat
 
 UNARY = (OpKind.RELU, OpKind.RELU6, OpKind.LOGISTIC, OpKind.TANH, OpKind.HARD_SWISH)
@@ -36,7 +37,7 @@ def hardsigmoid_to_relu6_mul(op: Op, ctx: Ctx) -> list[Op] | None:
 
 def hardsigmoid_mul_to_hard_swish(op: Op, ctx: Ctx) -> list[Op] | None:
     """MUL(x, HARD_SIGMOID(x)) -> HARD_SWISH(x) (the hand-written hardswish of MobileNetV3)."""
-    if op.attrs.get("fuse", "NONE") != "NONE":
+    if op.fuse != "NONE":
         return None
     for a, b in (op.inputs, op.inputs[::-1]):
         gate = ctx.producer(b)
@@ -58,7 +59,7 @@ def batchnorm_to_mul_add(op: Op, ctx: Ctx) -> list[Op] | None:
     if any(c is None for c in consts):
         return None
     mean, var, gamma, beta = (np.asarray(c, np.float64) for c in consts)
-    scale = gamma / np.sqrt(var + op.attrs["eps"])
+    scale = gamma / np.sqrt(var + NormAttrs.of(op).eps)
     x, (y,) = op.inputs[0], op.outputs
     rank = len(ctx.shape(x))
     view = [1] * rank

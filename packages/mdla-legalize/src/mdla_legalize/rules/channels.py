@@ -26,12 +26,14 @@ half cost no op at all; what remains is the selection feeding a CONCATENATION.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from mdla_ir import Graph, Op, OpKind
+from mdla_ir.attrs import ConvAttrs, ShuffleAttrs, SliceAttrs, TransposeAttrs
 from mdla_ir.selection import selection_filter, selection_order
 from mdla_legalize.rules.base import Ctx, Rule, derive, pat
 
@@ -49,18 +51,19 @@ def block_diagonal(w: Array, groups: int, in_channels: int) -> Array:
 
 
 def grouped_conv_to_dense(op: Op, ctx: Ctx) -> list[Op] | None:
-    groups = int(op.attrs.get("groups", 1))
-    w = ctx.const(op.inputs[1])
+    a = ConvAttrs.of(op)
+    groups, w = a.groups, ctx.const(op.inputs[1])
     if groups == 1 or w is None or ctx.layout != "NCHW":
         return None
     c_in = ctx.shape(op.inputs[0])[1]
     dense = ctx.add_const(f"{op.inputs[1]}.dense", block_diagonal(w, groups, c_in))
-    return [op.with_(inputs=(op.inputs[0], dense, *op.inputs[2:]), attrs={**op.attrs, "groups": 1})]
+    dense_attrs = dataclasses.replace(a, groups=1)
+    return [op.with_(inputs=(op.inputs[0], dense, *op.inputs[2:]), attrs=dense_attrs)]
 
 
 def grouped_conv_cost(op: Op, graph: Graph) -> str:
     """What the dense rewrite costs, for `explain`'s fix column."""
-    groups = int(op.attrs.get("groups", 1))
+    groups = ConvAttrs.of(op).groups
     return f"block-diagonal weights: exact, {groups}x this layer's MACs"
 
 
@@ -89,7 +92,8 @@ def channel_slice_to_selection(op: Op, ctx: Ctx) -> list[Op] | None:
     """SLICE of the channel axis only (a chunk/split piece, x[:, a:b]) -> selection CONV_2D."""
     x, (y,) = op.inputs[0], op.outputs
     shape = ctx.shape(x)
-    begin, size = op.attrs["begin"], op.attrs["size"]
+    a = SliceAttrs.of(op)
+    begin, size = a.begin, a.size
     if ctx.layout != "NCHW" or len(shape) != 4:
         return None
     full = [i for i in (0, 2, 3) if (begin[i], size[i]) != (0, shape[i])]
@@ -103,9 +107,10 @@ def channel_shuffle_to_selection(op: Op, ctx: Ctx) -> list[Op] | None:
     j*g + i reads input channel i*(C/g) + j."""
     x, (y,) = op.inputs[0], op.outputs
     shape = ctx.shape(x)
-    if ctx.layout != "NCHW" or len(shape) != 4 or op.attrs.get("axis", 1) % 4 != 1:
+    a = ShuffleAttrs.of(op)
+    if ctx.layout != "NCHW" or len(shape) != 4 or a.axis % 4 != 1:
         return None
-    return [selection_conv(op, ctx, x, y, shuffle_order(shape[1], int(op.attrs["groups"])))]
+    return [selection_conv(op, ctx, x, y, shuffle_order(shape[1], a.groups))]
 
 
 def shuffle_order(channels: int, groups: int) -> list[int]:
@@ -118,7 +123,7 @@ _MOVES = (OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.FLATTEN)
 
 def _moved(idx: Array, op: Op, out_shape: tuple[int, ...]) -> Array:
     if op.kind is OpKind.TRANSPOSE:
-        return idx.transpose(op.attrs["perm"])
+        return idx.transpose(TransposeAttrs.of(op).perm)
     return idx.reshape(out_shape)
 
 
@@ -175,7 +180,7 @@ def fold_selection(op: Op, ctx: Ctx) -> list[Op] | None:
     weights, so its weight scale and multiplier. The selection's MACs and op are gone."""
     src = op.inputs[0]
     p = ctx.producer(src)
-    if ctx.layout != "NCHW" or p is None or op.attrs.get("groups", 1) != 1:
+    if ctx.layout != "NCHW" or p is None or ConvAttrs.of(op).groups != 1:
         return None
     order = selection_order(p, ctx.const, ctx.layout)
     if order is None:

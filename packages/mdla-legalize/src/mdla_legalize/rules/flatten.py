@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from mdla_ir import Op, OpKind
+from mdla_ir.attrs import AdaptivePoolAttrs, TransposeAttrs
 from mdla_legalize.rules.base import Ctx, Rule, pat
 from mdla_legalize.rules.heads import linear_as_conv, linear_bias
 
@@ -69,16 +70,16 @@ def flatten_linear_to_conv(op: Op, ctx: Ctx) -> list[Op] | None:
 def _batch_keeping_permute(ctx: Ctx, x: str) -> tuple[int, ...] | None:
     """The perm of the TRANSPOSE producing `x` when it keeps the batch axis first, else None."""
     t = ctx.producer(x)
-    if t is None or t.kind is not OpKind.TRANSPOSE or not t.attrs.get("perm"):
+    if t is None or t.kind is not OpKind.TRANSPOSE or not TransposeAttrs.of(t).perm:
         return None
-    perm = tuple(int(a) for a in t.attrs["perm"])
+    perm = TransposeAttrs.of(t).perm
     return perm if len(perm) == 4 and perm[0] == 0 else None
 
 
 def identity_adaptive_pool(op: Op, ctx: Ctx) -> list[Op] | None:
     x, (y,) = op.inputs[0], op.outputs
     hw = ctx.shape(x)[2:] if ctx.layout == "NCHW" else ctx.shape(x)[1:3]
-    if tuple(op.attrs["output_size"]) != tuple(hw) or y in ctx.graph.outputs:
+    if AdaptivePoolAttrs.of(op).output_size != tuple(hw) or y in ctx.graph.outputs:
         return None
     ctx.rw.alias[y] = x
     return []

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from mdla_ir import Graph, Op, OpKind, Tensor
+from mdla_ir.attrs import ConvAttrs, PoolAttrs, ReshapeAttrs
 from mdla_ir.passes import PassResult, Rewriter
 from mdla_legalize.rules.base import Array, Ctx, Rule, derive, pat
 
@@ -34,13 +35,14 @@ ELEMENTWISE = (OpKind.RELU, OpKind.RELU6, OpKind.LOGISTIC, OpKind.TANH, OpKind.H
 def _foldable(op: Op, ctx: Ctx) -> bool:
     """Temporal stride and dilation 1, one group, a single clip, less padding than taps."""
     w = ctx.const(op.inputs[1])
-    st, dt, pt = op.attrs["stride"][0], op.attrs["dilation"][0], op.attrs["padding"][0]
+    a = ConvAttrs.of(op)
+    st, dt, pt = a.stride[0], a.dilation[0], a.padding[0]
     return (
         ctx.layout == "NHWC"
         and w is not None
         and (st, dt) == (1, 1)
         and pt < w.shape[2]
-        and op.attrs.get("groups", 1) == 1
+        and a.groups == 1
         and ctx.shape(op.inputs[0])[0] == 1
     )
 
@@ -58,9 +60,8 @@ def conv3d_to_conv2d(op: Op, ctx: Ctx) -> list[Op] | None:
         return None
     x, w_name = op.inputs[:2]
     w = ctx.graph.const(w_name)
-    (_, sh, sw), (pt, ph, pw), (_, dh, dw) = (
-        op.attrs[k] for k in ("stride", "padding", "dilation")
-    )
+    a = ConvAttrs.of(op)
+    (_, sh, sw), (pt, ph, pw), (_, dh, dw) = a.stride, a.padding, a.dilation
     (_, t, h, wd, c), (o, _, kt, kh, kw) = ctx.shape(x), w.shape
     (y,) = op.outputs
     _, t2, oh, ow, _ = ctx.shape(y)
@@ -105,11 +106,8 @@ def conv3d_to_conv2d(op: Op, ctx: Ctx) -> list[Op] | None:
 
 
 def maxpool3d_to_maxpool2d(op: Op, ctx: Ctx) -> list[Op] | None:
-    (kt, kh, kw), (st, sh, sw), (pt, ph, pw) = (
-        op.attrs["kernel"],
-        op.attrs["stride"],
-        op.attrs["padding"],
-    )
+    a = PoolAttrs.of(op)
+    (kt, kh, kw), (st, sh, sw), (pt, ph, pw) = a.kernel, a.stride, a.padding
     x, (y,) = op.inputs[0], op.outputs
     if ctx.layout != "NHWC" or (kt, st, pt) != (1, 1, 0) or ctx.shape(x)[0] != 1:
         return None
@@ -185,7 +183,7 @@ def squeeze_boundary(graph: Graph, rank: int = 4) -> PassResult:
             if rw.tensors[src].shape == shapes[out] and producer is not None and rw.sole_use(src):
                 rw.replace_producer(src, producer.with_(outputs=(out,)))
                 continue
-            op = op.with_(attrs={"shape": shapes[out]})
+            op = op.with_(attrs=ReshapeAttrs(shape=shapes[out]))
         elif op.kind is OpKind.RESHAPE and src in shapes and rw.tensors[out].shape == shapes[src]:
             rw.alias[out] = src
             continue

@@ -8,9 +8,12 @@ it collapses against the head's flatten (mdla_ir canonicalize_reshapes).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from mdla_ir import Op, OpKind
+from mdla_ir.attrs import AdaptivePoolAttrs, MeanAttrs, PoolAttrs
 from mdla_legalize.rules.base import Ctx, Rule, derive, pat
 
 
@@ -40,7 +43,7 @@ def linear_as_conv(op: Op, x4: str, filt: str, bias: str, y4: str, n: int, o: in
             dilation=(1, 1),
             padding=(0, 0, 0, 0),
             groups=1,
-            fuse=op.attrs.get("fuse", "NONE"),
+            fuse=op.fuse,
         ),
         derive(op, "flatten", OpKind.RESHAPE, [y4], [y], shape=(n, o)),
     ]
@@ -69,24 +72,13 @@ def adaptive_pool_to_avgpool(op: Op, ctx: Ctx) -> list[Op] | None:
     """Uniform bins (H % OH == 0 and W % OW == 0): AVERAGE_POOL_2D with kernel = stride = H/OH.
     (PyTorch's bins floor(i*H/OH)..ceil((i+1)*H/OH) are then exactly those windows.)"""
     h, w = _spatial(ctx.shape(op.inputs[0]), ctx.layout)
-    oh, ow = op.attrs["output_size"]
+    oh, ow = AdaptivePoolAttrs.of(op).output_size
     if h % oh or w % ow:
         return None
     if (oh, ow) == (1, 1):
-        return [op.with_(kind=OpKind.MEAN, attrs={"axes": _axes(ctx.layout), "keepdims": True})]
+        return [op.with_(kind=OpKind.MEAN, attrs=MeanAttrs(axes=_axes(ctx.layout), keepdims=True))]
     k = (h // oh, w // ow)
-    return [
-        op.with_(
-            kind=OpKind.AVERAGE_POOL_2D,
-            attrs={
-                "kernel": k,
-                "stride": k,
-                "padding": (0, 0, 0, 0),
-                "fuse": "NONE",
-                "count_include_pad": False,
-            },
-        )
-    ]
+    return [op.with_(kind=OpKind.AVERAGE_POOL_2D, attrs=PoolAttrs(kernel=k, stride=k))]
 
 
 def _axes(layout: str) -> tuple[int, int]:
@@ -96,21 +88,19 @@ def _axes(layout: str) -> tuple[int, int]:
 def global_avgpool_to_mean(op: Op, ctx: Ctx) -> list[Op] | None:
     """An average pool whose one window is the whole unpadded image is MEAN over H, W."""
     hw = _spatial(ctx.shape(op.inputs[0]), ctx.layout)
-    if (
-        tuple(op.attrs["kernel"]) != hw
-        or any(op.attrs["padding"])
-        or op.attrs.get("fuse", "NONE") != "NONE"
-    ):
+    a = PoolAttrs.of(op)
+    if a.kernel != hw or any(a.padding) or a.fuse != "NONE":
         return None
-    return [op.with_(kind=OpKind.MEAN, attrs={"axes": _axes(ctx.layout), "keepdims": True})]
+    return [op.with_(kind=OpKind.MEAN, attrs=MeanAttrs(axes=_axes(ctx.layout), keepdims=True))]
 
 
 def avgpool_include_pad_to_pad(op: Op, ctx: Ctx) -> list[Op] | None:
     """count_include_pad with padding: zero PAD, then a VALID pool (whose count is the window)."""
-    if not op.attrs.get("count_include_pad") or not any(op.attrs["padding"]):
+    a = PoolAttrs.of(op)
+    if not a.count_include_pad or not any(a.padding):
         return None
     x = op.inputs[0]
-    t, b, left, r = op.attrs["padding"]
+    t, b, left, r = a.padding
     pads = (
         ((0, 0), (0, 0), (t, b), (left, r))
         if ctx.layout == "NCHW"
@@ -123,16 +113,17 @@ def avgpool_include_pad_to_pad(op: Op, ctx: Ctx) -> list[Op] | None:
         derive(op, "pad", OpKind.PAD, [x], [padded], pads=pads, value=0.0),
         op.with_(
             inputs=(padded,),
-            attrs={**op.attrs, "padding": (0, 0, 0, 0), "count_include_pad": False},
+            attrs=dataclasses.replace(a, padding=(0, 0, 0, 0), count_include_pad=False),
         ),
     ]
 
 
 def avgpool_unpadded_count(op: Op, ctx: Ctx) -> list[Op] | None:
     """Without padding both counts are the window size: state Neuron's (exclude-pad) form."""
-    if not op.attrs.get("count_include_pad") or any(op.attrs["padding"]):
+    a = PoolAttrs.of(op)
+    if not a.count_include_pad or any(a.padding):
         return None
-    return [op.with_(attrs={**op.attrs, "count_include_pad": False})]
+    return [op.with_(attrs=dataclasses.replace(a, count_include_pad=False))]
 
 
 POOLS: list[Rule] = [

@@ -16,6 +16,7 @@ A bypassed RESHAPE that had several readers is dropped by `apply_table` once non
 from __future__ import annotations
 
 from mdla_ir import Op, OpKind
+from mdla_ir.attrs import MeanAttrs
 from mdla_ir.ops import ACTIVATIONS, BINARY
 from mdla_legalize.rules.base import Ctx, Rule, derive, pat
 
@@ -61,13 +62,13 @@ def sink_reshape_mean(op: Op, ctx: Ctx) -> list[Op] | None:
     if p is None or p.kind is not OpKind.RESHAPE or len(shape) != 3:
         return None
     x4 = p.inputs[0]
-    if ctx.shape(x4) != (shape[0], shape[1], 1, shape[2]) or tuple(op.attrs["axes"]) != (2,):
+    if ctx.shape(x4) != (shape[0], shape[1], 1, shape[2]) or MeanAttrs.of(op).axes != (2,):
         return None
     if ctx.sole_use(x3):
         ctx.take(x3)
     m4 = ctx.tensor(f"{y}.image", (shape[0], shape[1], 1, 1))
     return [
-        op.with_(inputs=(x4,), outputs=(m4,), attrs={"axes": (2, 3), "keepdims": True}),
+        op.with_(inputs=(x4,), outputs=(m4,), attrs=MeanAttrs(axes=(2, 3), keepdims=True)),
         derive(op, "reshape", OpKind.RESHAPE, [m4], [y], shape=ctx.shape(y)),
     ]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mdla_ir import Op, OpKind
+from mdla_ir.attrs import TransposeAttrs
 from mdla_legalize.rules.base import Ctx, Rule, pat
 
 
@@ -13,7 +14,7 @@ def cancel_transposes(op: Op, ctx: Ctx) -> list[Op] | None:
     inner = ctx.producer(src)
     if inner is None or inner.kind is not OpKind.TRANSPOSE or not ctx.sole_use(src):
         return None
-    p, q = inner.attrs["perm"], op.attrs["perm"]
+    p, q = TransposeAttrs.of(inner).perm, TransposeAttrs.of(op).perm
     if tuple(p[i] for i in q) != tuple(range(len(q))):
         return None
     ctx.take(src)

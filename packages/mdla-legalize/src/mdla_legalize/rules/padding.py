@@ -13,7 +13,10 @@ only when its input is non-negative (after a fused RELU/RELU6), where a zero nev
 
 from __future__ import annotations
 
+import dataclasses
+
 from mdla_ir import Op, OpKind
+from mdla_ir.attrs import ConvAttrs, PadAttrs, PoolAttrs, window_of
 from mdla_ir.shapes import conv_weight_hw
 from mdla_legalize.rules.base import Ctx, Rule, derive, pat
 
@@ -36,24 +39,31 @@ def _window(op: Op, ctx: Ctx) -> tuple[tuple[int, int], tuple[int, int]]:
     """((kh, kw), (dh, dw)) of a conv or pool."""
     if op.kind in CONVS:
         kh, kw, _ = conv_weight_hw(op.kind, ctx.shape(op.inputs[1]), ctx.layout)
-        return (kh, kw), tuple(op.attrs["dilation"])
-    return tuple(op.attrs["kernel"]), (1, 1)
+        dh, dw = ConvAttrs.of(op).dilation
+        return (kh, kw), (dh, dw)
+    kh, kw = PoolAttrs.of(op).kernel
+    return (kh, kw), (1, 1)
 
 
 def device_same_pads(op: Op, ctx: Ctx, src: str | None = None) -> tuple[int, int, int, int]:
     """The (top, bottom, left, right) TF-SAME pads of `op` over input `src` (default its own)."""
     (h, w), ((kh, kw), (dh, dw)) = _hw(ctx, src or op.inputs[0]), _window(op, ctx)
-    sh, sw = op.attrs["stride"]
+    sh, sw = window_of(op).stride
     return (*same_pads(h, kh, sh, dh), *same_pads(w, kw, sw, dw))
 
 
 def padding_ok(op: Op, ctx: Ctx) -> bool:
     """True when the device accepts `op`'s pads as they are."""
     spec = ctx.spec(op.kind)
-    pads = tuple(op.attrs["padding"])
+    pads = window_of(op).padding
     if spec is None or spec.padding != "same-valid" or not any(pads):
         return True
     return pads == device_same_pads(op, ctx)
+
+
+def _pads4(pads: tuple[int, ...]) -> tuple[int, int, int, int]:
+    t, b, left, r = pads
+    return t, b, left, r
 
 
 def _pad_op(op: Op, ctx: Ctx, pads4: tuple[int, int, int, int]) -> tuple[Op, str]:
@@ -72,52 +82,53 @@ def _pad_op(op: Op, ctx: Ctx, pads4: tuple[int, int, int, int]) -> tuple[Op, str
 def conv_pad_to_pad_valid(op: Op, ctx: Ctx) -> list[Op] | None:
     if padding_ok(op, ctx):
         return None
-    pad, padded = _pad_op(op, ctx, tuple(op.attrs["padding"]))
-    return [
-        pad,
-        op.with_(inputs=(padded, *op.inputs[1:]), attrs={**op.attrs, "padding": (0, 0, 0, 0)}),
-    ]
+    a = window_of(op)
+    pad, padded = _pad_op(op, ctx, _pads4(a.padding))
+    valid = dataclasses.replace(a, padding=(0, 0, 0, 0))
+    return [pad, op.with_(inputs=(padded, *op.inputs[1:]), attrs=valid)]
 
 
 def _non_negative(name: str, ctx: Ctx) -> bool:
     p = ctx.producer(name)
     return p is not None and (
-        p.attrs.get("fuse") in ("RELU", "RELU6")
-        or p.kind in (OpKind.RELU, OpKind.RELU6, OpKind.LOGISTIC)
+        p.fuse in ("RELU", "RELU6") or p.kind in (OpKind.RELU, OpKind.RELU6, OpKind.LOGISTIC)
     )
 
 
 def maxpool_pad_to_pad_valid(op: Op, ctx: Ctx) -> list[Op] | None:
     if padding_ok(op, ctx) or not _non_negative(op.inputs[0], ctx):
         return None
-    pad, padded = _pad_op(op, ctx, tuple(op.attrs["padding"]))
-    return [pad, op.with_(inputs=(padded,), attrs={**op.attrs, "padding": (0, 0, 0, 0)})]
+    a = window_of(op)
+    pad, padded = _pad_op(op, ctx, _pads4(a.padding))
+    return [pad, op.with_(inputs=(padded,), attrs=dataclasses.replace(a, padding=(0, 0, 0, 0)))]
 
 
 def pad_into_same_conv(op: Op, ctx: Ctx) -> list[Op] | None:
     """CONV VALID(PAD(x)) -> CONV(x) with those pads, when they are the device's SAME pads."""
     src = op.inputs[0]
     pad = ctx.producer(src)
+    a = ConvAttrs.of(op)
     if (
-        any(op.attrs["padding"])
+        any(a.padding)
         or pad is None
         or pad.kind is not OpKind.PAD
-        or pad.attrs.get("value", 0.0) != 0.0
+        or PadAttrs.of(pad).value != 0.0
         or not ctx.sole_use(src)
     ):
         return None
-    p = [tuple(q) for q in pad.attrs["pads"]]
+    p = PadAttrs.of(pad).pads
     hw = (2, 3) if ctx.layout == "NCHW" else (1, 2)
     if len(p) != 4 or any(p[i] != (0, 0) for i in range(4) if i not in hw):
         return None
-    pads4 = (*p[hw[0]], *p[hw[1]])
+    pads4 = _pads4((*p[hw[0]], *p[hw[1]]))
     spec = ctx.spec(op.kind)
     if (spec is None or spec.padding == "same-valid") and pads4 != device_same_pads(
         op, ctx, pad.inputs[0]
     ):
         return None
     ctx.take(src)
-    return [op.with_(inputs=(pad.inputs[0], *op.inputs[1:]), attrs={**op.attrs, "padding": pads4})]
+    same = dataclasses.replace(a, padding=pads4)
+    return [op.with_(inputs=(pad.inputs[0], *op.inputs[1:]), attrs=same)]
 
 
 PADDING: list[Rule] = [

@@ -124,7 +124,7 @@ def conv_plan(
     conv's taps are summed in one accumulator: no float32 tap ranges)."""
     channels = taps.shape[-1]
     bias = bias_of(op, args, channels)
-    fuse = repr(op.attrs.get("fuse", "NONE"))  # activation_range validates it on a build
+    fuse = repr(op.fuse)  # activation_range validates it on a build
     params = (op.kind, fuse, taps.shape, rounding, accumulator)
 
     def build() -> Plan:

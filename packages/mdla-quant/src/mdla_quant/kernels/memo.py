@@ -78,11 +78,6 @@ def memo(
     return value
 
 
-def attrs_key(attrs: Any) -> Hashable:
-    """An op's attributes as a hashable key (values by repr: lists and dicts included)."""
-    return tuple(sorted((str(k), repr(v)) for k, v in dict(attrs).items()))
-
-
 def cache_size() -> int:
     """How many entries the cache holds now."""
     return len(_CACHE)

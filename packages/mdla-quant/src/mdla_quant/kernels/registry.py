@@ -73,7 +73,7 @@ def activation_range(op: Op, out_q: QuantParams) -> tuple[int, int]:
     def q(f: float) -> int:
         return zp + int(round_half_away(np.float32(f) / scale))
 
-    fuse = op.attrs.get("fuse", "NONE")
+    fuse = op.fuse
     if fuse == "NONE":
         return -128, 127
     if fuse == "RELU":

@@ -20,7 +20,7 @@ import numpy as np
 
 from mdla_ir.graph import Op, QuantParams
 from mdla_quant.arith import Array
-from mdla_quant.kernels.memo import attrs_key, memo
+from mdla_quant.kernels.memo import memo
 from mdla_quant.kernels.registry import Kernel, binary_operands, unary_operands
 
 CODES = np.arange(-128, 128, dtype=np.int8)
@@ -45,7 +45,7 @@ def unary_table(formula: Kernel) -> Kernel:
         accumulator: str,
     ) -> Array:
         x, _, _ = unary_operands(op, args, arg_q, out_q)
-        params = (formula, op.kind, attrs_key(op.attrs), arg_q[0], out_q, rounding, accumulator)
+        params = (formula, op.kind, op.attrs, arg_q[0], out_q, rounding, accumulator)
         table = memo(
             [],
             params,
@@ -70,7 +70,7 @@ def binary_table(formula: Kernel) -> Kernel:
         (x1, _, _), (x2, _, _), _ = binary_operands(op, args, arg_q, out_q)
         if np.broadcast(x1, x2).size < MIN_BINARY_TABLE:
             return formula(op, args, arg_q, out_q, rounding, accumulator)
-        params = (formula, op.kind, attrs_key(op.attrs), arg_q[0], arg_q[1], out_q, rounding)
+        params = (formula, op.kind, op.attrs, arg_q[0], arg_q[1], out_q, rounding)
         grid = [CODES[:, None], CODES[None, :]]
         table = memo(
             [],

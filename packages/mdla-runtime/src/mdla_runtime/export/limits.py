@@ -31,7 +31,7 @@ def _scale(graph: Graph, name: str) -> float:
 
 def check_loadable(graph: Graph, op: Op) -> None:
     """Raise ExportError naming `op` when LiteRT's Prepare would refuse it."""
-    fuse = str(op.attrs.get("fuse", "NONE"))
+    fuse = str(op.fuse)
     s_out = np.float32(_scale(graph, op.outputs[0]))
     for bound in BOUNDS.get(fuse, ()):
         q = round_half_away(np.float32(bound) / s_out)  # TfLiteRound, in float32

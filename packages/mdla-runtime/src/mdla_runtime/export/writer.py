@@ -155,7 +155,7 @@ class Writer:
         return o
 
     def fuse(self, op: Op) -> int:
-        fuse = op.attrs.get("fuse", "NONE")
+        fuse = op.fuse
         if fuse not in _FUSE:
             raise ExportError(f"op `{op.name}`: unknown fused activation `{fuse}`")
         return int(getattr(self.S.ActivationFunctionType, _FUSE[fuse]))

@@ -391,7 +391,7 @@ def lower(graph: Graph) -> Lowered:
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             if isinstance(exc, LoweringError):
                 raise
-            raise _fail(op, f"bad attributes {dict(op.attrs)}: {exc!r}") from exc
+            raise _fail(op, f"bad attributes {op.attrs}: {exc!r}") from exc
         outs = [_operand(low, graph, n) for n in op.outputs]
         code = HOST_CODES.get(op.kind, op.kind.value)
         low.operations.append({"code": code, "inputs": ins, "outputs": outs, "name": op.name})
