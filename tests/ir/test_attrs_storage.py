@@ -61,10 +61,12 @@ def test_fuse_reads_every_family() -> None:
 
 def test_ops_hash_compare_and_pickle_by_value() -> None:
     a, b = _conv(stride=(2, 2)), _conv(stride=[2, 2], padding=(0, 0, 0, 0))
-    assert a == b and hash(a) == hash(b)
+    assert a == b
+    assert hash(a) == hash(b)
     assert len({a, b, _conv(stride=(1, 1))}) == 2
     back = pickle.loads(pickle.dumps(a))
-    assert back == a and isinstance(back.attrs, ConvAttrs)
+    assert back == a
+    assert isinstance(back.attrs, ConvAttrs)
 
 
 def test_shape_rules_take_a_record_or_a_mapping() -> None:

@@ -129,11 +129,7 @@ def elementwise(g: Graph, xs: list[np.ndarray[Any, Any]]) -> np.ndarray[Any, Any
         s_in, z_in = sq(t["x"].quant)
         m, s = qm(f32(s_in / s_out))
         lo = max(-128, z_out)
-        hi = (
-            127
-            if op.kind is OpKind.RELU
-            else min(127, act_range(g, "RELU6")[1])
-        )
+        hi = 127 if op.kind is OpKind.RELU else min(127, act_range(g, "RELU6")[1])
         return np.vectorize(lambda v: clamp(z_out + mbqm(int(v) - z_in, m, s), lo, hi))(xs[0])
     (s1, z1), (s2, z2) = sq(t["x"].quant), sq(t["y"].quant)
     a, b = np.broadcast_arrays(xs[0], xs[1] if len(xs) > 1 else t["y"].data)
