@@ -88,7 +88,7 @@ def test_f_batch_norm_in_eval_folds_into_the_conv_like_batchnorm2d() -> None:
     m = _randomized(nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), BatchNormAct(8)))
     graph = _imported(m)
     assert graph.count() == {"CONV_2D": 1}  # BATCH_NORM folded, RELU fused
-    assert graph.ops[0].attrs["fuse"] == "RELU"
+    assert graph.ops[0].fuse == "RELU"
 
 
 def test_f_batch_norm_keeps_its_op_before_passes() -> None:
@@ -123,7 +123,7 @@ def test_a_subclass_with_the_parents_forward_imports_as_the_parent() -> None:
 def test_a_subclass_with_parent_plus_activation_maps() -> None:
     graph = _imported(_randomized(nn.Sequential(ConvAct(3, 4, 3))))
     assert graph.count() == {"CONV_2D": 1}
-    assert graph.ops[0].attrs["fuse"] == "RELU6"
+    assert graph.ops[0].fuse == "RELU6"
 
 
 def test_known_base_refuses_a_subclass_that_overrides_a_method() -> None:

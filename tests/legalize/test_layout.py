@@ -104,4 +104,4 @@ def test_a_reshaped_constant_keeps_the_model_order() -> None:
     y = b.op(OpKind.MUL, [x, gamma], fuse="NONE")
     new = check_pass(to_nhwc, b.build(y), {})
     reshape = next(op for op in new.ops if op.kind is OpKind.RESHAPE)
-    assert reshape.attrs["shape"] == (1, 1, 1, 4)
+    assert reshape.attrs.shape == (1, 1, 1, 4)
