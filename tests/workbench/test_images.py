@@ -1,0 +1,99 @@
+"""`images.read_image` (photos for `run`, and every `--calib DIR` image): decoded reduced when
+large, refused clearly past the workbench's own pixel cap, whatever PIL would have done."""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from tests.workbench.conftest import TINY_IMAGES
+from workbench import images
+from workbench.cli import app
+from workbench.errors import WorkbenchError
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def write_big_png(path: Path, side: int) -> None:
+    """A black 1-bit `side`x`side` PNG, compressed row by row (never held whole: ~20 KB)."""
+    row = bytes(1 + (side + 7) // 8)  # the filter byte, then the packed pixels
+    z = zlib.compressobj(9)
+    data = b"".join(z.compress(row) for _ in range(side)) + z.flush()
+    head = struct.pack(">IIBBBBB", side, side, 1, 0, 0, 0, 0)  # 1-bit grey
+    png = b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", head) + _chunk(b"IDAT", data)
+    path.write_bytes(png + _chunk(b"IEND", b""))
+
+
+def test_a_13370_square_png_is_refused_before_decoding(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.png"
+    write_big_png(path, 13370)
+    assert path.stat().st_size < 40_000
+    with pytest.raises(
+        WorkbenchError,
+        match=r"`.*bomb.png` is 13370x13370 \(179 M pixels\), more than the 50 M pixels the "
+        "workbench decodes: scale it down",
+    ):
+        images.read_image(path)
+
+
+def test_past_pils_own_limit_is_the_same_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "bigger.png"
+    write_big_png(path, 20000)  # 400 M pixels: PIL itself raises DecompressionBombError
+    with pytest.raises(WorkbenchError, match="more than the 50 M pixels the workbench decodes"):
+        images.read_image(path)
+
+
+def test_a_large_png_under_the_cap_is_decoded_reduced(tmp_path: Path) -> None:
+    path = tmp_path / "big.png"
+    write_big_png(path, 5000)
+    out = images.read_image(path)
+    assert out.shape == (1250, 1250, 3)  # reduced 4x: the short side stays >= KEEP_SIDE
+    assert out.dtype.name == "uint8"
+    assert int(out.max()) == 0
+
+
+PEAK = """
+import resource, sys
+from workbench import images
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+out = images.read_image(sys.argv[1])
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(out.shape, (after - before) // 1024)
+"""
+
+
+def test_a_jpeg_past_the_cap_is_decoded_at_reduced_scale(tmp_path: Path) -> None:
+    """54 M pixels of JPEG decode at 1/4 scale (DCT scaling): a few MB, not 160 MB of RGB."""
+    path = tmp_path / "big.jpg"
+    Image.new("L", (9000, 6000), 128).save(path, quality=50)
+    proc = subprocess.run(
+        [sys.executable, "-c", PEAK, str(path)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    shape, grown_mb = proc.stdout.rsplit(" ", 1)
+    assert shape == "(1500, 2250, 3)"
+    assert int(grown_mb) < 40
+
+
+def test_a_directory_is_named_as_such(tmp_path: Path) -> None:
+    with pytest.raises(WorkbenchError, match="is a directory, not an image file"):
+        images.read_image(tmp_path)
+
+
+def test_a_calibration_folder_with_a_huge_png_fails_clearly(tmp_path: Path) -> None:
+    (tmp_path / "calib").mkdir()
+    write_big_png(tmp_path / "calib" / "bomb.png", 13370)
+    args = ["compile", TINY_IMAGES, "--calib", str(tmp_path / "calib")]
+    result = CliRunner().invoke(app, [*args, "-o", str(tmp_path / "t.mdla")])
+    assert result.exit_code == 1, result.output
+    assert "bomb.png` is 13370x13370 (179 M pixels)" in result.stderr
+    assert "DecompressionBomb" not in result.stderr
