@@ -97,3 +97,20 @@ def test_a_calibration_folder_with_a_huge_png_fails_clearly(tmp_path: Path) -> N
     assert result.exit_code == 1, result.output
     assert "bomb.png` is 13370x13370 (179 M pixels)" in result.stderr
     assert "DecompressionBomb" not in result.stderr
+
+
+def test_run_on_a_1x1_image_says_it_means_little(
+    runner: CliRunner, artifacts: dict[str, Path], tmp_path: Path
+) -> None:
+    Image.new("RGB", (1, 1), (200, 10, 10)).save(tmp_path / "dot.png")
+    Image.new("RGB", (80, 60)).save(tmp_path / "small.png")  # 224x224 input: 3.7x, no warning
+    result = runner.invoke(
+        app,
+        ["run", str(artifacts["images"]), str(tmp_path / "dot.png"), str(tmp_path / "small.png")],
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("warning:") == 1
+    assert (
+        "warning: `dot.png` is 1x1 pixels, upscaled 224x to the model's 224x224 input: the result "
+        "says little about it" in result.stderr
+    )

@@ -103,6 +103,22 @@ def _too_large(path: str | Path, size: str) -> WorkbenchError:
     )
 
 
+TINY_FACTOR = 4  # an image upscaled more than this to the model's input gets a warning
+
+
+def tiny_warning(name: str, image: Array, size: tuple[int, int]) -> str | None:
+    """A warning when `image` is much smaller than the model's `size` (h, w) input: a 1x1
+    picture "classified" is noise from the interpolation, and the user should hear so."""
+    h, w = int(image.shape[0]), int(image.shape[1])
+    factor = min(size) / max(1, min(h, w))
+    if factor <= TINY_FACTOR:
+        return None
+    return (
+        f"warning: `{name}` is {w}x{h} pixels, upscaled {factor:.0f}x to the model's "
+        f"{size[1]}x{size[0]} input: the result says little about it"
+    )
+
+
 def prepare_record(image: Array, record: Preprocess) -> Array:
     """A photo as the input a preprocess record (a manifest's, or a contract's) asks for."""
     size = (int(record.size[0]), int(record.size[1]))

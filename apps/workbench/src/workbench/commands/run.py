@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,6 +12,7 @@ import typer
 from rich.table import Table
 
 import mdla_runtime
+from mdla_ir import Preprocess
 from workbench import contract as ct
 from workbench import dense, pipeline
 from workbench import images as imgs
@@ -108,11 +110,26 @@ def manifest_inputs(
     if pre is None and not names:
         rng = np.random.default_rng(0)
         return [("random", rng.uniform(-1, 1, shape).astype(np.float32))]
-    prep = None if pre is None else (lambda image: imgs.prepare_record(image, pre))
     return [
-        (Path(n).name, ins.load_sample(n, (shape,), prep, manifest.name)[0])
+        (Path(n).name, ins.load_sample(n, (shape,), _prep(pre, Path(n).name), manifest.name)[0])
         for n in ins.expand(names or list(imgs.SAMPLES))
     ]
+
+
+def _prep(pre: Preprocess | None, name: str) -> Callable[[Array], Array] | None:
+    """The preprocessing of image `name`, warning on stderr when it is far smaller than the
+    model's input (a 1x1 picture would otherwise be classified without a word)."""
+    if pre is None:
+        return None
+
+    def prep(image: Array) -> Array:
+        size = (int(pre.size[0]), int(pre.size[1]))
+        warning = imgs.tiny_warning(name, image, size)
+        if warning:
+            typer.echo(warning, err=True)
+        return imgs.prepare_record(image, pre)
+
+    return prep
 
 
 def run_command(
