@@ -129,6 +129,10 @@ class OverBudgetError(ManifestError):
     """The file asks for more than the resource budget allows (`Budget`; a flag raises it)."""
 
 
+class NonFiniteError(ManifestError):
+    """A float32 constant (a scalar's value, an element of a tensor's data) is NaN or +-inf."""
+
+
 class LoweringError(ManifestError):
     """The graph cannot be lowered to Neuron operands."""
 
@@ -157,6 +161,7 @@ ALL_KINDS: tuple[type[ManifestError], ...] = (
     BadReferenceError,
     PartitionCycleError,
     OverBudgetError,
+    NonFiniteError,
 )
 
 

@@ -7,6 +7,7 @@ blob = pack(header, data)                 # re-frame an edited header (valid pre
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -292,6 +293,12 @@ def _semantic_edits(header: Header) -> list[Edit]:
             f"operands[{x}].dims",
         ),
         ("total_over_budget", grow(5), budget, f"operands[{n + 4}].dims"),
+        (
+            "float32_scalar_nan",
+            lambda h: h["operands"].append({"type": fmt.FLOAT32, "dims": [], "value": math.nan}),
+            errors.NonFiniteError,
+            f"operands[{n}].value",
+        ),
         ("zero_dim", at("operands", y, "dims", [1, 8, 0, 4]), shape, f"operands[{y}].dims[2]"),
         ("io_not_int8", at("outputs", 0, "operand", b), ref, "outputs[0].operand"),
         (

@@ -459,7 +459,7 @@ bool mdla_manifest_parse_budget(const uint8_t *buf, size_t size, const mdla_budg
     ok = ok && sections(&c, size, m) && operands(&c, buf, m) && operations(&c, m) &&
          ios(&c, "inputs", m->n_operands, &m->n_inputs, &m->inputs) &&
          ios(&c, "outputs", m->n_operands, &m->n_outputs, &m->outputs) && partitions(&c, m) &&
-         chk_semantics(&c, m, budget);
+         chk_semantics(&c, m, budget) && chk_finite(&c, m);
     mp_free(&doc);
     if (!ok) mdla_manifest_free(m);
     return ok;

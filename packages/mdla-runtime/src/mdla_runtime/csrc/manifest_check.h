@@ -28,5 +28,6 @@ mdla_str chk_str_of(const checker *c, uint32_t map, const char *key);
 bool chk_model(checker *c, uint32_t model, mdla_str *rounding);
 bool chk_semantics(checker *c, const mdla_manifest *m, const mdla_budget *b);
 bool chk_compute(checker *c, const mdla_manifest *m, const mdla_budget *b); /* manifest_compute.c */
+bool chk_finite(checker *c, const mdla_manifest *m);                        /* manifest_compute.c */
 
 #endif /* MDLA_MANIFEST_CHECK_H */

@@ -1,11 +1,14 @@
-/* manifest_compute.c: check 7 of the semantic validation, the compute budget: each operation's
- * multiply-adds or compares from the shapes, and their running sum, within the budget. The
- * twin of mdla_runtime/format/compute.py (its docstring states the rule); sums and products
- * saturate at 2^64 - 1, as the Python reader caps its exact ones. */
+/* manifest_compute.c: what a file makes the machine compute, checks 7 and 8 of the semantic
+ * validation. 7, how much (chk_compute): each operation's multiply-adds or compares from the
+ * shapes, and their running sum, within the budget; the twin of mdla_runtime/format/compute.py
+ * (its docstring states the rule); sums and products saturate at 2^64 - 1, as the Python reader
+ * caps its exact ones. 8, on what (chk_finite): every float32 constant is finite; the twin of
+ * mdla_runtime/format/finite.py. */
 #include "manifest_check.h"
 #include "mdla_ops.h"
 #include "neuron_abi.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -93,6 +96,36 @@ bool chk_compute(checker *c, const mdla_manifest *m, const mdla_budget *b) {
                      "of %llu G (raise it with --max-total-gops)", i, (unsigned long long)total,
                      (unsigned long long)(b->max_total_ops / GIGA));
             return chk_fail(c, "OverBudget", f, chk_node(c, e)->offset, why);
+        }
+    }
+    return true;
+}
+
+/* The node of `key` in operands[i]'s map. */
+static uint64_t operand_key_at(const checker *c, uint32_t i, const char *key) {
+    uint32_t e = mp_get(c->doc, 0, "operands") + 1;
+    for (uint32_t k = 0; k < i; k++) e = chk_node(c, e)->next;
+    return chk_node(c, mp_get(c->doc, e, key))->offset;
+}
+
+bool chk_finite(checker *c, const mdla_manifest *m) {
+    char f[64], why[MDLA_WHY_MAX];
+    for (uint32_t i = 0; i < m->n_operands; i++) {
+        const mdla_operand *o = &m->operands[i];
+        if (o->type == 0 && !isfinite(o->f32)) { /* FLOAT32: beyond FLT_MAX reads as +-inf */
+            mdla_fmt(f, sizeof f, "operands[%u].value", i);
+            mdla_fmt(why, sizeof why, "float32 value is not a finite float32");
+            return chk_fail(c, "NonFinite", f, operand_key_at(c, i, "value"), why);
+        }
+        if (o->type != 3 || !o->has_data) continue; /* TENSOR_FLOAT32 constants */
+        for (uint64_t k = 0; k < o->data_len / 4; k++) {
+            const uint8_t *p = o->data + 4 * k;
+            const uint32_t bits = p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+            if ((bits & 0x7F800000u) != 0x7F800000u) continue;
+            mdla_fmt(f, sizeof f, "operands[%u].data", i);
+            mdla_fmt(why, sizeof why, "element %llu is %s; float32 constants must be finite",
+                     (unsigned long long)k, bits & 0x007FFFFFu ? "nan" : bits >> 31 ? "-inf" : "inf");
+            return chk_fail(c, "NonFinite", f, operand_key_at(c, i, "data"), why);
         }
     }
     return true;

@@ -50,6 +50,7 @@ same kinds, fields and offsets), after the schema checks and before the engine, 
    - every model output is among the `outputs` of the partition that writes it (BadReference).
 7. Work (OverBudget at `operations[i]`): each operation's multiply-adds or compares from the
    shapes, and their running sum, within the compute budget (`compute.py`).
+8. Float32 constants are finite (NonFinite; `finite.py`, run by `validate` with the data).
 """
 
 from __future__ import annotations

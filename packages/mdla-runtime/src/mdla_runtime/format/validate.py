@@ -32,6 +32,7 @@ from mdla_runtime.errors import (
 )
 from mdla_runtime.format import container as fmt
 from mdla_runtime.format.budget import DEFAULT, Budget
+from mdla_runtime.format.finite import check_finite
 from mdla_runtime.format.model import check_model
 from mdla_runtime.format.msgpack_reader import child, decode_header, offset_of, segments
 from mdla_runtime.format.semantic import check_semantics
@@ -282,4 +283,5 @@ def validate(buf: bytes, budget: Budget = DEFAULT) -> tuple[dict[str, Any], int]
     for p, e in enumerate(header.get("partitions", ())):
         _partition(c, e, p, len(header["operations"]), n)
     check_semantics(c, header, budget)
+    check_finite(c, header, buf, data_start)
     return header, data_start
