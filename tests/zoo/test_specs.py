@@ -3,6 +3,7 @@ file's folder on sys.path; every failure of the user's code as one ZooError line
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 from mdla_zoo import ZooError, load_model
+from mdla_zoo.errors import SpecError
 from mdla_zoo.specs import is_model_file, parse_cli_args, parse_spec
 
 NET = """
@@ -209,3 +211,47 @@ def test_a_venv_inside_the_project_folder_stays_loaded(
     assert first.out_features == second.out_features == 5
     assert "blocks" not in sys.modules  # the user's own file is dropped
     monkeypatch.delitem(sys.modules, lib)
+
+
+HOSTILE = [
+    ("{[1]: 2}", "is not a valid literal (unhashable type: 'list')"),  # was TypeError
+    ("-" * 100_000 + "1", "more than 4096 characters"),  # was MemoryError
+    ("+".join(["1"] * 40_000), "more than 4096 characters"),  # was RecursionError
+    ("-" * 3000 + "1", "nested too deeply"),  # short, but the parser recursed
+    ("[" * 40 + "]" * 40, "nested too deeply"),
+    ("1e400", "inf is not a finite number"),
+    ("[1, (2, -1e999j)]", "is not a finite number"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), HOSTILE)
+def test_hostile_spec_arguments_are_spec_errors(text: str, message: str) -> None:
+    with pytest.raises(SpecError, match=re.escape(message)) as err:
+        parse_spec(f"net.py:build({text})")
+    assert len(str(err.value)) < 300  # the spec is shortened in the message
+
+
+@pytest.mark.parametrize(("text", "message"), HOSTILE)
+def test_hostile_arg_values_are_spec_errors(text: str, message: str) -> None:
+    with pytest.raises(SpecError, match=re.escape(message)):
+        parse_cli_args([f"k={text}"])
+
+
+def test_a_spec_error_is_a_usage_error_in_the_workbench(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from workbench.cli import app
+
+    (tmp_path / "net.py").write_text("def build(**k):\n    raise SystemExit('ran')\n")
+    for args in (
+        [f"{tmp_path / 'net.py'}:build({{[1]: 2}})"],
+        [f"{tmp_path / 'net.py'}:build(" + "-" * 100_000 + "1)"],
+        [f"{tmp_path / 'net.py'}:build", "--arg", "k=" + "+".join(["1"] * 40_000)],
+        [f"{tmp_path / 'net.py'}:build", "--arg", "k=1e400"],
+    ):
+        result = CliRunner().invoke(app, ["compile", *args, "-o", str(tmp_path / "x.mdla")])
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith("error: ")
+        assert "internal error" not in result.stderr
+        assert result.stderr.count("\n") == 1
+        assert len(result.stderr) < 300

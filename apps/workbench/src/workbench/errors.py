@@ -2,7 +2,8 @@
 
 1  bad input or model (IRError, ZooError, QuantError, ManifestError, TargetDataError,
    unreadable files)
-2  usage (Typer/Click's own, WorkbenchError(..., USAGE), a malformed --on: TargetSpecError)
+2  usage (Typer/Click's own, WorkbenchError(..., USAGE), a malformed --on: TargetSpecError,
+   a malformed model spec or --arg: SpecError)
 3  unsupported on the target (LegalizeError, UnknownDeviceError, UNMAPPABLE from the device)
 4  device or connection (TargetError otherwise, WitnessError)
 130  interrupted (Ctrl-C): outputs are written atomically, so each is the old file or the new one
@@ -30,6 +31,7 @@ from mdla_runtime.interrupt import interrupt_guard as interrupt_guard
 from mdla_target import TargetDataError, UnknownDeviceError
 from mdla_witness import WitnessError
 from mdla_zoo import ZooError
+from mdla_zoo.errors import SpecError
 
 BAD_INPUT, USAGE, UNSUPPORTED, DEVICE = 1, 2, 3, 4
 
@@ -48,7 +50,7 @@ def exit_code(exc: BaseException) -> int | None:
         return exc.exit_code
     if isinstance(exc, LegalizeError | UnknownDeviceError | UnexportableOpError):
         return UNSUPPORTED
-    if isinstance(exc, TargetSpecError):
+    if isinstance(exc, TargetSpecError | SpecError):
         return USAGE
     if isinstance(exc, TargetError):
         if exc.result == "UNMAPPABLE" or exc.exit_code == UNSUPPORTED:

@@ -18,6 +18,7 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import math
 import os
 import sys
 import traceback
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mdla_zoo.errors import ZooError
+from mdla_zoo.errors import SpecError, ZooError
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ class CodeSpec:
 
 
 MODEL_SUFFIXES = (".pt", ".pth", ".pt2", ".ts", ".torchscript", ".jit")
+MAX_SPEC_CHARS = 4096  # a spec, or an --arg value, longer than this is refused unparsed
+MAX_DEPTH = 32  # literal arguments nested deeper than this (lists of lists, unary minus) too
 
 
 def is_code_spec(spec: str) -> bool:
@@ -55,54 +58,107 @@ def is_model_file(spec: str) -> bool:
 
 
 def parse_spec(spec: str) -> CodeSpec:
-    """Split `spec`; arguments in parentheses must be Python literals."""
+    """Split `spec`; arguments in parentheses must be Python literals (finite numbers, nested
+    at most MAX_DEPTH deep, the spec at most MAX_SPEC_CHARS long): a SpecError otherwise."""
     head, paren, _ = spec.partition("(")
     where, _, name = head.rpartition(":")
     name = name.strip()
     if not where or not name.isidentifier():
-        raise ZooError(
-            f"model spec `{spec}`: expected `file.py:name` or `package.module:name`, "
+        raise SpecError(
+            f"model spec `{_short(spec)}`: expected `file.py:name` or `package.module:name`, "
             "optionally with literal arguments: `my_net.py:build(width=0.5)`"
         )
     if not paren:
         return CodeSpec(where, name)
+    what = f"model spec `{_short(spec)}`"
     try:
-        call = ast.parse(f"{name}{spec[len(head) :]}", mode="eval").body
+        call = _tree(f"{name}{spec[len(head) :]}", what)
     except SyntaxError as exc:
-        raise ZooError(f"model spec `{spec}`: its arguments do not parse ({exc.msg})") from None
+        raise SpecError(f"{what}: its arguments do not parse ({exc.msg})") from None
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
-        raise ZooError(f"model spec `{spec}`: expected `{name}(arguments)` after the colon")
+        raise SpecError(f"{what}: expected `{name}(arguments)` after the colon")
     if any(kw.arg is None for kw in call.keywords):
-        raise ZooError(f"model spec `{spec}`: `**` arguments are not taken; name each one")
-    args = tuple(_literal(a, spec) for a in call.args)
-    kwargs = {str(kw.arg): _literal(kw.value, spec) for kw in call.keywords}
+        raise SpecError(f"{what}: `**` arguments are not taken; name each one")
+    args = tuple(_literal(a, what) for a in call.args)
+    kwargs = {str(kw.arg): _literal(kw.value, what) for kw in call.keywords}
     return CodeSpec(where, name, args, kwargs, called=True)
 
 
-def _literal(node: ast.expr, spec: str) -> Any:
+def _short(text: str) -> str:
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
+
+
+def _tree(source: str, what: str) -> ast.expr:
+    """`source` parsed as one expression; SpecError past MAX_SPEC_CHARS or MAX_DEPTH (checked
+    before and after parsing: the parser itself recurses), SyntaxError as the parser says."""
+    if len(source) > MAX_SPEC_CHARS:
+        raise SpecError(f"{what}: more than {MAX_SPEC_CHARS} characters")
     try:
-        return ast.literal_eval(node)
+        tree = ast.parse(source, mode="eval").body
+    except (RecursionError, MemoryError):
+        raise SpecError(f"{what}: nested too deeply (at most {MAX_DEPTH} levels)") from None
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise SpecError(f"{what}: nested too deeply (at most {MAX_DEPTH} levels)")
+        stack += [(child, depth + 1) for child in ast.iter_child_nodes(node)]
+    return tree
+
+
+def _literal(node: ast.expr, what: str) -> Any:
+    try:
+        return _value(node, what)
     except ValueError:
-        raise ZooError(
-            f"model spec `{spec}`: argument `{ast.unparse(node)}` is not a Python literal "
+        raise SpecError(
+            f"{what}: argument `{_short(ast.unparse(node))}` is not a Python literal "
             "(numbers, strings, tuples, lists, dicts, True/False/None); build other values "
             "inside the factory"
         ) from None
 
 
+def _value(node: ast.expr, what: str) -> Any:
+    """The literal `node` is; ValueError if it is no literal, SpecError if it is an invalid
+    one (`{[1]: 2}`: a list as a dict key; an infinite number)."""
+    try:
+        value = ast.literal_eval(node)
+    except TypeError as exc:
+        raise SpecError(
+            f"{what}: argument `{_short(ast.unparse(node))}` is not a valid literal ({exc})"
+        ) from None
+    _finite(value, what)
+    return value
+
+
+def _finite(value: Any, what: str) -> None:
+    """SpecError for an infinite number anywhere in `value` (`1e400` reads as inf)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, float | complex) and not all(math.isfinite(x) for x in (v.real, v.imag)):
+            raise SpecError(f"{what}: {v} is not a finite number")
+        if isinstance(v, dict):
+            stack += [*v.keys(), *v.values()]
+        elif isinstance(v, list | tuple | set | frozenset):
+            stack += list(v)
+
+
 def parse_cli_args(items: Sequence[str]) -> dict[str, Any]:
-    """`--arg key=value` items: the value as a Python literal, else as a string."""
+    """`--arg key=value` items: the value as a Python literal, else as a string; a value that
+    looks like a literal but is not a valid one (an unhashable key, an infinite number, too
+    long or too deeply nested) is a SpecError, as in a spec."""
     out: dict[str, Any] = {}
     for item in items:
         key, eq, text = item.partition("=")
         key = key.strip()
         if not eq or not key.isidentifier():
-            raise ZooError(f"--arg `{item}`: expected key=value (e.g. --arg width=0.5)")
+            raise SpecError(f"--arg `{_short(item)}`: expected key=value (e.g. --arg width=0.5)")
         if key in out:
-            raise ZooError(f"--arg `{key}` is given twice")
+            raise SpecError(f"--arg `{key}` is given twice")
+        what = f"--arg `{key}`"
         try:
-            out[key] = ast.literal_eval(text.strip())
-        except (ValueError, SyntaxError):
+            out[key] = _value(_tree(text.strip(), what), what)
+        except (SyntaxError, ValueError):  # not a literal: the text itself
             out[key] = text.strip()
     return out
 
