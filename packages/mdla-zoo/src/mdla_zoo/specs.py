@@ -97,7 +97,7 @@ def _tree(source: str, what: str) -> ast.expr:
         tree = ast.parse(source, mode="eval").body
     except (RecursionError, MemoryError):
         raise SpecError(f"{what}: nested too deeply (at most {MAX_DEPTH} levels)") from None
-    stack = [(tree, 1)]
+    stack: list[tuple[ast.AST, int]] = [(tree, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
