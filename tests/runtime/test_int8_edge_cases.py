@@ -109,6 +109,21 @@ def test_the_emulator_defaults_to_the_target_fact() -> None:
     assert got.ravel()[:4].tolist() == [127] * 4  # mdla3.5: accumulator = "saturate"
 
 
+@pytest.mark.parametrize("arith_env", MODES, indirect=True, ids=lambda m: "-".join(m))
+def test_an_override_that_changes_the_arithmetic_says_so(
+    arith_env: tuple[str, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The environment's overrides are for experiments: each compilation whose arithmetic they
+    change says so on stderr (mdla3.5's facts: saturate; a compilation's default: double)."""
+    accumulator, rounding = arith_env
+    emu_run(requant_wrap_graph(8), _case_codes())
+    err = capfd.readouterr().err
+    acc_note = "MDLA_EMU_ACCUMULATOR=wrap overrides the target's accumulator `saturate`"
+    round_note = "MDLA_EMU_ROUNDING=single overrides the compilation's rounding `double`"
+    assert (acc_note in err) == (accumulator == "wrap")
+    assert (round_note in err) == (rounding == "single")
+
+
 def test_the_generated_table_carries_the_fact(tmp_path: Path) -> None:
     target = load_target("mdla3.5")
     assert "const bool emu_target_accumulator_wrap = false;" in generate_targets(target)

@@ -86,6 +86,7 @@ def _more_signatures() -> dict[str, tuple[Any, list[Any]]]:
         "NeuronEvent_createFromSyncFenceFd": (i, [i, p]),
         "NeuronEvent_getSyncFenceFd": (i, [p, p]),
         "NeuronDebug_setReportPath": (i, [p, ctypes.c_char_p]),
+        "MdlaEmu_setRounding": (i, [p, i32]),  # the emulator's own extension (numerics.h)
     }
 
 

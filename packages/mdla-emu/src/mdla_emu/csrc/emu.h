@@ -14,11 +14,20 @@
 #include <stdint.h>
 
 #include "neuron_abi.h"
+#include "numerics.h"
 
 #define EMU_MAX_RANK 6
 #define EMU_IMMEDIATE_COPY_BYTES 128 /* NEURON_MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES */
 
-enum { EMU_ROUND_DOUBLE = 0, EMU_ROUND_SINGLE = 1 };
+enum { EMU_ROUND_DOUBLE = MDLA_EMU_ROUNDING_DOUBLE, EMU_ROUND_SINGLE = MDLA_EMU_ROUNDING_SINGLE };
+
+/* The arithmetic a compilation's kernels run with, fixed at NeuronCompilation_finish (abi/
+ * numerics.c): the requantization rounding (MdlaEmu_setRounding, else double) and whether an
+ * int32 overflow in it wraps (the target's `[arith] accumulator` fact) or saturates. */
+typedef struct {
+    int rounding;
+    bool wrap;
+} EmuNumerics;
 
 enum { EMU_TEMP = 0, EMU_MODEL_INPUT, EMU_MODEL_OUTPUT, EMU_CONST };
 
@@ -137,7 +146,7 @@ typedef struct {
     int32_t code;
     const char *name;
     /* Validate everything value-dependent and freeze the params; NEURON_BAD_DATA on a problem. */
-    int (*prepare)(const NeuronModel *m, const EmuOperation *op, int rounding, void **params);
+    int (*prepare)(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **params);
     /* inputs[i] is the data of op input i (activations or constants); out the output's. */
     void (*eval)(const void *params, const void *const *inputs, void *out, EmuScratch *scratch);
     size_t (*scratch_bytes)(const void *params); /* NULL: no scratch */
@@ -178,6 +187,9 @@ extern const char *const emu_target_name;
 extern const char *const emu_target_socs; /* the target file's `soc`: "mt6886" or "" */
 extern const EmuTargetDevice emu_target_devices[];
 extern const uint32_t emu_target_device_count;
+/* The target's `[arith] accumulator` fact: true when an int32 overflow in a requantization
+ * wraps, false when it saturates (the default of every compilation's EmuNumerics). */
+extern const bool emu_target_accumulator_wrap;
 
 struct NeuronDevice {
     uint32_t index;

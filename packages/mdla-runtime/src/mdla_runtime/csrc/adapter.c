@@ -26,6 +26,7 @@ static void resolve(neuron_api *api) {
     sym = dlsym(api->handle, #name);                                                           \
     memcpy(&api->name, &sym, sizeof api->name);
     MDLA_NEURON_FUNCTIONS(MDLA_RESOLVE)
+    MDLA_RESOLVE(MdlaEmu_setRounding, int, ())
 #undef MDLA_RESOLVE
 }
 

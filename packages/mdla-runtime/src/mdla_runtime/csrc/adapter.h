@@ -10,6 +10,7 @@
 #define MDLA_ADAPTER_H
 
 #include "neuron_abi.h"
+#include "numerics.h"
 
 typedef struct {
     void *handle;
@@ -17,6 +18,8 @@ typedef struct {
 #define MDLA_API_FIELD(name, ret, params) name##_fn name;
     MDLA_NEURON_FUNCTIONS(MDLA_API_FIELD)
 #undef MDLA_API_FIELD
+    /* The host emulator's extension (numerics.h), NULL on a real adapter. */
+    MdlaEmu_setRounding_fn MdlaEmu_setRounding;
 } neuron_api;
 
 /* Opens `lib` (or the default names when NULL). False with a message naming every name tried. */

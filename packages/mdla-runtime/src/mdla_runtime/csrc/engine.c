@@ -277,7 +277,15 @@ void json_devices(void) {
     printf("]");
 }
 
+/* The manifest's rounding reaches the host emulator through its extension (numerics.h), found
+ * with dlsym: a real adapter has none, and on a phone the silicon's own rounding applies. */
 int finish_compilation(NeuronCompilation *comp) {
+    const bool single = E.m.rounding.n == 6 && memcmp(E.m.rounding.s, "single", 6) == 0;
+    if (E.api.MdlaEmu_setRounding) {
+        const int rc = E.api.MdlaEmu_setRounding(
+            comp, single ? MDLA_EMU_ROUNDING_SINGLE : MDLA_EMU_ROUNDING_DOUBLE);
+        if (rc != NEURON_NO_ERROR) return rc;
+    }
     if (E.api.NeuronCompilation_setPriority) E.api.NeuronCompilation_setPriority(comp, NEURON_PRIORITY_HIGH);
     if (E.api.NeuronCompilation_setPreference)
         E.api.NeuronCompilation_setPreference(comp, NEURON_PREFER_FAST_SINGLE_ANSWER);
@@ -303,29 +311,10 @@ void json_output(uint32_t k, uint32_t operand) {
     fputc('}', stdout);
 }
 
-/* The manifest's rounding reaches the host emulator as MDLA_EMU_ROUNDING, which its
- * NeuronCompilation_createForDevices reads: the Neuron ABI is unchanged, and a real adapter
- * ignores the variable (on a phone the silicon's own rounding applies). A value the user already
- * set wins, for experiments, and the engine says so on stderr when it differs. */
-static void apply_rounding(void) {
-    char want[16];
-    mdla_fmt(want, sizeof want, "%.*s", (int)E.m.rounding.n, E.m.rounding.s);
-    const char *have = getenv("MDLA_EMU_ROUNDING");
-    if (have != NULL && *have) {
-        if (strcmp(have, want) != 0)
-            fprintf(stderr, "mdla-engine: note: MDLA_EMU_ROUNDING=%s overrides the manifest's "
-                            "rounding `%s`\n", have, want);
-        return;
-    }
-    if (setenv("MDLA_EMU_ROUNDING", want, 1) != 0)
-        fail(EXIT_BAD_INPUT, "manifest", -1, -1, "cannot set MDLA_EMU_ROUNDING: %s", strerror(errno));
-}
-
 int main(int argc, char **argv) {
     parse_args(argc, argv, &E.opt);
     if (E.opt.manifest) map_manifest();
     if (E.opt.check) { print_check(); return 0; }
-    if (E.opt.manifest) apply_rounding();
     if (E.opt.manifest && engine_partitioned()) { /* issue 17: engine_parts.c */
         engine_run_partitions();
         mdla_manifest_free(&E.m);

@@ -158,6 +158,8 @@ static void run_plan(const mdla_manifest *m, uint32_t n_ops, bool run, bool cach
         NeuronCompilation *comp = NULL;
         if (NeuronCompilation_createForDevices(model, devs, n_dev, &comp) == NEURON_NO_ERROR) {
             NeuronCompilation_setPriority(comp, NEURON_PRIORITY_HIGH);
+            const bool single = m->rounding.n == 6 && memcmp(m->rounding.s, "single", 6) == 0;
+            MdlaEmu_setRounding(comp, single ? MDLA_EMU_ROUNDING_SINGLE : MDLA_EMU_ROUNDING_DOUBLE);
             if (NeuronCompilation_finish(comp) == NEURON_NO_ERROR) {
                 execute(m, &plan, comp);
                 if (cache) round_trip(m, &plan, comp);
@@ -183,8 +185,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mdla_error err;
     if (mdla_manifest_parse(buf, size, &m, &err)) {
         n_parsed++;
-        const bool single = m.rounding.n == 6 && memcmp(m.rounding.s, "single", 6) == 0;
-        setenv("MDLA_EMU_ROUNDING", single ? "single" : "double", 1);
         const bool run = within_budget(&m);
         run_plan(&m, m.n_operations, run, true);
         if (m.n_operations > 1) {

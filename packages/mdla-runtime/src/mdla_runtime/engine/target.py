@@ -4,9 +4,11 @@
     "lib:/path/libneuron_x.so"  a Neuron Adapter library on this machine
     "ssh://user@host[:port]"    a phone over SSH (its own issue: the seam is `Target._engine`)
 
-The engine runs a manifest with its recorded `model.rounding`: it sets MDLA_EMU_ROUNDING for the
-host emulator unless the environment already has it (then it prints a note, relayed here to
-stderr); a real adapter ignores the variable, so on a phone the silicon's rounding applies.
+The engine runs a manifest with its recorded `model.rounding`: it hands it to the host emulator
+through the emulator's extension call (`MdlaEmu_setRounding`, mdla_emu's csrc/numerics.h); a
+real adapter has no such call, so on a phone the silicon's rounding applies. An experiment's
+MDLA_EMU_ROUNDING or MDLA_EMU_ACCUMULATOR overrides it inside the emulator, which says so on
+stderr (relayed here).
 
 Each target drives `mdla-engine --json` as a subprocess: inputs are quantized with the
 manifest's I/O contract (float, model layout -> int8, device layout), outputs come back raw
@@ -166,7 +168,7 @@ class Target:
                 exit_code=returncode,
             ) from None
         for line in stderr.splitlines():  # e.g. MDLA_EMU_ROUNDING overriding the manifest
-            if line.startswith("mdla-engine: note:"):
+            if line.startswith(("mdla-engine: note:", "libneuron_emu: ")):
                 sys.stderr.write(line + "\n")
         if not out.get("ok"):
             err = out.get("error", {})

@@ -3,13 +3,13 @@
  *
  * createForDevices compiles for the named devices only: when an operation maps on none of them
  * it fails with NEURON_UNMAPPABLE, with no CPU fallback (silicon fact 5); finish checks again.
- * finish snapshots the model (large values were kept by pointer until now), reads the rounding
- * (env MDLA_EMU_ROUNDING=single for TFLITE_SINGLE_ROUNDING, else double) and freezes every
+ * finish snapshots the model (large values were kept by pointer until now), fixes the arithmetic
+ * (numerics.c: MdlaEmu_setRounding's rounding, the target's accumulator) and freezes every
  * kernel's params.
  *
  * The compiled network (getCompiledNetworkSize/storeCompiledNetwork) is an adapter cache blob,
  * restorable only with NeuronModel_restoreFromCompiledNetwork (silicon fact 10):
- *     "MDLAEMUC" | u32 version | u32 reserved | u64 payload length | u64 FNV-1a-64 of payload |
+ *     "MDLAEMUC" | u32 version | u32 rounding | u64 payload length | u64 FNV-1a-64 of payload |
  *     payload: devices, preference, priority, operands (type, dims, quant, per-channel scales,
  *              values), operations, model inputs and outputs; little-endian fixed-width fields.
  * A blob with another magic, a bad length or checksum, or a payload that does not rebuild into
@@ -24,10 +24,6 @@ static const char BLOB_MAGIC[8] = {'M', 'D', 'L', 'A', 'E', 'M', 'U', 'C'};
 #define BLOB_VERSION 1u
 #define BLOB_HEADER 32u
 
-int emu_env_rounding(void) {
-    const char *v = getenv("MDLA_EMU_ROUNDING");
-    return v != NULL && strcmp(v, "single") == 0 ? EMU_ROUND_SINGLE : EMU_ROUND_DOUBLE;
-}
 
 static void release_params(NeuronCompilation *c) {
     if (c->params != NULL && c->model != NULL) {
@@ -104,7 +100,7 @@ int NeuronCompilation_finish(NeuronCompilation *compilation) {
     if (!emu_model_mappable(c->source, c->devs, c->n_devs)) return NEURON_UNMAPPABLE;
     c->model = emu_model_clone(c->source);
     if (c->model == NULL) return NEURON_OUT_OF_MEMORY;
-    c->rounding = emu_env_rounding();
+    c->num = emu_numerics(c);
     c->params = calloc(c->model->n_ops ? c->model->n_ops : 1, sizeof *c->params);
     if (c->params == NULL) {
         emu_model_release(c->model);
@@ -114,7 +110,7 @@ int NeuronCompilation_finish(NeuronCompilation *compilation) {
     c->scratch = 0;
     for (uint32_t k = 0; k < c->model->n_ops; k++) {
         const EmuKernel *kern = emu_kernel(c->model->ops[k].code);
-        rc = kern->prepare(c->model, &c->model->ops[k], c->rounding, &c->params[k]);
+        rc = kern->prepare(c->model, &c->model->ops[k], c->num, &c->params[k]);
         if (rc != NEURON_NO_ERROR) {
             release_params(c);
             emu_model_release(c->model);
@@ -230,7 +226,7 @@ int NeuronCompilation_storeCompiledNetwork(NeuronCompilation *compilation, void 
     Writer h = {out, 0};
     put(&h, BLOB_MAGIC, 8);
     put_u32(&h, BLOB_VERSION);
-    put_u32(&h, 0);
+    put_u32(&h, (uint32_t)compilation->num.rounding);
     put_u64(&h, w.len);
     put_u64(&h, fnv1a(out + BLOB_HEADER, w.len));
     return NEURON_NO_ERROR;
@@ -393,6 +389,7 @@ int NeuronModel_restoreFromCompiledNetwork(NeuronModel **model, NeuronCompilatio
     rc = NeuronCompilation_createForDevices(owned, devs, n_devs, &c);
     if (rc == NEURON_NO_ERROR) rc = NeuronCompilation_setPreference(c, pref);
     if (rc == NEURON_NO_ERROR) rc = NeuronCompilation_setPriority(c, prio);
+    if (rc == NEURON_NO_ERROR) rc = MdlaEmu_setRounding(c, emu_blob_rounding(buffer, size));
     if (rc == NEURON_NO_ERROR) rc = NeuronCompilation_finish(c);
     emu_trace_silence(-1);
     if (rc != NEURON_NO_ERROR) {

@@ -13,7 +13,8 @@ struct NeuronCompilation {
     bool apu; /* one of the devices sits in the APU power domain (mtk-mdla, mtk-dsp) */
     int32_t preference, priority;
     bool finished;
-    int rounding;
+    int32_t rounding; /* MdlaEmu_setRounding's (numerics.h), else double */
+    EmuNumerics num;  /* the arithmetic fixed at finish (numerics.c) */
     void **params;  /* frozen kernel params, one per operation */
     size_t scratch; /* the largest scratch any kernel needs */
     /* what the client asked for (compilation_ext.c), stored, traced and reported back */
@@ -59,7 +60,11 @@ void emu_report_begin(EmuReport *r);
 void emu_report_op(EmuReport *r, uint32_t index, int32_t code);
 void emu_report_close(EmuReport *r);
 
-int emu_env_rounding(void);
+/* The arithmetic `c` finishes with: its rounding, the target's accumulator fact, and the
+ * environment's overrides, each announced on stderr (numerics.c). */
+EmuNumerics emu_numerics(const NeuronCompilation *c);
+/* The rounding a compiled network was finished with (its header), for the restored one. */
+int32_t emu_blob_rounding(const void *buffer, size_t size);
 /* A compilation of `model` with no devices yet (the adapter chooses them at finish). */
 int emu_compilation_new(NeuronModel *model, NeuronCompilation **out);
 /* The devices for an adapter-chosen compilation: every op of the model on the first device (in

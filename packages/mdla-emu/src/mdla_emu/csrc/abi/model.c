@@ -358,8 +358,9 @@ int NeuronModel_finish(NeuronModel *model) {
         }
         const EmuKernel *kern = emu_kernel(op->code);
         if (rc == NEURON_NO_ERROR && kern != NULL) {
-            void *params = NULL;
-            rc = kern->prepare(model, op, EMU_ROUND_DOUBLE, &params);
+            void *params = NULL; /* validation only: any arithmetic accepts the same operands */
+            const EmuNumerics num = {EMU_ROUND_DOUBLE, false};
+            rc = kern->prepare(model, op, num, &params);
             if (params != NULL) kern->release(params);
         }
     }

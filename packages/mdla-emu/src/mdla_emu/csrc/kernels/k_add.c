@@ -18,7 +18,7 @@ typedef struct {
     int8_t out[256][256]; /* indexed by (code1 + 128, code2 + 128) */
 } AddParams;
 
-static int add_sub_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, int sign,
+static int add_sub_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, int sign,
                            void **out) {
     *out = NULL;
     const EmuOperand *x1 = &m->opnds[op->in[0]], *x2 = &m->opnds[op->in[1]],
@@ -36,35 +36,35 @@ static int add_sub_prepare(const NeuronModel *m, const EmuOperation *op, int rou
     const double twice = 2.0 * (s1 > s2 ? s1 : s2);
     int64_t m1, m2, mo, a[256], b[256]; /* a, b indexed by code + 128 */
     int e1, e2, eo;
-    if (!emu_quantize_multiplier(s1 / twice, rounding, &m1, &e1) ||
-        !emu_quantize_multiplier(s2 / twice, rounding, &m2, &e2) ||
-        !emu_quantize_multiplier(twice / (1048576.0 * (double)y->scale), rounding, &mo, &eo)) {
+    if (!emu_quantize_multiplier(s1 / twice, num.rounding, &m1, &e1) ||
+        !emu_quantize_multiplier(s2 / twice, num.rounding, &m2, &e2) ||
+        !emu_quantize_multiplier(twice / (1048576.0 * (double)y->scale), num.rounding, &mo, &eo)) {
         free(p);
         return NEURON_BAD_DATA;
     }
     for (int q = -128; q < 128; q++) {
-        a[q + 128] = emu_mbqm((int64_t)(q - x1->zero_point) * 1048576, m1, e1, rounding);
-        b[q + 128] = emu_mbqm((int64_t)(q - x2->zero_point) * 1048576, m2, e2, rounding);
+        a[q + 128] = emu_mbqm((int64_t)(q - x1->zero_point) * 1048576, m1, e1, num.rounding);
+        b[q + 128] = emu_mbqm((int64_t)(q - x2->zero_point) * 1048576, m2, e2, num.rounding);
     }
     int32_t lo, hi;
     emu_activation_range(fuse, y->scale, y->zero_point, &lo, &hi);
-    const bool wrap = emu_accumulator_wrap(); /* only the output multiplier can exceed 1 */
+    const bool wrap = num.wrap; /* only the output multiplier can exceed 1 */
     for (int i = 0; i < 256; i++)
         for (int j = 0; j < 256; j++) {
             const int64_t raw = sign > 0 ? a[i] + b[j] : a[i] - b[j];
-            const int64_t h = emu_mbqm_acc(raw, mo, eo, rounding, wrap);
+            const int64_t h = emu_mbqm_acc(raw, mo, eo, num.rounding, wrap);
             p->out[i][j] = (int8_t)emu_clamp(emu_add_offset(h, y->zero_point, wrap), lo, hi);
         }
     *out = p;
     return NEURON_NO_ERROR;
 }
 
-static int add_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
-    return add_sub_prepare(m, op, rounding, 1, out);
+static int add_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
+    return add_sub_prepare(m, op, num, 1, out);
 }
 
-static int sub_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
-    return add_sub_prepare(m, op, rounding, -1, out);
+static int sub_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
+    return add_sub_prepare(m, op, num, -1, out);
 }
 
 static void add_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *out,

@@ -10,8 +10,8 @@
 
 #include "kernels.h"
 
-static int avg_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
-    (void)rounding;
+static int avg_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
+    (void)num;
     return emu_pooling_prepare(m, op, out);
 }
 

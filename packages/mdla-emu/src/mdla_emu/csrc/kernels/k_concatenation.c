@@ -17,9 +17,9 @@ typedef struct {
     uint64_t run[]; /* bytes per outer index of each input */
 } ConcatParams;
 
-static int concat_prepare(const NeuronModel *m, const EmuOperation *op, int rounding,
+static int concat_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num,
                           void **out) {
-    (void)rounding;
+    (void)num;
     *out = NULL;
     const uint32_t n = op->n_in - 1;
     const EmuOperand *y = &m->opnds[op->out[0]];

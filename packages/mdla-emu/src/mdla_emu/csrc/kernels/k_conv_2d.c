@@ -57,7 +57,7 @@ static void conv_free(void *p) {
     free(cp);
 }
 
-static int conv_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
+static int conv_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
     EmuWindow win;
     EMU_CHECK(emu_window(m, op, &win) == NEURON_NO_ERROR);
     const EmuOperand *x = &m->opnds[op->in[0]], *f = &m->opnds[op->in[1]],
@@ -83,7 +83,7 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, int roundi
     p->win = win;
     p->z_in = x->zero_point;
     int rc = emu_requant_prepare(m, op->in[0], op->in[1], op->in[2], op->out[0], p->co, 0,
-                                 win.fuse, rounding, &p->rq);
+                                 win.fuse, num, &p->rq);
     if (rc != NEURON_NO_ERROR) return rc;
     p->pointwise = p->kh == 1 && p->kw == 1 && win.stride_h == 1 && win.stride_w == 1 &&
                    win.pad_top == 0 && win.pad_bottom == 0 && win.pad_left == 0 &&
@@ -270,10 +270,10 @@ static void conv_eval(const void *params, const void *const *inputs, void *outpu
     emu_parallel_for(scratch, (pixels + p->tile_rows - 1) / p->tile_rows, 1, conv_tiles, &job);
 }
 
-static int conv_prepare_checked(const NeuronModel *m, const EmuOperation *op, int rounding,
+static int conv_prepare_checked(const NeuronModel *m, const EmuOperation *op, EmuNumerics num,
                                 void **out) {
     *out = NULL;
-    int rc = conv_prepare(m, op, rounding, out);
+    int rc = conv_prepare(m, op, num, out);
     if (rc != NEURON_NO_ERROR && *out != NULL) {
         conv_free(*out);
         *out = NULL;

@@ -13,8 +13,8 @@ typedef struct {
     int32_t n, h, w, c, r; /* c: output channels */
 } D2sParams;
 
-static int d2s_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
-    (void)rounding;
+static int d2s_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
+    (void)num;
     *out = NULL;
     const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
     EMU_CHECK(x->rank == 4 && emu_is_int8_act(y->type) && emu_same_quant(x, y));

@@ -41,7 +41,7 @@ static void dw_release(void *params) {
     free(p);
 }
 
-static int dw_fill(const NeuronModel *m, const EmuOperation *op, int rounding, DwParams *p) {
+static int dw_fill(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, DwParams *p) {
     EmuWindow win;
     EMU_CHECK(emu_window(m, op, &win) == NEURON_NO_ERROR);
     const EmuOperand *x = &m->opnds[op->in[0]], *f = &m->opnds[op->in[1]],
@@ -61,7 +61,7 @@ static int dw_fill(const NeuronModel *m, const EmuOperation *op, int rounding, D
     p->win = win;
     p->z_in = x->zero_point;
     int rc = emu_requant_prepare(m, op->in[0], op->in[1], op->in[2], op->out[0], p->co, 3,
-                                 win.fuse, rounding, &p->rq);
+                                 win.fuse, num, &p->rq);
     if (rc != NEURON_NO_ERROR) return rc;
     const size_t taps = (size_t)win.filter_h * win.filter_w;
     p->filter = malloc(taps * p->co * sizeof *p->filter);
@@ -93,11 +93,11 @@ static int dw_fill(const NeuronModel *m, const EmuOperation *op, int rounding, D
     return NEURON_NO_ERROR;
 }
 
-static int dw_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
+static int dw_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
     DwParams *p = calloc(1, sizeof *p);
     *out = NULL;
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
-    int rc = dw_fill(m, op, rounding, p);
+    int rc = dw_fill(m, op, num, p);
     if (rc != NEURON_NO_ERROR) {
         dw_release(p);
         return rc;

@@ -40,7 +40,7 @@ static void fc_release(void *params) {
     free(p);
 }
 
-static int fc_fill(const NeuronModel *m, const EmuOperation *op, int rounding, FcParams *p) {
+static int fc_fill(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, FcParams *p) {
     const EmuOperand *x = &m->opnds[op->in[0]], *f = &m->opnds[op->in[1]],
                      *y = &m->opnds[op->out[0]];
     int32_t fuse = 0;
@@ -55,7 +55,7 @@ static int fc_fill(const NeuronModel *m, const EmuOperation *op, int rounding, F
               emu_elements(y) == (uint64_t)p->batch * p->units);
     p->z_in = x->zero_point;
     int rc = emu_requant_prepare(m, op->in[0], op->in[1], op->in[2], op->out[0], p->units, 0, fuse,
-                                 rounding, &p->rq);
+                                 num, &p->rq);
     if (rc != NEURON_NO_ERROR) return rc;
     p->real = malloc((size_t)p->units * sizeof *p->real);
     if (p->real == NULL) return NEURON_OUT_OF_MEMORY;
@@ -80,11 +80,11 @@ static int fc_fill(const NeuronModel *m, const EmuOperation *op, int rounding, F
     return NEURON_NO_ERROR;
 }
 
-static int fc_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
+static int fc_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
     FcParams *p = calloc(1, sizeof *p);
     *out = NULL;
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
-    int rc = fc_fill(m, op, rounding, p);
+    int rc = fc_fill(m, op, num, p);
     if (rc != NEURON_NO_ERROR) {
         fc_release(p);
         return rc;

@@ -33,8 +33,8 @@ static int64_t sat_shl16(int64_t a, int amount) {
     return v < I16_MIN ? I16_MIN : (v > I16_MAX ? I16_MAX : v);
 }
 
-static int hs_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
-    (void)rounding; /* HardSwishPrepare uses the default QuantizeMultiplier in both builds */
+static int hs_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
+    (void)num; /* HardSwishPrepare uses the default QuantizeMultiplier in both builds */
     *out = NULL;
     const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
     const float hires = (1.0f / 128.0f) * x->scale;

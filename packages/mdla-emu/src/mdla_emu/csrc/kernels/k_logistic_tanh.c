@@ -31,11 +31,11 @@ static int lut_prepare(const NeuronModel *m, const EmuOperation *op, bool logist
     return NEURON_NO_ERROR;
 }
 
-static int logistic_prepare(const NeuronModel *m, const EmuOperation *op, int r, void **out) {
+static int logistic_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics r, void **out) {
     (void)r;
     return lut_prepare(m, op, true, out);
 }
-static int tanh_prepare(const NeuronModel *m, const EmuOperation *op, int r, void **out) {
+static int tanh_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics r, void **out) {
     (void)r;
     return lut_prepare(m, op, false, out);
 }

@@ -23,7 +23,7 @@ typedef struct {
     int32_t z_in, z_out;
 } MeanParams;
 
-static int mean_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
+static int mean_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
     *out = NULL;
     const EmuOperand *x = &m->opnds[op->in[0]], *axes = &m->opnds[op->in[1]],
                      *y = &m->opnds[op->out[0]];
@@ -56,7 +56,7 @@ static int mean_prepare(const NeuronModel *m, const EmuOperation *op, int roundi
     }
     int64_t mult;
     int shift;
-    if (!emu_quantize_multiplier((double)x->scale / (double)y->scale, rounding, &mult, &shift)) {
+    if (!emu_quantize_multiplier((double)x->scale / (double)y->scale, num.rounding, &mult, &shift)) {
         free(p);
         return NEURON_BAD_DATA;
     }
@@ -66,8 +66,8 @@ static int mean_prepare(const NeuronModel *m, const EmuOperation *op, int roundi
     if (k > 31 + shift) k = 31 + shift;
     p->m = (int64_t)(((uint64_t)mult << k) / p->n); /* M < 2^31, k <= 32: fits */
     p->s = shift - k;
-    p->rounding = rounding;
-    p->wrap = emu_accumulator_wrap();
+    p->rounding = num.rounding;
+    p->wrap = num.wrap;
     p->in_count = emu_elements(x);
     p->out_count = emu_elements(y);
     p->z_in = x->zero_point;

@@ -40,7 +40,7 @@ static void mul_free(void *params) {
     free(p);
 }
 
-static int mul_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
+static int mul_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
     *out = NULL;
     const EmuOperand *x1 = &m->opnds[op->in[0]], *x2 = &m->opnds[op->in[1]],
                      *y = &m->opnds[op->out[0]];
@@ -54,17 +54,17 @@ static int mul_prepare(const NeuronModel *m, const EmuOperation *op, int roundin
         return NEURON_BAD_DATA;
     }
     const float real = x1->scale * x2->scale / y->scale; /* float32, as LiteRT's Prepare */
-    if (!emu_quantize_multiplier((double)real, rounding, &p->m, &p->s)) {
+    if (!emu_quantize_multiplier((double)real, num.rounding, &p->m, &p->s)) {
         free(p);
         return NEURON_BAD_DATA;
     }
-    p->rounding = rounding;
-    p->wrap = emu_accumulator_wrap();
+    p->rounding = num.rounding;
+    p->wrap = num.wrap;
     p->z1 = x1->zero_point;
     p->z2 = x2->zero_point;
     p->z_out = y->zero_point;
     emu_activation_range(fuse, y->scale, y->zero_point, &p->lo, &p->hi);
-    p->isa = rounding == EMU_ROUND_DOUBLE && p->s <= 0 ? emu_isa() : EMU_ISA_PORTABLE;
+    p->isa = num.rounding == EMU_ROUND_DOUBLE && p->s <= 0 ? emu_isa() : EMU_ISA_PORTABLE;
     p->nk = (EmuMulNarrow){p->z1, p->z2, (int32_t)p->m, -p->s,
                            (int32_t)((INT64_C(1) << -p->s) - 1), p->z_out, p->lo, p->hi};
     if (p->isa != EMU_ISA_PORTABLE) { /* mul_run never reads the table: no 64K evaluations */

@@ -14,8 +14,8 @@ typedef struct {
     int8_t value;
 } PadParams;
 
-static int pad_prepare(const NeuronModel *m, const EmuOperation *op, int rounding, void **out) {
-    (void)rounding;
+static int pad_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
+    (void)num;
     *out = NULL;
     const EmuOperand *x = &m->opnds[op->in[0]], *pads = &m->opnds[op->in[1]],
                      *y = &m->opnds[op->out[0]];

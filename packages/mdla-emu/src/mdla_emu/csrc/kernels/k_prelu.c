@@ -19,7 +19,7 @@ typedef struct {
     int8_t out[256][256]; /* indexed by (input code + 128, alpha code + 128) */
 } PreluParams;
 
-static int prelu_prepare(const NeuronModel *m, const EmuOperation *op, int rounding,
+static int prelu_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num,
                          void **out) {
     *out = NULL;
     const EmuOperand *x = &m->opnds[op->in[0]], *a = &m->opnds[op->in[1]],
@@ -38,18 +38,18 @@ static int prelu_prepare(const NeuronModel *m, const EmuOperation *op, int round
     const float real2 = product / y->scale;
     int64_t m1, m2;
     int e1, e2;
-    if (!emu_quantize_multiplier((double)real1, rounding, &m1, &e1) ||
-        !emu_quantize_multiplier((double)real2, rounding, &m2, &e2)) {
+    if (!emu_quantize_multiplier((double)real1, num.rounding, &m1, &e1) ||
+        !emu_quantize_multiplier((double)real2, num.rounding, &m2, &e2)) {
         free(p);
         return NEURON_BAD_DATA;
     }
-    const bool wrap = emu_accumulator_wrap();
+    const bool wrap = num.wrap;
     for (int i = 0; i < 256; i++) {
         const int64_t v = (int64_t)(i - 128) - x->zero_point;
         for (int j = 0; j < 256; j++) {
             const int64_t alpha = (int64_t)(j - 128) - a->zero_point;
-            const int64_t r = v >= 0 ? emu_mbqm_acc(v, m1, e1, rounding, wrap)
-                                     : emu_mbqm_acc(v * alpha, m2, e2, rounding, wrap);
+            const int64_t r = v >= 0 ? emu_mbqm_acc(v, m1, e1, num.rounding, wrap)
+                                     : emu_mbqm_acc(v * alpha, m2, e2, num.rounding, wrap);
             p->out[i][j] = (int8_t)emu_clamp(emu_add_offset(r, y->zero_point, wrap), -128, 127);
         }
     }

@@ -9,7 +9,7 @@
  */
 #include "kernels.h"
 
-static int relu_x_prepare(const NeuronModel *m, const EmuOperation *op, int rounding,
+static int relu_x_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num,
                           float floor_v, float ceiling, bool capped, void **out) {
     EmuLut *lut = NULL;
     int rc = emu_lut_alloc(m, op, &lut);
@@ -18,7 +18,7 @@ static int relu_x_prepare(const NeuronModel *m, const EmuOperation *op, int roun
     const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
     int64_t mult;
     int shift;
-    if (!emu_quantize_multiplier((double)(x->scale / y->scale), rounding, &mult, &shift)) {
+    if (!emu_quantize_multiplier((double)(x->scale / y->scale), num.rounding, &mult, &shift)) {
         free(lut);
         return NEURON_BAD_DATA;
     }
@@ -29,9 +29,9 @@ static int relu_x_prepare(const NeuronModel *m, const EmuOperation *op, int roun
         const int32_t q_ceil = emu_quantize_bound(ceiling, y->scale, y->zero_point);
         hi = q_ceil < 127 ? q_ceil : 127;
     }
-    const bool wrap = emu_accumulator_wrap();
+    const bool wrap = num.wrap;
     for (int q = -128; q < 128; q++) {
-        const int64_t h = emu_mbqm_acc(q - x->zero_point, mult, shift, rounding, wrap);
+        const int64_t h = emu_mbqm_acc(q - x->zero_point, mult, shift, num.rounding, wrap);
         const int64_t v = emu_add_offset(h, y->zero_point, wrap);
         lut->table[q + 128] = (int8_t)emu_clamp(v, lo, hi);
     }
@@ -39,13 +39,13 @@ static int relu_x_prepare(const NeuronModel *m, const EmuOperation *op, int roun
     return NEURON_NO_ERROR;
 }
 
-static int relu_prepare(const NeuronModel *m, const EmuOperation *op, int r, void **out) {
+static int relu_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics r, void **out) {
     return relu_x_prepare(m, op, r, 0.0f, 0.0f, false, out);
 }
-static int relu1_prepare(const NeuronModel *m, const EmuOperation *op, int r, void **out) {
+static int relu1_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics r, void **out) {
     return relu_x_prepare(m, op, r, -1.0f, 1.0f, true, out);
 }
-static int relu6_prepare(const NeuronModel *m, const EmuOperation *op, int r, void **out) {
+static int relu6_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics r, void **out) {
     return relu_x_prepare(m, op, r, 0.0f, 6.0f, true, out);
 }
 

@@ -11,9 +11,9 @@ typedef struct {
     uint64_t count;
 } ReshapeParams;
 
-static int reshape_prepare(const NeuronModel *m, const EmuOperation *op, int rounding,
+static int reshape_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num,
                            void **out) {
-    (void)rounding;
+    (void)num;
     *out = NULL;
     const EmuOperand *x = &m->opnds[op->in[0]], *shape = &m->opnds[op->in[1]],
                      *y = &m->opnds[op->out[0]];

@@ -46,7 +46,7 @@ static void axis(int32_t n_in, int32_t n_out, bool align, bool half, int32_t *lo
     }
 }
 
-static int resize_prepare(const NeuronModel *m, const EmuOperation *op, int rounding,
+static int resize_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num,
                           void **out) {
     *out = NULL;
     EmuResize r;
@@ -66,7 +66,7 @@ static int resize_prepare(const NeuronModel *m, const EmuOperation *op, int roun
     p->x1 = p->x0 + ow;
     p->dx = p->x1 + ow;
     p->r = r;
-    p->rounding = rounding;
+    p->rounding = num.rounding;
     axis(r.h, oh, r.align_corners, r.half_pixel, p->y0, p->y1, p->dy);
     axis(r.w, ow, r.align_corners, r.half_pixel, p->x0, p->x1, p->dx);
     *out = p;

@@ -39,9 +39,9 @@ static void axis(int32_t n_in, int32_t n_out, bool align, bool half, int32_t *sr
     }
 }
 
-static int nearest_prepare(const NeuronModel *m, const EmuOperation *op, int rounding,
+static int nearest_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num,
                            void **out) {
-    (void)rounding; /* no arithmetic: codes move unchanged */
+    (void)num; /* no arithmetic: codes move unchanged */
     *out = NULL;
     EmuResize r;
     int rc = emu_resize_prepare(m, op, &r);

@@ -64,7 +64,7 @@ static int64_t one_over_one_plus_x(int64_t a) {
     return sat_shl(x, 1);
 }
 
-static int softmax_prepare(const NeuronModel *m, const EmuOperation *op, int rounding,
+static int softmax_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num,
                            void **out) {
     *out = NULL;
     const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
@@ -82,15 +82,15 @@ static int softmax_prepare(const NeuronModel *m, const EmuOperation *op, int rou
     for (uint32_t i = 0; i < ax; i++) p->outer *= x->dims[i];
     for (uint32_t i = ax + 1; i < x->rank; i++) p->inner *= x->dims[i];
     p->len = x->dims[ax];
-    const double cap = rounding == EMU_ROUND_SINGLE ? 1073741823.0 : 2147483647.0;
+    const double cap = num.rounding == EMU_ROUND_SINGLE ? 1073741823.0 : 2147483647.0;
     double real = (double)beta * (double)x->scale * 67108864.0;
     if (real > cap) real = cap;
-    if (!emu_quantize_multiplier(real, rounding, &p->m, &p->left)) {
+    if (!emu_quantize_multiplier(real, num.rounding, &p->m, &p->left)) {
         free(p);
         return NEURON_BAD_DATA;
     }
     p->diff_min = -(int64_t)floor(31.0 * 67108864.0 / ldexp(1.0, p->left));
-    p->rounding = rounding;
+    p->rounding = num.rounding;
     *out = p;
     return NEURON_NO_ERROR;
 }

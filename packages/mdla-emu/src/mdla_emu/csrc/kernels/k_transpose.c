@@ -19,9 +19,9 @@ typedef struct {
     uint64_t stride[EMU_MAX_RANK]; /* input stride of output axis k: in_stride[perm[k]] */
 } TransposeParams;
 
-static int transpose_prepare(const NeuronModel *m, const EmuOperation *op, int rounding,
+static int transpose_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num,
                              void **out) {
-    (void)rounding;
+    (void)num;
     *out = NULL;
     EMU_CHECK(op->n_in == 2 && op->n_out == 1);
     const EmuOperand *x = &m->opnds[op->in[0]], *perm = &m->opnds[op->in[1]],

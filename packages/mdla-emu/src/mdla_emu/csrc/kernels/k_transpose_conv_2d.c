@@ -27,7 +27,7 @@ static void tconv_release(void *params) {
     free(p);
 }
 
-static int tconv_prepare(const NeuronModel *m, const EmuOperation *op, int rounding,
+static int tconv_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num,
                          void **out) {
     *out = NULL;
     EMU_CHECK(op->n_in == 11 && m->opnds[op->in[3]].type == NEURON_INT32);
@@ -52,7 +52,7 @@ static int tconv_prepare(const NeuronModel *m, const EmuOperation *op, int round
     TconvParams *p = calloc(1, sizeof *p);
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
     int rc = emu_requant_prepare(m, op->in[0], op->in[1], op->in[2], op->out[0],
-                                 (int32_t)f->dims[0], 0, v[6], rounding, &p->rq);
+                                 (int32_t)f->dims[0], 0, v[6], num, &p->rq);
     if (rc != NEURON_NO_ERROR) {
         free(p);
         return rc;

@@ -38,13 +38,6 @@ const EmuKernel *emu_kernel(int32_t code) {
     return NULL;
 }
 
-bool emu_accumulator_wrap(void) {
-    const char *v = getenv("MDLA_EMU_ACCUMULATOR");
-    if (v != NULL && strcmp(v, "wrap") == 0) return true;
-    if (v != NULL && strcmp(v, "saturate") == 0) return false;
-    return emu_target_accumulator_wrap;
-}
-
 bool emu_dims_are(const EmuOperand *o, uint32_t rank, const uint32_t *dims) {
     if (o->rank != rank) return false;
     for (uint32_t i = 0; i < rank; i++)
@@ -54,7 +47,8 @@ bool emu_dims_are(const EmuOperand *o, uint32_t rank, const uint32_t *dims) {
 
 int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t bias,
                         uint32_t out, int32_t channels, uint32_t channel_dim, int32_t fuse,
-                        int rounding, EmuRequant *rq) {
+                        EmuNumerics num, EmuRequant *rq) {
+    const int rounding = num.rounding;
     const EmuOperand *x = &m->opnds[in], *f = &m->opnds[w], *b = &m->opnds[bias],
                      *y = &m->opnds[out];
     memset(rq, 0, sizeof *rq);
@@ -137,7 +131,7 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
     rq->isa = emu_isa();
     rq->z_out = y->zero_point;
     rq->rounding = rounding;
-    rq->wrap = emu_accumulator_wrap(); /* narrow rows cannot overflow: the same either way */
+    rq->wrap = num.wrap; /* narrow rows cannot overflow: the same either way */
     emu_activation_range(fuse, y->scale, y->zero_point, &rq->lo, &rq->hi);
     return NEURON_NO_ERROR;
 }

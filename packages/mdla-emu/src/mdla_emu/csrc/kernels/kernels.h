@@ -39,13 +39,6 @@ extern bool emu_avx512;
         if (!(cond)) return NEURON_BAD_DATA;                                                     \
     } while (0)
 
-/* The target's `[arith] accumulator` fact (emu_targets.c, generated from the target TOML):
- * true when an int32 overflow in the requantization wraps, false when it saturates. The
- * environment variable MDLA_EMU_ACCUMULATOR=wrap|saturate overrides it (read by each kernel's
- * prepare, so at NeuronCompilation_finish), to emulate a device that does the other. */
-extern const bool emu_target_accumulator_wrap;
-bool emu_accumulator_wrap(void);
-
 /* The per-channel output pipeline of CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED. */
 typedef struct {
     int32_t channels;
@@ -68,14 +61,14 @@ typedef struct {
     int isa;
     int32_t z_out, lo, hi;
     int rounding;
-    bool wrap; /* emu_accumulator_wrap() at prepare */
+    bool wrap; /* the compilation's EmuNumerics */
 } EmuRequant;
 
 /* Validate input, weights (symmetric; per-tensor or per-channel on `channel_dim`), bias and
  * output quantization and freeze the pipeline. */
 int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t bias,
                         uint32_t out, int32_t channels, uint32_t channel_dim, int32_t fuse,
-                        int rounding, EmuRequant *rq);
+                        EmuNumerics num, EmuRequant *rq);
 void emu_requant_free(EmuRequant *rq);
 /* out[c] = clamp(MBQM(acc[c] + bias[c], M_c, s_c) + z_out, lo, hi) for c < channels. */
 void emu_requant_row(const EmuRequant *rq, const int32_t *acc, int8_t *out);

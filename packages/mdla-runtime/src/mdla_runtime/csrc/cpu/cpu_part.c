@@ -19,10 +19,6 @@
 #include "kernels.h"
 #include "mdla_ops.h"
 
-/* The accumulator fact the kernels' prepare reads (kernels.h): a CPU requantizes in int64, so
- * nothing wraps. libneuron_emu.so takes the target's fact from emu_targets.c instead; the
- * engine links no emu_targets.c, and MDLA_EMU_ACCUMULATOR still overrides both. */
-const bool emu_target_accumulator_wrap = false;
 
 enum { STEP_KERNEL, STEP_LAYER_NORM, STEP_GELU, STEP_ARGMAX, STEP_DEQUANTIZE, STEP_GRU, STEP_FC_F32 };
 
@@ -350,7 +346,9 @@ static bool prepare_kernel(mdla_cpu_part *cp, const mdla_operation *op, step *s,
                        ? EMU_ROUND_SINGLE
                        : EMU_ROUND_DOUBLE;
     int rc = emu_check_signature(&cp->model, eop);
-    if (rc == NEURON_NO_ERROR) rc = k->prepare(&cp->model, eop, rounding, &s->params);
+    /* the manifest's rounding; a CPU requantizes in int64, so nothing wraps */
+    const EmuNumerics num = {rounding, false};
+    if (rc == NEURON_NO_ERROR) rc = k->prepare(&cp->model, eop, num, &s->params);
     if (rc == NEURON_OUT_OF_MEMORY) return failf(err, 4, i, "out of memory preparing %s", k->name);
     if (rc != NEURON_NO_ERROR)
         return failf(err, 1, i, "%s: the kernel refuses the operation's operands (%s)", k->name,
