@@ -25,11 +25,18 @@ from mdla_ir.verify import verify
 
 
 def from_torch(
-    module: Any, example_inputs: Any, name: str | None = None, optimize: bool = True
+    module: Any,
+    example_inputs: Any,
+    name: str | None = None,
+    optimize: bool = True,
+    path: str = "fx",
 ) -> Graph:
-    """Trace `module` with torch.fx and return its flat IR (see `mdla_ir.importer`)."""
+    """Import `module` into the flat IR by `path`: "fx" (symbolic tracing), "export"
+    (torch.export to core ATen) or "auto" (export, else fx; see `mdla_ir.importer`)."""
     importer = importlib.import_module("mdla_ir.importer")
-    graph: Graph = importer.from_torch(module, example_inputs, name=name, optimize=optimize)
+    graph: Graph = importer.from_torch(
+        module, example_inputs, name=name, optimize=optimize, path=path
+    )
     return graph
 
 

@@ -7,9 +7,10 @@
                 trace a ScriptModule) on zeros of the input shape
     net.pt2     torch.export.load; its own example inputs give the input shape
 
-An exported program's graph module holds aten ops; `exported.torch_level` rewrites it into the
-torch functions and modules the fx importer takes. A file that holds a state dict is refused with
-the command that uses it (`--weights`). The kind is read from the zip's entries, not the suffix.
+A program is loaded as a `ProgramModule` (it runs the program): `mdla_ir.from_torch` imports its
+ATen graph (core ATen, op by op) whatever import path is asked for. A file that holds a state
+dict is refused with the command that uses it (`--weights`). The kind is read from the zip's
+entries, not the suffix.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from mdla_ir.importer.exported import ProgramModule
 from mdla_zoo.errors import ZooError
-from mdla_zoo.exported import torch_level
 from mdla_zoo.specs import folder_on_path
 
 
@@ -119,7 +120,7 @@ def _exported(path: Path) -> Loaded:
         ) from None
     example = _program_inputs(program)
     note = f"note: `{path}` is a torch.export program: its aten graph is imported"
-    return Loaded(torch_level(program.module(), str(path)), example, note)
+    return Loaded(ProgramModule(program), example, note)
 
 
 def _program_inputs(program: Any) -> tuple[torch.Tensor, ...] | None:
@@ -163,4 +164,4 @@ def _torchscript(path: Path, shape: tuple[int, ...]) -> Loaded:
         f"note: `{path}` is TorchScript: torch.fx cannot trace it, so it was converted to a "
         f"torch.export program on a {list(shape)} input (torch._export.converter)"
     )
-    return Loaded(torch_level(program.module(), str(path)), None, note)
+    return Loaded(ProgramModule(program), None, note)

@@ -1,4 +1,9 @@
-"""torch.fx import: trace a module, propagate shapes (fx ShapeProp), emit the flat IR.
+"""Import a torch module into the flat IR, by torch.fx (here) or torch.export (`exported.py`).
+
+`path` chooses: "fx" traces symbolically, "export" captures with torch.export and maps core
+ATen op by op, "auto" tries export and falls back to fx, saying why (`Imported.note`).
+
+fx: trace a module, propagate shapes (fx ShapeProp), emit the flat IR.
 
 Every fx node becomes one op, a constant, or a compile-time Python value (sizes, shapes). The
 tables in `importer.tables` say which torch module / function / method becomes which op kind;
@@ -11,16 +16,25 @@ from __future__ import annotations
 import operator
 import os
 import traceback
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from torch import fx, nn
+from torch.export import ExportedProgram
 from torch.fx.passes.shape_prop import ShapeProp
 
 from mdla_ir.errors import IRError, UnsupportedError
 from mdla_ir.graph import Graph, Tensor
 from mdla_ir.importer.context import Ctx, Unsupported, source_line, target_name
+from mdla_ir.importer.exported import (
+    ExportRefused,
+    ProgramModule,
+    decompose,
+    export_program,
+    import_program,
+)
 from mdla_ir.importer.outputs import graph_outputs
 from mdla_ir.importer.subclasses import known_base
 from mdla_ir.importer.tables import FUNCTIONS, METHODS, MODULES, identity
@@ -130,17 +144,99 @@ def _trace(module: nn.Module, name: str) -> fx.GraphModule:
         ) from exc
 
 
+PATHS = ("fx", "export", "auto")
+DEFAULT_PATH = "fx"
+
+
+@dataclass(frozen=True)
+class Imported:
+    """An imported graph, the path that imported it ("export" or "fx"), and a note saying why
+    when that is not simply the path asked for (empty otherwise)."""
+
+    graph: Graph
+    path: str
+    note: str
+
+
 def from_torch(
-    module: nn.Module, example_inputs: Any, name: str | None = None, optimize: bool = True
+    module: nn.Module,
+    example_inputs: Any,
+    name: str | None = None,
+    optimize: bool = True,
+    path: str = DEFAULT_PATH,
 ) -> Graph:
-    """Import `module` (in eval mode) into the flat IR; `optimize` runs the default passes."""
+    """Import `module` (in eval mode) into the flat IR; `optimize` runs the default passes.
+    `path`: "fx" (symbolic tracing), "export" (torch.export, core ATen), or "auto" (export,
+    torch.fx where export refuses or an ATen op has no mapping)."""
+    return import_torch(module, example_inputs, name, optimize, path).graph
+
+
+def import_torch(
+    module: nn.Module | ExportedProgram,
+    example_inputs: Any,
+    name: str | None = None,
+    optimize: bool = True,
+    path: str = DEFAULT_PATH,
+) -> Imported:
+    """`from_torch`, saying which path imported the module and why (`Imported`). A program
+    (ExportedProgram, ProgramModule: a .pt2) imports its own ATen graph whatever `path` says."""
+    if path not in PATHS:
+        raise IRError(f"import path `{path}`: expected one of {', '.join(PATHS)}")
+    if isinstance(module, ProgramModule):
+        module = module.program
+    if isinstance(module, ExportedProgram):
+        graph = import_program(decompose(module), name or "exported", "ExportedProgram")
+        return Imported(_finish(graph, optimize), "export", "")
     name = name or type(module).__name__
+    if _is_exported(module):  # a program's module(): ATen calls, which only export imports
+        graph = import_program(export_program(module, _example_list(example_inputs)), name)
+        return Imported(_finish(graph, optimize), "export", "")
     if module.training:
         raise IRError(
             f"`{name}` is in training mode: call .eval() before importing it "
             "(BatchNorm and dropout trace differently in training)"
         )
     examples = _example_list(example_inputs)
+    if path == "fx":
+        return Imported(_finish(_from_fx(module, examples, name), optimize), "fx", "")
+    try:
+        graph = import_program(export_program(module, examples), name, type(module).__qualname__)
+    except (ExportRefused, UnsupportedError) as exc:
+        if path == "export":
+            raise
+        why = _why_not_export(exc)
+        try:
+            graph = _from_fx(module, examples, name)
+        except IRError as fx_exc:
+            raise type(fx_exc)(f"{why}; torch.fx: {fx_exc}", *fx_exc.args[1:]) from fx_exc
+        return Imported(_finish(graph, optimize), "fx", f"{why}; imported via torch.fx")
+    return Imported(_finish(graph, optimize), "export", "imported via torch.export")
+
+
+def _is_exported(module: nn.Module) -> bool:
+    """True for an exported program's `module()`: its graph calls ATen overloads."""
+    return isinstance(module, fx.GraphModule) and any(
+        isinstance(n.target, torch._ops.OpOverload) for n in module.graph.nodes
+    )
+
+
+def _why_not_export(exc: IRError) -> str:
+    if isinstance(exc, ExportRefused):
+        return f"torch.export refused: {exc}"
+    assert isinstance(exc, UnsupportedError)
+    first = exc.items[0] if exc.items else str(exc)
+    more = f" (and {len(exc.items) - 1} more)" if len(exc.items) > 1 else ""
+    return f"torch.export captured it, but the ATen importer does not map {first}{more}"
+
+
+def _finish(graph: Graph, optimize: bool) -> Graph:
+    graph = eliminate_dead_ops(graph).graph  # a result forward computes but never uses
+    verify(graph)
+    return run_passes(graph) if optimize else graph
+
+
+def _from_fx(module: nn.Module, examples: list[torch.Tensor], name: str) -> Graph:
+    """The fx path: symbolic trace, ShapeProp, one converter per node (the raw graph)."""
     gm = _trace(module, name)
     prop = _ValueProp(gm)
     with torch.no_grad():
@@ -194,7 +290,7 @@ def from_torch(
             + "\n  ".join(c.unsupported),
             c.unsupported,
         )
-    graph = Graph(
+    return Graph(
         name,
         c.tensors,
         tuple(c.ops),
@@ -204,9 +300,6 @@ def from_torch(
             module=type(module).__qualname__, source_hash=fx_source_hash(gm, module)
         ),
     )
-    graph = eliminate_dead_ops(graph).graph  # a result forward computes but never uses
-    verify(graph)
-    return run_passes(graph) if optimize else graph
 
 
 def fx_source_hash(gm: fx.GraphModule, module: nn.Module) -> str:

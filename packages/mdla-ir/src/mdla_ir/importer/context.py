@@ -144,6 +144,8 @@ def target_name(node: fx.Node) -> str:
         return str(t)
     if node.op == "call_method":
         return f"Tensor.{t}"
+    if isinstance(t, torch._ops.OpOverload):
+        return str(t)  # aten.conv2d.default
     module = getattr(t, "__module__", None) or ""
     name = getattr(t, "__name__", None) or str(t)
     module = {"_operator": "operator"}.get(module, module)

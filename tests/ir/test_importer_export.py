@@ -1,0 +1,282 @@
+"""The torch.export path: core ATen ops mapped one by one (float parity with torch), in-place
+variants, a model torch.fx cannot trace, the fallback note, and the bar models' graphs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F  # noqa: N812
+from torch import nn
+
+import mdla_ir
+from mdla_ir.importer import import_torch
+from mdla_ir.testing import relative_error
+from tests.models import MODELS, load
+
+
+class Fn(nn.Module):
+    """A module whose forward is `fn` (with the given layers as attributes)."""
+
+    def __init__(self, fn: Callable[..., torch.Tensor], **layers: nn.Module) -> None:
+        super().__init__()
+        self.fn = fn
+        for name, layer in layers.items():
+            self.add_module(name, layer)
+
+    def forward(self, x: torch.Tensor) -> Any:
+        return self.fn(self, x)
+
+
+def _bn(n: int) -> nn.BatchNorm2d:
+    bn = nn.BatchNorm2d(n)
+    with torch.no_grad():
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-0.2, 0.2)
+    return bn
+
+
+# name -> (module, input shape, op kinds the unoptimized graph holds)
+CASES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...], set[str]]] = {
+    "conv2d": (lambda: nn.Conv2d(3, 4, 3, stride=2, padding=1), (1, 3, 8, 8), {"CONV_2D"}),
+    "conv2d_same": (lambda: nn.Conv2d(3, 4, 3, padding="same"), (1, 3, 8, 8), {"CONV_2D"}),
+    "conv1d": (lambda: nn.Conv1d(3, 4, 3, padding=1), (1, 3, 12), {"CONV_2D", "RESHAPE"}),
+    "conv3d": (lambda: nn.Conv3d(2, 4, 3, padding=1), (1, 2, 3, 6, 6), {"CONV_3D"}),
+    "conv_transpose2d": (
+        lambda: nn.ConvTranspose2d(3, 2, 2, stride=2),
+        (1, 3, 4, 4),
+        {"TRANSPOSE_CONV_2D"},
+    ),
+    "batch_norm": (lambda: _bn(3), (1, 3, 5, 5), {"BATCH_NORM"}),
+    "batch_norm1d": (
+        lambda: Fn(lambda m, x: m.bn(x), bn=nn.BatchNorm1d(3)),
+        (2, 3, 7),
+        {"BATCH_NORM", "RESHAPE"},
+    ),
+    "linear": (lambda: nn.Linear(6, 3), (2, 6), {"FULLY_CONNECTED"}),
+    "layer_norm": (lambda: nn.LayerNorm(6), (2, 4, 6), {"LAYER_NORM"}),
+    "relu_hardtanh": (lambda: nn.Sequential(nn.ReLU(), nn.ReLU6()), (1, 4), {"RELU", "RELU6"}),
+    "smooth": (
+        lambda: nn.Sequential(nn.SiLU(), nn.Hardswish(), nn.Hardsigmoid(), nn.Sigmoid(), nn.Tanh()),
+        (1, 6),
+        {"SILU", "HARD_SWISH", "HARD_SIGMOID", "LOGISTIC", "TANH"},
+    ),
+    "gelu_leaky_prelu": (
+        lambda: nn.Sequential(nn.GELU(), nn.LeakyReLU(0.1), nn.PReLU(3)),
+        (1, 3, 4, 4),
+        {"GELU", "PRELU"},
+    ),
+    "scalars": (
+        lambda: Fn(lambda m, x: (x + 1.5) * 2.0 - 0.25 / (x * x + 1.0)),
+        (1, 3, 4),
+        {"ADD", "MUL", "SUB", "DIV"},
+    ),
+    "rsub": (lambda: Fn(lambda m, x: 1.0 - x), (1, 5), {"SUB"}),
+    "tensors": (lambda: Fn(lambda m, x: x * x + x - x / (x * x + 1)), (1, 5), {"ADD", "MUL"}),
+    "chunk_cat": (
+        lambda: Fn(lambda m, x: torch.cat(list(reversed(x.chunk(2, 1))), 1)),
+        (1, 4, 3, 3),
+        {"SLICE", "CONCATENATION"},
+    ),
+    "split_sizes": (
+        lambda: Fn(lambda m, x: sum(p.mean((1, 2, 3)) for p in x.split([1, 3], 1))),
+        (1, 4, 3, 3),
+        {"SLICE", "MEAN", "ADD"},
+    ),
+    "views": (
+        lambda: Fn(lambda m, x: x.unsqueeze(0).view(2, 6).reshape(3, 4).permute(1, 0).squeeze()),
+        (3, 4),
+        {"RESHAPE", "TRANSPOSE"},
+    ),
+    "slice_select": (
+        lambda: Fn(lambda m, x: x[:, 1:3] + x[:, 0:2, 1][:, :, None]),
+        (1, 4, 3),
+        {"SLICE", "RESHAPE"},
+    ),
+    "mean": (
+        lambda: Fn(lambda m, x: x.mean((2, 3), keepdim=True) + x.mean()),
+        (1, 3, 4, 4),
+        {"MEAN"},
+    ),
+    "pools": (
+        lambda: nn.Sequential(
+            nn.MaxPool2d(3, 2, 1, ceil_mode=True), nn.AvgPool2d(2), nn.AdaptiveAvgPool2d(1)
+        ),
+        (1, 2, 9, 9),
+        {"MAX_POOL_2D", "AVERAGE_POOL_2D", "ADAPTIVE_AVG_POOL_2D"},
+    ),
+    "pools1d": (
+        lambda: nn.Sequential(nn.MaxPool1d(2), nn.AvgPool1d(2), nn.AdaptiveAvgPool1d(1)),
+        (1, 2, 12),
+        {"MAX_POOL_2D", "AVERAGE_POOL_2D", "ADAPTIVE_AVG_POOL_2D"},
+    ),
+    "max_pool3d": (lambda: nn.MaxPool3d((1, 2, 2)), (1, 2, 3, 4, 4), {"MAX_POOL_3D"}),
+    "pad": (lambda: Fn(lambda m, x: F.pad(x, (1, 2, 0, 1), value=0.5)), (1, 2, 3, 3), {"PAD"}),
+    "upsample": (
+        lambda: Fn(
+            lambda m, x: (
+                F.interpolate(x, scale_factor=2.0)
+                + F.interpolate(x, size=(8, 8), mode="bilinear", align_corners=False)
+            )
+        ),
+        (1, 2, 4, 4),
+        {"RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"},
+    ),
+    "pixel_shuffle": (
+        lambda: Fn(lambda m, x: F.pixel_shuffle(m.c(x), 2), c=nn.Conv2d(2, 8, 1)),
+        (1, 2, 3, 3),
+        {"DEPTH_TO_SPACE"},
+    ),
+    "softmax_matmul": (
+        lambda: Fn(lambda m, x: torch.softmax(x @ x.transpose(1, 2), -1)),
+        (1, 3, 4),
+        {"SOFTMAX", "BATCH_MATMUL", "TRANSPOSE"},
+    ),
+    "unary_math": (
+        lambda: Fn(
+            lambda m, x: torch.sqrt(torch.exp(x)) + torch.log(x * x + 1) * torch.rsqrt(x * x + 1)
+        ),
+        (1, 5),
+        {"SQRT", "EXP", "LOG", "RSQRT"},
+    ),
+}
+
+# In-place variants: export functionalizes them into the out-of-place op.
+INPLACE: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], str]] = {
+    "relu_": (lambda x: F.relu(x, inplace=True), "RELU"),
+    "hardswish_": (lambda x: F.hardswish(x, inplace=True), "HARD_SWISH"),
+    "silu_": (lambda x: F.silu(x, inplace=True), "SILU"),
+    "hardtanh_": (lambda x: F.hardtanh(x, 0.0, 6.0, inplace=True), "RELU6"),
+    "add_": (lambda x: x.add_(1.0), "ADD"),
+    "mul_": (lambda x: x.mul_(x), "MUL"),
+}
+
+
+def _check(module: nn.Module, shape: tuple[int, ...]) -> mdla_ir.Graph:
+    """Import through export (unoptimized), compare run_float with the module."""
+    torch.manual_seed(0)
+    module = module.eval()
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+    imported = import_torch(module, (x,), optimize=False, path="export")
+    assert imported.path == "export"
+    assert imported.note == "imported via torch.export"
+    with torch.no_grad():
+        want = module(x.clone()).numpy()
+    (got,) = mdla_ir.run_float(imported.graph, [x.numpy()])
+    assert got.shape == want.shape
+    assert relative_error(got, want) <= 1e-5
+    return imported.graph
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_aten_op_maps_with_float_parity(case: str) -> None:
+    make, shape, kinds = CASES[case]
+    torch.manual_seed(0)
+    graph = _check(make(), shape)
+    assert kinds <= set(graph.count())
+
+
+@pytest.mark.parametrize("case", sorted(INPLACE))
+def test_in_place_variants_are_functionalized(case: str) -> None:
+    fn, kind = INPLACE[case]
+    conv = nn.Conv2d(2, 2, 1)
+    graph = _check(Fn(lambda m, x: fn(m.c(x)) + 0.0, c=conv), (1, 2, 3, 3))
+    assert kind in graph.count()
+
+
+class _Untraceable(nn.Module):
+    """Python on static shapes that torch.fx cannot follow: a shape check and a list of the
+    pieces of a chunk (ultralytics' C2f: `list(self.cv1(x).chunk(2, 1))`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 1)
+        self.out = nn.Conv2d(12, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] % 8:
+            raise ValueError("the width must be a multiple of 8")
+        y = list(self.conv(x).chunk(2, 1))
+        y.append(y[-1] * torch.sigmoid(y[-1]))
+        return self.out(torch.cat(y, 1))
+
+
+def test_a_model_fx_cannot_trace_imports_through_export() -> None:
+    module = _Untraceable().eval()
+    x = torch.randn(1, 3, 8, 16)
+    with pytest.raises(mdla_ir.IRError, match=r"torch\.fx cannot trace"):
+        mdla_ir.from_torch(module, (x,), path="fx")
+    imported = import_torch(module, (x,), path="auto")
+    assert (imported.path, imported.note) == ("export", "imported via torch.export")
+    with torch.no_grad():
+        want = module(x).numpy()
+    (got,) = mdla_ir.run_float(imported.graph, [x.numpy()])
+    assert relative_error(got, want) <= 1e-5
+
+
+class _ExportShy(nn.Module):
+    """Refuses to be exported (as modules that check `torch.compiler.is_exporting()` do)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.compiler.is_exporting():
+            raise RuntimeError("no export here\nsecond line")
+        return torch.relu(self.conv(x))
+
+
+def test_auto_falls_back_to_fx_and_says_why() -> None:
+    x = torch.randn(1, 3, 4, 4)
+    imported = import_torch(_ExportShy().eval(), (x,), path="auto")
+    assert imported.path == "fx"
+    assert imported.note.startswith("torch.export refused: RuntimeError: no export here at ")
+    assert "test_importer_export.py:" in imported.note
+    assert imported.note.endswith("; imported via torch.fx")
+    with pytest.raises(mdla_ir.IRError, match="no export here"):
+        import_torch(_ExportShy().eval(), (x,), path="export")
+
+
+def test_an_unmapped_aten_op_names_its_module_and_line() -> None:
+    module = Fn(lambda m, x: torch.cumsum(m.c(x), 1), c=nn.Conv2d(2, 2, 1)).eval()
+    with pytest.raises(mdla_ir.UnsupportedError) as err:
+        mdla_ir.from_torch(module, (torch.randn(1, 2, 3, 3),), path="export")
+    (item,) = err.value.items
+    assert "aten.cumsum.default" in item
+    assert "test_importer_export.py:" in item
+
+
+def test_an_unknown_path_is_refused() -> None:
+    with pytest.raises(mdla_ir.IRError, match="expected one of fx, export, auto"):
+        mdla_ir.from_torch(nn.ReLU(), (torch.zeros(1),), path="jit")
+
+
+@pytest.mark.parametrize("spec", MODELS)
+def test_bar_models_import_through_export_into_the_fx_graph(spec: str) -> None:
+    """Same ops (kinds, names, attributes, input shapes, constant values) as the fx path, so
+    they compile as before; and the float outputs match torch."""
+    model = load(spec, frames=5)
+    fx = mdla_ir.from_torch(model.module, model.example_inputs, name=spec, path="fx")
+    ex = import_torch(model.module, model.example_inputs, name=spec, path="export")
+    assert ex.path == "export"
+    assert (ex.graph.inputs, ex.graph.outputs) == (fx.inputs, fx.outputs)
+    assert [o.name for o in ex.graph.ops] == [o.name for o in fx.ops]
+    for a, b in zip(fx.ops, ex.graph.ops, strict=True):
+        assert (a.kind, dict(a.attrs)) == (b.kind, dict(b.attrs)), a.name
+        for i, j in zip(a.inputs, b.inputs, strict=True):
+            ta, tb = fx.tensors[i], ex.graph.tensors[j]
+            assert ta.shape == tb.shape, a.name
+            if ta.data is not None:
+                assert tb.data is not None
+                np.testing.assert_array_equal(ta.data, tb.data)
+    x = torch.randn(fx.model_shape(fx.inputs[0]), generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        want = model.module(x).numpy()
+    (got,) = mdla_ir.run_float(ex.graph, [x.numpy()])
+    assert relative_error(got, want) <= 1e-4
