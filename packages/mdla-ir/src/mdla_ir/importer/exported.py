@@ -86,7 +86,8 @@ def decompose(program: ExportedProgram) -> ExportedProgram:
             del table[op]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return program.run_decompositions(table)
+        decomposed: ExportedProgram = program.run_decompositions(table)
+    return decomposed
 
 
 def _constants(program: ExportedProgram) -> dict[str, tuple[str, Any]]:
@@ -100,7 +101,7 @@ def _constants(program: ExportedProgram) -> dict[str, tuple[str, Any]]:
             if spec.target in program.state_dict
             else program.constants[spec.target]
         )
-        found[spec.arg.name] = (spec.target, value)  # type: ignore[union-attr]
+        found[spec.arg.name] = (spec.target, value)
     return found
 
 
