@@ -268,7 +268,7 @@ def test_bar_models_import_through_export_into_the_fx_graph(spec: str) -> None:
     assert (ex.graph.inputs, ex.graph.outputs) == (fx.inputs, fx.outputs)
     assert [o.name for o in ex.graph.ops] == [o.name for o in fx.ops]
     for a, b in zip(fx.ops, ex.graph.ops, strict=True):
-        assert (a.kind, dict(a.attrs)) == (b.kind, dict(b.attrs)), a.name
+        assert (a.kind, a.attrs) == (b.kind, b.attrs), a.name
         for i, j in zip(a.inputs, b.inputs, strict=True):
             ta, tb = fx.tensors[i], ex.graph.tensors[j]
             assert ta.shape == tb.shape, a.name
