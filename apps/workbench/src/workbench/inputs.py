@@ -5,7 +5,9 @@ the file's order), directories of them; calibration sets read lazily, one sample
     samples = LazyInputs(files[:count], shapes, prepare)   # a Sequence: reads on access
 
 An array may leave out the batch dimension of 1 (`(3, 32, 32)` for a `(1, 3, 32, 32)` input);
-every other shape mismatch is an error naming the file, its shape and the model's.
+every other shape mismatch is an error naming the file, its shape and the model's. An array's
+header is checked before its data is read (it may claim no more bytes than the file holds, nor
+more than MAX_ARRAY_BYTES), and an array of NaN or infinite values is refused.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from __future__ import annotations
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import IO, Any, overload
 
 import numpy as np
+from numpy.lib import format as npy
 
 from workbench.errors import BAD_INPUT, WorkbenchError
 from workbench.images import IMAGE_SUFFIXES, read_image
@@ -24,6 +27,8 @@ Array = np.ndarray[Any, Any]
 Shapes = tuple[tuple[int, ...], ...]
 DATA_SUFFIXES = (".npy", ".npz")
 Prepare = Callable[[Array], Array]  # HWC uint8 photo -> the model's input
+MAX_ARRAY_BYTES = 1 << 30  # one input array (1 GiB: 256 M float32 values)
+HEADER_READERS = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}
 
 
 def is_data(name: str | Path) -> bool:
@@ -77,14 +82,47 @@ def load_sample(
 def _arrays(path: Path) -> list[Array]:
     try:
         if path.suffix.lower() == ".npz":
+            _check_npz(path)
             with np.load(path, allow_pickle=False) as z:
                 return [np.asarray(z[k]) for k in z.files]
+        with path.open("rb") as f:
+            _check_header(f, path.stat().st_size, f"`{path}`")
         return [np.asarray(np.load(path, allow_pickle=False))]
     except FileNotFoundError:
         raise WorkbenchError(f"input `{path}` does not exist") from None
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         text = " ".join(str(exc).split())
         raise WorkbenchError(f"cannot read `{path}` as a numpy array file: {text}") from None
+
+
+def _check_npz(path: Path) -> None:
+    with zipfile.ZipFile(path) as z:
+        for info in z.infolist():
+            if info.filename.endswith(".npy"):
+                with z.open(info) as f:
+                    _check_header(f, info.file_size, f"`{path}` array `{info.filename[:-4]}`")
+
+
+def _check_header(f: IO[bytes], size: int, what: str) -> None:
+    """WorkbenchError unless the .npy header at `f` claims at most the `size` bytes its file
+    (or zip member) holds after the header, and at most MAX_ARRAY_BYTES: checked before numpy
+    allocates the array the header claims (10^15 elements: MemoryError)."""
+    version = npy.read_magic(f)
+    reader = HEADER_READERS.get(version)
+    if reader is None:
+        raise WorkbenchError(f"{what}: .npy format version {version} is not read here (1.0, 2.0)")
+    shape, _fortran, dtype = reader(f)
+    claimed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    held = size - f.tell()
+    if claimed > min(held, MAX_ARRAY_BYTES):
+        why = (
+            f"the file holds {held} bytes of data"
+            if claimed > held
+            else f"more than the {MAX_ARRAY_BYTES >> 20} MiB an input array may have"
+        )
+        raise WorkbenchError(
+            f"{what}: its header claims shape {list(shape)} of {dtype} ({claimed} bytes); {why}"
+        )
 
 
 def _fit(a: Array, shape: tuple[int, ...], path: Path, k: int) -> Array:
@@ -96,7 +134,16 @@ def _fit(a: Array, shape: tuple[int, ...], path: Path, k: int) -> Array:
         raise WorkbenchError(
             f"`{path}` array {k} has shape {list(a.shape)}; the model's input {k} is {list(shape)}"
         )
-    return np.ascontiguousarray(a, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):  # 1e300 -> inf: refused just below
+        out = np.ascontiguousarray(a, dtype=np.float32)
+    bad = np.flatnonzero(~np.isfinite(out))
+    if bad.size:
+        at = [int(i) for i in np.unravel_index(int(bad[0]), out.shape)]
+        raise WorkbenchError(
+            f"`{path}` array {k} holds {bad.size} NaN or infinite value(s) in float32 (the "
+            f"first at {at}: {out.flat[int(bad[0])]}); a model's input must be finite numbers"
+        )
+    return out
 
 
 class LazyInputs(Sequence[list[Array]]):
