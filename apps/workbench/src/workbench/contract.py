@@ -160,9 +160,22 @@ def _triple(flag: str, text: str | None, positive: bool = False) -> tuple[float,
     return values * 3 if len(values) == 1 else values
 
 
+MAX_LABELS_BYTES = 4 << 20  # 4 MiB: ImageNet-21k's 21,843 names take 0.4 MiB
+
+
 def read_labels(path: Path) -> tuple[str, ...]:
+    """Class names, one a line; at most MAX_LABELS_BYTES are read (a 1 GiB file, or
+    /dev/zero, is refused after that many bytes, not read whole)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            blob = f.read(MAX_LABELS_BYTES + 1)
+        if len(blob) > MAX_LABELS_BYTES:
+            raise WorkbenchError(
+                f"labels file `{path}` is larger than {MAX_LABELS_BYTES >> 20} MiB: a labels "
+                "file holds class names, one a line",
+                BAD_INPUT,
+            )
+        text = blob.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise WorkbenchError(f"cannot read labels `{path}`: {exc}", BAD_INPUT) from None
     names = tuple(line.strip() for line in text.splitlines() if line.strip())
