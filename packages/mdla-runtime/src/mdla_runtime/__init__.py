@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from mdla_runtime.atomic import write_atomic
 from mdla_runtime.build import compile_c
+from mdla_runtime.engine.host import check_host, host_bytes
 from mdla_runtime.engine.target import (
     PartitionTime,
     RunResult,
@@ -53,8 +54,10 @@ __all__ = [
     "Target",
     "TargetError",
     "TargetSpecError",
+    "check_host",
     "compile_c",
     "export_tflite",
+    "host_bytes",
     "load",
     "open_target",
     "parse",

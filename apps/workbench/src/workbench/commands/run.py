@@ -32,7 +32,10 @@ MaxTensorMb = Annotated[
 MaxTotalMb = Annotated[
     int | None,
     typer.Option(
-        "--max-total-mb", min=1, help="Refuse a manifest whose tensors sum over N MiB (1024)."
+        "--max-total-mb",
+        min=1,
+        help="Refuse a manifest whose tensors sum over N MiB, or whose inputs and outputs would "
+        "hold more here (1024).",
     ),
 ]
 MaxHeaderValues = Annotated[
@@ -108,8 +111,7 @@ def manifest_inputs(
         contract or ct.Contract(), manifest.provenance.preprocess, (shape,), manifest.name
     )
     if pre is None and not names:
-        rng = np.random.default_rng(0)
-        return [("random", rng.uniform(-1, 1, shape).astype(np.float32))]
+        return [("random", random_input(shape))]
     return [
         (Path(n).name, ins.load_sample(n, (shape,), _prep(pre, Path(n).name), manifest.name)[0])
         for n in ins.expand(names or list(imgs.SAMPLES))
@@ -130,6 +132,17 @@ def _prep(pre: Preprocess | None, name: str) -> Callable[[Array], Array] | None:
         return imgs.prepare_record(image, pre)
 
     return prep
+
+
+def random_input(shape: tuple[int, ...], chunk: int = 1 << 20) -> Array:
+    """The seeded uniform [-1, 1) float32 input of a model without image preprocessing, drawn
+    `chunk` values at a time into the one float32 array (the same values as one float64 draw
+    cast, without its 8 bytes per element)."""
+    rng, x = np.random.default_rng(0), np.empty(shape, np.float32)
+    flat = x.reshape(-1)
+    for k in range(0, flat.size, chunk):
+        flat[k : k + chunk] = rng.uniform(-1, 1, min(chunk, flat.size - k))
+    return x
 
 
 def run_command(
@@ -181,6 +194,7 @@ def run_command(
             max_tensor_mb, max_total_mb, max_header_values, max_op_gops, max_total_gops
         )
         manifest = pipeline.load_manifest(manifest_path, budget)
+        mdla_runtime.check_host(manifest, budget)  # before any input is made
         with steps() as s:  # on stderr, ended before the tables: an SSH phone's steps, runs
             target = mdla_runtime.open_target(on, budget, progress=s.remote(on), timeout=timeout)
             contract = ct.contract_from(

@@ -29,8 +29,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from mdla_ir.affine import dequantize_output, quantize_input
 from mdla_runtime.build import engine_path
+from mdla_runtime.engine.host import check_host, dequantize_in_place, quantize_chunked, to_device
 from mdla_runtime.errors import TargetError, TargetSpecError
 from mdla_runtime.format.budget import DEFAULT, Budget
 from mdla_runtime.format.container import TENSOR_FLOAT32
@@ -106,19 +106,17 @@ def quantize(x: Array, spec: IOSpec) -> Array:
         raise TargetError(
             f"input `{spec.name}`: shape {x.shape}, the model wants {spec.model_shape}"
         )
-    if spec.perm:
-        x = np.ascontiguousarray(x.transpose(spec.perm)).reshape(spec.shape)
-    return quantize_input(x, np.float32(spec.scale), spec.zero_point)
+    return to_device(quantize_chunked(x, np.float32(spec.scale), spec.zero_point), spec)
 
 
 def dequantize(raw: Array, spec: IOSpec | None, scale: float, zero_point: int) -> Array:
     """Device-layout int8 -> model-layout floats (s * (q - z)), undoing the boundary perm; a
-    float32 output (a cpu partition's float region) is taken as it is, only the perm undone."""
-    real = raw if raw.dtype == np.float32 else dequantize_output(raw, scale, zero_point)
-    if spec is None or not spec.perm:
-        return real
-    real = real.reshape((1,) * (len(spec.perm) - real.ndim) + real.shape)
-    return np.ascontiguousarray(real.transpose(np.argsort(spec.perm)))
+    float32 output (a cpu partition's float region) is taken as it is, only the perm undone.
+    The perm moves the raw bytes, before the float32 array is made (`host.py`)."""
+    if spec is not None and spec.perm:
+        raw = raw.reshape((1,) * (len(spec.perm) - raw.ndim) + raw.shape)
+        raw = np.ascontiguousarray(raw.transpose(np.argsort(spec.perm)))
+    return raw if raw.dtype == np.float32 else dequantize_in_place(raw, scale, zero_point)
 
 
 def _as_manifest(manifest: Manifest | str | os.PathLike[str], budget: Budget = DEFAULT) -> Manifest:
@@ -244,6 +242,7 @@ class Target:
         warmup: int = 0,
     ) -> RunResult:
         m = _as_manifest(manifest, self.budget)
+        check_host(m, self.budget)
         arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
         if len(arrays) != len(m.inputs):
             raise TargetError(f"the model takes {len(m.inputs)} input(s), got {len(arrays)}")
@@ -254,7 +253,7 @@ class Target:
             args += ["--cache", str(cache)] if cache is not None else []
             for k, (x, spec) in enumerate(zip(arrays, m.inputs, strict=True)):
                 path = Path(tmp) / f"input_{k}.bin"
-                path.write_bytes(quantize(x, spec).tobytes())
+                quantize(x, spec).tofile(path)
                 args += ["--input", str(path)]
             out = self._engine(args)
             by_operand = {s.operand: s for s in m.outputs}
