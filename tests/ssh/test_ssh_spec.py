@@ -18,7 +18,14 @@ from workbench.cli import app
         ("ssh://phone:notaport", "bad SSH target"),
         ("ssh://phone?colour=red", "unknown option"),
         ("ssh://phone?env=oops", "expected env=NAME=VALUE"),
-        ("ssh://phone?timeout=soon", "could not convert"),
+        ("ssh://phone?timeout=soon", "timeout='soon': expected seconds, more than 0"),
+        ("ssh://phone?timeout=nan", "timeout='nan': expected seconds"),
+        ("ssh://phone?timeout=inf", "timeout='inf': expected seconds"),
+        ("ssh://phone?timeout=1e400", "timeout='1e400': expected seconds"),
+        ("ssh://phone?timeout=-1", "timeout='-1': expected seconds"),
+        ("ssh://phone?timeout=0", "timeout='0': expected seconds"),
+        ("ssh://phone?stale=-5", "stale='-5': expected whole minutes"),
+        ("ssh://phone?stale=" + "9" * 5000, "expected whole minutes"),
         ("ssh://phone?base=relative/dir", "not an absolute path"),
         ("ssh://phone?base=/tmp/a%0Atouch%20/tmp/PWNED", "control character"),
         ("ssh://phone?base=/tmp/a%09b", "control character"),
@@ -34,6 +41,11 @@ def test_malformed_specs_are_usage_errors(spec: str, message: str) -> None:
     assert info.value.exit_code == 2
 
 
+def test_a_timeout_in_bounds_is_taken() -> None:
+    assert parse_spec("ssh://phone?timeout=2.5").timeout == 2.5
+    assert parse_spec("ssh://phone").timeout == 120.0
+
+
 def test_a_valid_base_with_metacharacters_is_accepted_as_data() -> None:
     spec = parse_spec("ssh://u@phone?base=/tmp/x%3Btouch%20/tmp/PWNED")
     assert spec.base == "/tmp/x;touch /tmp/PWNED"
@@ -45,7 +57,15 @@ def test_open_target_unknown_scheme_is_usage() -> None:
 
 
 @pytest.mark.parametrize(
-    "spec", ["ssh://", "ssh://phone?base=rel", "ssh://phone?colour=red", "tcp://phone"]
+    "spec",
+    [
+        "ssh://",
+        "ssh://phone?base=rel",
+        "ssh://phone?colour=red",
+        "tcp://phone",
+        "ssh://phone?timeout=nan",
+        "ssh://phone?timeout=-1",
+    ],
 )
 def test_devices_with_a_bad_on_exits_2(spec: str) -> None:
     result = CliRunner().invoke(app, ["devices", "--on", spec])

@@ -10,6 +10,7 @@ must be an absolute path, and no value may hold a control character (a newline, 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
@@ -18,6 +19,8 @@ from mdla_runtime.errors import TargetSpecError
 OPTIONS = frozenset(
     ("su", "key", "config", "lib", "libpath", "engine", "env", "base", "timeout", "stale")
 )
+MAX_TIMEOUT = 86_400.0  # seconds a step may take on the phone (a day)
+MAX_STALE = 525_600  # minutes (a year)
 
 
 @dataclass(frozen=True)
@@ -94,10 +97,15 @@ def parse_spec(spec: str) -> SshSpec:
         if not sep or not name.isidentifier() or not name.isascii():
             raise TargetSpecError(f"SSH target option env={item!r}: expected env=NAME=VALUE")
         env.append((name, str(_checked(spec, "env", value))))
+    timeout = _timeout(spec, q.get("timeout", "120"))
     try:
-        timeout, stale = float(q.get("timeout", 120)), int(q.get("stale", 60))
-    except ValueError as exc:
-        raise TargetSpecError(f"SSH target {spec!r}: {exc}") from exc
+        stale = int(q.get("stale", "60"))
+    except ValueError:
+        stale = -1
+    if not 0 <= stale <= MAX_STALE:
+        raise TargetSpecError(
+            f"SSH target option stale={q.get('stale')!r}: expected whole minutes, 0 to {MAX_STALE}"
+        )
     return SshSpec(
         _destination(spec, parts.username, hostname),
         port,
@@ -112,6 +120,21 @@ def parse_spec(spec: str) -> SshSpec:
         timeout,
         stale,
     )
+
+
+def _timeout(spec: str, text: str) -> float:
+    """`timeout=S`: seconds, finite, more than 0 and at most MAX_TIMEOUT (nan, inf, 1e400
+    and -1 are mistakes in the spec, not a device that timed out)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT):
+        raise TargetSpecError(
+            f"SSH target option timeout={text!r}: expected seconds, more than 0 and at most "
+            f"{MAX_TIMEOUT:.0f}"
+        )
+    return value
 
 
 def ssh_argv(spec: SshSpec, control: str | None, *command: str) -> list[str]:
