@@ -20,7 +20,15 @@ from mdla_ir.graph import Graph, Op, QuantParams, Source, Tensor, same_graph
 from mdla_ir.interp import evaluate, run_float
 from mdla_ir.ops import OpKind
 from mdla_ir.passes import DEFAULT_PASSES, PassResult, Stage, run_passes, run_stages
-from mdla_ir.provenance import Postprocess, Preprocess, Provenance, QuantRecord
+from mdla_ir.provenance import (
+    Accumulator,
+    Numerics,
+    Postprocess,
+    Preprocess,
+    Provenance,
+    QuantRecord,
+    Rounding,
+)
 from mdla_ir.verify import verify
 
 
@@ -42,8 +50,10 @@ def from_torch(
 
 __all__ = [
     "DEFAULT_PASSES",
+    "Accumulator",
     "Graph",
     "IRError",
+    "Numerics",
     "Op",
     "OpKind",
     "PassResult",
@@ -52,6 +62,7 @@ __all__ = [
     "Provenance",
     "QuantParams",
     "QuantRecord",
+    "Rounding",
     "Source",
     "Stage",
     "Tensor",

@@ -5,11 +5,13 @@ Each floor fills its own fields with `dataclasses.replace` and leaves the others
     importer (mdla_ir.from_torch)    module, source_hash
     legalize (mdla_legalize)         target, device, rules (from the pass manager's trace),
                                      cpu_ops (the placement, `mdla_legalize.place`)
-    quantize (mdla_quant)            quant (the whole QuantConfig), calibration_samples
+    quantize (mdla_quant)            quant (the whole QuantConfig), numerics (rounding and
+                                     accumulator, and the target they came from),
+                                     calibration_samples
     the app (workbench, lipread)     spec, labels, preprocess, postprocess
 
 `mdla_runtime.save` writes it as the manifest's `model` section (a fixed key list, checked by
-both readers), and the engine runs with the recorded `quant.rounding`.
+both readers), and the engine runs with the recorded rounding (`numerics.rounding`).
 """
 
 from __future__ import annotations
@@ -17,11 +19,52 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
-ROUNDINGS = ("double", "single")
+
+class Rounding(StrEnum):
+    """How a requantization rounds: TFLite's reference double rounding (the bit-exact target),
+    or TFLITE_SINGLE_ROUNDING (what XNNPACK matches)."""
+
+    DOUBLE = "double"
+    SINGLE = "single"
+
+
+class Accumulator(StrEnum):
+    """What an int64 sum stored into TFLite's int32 does out of range: clamp, or wrap (the
+    target's `[arith] accumulator` fact)."""
+
+    SATURATE = "saturate"
+    WRAP = "wrap"
+
+
+ROUNDINGS = tuple(r.value for r in Rounding)
+ACCUMULATORS = tuple(a.value for a in Accumulator)
+
+
+@dataclass(frozen=True, slots=True)
+class Numerics:
+    """The integer arithmetic an int8 graph was built for, and the target it came from.
+
+    `accumulator` is None where it was not recorded (a manifest stores the rounding only);
+    a reader then takes the target's fact. Strings (as a manifest or a CLI holds them) are
+    accepted and mapped to the enums; anything else is a ValueError naming the choices."""
+
+    rounding: Rounding = Rounding.DOUBLE
+    accumulator: Accumulator | None = Accumulator.SATURATE
+    target: str = ""
+
+    def __post_init__(self) -> None:
+        if self.rounding not in ROUNDINGS:
+            raise ValueError(f"rounding `{self.rounding}`: expected one of {ROUNDINGS}")
+        if self.accumulator is not None and self.accumulator not in ACCUMULATORS:
+            raise ValueError(f"accumulator `{self.accumulator}`: expected one of {ACCUMULATORS}")
+        object.__setattr__(self, "rounding", Rounding(self.rounding))
+        if self.accumulator is not None:
+            object.__setattr__(self, "accumulator", Accumulator(self.accumulator))
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +151,14 @@ class Provenance:
     random_weights: bool = False  # no weights were loaded: outputs and labels mean nothing
     # Ops placed on the host CPU (`--cpu`, mdla_ir.partitions); the others run on `device`.
     cpu_ops: tuple[str, ...] = ()
+    numerics: Numerics | None = None  # set by quantize; None on a float graph
 
     @property
-    def rounding(self) -> str:
-        """The requantization rounding the int8 graph was built for ("double" by default)."""
-        return self.quant.rounding if self.quant is not None else "double"
+    def rounding(self) -> Rounding:
+        """The requantization rounding the int8 graph was built for (double by default)."""
+        if self.numerics is not None:
+            return self.numerics.rounding
+        return Rounding(self.quant.rounding) if self.quant is not None else Rounding.DOUBLE
 
     @property
     def rule_counts(self) -> dict[str, int]:

@@ -49,7 +49,7 @@ from mdla_quant.block_reconstruction import (
     grids_of,
     replace_weights,
 )
-from mdla_quant.reference import graph_accumulator, run_op
+from mdla_quant.reference import graph_accumulator, graph_numerics, run_op
 from mdla_quant.sequential import WEIGHTED_KINDS, Env, calibration_batch, dequantize, lockstep
 
 Array = np.ndarray[Any, Any]
@@ -346,7 +346,7 @@ def _refine(
     if e1 < e0:
         q = replace_weights(q, block, learned, layouts)
         index = {op.name: i for i, op in enumerate(graph.ops)}
-        mode, acc = q.provenance.rounding, graph_accumulator(q)
+        mode, acc = graph_numerics(q).rounding, graph_accumulator(q)
         for env, raw in zip(ints, x_raw, strict=True):
             inner = {x: raw}
             for op in block.ops[:-1]:

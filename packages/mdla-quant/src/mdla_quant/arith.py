@@ -32,12 +32,11 @@ from typing import Any
 import numpy as np
 
 from mdla_ir.affine import round_half_away as round_half_away  # the one definition
+from mdla_ir.provenance import ACCUMULATORS, ROUNDINGS
 from mdla_quant.errors import QuantError
 
 Array = np.ndarray[Any, Any]
 Num = Array | np.generic | int | float  # anything np.asarray turns into an int64/float array
-ROUNDINGS = ("double", "single")
-ACCUMULATORS = ("saturate", "wrap")  # mdla_target.ACCUMULATORS: the `[arith]` fact's values
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 

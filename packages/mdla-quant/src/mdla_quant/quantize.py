@@ -36,7 +36,9 @@ from typing import Any
 import numpy as np
 
 from mdla_ir import Graph, OpKind, QuantParams, Tensor, evaluate
+from mdla_ir.devices import DEFAULT_TARGET
 from mdla_ir.partitions import CPU_FLOAT, CPU_FLOAT32
+from mdla_ir.provenance import Accumulator, Numerics, Rounding
 from mdla_ir.selection import is_selection
 from mdla_quant.adaround import LayerProgress, adaround
 from mdla_quant.arith import round_half_away
@@ -248,6 +250,20 @@ def float_rewrites(graph: Graph, calibration: Iterable[Any], config: QuantConfig
     return graph
 
 
+def for_graph(graph: Graph, config: QuantConfig) -> QuantConfig:
+    """`config` for the target `graph` was legalized for (its provenance's `target`): the
+    default target gives way to it; a config naming another target is refused."""
+    legal = graph.provenance.target
+    if not legal or legal == config.target:
+        return config
+    if config.target != DEFAULT_TARGET:
+        raise QuantError(
+            f"graph `{graph.name}` was legalized for target `{legal}`, QuantConfig names "
+            f"`{config.target}`: quantize for the graph's target (QuantConfig(target={legal!r}))"
+        )
+    return dataclasses.replace(config, target=legal)
+
+
 def quantize(
     graph: Graph,
     calibration: Iterable[Any],
@@ -270,6 +286,7 @@ def quantize(
             "bias correction, AdaRound and equalization read the calibration set a second "
             "time: pass a list or another re-iterable, not a generator"
         )
+    config = for_graph(graph, config)
     target = load_target(config.target)
     graph = float_rewrites(graph, calibration, config)
     hists, samples = calibrate(graph, calibration, config.bins, progress)
@@ -283,7 +300,10 @@ def quantize(
             if t.data is None or name in tensors:
                 continue
             tensors[name] = _const(graph, op, i, t, acts, config, target, tensors)
-    prov = dataclasses.replace(graph.provenance, quant=config.record(), calibration_samples=samples)
+    numerics = Numerics(Rounding(config.rounding), Accumulator(target.accumulator), config.target)
+    prov = dataclasses.replace(
+        graph.provenance, quant=config.record(), numerics=numerics, calibration_samples=samples
+    )
     qgraph = with_gelu_tables(graph.with_(tensors=tensors, provenance=prov))
     qgraph = with_float_regions(graph, qgraph)
     if config.adaround:

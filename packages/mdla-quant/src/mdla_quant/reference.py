@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 
 from mdla_ir.affine import quantize_input
+from mdla_ir.devices import DEFAULT_TARGET
 from mdla_ir.graph import Graph, QuantParams
 from mdla_ir.interp import bind_inputs, to_model_layout
+from mdla_ir.provenance import Accumulator, Numerics
 from mdla_quant.arith import Array, check_accumulator, check_rounding
 from mdla_quant.errors import KernelError, QuantError
 from mdla_quant.kernels import INT8_KERNELS
@@ -49,16 +51,27 @@ Observer = Callable[[str, Array], None]
 
 
 @cache
-def _target_accumulator(target: str) -> str:
-    return load_target(target).accumulator
+def _target_accumulator(target: str) -> Accumulator:
+    return Accumulator(load_target(target).accumulator)
 
 
-def graph_accumulator(qgraph: Graph) -> str:
-    """The `[arith] accumulator` fact of the target `qgraph` was quantized for (its
-    provenance's QuantConfig target, else legalize's, else mdla3.5)."""
+def graph_numerics(qgraph: Graph) -> Numerics:
+    """The arithmetic `qgraph` was quantized for: its provenance's `numerics`; for a graph
+    that does not record them (quantized before the record existed, or read back from a
+    manifest, which stores the rounding only) the recorded rounding and the `[arith]
+    accumulator` fact of its target (QuantConfig's, else legalize's, else the default)."""
     prov = qgraph.provenance
-    target = (prov.quant.target if prov.quant is not None else "") or prov.target or "mdla3.5"
-    return _target_accumulator(target)
+    if prov.numerics is not None and prov.numerics.accumulator is not None:
+        return prov.numerics
+    target = (prov.quant.target if prov.quant is not None else "") or prov.target
+    target = target or DEFAULT_TARGET
+    return Numerics(prov.rounding, _target_accumulator(target), target)
+
+
+def graph_accumulator(qgraph: Graph) -> Accumulator:
+    """The accumulator fact `qgraph` was quantized for (`graph_numerics`)."""
+    numerics = graph_numerics(qgraph)
+    return numerics.accumulator or _target_accumulator(numerics.target or DEFAULT_TARGET)
 
 
 def run_int8(
@@ -78,7 +91,8 @@ def run_int8(
     every int8 activation (graph inputs, then each op's output) in graph layout as soon as it is
     computed.
     """
-    mode = check_rounding(rounding or qgraph.provenance.rounding)
+    numerics = graph_numerics(qgraph)
+    mode = check_rounding(rounding or numerics.rounding)
     acc_mode = check_accumulator(accumulator or graph_accumulator(qgraph))
     if qgraph.layout != "NHWC":
         raise QuantError(f"graph `{qgraph.name}` has layout {qgraph.layout}; int8 graphs are NHWC")

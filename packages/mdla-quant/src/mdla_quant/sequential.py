@@ -21,7 +21,7 @@ from mdla_ir import Graph, Op, Tensor
 from mdla_ir.interp import bind_inputs
 from mdla_ir.interp.registry import KERNELS
 from mdla_quant.errors import QuantError
-from mdla_quant.reference import graph_accumulator, quantize_inputs, run_op
+from mdla_quant.reference import graph_accumulator, graph_numerics, quantize_inputs, run_op
 
 Array = np.ndarray[Any, Any]
 Env = dict[str, Array]
@@ -57,7 +57,7 @@ def lockstep(graph: Graph, qgraph: Graph, batch: Sequence[Sequence[Any]], visit:
         raise QuantError(
             f"graph `{graph.name}`: no calibration samples to correct the weights with"
         )
-    mode = qgraph.provenance.rounding
+    mode = graph_numerics(qgraph).rounding
     accumulator = graph_accumulator(qgraph)
     floats = [bind_inputs(graph, list(xs)) for xs in batch]
     ints = [quantize_inputs(qgraph, list(xs)) for xs in batch]

@@ -31,7 +31,14 @@ def sample_graph() -> Graph:
     record makes, held NHWC on the device (boundary perm (0, 2, 3, 1))."""
     from mdla_ir.builders import act, const, qp
     from mdla_ir.graph import Op
-    from mdla_ir.provenance import Preprocess, Provenance, QuantRecord
+    from mdla_ir.provenance import (
+        Accumulator,
+        Numerics,
+        Preprocess,
+        Provenance,
+        QuantRecord,
+        Rounding,
+    )
 
     prov = Provenance(
         spec="sample",
@@ -41,6 +48,7 @@ def sample_graph() -> Graph:
         device="mtk-mdla",
         rules=(("conv_pad_to_pad_valid", 1),),
         quant=QuantRecord(),
+        numerics=Numerics(Rounding.DOUBLE, Accumulator.SATURATE, "mdla3.5"),
         calibration_samples=4,
         labels=("cat", "dog"),
         preprocess=Preprocess("imagenet", (8, 8), (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),

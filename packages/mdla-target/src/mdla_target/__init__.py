@@ -10,9 +10,10 @@ target.accumulator                                 # "saturate" | "wrap": int32 
 
 from __future__ import annotations
 
+from mdla_ir.devices import DEFAULT_TARGET, DEVICES, DSP, GPU, NPU
+from mdla_ir.provenance import ACCUMULATORS
 from mdla_target.errors import TargetDataError, UnknownDeviceError
 from mdla_target.target import (
-    ACCUMULATORS,
     PADDING_MODES,
     DeviceSpec,
     OpSpec,
@@ -26,6 +27,11 @@ from mdla_target.write import render_target, write_target
 
 __all__ = [
     "ACCUMULATORS",
+    "DEFAULT_TARGET",
+    "DEVICES",
+    "DSP",
+    "GPU",
+    "NPU",
     "PADDING_MODES",
     "DeviceSpec",
     "OpSpec",

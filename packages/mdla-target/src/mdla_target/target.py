@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from mdla_ir import OpKind
+from mdla_ir.provenance import ACCUMULATORS
 from mdla_target.errors import TargetDataError, UnknownDeviceError
 
 PADDING_MODES = ("any", "explicit", "same-valid")
 # Attributes whose non-default values carry their own source in an op entry (`<attr>_source`):
 # CONV_2D with dilation > 1 rests on an assumption where plain CONV_2D is measured.
 ATTRIBUTE_SOURCES = ("dilation",)
-ACCUMULATORS = ("saturate", "wrap")
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,11 +116,24 @@ def _operand(low: Lowered, graph: Graph, name: str, channel_dim: int | None = No
     return low.index[name]
 
 
+def _bias_scale(graph: Graph, op: Op) -> float:
+    """NNAPI's bias scale: 0 beside per-channel weights (the channels' scales apply), else the
+    scale the quantizer recorded on the bias (s_in * s_w as it computed it), or for a zero bias
+    that lowering adds, s_in * s_w."""
+    x, w = (graph.tensors[n].quant for n in op.inputs[:2])
+    if x is None or w is None or len(w.scale) > 1:
+        return 0.0
+    bias = graph.tensors[op.inputs[2]].quant if len(op.inputs) > 2 else None
+    if bias is None:
+        return x.scale[0] * w.scale[0]
+    if len(set(bias.scale)) != 1:
+        raise _fail(op, f"bias `{op.inputs[2]}` has per-channel scales beside per-tensor weights")
+    return bias.scale[0]
+
+
 def _bias(low: Lowered, graph: Graph, op: Op, channels: int) -> int:
     """The op's int32 bias operand, or a zero bias (NNAPI requires one), with NNAPI's scale."""
-    x, w = (graph.tensors[n].quant for n in op.inputs[:2])
-    per_channel = w is not None and len(w.scale) > 1
-    scale = 0.0 if per_channel or x is None or w is None else x.scale[0] * w.scale[0]
+    scale = _bias_scale(graph, op)
     if len(op.inputs) > 2:
         idx = _operand(low, graph, op.inputs[2])
         low.operands[idx]["scale"] = float(np.float32(scale))

@@ -30,7 +30,7 @@ import numpy as np
 
 from mdla_ir.graph import Graph
 from mdla_ir.partitions import partitions
-from mdla_ir.provenance import Provenance
+from mdla_ir.provenance import Provenance, Rounding
 from mdla_runtime.atomic import write_atomic
 from mdla_runtime.errors import ManifestError
 from mdla_runtime.format import container as fmt
@@ -118,9 +118,9 @@ class Manifest:
         return provenance(self.model)
 
     @property
-    def rounding(self) -> str:
+    def rounding(self) -> Rounding:
         """The requantization rounding the engine runs this manifest with."""
-        return str(self.model["rounding"])
+        return self.provenance.rounding
 
 
 def _io(graph: Graph, name: str, operand: int) -> dict[str, Any]:

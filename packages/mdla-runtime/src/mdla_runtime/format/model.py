@@ -32,10 +32,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import fields
+from functools import cache
 from typing import Any, Protocol
 
-from mdla_ir.provenance import ROUNDINGS, Postprocess, Preprocess, Provenance, QuantRecord
+from mdla_ir.provenance import (
+    ROUNDINGS,
+    Accumulator,
+    Numerics,
+    Postprocess,
+    Preprocess,
+    Provenance,
+    QuantRecord,
+    Rounding,
+)
 from mdla_runtime.errors import BadHeaderError
+from mdla_target import DEFAULT_TARGET, TargetDataError, load_target
 
 MODEL_KEYS = (
     "name",
@@ -189,7 +200,7 @@ def model_section(name: str, prov: Provenance, content_hash: str) -> dict[str, A
         "name": name,
         "content_hash": content_hash,
         "source_hash": prov.source_hash,
-        "rounding": prov.rounding,
+        "rounding": prov.rounding.value,
         "spec": prov.spec,
         "module": prov.module,
         "target": prov.target,
@@ -265,11 +276,23 @@ def postprocess(post: Mapping[str, Any]) -> Postprocess:
     )
 
 
+@cache
+def target_accumulator(target: str) -> Accumulator | None:
+    """The `[arith] accumulator` fact of `target` (a manifest records the rounding only); None
+    when the target cannot be loaded here (a target file that has moved)."""
+    try:
+        return Accumulator(load_target(target or DEFAULT_TARGET).accumulator)
+    except TargetDataError:
+        return None
+
+
 def provenance(model: Mapping[str, Any]) -> Provenance:
     """The `Provenance` a checked model section records."""
     quant = QuantRecord(**model["quant"]) if "quant" in model else None
     pre = model.get("preprocess")
+    target = quant.target if quant is not None else model["target"]
     return Provenance(
+        numerics=Numerics(Rounding(model["rounding"]), target_accumulator(target), target),
         spec=model["spec"],
         module=model["module"],
         source_hash=model["source_hash"],
