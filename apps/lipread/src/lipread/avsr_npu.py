@@ -25,6 +25,7 @@ from lipread.avsr import SIZE, AvsrFrontEnd, DeviceTrunk, StemConv
 from lipread.checkpoint import weights_hash
 from lipread.errors import DeviceError, LipreadError, UnsupportedError
 from lipread.frontend import cache_dir, pad_clip
+from mdla_ir.devices import DEFAULT_TARGET, NPU
 from mdla_runtime.interrupt import check
 
 Array = np.ndarray[Any, Any]
@@ -52,7 +53,7 @@ def _compile(module: torch.nn.Module, example: torch.Tensor, calib: list[Array],
 
     try:
         graph = mdla_ir.from_torch(module, (example,))
-        device_graph = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
+        device_graph = mdla_legalize.legalize(graph, mdla_legalize.load_target(DEFAULT_TARGET))
         config = mdla_quant.QuantConfig(method="percentile", percentile=PERCENTILE)
         qgraph = mdla_quant.quantize(device_graph, [[c] for c in calib], config)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -113,8 +114,8 @@ def npu_avsr(
 
     def run(x: Array) -> Array:
         try:
-            a = target.run(stem, [x], devices=("mtk-mdla",))
-            b = target.run(trunk, [frames_batch(np.asarray(a.outputs[0]))], devices=("mtk-mdla",))
+            a = target.run(stem, [x], devices=(NPU,))
+            b = target.run(trunk, [frames_batch(np.asarray(a.outputs[0]))], devices=(NPU,))
         except mdla_runtime.TargetError as exc:
             raise DeviceError(f"avsr front-end on {spec}: {exc}") from exc
         latencies.append(a.latency_ms[0] + b.latency_ms[0])

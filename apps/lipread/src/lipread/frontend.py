@@ -30,6 +30,7 @@ import numpy as np
 
 from lipread.checkpoint import Checkpoint
 from lipread.errors import LipreadError, UnsupportedError
+from mdla_ir.devices import DEFAULT_TARGET, NPU
 from mdla_runtime.atomic import write_atomic
 from mdla_runtime.interrupt import check
 
@@ -91,7 +92,7 @@ def compile_frontend(
     key = cache_key(ckpt, frames)
     return compile_lipnet(
         ckpt, calibration, frames, out or cache_dir() / f"{key}.mdla", key, source,
-        Compiled("front-end", "the INT8 front-end", "mtk-mdla", "lipread.model:FrontEnd"),
+        Compiled("front-end", "the INT8 front-end", NPU, "lipread.model:FrontEnd"),
     )  # fmt: skip
 
 
@@ -134,7 +135,7 @@ def compile_lipnet(
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         graph = mdla_ir.from_torch(fe, (example,))
-        device_graph = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
+        device_graph = mdla_legalize.legalize(graph, mdla_legalize.load_target(DEFAULT_TARGET))
         qgraph = mdla_quant.quantize(extend(device_graph), clips, mdla_quant.QuantConfig())
         prov = dataclasses.replace(qgraph.provenance, spec=what.spec)
         qgraph = qgraph.with_(provenance=prov)
@@ -174,11 +175,11 @@ def target_runner(
 
     manifest, target = open_manifest(path, spec)
     latencies: list[float] = []
-    info: dict[str, Any] = {"manifest": str(path), "target": spec, "devices": ["mtk-mdla"]}
+    info: dict[str, Any] = {"manifest": str(path), "target": spec, "devices": [NPU]}
 
     def run(x: Array) -> Array:
         try:
-            result = target.run(manifest, [x], devices=("mtk-mdla",))
+            result = target.run(manifest, [x], devices=(NPU,))
         except mdla_runtime.TargetError as exc:
             raise DeviceError(f"{what} on {spec}: {exc}") from exc
         latencies.append(result.latency_ms[0])

@@ -42,6 +42,7 @@ from lipread.frontend import cache_dir
 from lipread.image import resize
 from lipread.mtcnn import Nets, area_resize, detect_faces, net_input, pyramid, refine_crop
 from lipread.track import DETECT_SIDE, FACE_P, KEYFRAME, Face, Report, no_report, square
+from mdla_ir.devices import DEFAULT_TARGET, NPU
 from mdla_runtime.interrupt import check
 
 Array = np.ndarray[Any, Any]
@@ -239,7 +240,7 @@ def quantized(name: str, module: Any, calib: list[list[Array]]) -> Any:
     try:
         example = tuple(torch.from_numpy(x) for x in calib[0])
         graph = mdla_ir.from_torch(module, example, name=f"mtcnn_{name}")
-        legal = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
+        legal = mdla_legalize.legalize(graph, mdla_legalize.load_target(DEFAULT_TARGET))
         return mdla_quant.quantize(legal, calib, mdla_quant.QuantConfig(method="minmax"))
     except (mdla_ir.IRError, mdla_legalize.LegalizeError) as exc:
         raise UnsupportedError(f"MTCNN {name} does not compile for mtk-mdla: {exc}") from exc
@@ -269,7 +270,7 @@ def npu_nets(
 
     def run(name: str, xs: list[Array]) -> list[Array]:
         try:
-            result = target.run(manifests[name], xs, devices=("mtk-mdla",))
+            result = target.run(manifests[name], xs, devices=(NPU,))
         except mdla_runtime.TargetError as exc:
             raise DeviceError(f"MTCNN {name} on {spec}: {exc}") from exc
         times.append(result.latency_ms[0])

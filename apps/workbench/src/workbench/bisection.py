@@ -23,6 +23,7 @@ import mdla_quant
 import mdla_runtime
 import mdla_target
 from mdla_ir import Graph
+from mdla_ir.devices import DEFAULT_TARGET, NPU
 from mdla_ir.ops import OpKind
 from mdla_runtime.engine.target import Array
 
@@ -78,7 +79,7 @@ def kind_name(code: int) -> str:
 def bisect(
     target: mdla_runtime.Target,
     manifest: mdla_runtime.Manifest,
-    device: str = "mtk-mdla",
+    device: str = NPU,
     on_step: Callable[[Step], None] | None = None,
 ) -> int | None:
     """The index of the first op `device` cannot run, or None when the whole model maps."""
@@ -96,9 +97,9 @@ def bisect(
 def culprit(
     manifest: mdla_runtime.Manifest,
     index: int,
-    device: str = "mtk-mdla",
+    device: str = NPU,
     graph: Graph | None = None,
-    target: str = "mdla3.5",
+    target: str = DEFAULT_TARGET,
 ) -> Culprit:
     """Name the op and say why: from `explain` on its float graph when known, else from the
     target's op table (the kind's reason, or that an attribute of it does not map)."""
@@ -127,7 +128,7 @@ def diverge(
     manifest: mdla_runtime.Manifest,
     qgraph: Graph,
     inputs: list[Array],
-    device: str = "mtk-mdla",
+    device: str = NPU,
     on_step: Callable[[OutputStep], None] | None = None,
 ) -> int | None:
     """The index of an op whose int8 output on the target differs from run_int8's while its

@@ -29,6 +29,7 @@ import mdla_quant
 import mdla_runtime
 import mdla_zoo
 from mdla_ir import Graph, Postprocess, Preprocess
+from mdla_ir.devices import DEFAULT_TARGET, NPU
 from mdla_runtime.atomic import write_atomic
 from mdla_zoo.specs import is_code_spec, is_model_file, parse_cli_args
 from workbench.contract import Contract
@@ -159,7 +160,7 @@ def rule_names() -> list[str]:
 
 
 def legalize_graph(
-    graph: Graph, target: str = "mdla3.5", device: str = "mtk-mdla", skip_rules: Sequence[str] = ()
+    graph: Graph, target: str = DEFAULT_TARGET, device: str = NPU, skip_rules: Sequence[str] = ()
 ) -> Graph:
     """The device graph; with `skip_rules` the named rules never fire and the result is not
     required to map (the device then says what it thinks of it)."""
@@ -276,7 +277,7 @@ def compile_model(
     calib: str = "samples",
     count: int = 6,
     config: mdla_quant.QuantConfig | None = None,
-    target: str = "mdla3.5",
+    target: str = DEFAULT_TARGET,
     skip_rules: Sequence[str] = (),
     progress: Progress | None = None,
     contract: Contract | None = None,
@@ -334,14 +335,14 @@ def check_output(out: str | Path, suffix: str) -> None:
 
 
 def support_count(
-    target: mdla_runtime.Target, manifest: mdla_runtime.Manifest, device: str = "mtk-mdla"
+    target: mdla_runtime.Target, manifest: mdla_runtime.Manifest, device: str = NPU
 ) -> tuple[int, int]:
     flags = target.supported(manifest, [device])[device]
     return sum(flags), len(flags)
 
 
 def support_of_bytes(
-    target: mdla_runtime.Target, blob: bytes, device: str = "mtk-mdla"
+    target: mdla_runtime.Target, blob: bytes, device: str = NPU
 ) -> tuple[int, int]:
     """`support_count` of a manifest not yet written, asked through a private temporary copy
     (the engine reads files), so the answer is known before the real output is replaced."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mdla_ir.devices import NPU
 from mdla_ir.errors import IRError
 from mdla_ir.graph import Graph
 from mdla_ir.ops import OpKind
@@ -76,7 +77,7 @@ class Partition:
 def devices(graph: Graph) -> tuple[str, ...]:
     """The device of each op, in op order (the graph's device where nothing is placed)."""
     cpu = set(graph.provenance.cpu_ops)
-    npu = graph.provenance.device or "mtk-mdla"
+    npu = graph.provenance.device or NPU
     return tuple(CPU if op.name in cpu else npu for op in graph.ops)
 
 

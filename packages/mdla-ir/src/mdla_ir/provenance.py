@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from mdla_ir.devices import DEFAULT_TARGET, NPU
+
 
 class Rounding(StrEnum):
     """How a requantization rounds: TFLite's reference double rounding (the bit-exact target),
@@ -81,8 +83,8 @@ class QuantRecord:
     rounding: str = "double"
     bias_correction: bool = False
     bins: int = 2048
-    target: str = "mdla3.5"
-    device: str = "mtk-mdla"
+    target: str = DEFAULT_TARGET
+    device: str = NPU
     # Added after format 2's first files: optional in a manifest (absent = these defaults).
     equalize: bool = False
     adaround: int = 0  # AdaRound iterations per layer; 0 = round to nearest

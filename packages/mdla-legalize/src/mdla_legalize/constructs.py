@@ -19,6 +19,7 @@ import enum
 from dataclasses import dataclass
 
 from mdla_ir import OpKind
+from mdla_ir.devices import NPU
 from mdla_target.target import Target
 
 
@@ -199,7 +200,7 @@ def _source(target: Target, device: str, name: str) -> tuple[bool, str]:
 
 
 def disagreements(
-    target: Target, device: str = "mtk-mdla", constructs: tuple[Construct, ...] = CONSTRUCTS
+    target: Target, device: str = NPU, constructs: tuple[Construct, ...] = CONSTRUCTS
 ) -> list[str]:
     """Every claim of `constructs` the target does not back, one line each (empty: all hold)."""
     found: list[str] = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mdla_ir import Graph, Op
+from mdla_ir.devices import NPU
 from mdla_ir.passes import Rewriter
 from mdla_legalize.constraints import graph_problems, non_default, op_problems
 from mdla_legalize.errors import check_device
@@ -122,7 +123,7 @@ def assumption(op: Op, spec: OpSpec) -> tuple[str, str]:
     return "", spec.source if spec.source.startswith("assumed") else ""
 
 
-def explain(graph: Graph, target: Target, device: str = "mtk-mdla") -> SupportReport:
+def explain(graph: Graph, target: Target, device: str = NPU) -> SupportReport:
     check_device(target, device)  # an unknown device raises, naming the known ones
     ctx = Ctx(Rewriter(graph), target, device)
     rows: list[OpSupport] = []

@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Collection, Sequence
 
 from mdla_ir import Graph
+from mdla_ir.devices import NPU
 from mdla_ir.passes import (
     PassError,
     PassResult,
@@ -69,7 +70,7 @@ class Table:
         return Table(self.__name__, kept, self.target, self.device)
 
 
-def pipeline(target: Target | None, device: str = "mtk-mdla") -> list[Stage]:
+def pipeline(target: Target | None, device: str = NPU) -> list[Stage]:
     """The stages of `legalize`; each runs to a fixed point before the next."""
 
     def t(name: str, rules: Sequence[Rule]) -> Table:
@@ -100,13 +101,13 @@ def pipeline(target: Target | None, device: str = "mtk-mdla") -> list[Stage]:
     ]
 
 
-def known_rules(target: Target | None = None, device: str = "mtk-mdla") -> list[str]:
+def known_rules(target: Target | None = None, device: str = NPU) -> list[str]:
     """Every name `skip_rules` accepts: the rules of legalize's tables and its passes."""
     return known_names(pipeline(target, device))
 
 
 def legalize(
-    graph: Graph, target: Target, device: str = "mtk-mdla", skip_rules: Collection[str] = ()
+    graph: Graph, target: Target, device: str = NPU, skip_rules: Collection[str] = ()
 ) -> Graph:
     """Rewrite `graph` for `device`; raise LegalizeError listing every op still unsupported.
 
@@ -132,7 +133,7 @@ def legalize(
 
 
 def rewrite(
-    graph: Graph, target: Target, device: str = "mtk-mdla", skip_rules: Collection[str] = ()
+    graph: Graph, target: Target, device: str = NPU, skip_rules: Collection[str] = ()
 ) -> Graph:
     """`legalize`'s rewrites without its proof: the device graph, every op mapped or not
     (`mdla_legalize.place` then puts the ones the user names on the CPU)."""

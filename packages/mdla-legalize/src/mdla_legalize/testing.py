@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from mdla_ir import Graph
+from mdla_ir.devices import NPU
 from mdla_ir.passes import PassResult
 from mdla_ir.testing import check_pass
 from mdla_legalize.rules import ALL_RULES
@@ -19,7 +20,7 @@ from mdla_target.target import Target
 
 
 def rule_pass(
-    fn: RuleFn, target: Target | None = None, device: str = "mtk-mdla"
+    fn: RuleFn, target: Target | None = None, device: str = NPU
 ) -> Callable[[Graph], PassResult]:
     """The rule `fn` (with its pattern from the rule tables) as a graph pass."""
     table = [(kinds, f) for kinds, f in ALL_RULES if f is fn]
@@ -38,7 +39,7 @@ def check_rule(
     graph: Graph,
     delta: Mapping[str, int],
     target: Target | None = None,
-    device: str = "mtk-mdla",
+    device: str = NPU,
     rtol: float = 1e-5,
 ) -> Graph:
     """Apply rule `fn` alone to `graph` and check it with `mdla_ir.testing.check_pass`."""

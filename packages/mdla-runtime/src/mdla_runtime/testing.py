@@ -16,6 +16,7 @@ from typing import Any
 import msgpack  # type: ignore[import-untyped]
 import numpy as np
 
+from mdla_ir.devices import DEFAULT_TARGET, NPU
 from mdla_ir.graph import Graph
 from mdla_ir.ops import OpKind
 from mdla_runtime import errors
@@ -44,11 +45,11 @@ def sample_graph() -> Graph:
         spec="sample",
         module="Conv2d",
         source_hash="0" * 64,
-        target="mdla3.5",
-        device="mtk-mdla",
+        target=DEFAULT_TARGET,
+        device=NPU,
         rules=(("conv_pad_to_pad_valid", 1),),
         quant=QuantRecord(),
-        numerics=Numerics(Rounding.DOUBLE, Accumulator.SATURATE, "mdla3.5"),
+        numerics=Numerics(Rounding.DOUBLE, Accumulator.SATURATE, DEFAULT_TARGET),
         calibration_samples=4,
         labels=("cat", "dog"),
         preprocess=Preprocess("imagenet", (8, 8), (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
@@ -637,7 +638,7 @@ def partitioned_qgraph() -> Graph:
         Op(OpKind.GELU, "gelu0", ("n", "t"), ("g",)),
         Op(OpKind.ADD, "add0", ("g", "c"), ("a",), {"fuse": "NONE"}),
     )  # fmt: skip
-    prov = Provenance(device="mtk-mdla", cpu_ops=("ln0", "gelu0"), labels=("a",))
+    prov = Provenance(device=NPU, cpu_ops=("ln0", "gelu0"), labels=("a",))
     return Graph(
         "parts", {t.name: t for t in tensors}, ops, ("x",), ("a",), "NHWC", provenance=prov
     )
@@ -679,7 +680,7 @@ def partition_cases() -> list[Malformed]:
         ("partition_op_twice", part(2, "operations", [3, 2]), dup, "partitions[2].operations[1]"),
         ("partition_op_in_none", part(1, "operations", [1]), errors.CountMismatchError,
          "partitions"),
-        ("partition_host_op_on_npu", part(1, "device", "mtk-mdla"), bad_ref,
+        ("partition_host_op_on_npu", part(1, "device", NPU), bad_ref,
          "partitions[1].operations[0]"),
         ("partition_cycle", swap, errors.PartitionCycleError, "partitions[1].inputs[0]"),
         ("partition_input_twice", part(2, "inputs", [g, g]), dup, "partitions[2].inputs[1]"),

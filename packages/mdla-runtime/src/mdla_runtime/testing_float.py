@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdla_ir.devices import NPU
 from mdla_ir.graph import Graph
 from mdla_runtime import errors
 from mdla_runtime.format.manifest import to_bytes
@@ -53,7 +54,7 @@ def float_region_qgraph(bidirectional: bool = True) -> Graph:
         Op(OpKind.GRU, "gru0", ("f", "w_ih", "w_hh", "b_ih", "b_hh"), ("h",), gru),
         Op(OpKind.FULLY_CONNECTED_F32, "fc0", ("h", "fw", "fb"), ("y",)),
     )
-    prov = Provenance(device="mtk-mdla", cpu_ops=("r.dequantize", "gru0", "fc0"))
+    prov = Provenance(device=NPU, cpu_ops=("r.dequantize", "gru0", "fc0"))
     return Graph("gru_tail", {t.name: t for t in tensors}, ops, ("x",), ("y",), "NHWC",
                  provenance=prov)  # fmt: skip
 

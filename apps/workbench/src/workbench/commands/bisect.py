@@ -15,6 +15,7 @@ import typer
 import mdla_quant
 import mdla_runtime
 from mdla_ir import Graph
+from mdla_ir.devices import DEFAULT_TARGET, NPU
 from workbench import bisection, pipeline, placement
 from workbench.commands.options import (
     Debug,
@@ -44,8 +45,8 @@ EPILOG = """Examples:
 def bisect_command(
     model: Annotated[str, typer.Argument(help="A compiled OUT.mdla, or a model spec.")],
     on: On = "emu",
-    device: Device = "mtk-mdla",
-    target: TargetName = "mdla3.5",
+    device: Device = NPU,
+    target: TargetName = DEFAULT_TARGET,
     skip_rule: SkipRule = None,
     weights: Weights = None,
     cpu: placement.Cpu = None,
@@ -174,7 +175,7 @@ def _compile(
             source = pipeline.load_source(model, str(weights) if weights else None)
         with s.step("legalizing"):
             if cpu:
-                placed = placement.place_graph(source.graph, target, "mtk-mdla", cpu, skip)
+                placed = placement.place_graph(source.graph, target, NPU, cpu, skip)
                 device_graph = placed.graph
             else:
                 device_graph = pipeline.legalize_graph(source.graph, target, skip_rules=skip)

@@ -18,6 +18,7 @@ import typer
 import mdla_legalize
 import mdla_runtime
 from mdla_ir import Graph, UnsupportedError
+from mdla_ir.devices import DEFAULT_TARGET, NPU
 from mdla_ir.ops import OpKind
 from mdla_legalize.constructs import help_text as constructs_help
 from workbench import contract as ct
@@ -48,8 +49,8 @@ def op_kind_name(code: int) -> str:
 
 def check_command(
     model: Annotated[str, typer.Argument(help="A model spec, or a compiled OUT.mdla.")],
-    device: Device = "mtk-mdla",
-    target: TargetName = "mdla3.5",
+    device: Device = NPU,
+    target: TargetName = DEFAULT_TARGET,
     legalized: Annotated[
         bool, typer.Option("--legalized", help="Check the graph after legalization.")
     ] = False,

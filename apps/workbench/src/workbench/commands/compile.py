@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 import mdla_runtime
+from mdla_ir.devices import DEFAULT_TARGET
 from workbench import contract as ct
 from workbench import pipeline, placement
 from workbench.commands.options import (
@@ -68,7 +69,7 @@ def compile_command(
     equalize: Equalize = False,
     adaround: AdaRound = 0,
     reconstruction: Reconstruction = ReconstructionName.layer,
-    target: TargetName = "mdla3.5",
+    target: TargetName = DEFAULT_TARGET,
     tflite: Annotated[
         Path | None, typer.Option("--tflite", help="Also export the int8 graph as .tflite.")
     ] = None,

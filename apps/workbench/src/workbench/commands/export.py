@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 import mdla_runtime
+from mdla_ir.devices import DEFAULT_TARGET
 from workbench import pipeline, placement
 from workbench.commands.options import (
     Calib,
@@ -44,7 +45,7 @@ def export_command(
     method: Method = MethodName.percentile,
     percentile: Percentile = 99.99,
     rounding: Rounding = RoundingName.double,
-    target: TargetName = "mdla3.5",
+    target: TargetName = DEFAULT_TARGET,
     cpu: placement.Cpu = None,
     debug: Debug = False,
 ) -> None:

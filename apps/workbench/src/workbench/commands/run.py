@@ -13,6 +13,7 @@ from rich.table import Table
 
 import mdla_runtime
 from mdla_ir import Preprocess
+from mdla_ir.devices import NPU
 from workbench import contract as ct
 from workbench import dense, pipeline
 from workbench import images as imgs
@@ -154,7 +155,7 @@ def run_command(
         ),
     ] = None,
     on: On = "emu",
-    device: Device = "mtk-mdla",
+    device: Device = NPU,
     repeat: Annotated[int, typer.Option("--repeat", min=1, help="Timed runs per image.")] = 1,
     warmup: Annotated[
         int, typer.Option("--warmup", min=0, help="Untimed runs per image before the timed ones.")

@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 import mdla_quant
+from mdla_ir.devices import DEFAULT_TARGET
 from workbench import contract as ct
 from workbench import pipeline, tuning
 from workbench.commands.options import (
@@ -92,7 +93,7 @@ def tune_command(
             "comparison.",
         ),
     ] = "method=percentile",
-    target: TargetName = "mdla3.5",
+    target: TargetName = DEFAULT_TARGET,
     out: Annotated[
         Path | None,
         typer.Option(

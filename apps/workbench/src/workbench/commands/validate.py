@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from mdla_ir.devices import DEFAULT_TARGET
 from workbench import contract as ct
 from workbench import images as imgs
 from workbench import inputs as ins
@@ -63,7 +64,7 @@ def validate_command(
     method: Method = MethodName.percentile,
     percentile: Percentile = 99.99,
     rounding: Rounding = RoundingName.double,
-    target: TargetName = "mdla3.5",
+    target: TargetName = DEFAULT_TARGET,
     on: On = "emu",
     arg: ct.ArgOpt = None,
     input_shape: ct.InputShape = None,

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from mdla_ir.devices import NPU
 from workbench import pipeline, witnessing
 from workbench.commands.options import Debug, Device, On, console
 from workbench.commands.run import manifest_inputs
@@ -45,7 +46,7 @@ def witness_command(
         ),
     ] = None,
     on: On = "emu",
-    device: Device = "mtk-mdla",
+    device: Device = NPU,
     idle: Annotated[float, typer.Option("--idle", min=0.0, help="Idle control, seconds.")] = 4.0,
     runs: Annotated[int, typer.Option("--runs", min=1, help="Inferences in the run.")] = 10,
     node: Annotated[

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, cast
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 import mdla_legalize
-from workbench.tui.state import DEVICES
+from mdla_ir.devices import DEVICES
 
 if TYPE_CHECKING:
     from workbench.tui.app import WorkbenchApp

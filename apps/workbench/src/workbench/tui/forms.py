@@ -14,8 +14,9 @@ from textual.widgets import Button, Input, Select, Static
 
 import mdla_legalize
 import mdla_quant
+from mdla_ir.devices import DEFAULT_TARGET, DEVICES
 from workbench import pipeline
-from workbench.tui.state import DEVICES, CompileOptions
+from workbench.tui.state import CompileOptions
 
 
 def split_list(text: str) -> tuple[str, ...]:
@@ -59,7 +60,7 @@ def parse_options(
     # cpu tokens are checked against the graph when it compiles (a usage error names them)
     return CompileOptions(
         spec.strip(),
-        target.strip() or "mdla3.5",
+        target.strip() or DEFAULT_TARGET,
         device,
         rules,
         split_list(cpu),

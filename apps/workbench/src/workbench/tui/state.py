@@ -21,10 +21,10 @@ import mdla_legalize
 import mdla_quant
 import mdla_runtime
 from mdla_ir import Graph
+from mdla_ir.devices import DEFAULT_TARGET, NPU
 from workbench import pipeline, placement, witnessing
 from workbench.bisection import kind_name
 
-DEVICES = ("mtk-mdla", "mtk-gpu", "mtk-dsp")
 Progress = Callable[[str, int, int], None]  # (stage, steps done, steps in all)
 
 
@@ -51,8 +51,8 @@ class CompileOptions:
     `samples` for a model with image preprocessing, else `random`, as opening a spec does)."""
 
     spec: str
-    target: str = "mdla3.5"
-    device: str = "mtk-mdla"
+    target: str = DEFAULT_TARGET
+    device: str = NPU
     skip_rules: tuple[str, ...] = ()
     cpu: tuple[str, ...] = ()
     method: str = "percentile"
@@ -209,7 +209,7 @@ def rows_from_graph(
 ) -> list[OpRow]:
     """One row per op, support and reason from `explain` (and the device's flags if given:
     one per op left on the NPU, in op order, as `Target.supported` answers a placed model)."""
-    tgt = mdla_legalize.load_target(target or graph.provenance.target or "mdla3.5")
+    tgt = mdla_legalize.load_target(target or graph.provenance.target or DEFAULT_TARGET)
     report = {r.index: r for r in mdla_legalize.explain(graph, tgt).ops}
     cpu = set(graph.provenance.cpu_ops)
     npu_flags = iter(flags or ())

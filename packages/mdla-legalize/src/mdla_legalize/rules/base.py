@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from mdla_ir import Graph, Op, OpKind, Tensor
+from mdla_ir.devices import NPU
 from mdla_ir.passes import PassResult, Rewriter
 from mdla_target.target import OpSpec, Target
 
@@ -72,7 +73,7 @@ def pat(*kinds: OpKind) -> frozenset[OpKind]:
 
 
 def apply_table(
-    table: Sequence[Rule], graph: Graph, target: Target | None = None, device: str = "mtk-mdla"
+    table: Sequence[Rule], graph: Graph, target: Target | None = None, device: str = NPU
 ) -> PassResult:
     """One walk over the ops; the first rule that returns a replacement wins. The result's
     `fired` counts each rule that fired (the pass manager's trace, then `provenance.rules`).

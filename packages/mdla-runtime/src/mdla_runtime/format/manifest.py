@@ -28,6 +28,7 @@ from typing import Any
 import msgpack  # type: ignore[import-untyped]
 import numpy as np
 
+from mdla_ir.devices import NPU
 from mdla_ir.graph import Graph
 from mdla_ir.partitions import partitions
 from mdla_ir.provenance import Provenance, Rounding
@@ -228,7 +229,7 @@ def _partition_specs(header: Mapping[str, Any]) -> tuple[PartitionSpec, ...]:
     quant = header["model"].get("quant") or {}  # format 2: one partition, every operation
     return (
         PartitionSpec(
-            str(quant.get("device", "mtk-mdla")),
+            str(quant.get("device", NPU)),
             tuple(range(len(header["operations"]))),
             tuple(e["operand"] for e in header["inputs"]),
             tuple(e["operand"] for e in header["outputs"]),
