@@ -28,25 +28,21 @@ from mdla_ir.devices import NPU
 from mdla_ir.errors import IRError
 from mdla_ir.graph import Graph
 from mdla_ir.ops import OpKind
+from mdla_ir.schema import group
 
 CPU = "cpu"  # the device name of the host CPU (the engine's own C kernels)
 K = OpKind
-# What a CPU partition runs. In int8, with the int8 reference kernels (mdla_quant.run_int8,
-# bit for bit the emulator's C kernels):
-CPU_INT8 = frozenset(
-    {K.ADD, K.SUB, K.MUL, K.CONV_2D, K.DEPTHWISE_CONV_2D, K.FULLY_CONNECTED, K.TRANSPOSE_CONV_2D}
-    | {K.AVERAGE_POOL_2D, K.MAX_POOL_2D, K.MEAN, K.RELU, K.RELU6, K.LOGISTIC, K.TANH}
-    | {K.HARD_SWISH, K.PRELU, K.SOFTMAX, K.CONCATENATION, K.PAD, K.RESHAPE, K.TRANSPOSE}
-    | {K.RESIZE_BILINEAR, K.RESIZE_NEAREST_NEIGHBOR, K.DEPTH_TO_SPACE, K.ARGMAX}
-)
+# What a CPU partition runs (the schema's `cpu*` groups, mdla_ir.schema). In int8, with the
+# int8 reference kernels (mdla_quant.run_int8, bit for bit the emulator's C kernels):
+CPU_INT8 = group("cpu")
 # Only in float32 (no int8 form, or one the MDLA lacks the functions for): int8 in, DEQUANTIZE,
 # the float32 kernel (mdla_quant.kernels.float_ops), QUANTIZE to the calibrated int8 output.
-CPU_FLOAT = frozenset({K.LAYER_NORM, K.GELU})
+CPU_FLOAT = group("cpu_float")
 # Float32 in and float32 out: a float region of a CPU partition (a recurrent tail), entered
 # by a DEQUANTIZE the quantizer inserts; float32 tensors flow between these ops and may be
 # model outputs (mdla_quant.kernels.gru defines them to the last bit). A FULLY_CONNECTED that
 # reads a float32 tensor becomes FULLY_CONNECTED_F32 when quantizing.
-CPU_FLOAT32 = frozenset({K.GRU, K.FULLY_CONNECTED_F32, K.DEQUANTIZE})
+CPU_FLOAT32 = group("cpu_float32")
 CPU_KINDS = CPU_INT8 | CPU_FLOAT | CPU_FLOAT32
 
 

@@ -108,7 +108,9 @@ class OpSchema:
     """One op: `code` its Neuron operation code (None before legalization), `forms` its input
     forms (the first is the one lowering writes, every optional slot present), `outputs` its
     output form, `emu` whether the host emulator enforces the forms (it has a kernel for the op;
-    other ops it accepts as given and reports unsupported), `attrs` its attribute record."""
+    other ops it accepts as given and reports unsupported), `attrs` its attribute record,
+    `none` the pieces of PIECES the op has none of, each with its reason (tests/ir/
+    test_schema_complete.py holds every other op to having all of them)."""
 
     name: str
     code: int | None
@@ -117,10 +119,15 @@ class OpSchema:
     attrs: type[Attrs]
     groups: frozenset[str]
     emu: bool
+    none: tuple[tuple[str, str], ...] = ()
 
     @property
     def pre_legalization(self) -> bool:
         return self.code is None
+
+    def none_reason(self, piece: str) -> str | None:
+        """Why the op has no `piece` (one of PIECES), or None when it should have one."""
+        return dict(self.none).get(piece)
 
 
 # Neuron operation names, codes 0..107 (reference §3c; 106 and 107 are Neuron-only).
@@ -152,6 +159,16 @@ NOT_AVAILABLE = frozenset(
 )
 
 
+# What an op is made of beyond its schema line: a float kernel (mdla_ir.interp), an int8
+# reference kernel (mdla_quant.kernels), a lowering to .mdla (mdla_runtime/format/lower.py), a
+# .tflite emitter (mdla_runtime/export), an importer converter (mdla_ir.importer) and a place
+# in a CPU partition (the `cpu*` groups). An entry states "none" with a reason per piece.
+PIECES = ("float", "int8", "lower", "tflite", "import", "cpu")
+# The groups that put an op in a CPU partition (mdla_ir.partitions): int8 reference kernels;
+# int8 in and out around a float32 kernel; float32 in and out (a float region).
+CPU_GROUPS = ("cpu", "cpu_float", "cpu_float32")
+
+
 def _op(
     kind: OpKind | str,
     forms: Sequence[str],
@@ -159,6 +176,7 @@ def _op(
     groups: str = "",
     outputs: str = "y:*",
     emu: bool = True,
+    none: Mapping[str, str] | None = None,
 ) -> OpSchema:
     """The entry of `kind`; its code is the OpKind's value (the ABI's index of its name for an
     ABI-only name), None for a pre-legalization kind."""
@@ -167,8 +185,29 @@ def _op(
         name, code = kind, NEURON_OP_NAMES.index(kind)
     else:
         name, code = kind.name, kind.value if kind.is_neuron else None
+    unknown = sorted(set(none or {}) - set(PIECES))
+    if unknown:
+        raise ValueError(f"schema entry {name}: none= names {unknown}, not pieces {PIECES}")
     parsed = tuple(Form.parse(f) for f in forms)
-    return OpSchema(name, code, parsed, Form.parse(outputs), attrs, frozenset(groups.split()), emu)
+    group_set = frozenset(groups.split())
+    pieces = tuple(sorted((none or {}).items()))
+    return OpSchema(name, code, parsed, Form.parse(outputs), attrs, group_set, emu, pieces)
+
+
+def _pre(rewrite: str, **more: str) -> dict[str, str]:
+    """The pieces a pre-legalization construct has none of: `rewrite` replaces it first."""
+    why = f"pre-legalization construct: {rewrite}"
+    return {"int8": why, "lower": why, "tflite": why, "cpu": why, **more}
+
+
+def _not_int8(why: str, **more: str) -> dict[str, str]:
+    """No int8 kernel (so no .tflite op and no CPU partition either), because `why`."""
+    return {"int8": why, "tflite": f"no int8 kernel: {why}", "cpu": f"no int8 kernel: {why}",
+            **more}  # fmt: skip
+
+
+_FLOAT_REGION = "a CPU float region's op; .tflite export writes no float regions"
+_NO_MDLA = "the MDLA lacks it (silicon fact 2); imported so that `check` names it"
 
 
 CONV = "x:a filter:w bias:t"
@@ -181,69 +220,84 @@ RESIZE_TAIL = "[nchw:B [align_corners:B [half_pixel_centers:B]]]"
 UNARY, BINARY = ("x:a",), ("a:a b:a fuse:i",)
 K = OpKind
 
-# kind, input forms (NNAPI order), attribute record, groups, outputs, emulated
+# kind, input forms (NNAPI order), attribute record, groups, outputs, emulated, none
 _ENTRIES: tuple[OpSchema, ...] = (
-    _op(K.ADD, BINARY, FuseAttrs, "binary fusable"),
+    _op(K.ADD, BINARY, FuseAttrs, "binary fusable cpu"),
     _op(K.AVERAGE_POOL_2D, (f"x:a {PADS} {POOL_TAIL}", f"x:a padding_code:i {POOL_TAIL}"),
-        PoolAttrs, "pool spatial fusable"),
-    _op(K.CONCATENATION, ("inputs:a+ axis:i",), AxisAttrs),
+        PoolAttrs, "pool spatial fusable cpu"),
+    _op(K.CONCATENATION, ("inputs:a+ axis:i",), AxisAttrs, "cpu"),
     _op(K.CONV_2D, (f"{CONV} {PADS} {STRIDES} fuse:i {CONV_TAIL}",
                     f"{CONV} padding_code:i {STRIDES} fuse:i {CONV_TAIL}"),
-        ConvAttrs, "conv spatial fusable"),
+        ConvAttrs, "conv spatial fusable cpu"),
     _op(K.DEPTHWISE_CONV_2D, (f"{CONV} {PADS} {STRIDES} {DW_TAIL}",
                               f"{CONV} padding_code:i {STRIDES} {DW_TAIL}"),
-        ConvAttrs, "conv spatial fusable"),
-    _op(K.DEPTH_TO_SPACE, ("x:a block_size:i [nchw:B]",), BlockAttrs, "spatial", "y:a"),
-    _op(K.DEQUANTIZE, ("x:*",)),
-    _op(K.FULLY_CONNECTED, ("x:a weights:w bias:t fuse:i",), FuseAttrs, "fusable"),
-    _op(K.LOGISTIC, UNARY, groups="activation", outputs="y:a"),
+        ConvAttrs, "conv spatial fusable cpu",
+        none={"import": "the mark_depthwise pass makes it from a CONV_2D, groups == channels"}),
+    _op(K.DEPTH_TO_SPACE, ("x:a block_size:i [nchw:B]",), BlockAttrs, "spatial cpu", "y:a"),
+    _op(K.DEQUANTIZE, ("x:*",), groups="cpu_float32",
+        none={"import": "the quantizer inserts it where a float region starts",
+              "tflite": _FLOAT_REGION}),
+    _op(K.FULLY_CONNECTED, ("x:a weights:w bias:t fuse:i",), FuseAttrs, "fusable cpu"),
+    _op(K.LOGISTIC, UNARY, groups="activation cpu", outputs="y:a"),
     _op(K.MAX_POOL_2D, (f"x:a {PADS} {POOL_TAIL}", f"x:a padding_code:i {POOL_TAIL}"),
-        PoolAttrs, "pool spatial fusable"),
-    _op(K.MUL, BINARY, FuseAttrs, "binary fusable"),
-    _op(K.RELU, UNARY, groups="activation", outputs="y:a"),
+        PoolAttrs, "pool spatial fusable cpu"),
+    _op(K.MUL, BINARY, FuseAttrs, "binary fusable cpu"),
+    _op(K.RELU, UNARY, groups="activation cpu", outputs="y:a"),
     _op("RELU1", UNARY, outputs="y:a"),  # no OpKind: the ABI's only
-    _op(K.RELU6, UNARY, groups="activation", outputs="y:a"),
-    _op(K.RESHAPE, ("x:a shape:t",), ReshapeAttrs),
+    _op(K.RELU6, UNARY, groups="activation cpu", outputs="y:a"),
+    _op(K.RESHAPE, ("x:a shape:t",), ReshapeAttrs, "cpu"),
     _op(K.RESIZE_BILINEAR, (f"x:a out_w:i out_h:i {RESIZE_TAIL}",
-                            f"x:a scale_w:f scale_h:f {RESIZE_TAIL}"), ResizeAttrs, "spatial"),
+                            f"x:a scale_w:f scale_h:f {RESIZE_TAIL}"), ResizeAttrs, "spatial cpu"),
     _op(K.TRANSPOSE_CONV_2D, (f"{CONV} {PADS} {STRIDES} fuse:i nchw:B",
                               f"{CONV} output_shape:t padding_code:i {STRIDES} fuse:i nchw:B"),
-        ConvAttrs, "spatial fusable", "y:a"),
+        ConvAttrs, "spatial fusable cpu", "y:a"),
     _op(K.RESIZE_NEAREST_NEIGHBOR, (f"x:a out_w:i out_h:i {RESIZE_TAIL}",
                                     f"x:a scale_w:f scale_h:f {RESIZE_TAIL}"), ResizeAttrs,
-        "spatial"),
-    _op(K.SOFTMAX, ("x:a beta:f [axis:i]",), SoftmaxAttrs),
-    _op(K.TANH, UNARY, groups="activation", outputs="y:a"),
-    _op(K.DIV, BINARY, FuseAttrs, "binary", emu=False),
-    _op(K.MEAN, ("x:a axes:t keep_dims:i",), MeanAttrs),
-    _op(K.PAD, ("x:a paddings:t",), PadAttrs),
-    _op(K.SUB, BINARY, FuseAttrs, "binary fusable"),
-    _op(K.TRANSPOSE, ("x:a perm:t",), TransposeAttrs, emu=False),
-    _op(K.CHANNEL_SHUFFLE, ("x:a groups:i axis:i",), ShuffleAttrs, emu=False),
-    _op(K.EXP, UNARY, outputs="y:a", emu=False),
-    _op(K.LOG, UNARY, outputs="y:a", emu=False),
-    _op(K.QUANTIZE, ("x:*",)),
-    _op(K.PRELU, ("x:a alpha:a",), groups="binary", outputs="y:a"),
-    _op(K.RSQRT, UNARY, outputs="y:a", emu=False),
-    _op(K.SLICE, ("x:a begin:t size:t",), SliceAttrs, emu=False),
-    _op(K.SQRT, UNARY, outputs="y:a", emu=False),
-    _op(K.HARD_SWISH, UNARY, groups="activation", outputs="y:a"),
-    _op(K.BATCH_MATMUL, ("lhs:a rhs:a [adj_x:B [adj_y:B]]",), MatmulAttrs, emu=False),
+        "spatial cpu"),
+    _op(K.SOFTMAX, ("x:a beta:f [axis:i]",), SoftmaxAttrs, "cpu"),
+    _op(K.TANH, UNARY, groups="activation cpu", outputs="y:a"),
+    _op(K.DIV, BINARY, FuseAttrs, "binary", emu=False,
+        none=_not_int8("legalize turns DIV by a constant into MUL (div_const_to_mul)")),
+    _op(K.MEAN, ("x:a axes:t keep_dims:i",), MeanAttrs, "cpu"),
+    _op(K.PAD, ("x:a paddings:t",), PadAttrs, "cpu"),
+    _op(K.SUB, BINARY, FuseAttrs, "binary fusable cpu"),
+    _op(K.TRANSPOSE, ("x:a perm:t",), TransposeAttrs, "cpu", emu=False),
+    _op(K.CHANNEL_SHUFFLE, ("x:a groups:i axis:i",), ShuffleAttrs, emu=False,
+        none=_pre("channel_shuffle_to_selection makes it a selection CONV_2D")),
+    _op(K.EXP, UNARY, outputs="y:a", emu=False, none=_not_int8(_NO_MDLA)),
+    _op(K.LOG, UNARY, outputs="y:a", emu=False, none=_not_int8(_NO_MDLA)),
+    _op(K.QUANTIZE, ("x:*",),
+        none=_not_int8("no stage emits it: a CPU float op quantizes its own output",
+                       **{"import": "no stage emits it"})),
+    _op(K.PRELU, ("x:a alpha:a",), groups="binary cpu", outputs="y:a"),
+    _op(K.RSQRT, UNARY, outputs="y:a", emu=False, none=_not_int8(_NO_MDLA)),
+    _op(K.SLICE, ("x:a begin:t size:t",), SliceAttrs, emu=False,
+        none=_pre("channel_slice_to_selection makes a channel SLICE a selection CONV_2D")),
+    _op(K.SQRT, UNARY, outputs="y:a", emu=False, none=_not_int8(_NO_MDLA)),
+    _op(K.HARD_SWISH, UNARY, groups="activation cpu", outputs="y:a"),
+    _op(K.BATCH_MATMUL, ("lhs:a rhs:a [adj_x:B [adj_y:B]]",), MatmulAttrs, emu=False,
+        none=_not_int8("a product of two activations has no int8 reference kernel yet")),
     # Pre-legalization constructs: no Neuron operation, no operand forms.
-    _op(K.BATCH_NORM, (), NormAttrs, "spatial"),
-    _op(K.SILU, (), groups="activation"),
-    _op(K.HARD_SIGMOID, (), groups="activation"),
-    _op(K.GELU, (), groups="activation"),
-    _op(K.LAYER_NORM, (), NormAttrs),
-    _op(K.CONV_3D, (), ConvAttrs),
-    _op(K.MAX_POOL_3D, (), PoolAttrs),
-    _op(K.ADAPTIVE_AVG_POOL_2D, (), AdaptivePoolAttrs, "spatial"),
-    _op(K.FLATTEN, (), FlattenAttrs),
-    _op(K.DROPOUT, (), NoAttrs),
-    _op(K.IDENTITY, (), NoAttrs),
-    _op(K.ARGMAX, (), ArgmaxAttrs),
-    _op(K.GRU, (), GruAttrs),
-    _op(K.FULLY_CONNECTED_F32, (), NoAttrs),
+    _op(K.BATCH_NORM, (), NormAttrs, "spatial",
+        none=_pre("fold_batchnorm folds it into its conv, else batchnorm_to_mul_add")),
+    _op(K.SILU, (), groups="activation", none=_pre("silu_to_logistic_mul")),
+    _op(K.HARD_SIGMOID, (), groups="activation", none=_pre("hardsigmoid_to_relu6_mul")),
+    _op(K.GELU, (), groups="activation cpu_float"),
+    _op(K.LAYER_NORM, (), NormAttrs, "cpu_float"),
+    _op(K.CONV_3D, (), ConvAttrs, none=_pre("conv3d_to_conv2d")),
+    _op(K.MAX_POOL_3D, (), PoolAttrs, none=_pre("maxpool3d_to_maxpool2d")),
+    _op(K.ADAPTIVE_AVG_POOL_2D, (), AdaptivePoolAttrs, "spatial",
+        none=_pre("canonicalize_mean, adaptive_pool_to_avgpool")),
+    _op(K.FLATTEN, (), FlattenAttrs, none=_pre("canonicalize_reshapes makes it a RESHAPE")),
+    _op(K.DROPOUT, (), NoAttrs, none=_pre("drop_identities removes it")),
+    _op(K.IDENTITY, (), NoAttrs, none=_pre("drop_identities removes it")),
+    _op(K.ARGMAX, (), ArgmaxAttrs, "cpu"),
+    _op(K.GRU, (), GruAttrs, "cpu_float32",
+        none={"import": "built by hand (lipread.fullmodel): no nn.GRU converter yet",
+              "tflite": _FLOAT_REGION}),
+    _op(K.FULLY_CONNECTED_F32, (), NoAttrs, "cpu_float32",
+        none={"import": "the quantizer makes it of a FULLY_CONNECTED reading float32",
+              "tflite": _FLOAT_REGION}),
 )  # fmt: skip
 
 SCHEMA: dict[OpKind, OpSchema] = {

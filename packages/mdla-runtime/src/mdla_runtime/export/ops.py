@@ -275,9 +275,14 @@ _EMITTERS: dict[OpKind, Emit] = {
 }
 
 
+def emitter(kind: OpKind) -> Emit | None:
+    """The function writing a `kind` op's TFLite operator(s) (None: it has no .tflite form)."""
+    return _EMITTERS.get(kind)
+
+
 def emit_op(w: Writer, op: Op) -> None:
     """Append the TFLite operator(s) computing `op` (after `limits.check_loadable`)."""
-    emit = _EMITTERS.get(op.kind)
+    emit = emitter(op.kind)
     if emit is None:
         host = " (a CPU partition's host op: the .mdla runs it, a .tflite cannot hold it yet)"
         raise UnexportableOpError(

@@ -344,7 +344,8 @@ def _form(kind: OpKind) -> Form:
     return SCHEMA[kind].forms[0] if code is None else HOST_BY_CODE[code].forms[0]
 
 
-def _rule(kind: OpKind) -> Rule | None:
+def lowering(kind: OpKind) -> Rule | None:
+    """The rule lowering a `kind` op to its schema form's slots (None: the op has none)."""
     if kind in _HOST_RULES:
         return _HOST_RULES[kind]
     rule = _RULES.get(kind)
@@ -394,7 +395,7 @@ def lower(graph: Graph) -> Lowered:
     for op in graph.ops:
         if not op.kind.is_neuron and op.kind not in HOST_CODES:
             raise _fail(op, "not a Neuron operation: legalize the graph before saving it")
-        rule = _rule(op.kind)
+        rule = lowering(op.kind)
         if rule is None:
             raise _fail(op, "no lowering to Neuron operands")
         try:
