@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 import numpy as np
@@ -121,3 +123,18 @@ def test_weights_hash_ignores_the_file_format(tmp_path: Path) -> None:
     )
     assert load_checkpoint(tmp_path / "p.pt").sha256 == load_checkpoint(tmp_path / "p.npz").sha256
     assert load_checkpoint(tmp_path / "p.npz").sha256 != load_checkpoint(tmp_path / "d.npz").sha256
+
+
+def test_save_npz_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lipread convert`'s writer: a full disk keeps the old file and names the path."""
+    path = tmp_path / "w.npz"
+    path.write_bytes(b"old")
+
+    def full(_fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match=rf"No space left on device: '{path}'"):
+        save_npz(path, {"w": np.zeros(3, np.float32)}, {"config": DEMO.as_dict()})
+    assert path.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["w.npz"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import struct
 import zlib
 from pathlib import Path
@@ -131,3 +133,23 @@ def test_cli_save_crops(tmp_path: Path) -> None:
     result = runner.invoke(app, ["read", str(SAMPLES[0]), "--save-crops", str(tmp_path / "file")])
     assert result.exit_code == 1
     assert "--save-crops" in result.stderr
+
+
+def test_save_crops_on_a_full_disk_names_the_file_and_leaves_no_empty_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_fsync = os.fsync
+
+    def full(fd: int) -> None:
+        if ".frame_0003.png." in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full)
+    result = runner.invoke(app, ["read", str(SAMPLES[0]), "--save-crops", str(tmp_path / "c")])
+    assert result.exit_code == 1
+    frame = tmp_path / "c" / "frame_0003.png"
+    assert f"--save-crops {tmp_path / 'c'}: {frame}: No space left on device" in result.stderr
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == [
+        f"frame_{t:04d}.png" for t in range(3)
+    ]

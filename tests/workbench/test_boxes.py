@@ -3,15 +3,19 @@ from the head's input to the photo, the FP32 | INT8 panels, and that a non-detec
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from mdla_zoo.detection import Detections
 from workbench.boxes import FP32_COLOUR, GAP, INT8_COLOUR, Boxes, draw, png_path, write_png
+from workbench.errors import WorkbenchError
 
 Array = np.ndarray[Any, Any]
 GREY = 90
@@ -98,3 +102,17 @@ def test_a_classifier_manifest_has_no_boxes() -> None:
     boxes = Boxes(manifest)  # type: ignore[arg-type]
     assert boxes.decoder is None
     assert boxes.entry("chelsea", np.zeros((1, 3, 8, 8), np.float32), []) == {}
+
+
+def test_a_full_disk_keeps_the_old_png(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "p.png"
+    path.write_bytes(b"old")
+
+    def full(_fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(WorkbenchError, match=rf"No space left on device: '{path}'"):
+        write_png(path, _photo(), None, _dets((40, 20, 70, 50)), ())
+    assert path.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["p.png"]

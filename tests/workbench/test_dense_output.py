@@ -4,7 +4,9 @@ FP32 (left) and INT8 (right), each pixel the palette colour of the argmax over t
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -188,3 +190,25 @@ def test_without_torch_run_writes_the_int8_map_and_says_why(
     _, q = _expected(seg, photo)
     rgb = np.asarray(Image.open(png).convert("RGB"))
     np.testing.assert_array_equal(rgb, dense.palette(CLASSES)[q])
+
+
+def test_a_full_disk_keeps_the_old_png_and_names_it(
+    seg: Path, photo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The class map goes through the one atomic writer: on ENOSPC the old PNG stays (not a
+    0-byte file) and the error names the PNG."""
+    png = photo.parent / "cat.segmenter.out.png"
+    png.write_bytes(b"old")
+    real_fsync = os.fsync
+
+    def full(fd: int) -> None:
+        if ".cat.segmenter.out.png." in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full)
+    result = CliRunner().invoke(app, ["run", str(seg), str(photo)])
+    assert result.exit_code == 1, result.output
+    assert f"No space left on device: '{png}'" in result.stderr
+    assert png.read_bytes() == b"old"
+    assert not [p for p in photo.parent.iterdir() if p.name.endswith(".tmp")]

@@ -10,6 +10,7 @@ columns). Every missing, unexpected and mis-shaped key is named in one Checkpoin
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import zipfile
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ import numpy as np
 
 from lipread.config import PUBLISHED, PUBLISHED_50X100, LipNetConfig
 from lipread.errors import CheckpointError, UnsupportedError
+from mdla_runtime.atomic import write_atomic
 
 Array = np.ndarray[Any, Any]
 META_KEY = "__lipread_meta__"
@@ -45,9 +47,10 @@ def save_npz(path: str | Path, state: dict[str, Array], meta: dict[str, Any]) ->
     """Write a torch-free checkpoint: the arrays plus JSON metadata (with `config`)."""
     blob = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as f:
-        arrays: dict[str, Any] = {META_KEY: blob, **state}
-        np.savez_compressed(f, **arrays)
+    buf = io.BytesIO()
+    arrays: dict[str, Any] = {META_KEY: blob, **state}
+    np.savez_compressed(buf, **arrays)
+    write_atomic(path, buf.getvalue())
 
 
 def _read_npz(path: Path) -> tuple[dict[str, Array], dict[str, Any]]:

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from mdla_runtime.atomic import write_atomic
+
 Array = np.ndarray[Any, Any]
 
 
@@ -73,7 +75,7 @@ def write_png(path: str | Path, rgb: Array) -> None:
     header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)  # depth 8, colour type 2 (RGB)
     body = zlib.compress(np.ascontiguousarray(rows, dtype=np.uint8).tobytes(), 6)
     png = b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", body)
-    Path(path).write_bytes(png + _chunk(b"IEND", b""))
+    write_atomic(path, png + _chunk(b"IEND", b""))
 
 
 def from_model_input(x: Array) -> Array:

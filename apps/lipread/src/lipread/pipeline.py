@@ -186,7 +186,8 @@ def read_sentence(
         try:
             save_crops(x, crops_dir)
         except OSError as exc:
-            raise LipreadError(f"--save-crops {crops_dir}: {exc.strerror or exc}") from exc
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise LipreadError(f"--save-crops {crops_dir}: {where}{exc.strerror or exc}") from exc
     t2 = time.perf_counter()
     stage(STAGES[2])
     info: dict[str, Any]

@@ -25,10 +25,11 @@ from PIL import Image, ImageDraw
 from rich.console import Console
 from rich.table import Table
 
+from mdla_runtime.atomic import write_atomic
 from mdla_zoo.detection import DECODERS, Detections, SSDDecoder, detect
 from workbench.dense import FloatSide
 from workbench.errors import BAD_INPUT, WorkbenchError
-from workbench.images import read_image
+from workbench.images import png_bytes, read_image
 
 Array = np.ndarray[Any, Any]
 TOP = 5  # boxes printed and drawn per image and precision
@@ -162,6 +163,6 @@ def write_png(
     right = draw(photo, int8, labels, INT8_COLOUR)
     img = right if fp32 is None else side_by_side(draw(photo, fp32, labels, FP32_COLOUR), right)
     try:
-        img.save(path, format="PNG")
+        write_atomic(path, png_bytes(img))
     except OSError as exc:
         raise WorkbenchError(f"cannot write the boxes PNG `{path}`: {exc}", BAD_INPUT) from None

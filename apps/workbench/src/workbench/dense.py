@@ -32,10 +32,12 @@ from PIL import Image
 import mdla_ir
 import mdla_runtime
 from mdla_ir import IRError
+from mdla_runtime.atomic import write_atomic
 from mdla_zoo.errors import ZooError
 from workbench import pipeline
 from workbench.contract import Contract
 from workbench.errors import WorkbenchError
+from workbench.images import png_bytes
 
 Array = np.ndarray[Any, Any]
 GAP = 4  # white pixels between the FP32 and the INT8 panel
@@ -164,7 +166,7 @@ class ClassMaps(FloatSide):
             )
             rgb = render([f, q] if f is not None else [q], classes)
             path = png_path(image, self.manifest.name, spec.name or f"output{i}")
-            Image.fromarray(rgb, "RGB").save(path, format="PNG")
+            write_atomic(path, png_bytes(Image.fromarray(rgb, "RGB")))
             agree = float(np.mean(f == q)) if f is not None else float("nan")
             written.append((path, agree))
         return written

@@ -8,6 +8,7 @@ its ZooError is a bad-input exit like every package error). Sample photos come f
 
 from __future__ import annotations
 
+import io
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -117,6 +118,14 @@ def tiny_warning(name: str, image: Array, size: tuple[int, int]) -> str | None:
         f"warning: `{name}` is {w}x{h} pixels, upscaled {factor:.0f}x to the model's "
         f"{size[1]}x{size[0]} input: the result says little about it"
     )
+
+
+def png_bytes(img: Image.Image) -> bytes:
+    """`img` encoded as PNG, for `write_atomic` (a PNG beside a photo: the old one or the new
+    one, never a truncated file)."""
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
 
 
 def prepare_record(image: Array, record: Preprocess) -> Array:

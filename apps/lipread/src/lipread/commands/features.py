@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,6 +11,7 @@ import typer
 
 from lipread.commands.options import Debug, RoiOpt, Weights, as_roi, guarded, target_option
 from lipread.errors import LipreadError, UnsupportedError
+from mdla_runtime.atomic import write_atomic
 
 FRONTENDS = ("lipnet", "avsr")
 Array = np.ndarray[Any, Any]
@@ -55,10 +57,12 @@ def features(
         feats = avsr_features(video, weights, roi, on, fp32) if frontend == "avsr" else (
             lipnet_features(video, weights, roi, on, fp32)
         )  # fmt: skip
+        buf = io.BytesIO()
+        np.save(buf, feats)
         try:
-            np.save(out, feats)
+            write_atomic(out, buf.getvalue())
         except OSError as exc:
-            raise LipreadError(f"{out}: {exc.strerror or exc}") from exc
+            raise LipreadError(f"{exc.filename or out}: {exc.strerror or exc}") from exc
         return feats.shape  # type: ignore[no-any-return]
 
     frames, width = guarded(go, debug)
