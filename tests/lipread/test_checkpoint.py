@@ -138,3 +138,19 @@ def test_save_npz_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         save_npz(path, {"w": np.zeros(3, np.float32)}, {"config": DEMO.as_dict()})
     assert path.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["w.npz"]
+
+
+@pytest.mark.parametrize("kind", ["garbage", "whole model"])
+def test_an_unreadable_pt_never_advises_weights_only_false(tmp_path: Path, kind: str) -> None:
+    """torch's own message advises `weights_only=False`, which would run the file's code."""
+    path = tmp_path / "w.pt"
+    if kind == "garbage":
+        path.write_bytes(bytes(range(256)) * 4)
+    else:
+        torch.save(torch.nn.Linear(2, 2), path)
+    with pytest.raises(CheckpointError, match="not a readable PyTorch checkpoint") as info:
+        load_checkpoint(path)
+    text = str(info.value)
+    assert "weights_only" not in text
+    assert "safe_globals" not in text
+    assert "never code" in text

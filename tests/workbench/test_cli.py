@@ -138,7 +138,9 @@ def test_run_errors(runner: CliRunner, artifacts: dict[str, Path], tmp_path: Pat
     junk.write_text("not an image")
     corrupt = tmp_path / "corrupt.mdla"
     corrupt.write_bytes(b"\x89MDLA\r\n\x1a\n" + bytes(20))
+    (tmp_path / "adir.mdla").mkdir()
     cases = [
+        ([str(tmp_path / "adir.mdla")], 1, "adir.mdla` is a directory; a .mdla is a file"),
         ([str(artifacts["images"]), str(junk)], 1, "cannot decode image"),
         ([str(artifacts["images"]), "nothing.png"], 1, "does not exist"),
         ([str(artifacts["tiny"]), "chelsea"], 1, "records no image preprocessing"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import zipfile
 from dataclasses import dataclass
 from importlib import resources
@@ -68,6 +69,17 @@ def _read_npz(path: Path) -> tuple[dict[str, Array], dict[str, Any]]:
     return arrays, meta
 
 
+def torch_reason(exc: BaseException) -> str:
+    """Why torch.load refused a file, without torch's advice to retry with weights_only=False
+    (which would run code from the file: lipread loads tensors only, never code)."""
+    text = " ".join(str(exc).split())
+    unpickler = re.search(r"WeightsUnpickler error: (.*?)(?: Check the documentation|$)", text)
+    if unpickler:
+        why = unpickler.group(1).split(". ")[0].rstrip(".")
+        return f"{why}; lipread reads tensors only, never code from a checkpoint"
+    return text.split(". ")[0].rstrip(".")
+
+
 def _read_torch(path: Path) -> dict[str, Array]:
     try:
         import torch
@@ -79,7 +91,9 @@ def _read_torch(path: Path) -> dict[str, Array]:
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for a bad file
-        raise CheckpointError(f"{path}: not a readable PyTorch checkpoint ({exc})") from exc
+        raise CheckpointError(
+            f"{path}: not a readable PyTorch checkpoint ({torch_reason(exc)})"
+        ) from exc
     if not isinstance(obj, dict):
         raise CheckpointError(f"{path}: expected a state dict, found {type(obj).__name__}")
     out: dict[str, Array] = {}

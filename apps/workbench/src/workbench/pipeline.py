@@ -304,6 +304,8 @@ def load_manifest(
     path: str | Path, budget: mdla_runtime.Budget | None = None
 ) -> mdla_runtime.Manifest:
     """The manifest at `path` (a ManifestError names the file, the field and the byte)."""
+    if Path(path).is_dir():
+        raise WorkbenchError(f"manifest `{path}` is a directory; a .mdla is a file")
     if not Path(path).is_file():
         if Path(path).suffix == "" or ":" in str(path):  # a model spec, not a compiled model
             raise WorkbenchError(
