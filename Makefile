@@ -63,7 +63,8 @@ wheels: $(STAMP)
 	rm -rf $(addsuffix /build,$(PKGS))
 
 # The engine fuzz harness (csrc/fuzz_engine.c: reader, planning, the emulator's build, compile and
-# execution under ASan + UBSan) for FUZZ_RUNS executions on both cores, with a progress line per
+# execution, the partition planner and the cpu device, under ASan + UBSan) for FUZZ_RUNS
+# executions on both cores, with a progress line per
 # round; prints the count, exits 1 on any finding (crash files under ~/.cache/mdla/fuzz-engine).
 FUZZ_RUNS ?= 10000000
 fuzz: $(STAMP)

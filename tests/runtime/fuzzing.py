@@ -6,7 +6,10 @@
 
 The harness parses a manifest, plans the whole model and an op-prefix cut, builds each through
 the emulator's Neuron ABI (the emulator linked in), compiles, runs it on fixed inputs and
-round-trips the compiled network, under AddressSanitizer and UBSan (any report aborts).
+round-trips the compiled network; then runs a partitioned manifest partition by partition: the
+partition planner for each NPU partition (built, compiled, run on the emulator) and the
+engine's cpu device for each cpu one (prepared and run), under AddressSanitizer and UBSan (any
+report aborts).
 Given files instead of a corpus directory, the libFuzzer build runs each once (the regression
 tests and the differential test's mutants); without libFuzzer the same C file builds a plain
 driver that does the same (`build_harness(libfuzzer=False)`, for compilers without libFuzzer).
@@ -33,13 +36,17 @@ from mdla_ir.builders import INT8_KINDS, random_qgraph
 from mdla_runtime.build import CPU_SOURCES, CSRC, ENGINE_SOURCES, cache_dir, generated_dir
 from mdla_runtime.format.manifest import to_bytes
 from mdla_runtime.testing import chain_qgraph, partitioned_qgraph, sample_manifest
+from mdla_runtime.testing_float import float_region_qgraph
+from tests.runtime.repros import repros
 
-# The harness links the reader and the planner, then the whole emulator: not the command line,
-# adapter loading, report or partition runner, nor the engine's copy of the emulator's kernels.
+# The harness links the reader, the planners and the cpu device, then the whole emulator: not
+# the command line, adapter loading, report or partition runner, nor the engine's copy of the
+# emulator's kernels (the emulator's own are linked).
 NOT_IN_HARNESS = frozenset(
     {"engine.c", "engine_run.c", "engine_parts.c", "adapter.c", "report.c"}
     | {p.name for p in CPU_SOURCES}
 )
+CPU_DEVICE = (CSRC / "cpu" / "cpu_part.c", CSRC / "cpu" / "float_ops.c", CSRC / "cpu" / "gru.c")
 SANITIZE = (
     "-fsanitize=address,undefined,alignment,float-cast-overflow",
     "-fno-sanitize-recover=all",
@@ -65,15 +72,16 @@ def harness_sources() -> list[Path]:
     """Every C file of the engine harness: the engine's own (the reader and the planner, not
     its command line, adapter loading or report), then the emulator."""
     engine = [f for f in ENGINE_SOURCES if f.name not in NOT_IN_HARNESS]
-    return [CSRC / "fuzz_engine.c", *engine, *emulator_sources()]
+    return [CSRC / "fuzz_engine.c", *engine, *CPU_DEVICE, *emulator_sources()]
 
 
 def _compile(sources: list[Path], name: str, flags: list[str]) -> Path:
     """`clang flags sources -o name`, cached under a key hashing the flags and every source and
     header (so an edit rebuilds)."""
-    includes = [f"-I{d}" for d in (CSRC, *EMU_INCLUDES, generated_dir())]
+    dirs = (CSRC, CSRC / "cpu", *EMU_INCLUDES, generated_dir())
+    includes = [f"-I{d}" for d in dirs]
     h = hashlib.sha256("\0".join([clang(), *flags, *includes]).encode())
-    headers = [h for d in (CSRC, *EMU_INCLUDES, generated_dir()) for h in d.glob("*.h")]
+    headers = [h for d in dirs for h in d.glob("*.h")]
     for path in sorted({*sources, *headers}):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     out = cache_dir() / f"{name}-{h.hexdigest()[:20]}" / name
@@ -106,8 +114,10 @@ def build_harness(libfuzzer: bool) -> Path:
 def seed_manifests() -> list[bytes]:
     """Valid manifests: a random one of every kind the emulator runs (three seeds each), the
     sample (per-channel CONV_2D with every optional field), a three-op chain and a model of
-    three partitions (host operations on the cpu between two NPU partitions)."""
+    three partitions (host operations on the cpu between two NPU partitions), and a float
+    region (GRU and FULLY_CONNECTED_F32 on the cpu), bidirectional and not."""
     seeds = [sample_manifest(), to_bytes(chain_qgraph()), to_bytes(partitioned_qgraph())]
+    seeds += [to_bytes(float_region_qgraph(bidirectional)) for bidirectional in (True, False)]
     seeds += [
         to_bytes(random_qgraph(kind, np.random.default_rng(seed)))
         for kind in INT8_KINDS
@@ -117,9 +127,12 @@ def seed_manifests() -> list[bytes]:
 
 
 def write_corpus(directory: Path) -> Path:
+    """The seeds, and the second audit's repros (`repros.py`), as files in `directory`."""
     directory.mkdir(parents=True, exist_ok=True)
     for i, blob in enumerate(seed_manifests()):
         (directory / f"seed{i:03d}.mdla").write_bytes(blob)
+    for name, (blob, _) in repros().items():
+        (directory / f"repro-{name}.mdla").write_bytes(blob)
     return directory
 
 

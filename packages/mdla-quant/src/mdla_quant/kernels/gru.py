@@ -62,6 +62,12 @@ EXP_CLAMP = 110.0  # e^-110 rounds to float32 0: SIGMOID saturates exactly
 # 1/j! for j = 13 .. 0, the Horner order (csrc/cpu/gru.c holds the same doubles)
 EXP_COEFFS = tuple(1.0 / math.factorial(j) for j in range(13, -1, -1))
 
+
+def ieee() -> np.errstate:
+    """Overflow to inf and inf - inf = NaN taken as IEEE 754's results, without warnings."""
+    return np.errstate(over="ignore", invalid="ignore")
+
+
 FloatKernel = Callable[[Op, list[Array], list[QuantParams | None]], Array]
 FLOAT32_KERNELS: dict[OpKind, FloatKernel] = {}
 
@@ -146,7 +152,8 @@ def gru_f32(x: Array, w_ih: Array, w_hh: Array, b_ih: Array, b_hh: Array) -> Arr
     outs = []
     for d in range(w_ih.shape[0]):
         xd = x if d == 0 else x[::-1]
-        y = gru_direction_f32(xd, w_ih[d], w_hh[d], b_ih[d], b_hh[d])
+        with ieee():  # as gru.c computes them
+            y = gru_direction_f32(xd, w_ih[d], w_hh[d], b_ih[d], b_hh[d])
         outs.append(y if d == 0 else y[::-1])
     return np.ascontiguousarray(np.concatenate(outs, axis=1))
 
@@ -155,7 +162,8 @@ def fc_f32(x: Array, w: Array, b: Array) -> Array:
     """FULLY_CONNECTED_F32 over the rows of x (..., I) -> (..., O)."""
     rows = np.asarray(x, np.float32).reshape(-1, x.shape[-1])
     w32, b32 = np.asarray(w, np.float32), np.asarray(b, np.float32)
-    out = np.stack([dot_rows(w32, row) + b32 for row in rows])
+    with ieee():
+        out = np.stack([dot_rows(w32, row) + b32 for row in rows])
     return out.reshape(*x.shape[:-1], w.shape[0])
 
 

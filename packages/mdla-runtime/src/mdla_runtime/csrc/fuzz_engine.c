@@ -2,12 +2,16 @@
  * fuzz_engine.c: libFuzzer target for everything behind the manifest reader: the engine's
  * planning (plan_make, whole model and an op-prefix cut), model_build through the Neuron ABI of
  * the host emulator (linked in, not dlopen'ed), compilation, execution on deterministic inputs,
- * and the compiled-network blob (store, restore, run again).
+ * and the compiled-network blob (store, restore, run again); then, partition by partition, the
+ * partition planner (plan_make_partition: an NPU partition as its own model, built, compiled
+ * and run on the emulator as above) and the engine's cpu device (cpu/cpu_part.c: prepare, then
+ * run on deterministic buffers for every operand the partition touches).
  *
  *   clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
  *         -I csrc -I $EMU -I $EMU/kernels -I $EMU/abi -I GENERATED -DMDLA_FUZZ_LIBFUZZER \
- *         fuzz_engine.c manifest*.c mdla_msgpack.c model.c $EMU/kernels/*.c $EMU/abi/*.c \
- *         emu_targets.c -lm -pthread -o fuzz_engine          (EMU: mdla_emu's csrc/)
+ *         fuzz_engine.c manifest*.c mdla_msgpack.c model.c cpu/cpu_part.c cpu/float_ops.c \
+ *         cpu/gru.c $EMU/kernels/*.c $EMU/abi/*.c emu_targets.c -lm -pthread -o fuzz_engine
+ *                                                        (EMU: mdla_emu's csrc/)
  *
  * Without -fsanitize=fuzzer (no MDLA_FUZZ_LIBFUZZER) the same file builds a driver that runs
  * every file named on its command line once (the regression tests and the CI differential
@@ -24,6 +28,7 @@
 #include <string.h>
 
 #include "adapter.h"
+#include "cpu_part.h"
 #include "manifest.h"
 #include "model.h"
 
@@ -34,11 +39,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* How far inputs get (printed at exit with MDLA_FUZZ_STATS set): parsed, built, executed. */
-static unsigned long n_inputs, n_parsed, n_built, n_executed;
+static unsigned long n_inputs, n_parsed, n_built, n_executed, n_cpu_ready, n_cpu_run;
 
 static void print_stats(void) {
-    fprintf(stderr, "fuzz_engine: %lu inputs, %lu parsed, %lu models built, %lu executed\n",
-            n_inputs, n_parsed, n_built, n_executed);
+    fprintf(stderr, "fuzz_engine: %lu inputs, %lu parsed, %lu models built, %lu executed, "
+            "%lu cpu partitions prepared, %lu run\n",
+            n_inputs, n_parsed, n_built, n_executed, n_cpu_ready, n_cpu_run);
 }
 
 static neuron_api api_of_emulator(void) {
@@ -61,6 +67,24 @@ static void check_plan(const mdla_manifest *m, const mdla_plan *p) {
     for (uint32_t k = 0; k < p->n_inputs; k++)
         if (p->inputs[k] >= m->n_operands || p->input_pos[k] >= m->n_inputs) abort();
     if (p->n_outputs > m->n_operands + m->n_outputs) abort();
+    for (uint32_t k = 0; k < p->n_outputs; k++)
+        if (p->outputs[k] >= m->n_operands || p->map[p->outputs[k]] == UINT32_MAX) abort();
+}
+
+/* A partition's plan: dense numbering, its operations, and the partition's boundary operands
+ * (inside the manifest, each one the model numbers) as the model's inputs and outputs. */
+static void check_partition_plan(const mdla_manifest *m, const mdla_partition *pt,
+                                 const mdla_plan *p) {
+    uint32_t used = 0;
+    for (uint32_t o = 0; o < m->n_operands; o++) {
+        if (p->map[o] == UINT32_MAX) continue;
+        if (p->map[o] != used++) abort();
+    }
+    if (p->n_ops != pt->n_operations || p->n_inputs != pt->n_inputs ||
+        p->n_outputs != pt->n_outputs)
+        abort();
+    for (uint32_t k = 0; k < p->n_inputs; k++)
+        if (p->inputs[k] >= m->n_operands || p->input_pos[k] != 0) abort();
     for (uint32_t k = 0; k < p->n_outputs; k++)
         if (p->outputs[k] >= m->n_operands || p->map[p->outputs[k]] == UINT32_MAX) abort();
 }
@@ -136,14 +160,82 @@ static void round_trip(const mdla_manifest *m, const mdla_plan *p, NeuronCompila
     free(blob);
 }
 
+/* Build `plan` through the emulator's ABI; when `run`, compile it for every device, execute
+ * it and (with `cache`) round-trip its compiled network. */
+static void build_and_run(const mdla_manifest *m, const mdla_plan *plan, bool run, bool cache);
+
 static void run_plan(const mdla_manifest *m, uint32_t n_ops, bool run, bool cache) {
     mdla_plan plan;
     if (!plan_make(m, n_ops, &plan)) return;
     check_plan(m, &plan);
+    build_and_run(m, &plan, run, cache);
+    plan_free(&plan);
+}
+
+static bool is_cpu(const mdla_partition *p) {
+    return p->device.n == 3 && memcmp(p->device.s, MDLA_CPU_DEVICE, 3) == 0;
+}
+
+static size_t operand_bytes(const mdla_operand *o) {
+    const size_t n = (size_t)o->elements * mdla_element_size(o->type);
+    return n ? n : 1;
+}
+
+/* A cpu partition through the engine's cpu device: prepare; when `run`, one run with a buffer
+ * (a fixed pattern, finite floats) for every non-constant operand its operations touch. */
+static void run_cpu_partition(const mdla_manifest *m, const mdla_partition *pt, bool run) {
+    mdla_cpu_part *cp = NULL;
+    mdla_cpu_error err;
+    if (!mdla_cpu_prepare(m, pt, &cp, &err)) {
+        if (cp != NULL || !err.why[0]) abort(); /* a refusal says why and holds nothing */
+        return;
+    }
+    n_cpu_ready++;
+    void **data = run ? calloc(m->n_operands ? m->n_operands : 1, sizeof *data) : NULL;
+    bool ok = data != NULL;
+    for (uint32_t k = 0; ok && k < pt->n_operations; k++) {
+        const mdla_operation *op = &m->operations[pt->operations[k]];
+        for (uint32_t j = 0; ok && j < op->n_inputs + op->n_outputs; j++) {
+            const uint32_t x = j < op->n_inputs ? op->inputs[j] : op->outputs[j - op->n_inputs];
+            const mdla_operand *o = &m->operands[x];
+            if (o->has_data || o->has_value || data[x]) continue;
+            const size_t n = operand_bytes(o);
+            uint8_t *b = data[x] = malloc(n);
+            ok = b != NULL;
+            for (size_t i = 0; ok && i < n; i++) b[i] = (uint8_t)(i * 37u + x * 11u) & 0x3f;
+        }
+    }
+    if (ok) {
+        mdla_cpu_run(cp, data);
+        n_cpu_run++;
+    }
+    for (uint32_t x = 0; data && x < m->n_operands; x++) free(data[x]);
+    free(data);
+    mdla_cpu_free(cp);
+}
+
+/* Every partition in list order: a cpu one through the cpu device, an NPU one planned as its
+ * own model (plan_make_partition) and built, compiled and run on the emulator. */
+static void run_partitions(const mdla_manifest *m, bool run) {
+    for (uint32_t k = 0; k < m->n_partitions; k++) {
+        const mdla_partition *pt = &m->partitions[k];
+        if (is_cpu(pt)) {
+            run_cpu_partition(m, pt, run);
+            continue;
+        }
+        mdla_plan plan;
+        if (!plan_make_partition(m, pt, &plan)) continue;
+        check_partition_plan(m, pt, &plan);
+        build_and_run(m, &plan, run, false);
+        plan_free(&plan);
+    }
+}
+
+static void build_and_run(const mdla_manifest *m, const mdla_plan *plan, bool run, bool cache) {
     const neuron_api api = api_of_emulator();
     NeuronModel *model = NULL;
     build_error be;
-    const bool built = model_build(&api, m, &plan, &model, &be);
+    const bool built = model_build(&api, m, plan, &model, &be);
     n_built += built;
     if (built && run) {
         uint32_t n_dev = 0;
@@ -161,8 +253,8 @@ static void run_plan(const mdla_manifest *m, uint32_t n_ops, bool run, bool cach
             const bool single = m->rounding.n == 6 && memcmp(m->rounding.s, "single", 6) == 0;
             MdlaEmu_setRounding(comp, single ? MDLA_EMU_ROUNDING_SINGLE : MDLA_EMU_ROUNDING_DOUBLE);
             if (NeuronCompilation_finish(comp) == NEURON_NO_ERROR) {
-                execute(m, &plan, comp);
-                if (cache) round_trip(m, &plan, comp);
+                execute(m, plan, comp);
+                if (cache) round_trip(m, plan, comp);
             }
         }
         NeuronCompilation_free(comp);
@@ -170,7 +262,6 @@ static void run_plan(const mdla_manifest *m, uint32_t n_ops, bool run, bool cach
         abort(); /* a failed build names its Neuron error */
     }
     NeuronModel_free(model);
-    plan_free(&plan);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -191,6 +282,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             const uint32_t cut = size ? buf[size - 1] % m.n_operations : 0; /* in [0, n) */
             run_plan(&m, cut, run, false);
         }
+        if (m.n_partitions > 1 || is_cpu(&m.partitions[0])) run_partitions(&m, run);
         mdla_manifest_free(&m);
     }
     free(buf);
