@@ -1,27 +1,15 @@
 """The op schema: per OpKind, its Neuron operation code, NNAPI operand forms, outputs, attribute
-record and groups. Everything else reads this table: the op groups of `mdla_ir.ops`, lowering
-to `.mdla` (`mdla_runtime/format/lower.py`), the manifest readers in Python and C, the host
-emulator's signature check (the C tables are generated from it at build time, see
-`mdla_runtime/codegen.py`) and the `.tflite` exporter.
-
-An operand form names each slot and its type, in NNAPI order (reference §4):
-
-    x:a filter:w bias:t pad_left:i ... fuse:i [nchw:B [dilation_w:i dilation_h:i]]
-
-Types: `a` int8 activation (TENSOR_QUANT8_ASYMM_SIGNED, or TENSOR_QUANT8_SYMM as the emulator
-takes it), `w` weights (QUANT8_SYMM_PER_CHANNEL, QUANT8_SYMM or QUANT8_ASYMM_SIGNED), `t`
-TENSOR_INT32, `i` INT32, `f` FLOAT32, `F` TENSOR_FLOAT32, `B` BOOL, `*` any; `x+` one or more;
-`[...]` an optional part (nestable). `Form.types` is the compact string (`awtiiiiiii[B[ii]]`)
-that the C matcher in `csrc/signature.h` and `match` below both read. Forms of one op are told
-apart by type alone.
+record, groups, and the pieces it has none of. Everything else reads this table: the op groups
+of `mdla_ir.ops` and the CPU partitions' kinds (`mdla_ir.partitions`), lowering to `.mdla`
+(`mdla_runtime/format/lower.py`), the manifest readers in Python and C, the host emulator's
+signature check (the C tables are generated from it at build time, see `mdla_emu/codegen.py`)
+and the `.tflite` exporter. The operand forms' grammar and matcher are `mdla_ir.forms`.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from mdla_ir.attrs import (
@@ -48,59 +36,46 @@ from mdla_ir.attrs import (
     SoftmaxAttrs,
     TransposeAttrs,
 )
+from mdla_ir.forms import (  # re-exported: the schema's readers take them from here
+    BOOL as BOOL,
+)
+from mdla_ir.forms import (
+    FLOAT32 as FLOAT32,
+)
+from mdla_ir.forms import (
+    INT32 as INT32,
+)
+from mdla_ir.forms import (
+    LETTERS as LETTERS,
+)
+from mdla_ir.forms import (
+    TENSOR_BOOL8 as TENSOR_BOOL8,
+)
+from mdla_ir.forms import (
+    TENSOR_FLOAT32 as TENSOR_FLOAT32,
+)
+from mdla_ir.forms import (
+    TENSOR_INT32 as TENSOR_INT32,
+)
+from mdla_ir.forms import (
+    TENSOR_QUANT8_ASYMM as TENSOR_QUANT8_ASYMM,
+)
+from mdla_ir.forms import (
+    TENSOR_QUANT8_ASYMM_SIGNED as TENSOR_QUANT8_ASYMM_SIGNED,
+)
+from mdla_ir.forms import (
+    TENSOR_QUANT8_SYMM as TENSOR_QUANT8_SYMM,
+)
+from mdla_ir.forms import (
+    TENSOR_QUANT8_SYMM_PER_CHANNEL as TENSOR_QUANT8_SYMM_PER_CHANNEL,
+)
+from mdla_ir.forms import (
+    Form as Form,
+)
+from mdla_ir.forms import (
+    match as match,
+)
 from mdla_ir.kinds import OpKind
-
-# Neuron operand type codes (reference §3b) the manifest may hold; the container
-# (mdla_runtime/format/container.py) and the type letters below read these.
-FLOAT32, INT32, BOOL = 0, 1, 6
-TENSOR_FLOAT32, TENSOR_INT32, TENSOR_BOOL8 = 3, 4, 9
-TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_SYMM_PER_CHANNEL = 5, 11
-TENSOR_QUANT8_SYMM, TENSOR_QUANT8_ASYMM_SIGNED = 13, 14
-# The operand types each type letter accepts; `*` accepts any.
-LETTERS: dict[str, frozenset[int] | None] = {
-    "a": frozenset({TENSOR_QUANT8_ASYMM_SIGNED, TENSOR_QUANT8_SYMM}),
-    "w": frozenset(
-        {TENSOR_QUANT8_SYMM_PER_CHANNEL, TENSOR_QUANT8_SYMM, TENSOR_QUANT8_ASYMM_SIGNED}
-    ),
-    "t": frozenset({TENSOR_INT32}),
-    "i": frozenset({INT32}),
-    "f": frozenset({FLOAT32}),
-    "F": frozenset({TENSOR_FLOAT32}),
-    "B": frozenset({BOOL}),
-    "*": None,
-}
-_TOKEN = re.compile(r"\[|\]|([a-z_0-9]+):([awtifFB*])(\+?)|\S+")
-
-
-@dataclass(frozen=True, slots=True)
-class Form:
-    """One operand form: `types` the compact type string, `slots` the name of each slot and
-    `letters` its type (`a`, `t`, `a+`, ...), in operand order."""
-
-    text: str
-    types: str
-    slots: tuple[str, ...]
-    letters: tuple[str, ...]
-
-    @classmethod
-    def parse(cls, text: str) -> Form:
-        types, slots, letters, depth = "", [], [], 0
-        for m in _TOKEN.finditer(text):
-            tok = m.group(0)
-            if tok in "[]":
-                depth += 1 if tok == "[" else -1
-                if depth < 0:
-                    raise ValueError(f"form {text!r}: unbalanced `]`")
-                types += tok
-            elif m.group(1) is None:
-                raise ValueError(f"form {text!r}: bad token {tok!r} (want name:type)")
-            else:
-                types += m.group(2) + m.group(3)
-                slots.append(m.group(1))
-                letters.append(m.group(2) + m.group(3))
-        if depth:
-            raise ValueError(f"form {text!r}: unbalanced `[`")
-        return cls(text, types, tuple(slots), tuple(letters))
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,54 +341,6 @@ def record_for(kind: OpKind, name: str, attrs: Attrs | Mapping[str, Any] | None)
             raise AttrError(why, where)
         return attrs
     return family.parse(attrs or {}, where)
-
-
-def _letter_ok(letter: str, t: int | None) -> bool:
-    allowed = LETTERS[letter]
-    return t is None or allowed is None or t in allowed
-
-
-def _group_end(p: str, k: int) -> int:
-    """Index just after the `]` closing the `[` at p[k]."""
-    depth = 0
-    for j in range(k, len(p)):
-        depth += {"[": 1, "]": -1}.get(p[j], 0)
-        if depth == 0:
-            return j + 1
-    return len(p)
-
-
-Matcher = Callable[[int, int, tuple[int | None, ...]], bool]
-
-
-@cache
-def _matcher(p: str) -> Matcher:
-    """A backtracking matcher of form `p`: at(k, i, types) = types[i:] fit p[k:]."""
-
-    def at(k: int, i: int, types: tuple[int | None, ...]) -> bool:
-        if k == len(p):
-            return i == len(types)
-        c = p[k]
-        if c == "]":
-            return at(k + 1, i, types)
-        if c == "[":
-            return at(k + 1, i, types) or at(_group_end(p, k), i, types)
-        if k + 1 < len(p) and p[k + 1] == "+":
-            j = i
-            while j < len(types) and _letter_ok(c, types[j]):
-                j += 1
-            return any(at(k + 2, jj, types) for jj in range(j, i, -1))
-        return i < len(types) and _letter_ok(c, types[i]) and at(k + 1, i + 1, types)
-
-    return at
-
-
-def match(types_form: str, types: Sequence[int | None] | int) -> bool:
-    """Whether operand `types` fit the compact form (`aai`, `a+i`, `awt...[B[ii]]`); an int
-    `types` is a count (every slot matches any type), as is a None entry. Twin of
-    `mdla_sig_match` in csrc/signature.h."""
-    ts = (None,) * types if isinstance(types, int) else tuple(types)
-    return _matcher(types_form)(0, 0, ts)
 
 
 def find_form(entry: OpSchema, types: Sequence[int | None] | int) -> Form | None:
