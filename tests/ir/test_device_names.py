@@ -42,4 +42,3 @@ def test_product_code_names_targets_and_devices_by_constant() -> None:
         if lines:
             found[rel] = lines
     assert found == {}, f"use mdla_ir.devices' constants: {found}"
-
