@@ -33,6 +33,7 @@ from lipread.errors import LipreadError, UnsupportedError
 from mdla_ir.devices import DEFAULT_TARGET, NPU
 from mdla_runtime.atomic import write_atomic
 from mdla_runtime.interrupt import check
+from mdla_runtime.jsontext import dumps
 
 Array = np.ndarray[Any, Any]
 FrontEndFn = Callable[[Array], Array]  # (1, 3, T, H, W) -> (1, C, T, h, w)
@@ -146,7 +147,7 @@ def compile_lipnet(
     except (mdla_quant.QuantError, mdla_runtime.ManifestError, mdla_runtime.LoweringError) as exc:
         raise LipreadError(f"{what.name} INT8 compile failed: {exc}") from exc
     info = {"key": key, "calibration": source, "clips": len(clips)}
-    write_atomic(path.with_suffix(".json"), json.dumps(info, indent=1).encode())
+    write_atomic(path.with_suffix(".json"), dumps(info, indent=1).encode())
     return path, qgraph
 
 

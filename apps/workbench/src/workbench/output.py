@@ -20,8 +20,6 @@ log), `MDLA_PROGRESS=0` silences it on a terminal too.
 from __future__ import annotations
 
 import contextlib
-import json
-import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -47,27 +45,13 @@ from mdla_runtime import StepProgress
 from mdla_runtime.engine.ssh import SshTarget
 from mdla_runtime.format.budget import DEFAULT as DEFAULT_BUDGET
 from mdla_runtime.format.budget import Budget
+from mdla_runtime.jsontext import dumps as dumps  # strict JSON, re-exported for the commands
+from mdla_runtime.jsontext import jsonable as jsonable
 
 
 def stderr_console() -> Console:
     """Rich console on stderr (made per call: it writes wherever stderr is now)."""
     return Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def jsonable(value: Any) -> Any:
-    """`value` with non-finite floats as the strings "inf", "-inf", "nan" (strict JSON has no
-    Infinity: `json.loads` in other languages rejects it); tuples become lists."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    return value
-
-
-def dumps(doc: Any) -> str:
-    return json.dumps(jsonable(doc), allow_nan=False)
 
 
 @contextlib.contextmanager

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +15,7 @@ from lipread.frontend import CLIP_FRAMES
 from lipread.pipeline import STAGES, Reading, read_sentence
 from lipread.progress import stages
 from lipread.video import FPS
+from mdla_runtime.jsontext import dumps
 
 LONG_CLIP = CLIP_FRAMES * 3 // 2  # past 1.5 sentences' length a clip can hold a second one
 DEMO_TAG = "[synthetic demo model]"  # ends every line the shipped demo model prints
@@ -107,6 +107,6 @@ def read(
     for warning in reading.warnings:
         typer.echo(f"lipread: warning: {warning}{tag}", err=True)
     if as_json:
-        typer.echo(json.dumps(reading.as_dict(), indent=1))
+        typer.echo(dumps(reading.as_dict(), indent=1))
     else:
         typer.echo(f"{reading.text}{tag}")

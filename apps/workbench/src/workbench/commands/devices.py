@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 
 from workbench.commands.options import Debug, On, console
 from workbench.errors import reported
-from workbench.output import open_target
+from workbench.output import dumps, open_target
 
 EPILOG = """Examples:
 
@@ -29,7 +28,7 @@ def devices_command(
         target = open_target(on)  # an SSH phone: its connect on stderr
         info = target.info()
         if as_json:
-            typer.echo(json.dumps({"target": target.name, **info}))
+            typer.echo(dumps({"target": target.name, **info}))
             return
         con = console()
         con.print(f"target:  {target.name}", markup=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,6 +14,7 @@ from mdla_ir.schema import op_name
 from mdla_runtime.format import container as fmt
 from workbench.commands.options import Debug, console
 from workbench.errors import reported
+from workbench.output import dumps
 
 EPILOG = """Examples:
 
@@ -103,7 +103,7 @@ def inspect_command(
     with reported(debug):
         info = describe(model)
     if as_json:
-        typer.echo(json.dumps(info))
+        typer.echo(dumps(info))
         return
     con = console()
     t = Table(title=f"{info['name']}  ({model})", show_header=False, box=None)

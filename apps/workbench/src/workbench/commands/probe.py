@@ -8,7 +8,6 @@ execution run (R), is the output bit-exact to the int8 reference, and how long i
 
 from __future__ import annotations
 
-import json as jsonlib
 from pathlib import Path
 from typing import Annotated
 
@@ -18,7 +17,7 @@ from rich.table import Table
 
 from mdla_runtime import open_target
 from workbench.errors import DEVICE, USAGE, WorkbenchError, reported
-from workbench.output import steps
+from workbench.output import dumps, steps
 from workbench.probe import Cell, Matrix, ProbeResult, catalogue, run_probes, target_info
 from workbench.probe import write_target as write_target_file
 
@@ -124,7 +123,7 @@ def probe(
 
             matrix = run_probes(target, probes, names, repeat=repeat, progress=step)
         if json:
-            typer.echo(jsonlib.dumps(matrix.as_dict(), indent=1))
+            typer.echo(dumps(matrix.as_dict(), indent=1))
         else:
             out = Console(width=160)
             out.print(matrix_table(matrix))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,7 +20,7 @@ from workbench import inputs as ins
 from workbench.boxes import Boxes
 from workbench.commands.options import Debug, Device, On, Weights, console
 from workbench.errors import BAD_INPUT, WorkbenchError, reported
-from workbench.output import steps
+from workbench.output import dumps, steps
 from workbench.partition_report import run_fields, run_lines
 
 MaxTensorMb = Annotated[
@@ -238,7 +237,7 @@ def run_command(
                 results.append(entry)
                 tick(k + 1)
         if as_json:
-            typer.echo(json.dumps({"model": manifest.name, "target": on, "runs": results}))
+            typer.echo(dumps({"model": manifest.name, "target": on, "runs": results}))
             return
         _print(results, manifest.name, on, repeat)
         for line in run_lines(results):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,7 +14,7 @@ from workbench import pipeline, witnessing
 from workbench.commands.options import Debug, Device, On, console
 from workbench.commands.run import manifest_inputs
 from workbench.errors import DEVICE, reported
-from workbench.output import open_target, steps
+from workbench.output import dumps, open_target, steps
 from workbench.partition_report import npu_line, run_fields
 
 EPILOG = """Examples:
@@ -100,7 +99,7 @@ def witness_command(
             if w.run_result is not None:
                 out["latency_ms"] = w.run_result.latency_stats()
                 out |= run_fields(w.run_result)  # a partitioned model: which ran on the NPU
-            typer.echo(json.dumps(out))
+            typer.echo(dumps(out))
         else:
             con.print(str(w), markup=False)
         if w.run_result is not None and not as_json:
