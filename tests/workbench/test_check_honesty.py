@@ -52,3 +52,16 @@ def test_grouped_convs_check_says_what_compile_does(runner: CliRunner, tmp_path:
     assert done.exit_code == 0, done.output
     manifest = runner.invoke(app, ["check", str(out)])
     assert manifest.exit_code == 0, manifest.output
+
+
+def test_check_and_compile_agree_on_an_import_refusal(runner: CliRunner, tmp_path: Path) -> None:
+    """A construct the importer cannot represent is unsupported (3) for both commands, and
+    the row names the module (qualified name and class) and the fix."""
+    spec = f"{BLOCKS}:attention"
+    check = runner.invoke(app, ["check", spec])
+    out = str(tmp_path / "a.mdla")
+    compiled = runner.invoke(app, ["compile", spec, "--calib", "random", "-o", out])
+    assert (check.exit_code, compiled.exit_code) == (3, 3), compiled.output
+    assert "(torch.nn.modules.activation.MultiheadAttention)" in check.output
+    assert "fix: transformers are out on the MDLA" in check.output
+    assert "MultiheadAttention" in compiled.output

@@ -1,10 +1,11 @@
 """Exit codes and the one place where package errors become one stderr line.
 
-1  bad input or model (IRError, ZooError, QuantError, ManifestError, TargetDataError,
-   unreadable files)
+1  bad input or model (IRError other than UnsupportedError, ZooError, QuantError, ManifestError,
+   TargetDataError, unreadable files)
 2  usage (Typer/Click's own, WorkbenchError(..., USAGE), a malformed --on: TargetSpecError,
    a malformed model spec or --arg: SpecError)
-3  unsupported on the target (LegalizeError, UnknownDeviceError, UNMAPPABLE from the device)
+3  unsupported on the target (LegalizeError, UnsupportedError: a construct the importer cannot
+   represent, UnknownDeviceError, UNMAPPABLE from the device)
 4  device or connection (TargetError otherwise, WitnessError)
 130  interrupted (Ctrl-C): outputs are written atomically, so each is the old file or the new one
      (`mdla_runtime.interrupt`: the discipline lipread shares)
@@ -21,7 +22,7 @@ from contextlib import contextmanager
 import typer
 from typer.exceptions import TyperException
 
-from mdla_ir import IRError
+from mdla_ir import IRError, UnsupportedError
 from mdla_legalize import LegalizeError
 from mdla_quant import QuantError
 from mdla_runtime import ExportError, ManifestError, TargetError, TargetSpecError, interrupt
@@ -48,7 +49,7 @@ def exit_code(exc: BaseException) -> int | None:
     """The exit code of a known error, or None for an unexpected one (a bug)."""
     if isinstance(exc, WorkbenchError):
         return exc.exit_code
-    if isinstance(exc, LegalizeError | UnknownDeviceError | UnexportableOpError):
+    if isinstance(exc, LegalizeError | UnsupportedError | UnknownDeviceError | UnexportableOpError):
         return UNSUPPORTED
     if isinstance(exc, TargetSpecError | SpecError):
         return USAGE

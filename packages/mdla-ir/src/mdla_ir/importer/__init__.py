@@ -27,7 +27,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from mdla_ir.errors import IRError, UnsupportedError
 from mdla_ir.graph import Graph, Tensor
-from mdla_ir.importer.context import Ctx, Unsupported, source_line, target_name
+from mdla_ir.importer.context import Ctx, Unsupported, target_name
 from mdla_ir.importer.exported import (
     ExportRefused,
     ProgramModule,
@@ -36,6 +36,7 @@ from mdla_ir.importer.exported import (
     import_program,
 )
 from mdla_ir.importer.outputs import graph_outputs
+from mdla_ir.importer.refusals import module_refusal, refusal
 from mdla_ir.importer.subclasses import known_base
 from mdla_ir.importer.tables import FUNCTIONS, METHODS, MODULES, identity
 from mdla_ir.ops import OpKind
@@ -93,7 +94,7 @@ def _convert_node(c: Ctx, node: fx.Node) -> None:
         if fn is None and type(module).__name__ == "StochasticDepth":
             fn = identity(OpKind.DROPOUT)
         if fn is None:
-            raise Unsupported(f"module {type(module).__module__}.{type(module).__qualname__}")
+            raise module_refusal(module)
         fn(c, module, args, kwargs)
     elif node.op == "call_function":
         fn = FUNCTIONS.get(node.target)
@@ -278,10 +279,7 @@ def _from_fx(module: nn.Module, examples: list[torch.Tensor], name: str) -> Grap
             except Unsupported as exc:
                 missing = [a for a in node.all_input_nodes if a in failed and a not in c.refs]
                 if not missing:  # else only a consequence of an earlier, reported failure
-                    c.unsupported.append(
-                        f"`{node.name}`: {exc} ({target_name(node)}) at "
-                        f"{source_line(node) or 'unknown line'}"
-                    )
+                    c.unsupported.append(refusal(gm, node, exc, type(module)))
                 failed.add(node)
                 _placeholder_for(c, node)
     if c.unsupported:

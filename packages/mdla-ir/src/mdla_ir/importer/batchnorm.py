@@ -29,12 +29,16 @@ def f_batch_norm(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> N
     a = dict(zip(NAMES, args, strict=False)) | kw
     if c.value(a.get("training", False)):
         raise Unsupported(
-            "batch_norm with training=True (batch statistics): call .eval() on the model, "
-            "and keep track_running_stats=True so eval mode uses the running statistics"
+            "batch_norm with training=True (batch statistics)",
+            "call .eval() on the model, and keep track_running_stats=True so eval mode uses "
+            "the running statistics",
         )
     for key in ("running_mean", "running_var"):
         if a.get(key) is None:
-            raise Unsupported(f"batch_norm without {key} (track_running_stats=False)")
+            raise Unsupported(
+                f"batch_norm without {key} (track_running_stats=False)",
+                "build the BatchNorm with track_running_stats=True and set its statistics",
+            )
     for key in ("running_mean", "running_var", "weight", "bias"):
         if a.get(key) is not None and not is_const(c, a[key]):
             raise Unsupported(f"batch_norm {key} is computed at run time (only constants import)")

@@ -135,7 +135,12 @@ class Ctx:
 
 
 class Unsupported(Exception):  # noqa: N818  (internal signal, not a user-facing error)
-    """Raised by a converter: this node cannot be represented (collected, reported at the end)."""
+    """Raised by a converter: this node cannot be represented (collected, reported at the end);
+    `fix` says what to change when the construct has a known way through."""
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.fix = fix
 
 
 def target_name(node: fx.Node) -> str:

@@ -64,7 +64,10 @@ def m_hardtanh(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> Non
         )
     )
     if (lo, hi) != (0.0, 6.0):
-        raise Unsupported(f"hardtanh({lo}, {hi}) (only hardtanh(0, 6) = ReLU6 is imported)")
+        raise Unsupported(
+            f"hardtanh({lo}, {hi}) (only hardtanh(0, 6) = ReLU6 is imported)",
+            "use ReLU6 (hardtanh(0, 6)) or ReLU, which map",
+        )
     c.emit(OpKind.RELU6, [c.ref(args[0])])
 
 

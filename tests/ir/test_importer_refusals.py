@@ -1,0 +1,41 @@
+"""Every importer refusal names the node, the module it sits in (qualified name and class), the
+construct, the model's source line and what to change."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import mdla_ir
+from mdla_ir import UnsupportedError
+
+
+class Refused(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 4, 1), nn.GroupNorm(2, 4), nn.Hardtanh(-1, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.body(x)
+        return torch.clamp(y, -1.0, 2.0).flip(1)
+
+
+def _items() -> list[str]:
+    with pytest.raises(UnsupportedError) as caught:
+        mdla_ir.from_torch(Refused().eval(), (torch.rand(1, 3, 8, 8),))
+    return caught.value.items
+
+
+def test_each_refusal_names_module_construct_line_and_fix() -> None:
+    norm, tanh, clamp, flip = _items()
+    assert norm.startswith("`body_1` in `body.1` (torch.nn.modules.normalization.GroupNorm): ")
+    assert "module GroupNorm has no converter" in norm
+    assert "fix: use BatchNorm2d" in norm
+    assert "`body.2` (torch.nn.modules.activation.Hardtanh): hardtanh(-1, 1)" in tanh
+    assert tanh.endswith("fix: use ReLU6 (hardtanh(0, 6)) or ReLU, which map")
+    assert "in the model's forward (tests.ir.test_importer_refusals.Refused)" in clamp
+    assert "function torch.clamp at test_importer_refusals.py:21" in clamp
+    assert "fix: clamp(0, 6) is F.relu6" in clamp
+    assert "method Tensor.flip" in flip
+    assert "`--cpu` cannot place an op the IR cannot hold" in flip
