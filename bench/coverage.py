@@ -21,6 +21,7 @@ A model that fails anywhere gives its row with the stage and the one-line error.
     .venv/bin/python bench/coverage.py                      # every model of issue 15
     .venv/bin/python bench/coverage.py unet mtcnn_onet      # some of them
     .venv/bin/python bench/coverage.py --size fcn_resnet50=128 --size 160   # smaller inputs
+    .venv/bin/python bench/coverage.py --third-party     # timm/smp verdicts (third_party.py)
 
 `bench/rewrites.py` prints its own columns from the same `measure`.
 """
@@ -57,6 +58,9 @@ from mdla_zoo import load_model, recalibrate_batchnorm  # noqa: E402
 from workbench.commands.check import conv_macs  # noqa: E402
 from workbench.images import SAMPLES  # noqa: E402
 from workbench.output import each as bench_progress  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import third_party  # noqa: E402
 
 Array = np.ndarray[Any, Any]
 
@@ -337,7 +341,14 @@ def main() -> None:
     parser.add_argument("models", nargs="*", default=MODELS, help="default: all of issue 15")
     parser.add_argument("--size", action="append", default=[], help="N or MODEL=N (image side)")
     parser.add_argument("--calib", type=int, default=2, help="calibration inputs (random models)")
+    parser.add_argument(
+        "--third-party", action="store_true", help="timm/smp models: verdicts (third_party.py)"
+    )
     args = parser.parse_args()
+    if args.third_party:  # its own table: import + legalize (+ placement) verdicts
+        sizes = [int(g) for g in args.size if "=" not in g]
+        third_party.main([] if args.models is MODELS else args.models, sizes[-1] if sizes else 128)
+        return
     size_of = _sizes(args.size)
     _warm_up()
     print(HEADER, flush=True)

@@ -1,0 +1,112 @@
+"""Third-party models as users bring them (tests/models_third_party.py: timm and
+segmentation_models_pytorch, random weights): one row each,
+
+    model | verdict | partitions | message
+
+- verdict: `maps` (import + legalize: every op on mtk-mdla), `maps with --cpu KINDS` (the op
+  kinds that do not map, named with `--cpu`, place: NPU + CPU partitions), or the stage that
+  refuses it (`trace`: torch.fx cannot follow the library's Python, `import`: a construct the
+  importer cannot represent, `legalize`: an op neither the MDLA nor the CPU runs);
+- message: the first line of the refusal and its first item (for a `--cpu` verdict: none).
+
+    .venv/bin/python bench/coverage.py --third-party                 # every model, input 128
+    .venv/bin/python bench/coverage.py --third-party timm:dla34       # some of them
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the builders live in the `tests` package
+    sys.path.insert(1, str(ROOT))
+
+import mdla_ir  # noqa: E402
+import mdla_legalize  # noqa: E402
+from mdla_ir import IRError, UnsupportedError  # noqa: E402
+from mdla_legalize import LegalizeError  # noqa: E402
+from tests.models_third_party import MODELS, build  # noqa: E402
+
+HEADER = "| model (input) | verdict | partitions | s | message |\n|---|---|---|---|---|"
+
+
+@dataclass
+class Verdict:
+    name: str
+    side: int
+    verdict: str
+    partitions: int | None = None
+    message: str = ""
+    seconds: float = 0.0
+
+
+def _first(exc: Exception) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    text = lines[0] if len(lines) < 2 else f"{lines[0]} {lines[1]}"
+    return text[:300]
+
+
+def judge(name: str, side: int = 128) -> Verdict:
+    """Import, legalize, and if ops do not map, place the kinds that do not on the CPU."""
+    start = time.perf_counter()
+    module, example = build(name, side)
+    side = int(example[0].shape[-1])
+    row = Verdict(name, side, "")
+    try:
+        graph = mdla_ir.from_torch(module, example, name=name.split(":")[1].replace("/", "_"))
+    except UnsupportedError as exc:
+        row.verdict, row.message = "import", _first(exc)
+    except IRError as exc:
+        row.verdict = "trace" if "torch.fx cannot trace" in str(exc) else "import"
+        row.message = _first(exc)
+    else:
+        _legalize(graph, row)
+    row.seconds = time.perf_counter() - start
+    return row
+
+
+def _legalize(graph: mdla_ir.Graph, row: Verdict) -> None:
+    target = mdla_legalize.load_target("mdla3.5")
+    try:
+        mdla_legalize.legalize(graph, target)
+        row.verdict, row.partitions = "maps", 1
+        return
+    except LegalizeError as exc:
+        first = _first(exc)
+    device = mdla_legalize.rewrite(graph, target)
+    report = mdla_legalize.explain(device, target)
+    kinds = sorted({o.kind for o in report.unsupported})
+    try:
+        placed = mdla_legalize.place(graph, target, "mtk-mdla", [",".join(kinds)])
+    except LegalizeError as exc:
+        row.verdict, row.message = "legalize", f"{first} / --cpu {','.join(kinds)}: {_first(exc)}"
+        return
+    row.verdict, row.partitions = f"maps with --cpu {','.join(kinds)}", len(placed.partitions)
+
+
+def render(row: Verdict) -> str:
+    parts = "-" if row.partitions is None else str(row.partitions)
+    message = row.message.replace("|", "\\|")
+    return f"| {row.name} ({row.side}) | {row.verdict} | {parts} | {row.seconds:.1f} | {message} |"
+
+
+def summary(rows: list[Verdict]) -> str:
+    maps = sum(r.verdict == "maps" for r in rows)
+    cpu = sum(r.verdict.startswith("maps with") for r in rows)
+    return (
+        f"{maps} of {len(rows)} map fully on mtk-mdla, {cpu} more with --cpu naming the kinds "
+        f"that leave it, {len(rows) - maps - cpu} refused"
+    )
+
+
+def main(names: list[str], side: int) -> None:
+    print(HEADER, flush=True)
+    rows = []
+    for name in names or MODELS:
+        row = judge(name, side)
+        rows.append(row)
+        print(render(row), flush=True)
+    print(f"\n{summary(rows)}")

@@ -1,0 +1,71 @@
+"""Models from timm and segmentation_models_pytorch (pinned in requirements-dev.txt), built from
+the libraries' code with random weights, through `mdla_ir.from_torch` and legalize, as a user
+brings them. Those that do not compile yet are strict xfails naming why: each turns into a
+failure the day it starts to work, so the list stays the truth."""
+
+from __future__ import annotations
+
+import pytest
+
+import mdla_ir
+import mdla_legalize
+from mdla_ir import IRError
+from mdla_legalize import LegalizeError
+from tests.models_third_party import build
+
+MAPS = [
+    "timm:mobilenetv3_small_050",  # BatchNormAct2d: F.batch_norm, folded
+    "timm:efficientnet_lite0",
+    "timm:ghostnet_100",
+    "timm:lcnet_050",
+    "timm:regnety_002",
+    "timm:repvgg_a0",
+    "timm:dla34",  # an unused result in forward (DlaTree.project)
+    "smp:Unet/resnet18",
+    "smp:Unet/mobilenet_v2",
+]
+
+
+def _refused(raises: type[Exception], reason: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, raises=raises, reason=reason)
+
+
+REFUSED = [
+    pytest.param(
+        "timm:tf_mobilenetv3_small_minimal_100",
+        marks=_refused(IRError, "Conv2dSame: math.ceil on a traced size (fx cannot follow)"),
+    ),
+    pytest.param(
+        "smp:FPN/resnet18",
+        marks=_refused(IRError, "smp's `h % output_stride` input check (fx cannot follow)"),
+    ),
+    pytest.param(
+        "timm:mobilevit_xxs",
+        marks=_refused(IRError, "`if new_h != H` on traced sizes (fx cannot follow)"),
+    ),
+    pytest.param(
+        "timm:convnext_atto",
+        marks=_refused(LegalizeError, "LayerNorm needs RSQRT and GELU erf: not on the MDLA"),
+    ),
+]
+
+
+@pytest.mark.parametrize("name", MAPS + REFUSED)
+def test_maps_on_the_mdla_as_brought(name: str) -> None:
+    module, example = build(name, side=64)
+    graph = mdla_ir.from_torch(module, example, name=name.split(":")[1].replace("/", "_"))
+    device = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
+    assert device.layout == "NHWC"
+    assert all(not t.is_const or t.data is not None for t in device.tensors.values())
+
+
+def test_convnext_maps_with_its_norms_on_the_cpu() -> None:
+    """convnext's layer scale (`gamma.reshape(1, -1, 1, 1)` in forward) used to crash the
+    layout pass; with the kinds the MDLA lacks on the CPU it places in partitions."""
+    module, example = build("timm:convnext_atto", side=64)
+    graph = mdla_ir.from_torch(module, example, name="convnext_atto")
+    target = mdla_legalize.load_target("mdla3.5")
+    placed = mdla_legalize.place(graph, target, "mtk-mdla", ["LAYER_NORM,GELU,TRANSPOSE"])
+    kinds = {o.kind for o in placed.ops if o.device == "cpu"}
+    assert kinds == {"LAYER_NORM", "GELU", "TRANSPOSE"}  # the head's norm runs channels-last
+    assert len(placed.partitions) > 2
