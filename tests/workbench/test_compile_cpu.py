@@ -74,3 +74,15 @@ def test_a_bad_cpu_token_is_a_usage_error_before_any_work(
     assert result.exit_code == 2
     assert result.stderr.startswith("error: --cpu 'nonesuch.*' selects no op")
     assert not out.exists()
+
+
+def test_validate_takes_cpu_like_compile(runner: CliRunner) -> None:
+    """validate compiles as compile does: without --cpu the block does not map (3); with it,
+    the placement table, then FP32 vs INT8 of the partitioned model on the emulator."""
+    args = ["validate", BLOCK, "--calib", "random", "--count", "2"]
+    refused = runner.invoke(app, args)
+    assert refused.exit_code == 3, refused.output
+    result = runner.invoke(app, [*args, "--cpu", CPU])
+    assert result.exit_code == 0, result.output + result.stderr
+    assert "3 partition(s), 2 op(s) on mtk-mdla, 6 on cpu" in result.output
+    assert "FP32 vs INT8" in result.output

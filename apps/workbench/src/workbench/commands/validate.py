@@ -14,7 +14,7 @@ from mdla_ir.devices import DEFAULT_TARGET
 from workbench import contract as ct
 from workbench import images as imgs
 from workbench import inputs as ins
-from workbench import pipeline, validation
+from workbench import pipeline, placement, validation
 from workbench.commands.options import (
     Calib,
     Count,
@@ -42,6 +42,8 @@ EPILOG = """Examples:
   workbench validate resnet18 --weights r18.pt --calib photos/ cat.jpg dog.jpg
 
   workbench validate efficientnet_lite0 --on ssh://u0_a123@phone:8022 --method mse
+
+  workbench validate convnext_tiny --cpu LAYER_NORM,GELU,TRANSPOSE   # NPU + CPU partitions
 """
 
 
@@ -66,6 +68,7 @@ def validate_command(
     rounding: Rounding = RoundingName.double,
     target: TargetName = DEFAULT_TARGET,
     on: On = "emu",
+    cpu: placement.Cpu = None,
     arg: ct.ArgOpt = None,
     input_shape: ct.InputShape = None,
     preset: ct.PresetOpt = None,
@@ -81,27 +84,23 @@ def validate_command(
     """Compile MODEL, then compare FP32 with the INT8 reference and with the device, per image
     and per output: top-1 agreement for a [1, K] classifier, per-pixel argmax agreement for a
     class map ([1, K, H, W] at the input's H x W), cosine/SQNR of every output (a detector's
-    head maps get these alone), and the five worst layers. Takes compile's model specs and
-    input options."""
+    head maps get these alone), and the five worst layers. Takes compile's model specs, input
+    options and --cpu (ops the NPU lacks on the phone's CPU, as `compile --cpu` places them)."""
     with reported(debug), json_output(as_json) as emit:
         config = quant_config(method, percentile, rounding, target)
         contract = ct.contract_from(input_shape, preset, mean, std, channels, resize, crop, labels)
         with steps() as s:
-            tick = s.bar(f"compiling {model} (calibration)", total=count)
-            compiled = pipeline.compile_model(
-                model,
-                str(weights) if weights else None,
-                calib,
-                count,
-                config,
-                target,
-                progress=lambda n, _s: tick(n),
-                contract=contract,
-                args=arg or [],
+            source = pipeline.load_source(
+                model, str(weights) if weights else None, contract, arg or []
             )
-        source = compiled.source
-        for note in source.notes:
-            typer.echo(note, err=True)
+            for note in source.notes:
+                typer.echo(note, err=True)
+            device = placement.device_graph(source.graph, target, config.device, cpu, [])
+            calibration = pipeline.calibration_inputs(calib, source, count)
+            tick = s.bar(f"compiling {model} (calibration)", total=len(calibration))
+            compiled = pipeline.quantize_graph(
+                source, device, calibration, config, progress=lambda n, _s: tick(n)
+            )
         takes_images = source.preprocess is not None and len(source.input_shapes) == 1
         if images:
             prep = (lambda im: pipeline.prepare_image(source, im)) if takes_images else None
