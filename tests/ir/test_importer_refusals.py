@@ -39,3 +39,15 @@ def test_each_refusal_names_module_construct_line_and_fix() -> None:
     assert "fix: clamp(0, 6) is F.relu6" in clamp
     assert "method Tensor.flip" in flip
     assert "`--cpu` cannot place an op the IR cannot hold" in flip
+
+
+def test_the_refusal_carries_what_did_import() -> None:
+    """The partial graph: the refused results are inputs, their operands outputs, so a later
+    stage can report on the rest of the model in the same run."""
+    with pytest.raises(UnsupportedError) as caught:
+        mdla_ir.from_torch(Refused().eval(), (torch.rand(1, 3, 8, 8),))
+    partial = caught.value.partial
+    assert isinstance(partial, mdla_ir.Graph)
+    assert partial.count() == {"CONV_2D": 1}
+    assert len(partial.inputs) == 5  # x, and the results of the four refused constructs
+    assert partial.outputs[-1] in {o for op in partial.ops for o in op.outputs}

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,17 @@ def test_check_and_compile_agree_on_an_import_refusal(runner: CliRunner, tmp_pat
     assert "(torch.nn.modules.activation.MultiheadAttention)" in check.output
     assert "fix: transformers are out on the MDLA" in check.output
     assert "MultiheadAttention" in compiled.output
+
+
+def test_check_lists_both_stages_problems_at_once(runner: CliRunner) -> None:
+    """The attention block's MultiheadAttention does not import; of the rest, the LayerNorm
+    does not map: one check names both (the refused result taken as an input)."""
+    result = runner.invoke(app, ["check", f"{BLOCKS}:attention", "--json"])
+    assert result.exit_code == 3, result.output
+    doc = json.loads(result.stdout.strip().splitlines()[-1])
+    assert doc["stage"] == "import"
+    assert any("MultiheadAttention" in p for p in doc["problems"])
+    assert any("(LAYER_NORM)" in p for p in doc["legalize_problems"])
+    shown = runner.invoke(app, ["check", f"{BLOCKS}:attention"])
+    assert "of what imports, " in shown.output
+    assert "and 3 op(s) of the rest do not map" in shown.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class IRError(Exception):
     """Base error of mdla_ir."""
@@ -16,8 +18,11 @@ class VerifyError(IRError):
 
 
 class UnsupportedError(IRError):
-    """The importer met constructs it cannot represent; `items` lists every one of them."""
+    """The importer met constructs it cannot represent; `items` lists every one of them.
+    `partial` is the graph of what did import (each refused construct's result a graph input),
+    for the later stages to report on at once; None when there is none."""
 
-    def __init__(self, message: str, items: list[str]) -> None:
+    def __init__(self, message: str, items: list[str], partial: Any = None) -> None:
         super().__init__(message)
         self.items = items
+        self.partial = partial

@@ -123,7 +123,15 @@ def _check_model(
         _rows(
             f"{pipeline.model_name(model)}: {len(exc.items)} construct(s) do not import", exc.items
         )
-        _fail(f"`{model}` does not import: {len(exc.items)} unsupported construct(s), listed above")
+        rest = _legalize_rest(exc.partial, target, device)
+        doc["legalize_problems"] = rest
+        if rest:
+            _rows(f"of what imports, {len(rest)} op(s) do not map on {tgt.name}/{device}", rest)
+        _fail(
+            f"`{model}` does not import: {len(exc.items)} unsupported construct(s)"
+            + (f", and {len(rest)} op(s) of the rest do not map" if rest else "")
+            + ", listed above"
+        )
         return False
     try:
         with steps() as s, s.step("legalizing"):
@@ -245,6 +253,18 @@ HINTS = (  # (substring of the row, what to do), first match wins
 
 def _hint(item: str) -> str:
     return next((what for key, what in HINTS if key in item), "")
+
+
+def _legalize_rest(partial: Graph | None, target: str, device: str) -> list[str]:
+    """The legalize stage's problems with the part of the model that imports (every refused
+    construct's result taken as an input), so one check lists both stages' problems."""
+    if partial is None:
+        return []
+    try:
+        pipeline.legalize_graph(partial, target, device)
+    except mdla_legalize.LegalizeError as exc:
+        return list(exc.items)
+    return []
 
 
 def _fail(message: str) -> None:

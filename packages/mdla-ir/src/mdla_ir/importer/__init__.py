@@ -287,6 +287,7 @@ def _from_fx(module: nn.Module, examples: list[torch.Tensor], name: str) -> Grap
             f"cannot import `{name}`: {len(c.unsupported)} unsupported construct(s):\n  "
             + "\n  ".join(c.unsupported),
             c.unsupported,
+            _partial(c, name, inputs, outputs, failed),
         )
     return Graph(
         name,
@@ -298,6 +299,28 @@ def _from_fx(module: nn.Module, examples: list[torch.Tensor], name: str) -> Grap
             module=type(module).__qualname__, source_hash=fx_source_hash(gm, module)
         ),
     )
+
+
+def _partial(
+    c: Ctx, name: str, inputs: list[str], outputs: list[str], failed: set[fx.Node]
+) -> Graph | None:
+    """What did import, as a graph: each refused construct's result becomes a graph input and
+    its operands graph outputs, so the later stages can report on the rest at once (None if
+    even that is not sound)."""
+    cut = [c.refs[n] for n in failed if n in c.refs and c.refs[n] not in inputs]
+    fed = {
+        c.refs[a]
+        for n in failed
+        for a in n.all_input_nodes
+        if a not in failed and a in c.refs and not c.tensors[c.refs[a]].is_const
+    }
+    ends = [*outputs, *sorted(fed - set(outputs) - set(inputs) - set(cut))]
+    graph = Graph(name, c.tensors, tuple(c.ops), (*inputs, *cut), tuple(ends))
+    try:
+        graph = eliminate_dead_ops(graph).graph
+        return run_passes(verify(graph))
+    except IRError:
+        return None
 
 
 def fx_source_hash(gm: fx.GraphModule, module: nn.Module) -> str:
