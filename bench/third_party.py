@@ -6,7 +6,8 @@ segmentation_models_pytorch, random weights): one row each,
 - verdict: `maps` (import + legalize: every op on mtk-mdla), `maps with --cpu KINDS` (the op
   kinds that do not map, named with `--cpu`, place: NPU + CPU partitions), or the stage that
   refuses it (`trace`: torch.fx cannot follow the library's Python, `import`: a construct the
-  importer cannot represent, `legalize`: an op neither the MDLA nor the CPU runs);
+  importer cannot represent, `legalize`: an op neither the MDLA nor the CPU runs, `internal
+  error`: a crash);
 - message: the first line of the refusal and its first item (for a `--cpu` verdict: none).
 
     .venv/bin/python bench/coverage.py --third-party                 # every model, input 128
@@ -63,7 +64,10 @@ def judge(name: str, side: int = 128) -> Verdict:
         row.verdict = "trace" if "torch.fx cannot trace" in str(exc) else "import"
         row.message = _first(exc)
     else:
-        _legalize(graph, row)
+        try:
+            _legalize(graph, row)
+        except Exception as exc:  # a crash is a row too: the stage's internal error
+            row.verdict, row.message = "internal error", f"{type(exc).__name__}: {_first(exc)}"
     row.seconds = time.perf_counter() - start
     return row
 

@@ -1,0 +1,46 @@
+"""bench/third_party.py's verdicts: what a row says is what import, legalize and placement did;
+a crash is a row naming it, never the end of the table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import mdla_legalize
+from tests.scripts import load_script
+
+PATH = Path(__file__).resolve().parents[1] / "bench" / "third_party.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    return load_script("bench_third_party", PATH)
+
+
+def test_verdicts_of_a_mapping_a_placed_and_a_refused_model(bench: ModuleType) -> None:
+    maps = bench.judge("timm:lcnet_050", side=64)
+    assert (maps.verdict, maps.partitions, maps.message) == ("maps", 1, "")
+    placed = bench.judge("timm:convnext_atto", side=64)
+    assert placed.verdict == "maps with --cpu GELU,LAYER_NORM,TRANSPOSE"
+    assert placed.partitions is not None
+    assert placed.partitions > 2
+    refused = bench.judge("smp:FPN/resnet18", side=64)
+    assert refused.verdict == "trace"
+    assert "output_stride" in refused.message
+    rows = [maps, placed, refused]
+    assert bench.summary(rows) == (
+        "1 of 3 map fully on mtk-mdla, 1 more with --cpu naming the kinds that leave it, 1 refused"
+    )
+    assert bench.render(refused).startswith("| smp:FPN/resnet18 (64) | trace | - | ")
+
+
+def test_a_crash_is_a_row(bench: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    def crash(*_a: object, **_k: object) -> None:
+        raise KeyError("stages.0.blocks.0.gamma")
+
+    monkeypatch.setattr(mdla_legalize, "legalize", crash)
+    row = bench.judge("timm:lcnet_050", side=64)
+    assert row.verdict == "internal error"
+    assert row.message == "KeyError: 'stages.0.blocks.0.gamma'"
