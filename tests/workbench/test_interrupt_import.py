@@ -74,3 +74,26 @@ def test_a_ctrl_c_remembered_before_the_command_starts_is_kept() -> None:
     _SIGINT.set()
     interrupt.clear()  # no guard watching: forgotten
     assert not _SIGINT.is_set()
+
+
+AFTER_THE_COMMAND = """
+import os, signal, sys, time
+sys.argv = ["{app}", "--version"]
+from {app}.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+os.kill(os.getpid(), signal.SIGINT)  # as if during the interpreter's shutdown
+time.sleep(5)
+print("not reached")
+"""
+
+
+@pytest.mark.parametrize(("name", "line"), [("workbench", "error"), ("lipread", "lipread: error")])
+def test_a_ctrl_c_after_the_command_ended_is_no_traceback(name: str, line: str) -> None:
+    code = AFTER_THE_COMMAND.replace("{app}", name)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr == f"{line}: interrupted\n"
+    assert "not reached" not in proc.stdout

@@ -14,15 +14,16 @@ import threading
 from types import FrameType
 
 
-def _stop_before_any_command(signum: int, frame: FrameType | None) -> None:
-    """Ctrl-C while the modules below load: nothing is written yet, so the process ends at
-    once, with the line and the exit code of any interrupted command."""
+def _stop_at_once(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C while the modules below load, or once the command has ended: nothing is being
+    written, so the process ends at once, with the line and the exit code of any
+    interrupted command."""
     os.write(2, b"lipread: error: interrupted\n")
     os._exit(130)
 
 
 _ON_MAIN = threading.current_thread() is threading.main_thread()
-_BEFORE = signal.signal(signal.SIGINT, _stop_before_any_command) if _ON_MAIN else None
+_BEFORE = signal.signal(signal.SIGINT, _stop_at_once) if _ON_MAIN else None
 # The heavy imports follow the handler (E402 is off for this file).
 from collections.abc import Sequence
 from importlib.metadata import version
@@ -79,8 +80,12 @@ def _entry(
 def main() -> None:
     """Console-script entry point: errors, usage errors included, are one `lipread: error:`
     line; a Ctrl-C at any moment is `lipread: error: interrupted`, exit 130."""
-    with interrupt_guard():
-        sys.exit(_main(route(sys.argv[1:])))
+    try:
+        with interrupt_guard():
+            sys.exit(_main(route(sys.argv[1:])))
+    finally:  # the interpreter's shutdown (threads, buffers) is no time for a traceback
+        if _ON_MAIN:
+            signal.signal(signal.SIGINT, _stop_at_once)
 
 
 def _main(args: list[str]) -> int:

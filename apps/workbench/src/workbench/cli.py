@@ -9,15 +9,16 @@ import threading
 from types import FrameType
 
 
-def _stop_before_any_command(signum: int, frame: FrameType | None) -> None:
-    """Ctrl-C while the modules below load (a second or so): nothing is written yet, so the
-    process ends at once, with the line and the exit code of any interrupted command."""
+def _stop_at_once(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C while the modules below load (a second or so), or once the command has ended:
+    nothing is being written, so the process ends at once, with the line and the exit code
+    of any interrupted command."""
     os.write(2, b"error: interrupted\n")
     os._exit(130)
 
 
 _ON_MAIN = threading.current_thread() is threading.main_thread()
-_BEFORE = signal.signal(signal.SIGINT, _stop_before_any_command) if _ON_MAIN else None
+_BEFORE = signal.signal(signal.SIGINT, _stop_at_once) if _ON_MAIN else None
 # The heavy imports follow the handler (E402 is off for this file).
 from importlib.metadata import version
 from typing import Annotated
@@ -103,8 +104,12 @@ def main() -> None:
     """The `workbench` script: Typer's own usage errors become one plain `error:` line too
     (Typer draws a box of them, in colour under CI=GITHUB_ACTIONS or FORCE_COLOR), and a
     Ctrl-C at any moment is `error: interrupted`, exit 130 (`mdla_runtime.interrupt`)."""
-    with interrupt_guard():
-        _main()
+    try:
+        with interrupt_guard():
+            _main()
+    finally:  # the interpreter's shutdown (threads, buffers) is no time for a traceback
+        if _ON_MAIN:
+            signal.signal(signal.SIGINT, _stop_at_once)
 
 
 def _main() -> None:
