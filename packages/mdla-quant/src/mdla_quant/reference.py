@@ -85,11 +85,10 @@ def run_int8(
     """Outputs of the int8 graph `qgraph` for real-valued `inputs` (model layout).
 
     Returns dequantized float32 outputs in the model's layout, or with `raw=True` the int8
-    outputs in the graph's layout. `rounding` ("double" or "single") defaults to the graph's
-    `provenance.rounding` (its QuantConfig's), else "double"; `accumulator` ("saturate" or
-    "wrap") to its target's `[arith]` fact (`graph_accumulator`). `observe(name, q)`, if given, sees
-    every int8 activation (graph inputs, then each op's output) in graph layout as soon as it is
-    computed.
+    outputs in the graph's layout. `rounding` ("double" or "single") and `accumulator`
+    ("saturate" or "wrap") override the graph's numerics record (`graph_numerics`: what
+    quantize recorded). `observe(name, q)`, if given, sees every int8 activation (graph inputs,
+    then each op's output) in graph layout as soon as it is computed.
     """
     numerics = graph_numerics(qgraph)
     mode = check_rounding(rounding or numerics.rounding)
