@@ -280,3 +280,15 @@ def test_bar_models_import_through_export_into_the_fx_graph(spec: str) -> None:
         want = model.module(x).numpy()
     (got,) = mdla_ir.run_float(ex.graph, [x.numpy()])
     assert relative_error(got, want) <= 1e-4
+
+
+def test_ops_record_the_module_and_line_they_came_from() -> None:
+    inner = Fn(lambda m, x: m.act(x), act=nn.ReLU6())
+    module = Fn(lambda m, x: m.inner(m.c(x)), c=nn.Conv2d(3, 4, 1), inner=inner).eval()
+    graph = mdla_ir.from_torch(module, (torch.randn(1, 3, 4, 4),), optimize=False, path="export")
+    conv, relu6 = graph.ops
+    assert conv.source is not None
+    assert relu6.source is not None
+    assert (conv.source.module, relu6.source.module) == ("c (Conv2d)", "inner.act (ReLU6)")
+    assert relu6.source.line.startswith("test_importer_export.py:")  # the lambda's line
+    assert "in inner.act (ReLU6) at test_importer_export.py:" in str(relu6.source)

@@ -92,9 +92,11 @@ def load_source(
     weights: str | None = None,
     contract: Contract | None = None,
     args: Sequence[str] = (),
+    import_path: str = "fx",
 ) -> Source:
     """Resolve and import a model spec (torchvision name, efficientnet_lite0, file.py:name,
-    a model file); `contract` (the input options) and `args` (`--arg key=value`) apply."""
+    a model file); `contract` (the input options) and `args` (`--arg key=value`) apply;
+    `import_path` is `mdla_ir.import_torch`'s path (its note joins the notes)."""
     if is_manifest(spec):
         raise WorkbenchError(
             f"`{spec}` is a compiled manifest; this needs a model spec (e.g. squeezenet1_1)", USAGE
@@ -107,7 +109,10 @@ def load_source(
     except mdla_zoo.ZooError as exc:  # a malformed --arg is a usage error
         raise WorkbenchError(str(exc), USAGE) from None
     model = mdla_zoo.load_model(spec, weights, args=kwargs, input_shape=contract.input_shape)
-    graph = mdla_ir.from_torch(model.module, model.example_inputs, name=model_name(spec))
+    imported = mdla_ir.import_torch(
+        model.module, model.example_inputs, name=model_name(spec), path=import_path
+    )
+    graph = imported.graph
     shapes = tuple(tuple(int(d) for d in x.shape) for x in model.example_inputs)
     labels = contract.labels if contract.labels is not None else model.labels
     post = model.decoder.record() if model.decoder is not None else None
@@ -118,7 +123,7 @@ def load_source(
         model.preprocess,
         labels,
         model.random_weights,
-        notes=model.notes,
+        notes=model.notes + ((f"note: {imported.note}",) if imported.note else ()),
         postprocess=post,
         recorded_spec=recorded_spec(spec, kwargs),
     )
@@ -282,9 +287,10 @@ def compile_model(
     progress: Progress | None = None,
     contract: Contract | None = None,
     args: Sequence[str] = (),
+    import_path: str = "fx",
 ) -> Compiled:
     """Import, legalize, calibrate and quantize `spec` (the manifest is not written)."""
-    source = load_source(spec, weights, contract, args)
+    source = load_source(spec, weights, contract, args, import_path)
     config = config or mdla_quant.QuantConfig(target=target)
     device = legalize_graph(source.graph, target, config.device, skip_rules)
     calibration = calibration_inputs(calib, source, count)

@@ -17,6 +17,7 @@ from typing import Any
 
 from mdla_ir.errors import IRError, UnsupportedError, VerifyError
 from mdla_ir.graph import Graph, Op, QuantParams, Source, Tensor, same_graph
+from mdla_ir.imported import PATHS, Imported
 from mdla_ir.interp import evaluate, run_float
 from mdla_ir.ops import OpKind
 from mdla_ir.passes import DEFAULT_PASSES, PassResult, Stage, run_passes, run_stages
@@ -41,18 +42,29 @@ def from_torch(
 ) -> Graph:
     """Import `module` into the flat IR by `path`: "fx" (symbolic tracing), "export"
     (torch.export to core ATen) or "auto" (export, else fx; see `mdla_ir.importer`)."""
+    return import_torch(module, example_inputs, name, optimize, path).graph
+
+
+def import_torch(
+    module: Any,
+    example_inputs: Any,
+    name: str | None = None,
+    optimize: bool = True,
+    path: str = "fx",
+) -> Imported:
+    """`from_torch`, with the path that imported the module and a note saying why."""
     importer = importlib.import_module("mdla_ir.importer")
-    graph: Graph = importer.from_torch(
-        module, example_inputs, name=name, optimize=optimize, path=path
-    )
-    return graph
+    imported: Imported = importer.import_torch(module, example_inputs, name, optimize, path)
+    return imported
 
 
 __all__ = [
     "DEFAULT_PASSES",
+    "PATHS",
     "Accumulator",
     "Graph",
     "IRError",
+    "Imported",
     "Numerics",
     "Op",
     "OpKind",
@@ -70,6 +82,7 @@ __all__ = [
     "VerifyError",
     "evaluate",
     "from_torch",
+    "import_torch",
     "run_float",
     "run_passes",
     "run_stages",

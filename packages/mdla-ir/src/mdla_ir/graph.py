@@ -57,14 +57,17 @@ class Tensor:
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """Where an op came from: the fx node, what it called, and the model's source line."""
+    """Where an op came from: the fx node, what it called, the model's source line, and (from
+    torch.export) the qualified name and class of the module it ran in."""
 
     node: str
     target: str = ""
     line: str = ""
+    module: str = ""  # "features.3.conv.1 (Conv2dNormActivation)"; "" when not known
 
     def __str__(self) -> str:
-        return f"{self.node} ({self.target}) at {self.line}" if self.line else self.node
+        where = f" in {self.module}" if self.module else ""
+        return f"{self.node} ({self.target}){where} at {self.line}" if self.line else self.node
 
 
 @dataclass(frozen=True, slots=True, init=False)

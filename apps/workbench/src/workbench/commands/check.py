@@ -23,7 +23,17 @@ from mdla_ir.ops import OpKind
 from mdla_legalize.constructs import help_text as constructs_help
 from workbench import contract as ct
 from workbench import pipeline, placement
-from workbench.commands.options import Debug, Device, JsonOut, On, TargetName, Weights, console
+from workbench.commands.options import (
+    Debug,
+    Device,
+    ImportPath,
+    ImportPathName,
+    JsonOut,
+    On,
+    TargetName,
+    Weights,
+    console,
+)
 from workbench.errors import UNSUPPORTED, reported
 from workbench.output import json_output, open_target, steps
 
@@ -55,6 +65,7 @@ def check_command(
         bool, typer.Option("--legalized", help="Check the graph after legalization.")
     ] = False,
     weights: Weights = None,
+    importer: ImportPath = ImportPathName.fx,
     on: On = "emu",
     cpu: placement.Cpu = None,
     arg: ct.ArgOpt = None,
@@ -76,7 +87,9 @@ def check_command(
     with reported(debug), json_output(as_json) as emit:
         manifest = pipeline.manifest_or_none(model)
         doc: dict[str, Any] = {"model": model, "device": device}
-        spec = Spec(model, str(weights) if weights else None, _contract(input_shape), arg or [])
+        spec = Spec(
+            model, str(weights) if weights else None, _contract(input_shape), arg or [], importer
+        )
         if manifest is not None:
             ok = _check_manifest(manifest, open_target(on), device, doc)
         elif cpu:
@@ -96,9 +109,16 @@ class Spec:
     weights: str | None
     contract: ct.Contract
     args: list[str]
+    importer: str = "fx"  # --import: mdla_ir's import path
 
     def load(self) -> pipeline.Source:
-        return pipeline.load_source(self.model, self.weights, self.contract, self.args)
+        """The imported model; what loading it did (notes) goes to stderr, as compile says it."""
+        source = pipeline.load_source(
+            self.model, self.weights, self.contract, self.args, self.importer
+        )
+        for note in source.notes:
+            typer.echo(note, err=True)
+        return source
 
 
 def _contract(input_shape: str | None) -> ct.Contract:

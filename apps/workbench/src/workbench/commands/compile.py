@@ -21,6 +21,8 @@ from workbench.commands.options import (
     Count,
     Debug,
     Equalize,
+    ImportPath,
+    ImportPathName,
     JsonOut,
     Method,
     MethodName,
@@ -60,6 +62,7 @@ def compile_command(
     ],
     out: Annotated[Path, typer.Option("-o", "--out", help="The .mdla file to write.")],
     weights: Weights = None,
+    importer: ImportPath = ImportPathName.fx,
     calib: Calib = "samples",
     count: Count = 6,
     method: Method = MethodName.percentile,
@@ -125,7 +128,7 @@ def compile_command(
         with steps() as s:
             with s.step(f"importing {model}"):
                 source = pipeline.load_source(
-                    model, str(weights) if weights else None, contract, arg or []
+                    model, str(weights) if weights else None, contract, arg or [], importer.value
                 )
             for note in source.notes:
                 typer.echo(note, err=True)

@@ -37,6 +37,24 @@ Calib = Annotated[
     ),
 ]
 Count = Annotated[int, typer.Option("--count", min=1, help="Number of calibration inputs.")]
+
+
+class ImportPathName(StrEnum):
+    """mdla_ir.PATHS as a choice."""
+
+    fx = "fx"
+    export = "export"
+    auto = "auto"
+
+
+ImportPath = Annotated[
+    ImportPathName,
+    typer.Option(
+        "--import",
+        help="How the model is captured: fx (symbolic tracing), export (torch.export to core "
+        "ATen: Python on fixed shapes, in-place ops), auto (export, else fx; a note says why).",
+    ),
+]
 JsonOut = Annotated[
     bool, typer.Option("--json", help="One JSON document on stdout; text on stderr.")
 ]

@@ -19,6 +19,8 @@ from workbench.commands.options import (
     Calib,
     Count,
     Debug,
+    ImportPath,
+    ImportPathName,
     JsonOut,
     Method,
     MethodName,
@@ -61,6 +63,7 @@ def validate_command(
         ),
     ] = None,
     weights: Weights = None,
+    importer: ImportPath = ImportPathName.fx,
     calib: Calib = "samples",
     count: Count = 6,
     method: Method = MethodName.percentile,
@@ -91,7 +94,7 @@ def validate_command(
         contract = ct.contract_from(input_shape, preset, mean, std, channels, resize, crop, labels)
         with steps() as s:
             source = pipeline.load_source(
-                model, str(weights) if weights else None, contract, arg or []
+                model, str(weights) if weights else None, contract, arg or [], importer.value
             )
             for note in source.notes:
                 typer.echo(note, err=True)

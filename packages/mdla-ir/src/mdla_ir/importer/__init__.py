@@ -16,7 +16,6 @@ from __future__ import annotations
 import operator
 import os
 import traceback
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,6 +26,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from mdla_ir.errors import IRError, UnsupportedError
 from mdla_ir.graph import Graph, Tensor
+from mdla_ir.imported import PATHS, Imported
 from mdla_ir.importer.context import Ctx, Unsupported, target_name
 from mdla_ir.importer.exported import (
     ExportRefused,
@@ -145,18 +145,7 @@ def _trace(module: nn.Module, name: str) -> fx.GraphModule:
         ) from exc
 
 
-PATHS = ("fx", "export", "auto")
 DEFAULT_PATH = "fx"
-
-
-@dataclass(frozen=True)
-class Imported:
-    """An imported graph, the path that imported it ("export" or "fx"), and a note saying why
-    when that is not simply the path asked for (empty otherwise)."""
-
-    graph: Graph
-    path: str
-    note: str
 
 
 def from_torch(

@@ -12,6 +12,7 @@ tensors are lifted to graph inputs; the graph signature says which, and `state_d
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import traceback
 import warnings
@@ -160,8 +161,10 @@ def import_program(program: ExportedProgram, name: str, module: str = "") -> Gra
             c.values[node] = node.meta.get("val")  # a size computed from static shapes
         else:
             node.name = c.op_name(node).replace(".", "_")  # tensors named as fx names them
+            first = len(c.ops)
             try:
                 _convert(c, node)
+                _in_module(c, node, first)
             except Unsupported as exc:
                 if not any(a in failed for a in node.all_input_nodes):
                     c.unsupported.append(_problem(node, exc))
@@ -179,6 +182,18 @@ def import_program(program: ExportedProgram, name: str, module: str = "") -> Gra
     tensors = {k: t for k, t in c.tensors.items() if k in used}  # lifted, read by a rewrite
     ops = tuple(c.ops)
     return Graph(name, tensors, ops, tuple(inputs), tuple(outputs), provenance=provenance)
+
+
+def _in_module(c: AtenCtx, node: fx.Node, first: int) -> None:
+    """The ops `node` became (from index `first`) record the module it ran in."""
+    scope, cls = module_of(node)
+    if not scope:
+        return
+    where = f"{scope} ({cls.rsplit('.', 1)[-1]})"
+    for i in range(first, len(c.ops)):
+        source = c.ops[i].source
+        if source is not None:
+            c.ops[i] = c.ops[i].with_(source=dataclasses.replace(source, module=where))
 
 
 def _stand_in(c: AtenCtx, node: fx.Node) -> None:
