@@ -243,6 +243,23 @@ def test_auto_falls_back_to_fx_and_says_why() -> None:
         import_torch(_ExportShy().eval(), (x,), path="export")
 
 
+class _Neither(_ExportShy):
+    """Refused by export, and the fx importer has no cumsum."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cumsum(super().forward(x), 1)
+
+
+def test_when_both_paths_fail_the_error_says_why_for_each() -> None:
+    with pytest.raises(mdla_ir.UnsupportedError) as err:
+        import_torch(_Neither().eval(), (torch.randn(1, 3, 4, 4),), path="auto")
+    text = str(err.value)
+    assert text.startswith("torch.export refused: RuntimeError: no export here at ")
+    assert "; torch.fx: cannot import `_Neither`" in text
+    (item,) = err.value.items
+    assert "cumsum" in item
+
+
 def test_an_unmapped_aten_op_names_its_module_and_line() -> None:
     module = Fn(lambda m, x: torch.cumsum(m.c(x), 1), c=nn.Conv2d(2, 2, 1)).eval()
     with pytest.raises(mdla_ir.UnsupportedError) as err:

@@ -198,7 +198,7 @@ def import_torch(
         try:
             graph = _from_fx(module, examples, name)
         except IRError as fx_exc:
-            raise type(fx_exc)(f"{why}; torch.fx: {fx_exc}", *fx_exc.args[1:]) from fx_exc
+            raise _both_failed(why, fx_exc) from fx_exc
         return Imported(_finish(graph, optimize), "fx", f"{why}; imported via torch.fx")
     return Imported(_finish(graph, optimize), "export", "imported via torch.export")
 
@@ -208,6 +208,14 @@ def _is_exported(module: nn.Module) -> bool:
     return isinstance(module, fx.GraphModule) and any(
         isinstance(n.target, torch._ops.OpOverload) for n in module.graph.nodes
     )
+
+
+def _both_failed(why: str, fx_exc: IRError) -> IRError:
+    """fx's error, its message led by why export did not import the module either."""
+    message = f"{why}; torch.fx: {fx_exc}"
+    if isinstance(fx_exc, UnsupportedError):
+        return UnsupportedError(message, fx_exc.items, fx_exc.partial)
+    return IRError(message)
 
 
 def _why_not_export(exc: IRError) -> str:
