@@ -4,13 +4,12 @@ the emulator has a kernel, every int8 run is bit-exact, and the silicon facts sh
 from __future__ import annotations
 
 import datetime
-import re
 from pathlib import Path
 
 import numpy as np
 
-from mdla_emu.emulator import KERNELS
 from mdla_ir.ops import OpKind
+from mdla_ir.schema import BY_CODE
 from mdla_legalize import load_target
 from mdla_quant import run_int8
 from mdla_target.target import OpSpec
@@ -20,10 +19,10 @@ from workbench.probe.targetfile import maps
 
 
 def emulator_kinds() -> set[OpKind]:
-    """The op kinds the emulator has an int8 kernel for (its kernel table, read from source)."""
-    text = (KERNELS / "kernel_common.c").read_text()
-    names = {m.upper() for m in re.findall(r"&emu_k_(\w+)", text)}
-    assert len(names) >= 15, names  # the table was found
+    """The op kinds the emulator has an int8 kernel for (the schema's emu=True ops: its kernel
+    table is generated from them, tests/runtime/test_emu_registry.py)."""
+    names = {e.name for e in BY_CODE.values() if e.emu}
+    assert len(names) >= 15, names
     return {OpKind[n] for n in names if n in OpKind.__members__}
 
 

@@ -82,8 +82,9 @@ from mdla_ir.kinds import OpKind
 class OpSchema:
     """One op: `code` its Neuron operation code (None before legalization), `forms` its input
     forms (the first is the one lowering writes, every optional slot present), `outputs` its
-    output form, `emu` whether the host emulator enforces the forms (it has a kernel for the op;
-    other ops it accepts as given and reports unsupported), `attrs` its attribute record,
+    output form, `emu` whether the host emulator has an int8 kernel for the op (`emu_k_<name>`
+    in mdla_emu's csrc/kernels, tabled from here) and enforces its forms (other ops it accepts
+    as given and reports unsupported), `attrs` its attribute record,
     `none` the pieces of PIECES the op has none of, each with its reason (tests/ir/
     test_schema_complete.py holds every other op to having all of them)."""
 
@@ -209,7 +210,7 @@ _ENTRIES: tuple[OpSchema, ...] = (
         ConvAttrs, "conv spatial fusable cpu",
         none={"import": "the mark_depthwise pass makes it from a CONV_2D, groups == channels"}),
     _op(K.DEPTH_TO_SPACE, ("x:a block_size:i [nchw:B]",), BlockAttrs, "spatial cpu", "y:a"),
-    _op(K.DEQUANTIZE, ("x:*",), groups="cpu_float32",
+    _op(K.DEQUANTIZE, ("x:*",), groups="cpu_float32", emu=False,
         none={"import": "the quantizer inserts it where a float region starts",
               "tflite": _FLOAT_REGION}),
     _op(K.FULLY_CONNECTED, ("x:a weights:w bias:t fuse:i",), FuseAttrs, "fusable cpu"),
@@ -241,7 +242,7 @@ _ENTRIES: tuple[OpSchema, ...] = (
         none=_pre("channel_shuffle_to_selection makes it a selection CONV_2D")),
     _op(K.EXP, UNARY, outputs="y:a", emu=False, none=_not_int8(_NO_MDLA)),
     _op(K.LOG, UNARY, outputs="y:a", emu=False, none=_not_int8(_NO_MDLA)),
-    _op(K.QUANTIZE, ("x:*",),
+    _op(K.QUANTIZE, ("x:*",), emu=False,
         none=_not_int8("no stage emits it: a CPU float op quantizes its own output",
                        **{"import": "no stage emits it"})),
     _op(K.PRELU, ("x:a alpha:a",), groups="binary cpu", outputs="y:a"),

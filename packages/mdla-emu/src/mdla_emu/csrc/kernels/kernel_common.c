@@ -1,5 +1,5 @@
 /*
- * kernel_common.c: the kernel table, the per-channel requantization pipeline and the int16 GEMM.
+ * kernel_common.c: the kernel lookup (the table is generated: emu_kernels.h), the per-channel requantization pipeline and the int16 GEMM.
  *
  * Requantization (TFLite reference_integer_ops/conv.h output stage):
  *     (M_c, s_c) = QuantizeMultiplier((double)s_in * (double)s_w[c] / (double)s_out)
@@ -24,13 +24,7 @@ __attribute__((constructor)) static void detect_avx512(void) {
 }
 #endif
 
-static const EmuKernel *const table[] = {
-    &emu_k_conv_2d, &emu_k_depthwise_conv_2d, &emu_k_fully_connected, &emu_k_average_pool_2d,
-    &emu_k_max_pool_2d, &emu_k_add, &emu_k_sub, &emu_k_mul, &emu_k_relu, &emu_k_relu1,
-    &emu_k_relu6, &emu_k_logistic, &emu_k_tanh, &emu_k_hard_swish, &emu_k_softmax,
-    &emu_k_concatenation, &emu_k_pad, &emu_k_reshape, &emu_k_mean, &emu_k_resize_bilinear,
-    &emu_k_prelu, &emu_k_resize_nearest, &emu_k_depth_to_space, &emu_k_transpose_conv_2d,
-};
+static const EmuKernel *const table[] = {EMU_KERNEL_TABLE};
 
 const EmuKernel *emu_kernel(int32_t code) {
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)

@@ -1,7 +1,10 @@
 /*
- * kernels.h: what the int8 kernels share. Each kernel file (k_<op>.c) holds one op: a frozen
- * params struct, a prepare that validates (NEURON_BAD_DATA on any problem) and freezes the
- * params, and an eval whose loops read like the formula in the file's header comment.
+ * kernels.h: what the int8 kernels share. Each kernel file (k_<op>.c, <op> the lower-case name
+ * of the schema op it holds, or of the first of the family it holds: k_add.c has ADD and SUB)
+ * defines `const EmuKernel emu_k_<op>` per op: a frozen params struct, a prepare that validates
+ * (NEURON_BAD_DATA on any problem) and freezes the params, and an eval whose loops read like the
+ * formula in the file's header comment. The schema registers a kernel: every op with emu=True
+ * is declared and tabled by the generated emu_kernels.h (mdla_emu/codegen.py).
  */
 #ifndef MDLA_EMU_KERNELS_H
 #define MDLA_EMU_KERNELS_H
@@ -10,6 +13,7 @@
 
 #include "arith.h"
 #include "emu.h"
+#include "emu_kernels.h"
 
 /* x86-64 with gcc or clang: the hot loops (GEMM, requantization, depthwise) are compiled twice
  * from one body, for the build's target and for AVX-512 (VNNI); the twin runs only when cpuid
@@ -123,34 +127,10 @@ void emu_gemm_s16_blocked(const int16_t *a, const int16_t *b, int32_t *out, int3
                           int32_t cols, int32_t depth);
 static inline int32_t emu_round_up(int32_t v, int32_t m) { return (v + m - 1) / m * m; }
 
-/* Every kernel, for the table in kernel_table.c. */
-#define EMU_KERNEL_DECL(name) extern const EmuKernel name;
-EMU_KERNEL_DECL(emu_k_conv_2d)
-EMU_KERNEL_DECL(emu_k_depthwise_conv_2d)
-EMU_KERNEL_DECL(emu_k_fully_connected)
-EMU_KERNEL_DECL(emu_k_average_pool_2d)
-EMU_KERNEL_DECL(emu_k_max_pool_2d)
-EMU_KERNEL_DECL(emu_k_add)
-EMU_KERNEL_DECL(emu_k_sub)
-EMU_KERNEL_DECL(emu_k_mul)
-EMU_KERNEL_DECL(emu_k_relu)
-EMU_KERNEL_DECL(emu_k_relu1)
-EMU_KERNEL_DECL(emu_k_relu6)
-EMU_KERNEL_DECL(emu_k_logistic)
-EMU_KERNEL_DECL(emu_k_tanh)
-EMU_KERNEL_DECL(emu_k_hard_swish)
-EMU_KERNEL_DECL(emu_k_softmax)
-EMU_KERNEL_DECL(emu_k_concatenation)
-EMU_KERNEL_DECL(emu_k_pad)
-EMU_KERNEL_DECL(emu_k_reshape)
-EMU_KERNEL_DECL(emu_k_mean)
-EMU_KERNEL_DECL(emu_k_resize_bilinear)
-EMU_KERNEL_DECL(emu_k_prelu)
-EMU_KERNEL_DECL(emu_k_resize_nearest)
-EMU_KERNEL_DECL(emu_k_depth_to_space)
-EMU_KERNEL_DECL(emu_k_transpose_conv_2d)
-/* Not in the table: mdla-engine's cpu partitions only (k_transpose.c). */
-EMU_KERNEL_DECL(emu_k_transpose)
+/* Not in the kernel table (emu_kernels.h, generated from the op schema's emu=True ops): the
+ * engine's cpu partitions only (k_transpose.c; no target device maps TRANSPOSE through the
+ * emulator). */
+extern const EmuKernel emu_k_transpose;
 
 
 /* AVERAGE_POOL_2D and MAX_POOL_2D: the frozen geometry of a pool whose input and output share

@@ -78,5 +78,5 @@ static void nearest_eval(const void *params, const void *const *inputs, void *ou
         }
 }
 
-const EmuKernel emu_k_resize_nearest = {NEURON_RESIZE_NEAREST_NEIGHBOR, "RESIZE_NEAREST_NEIGHBOR",
+const EmuKernel emu_k_resize_nearest_neighbor = {NEURON_RESIZE_NEAREST_NEIGHBOR, "RESIZE_NEAREST_NEIGHBOR",
                                         nearest_prepare, nearest_eval, NULL, nearest_release};
