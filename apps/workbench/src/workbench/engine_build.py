@@ -4,7 +4,8 @@ name, for a shell, a script or `adb push`:
     workbench engine --build -o mdla-engine                                   # this machine
     workbench engine --build --cc $NDK/.../aarch64-linux-android30-clang -o mdla-engine
 
-The recipe is the one a phone builds by itself over SSH (`mdla_runtime.engine.ssh.remote.BUILD`):
+The recipe is the one a phone builds by itself over SSH (`mdla_runtime.build.flat_build_command`,
+which `mdla_runtime.engine.ssh.remote.BUILD` runs as shell):
 every engine source and header, the ones generated from the op schema included
 (`mdla_runtime.build.engine_sources`), written flat into a temporary directory and compiled in
 one call with the host build's flags and libraries. So a cross-build needs nothing from this
@@ -21,13 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mdla_runtime.atomic import write_atomic
-from mdla_runtime.build import (
-    BASE_FLAGS,
-    ENGINE_FLAGS,
-    ENGINE_LIBS,
-    engine_source_names,
-    engine_sources,
-)
+from mdla_runtime.build import COMPILERS, engine_sources, flat_build_command
 from workbench.errors import BAD_INPUT, USAGE, WorkbenchError
 
 MACHINES = {3: "x86 (32-bit)", 40: "arm (32-bit)", 62: "x86-64", 183: "aarch64", 243: "riscv"}
@@ -41,10 +36,11 @@ class Built:
 
 
 def default_compiler() -> str:
-    """$CC, else the first of cc, clang, gcc on PATH (what a phone's own build tries)."""
-    found = os.environ.get("CC") or next((c for c in ("cc", "clang", "gcc") if shutil.which(c)), "")
+    """$CC, else the first of `COMPILERS` on PATH (every build's order, the phone's included)."""
+    found = os.environ.get("CC") or next((c for c in COMPILERS if shutil.which(c)), "")
     if not found:
-        raise WorkbenchError("no C compiler: install cc/clang/gcc or give --cc PATH", USAGE)
+        names = "/".join(COMPILERS)
+        raise WorkbenchError(f"no C compiler: install {names} or give --cc PATH", USAGE)
     return found
 
 
@@ -71,8 +67,7 @@ def build_engine(out: Path, cc: str | None = None) -> Built:
         for name, blob in engine_sources().items():
             (Path(tmp) / name).write_bytes(blob)
         built = Path(tmp) / "mdla-engine"
-        cmd = [compiler, *BASE_FLAGS, *ENGINE_FLAGS, "-I.", *engine_source_names()]
-        cmd += ["-o", built.name, *ENGINE_LIBS]
+        cmd = flat_build_command(compiler, built.name)
         proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             detail = proc.stderr.strip().splitlines()[-3:] or ["no message"]

@@ -13,11 +13,13 @@ engine's files, the generated headers included (what a remote build ships).
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
 from mdla_emu import build as emu_build
 from mdla_emu.build import BASE_FLAGS as BASE_FLAGS
+from mdla_emu.build import COMPILERS as COMPILERS
 from mdla_emu.build import cache_dir as cache_dir
 from mdla_emu.build import find_compiler as find_compiler
 from mdla_emu.build import generated_file as generated_file
@@ -84,6 +86,28 @@ def engine_sources() -> dict[str, bytes]:
 def engine_source_names() -> tuple[str, ...]:
     """The engine's .c files as a flat build names them (see `engine_sources`)."""
     return tuple(s.name for s in ENGINE_SOURCES)
+
+
+def flat_build_command(cc: str, out: str = "mdla-engine") -> list[str]:
+    """The engine's build recipe in a directory holding `engine_sources()` flat: what
+    `workbench engine --build` runs, and (as `shell_build_script`) what a phone runs over SSH;
+    the local build (`engine_path`) passes the same flags and libraries."""
+    return [cc, *BASE_FLAGS, *ENGINE_FLAGS, "-I.", *engine_source_names(), "-o", out, *ENGINE_LIBS]
+
+
+def shell_build_script() -> str:
+    """`flat_build_command` as POSIX sh for a phone: the compiler is $CC, else the first of
+    `COMPILERS` found (the local build's order); the source names come as the script's "$@".
+    Prints MDLA_NO_COMPILER and exits 3 when there is none."""
+    names = " ".join(f'"{c}"' for c in ("${CC:-cc}", *COMPILERS))
+    flags = " ".join(shlex.quote(f) for f in (*BASE_FLAGS, *ENGINE_FLAGS, "-I."))
+    libs = " ".join(shlex.quote(f) for f in ENGINE_LIBS)
+    return (
+        f"CC_=; for c in {names}; do\n"
+        '  if command -v "$c" >/dev/null 2>&1; then CC_=$c; break; fi\ndone\n'
+        '[ -n "$CC_" ] || { echo MDLA_NO_COMPILER >&2; exit 3; }\n'
+        f'"$CC_" {flags} "$@" -o mdla-engine {libs}; chmod 700 mdla-engine\n'
+    )
 
 
 def compile_c(

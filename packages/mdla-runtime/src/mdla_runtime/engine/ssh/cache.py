@@ -70,7 +70,8 @@ def ensure_engine(t: Runner, host: str, private: str, work: str, prebuilt: str |
         return sha
     if remote.NO_COMPILER in err:
         raise TargetError(
-            f"{host} has no C compiler (looked for cc, clang, gcc; Termux: pkg install clang)"
+            f"{host} has no C compiler (looked for $CC, {', '.join(build.COMPILERS)}; Termux: "
+            "pkg install clang)"
             " and no prebuilt engine was given (?engine=PATH, built for its architecture "
             f"{t.arch})",
             exit_code=4,

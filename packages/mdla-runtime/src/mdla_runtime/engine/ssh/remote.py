@@ -21,6 +21,8 @@ import io
 import shlex
 import tarfile
 
+from mdla_runtime.build import shell_build_script
+
 # Exit statuses and markers the scripts use to tell the client what went wrong.
 UNSAFE, NO_COMPILER, NO_SHA256 = "MDLA_UNSAFE", "MDLA_NO_COMPILER", "MDLA_NO_SHA256"
 ENGINE_CHANGED, CHANGED_STATUS = "MDLA_ENGINE_CHANGED", 97
@@ -86,10 +88,9 @@ BUILD = (
     + """set -e
 d=$1; w=$2; p=$3; shift 3
 b="$w/build"; rm -rf "$b"; mkdir "$b"; cd "$b"; tar -xf -
-CC=; for c in cc clang gcc; do if command -v $c >/dev/null 2>&1; then CC=$c; break; fi; done
-[ -n "$CC" ] || { echo MDLA_NO_COMPILER >&2; exit 3; }
-"$CC" -std=c11 -O3 -pthread -I. "$@" -o mdla-engine -ldl -lm; chmod 700 mdla-engine
-h=$(sha256 mdla-engine)
+"""
+    + shell_build_script()  # the one recipe (mdla_runtime.build), its compiler order included
+    + """h=$(sha256 mdla-engine)
 [ -n "$h" ] || { echo "MDLA_NO_SHA256: no sha256sum on the phone" >&2; exit 3; }
 mv -f mdla-engine "$d/engine-$h"
 echo "$h" > "$w/pointer"; mv -f "$w/pointer" "$p"
