@@ -4,6 +4,8 @@ write_target as load_target's inverse."""
 from __future__ import annotations
 
 import dataclasses
+import errno
+import os
 from pathlib import Path
 
 import pytest
@@ -186,6 +188,19 @@ def test_write_target_round_trips_the_shipped_target(tmp_path: Path) -> None:
     assert again.socs == ("mt6886",)
     assert (tmp_path / "copy.toml").read_text().startswith("# a comment\n")
     assert [p.name for p in tmp_path.iterdir()] == ["copy.toml"]  # no temp file left
+
+
+def test_write_target_on_a_full_disk_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(*_args: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "replace", full)
+    path = tmp_path / "t.toml"
+    with pytest.raises(OSError, match=rf"No space left on device: '{path}'"):
+        write_target(load_target("mdla3.5"), path)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_write_target_round_trips_every_field(tmp_path: Path) -> None:

@@ -98,6 +98,8 @@ def write_target(target: Target, path: Path, comments: Iterable[str] = ()) -> Pa
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
+    except OSError as exc:  # a full disk names the file written, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     finally:
         Path(tmp).unlink(missing_ok=True)
     return path
