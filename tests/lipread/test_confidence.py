@@ -153,3 +153,23 @@ def test_save_crops_on_a_full_disk_names_the_file_and_leaves_no_empty_one(
     assert sorted(p.name for p in (tmp_path / "c").iterdir()) == [
         f"frame_{t:04d}.png" for t in range(3)
     ]
+
+
+def test_features_on_a_full_disk_keep_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "f.npy"
+    out.write_bytes(b"old")
+    real_fsync = os.fsync
+
+    def full(fd: int) -> None:
+        if ".f.npy." in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full)
+    result = runner.invoke(app, ["features", str(SAMPLES[0]), "-o", str(out)])
+    assert result.exit_code == 1
+    assert f"{out}: No space left on device" in result.stderr
+    assert out.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.npy"]
