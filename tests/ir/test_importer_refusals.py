@@ -51,3 +51,15 @@ def test_the_refusal_carries_what_did_import() -> None:
     assert partial.count() == {"CONV_2D": 1}
     assert len(partial.inputs) == 5  # x, and the results of the four refused constructs
     assert partial.outputs[-1] in {o for op in partial.ops for o in op.outputs}
+
+
+def test_auto_path_refusal_keeps_the_fx_items() -> None:
+    """When export's ATen importer and then torch.fx both refuse, the error is still the
+    UnsupportedError of the fx importer: its items (and the partial graph) kept."""
+    model = nn.Sequential(nn.Conv2d(3, 4, 1), nn.Mish()).eval()
+    with pytest.raises(UnsupportedError) as caught:
+        mdla_ir.from_torch(model, (torch.rand(1, 3, 8, 8),), path="auto")
+    (item,) = caught.value.items
+    assert "`1` (torch.nn.modules.activation.Mish)" in item
+    assert "torch.fx: cannot import" in str(caught.value)
+    assert caught.value.partial is not None
