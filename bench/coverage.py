@@ -344,10 +344,12 @@ def main() -> None:
     parser.add_argument(
         "--third-party", action="store_true", help="timm/smp models: verdicts (third_party.py)"
     )
+    parser.add_argument("--path", default="fx", help="with --third-party: fx, export or auto")
     args = parser.parse_args()
     if args.third_party:  # its own table: import + legalize (+ placement) verdicts
         sizes = [int(g) for g in args.size if "=" not in g]
-        third_party.main([] if args.models is MODELS else args.models, sizes[-1] if sizes else 128)
+        names = [] if args.models is MODELS else args.models
+        third_party.main(names, sizes[-1] if sizes else 128, args.path)
         return
     size_of = _sizes(args.size)
     _warm_up()

@@ -1,8 +1,10 @@
 """Third-party models as users bring them (tests/models_third_party.py: timm and
 segmentation_models_pytorch, random weights): one row each,
 
-    model | verdict | partitions | message
+    model | path | verdict | partitions | message
 
+- path: the importer that imported it (`fx`, or with `--path auto` `export` where torch.export
+  captured and mapped it, else `fx`); `-` when it did not import;
 - verdict: `maps` (import + legalize: every op on mtk-mdla), `maps with --cpu KINDS` (the op
   kinds that do not map, named with `--cpu`, place: NPU + CPU partitions), or the stage that
   refuses it (`trace`: torch.fx cannot follow the library's Python, `import`: a construct the
@@ -12,6 +14,7 @@ segmentation_models_pytorch, random weights): one row each,
 
     .venv/bin/python bench/coverage.py --third-party                 # every model, input 128
     .venv/bin/python bench/coverage.py --third-party timm:dla34       # some of them
+    .venv/bin/python bench/coverage.py --third-party --path auto     # torch.export, then fx
 """
 
 from __future__ import annotations
@@ -28,10 +31,11 @@ if str(ROOT) not in sys.path:  # the builders live in the `tests` package
 import mdla_ir  # noqa: E402
 import mdla_legalize  # noqa: E402
 from mdla_ir import IRError, UnsupportedError  # noqa: E402
+from mdla_ir.importer import import_torch  # noqa: E402
 from mdla_legalize import LegalizeError  # noqa: E402
 from tests.models_third_party import MODELS, build  # noqa: E402
 
-HEADER = "| model (input) | verdict | partitions | s | message |\n|---|---|---|---|---|"
+HEADER = "| model (input) | path | verdict | partitions | s | message |\n|---|---|---|---|---|---|"
 
 
 @dataclass
@@ -39,6 +43,7 @@ class Verdict:
     name: str
     side: int
     verdict: str
+    path: str = "-"
     partitions: int | None = None
     message: str = ""
     seconds: float = 0.0
@@ -50,22 +55,23 @@ def _first(exc: Exception) -> str:
     return text[:300]
 
 
-def judge(name: str, side: int = 128) -> Verdict:
+def judge(name: str, side: int = 128, path: str = "fx") -> Verdict:
     """Import, legalize, and if ops do not map, place the kinds that do not on the CPU."""
     start = time.perf_counter()
     module, example = build(name, side)
     side = int(example[0].shape[-1])
     row = Verdict(name, side, "")
     try:
-        graph = mdla_ir.from_torch(module, example, name=name.split(":")[1].replace("/", "_"))
+        imported = import_torch(module, example, name.split(":")[1].replace("/", "_"), path=path)
     except UnsupportedError as exc:
         row.verdict, row.message = "import", _first(exc)
     except IRError as exc:
         row.verdict = "trace" if "torch.fx cannot trace" in str(exc) else "import"
         row.message = _first(exc)
     else:
+        row.path = imported.path
         try:
-            _legalize(graph, row)
+            _legalize(imported.graph, row)
         except Exception as exc:  # a crash is a row too: the stage's internal error
             row.verdict, row.message = "internal error", f"{type(exc).__name__}: {_first(exc)}"
     row.seconds = time.perf_counter() - start
@@ -94,7 +100,8 @@ def _legalize(graph: mdla_ir.Graph, row: Verdict) -> None:
 def render(row: Verdict) -> str:
     parts = "-" if row.partitions is None else str(row.partitions)
     message = row.message.replace("|", "\\|")
-    return f"| {row.name} ({row.side}) | {row.verdict} | {parts} | {row.seconds:.1f} | {message} |"
+    cells = [f"{row.name} ({row.side})", row.path, row.verdict, parts, f"{row.seconds:.1f}"]
+    return "| " + " | ".join([*cells, message]) + " |"
 
 
 def summary(rows: list[Verdict]) -> str:
@@ -106,11 +113,11 @@ def summary(rows: list[Verdict]) -> str:
     )
 
 
-def main(names: list[str], side: int) -> None:
+def main(names: list[str], side: int, path: str = "fx") -> None:
     print(HEADER, flush=True)
     rows = []
     for name in names or MODELS:
-        row = judge(name, side)
+        row = judge(name, side, path)
         rows.append(row)
         print(render(row), flush=True)
     print(f"\n{summary(rows)}")

@@ -33,7 +33,15 @@ def test_verdicts_of_a_mapping_a_placed_and_a_refused_model(bench: ModuleType) -
     assert bench.summary(rows) == (
         "1 of 3 map fully on mtk-mdla, 1 more with --cpu naming the kinds that leave it, 1 refused"
     )
-    assert bench.render(refused).startswith("| smp:FPN/resnet18 (64) | trace | - | ")
+    assert bench.render(refused).startswith("| smp:FPN/resnet18 (64) | - | trace | - | ")
+    assert maps.path == "fx"
+
+
+def test_path_auto_says_which_importer_took_it(bench: ModuleType) -> None:
+    """timm's Conv2dSame defeats torch.fx; torch.export captures it (auto's first choice)."""
+    row = bench.judge("timm:tf_mobilenetv3_small_minimal_100", side=64, path="auto")
+    assert (row.path, row.verdict) == ("export", "maps")
+    assert bench.render(row).startswith("| timm:tf_mobilenetv3_small_minimal_100 (64) | export |")
 
 
 def test_a_crash_is_a_row(bench: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
