@@ -103,3 +103,20 @@ def test_the_repros_do_run_code_when_named_by_the_user(
     result = CliRunner().invoke(app, ["run", str(path), "--model", specs["script"], "--json"])
     assert result.exit_code == 0, result.output
     assert marker.exists()
+
+
+def test_text_from_the_file_reaches_the_terminal_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`inspect` and `run` show the recorded spec with its control characters escaped and its
+    rich markup as text: a file cannot set the terminal's title or clear it."""
+    monkeypatch.chdir(tmp_path)
+    spec = "evil\x1b]0;PWNED\x07[bold red]X[/] \x1b[2J"
+    path = _hostile(tmp_path, spec)
+    result = CliRunner().invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output
+    assert "\x07" not in result.output
+    assert "evil\\x1b]0;PWNED\\x07[bold red]X[/] \\x1b[2J" in result.output
+    ran = CliRunner().invoke(app, ["run", str(path), "--json"], catch_exceptions=False)
+    assert "\x1b" not in ran.stdout

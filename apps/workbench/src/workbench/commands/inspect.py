@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 import mdla_runtime
 from mdla_ir.schema import op_name
@@ -106,27 +107,30 @@ def inspect_command(
         typer.echo(dumps(info))
         return
     con = console()
-    t = Table(title=f"{info['name']}  ({model})", show_header=False, box=None)
+    t = Table(title=Text(printable(f"{info['name']}  ({model})")), show_header=False, box=None)
     sizes = info["bytes"]
-    t.add_row(
+    _row(
+        t,
         "size",
         f"{sizes['file'] / 1024:.1f} KiB (header {sizes['header'] / 1024:.1f} KiB, "
         f"data {sizes['data'] / 1024:.1f} KiB), format {info['format']}",
     )
-    t.add_row(
-        "ops", f"{info['operations']} ({', '.join(f'{k} {v}' for k, v in info['ops'].items())})"
+    _row(
+        t, "ops", f"{info['operations']} ({', '.join(f'{k} {v}' for k, v in info['ops'].items())})"
     )
     parts = info["partitions"]
-    t.add_row("partitions", ", ".join(f"{p['device']} ({p['operations']} ops)" for p in parts))
+    _row(t, "partitions", ", ".join(f"{p['device']} ({p['operations']} ops)" for p in parts))
     for key in ("inputs", "outputs"):
         for io in info[key]:
-            t.add_row(
+            _row(
+                t,
                 key[:-1],
                 f"{io['name']}: {io['type']} {io['shape']} {io['layout']} (model "
                 f"{io['model_shape']}), scale {io['scale']:.6g}, zero point {io['zero_point']}",
             )
     src = info["compiled_from"]
-    t.add_row(
+    _row(
+        t,
         "compiled from",
         f"{src['spec'] or '?'} ({src['module'] or '?'}) for {src['target']}/{src['device']}",
     )
@@ -134,7 +138,8 @@ def inspect_command(
     if q is not None:
         extras = [k for k in ("bias_correction", "equalize") if q.get(k)]
         extras += [f"adaround {q['adaround']}"] if q.get("adaround") else []
-        t.add_row(
+        _row(
+            t,
             "quantization",
             f"{q['method']}"
             + (f" p{q['percentile']:g}" if q["method"] == "percentile" else "")
@@ -142,18 +147,20 @@ def inspect_command(
             + (f", {', '.join(extras)}" if extras else ""),
         )
     else:
-        t.add_row("quantization", f"{info['rounding']} rounding (no quantization record)")
+        _row(t, "quantization", f"{info['rounding']} rounding (no quantization record)")
     rules = info["rules"]
-    t.add_row("rules fired", ", ".join(f"{k} x{v}" for k, v in rules.items()) or "none")
+    _row(t, "rules fired", ", ".join(f"{k} x{v}" for k, v in rules.items()) or "none")
     labels = info["labels"]
-    t.add_row(
+    _row(
+        t,
         "labels",
         f"{labels['count']} ({', '.join(labels['first'])}{', ...' if labels['count'] > 5 else ''})"
         if labels["count"]
         else "none",
     )
     pre = info["preprocess"]
-    t.add_row(
+    _row(
+        t,
         "preprocess",
         "none (raw tensors in)"
         if pre is None
@@ -162,3 +169,17 @@ def inspect_command(
         + ("" if pre["resize"] is None else f", resize {pre['resize'] or 'whole photo, no crop'}"),
     )
     con.print(t)
+
+
+# Control characters (C0, DEL, C1) as \xNN: the table shows text from the file, which must not
+# reach the terminal as escape sequences (a title, a cleared screen) nor as rich markup.
+CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def printable(text: str) -> str:
+    """`text` with every control character escaped."""
+    return text.translate(CONTROLS)
+
+
+def _row(t: Table, key: str, value: str) -> None:
+    t.add_row(key, Text(printable(value)))
