@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from mdla_ir.builders import random_qgraph
 from mdla_ir.ops import OpKind
 from mdla_runtime import Budget, errors, load
-from mdla_runtime.build import ENGINE_SOURCES, compile_c
+from mdla_runtime.build import ENGINE_SOURCES, compile_c, engine_path
 from mdla_runtime.format.compute import op_work
 from mdla_runtime.format.manifest import to_bytes
 from mdla_runtime.testing import chain_qgraph, pack, split
@@ -150,3 +150,16 @@ def test_raised_limits_reach_the_engine_and_timeout_stops_it(tmp_path: Path) -> 
     assert result.exit_code == 4, result.output
     text = " ".join(result.output.split())
     assert "mdla-engine did not finish within 2 s and was stopped (raise it with --timeout)" in text
+
+
+@pytest.mark.parametrize("flag", ["--max-op-gops", "--max-total-gops"])
+def test_the_engine_takes_the_work_limits_as_billions(flag: str, tmp_path: Path) -> None:
+    path = hostile_pool(tmp_path)
+    helptext = subprocess.run([str(engine_path()), "--help"], capture_output=True, text=True)
+    assert flag in helptext.stdout
+    for bad, why in (("0", "wants a positive integer"), ("4294967297", "at most 4294967296")):
+        proc = subprocess.run(
+            [str(engine_path()), str(path), "--check", flag, bad], capture_output=True, text=True
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert why in proc.stderr
