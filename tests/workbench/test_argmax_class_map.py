@@ -29,7 +29,7 @@ def test_compile_and_run_write_the_class_map(
     (spec,) = mdla_runtime.load(out).outputs
     assert (spec.model_shape, spec.scale, spec.zero_point) == ((1, 32, 32), 1.0, 0)
     monkeypatch.chdir(tmp_path)  # a random input's PNG goes to the working directory
-    run = runner.invoke(app, ["run", str(out), "--json"])
+    run = runner.invoke(app, ["run", str(out), "--json", "--model", SEG])  # the FP32 side
     assert run.exit_code == 0, run.output + run.stderr
     (entry,) = json.loads(run.output)["runs"]
     assert [p["device"] for p in entry["partitions"]] == ["mtk-mdla", "cpu"]
