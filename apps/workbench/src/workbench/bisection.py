@@ -33,6 +33,14 @@ class Step:
     ops: int  # prefix length queried
     supported: int  # ops the device reports supported in that prefix
     maps: bool
+    cpu: int = 0  # ops of the prefix in cpu partitions (never asked)
+
+    def __str__(self) -> str:
+        cpu = f" ({self.cpu} on cpu, not asked)" if self.cpu else ""
+        verdict = "maps" if self.maps else "does not map"
+        return (
+            f"ops[:{self.ops}]: {self.supported}/{self.ops - self.cpu} supported{cpu} -> {verdict}"
+        )
 
 
 @dataclass(frozen=True)
@@ -86,7 +94,8 @@ def bisect(
 
     def maps(n: int) -> bool:
         flags = target.supported(manifest, [device], ops=n)[device]
-        step = Step(n, sum(flags), all(flags))
+        cpu = sum(i < n for p in manifest.partitions if p.on_cpu for i in p.operations)
+        step = Step(n, sum(flags), all(flags), cpu)
         if on_step is not None:
             on_step(step)
         return step.maps

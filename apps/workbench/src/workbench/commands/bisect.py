@@ -103,11 +103,7 @@ def bisect_command(
 
             def show(step: bisection.Step) -> None:
                 doc["steps"].append(dataclasses.asdict(step))
-                verdict = "maps" if step.maps else "does not map"
-                con.print(
-                    f"  ops[:{step.ops}]: {step.supported}/{step.ops} supported -> {verdict}",
-                    markup=False,
-                )
+                con.print(f"  {step}", markup=False)
 
             index = bisection.bisect(tgt, manifest, device, show)
             if index is None:

@@ -294,6 +294,10 @@ def _fail(message: str) -> None:
 def _check_manifest(
     manifest: mdla_runtime.Manifest, target: mdla_runtime.Target, device: str, doc: dict[str, Any]
 ) -> bool:
+    """The device's support query of OUT.mdla, one row per op; a partitioned manifest (compile
+    --cpu) is asked per NPU partition on the partition's own device, its cpu ops are not asked."""
+    if len(manifest.partitions) > 1 or any(p.on_cpu for p in manifest.partitions):
+        return _check_partitions(manifest, target, doc)
     con = console()
     flags = target.supported(manifest, [device])[device]
     doc.update(
@@ -313,10 +317,63 @@ def _check_manifest(
     )
     for i, (op, ok) in enumerate(zip(manifest.operations, flags, strict=True)):
         con.print(f"  {i:>4}  {op.name:<40} {op_kind_name(op.code):<22} {'yes' if ok else 'NO'}")
-    if not all(flags):
+    _all_or_nothing(all(flags))
+    return all(flags)
+
+
+def _check_partitions(
+    manifest: mdla_runtime.Manifest, target: mdla_runtime.Target, doc: dict[str, Any]
+) -> bool:
+    """Per partition: its device and op count, then its ops (NPU: the device's answer)."""
+    con = console()
+    parts = manifest.partitions
+    devices = list(dict.fromkeys(p.device for p in parts if not p.on_cpu))
+    flags = {d: iter(f) for d, f in target.supported(manifest, devices).items()} if devices else {}
+    rows: list[dict[str, Any]] = []
+    con.print(
+        f"{manifest.name} ({manifest.path}) on {target.name}: {len(parts)} partition(s)",
+        markup=False,
+    )
+    for k, part in enumerate(parts):
+        answers = [None if part.on_cpu else next(flags[part.device]) for _ in part.operations]
+        asked = [ok for ok in answers if ok is not None]
         con.print(
+            f"  partition {k} on {part.device}: {len(part.operations)} op(s)"
+            + (", not asked (the engine's own kernels)" if part.on_cpu else "")
+            + ("" if part.on_cpu else f", {sum(asked)}/{len(asked)} supported"),
+            markup=False,
+        )
+        for i, ok in zip(part.operations, answers, strict=True):
+            op = manifest.operations[i]
+            said = "cpu" if ok is None else ("yes" if ok else "NO")
+            con.print(f"    {i:>4}  {op.name:<38} {op_kind_name(op.code):<22} {said}")
+            rows.append(
+                {
+                    "index": i,
+                    "name": op.name,
+                    "kind": op_kind_name(op.code),
+                    "partition": k,
+                    "device": part.device,
+                    "supported": ok,
+                }
+            )
+    npu = [r["supported"] for r in rows if r["supported"] is not None]
+    doc.update(
+        model=manifest.name,
+        path=str(manifest.path),
+        target=target.name,
+        supported=sum(npu),
+        partitions=[{"device": p.device, "operations": len(p.operations)} for p in parts],
+        ops=sorted(rows, key=lambda r: int(r["index"])),
+    )
+    _all_or_nothing(all(npu))
+    return all(npu)
+
+
+def _all_or_nothing(ok: bool) -> None:
+    if not ok:
+        console().print(
             "support is all-or-nothing on the MDLA: `workbench bisect` finds the first op "
             "that does not map",
             markup=False,
         )
-    return all(flags)

@@ -63,8 +63,7 @@ class BisectScreen(WorkScreen):
         target = self.session.target()
 
         def step(s: bisection.Step) -> None:
-            verdict = "maps" if s.maps else "does not map"
-            self.ui(self.log_line, f"ops[:{s.ops}]: {s.supported}/{s.ops} supported -> {verdict}")
+            self.ui(self.log_line, str(s))
 
         device = self.session.device
         index = bisection.bisect(target, manifest, device, step)
