@@ -309,3 +309,25 @@ def test_ops_record_the_module_and_line_they_came_from() -> None:
     assert (conv.source.module, relu6.source.module) == ("c (Conv2d)", "inner.act (ReLU6)")
     assert relu6.source.line.startswith("test_importer_export.py:")  # the lambda's line
     assert "in inner.act (ReLU6) at test_importer_export.py:" in str(relu6.source)
+
+
+class _Constants(nn.Module):
+    """A layer-scale parameter reshaped to broadcast (convnext), a bias table indexed by a
+    constant index buffer (efficientformer's attention biases), an arange grid."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+        self.gamma = nn.Parameter(torch.rand(4))
+        self.table = nn.Parameter(torch.rand(4, 6))
+        self.register_buffer("idx", torch.tensor([[0, 5, 2], [1, 1, 4], [3, 0, 2]]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x) * self.gamma.reshape(1, -1, 1, 1)
+        grid = torch.arange(3, dtype=torch.float32).view(1, 1, 1, 3)
+        return y + self.table[:, self.idx].unsqueeze(0) + grid
+
+
+def test_ops_on_constants_fold_to_constants() -> None:
+    graph = _check(_Constants(), (1, 3, 3, 3))
+    assert set(graph.count()) == {"CONV_2D", "MUL", "ADD"}

@@ -28,6 +28,7 @@ from torch.utils import _pytree
 from mdla_ir.errors import IRError, UnsupportedError
 from mdla_ir.graph import Graph, Tensor
 from mdla_ir.importer.aten import ATEN, KEEP, AtenCtx, module_of, pick
+from mdla_ir.importer.aten_fold import fold
 from mdla_ir.importer.context import Unsupported, source_line, target_name
 from mdla_ir.importer.outputs import graph_outputs
 from mdla_ir.provenance import Provenance, source_hash
@@ -161,6 +162,8 @@ def import_program(program: ExportedProgram, name: str, module: str = "") -> Gra
             c.values[node] = node.meta.get("val")  # a size computed from static shapes
         else:
             node.name = c.op_name(node).replace(".", "_")  # tensors named as fx names them
+            if fold(c, node):
+                continue
             first = len(c.ops)
             try:
                 _convert(c, node)
