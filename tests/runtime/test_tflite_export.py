@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +13,15 @@ import pytest
 from mdla_ir.builders import act, as_floats, const, qp, random_codes, single_op_qgraph
 from mdla_ir.graph import Graph
 from mdla_ir.ops import OpKind
+from mdla_ir.provenance import QuantRecord
 from mdla_quant import run_int8
 from mdla_runtime import ExportError, export_tflite
-from mdla_runtime.export.tflite import padding_mode, run_tflite_reference, tflite_bytes
+from mdla_runtime.export.tflite import (
+    UnexportableRoundingError,
+    padding_mode,
+    run_tflite_reference,
+    tflite_bytes,
+)
 
 
 def _read(path: Path) -> object:
@@ -134,6 +141,19 @@ def test_unexportable_graphs_raise_export_error() -> None:
     silu = single_op_qgraph(OpKind.SILU, [act("x", (4,), q)], (4,), q)  # no int8 form at all
     with pytest.raises(ExportError, match=r"`silu0`: SILU has no \.tflite export$"):
         tflite_bytes(silu)
+
+
+def test_a_single_rounding_graph_is_refused_and_nothing_written(tmp_path: Path) -> None:
+    """A .tflite has no rounding field and LiteRT rounds twice: the file would compute double
+    rounding while the graph means single (a 1x1 conv differed on 4 of 4 values)."""
+    g = _conv((1, 1, 1, 1))
+    single = g.with_(
+        provenance=dataclasses.replace(g.provenance, quant=QuantRecord(rounding="single"))
+    )
+    with pytest.raises(UnexportableRoundingError, match="TFLITE_SINGLE_ROUNDING"):
+        export_tflite(single, tmp_path / "single.tflite")
+    assert not (tmp_path / "single.tflite").exists()
+    assert export_tflite(g, tmp_path / "double.tflite").stat().st_size > 0
 
 
 def test_runtime_imports_neither_torch_nor_litert() -> None:

@@ -26,7 +26,7 @@ from mdla_ir import IRError, UnsupportedError
 from mdla_legalize import LegalizeError
 from mdla_quant import QuantError
 from mdla_runtime import ExportError, ManifestError, TargetError, TargetSpecError, interrupt
-from mdla_runtime.export.writer import UnexportableOpError
+from mdla_runtime.export.writer import UnexportableOpError, UnexportableRoundingError
 from mdla_runtime.interrupt import INTERRUPTED as INTERRUPTED  # re-exported: the apps' code
 from mdla_runtime.interrupt import interrupt_guard as interrupt_guard
 from mdla_target import TargetDataError, UnknownDeviceError
@@ -49,7 +49,9 @@ def exit_code(exc: BaseException) -> int | None:
     """The exit code of a known error, or None for an unexpected one (a bug)."""
     if isinstance(exc, WorkbenchError):
         return exc.exit_code
-    if isinstance(exc, LegalizeError | UnsupportedError | UnknownDeviceError | UnexportableOpError):
+    if isinstance(exc, LegalizeError | UnsupportedError | UnknownDeviceError):
+        return UNSUPPORTED
+    if isinstance(exc, UnexportableOpError | UnexportableRoundingError):
         return UNSUPPORTED
     if isinstance(exc, TargetSpecError | SpecError):
         return USAGE

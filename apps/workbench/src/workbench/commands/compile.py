@@ -12,6 +12,7 @@ from rich.table import Table
 
 import mdla_runtime
 from mdla_ir.devices import DEFAULT_TARGET
+from mdla_runtime.export.writer import check_rounding
 from workbench import contract as ct
 from workbench import pipeline, placement
 from workbench.commands.options import (
@@ -114,6 +115,7 @@ def compile_command(
         pipeline.check_output(out, ".mdla")
         if tflite is not None:
             pipeline.check_output(tflite, ".tflite")
+            check_rounding(rounding.value, model)
         config = quant_config(
             method,
             percentile,

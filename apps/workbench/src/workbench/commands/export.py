@@ -9,6 +9,7 @@ import typer
 
 import mdla_runtime
 from mdla_ir.devices import DEFAULT_TARGET
+from mdla_runtime.export.writer import check_rounding
 from workbench import pipeline, placement
 from workbench.commands.options import (
     Calib,
@@ -65,6 +66,7 @@ def export_command(
                 USAGE,
             )
         pipeline.check_output(out, ".tflite")
+        check_rounding(rounding.value, model)
         config = quant_config(method, percentile, rounding, target)
         source = pipeline.load_source(model, str(weights) if weights else None)
         device_graph = placement.device_graph(source.graph, target, config.device, cpu, [])

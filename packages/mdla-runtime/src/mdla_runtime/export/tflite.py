@@ -8,7 +8,9 @@ and must agree bit for bit with `mdla_quant.run_int8(qgraph, x, raw=True)`. Its 
 outputs are the graph's int8 device tensors (NHWC). Explicit paddings become SAME or VALID when
 they are equivalent; otherwise CONV_2D/DEPTHWISE_CONV_2D get a PAD (zero point = real 0) and
 MAX_POOL_2D a PADV2 (-128, which never wins) in front of a VALID op. AVERAGE_POOL_2D excludes
-padding from its count, so a padding that is neither SAME nor VALID is an error there.
+padding from its count, so a padding that is neither SAME nor VALID is an error there. A graph
+quantized with single rounding is refused: the file cannot say how its requantizations round,
+and LiteRT's kernels round twice (TFLite's default build).
 
 Needs the `ai-edge-litert` package (extra `mdla-runtime[tflite]`), imported on first use.
 """
@@ -24,11 +26,20 @@ import numpy as np
 from mdla_ir.graph import Graph
 from mdla_runtime.atomic import write_atomic
 from mdla_runtime.export.ops import emit_op
-from mdla_runtime.export.writer import ExportError, UnexportableOpError, Writer, padding_mode
+from mdla_runtime.export.writer import (
+    ExportError,
+    UnexportableOpError,
+    UnexportableRoundingError,
+    Writer,
+    check_rounding,
+    padding_mode,
+)
 
 __all__ = [
     "ExportError",
     "UnexportableOpError",
+    "UnexportableRoundingError",
+    "check_rounding",
     "export_tflite",
     "padding_mode",
     "run_tflite_reference",
@@ -41,6 +52,7 @@ def tflite_bytes(qgraph: Graph) -> bytes:
     """The .tflite flatbuffer of `qgraph` (see `export_tflite`)."""
     if qgraph.layout != "NHWC":
         raise ExportError(f"graph `{qgraph.name}` has layout {qgraph.layout}; export needs NHWC")
+    check_rounding(qgraph.provenance.rounding.value, qgraph.name)
     w = Writer(qgraph)
     for name in qgraph.inputs:
         w.tensor(name)

@@ -23,6 +23,23 @@ class UnexportableOpError(ExportError):
     """An op kind with no .tflite form in this exporter (the CLIs: exit 3, unsupported)."""
 
 
+class UnexportableRoundingError(ExportError):
+    """A graph whose requantizations round once (TFLITE_SINGLE_ROUNDING): a .tflite file has no
+    field for the rounding, and LiteRT's reference kernels round twice unless built with that
+    macro, so the file would compute other values (the CLIs: exit 3, unsupported)."""
+
+
+def check_rounding(rounding: str, name: str) -> None:
+    """Refuse a graph that rounds once (`UnexportableRoundingError`); double passes."""
+    if rounding != "double":
+        raise UnexportableRoundingError(
+            f"`{name}` rounds {rounding}, which a .tflite cannot carry: LiteRT's reference "
+            "kernels round twice unless built with TFLITE_SINGLE_ROUNDING, so the file would "
+            "compute other values than the .mdla; export with --rounding double (a .mdla alone "
+            "keeps single)"
+        )
+
+
 _FUSE = {"NONE": "NONE", "RELU": "RELU", "RELU1": "RELU_N1_TO_1", "RELU6": "RELU6"}
 
 
