@@ -139,19 +139,7 @@ def _check_model(
         with steps() as s, s.step(f"importing {model}"):
             source = spec.load()
     except UnsupportedError as exc:
-        doc.update(stage="import", problems=list(exc.items))
-        _rows(
-            f"{pipeline.model_name(model)}: {len(exc.items)} construct(s) do not import", exc.items
-        )
-        rest = _legalize_rest(exc.partial, target, device)
-        doc["legalize_problems"] = rest
-        if rest:
-            _rows(f"of what imports, {len(rest)} op(s) do not map on {tgt.name}/{device}", rest)
-        _fail(
-            f"`{model}` does not import: {len(exc.items)} unsupported construct(s)"
-            + (f", and {len(rest)} op(s) of the rest do not map" if rest else "")
-            + ", listed above"
-        )
+        _report_refusal(exc, model, (target, tgt.name), device, doc)
         return False
     try:
         with steps() as s, s.step("legalizing"):
@@ -273,6 +261,24 @@ HINTS = (  # (substring of the row, what to do), first match wins
 
 def _hint(item: str) -> str:
     return next((what for key, what in HINTS if key in item), "")
+
+
+def _report_refusal(
+    exc: UnsupportedError, model: str, target: tuple[str, str], device: str, doc: dict[str, Any]
+) -> None:
+    """The import refusals and, at once, the legalize problems of what did import (`target`:
+    as given, and its name)."""
+    doc.update(stage="import", problems=list(exc.items))
+    _rows(f"{pipeline.model_name(model)}: {len(exc.items)} construct(s) do not import", exc.items)
+    rest = _legalize_rest(exc.partial, target[0], device)
+    doc["legalize_problems"] = rest
+    if rest:
+        _rows(f"of what imports, {len(rest)} op(s) do not map on {target[1]}/{device}", rest)
+    _fail(
+        f"`{model}` does not import: {len(exc.items)} unsupported construct(s)"
+        + (f", and {len(rest)} op(s) of the rest do not map" if rest else "")
+        + ", listed above"
+    )
 
 
 def _legalize_rest(partial: Graph | None, target: str, device: str) -> list[str]:

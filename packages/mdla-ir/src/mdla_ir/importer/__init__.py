@@ -251,15 +251,7 @@ def _from_fx(module: nn.Module, examples: list[torch.Tensor], name: str) -> Grap
             c.refs[node] = node.name
             inputs.append(node.name)
         elif node.op == "get_attr":
-            value = (
-                getattr(gm, str(node.target))
-                if "." not in str(node.target)
-                else (
-                    gm.get_parameter(str(node.target))
-                    if _has_param(gm, str(node.target))
-                    else gm.get_buffer(str(node.target))
-                )
-            )
+            value = _attr(gm, str(node.target))
             c.refs[node] = c.const(str(node.target), value.detach().numpy().astype(np.float32))
         elif node.op == "output":
             outputs += graph_outputs(c, node.args[0], inputs)
@@ -338,8 +330,13 @@ def _holds_tensor(value: Any) -> bool:
     return isinstance(value, torch.Tensor)
 
 
-def _has_param(gm: fx.GraphModule, target: str) -> bool:
-    return target in dict(gm.named_parameters())
+def _attr(gm: fx.GraphModule, target: str) -> Any:
+    """The tensor a get_attr node reads: an attribute of the root, a parameter or a buffer."""
+    if "." not in target:
+        return getattr(gm, target)
+    if target in dict(gm.named_parameters()):
+        return gm.get_parameter(target)
+    return gm.get_buffer(target)
 
 
 def _placeholder_for(c: Ctx, node: fx.Node) -> None:
