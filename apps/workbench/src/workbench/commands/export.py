@@ -10,11 +10,14 @@ import typer
 import mdla_runtime
 from mdla_ir.devices import DEFAULT_TARGET
 from mdla_runtime.export.writer import check_rounding
+from workbench import contract as ct
 from workbench import pipeline, placement
 from workbench.commands.options import (
     Calib,
     Count,
     Debug,
+    ImportPath,
+    ImportPathName,
     Method,
     MethodName,
     Percentile,
@@ -48,6 +51,15 @@ def export_command(
     rounding: Rounding = RoundingName.double,
     target: TargetName = DEFAULT_TARGET,
     cpu: placement.Cpu = None,
+    importer: ImportPath = ImportPathName.fx,
+    arg: ct.ArgOpt = None,
+    input_shape: ct.InputShape = None,
+    preset: ct.PresetOpt = None,
+    mean: ct.Mean = None,
+    std: ct.Std = None,
+    channels: ct.ChannelsOpt = None,
+    resize: ct.Resize = None,
+    crop: ct.Crop = None,
     debug: Debug = False,
 ) -> None:
     """Compile MODEL exactly as `compile` does and write the int8 graph as a .tflite file
@@ -56,7 +68,9 @@ def export_command(
     With --cpu, the placement table is printed as by `compile`, and the whole partitioned
     model is one .tflite graph (LiteRT places it itself): the CPU partitions' TRANSPOSE, GELU
     (a lookup of the .mdla's own table), LAYER_NORM (float32 builtins) and ARGMAX as TFLite
-    builtins. An op with no .tflite form: exit 3, naming it."""
+    builtins. An op with no .tflite form: exit 3, naming it. The input options (--input-shape,
+    --preset or --mean/--std, --channels, --resize/--crop) and --arg load and calibrate the
+    model as `compile` does with them; the .tflite takes the input shape they give."""
     with reported(debug):
         if pipeline.is_manifest(model):
             raise WorkbenchError(
@@ -68,7 +82,12 @@ def export_command(
         pipeline.check_output(out, ".tflite")
         check_rounding(rounding.value, model)
         config = quant_config(method, percentile, rounding, target)
-        source = pipeline.load_source(model, str(weights) if weights else None)
+        contract = ct.contract_from(input_shape, preset, mean, std, channels, resize, crop)
+        source = pipeline.load_source(
+            model, str(weights) if weights else None, contract, arg or [], importer.value
+        )
+        for note in source.notes:
+            typer.echo(note, err=True)
         device_graph = placement.device_graph(source.graph, target, config.device, cpu, [])
         calibration = pipeline.calibration_inputs(calib, source, count)
         compiled = pipeline.quantize_graph(source, device_graph, calibration, config)
