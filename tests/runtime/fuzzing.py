@@ -1,4 +1,4 @@
-"""The engine fuzz harness (`csrc/fuzz_engine.c`): its builds, its seeds, and `make fuzz`.
+"""The engine fuzz harness (`csrc/engine/fuzz_engine.c`): its builds, its seeds, and `make fuzz`.
 
     exe = build_harness(libfuzzer=True)     # clang, ASan + UBSan (+ libFuzzer), cached by content
     seeds = seed_manifests()                # a valid manifest of every op kind the emulator runs
@@ -33,7 +33,14 @@ import numpy as np
 from mdla_emu.emulator import INCLUDES as EMU_INCLUDES
 from mdla_emu.emulator import emulator_sources
 from mdla_ir.builders import INT8_KINDS, random_qgraph
-from mdla_runtime.build import CPU_SOURCES, CSRC, ENGINE_SOURCES, cache_dir, generated_dir
+from mdla_runtime.build import (
+    CPU_SOURCES,
+    CSRC,
+    ENGINE_INCLUDES,
+    ENGINE_SOURCES,
+    cache_dir,
+    generated_dir,
+)
 from mdla_runtime.format.manifest import to_bytes
 from mdla_runtime.testing import chain_qgraph, partitioned_qgraph, sample_manifest
 from mdla_runtime.testing_float import float_region_qgraph
@@ -72,13 +79,13 @@ def harness_sources() -> list[Path]:
     """Every C file of the engine harness: the engine's own (the reader and the planner, not
     its command line, adapter loading or report), then the emulator."""
     engine = [f for f in ENGINE_SOURCES if f.name not in NOT_IN_HARNESS]
-    return [CSRC / "fuzz_engine.c", *engine, *CPU_DEVICE, *emulator_sources()]
+    return [CSRC / "engine" / "fuzz_engine.c", *engine, *CPU_DEVICE, *emulator_sources()]
 
 
 def _compile(sources: list[Path], name: str, flags: list[str]) -> Path:
     """`clang flags sources -o name`, cached under a key hashing the flags and every source and
     header (so an edit rebuilds)."""
-    dirs = (CSRC, CSRC / "cpu", *EMU_INCLUDES, generated_dir())
+    dirs = (*ENGINE_INCLUDES, *EMU_INCLUDES, generated_dir())
     includes = [f"-I{d}" for d in dirs]
     h = hashlib.sha256("\0".join([clang(), *flags, *includes]).encode())
     headers = [h for d in dirs for h in d.glob("*.h")]

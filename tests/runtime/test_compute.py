@@ -1,4 +1,4 @@
-"""The compute budget (format/compute.py, csrc/manifest_compute.c): both readers count the same
+"""The compute budget (format/compute.py, C format/manifest_compute.c): both readers count the same
 work for every op kind, refuse a small manifest that asks for hours (the 960-byte MAX_POOL with a
 384x384 window on 1x768x768x32) with the figure and the flag that raises the limit, and accept
 it once raised; `workbench run` refuses it at load."""

@@ -1,4 +1,4 @@
-"""Non-finite float32 constants (check 8: format/finite.py, csrc/manifest_compute.c:chk_finite)
+"""Non-finite float32 constants (check 8: format/finite.py, C format/manifest_compute.c:chk_finite)
 are refused by both readers alike: NaN, +inf and -inf in a TENSOR_FLOAT32 constant's data (the
 GRU's weights of a float region), and a FLOAT32 scalar (SOFTMAX's beta) that is NaN, infinite or
 beyond FLT_MAX; the finite files read."""

@@ -21,7 +21,14 @@ from mdla_emu.emulator import CSRC as EMU_CSRC
 from mdla_ir.builders import random_qgraph
 from mdla_ir.ops import OpKind
 from mdla_runtime import ManifestError
-from mdla_runtime.build import CSRC, ENGINE_SOURCES, compile_c, engine_path, generated_dir
+from mdla_runtime.build import (
+    ENGINE_SOURCES,
+    FORMAT,
+    READER_SOURCES,
+    compile_c,
+    engine_path,
+    generated_dir,
+)
 from mdla_runtime.format.manifest import parse, to_bytes
 from mdla_runtime.testing import (
     chain_qgraph,
@@ -122,16 +129,7 @@ def test_libfuzzer_finds_no_crash_in_the_c_reader(tmp_path: Path) -> None:
     if clang is None:
         pytest.fail("clang is missing, the C reader's fuzz run needs it: apt-get install -y clang")
     exe = tmp_path / "fuzz_manifest"
-    srcs = [
-        str(CSRC / f)
-        for f in (
-            "fuzz_manifest.c",
-            "manifest.c",
-            "manifest_check.c",
-            "manifest_compute.c",
-            "mdla_msgpack.c",
-        )
-    ]
+    srcs = [str(FORMAT / "fuzz_manifest.c"), *map(str, READER_SOURCES)]
     flags = ["-std=c11", "-g", "-O1", "-fsanitize=fuzzer,address,undefined"]
     flags += ["-fno-sanitize-recover=undefined", f"-I{generated_dir()}", f"-I{EMU_CSRC}"]
     build = subprocess.run([clang, *flags, *srcs, "-o", str(exe)], capture_output=True, text=True)
@@ -154,7 +152,7 @@ def test_libfuzzer_finds_no_crash_in_the_c_reader(tmp_path: Path) -> None:
     assert "runs in" in run.stderr
 
 
-# ---- beyond the readers: the engine harness (csrc/fuzz_engine.c, see tests/runtime/fuzzing.py)
+# ---- beyond the readers: the engine harness (csrc/engine/fuzz_engine.c, tests/runtime/fuzzing.py)
 
 ENGINE_FUZZ_SECONDS = 15
 MUTANTS = 3000  # structure-aware mutants for the differential test (deterministic seed)

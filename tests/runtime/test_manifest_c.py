@@ -1,4 +1,4 @@
-"""The C reader (csrc/manifest.c, via `mdla-engine --check`) on the same files as the Python
+"""The C reader (csrc/format/manifest.c, via `mdla-engine --check`) on the same files as the Python
 reader: every malformed case gives the same error kind, field and byte offset; valid files of
 every op kind pass; the C sources are warning-free under gcc and clang."""
 

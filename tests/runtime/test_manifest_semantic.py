@@ -1,4 +1,4 @@
-"""The semantic validation (format/semantic.py, csrc/manifest_check.c:chk_semantics) beyond the
+"""The semantic validation (format/semantic.py, C format/manifest_check.c:chk_semantics) beyond the
 one-case-per-check table of `malformed_cases`: the budget limits and their flags in both readers,
 errors that name the file, and every manifest the project writes passing."""
 

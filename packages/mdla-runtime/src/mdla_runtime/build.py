@@ -29,36 +29,26 @@ from mdla_runtime.codegen import headers
 from mdla_runtime.errors import BuildError
 
 CSRC = Path(__file__).parent / "csrc"
-# The engine's own files, then its in-process cpu device (cpu/cpu_part.c runs cpu partitions with
-# the float kernels and the emulator's int8 kernels: every file of mdla_emu's `csrc/kernels/`,
-# linked in without the emulator's Neuron ABI, so a new kernel file joins by itself). Absolute
-# paths; every build puts each one's directory on the include path (ENGINE_INCLUDES) and links
+# The C has the Python's wings: `format/` the manifest reader (the twin of mdla_runtime.format),
+# `engine/` the command line, adapter loading, model building, runs and partitions, `cpu/` the
+# in-process cpu device (cpu partitions run the float kernels and the emulator's int8 kernels:
+# every file of mdla_emu's `csrc/kernels/`, without the emulator's Neuron ABI). Each wing is
+# linked by folder, so a new file joins by itself (its fuzz_*.c drivers excepted). Absolute
+# paths; every build puts the wings on the include path (ENGINE_INCLUDES) and links
 # ENGINE_LIBS; a remote build gets them flat (`engine_sources`, `engine_source_names`: no two
 # share a file name).
-CPU_SOURCES = (
-    CSRC / "cpu/cpu_part.c",
-    CSRC / "cpu/float_ops.c",
-    CSRC / "cpu/gru.c",
-    *kernel_sources(),
-)
-ENGINE_SOURCES = (
-    *(
-        CSRC / name
-        for name in ("engine.c", "engine_run.c", "engine_parts.c", "model.c", "adapter.c")
-    ),
-    *(
-        CSRC / name
-        for name in (
-            "manifest.c",
-            "manifest_check.c",
-            "manifest_compute.c",
-            "mdla_msgpack.c",
-            "report.c",
-        )
-    ),
-    *CPU_SOURCES,
-)
-ENGINE_INCLUDES = (CSRC, CSRC / "cpu", EMU_CSRC, KERNELS)
+FORMAT, ENGINE, CPU = CSRC / "format", CSRC / "engine", CSRC / "cpu"
+
+
+def wing_sources(folder: Path) -> tuple[Path, ...]:
+    """The .c files of one wing, its fuzz drivers (`fuzz_*.c`, which define main) left out."""
+    return tuple(p for p in sorted(folder.glob("*.c")) if not p.name.startswith("fuzz_"))
+
+
+READER_SOURCES = wing_sources(FORMAT)
+CPU_SOURCES = (*wing_sources(CPU), *kernel_sources())
+ENGINE_SOURCES = (*wing_sources(ENGINE), *READER_SOURCES, *CPU_SOURCES)
+ENGINE_INCLUDES = (FORMAT, ENGINE, CPU, EMU_CSRC, KERNELS)
 # -O3: the cpu partitions' int8 GEMM (emu_gemm_s16) vectorizes (ConvNeXt-Tiny at 64x64: 296 ->
 # ~100 ms per run on this host); exact all the same (integer C, and float_ops.c is ISO C with
 # no contraction: tests/runtime/test_cpu_float_ops.py builds it at -O3 too). -pthread: the

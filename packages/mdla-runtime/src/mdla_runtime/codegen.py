@@ -6,7 +6,7 @@
                                      `mdla_ops.h`, the op schema's tables)
 
 `build.py` writes them into the build cache (never into the source tree) and puts them on the
-include path of every engine build; `csrc/manifest_check.c` checks the model section with the
+include path of every engine build; `csrc/format/manifest_check.c` checks the model section with the
 keys. The C side never holds a hand-written copy of these tables.
 """
 

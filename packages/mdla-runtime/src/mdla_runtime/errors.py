@@ -2,7 +2,8 @@
 
 Every manifest error names the header field (`operands[3].dims`) and the byte offset in the file
 where the reader found the problem, so a corrupt file can be inspected with a hex dump. The C
-reader (csrc/manifest.c) reports the same kinds, under the same class names, for the same files.
+reader (csrc/format/manifest.c) reports the same kinds, under the same class names, for the
+same files.
 """
 
 from __future__ import annotations

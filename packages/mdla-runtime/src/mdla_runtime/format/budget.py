@@ -16,7 +16,7 @@ frontend 6.8 MB and 1,753 values; ResNet-50 about 4 G multiply-adds, its largest
 and refuse a file that claims gigabytes or hours (a 960-byte MAX_POOL with a 384x384 window
 on 768x768x32 needs 7 x 10^11 compares). `workbench run` and `mdla-engine` take the same
 flags (MiB for the sizes, billions for the work) and pass them on; the C reader has the same
-defaults (csrc/manifest.h: MDLA_DEFAULT_*).
+defaults (csrc/format/manifest.h: MDLA_DEFAULT_*).
 """
 
 from __future__ import annotations

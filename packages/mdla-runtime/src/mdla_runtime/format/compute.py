@@ -1,6 +1,6 @@
 """The compute budget of a manifest: what one operation, and all of them, may make the emulator,
 the engine's CPU device or the phone compute, from the shapes alone. Check 7 of the semantic
-validation (`semantic.py`), made by both readers (csrc/manifest_compute.c: chk_compute, the
+validation (`semantic.py`), made by both readers (csrc/format/manifest_compute.c: chk_compute, the
 same rule, kind, field, offset and figures), after checks 1-6.
 
 An operation's work is the elements of its tensor inputs and outputs (every op reads and writes

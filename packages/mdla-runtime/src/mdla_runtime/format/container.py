@@ -1,5 +1,5 @@
 """The .mdla container: constants shared by the writer, the Python reader and (mirrored by hand)
-the C reader in csrc/manifest.c; operand counts per operation come from the op schema.
+the C reader in csrc/format/manifest.c; operand counts per operation come from the op schema.
 
     offset 0   magic      8 bytes  b"\\x89MDLA\\r\\n\\x1a"
     offset 8   version    u32 LE   FORMAT_VERSION
@@ -78,7 +78,7 @@ MAX_DEPTH = 32
 
 
 def version_message(version: int) -> str:
-    """Why a file of format `version` is refused (csrc/manifest.c prints the same words)."""
+    """Why a file of format `version` is refused (csrc/format/manifest.c prints the same words)."""
     if version < READABLE_VERSIONS[0]:
         return (
             f"format version {version}, rebuild with `workbench compile` "

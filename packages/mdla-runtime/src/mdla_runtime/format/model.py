@@ -24,7 +24,7 @@
     probe_patched       bool    the probe edited this file by hand              (optional)
     random_weights      bool    compiled from a model whose weights were random (optional)
 
-`check_model` is what both readers check (csrc/manifest_check.c: chk_model); every flaw is a
+`check_model` is what both readers check (csrc/format/manifest_check.c: chk_model); every flaw is a
 BadHeaderError naming the field (`model.quant.bins`) and its byte offset.
 """
 

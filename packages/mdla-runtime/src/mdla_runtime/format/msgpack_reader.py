@@ -5,7 +5,7 @@ array and map (string keys, no duplicates). bin, ext and timestamps are rejected
 bounded by MAX_DEPTH, the number of values by the budget's `max_header_values` (map keys count,
 as in C; checked before each value is read, so a reader never holds more than that many), and
 lengths are checked against the bytes left before anything is allocated. It mirrors
-csrc/mdla_msgpack.c, so both readers report a malformed header at the same byte offset.
+csrc/format/mdla_msgpack.c, so both readers report a malformed header at the same byte offset.
 
 Field paths: `operands[3].dims[0]`; a map key is written with `escape_key`, so a key that spells a
 path (`dims[0]`) or holds a control character (a newline, a NUL) gives a distinct, one-line path
@@ -35,7 +35,7 @@ _LENGTHS = {0xD9: 1, 0xDA: 2, 0xDB: 4, 0xDC: 2, 0xDD: 4, 0xDE: 2, 0xDF: 4}
 
 def escape_key(key: str) -> str:
     """A map key as it appears in a field path: `\\ . [ ] <` backslashed, control characters as
-    `\\n`, `\\t`, `\\r` or `\\xHH` (csrc/mdla_msgpack.c: mdla_escape_key does the same)."""
+    `\\n`, `\\t`, `\\r` or `\\xHH` (csrc/format/mdla_msgpack.c: mdla_escape_key does the same)."""
     return key.translate(_ESCAPES)
 
 

@@ -1,5 +1,5 @@
 """What a structurally valid manifest must also mean: the one semantic validation both readers
-run (csrc/manifest_check.c: chk_semantics makes the same checks in the same order, with the
+run (csrc/format/manifest_check.c: chk_semantics makes the same checks in the same order, with the
 same kinds, fields and offsets), after the schema checks and before the engine, the emulator or
 `workbench run` allocates anything from the header's sizes. The engine trusts nothing else.
 

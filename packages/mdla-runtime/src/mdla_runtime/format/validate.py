@@ -1,4 +1,4 @@
-"""Validation of a whole .mdla file, check by check in the order csrc/manifest.c makes them.
+"""Validation of a whole .mdla file, check by check in the order csrc/format/manifest.c makes them.
 
 Every failure raises the `ManifestError` subclass for its kind, naming the header field
 (`operands[3].data`) and the file offset of the offending bytes.
