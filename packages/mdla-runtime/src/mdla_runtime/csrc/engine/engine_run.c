@@ -11,104 +11,104 @@
 #include "mdla_ops.h"
 #include "report.h"
 
-NeuronModel *build(void) {
+NeuronModel *build(engine *e) {
     static const char *const names[] = {
         "NeuronModel_create", "NeuronModel_free", "NeuronModel_addOperand",
         "NeuronModel_setOperandValue", "NeuronModel_setOperandSymmPerChannelQuantParams",
         "NeuronModel_addOperation", "NeuronModel_identifyInputsAndOutputs", "NeuronModel_finish",
         NULL};
-    require(names);
-    uint32_t n_ops = E.opt.ops < 0 || (uint64_t)E.opt.ops > E.m.n_operations ? E.m.n_operations
-                                                                             : (uint32_t)E.opt.ops;
-    if (!plan_make(&E.m, n_ops, &E.plan)) fail(EXIT_DEVICE, "build", NEURON_OUT_OF_MEMORY, -1, "out of memory");
+    require(e, names);
+    uint32_t n_ops = e->opt.ops < 0 || (uint64_t)e->opt.ops > e->m.n_operations ? e->m.n_operations
+                                                                             : (uint32_t)e->opt.ops;
+    if (!plan_make(&e->m, n_ops, &e->plan)) fail(e, EXIT_DEVICE, "build", NEURON_OUT_OF_MEMORY, -1, "out of memory");
     NeuronModel *model;
     build_error be;
-    if (!model_build(&E.api, &E.m, &E.plan, &model, &be)) {
+    if (!model_build(&e->api, &e->m, &e->plan, &model, &be)) {
         if (be.operand >= 0) {
-            const mdla_operand *o = &E.m.operands[be.operand];
-            fail(EXIT_DEVICE, "build", be.code, -1, "%s: %s for operand %ld `%.*s` (%s)", be.call,
+            const mdla_operand *o = &e->m.operands[be.operand];
+            fail(e, EXIT_DEVICE, "build", be.code, -1, "%s: %s for operand %ld `%.*s` (%s)", be.call,
                  neuron_result_name(be.code), be.operand, (int)o->name.n, o->name.s, mdla_type_name(o->type));
         }
         if (be.op >= 0) {
-            const mdla_operation *op = &E.m.operations[be.op];
-            fail(EXIT_DEVICE, "build", be.code, be.op, "%s: %s for operation %ld `%.*s` (%s)", be.call,
+            const mdla_operation *op = &e->m.operations[be.op];
+            fail(e, EXIT_DEVICE, "build", be.code, be.op, "%s: %s for operation %ld `%.*s` (%s)", be.call,
                  neuron_result_name(be.code), be.op, (int)op->name.n, op->name.s, neuron_op_name(op->code));
         }
-        fail(EXIT_DEVICE, "build", be.code, -1, "%s: %s", be.call, neuron_result_name(be.code));
+        fail(e, EXIT_DEVICE, "build", be.code, -1, "%s: %s", be.call, neuron_result_name(be.code));
     }
     return model;
 }
 
 /* Per-op support on each selected device; returns how many ops device `d` supports. */
-static uint32_t support(NeuronModel *model, uint32_t d, bool *ok) {
-    int rc = E.api.NeuronModel_getSupportedOperationsForDevices(model, &E.sel[d], 1, ok);
-    if (rc) fail(EXIT_DEVICE, "supported", rc, -1, "NeuronModel_getSupportedOperationsForDevices on %s: %s",
-                 E.sel_name[d], neuron_result_name(rc));
+static uint32_t support(engine *e, NeuronModel *model, uint32_t d, bool *ok) {
+    int rc = e->api.NeuronModel_getSupportedOperationsForDevices(model, &e->sel[d], 1, ok);
+    if (rc) fail(e, EXIT_DEVICE, "supported", rc, -1, "NeuronModel_getSupportedOperationsForDevices on %s: %s",
+                 e->sel_name[d], neuron_result_name(rc));
     uint32_t n = 0;
-    for (uint32_t i = 0; i < E.plan.n_ops; i++) n += ok[i];
+    for (uint32_t i = 0; i < e->plan.n_ops; i++) n += ok[i];
     return n;
 }
 
-void print_supported(NeuronModel *model) {
+void print_supported(engine *e, NeuronModel *model) {
     static const char *const names[] = {"NeuronModel_getSupportedOperationsForDevices", NULL};
-    require(names);
-    uint32_t n = E.plan.n_ops;
-    bool *ok = calloc((size_t)(n ? n : 1) * E.n_sel, sizeof *ok);
-    if (!ok) fail(EXIT_DEVICE, "supported", NEURON_OUT_OF_MEMORY, -1, "out of memory");
+    require(e, names);
+    uint32_t n = e->plan.n_ops;
+    bool *ok = calloc((size_t)(n ? n : 1) * e->n_sel, sizeof *ok);
+    if (!ok) fail(e, EXIT_DEVICE, "supported", NEURON_OUT_OF_MEMORY, -1, "out of memory");
     uint32_t count[MAX_DEVICES];
-    for (uint32_t d = 0; d < E.n_sel; d++) count[d] = support(model, d, ok + (size_t)d * n);
-    if (E.opt.json) {
+    for (uint32_t d = 0; d < e->n_sel; d++) count[d] = support(e, model, d, ok + (size_t)d * n);
+    if (e->opt.json) {
         printf("{\"ok\": true, ");
-        json_devices();
+        json_devices(e);
         printf(", \"ops\": [");
         for (uint32_t i = 0; i < n; i++) {
-            printf("%s{\"code\": \"%s\", \"name\": ", i ? ", " : "", neuron_op_name(E.m.operations[i].code));
-            json_str(stdout, E.m.operations[i].name.s, E.m.operations[i].name.n);
+            printf("%s{\"code\": \"%s\", \"name\": ", i ? ", " : "", neuron_op_name(e->m.operations[i].code));
+            json_str(stdout, e->m.operations[i].name.s, e->m.operations[i].name.n);
             fputc('}', stdout);
         }
         printf("], \"supported\": {");
-        for (uint32_t d = 0; d < E.n_sel; d++) {
+        for (uint32_t d = 0; d < e->n_sel; d++) {
             printf("%s", d ? ", " : "");
-            json_cstr(stdout, E.sel_name[d]);
+            json_cstr(stdout, e->sel_name[d]);
             printf(": [");
             for (uint32_t i = 0; i < n; i++) printf("%s%s", i ? ", " : "", ok[d * n + i] ? "true" : "false");
             printf("]");
         }
         puts("}}");
     } else {
-        for (uint32_t d = 0; d < E.n_sel; d++) printf("%s: %u/%u operations supported\n", E.sel_name[d], count[d], n);
+        for (uint32_t d = 0; d < e->n_sel; d++) printf("%s: %u/%u operations supported\n", e->sel_name[d], count[d], n);
         for (uint32_t i = 0; i < n; i++) {
-            printf("  %4u  %-20s", i, neuron_op_name(E.m.operations[i].code));
-            for (uint32_t d = 0; d < E.n_sel; d++) printf("  %s:%s", E.sel_name[d], ok[d * n + i] ? "yes" : "NO");
-            printf("  %.*s\n", (int)E.m.operations[i].name.n, E.m.operations[i].name.s);
+            printf("  %4u  %-20s", i, neuron_op_name(e->m.operations[i].code));
+            for (uint32_t d = 0; d < e->n_sel; d++) printf("  %s:%s", e->sel_name[d], ok[d * n + i] ? "yes" : "NO");
+            printf("  %.*s\n", (int)e->m.operations[i].name.n, e->m.operations[i].name.s);
         }
     }
     free(ok);
 }
 
 /* Whether the devices support every op of the first n operations (a fresh prefix model). */
-static bool prefix_maps(uint32_t n) {
+static bool prefix_maps(engine *e, uint32_t n) {
     mdla_plan plan;
     NeuronModel *model = NULL;
     build_error be;
-    bool ok = plan_make(&E.m, n, &plan) && model_build(&E.api, &E.m, &plan, &model, &be);
+    bool ok = plan_make(&e->m, n, &plan) && model_build(&e->api, &e->m, &plan, &model, &be);
     bool *sup = ok ? calloc(n ? n : 1, sizeof *sup) : NULL;
-    ok = sup && E.api.NeuronModel_getSupportedOperationsForDevices(model, E.sel, E.n_sel, sup) == NEURON_NO_ERROR;
+    ok = sup && e->api.NeuronModel_getSupportedOperationsForDevices(model, e->sel, e->n_sel, sup) == NEURON_NO_ERROR;
     for (uint32_t i = 0; ok && i < n; i++) ok = sup[i];
     free(sup);
-    if (model) E.api.NeuronModel_free(model);
+    if (model) e->api.NeuronModel_free(model);
     plan_free(&plan);
     return ok;
 }
 
 /* After a failed compilation: name the first unsupported op. When the support report is
  * all-or-nothing (the MDLA's), find it by bisecting op prefixes, as `--ops N` does by hand. */
-static void explain_compile(NeuronModel *model, int rc, const char *call) {
+static void explain_compile(engine *e, NeuronModel *model, int rc, const char *call) {
     long first = -1;
-    uint32_t n = E.plan.n_ops, total = 0;
+    uint32_t n = e->plan.n_ops, total = 0;
     bool *ok = calloc(n ? n : 1, sizeof *ok);
-    if (ok && E.api.NeuronModel_getSupportedOperationsForDevices &&
-        E.api.NeuronModel_getSupportedOperationsForDevices(model, E.sel, E.n_sel, ok) == NEURON_NO_ERROR) {
+    if (ok && e->api.NeuronModel_getSupportedOperationsForDevices &&
+        e->api.NeuronModel_getSupportedOperationsForDevices(model, e->sel, e->n_sel, ok) == NEURON_NO_ERROR) {
         for (uint32_t i = 0; i < n; i++) {
             total += ok[i];
             if (!ok[i] && first < 0) first = (long)i;
@@ -117,7 +117,7 @@ static void explain_compile(NeuronModel *model, int rc, const char *call) {
             uint32_t lo = 0, hi = n;
             while (hi - lo > 1) {
                 uint32_t mid = lo + (hi - lo) / 2;
-                if (prefix_maps(mid)) lo = mid;
+                if (prefix_maps(e, mid)) lo = mid;
                 else hi = mid;
             }
             first = (long)lo;
@@ -126,26 +126,26 @@ static void explain_compile(NeuronModel *model, int rc, const char *call) {
     free(ok);
     int status = rc == NEURON_UNMAPPABLE ? EXIT_UNSUPPORTED : EXIT_DEVICE;
     if (first >= 0) {
-        const mdla_operation *op = &E.m.operations[first];
-        fail(status, "compile", rc, first,
+        const mdla_operation *op = &e->m.operations[first];
+        fail(e, status, "compile", rc, first,
              "%s on %s: %s; the device reports %u/%u operations supported; the first it cannot run "
              "is operation %ld `%.*s` (%s) (the first %ld map, the first %ld do not)",
-             call, E.opt.device, neuron_result_name(rc), total, n, first, (int)op->name.n, op->name.s,
+             call, e->opt.device, neuron_result_name(rc), total, n, first, (int)op->name.n, op->name.s,
              neuron_op_name(op->code), first, first + 1);
     }
-    fail(status, "compile", rc, -1, "%s on %s: %s; the device reports %u/%u operations supported",
-         call, E.opt.device, neuron_result_name(rc), total, n);
+    fail(e, status, "compile", rc, -1, "%s on %s: %s; the device reports %u/%u operations supported",
+         call, e->opt.device, neuron_result_name(rc), total, n);
 }
 
-NeuronCompilation *compile(NeuronModel *model) {
+NeuronCompilation *compile(engine *e, NeuronModel *model) {
     static const char *const names[] = {"NeuronCompilation_createForDevices", "NeuronCompilation_finish",
                                         "NeuronCompilation_free", NULL};
-    require(names);
+    require(e, names);
     NeuronCompilation *comp = NULL;
-    int rc = E.api.NeuronCompilation_createForDevices(model, E.sel, E.n_sel, &comp);
-    if (rc) explain_compile(model, rc, "NeuronCompilation_createForDevices");
-    rc = finish_compilation(comp);
-    if (rc) explain_compile(model, rc, "NeuronCompilation_finish");
+    int rc = e->api.NeuronCompilation_createForDevices(model, e->sel, e->n_sel, &comp);
+    if (rc) explain_compile(e, model, rc, "NeuronCompilation_createForDevices");
+    rc = finish_compilation(e, comp);
+    if (rc) explain_compile(e, model, rc, "NeuronCompilation_finish");
     return comp;
 }
 
@@ -156,33 +156,33 @@ NeuronCompilation *compile(NeuronModel *model) {
 #define CACHE_PREFIX 64
 #define FNV_PRIME 1099511628211ull
 
-static uint64_t manifest_hash(void) {
+static uint64_t manifest_hash(engine *e) {
     static uint64_t h;
     static bool done;
     if (!done) {
         h = 1469598103934665603ull;
-        for (size_t i = 0; i < E.size; i++) h = (h ^ E.buf[i]) * FNV_PRIME;
+        for (size_t i = 0; i < e->size; i++) h = (h ^ e->buf[i]) * FNV_PRIME;
         done = true;
     }
     return h;
 }
 
-uint64_t cache_key_for(uint64_t salt, uint32_t n_ops, const char *device, size_t device_len) {
-    uint64_t h = manifest_hash();
+uint64_t cache_key_for(engine *e, uint64_t salt, uint32_t n_ops, const char *device, size_t device_len) {
+    uint64_t h = manifest_hash(e);
     if (salt) h = (h ^ salt) * FNV_PRIME;
     h = (h ^ n_ops) * FNV_PRIME;
     for (size_t i = 0; i < device_len; i++) h = (h ^ (uint8_t)device[i]) * FNV_PRIME;
     return h;
 }
 
-static uint64_t cache_key(void) {
-    return cache_key_for(0, E.plan.n_ops, E.opt.device, strlen(E.opt.device));
+static uint64_t cache_key(engine *e) {
+    return cache_key_for(e, 0, e->plan.n_ops, e->opt.device, strlen(e->opt.device));
 }
 
 static void put_u64(uint8_t *p, uint64_t v) { for (int k = 0; k < 8; k++) p[k] = (uint8_t)(v >> (8 * k)); }
 static uint64_t get_u64(const uint8_t *p) { uint64_t v = 0; for (int k = 7; k >= 0; k--) v = (v << 8) | p[k]; return v; }
 
-NeuronCompilation *cache_load(const char *path, uint64_t key, uint8_t **blob, NeuronModel **model,
+NeuronCompilation *cache_load(engine *e, const char *path, uint64_t key, uint8_t **blob, NeuronModel **model,
                               int *rc) {
     *rc = NEURON_NO_ERROR;
     FILE *f = fopen(path, "rb");
@@ -195,8 +195,8 @@ NeuronCompilation *cache_load(const char *path, uint64_t key, uint8_t **blob, Ne
         *blob = size && size < (1ull << 34) ? malloc((size_t)size) : NULL;
         if (*blob && fread(*blob, 1, (size_t)size, f) == size) {
             static const char *const names[] = {"NeuronModel_restoreFromCompiledNetwork", NULL};
-            require(names);
-            *rc = E.api.NeuronModel_restoreFromCompiledNetwork(model, &comp, *blob, (size_t)size);
+            require(e, names);
+            *rc = e->api.NeuronModel_restoreFromCompiledNetwork(model, &comp, *blob, (size_t)size);
             if (*rc) comp = NULL;
         }
     }
@@ -208,29 +208,29 @@ NeuronCompilation *cache_load(const char *path, uint64_t key, uint8_t **blob, Ne
  * refuses). `*model` receives the model the adapter restored with it; the caller frees it after
  * the compilation. A refused network is compiled again with a note on stderr, as a partition's
  * is (engine_parts.c:restore_partition): the file is a cache, and a rebuild replaces it. */
-NeuronCompilation *cache_restore(uint8_t **blob, NeuronModel **model) {
+NeuronCompilation *cache_restore(engine *e, uint8_t **blob, NeuronModel **model) {
     int rc;
-    NeuronCompilation *comp = cache_load(E.opt.cache, cache_key(), blob, model, &rc);
+    NeuronCompilation *comp = cache_load(e, e->opt.cache, cache_key(e), blob, model, &rc);
     if (rc) {
         *model = NULL;
         fprintf(stderr, "mdla-engine: note: cache %s: NeuronModel_restoreFromCompiledNetwork: %s; "
-                        "compiling it again\n", E.opt.cache, neuron_result_name(rc));
+                        "compiling it again\n", e->opt.cache, neuron_result_name(rc));
     }
-    if (comp) E.cache_state = "restored";
-    else if (access(E.opt.cache, F_OK) == 0) E.cache_state = "stale";
+    if (comp) e->cache_state = "restored";
+    else if (access(e->opt.cache, F_OK) == 0) e->cache_state = "stale";
     return comp;
 }
 
-void cache_save(const char *path, uint64_t key, NeuronCompilation *comp) {
+void cache_save(engine *e, const char *path, uint64_t key, NeuronCompilation *comp) {
     static const char *const names[] = {"NeuronCompilation_getCompiledNetworkSize",
                                         "NeuronCompilation_storeCompiledNetwork", NULL};
-    require(names);
+    require(e, names);
     size_t size = 0;
-    int rc = E.api.NeuronCompilation_getCompiledNetworkSize(comp, &size);
+    int rc = e->api.NeuronCompilation_getCompiledNetworkSize(comp, &size);
     uint8_t *blob = rc ? NULL : malloc(size ? size : 1);
     if (!rc && !blob) rc = NEURON_OUT_OF_MEMORY;
-    if (!rc) rc = E.api.NeuronCompilation_storeCompiledNetwork(comp, blob, size);
-    if (rc) fail(EXIT_DEVICE, "cache", rc, -1, "storing the compiled network: %s", neuron_result_name(rc));
+    if (!rc) rc = e->api.NeuronCompilation_storeCompiledNetwork(comp, blob, size);
+    if (rc) fail(e, EXIT_DEVICE, "cache", rc, -1, "storing the compiled network: %s", neuron_result_name(rc));
     uint8_t pre[CACHE_PREFIX] = "MDLACACHE";
     put_u64(pre + 16, key);
     put_u64(pre + 24, size);
@@ -248,31 +248,31 @@ void cache_save(const char *path, uint64_t key, NeuronCompilation *comp) {
     if (ok && rename(tmp, path) != 0) ok = false, err = errno;
     if (!ok) {
         if (fd >= 0) remove(tmp);
-        fail(EXIT_BAD_INPUT, "cache", -1, -1, "cannot write %s: %s", path, strerror(err));
+        fail(e, EXIT_BAD_INPUT, "cache", -1, -1, "cannot write %s: %s", path, strerror(err));
     }
 }
 
-void cache_store(NeuronCompilation *comp) {
-    cache_save(E.opt.cache, cache_key(), comp);
-    E.cache_state = E.cache_state ? "rebuilt" : "stored";
+void cache_store(engine *e, NeuronCompilation *comp) {
+    cache_save(e, e->opt.cache, cache_key(e), comp);
+    e->cache_state = e->cache_state ? "rebuilt" : "stored";
 }
 
-static uint8_t *read_input(const char *path, uint64_t want, uint32_t k) {
+static uint8_t *read_input(engine *e, const char *path, uint64_t want, uint32_t k) {
     FILE *f = fopen(path, "rb");
-    if (!f) fail(EXIT_BAD_INPUT, "input", -1, -1, "cannot open input %u %s: %s", k, path, strerror(errno));
+    if (!f) fail(e, EXIT_BAD_INPUT, "input", -1, -1, "cannot open input %u %s: %s", k, path, strerror(errno));
     uint8_t *buf = malloc(want + 1);
     size_t got = buf ? fread(buf, 1, want + 1, f) : 0;
     fclose(f);
     if (!buf || got != want)
-        fail(EXIT_BAD_INPUT, "input", -1, -1, "input %u %s: %zu bytes, the model wants %llu (int8, device layout)",
+        fail(e, EXIT_BAD_INPUT, "input", -1, -1, "input %u %s: %zu bytes, the model wants %llu (int8, device layout)",
              k, path, got, (unsigned long long)want);
     return buf;
 }
 
 /* The bytes of operand `o` (model inputs and outputs are int8, validated by the reader; an
  * --ops cut may end on any tensor, so the element size is never assumed). */
-static uint64_t bytes_of(uint32_t o) {
-    const mdla_operand *op = &E.m.operands[o];
+static uint64_t bytes_of(engine *e, uint32_t o) {
+    const mdla_operand *op = &e->m.operands[o];
     return op->elements * mdla_element_size(op->type);
 }
 
@@ -287,84 +287,84 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-void execute(NeuronCompilation *comp) {
+void execute(engine *e, NeuronCompilation *comp) {
     static const char *const names[] = {"NeuronExecution_create", "NeuronExecution_free",
                                         "NeuronExecution_setInput", "NeuronExecution_setOutput",
                                         "NeuronExecution_compute", NULL};
-    require(names);
-    const mdla_plan *p = &E.plan;
-    if (E.opt.n_inputs != (int)E.m.n_inputs)
-        fail(EXIT_USAGE, "input", -1, -1, "the model has %u input(s), got %d --input file(s)", E.m.n_inputs, E.opt.n_inputs);
+    require(e, names);
+    const mdla_plan *p = &e->plan;
+    if (e->opt.n_inputs != (int)e->m.n_inputs)
+        fail(e, EXIT_USAGE, "input", -1, -1, "the model has %u input(s), got %d --input file(s)", e->m.n_inputs, e->opt.n_inputs);
     uint8_t *in[MAX_FILES] = {0}, **out = calloc(p->n_outputs + 1, sizeof *out);
     for (uint32_t k = 0; k < p->n_inputs; k++)
-        in[k] = read_input(E.opt.inputs[p->input_pos[k]], bytes_of(p->inputs[k]), p->input_pos[k]);
+        in[k] = read_input(e, e->opt.inputs[p->input_pos[k]], bytes_of(e, p->inputs[k]), p->input_pos[k]);
     for (uint32_t k = 0; out && k < p->n_outputs; k++) {
-        out[k] = malloc(bytes_of(p->outputs[k]) + 1);
-        if (!out[k]) fail(EXIT_DEVICE, "run", NEURON_OUT_OF_MEMORY, -1, "out of memory");
+        out[k] = malloc(bytes_of(e, p->outputs[k]) + 1);
+        if (!out[k]) fail(e, EXIT_DEVICE, "run", NEURON_OUT_OF_MEMORY, -1, "out of memory");
     }
-    E.lat = calloc((size_t)E.opt.repeat, sizeof *E.lat);
-    if (!out || !E.lat) fail(EXIT_DEVICE, "run", NEURON_OUT_OF_MEMORY, -1, "out of memory");
-    for (long r = -E.opt.warmup; r < E.opt.repeat; r++) { /* r < 0: warm-up runs, not timed */
+    e->lat = calloc((size_t)e->opt.repeat, sizeof *e->lat);
+    if (!out || !e->lat) fail(e, EXIT_DEVICE, "run", NEURON_OUT_OF_MEMORY, -1, "out of memory");
+    for (long r = -e->opt.warmup; r < e->opt.repeat; r++) { /* r < 0: warm-up runs, not timed */
         NeuronExecution *ex = NULL;
-        int rc = E.api.NeuronExecution_create(comp, &ex);
+        int rc = e->api.NeuronExecution_create(comp, &ex);
         for (uint32_t k = 0; !rc && k < p->n_inputs; k++)
-            rc = E.api.NeuronExecution_setInput(ex, (int32_t)k, NULL, in[k], bytes_of(p->inputs[k]));
+            rc = e->api.NeuronExecution_setInput(ex, (int32_t)k, NULL, in[k], bytes_of(e, p->inputs[k]));
         for (uint32_t k = 0; !rc && k < p->n_outputs; k++)
-            rc = E.api.NeuronExecution_setOutput(ex, (int32_t)k, NULL, out[k], bytes_of(p->outputs[k]));
-        if (rc) fail(EXIT_DEVICE, "run", rc, -1, "preparing the execution: %s", neuron_result_name(rc));
+            rc = e->api.NeuronExecution_setOutput(ex, (int32_t)k, NULL, out[k], bytes_of(e, p->outputs[k]));
+        if (rc) fail(e, EXIT_DEVICE, "run", rc, -1, "preparing the execution: %s", neuron_result_name(rc));
         double t0 = now_ms();
-        rc = E.api.NeuronExecution_compute(ex);
-        if (r >= 0) E.lat[r] = now_ms() - t0;
-        E.api.NeuronExecution_free(ex);
-        if (rc) fail(rc == NEURON_UNMAPPABLE ? EXIT_UNSUPPORTED : EXIT_DEVICE, "run", rc, -1,
+        rc = e->api.NeuronExecution_compute(ex);
+        if (r >= 0) e->lat[r] = now_ms() - t0;
+        e->api.NeuronExecution_free(ex);
+        if (rc) fail(e, rc == NEURON_UNMAPPABLE ? EXIT_UNSUPPORTED : EXIT_DEVICE, "run", rc, -1,
                      "NeuronExecution_compute: %s", neuron_result_name(rc));
-        if (r >= 0) E.runs = r + 1;
+        if (r >= 0) e->runs = r + 1;
     }
-    for (uint32_t k = 0; E.opt.outdir && k < p->n_outputs; k++) {
+    for (uint32_t k = 0; e->opt.outdir && k < p->n_outputs; k++) {
         char path[4200];
-        mdla_fmt(path, sizeof path, "%s/output_%u.bin", E.opt.outdir, k);
+        mdla_fmt(path, sizeof path, "%s/output_%u.bin", e->opt.outdir, k);
         FILE *f = fopen(path, "wb");
-        size_t n = (size_t)bytes_of(p->outputs[k]);
+        size_t n = (size_t)bytes_of(e, p->outputs[k]);
         bool ok = f && fwrite(out[k], 1, n, f) == n;
         if (f && fclose(f) != 0) ok = false;
-        if (!ok) fail(EXIT_BAD_INPUT, "output", -1, -1, "cannot write %s: %s", path, strerror(errno));
+        if (!ok) fail(e, EXIT_BAD_INPUT, "output", -1, -1, "cannot write %s: %s", path, strerror(errno));
     }
     for (uint32_t k = 0; k < p->n_inputs; k++) free(in[k]);
     for (uint32_t k = 0; k < p->n_outputs; k++) free(out[k]);
     free(out);
-    qsort(E.lat, (size_t)E.runs, sizeof *E.lat, cmp_double);
+    qsort(e->lat, (size_t)e->runs, sizeof *e->lat, cmp_double);
 }
 
-static double median(void) {
-    long n = E.runs;
-    return n % 2 ? E.lat[n / 2] : (E.lat[n / 2 - 1] + E.lat[n / 2]) / 2;
+static double median(const engine *e) {
+    long n = e->runs;
+    return n % 2 ? e->lat[n / 2] : (e->lat[n / 2 - 1] + e->lat[n / 2]) / 2;
 }
 
-void print_run(void) {
-    const mdla_plan *p = &E.plan;
-    if (!E.opt.json) {
+void print_run(engine *e) {
+    const mdla_plan *p = &e->plan;
+    if (!e->opt.json) {
         printf("%s on %s: %u/%u operations, %ld run(s), median %.3f ms, min %.3f ms, cache %s\n",
-               E.opt.manifest, E.opt.device, p->n_ops, E.m.n_operations, E.runs, median(), E.lat[0],
-               E.cache_state ? E.cache_state : "off");
+               e->opt.manifest, e->opt.device, p->n_ops, e->m.n_operations, e->runs, median(e), e->lat[0],
+               e->cache_state ? e->cache_state : "off");
         for (uint32_t k = 0; k < p->n_outputs; k++) {
-            const mdla_operand *o = &E.m.operands[p->outputs[k]];
+            const mdla_operand *o = &e->m.operands[p->outputs[k]];
             printf("  output %u: operand %u `%.*s`%s%s/output_%u.bin\n", k, p->outputs[k], (int)o->name.n,
-                   o->name.s, E.opt.outdir ? " -> " : "", E.opt.outdir ? E.opt.outdir : "", k);
+                   o->name.s, e->opt.outdir ? " -> " : "", e->opt.outdir ? e->opt.outdir : "", k);
         }
         return;
     }
     printf("{\"ok\": true, ");
-    json_devices();
+    json_devices(e);
     printf(", \"selected\": ");
-    json_cstr(stdout, E.opt.device);
-    printf(", \"ops\": %u, \"total_ops\": %u, \"cache\": ", p->n_ops, E.m.n_operations);
-    if (E.cache_state) json_cstr(stdout, E.cache_state);
+    json_cstr(stdout, e->opt.device);
+    printf(", \"ops\": %u, \"total_ops\": %u, \"cache\": ", p->n_ops, e->m.n_operations);
+    if (e->cache_state) json_cstr(stdout, e->cache_state);
     else fputs("null", stdout);
-    json_latency(median(), E.lat);
+    json_latency(e, median(e), e->lat);
     printf(", \"inputs\": [");
     for (uint32_t k = 0; k < p->n_inputs; k++) printf("%s%u", k ? ", " : "", p->input_pos[k]);
     printf("], \"outputs\": [");
-    for (uint32_t k = 0; k < p->n_outputs; k++) json_output(k, p->outputs[k]);
+    for (uint32_t k = 0; k < p->n_outputs; k++) json_output(e, k, p->outputs[k]);
     puts("]}");
 }
 
