@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from mdla_ir.affine import Array
+from mdla_ir.attrs import Attrs
 from mdla_ir.graph import Graph, Op, QuantParams, Tensor
 from mdla_ir.ops import OpKind
 
@@ -80,14 +81,13 @@ def single_op_qgraph(
     inputs: Sequence[Tensor],
     out_shape: Sequence[int],
     out_q: QuantParams,
-    attrs: Mapping[str, Any] | None = None,
+    attrs: Attrs | Mapping[str, Any] | None = None,
 ) -> Graph:
-    """One op reading `inputs` (constants carry data) and writing int8 `out`; NHWC."""
+    """One op reading `inputs` (constants carry data) and writing int8 `out`; NHWC. `attrs`
+    is the op family's record, or a mapping Op parses into it."""
     out = act("out", out_shape, out_q)
     tensors = {t.name: t for t in (*inputs, out)}
-    op = Op(
-        kind, f"{kind.name.lower()}0", tuple(t.name for t in inputs), ("out",), dict(attrs or {})
-    )
+    op = Op(kind, f"{kind.name.lower()}0", tuple(t.name for t in inputs), ("out",), attrs)
     return Graph(
         f"single_{kind.name.lower()}",
         tensors,
