@@ -44,6 +44,10 @@ SKIP: tuple[tuple[str, str], ...] = (  # (regex over the command, why it is not 
     (r"^make wheels$|/tmp/wdemo", "wheels into fresh venvs: tests/test_wheels.py does that"),
     (r"^make fuzz$|fuzz_manifest", "a 10-minute libFuzzer run: CI's fuzz job"),
     (r"^pip install", "installs packages into the environment this test runs in"),
+    (
+        r"^mkdir adapter|^LITERT=|apply_plugin_main|trace\.txt",
+        "LiteRT's plugin against the emulator: tests/runtime/test_litert_plugin.py runs it",
+    ),
     (r"^lipread convert LipNet\.pt", "needs a LipNet-PyTorch checkpoint (not shipped)"),
     (r"\[|\bMODEL\b|\bVIDEO\b|OUT\.mdla", "a synopsis: its words in capitals are placeholders"),
 )
