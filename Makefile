@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 PKGS   := packages/mdla-ir packages/mdla-target packages/mdla-legalize packages/mdla-quant packages/mdla-emu \
-          packages/mdla-runtime packages/mdla-witness packages/mdla-zoo apps/workbench apps/lipread
+          packages/mdla-runtime packages/mdla-witness packages/mdla-zoo packages/mdla-compile apps/workbench apps/lipread
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PKGS))
 
 .PHONY: demo test lint typecheck imports pytest clean venv sysdeps wheels fuzz size
@@ -20,7 +20,7 @@ $(STAMP): $(PYPROJECTS) requirements-dev.txt Makefile
 	$(PIP) install -q torch==2.14.1 torchvision==0.29.1
 	$(PIP) install -q -r requirements-dev.txt
 	$(PIP) install -q -e packages/mdla-ir -e packages/mdla-target -e packages/mdla-legalize -e packages/mdla-quant \
-	    -e packages/mdla-emu -e packages/mdla-runtime -e packages/mdla-witness -e 'packages/mdla-zoo[models]' -e 'apps/workbench[models]' -e 'apps/lipread[auto]'
+	    -e packages/mdla-emu -e packages/mdla-runtime -e packages/mdla-witness -e 'packages/mdla-zoo[models]' -e 'packages/mdla-compile[models]' -e 'apps/workbench[models]' -e 'apps/lipread[auto]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT))  # the tests' helpers: the tiny model, the Pilot w
 from textual.pilot import Pilot  # noqa: E402
 from textual.widgets import Input, Select  # noqa: E402
 
+from mdla_compile import pipeline as compile_pipeline  # noqa: E402
 from tests.workbench.conftest import TINY  # noqa: E402
 from tests.workbench.snapshots import normalize, screen_text  # noqa: E402
 from tests.workbench.tui_pilot import compiled_tiny, installed, settle, text, wait_for  # noqa: E402
-from workbench import pipeline  # noqa: E402
 from workbench.tui.app import WorkbenchApp  # noqa: E402
 from workbench.tui.state import CompileOptions  # noqa: E402
 
@@ -88,13 +88,13 @@ async def screens(app: WorkbenchApp, pilot: Pilot[None], shot: Shot) -> None:
 async def compiling(app: WorkbenchApp, pilot: Pilot[None], shot: Shot) -> None:
     """The compile form filled in, the loading row while calibration is held, the result."""
     gate = threading.Event()
-    real = pipeline.calibration_inputs
+    real = compile_pipeline.calibration_inputs
 
     def held(*args: Any, **kwargs: Any) -> Any:
         gate.wait(60)
         return real(*args, **kwargs)
 
-    pipeline.calibration_inputs = held
+    compile_pipeline.calibration_inputs = held
     try:
         await pilot.press("c")
         form = app.screen
@@ -110,7 +110,7 @@ async def compiling(app: WorkbenchApp, pilot: Pilot[None], shot: Shot) -> None:
         await wait_for(pilot, lambda: not app.screen.query_one("#loading").display, 60)
         await shot("The result: LOGISTIC placed on the CPU")
     finally:
-        pipeline.calibration_inputs = real
+        compile_pipeline.calibration_inputs = real
         gate.set()
 
 

@@ -29,6 +29,7 @@ print("ok")
         "mdla_zoo",
         "mdla_zoo.preprocess",
         "mdla_zoo.detection",
+        "mdla_compile",
         "workbench.boxes",
         "mdla_target",
         "mdla_runtime",

@@ -27,6 +27,7 @@ PACKAGES = {
     "mdla-runtime": ("packages/mdla-runtime", "mdla_runtime"),
     "mdla-witness": ("packages/mdla-witness", "mdla_witness"),
     "mdla-zoo": ("packages/mdla-zoo", "mdla_zoo"),
+    "mdla-compile": ("packages/mdla-compile", "mdla_compile"),
     "mdla-workbench": ("apps/workbench", "workbench"),
     "mdla-lipread": ("apps/lipread", "lipread"),
 }

@@ -15,8 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 import mdla_ir
+from mdla_compile import output as compile_output
+from mdla_compile import pipeline as compile_pipeline
 from tests.workbench.conftest import TINY
-from workbench import pipeline
 from workbench.cli import app
 
 OLD = b"the previous output\n"
@@ -34,7 +35,7 @@ def old_output(tmp_path: Path) -> Path:
 
 
 def interrupt_during_quantize(monkeypatch: pytest.MonkeyPatch, how: str) -> None:
-    real = pipeline.quantize_graph
+    real = compile_pipeline.quantize_graph
 
     def quantize(*args: Any, **kwargs: Any) -> Any:
         if how == "raise":
@@ -51,7 +52,7 @@ def interrupt_during_quantize(monkeypatch: pytest.MonkeyPatch, how: str) -> None
             pass
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "quantize_graph", quantize)
+    monkeypatch.setattr(compile_pipeline, "quantize_graph", quantize)
 
 
 @pytest.mark.parametrize("how", ["raise", "wrap", "swallow"])
@@ -72,7 +73,7 @@ def test_a_failing_tflite_export_leaves_the_mdla_alone(
     def broken(_graph: Any) -> bytes:
         raise OSError("disk full")
 
-    monkeypatch.setattr(pipeline.mdla_runtime, "tflite_bytes", broken)
+    monkeypatch.setattr(compile_output.mdla_runtime, "tflite_bytes", broken)
     result = runner.invoke(
         app, compile_args(old_output, "--tflite", str(old_output.parent / "n.tflite"))
     )
@@ -97,7 +98,7 @@ def test_output_paths_are_checked_before_the_compile(
     def never(*_a: Any, **_k: Any) -> Any:
         raise AssertionError("the model was loaded before the output was checked")
 
-    monkeypatch.setattr(pipeline, "load_source", never)
+    monkeypatch.setattr(compile_pipeline, "load_source", never)
     result = runner.invoke(app, compile_args(tmp_path / target))
     assert result.exit_code == 1
     assert message.format(d=tmp_path) in result.stderr

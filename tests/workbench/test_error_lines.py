@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from mdla_compile import pipeline as compile_pipeline
 from mdla_zoo import ZooError
-from workbench import pipeline
 from workbench.cli import app
 from workbench.errors import plain
 
@@ -38,7 +38,7 @@ def test_an_unexpected_exception_is_one_plain_line(
     def boom(*_a: object, **_k: object) -> None:
         raise RuntimeError("\x1b[31mWeights only load failed\x1b[0m\nsecond line")
 
-    monkeypatch.setattr(pipeline, "load_source", boom)
+    monkeypatch.setattr(compile_pipeline, "load_source", boom)
     out = str(tmp_path / "x.mdla")
     result = runner.invoke(app, ["compile", "resnet18", "-o", out])
     assert result.exit_code == 1
@@ -58,7 +58,7 @@ def test_a_zoo_error_is_exit_1_and_one_line(
     def refuse(*_a: object, **_k: object) -> None:
         raise ZooError("`x.pt` holds a state dict")
 
-    monkeypatch.setattr(pipeline, "load_source", refuse)
+    monkeypatch.setattr(compile_pipeline, "load_source", refuse)
     result = runner.invoke(app, ["compile", "x.pt", "-o", str(tmp_path / "x.mdla")])
     assert (result.exit_code, result.output) == (1, "error: `x.pt` holds a state dict\n")
 

@@ -1,5 +1,5 @@
-"""`images.read_image` (photos for `run`, and every `--calib DIR` image): decoded reduced when
-large, refused clearly past the workbench's own pixel cap, whatever PIL would have done."""
+"""`images.read_image` (`mdla_compile.images`: photos for `run`, every `--calib DIR` image):
+decoded reduced when large, refused clearly past the workbench's own pixel cap, whatever PIL would have done."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
+from mdla_compile import CompileError
 from tests.workbench.conftest import TINY_IMAGES
 from workbench import images
 from workbench.cli import app
-from workbench.errors import WorkbenchError
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
@@ -38,7 +38,7 @@ def test_a_13370_square_png_is_refused_before_decoding(tmp_path: Path) -> None:
     write_big_png(path, 13370)
     assert path.stat().st_size < 40_000
     with pytest.raises(
-        WorkbenchError,
+        CompileError,
         match=r"`.*bomb.png` is 13370x13370 \(179 M pixels\), more than the 50 M pixels the "
         "workbench decodes: scale it down",
     ):
@@ -48,7 +48,7 @@ def test_a_13370_square_png_is_refused_before_decoding(tmp_path: Path) -> None:
 def test_past_pils_own_limit_is_the_same_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "bigger.png"
     write_big_png(path, 20000)  # 400 M pixels: PIL itself raises DecompressionBombError
-    with pytest.raises(WorkbenchError, match="more than the 50 M pixels the workbench decodes"):
+    with pytest.raises(CompileError, match="more than the 50 M pixels the workbench decodes"):
         images.read_image(path)
 
 
@@ -85,7 +85,7 @@ def test_a_jpeg_past_the_cap_is_decoded_at_reduced_scale(tmp_path: Path) -> None
 
 
 def test_a_directory_is_named_as_such(tmp_path: Path) -> None:
-    with pytest.raises(WorkbenchError, match="is a directory, not an image file"):
+    with pytest.raises(CompileError, match="is a directory, not an image file"):
         images.read_image(tmp_path)
 
 

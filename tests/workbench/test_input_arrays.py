@@ -12,9 +12,10 @@ import pytest
 from numpy.lib import format as npy
 from typer.testing import CliRunner
 
+import mdla_compile.inputs
+from mdla_compile import CompileError
+from mdla_compile.inputs import load_sample
 from workbench.cli import app
-from workbench.errors import WorkbenchError
-from workbench.inputs import load_sample
 
 SHAPE = ((1, 3, 8, 8),)
 
@@ -30,7 +31,7 @@ def test_a_header_claiming_10_to_the_15_elements_is_refused_unread(tmp_path: Pat
     path = tmp_path / "huge.npy"
     path.write_bytes(lying_npy(10**15))
     with pytest.raises(
-        WorkbenchError,
+        CompileError,
         match=r"huge.npy`: its header claims shape \[1000000000000000\] of float32 "
         r"\(4000000000000000 bytes\); the file holds 16 bytes of data",
     ):
@@ -41,18 +42,16 @@ def test_the_same_inside_an_npz(tmp_path: Path) -> None:
     path = tmp_path / "huge.npz"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("x.npy", lying_npy(10**15))
-    with pytest.raises(WorkbenchError, match=r"huge.npz` array `x`: its header claims shape"):
+    with pytest.raises(CompileError, match=r"huge.npz` array `x`: its header claims shape"):
         load_sample(path, SHAPE, None, "m")
 
 
 def test_a_header_past_the_array_cap_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import workbench.inputs
-
-    monkeypatch.setattr(workbench.inputs, "MAX_ARRAY_BYTES", 100)
+    monkeypatch.setattr(mdla_compile.inputs, "MAX_ARRAY_BYTES", 100)
     np.save(tmp_path / "x.npy", np.zeros(SHAPE[0], np.float32))
-    with pytest.raises(WorkbenchError, match="more than the 0 MiB an input array may have"):
+    with pytest.raises(CompileError, match="more than the 0 MiB an input array may have"):
         load_sample(tmp_path / "x.npy", SHAPE, None, "m")
 
 
@@ -67,7 +66,7 @@ def test_non_finite_inputs_are_refused(
     x[0, 1, 2, 3] = value
     np.save(tmp_path / "x.npy", x)
     with pytest.raises(
-        WorkbenchError,
+        CompileError,
         match=rf"x.npy` array 0 holds 1 NaN or infinite value\(s\) in float32 \(the first at "
         rf"\[0, 1, 2, 3\]: {shown}\); a model's input must be finite numbers",
     ):

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from mdla_compile import CompileError
+from mdla_compile.contract import MAX_LABELS_BYTES, read_labels
 from workbench.cli import app
-from workbench.contract import MAX_LABELS_BYTES, read_labels
-from workbench.errors import WorkbenchError
 
 
 def test_names_one_a_line(tmp_path: Path) -> None:
@@ -25,7 +25,7 @@ def test_a_huge_labels_file_is_refused_without_reading_it(tmp_path: Path, where:
         path = tmp_path / "labels.txt"
         with path.open("wb") as f:
             f.truncate(1 << 30)  # 1 GiB, no blocks on disk
-    with pytest.raises(WorkbenchError, match=f"labels file `{path}` is larger than 4 MiB"):
+    with pytest.raises(CompileError, match=f"labels file `{path}` is larger than 4 MiB"):
         read_labels(path)
 
 

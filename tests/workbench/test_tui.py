@@ -18,6 +18,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Input, Log, ProgressBar, Select, Sparkline, Static
 
 import mdla_quant
+from mdla_compile import pipeline as compile_pipeline
 from tests.workbench.conftest import TINY
 from tests.workbench.snapshots import screen_text
 from tests.workbench.tui_pilot import compiled_tiny, installed, settle, sync, text, tiny, wait_for
@@ -402,13 +403,13 @@ async def test_compile_form_progress_and_a_responsive_ui(monkeypatch: pytest.Mon
     """The form's values reach the pipeline; while it is held at calibration the loading row
     shows its stage and bar, and the keys still switch screens; then the result shows."""
     gate = threading.Event()
-    real = pipeline.calibration_inputs
+    real = compile_pipeline.calibration_inputs
 
     def held(*args: Any, **kwargs: Any) -> Any:
         assert gate.wait(30)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "calibration_inputs", held)
+    monkeypatch.setattr(compile_pipeline, "calibration_inputs", held)
     app = WorkbenchApp(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("c")

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+import mdla_compile
 import mdla_ir
 import mdla_quant
 import mdla_runtime
@@ -54,12 +55,12 @@ def test_matches_per_kind() -> None:
 
 @pytest.fixture(scope="module")
 def seg() -> pipeline.Compiled:
-    return pipeline.compile_model(SEG, count=2)
+    return mdla_compile.compile(mdla_compile.CompileOptions(SEG, count=2))
 
 
 def test_a_class_map_is_judged_pixel_by_pixel(seg: pipeline.Compiled, tmp_path: Path) -> None:
     x = pipeline.prepare_image(seg.source, imgs.read_image("chelsea"))
-    manifest = pipeline.save_manifest(seg, tmp_path / "seg.mdla")
+    manifest = seg.save(tmp_path / "seg.mdla")
     v = validation.validate(seg, [("chelsea", x)], mdla_runtime.open_target("emu"), manifest)
     assert [o.kind for o in v.outputs] == [CLASS_MAP, TENSOR]  # `out` at 224, `aux` at 112
     f = mdla_ir.run_float(seg.source.graph, [x])

@@ -1,7 +1,7 @@
 """The STCNN front-end through the project pipeline, compiled once and cached by weights hash.
 
-    compile: FrontEnd (torch) -> mdla_ir.from_torch -> mdla_legalize.legalize(mdla3.5)
-             -> mdla_quant.quantize(calibration clips) -> mdla_runtime.save(<cache>/<key>.mdla)
+    compile: FrontEnd (torch) -> mdla_compile.compile (import, legalize for mdla3.5, quantize
+             on the calibration clips) -> Compiled.save(<cache>/<key>.mdla)
     run:     mdla_runtime.load + target.run(devices=("mtk-mdla",)): every op on the NPU
 
 Compiling needs torch; running a cached (or the shipped demo) manifest does not. The cache is
@@ -30,7 +30,7 @@ import numpy as np
 
 from lipread.checkpoint import Checkpoint
 from lipread.errors import LipreadError, UnsupportedError
-from mdla_ir.devices import DEFAULT_TARGET, NPU
+from mdla_ir.devices import NPU
 from mdla_runtime.atomic import write_atomic
 from mdla_runtime.interrupt import check
 from mdla_runtime.jsontext import dumps
@@ -117,35 +117,40 @@ def compile_lipnet(
     what: Compiled,
     extend: Callable[[Any], Any] = lambda graph: graph,
 ) -> tuple[Path, Any]:
-    """The LipNet front-end for `frames`-frame clips: import, legalize for mtk-mdla, `extend`
-    the device graph (`fullmodel` appends the tail), quantize on `calibration`, save to `path`
-    with a JSON beside it naming the cache key and the calibration source."""
+    """The LipNet front-end for `frames`-frame clips through `mdla_compile.compile`: import,
+    legalize for mtk-mdla, `extend` the device graph (`fullmodel` appends the tail), quantize
+    on `calibration`, save to `path` with a JSON beside it naming the cache key and the
+    calibration source."""
     import torch
 
+    import mdla_compile
     import mdla_ir
     import mdla_legalize
     import mdla_quant
     import mdla_runtime
+    from mdla_zoo import Model
 
-    fe = torch_frontend(ckpt)
     cfg = ckpt.config
     example = torch.zeros(1, 3, frames, cfg.height, cfg.width)
     clips = [[pad_clip(c, frames)] for c in calibration]
     if not clips:
         raise LipreadError(f"calibration: no clips to calibrate {what.calibrated} on")
     path.parent.mkdir(parents=True, exist_ok=True)
+    model = Model(what.spec, torch_frontend(ckpt), (example,), preprocess=None)
+    options = mdla_compile.CompileOptions(model, calib=clips, count=len(clips), extend=extend)
     try:
-        graph = mdla_ir.from_torch(fe, (example,))
-        device_graph = mdla_legalize.legalize(graph, mdla_legalize.load_target(DEFAULT_TARGET))
-        qgraph = mdla_quant.quantize(extend(device_graph), clips, mdla_quant.QuantConfig())
-        prov = dataclasses.replace(qgraph.provenance, spec=what.spec)
-        qgraph = qgraph.with_(provenance=prov)
-        check()  # a Ctrl-C remembered during the compile's imports: no cache entry
-        mdla_runtime.save(qgraph, path)
+        compiled = mdla_compile.compile(options)
+        compiled.save(path, before_write=check)  # a Ctrl-C remembered meanwhile: no entry
     except (mdla_ir.IRError, mdla_legalize.LegalizeError) as exc:
         raise UnsupportedError(f"{what.name} does not compile for {what.devices}: {exc}") from exc
-    except (mdla_quant.QuantError, mdla_runtime.ManifestError, mdla_runtime.LoweringError) as exc:
+    except (
+        mdla_quant.QuantError,
+        mdla_runtime.ManifestError,
+        mdla_runtime.LoweringError,
+        mdla_compile.CompileError,
+    ) as exc:
         raise LipreadError(f"{what.name} INT8 compile failed: {exc}") from exc
+    qgraph = compiled.qgraph
     info = {"key": key, "calibration": source, "clips": len(clips)}
     write_atomic(path.with_suffix(".json"), dumps(info, indent=1).encode())
     return path, qgraph

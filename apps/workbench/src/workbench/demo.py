@@ -15,9 +15,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+import mdla_compile
 import mdla_ir
 import mdla_runtime
-from workbench import pipeline, witnessing
+from workbench import witnessing
 from workbench.errors import exit_code, one_line
 from workbench.images import SAMPLES, top_k
 
@@ -31,7 +32,8 @@ def run_demo(con: Console, idle_s: float = 4.0, repeat: int = 20) -> bool:
         f"[bold]1. compile[/] {MODEL} (real ImageNet weights), calibrated on {len(SAMPLES)} "
         "sample photos"
     )
-    compiled = pipeline.compile_model(MODEL, calib="samples", count=len(SAMPLES))
+    options = mdla_compile.CompileOptions(MODEL, calib="samples", count=len(SAMPLES))
+    compiled = mdla_compile.compile(options)
     src = compiled.source
     con.print(
         f"   imported {len(src.graph.ops)} ops -> device graph "
@@ -39,9 +41,9 @@ def run_demo(con: Console, idle_s: float = 4.0, repeat: int = 20) -> bool:
     )
     target = mdla_runtime.open_target("emu")
     with tempfile.TemporaryDirectory(prefix="workbench-demo-") as tmp:
-        manifest = pipeline.save_manifest(compiled, Path(tmp) / f"{MODEL}.mdla")
+        manifest = compiled.save(Path(tmp) / f"{MODEL}.mdla")
         size = Path(tmp, f"{MODEL}.mdla").stat().st_size
-        ok, total = pipeline.support_count(target, manifest)
+        ok, total = mdla_compile.support_count(target, manifest)
         con.print(
             f"[bold]2. emulator[/]: {size / 1e6:.1f} MB manifest, ops on mtk-mdla {ok}/{total}"
         )

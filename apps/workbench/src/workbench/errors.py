@@ -1,9 +1,9 @@
 """Exit codes and the one place where package errors become one stderr line.
 
 1  bad input or model (IRError other than UnsupportedError, ZooError, QuantError, ManifestError,
-   TargetDataError, unreadable files)
+   TargetDataError, CompileError, unreadable files)
 2  usage (Typer/Click's own, WorkbenchError(..., USAGE), a malformed --on: TargetSpecError,
-   a malformed model spec or --arg: SpecError)
+   a malformed model spec or --arg: SpecError, mdla_compile's OptionError)
 3  unsupported on the target (LegalizeError, UnsupportedError: a construct the importer cannot
    represent, UnknownDeviceError, UNMAPPABLE from the device)
 4  device or connection (TargetError otherwise, WitnessError)
@@ -22,6 +22,7 @@ from contextlib import contextmanager
 import typer
 from typer.exceptions import TyperException
 
+from mdla_compile import CompileError, OptionError
 from mdla_ir import IRError, UnsupportedError
 from mdla_legalize import LegalizeError
 from mdla_quant import QuantError
@@ -53,7 +54,7 @@ def exit_code(exc: BaseException) -> int | None:
         return UNSUPPORTED
     if isinstance(exc, UnexportableOpError | UnexportableRoundingError):
         return UNSUPPORTED
-    if isinstance(exc, TargetSpecError | SpecError):
+    if isinstance(exc, TargetSpecError | SpecError | OptionError):
         return USAGE
     if isinstance(exc, TargetError):
         if exc.result == "UNMAPPABLE" or exc.exit_code == UNSUPPORTED:
@@ -63,7 +64,14 @@ def exit_code(exc: BaseException) -> int | None:
         return DEVICE
     if isinstance(
         exc,
-        IRError | ZooError | QuantError | ManifestError | ExportError | TargetDataError | OSError,
+        IRError
+        | ZooError
+        | QuantError
+        | ManifestError
+        | ExportError
+        | TargetDataError
+        | OSError
+        | CompileError,
     ):
         return BAD_INPUT
     return None

@@ -93,12 +93,17 @@ class Steps:
     @contextlib.contextmanager
     def step(self, what: str) -> Iterator[None]:
         """A step of unknown length: a spinner while it runs, then done (1/1)."""
-        if self._progress is None:
-            yield
-            return
-        task = self._last = self._progress.add_task(what, total=None)
+        done = self.begin(what)
         yield
-        self._progress.update(task, total=1, completed=1)
+        done()
+
+    def begin(self, what: str) -> Callable[[], None]:
+        """`step` without the block: a spinner now; the returned `done()` marks it done."""
+        progress = self._progress
+        if progress is None:
+            return lambda: None
+        task = self._last = progress.add_task(what, total=None)
+        return lambda: progress.update(task, total=1, completed=1)
 
     def bar(self, what: str, total: int) -> Callable[[int], None]:
         """A step of `total` items; the returned `tick(done)` moves the bar (with ETA)."""

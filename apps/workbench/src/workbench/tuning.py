@@ -29,9 +29,12 @@ import numpy as np
 
 import mdla_ir
 import mdla_quant
+from mdla_compile import Compiled, Source, calibration_inputs, check_output, quantize_graph
+from mdla_compile.compiled import LayerProgress
+from mdla_compile.inputs import input_files
 from mdla_ir import Graph
 from mdla_runtime.atomic import write_atomic
-from workbench import images, inputs, pipeline, validation
+from workbench import images, pipeline, validation
 from workbench.errors import USAGE, WorkbenchError
 from workbench.output import dumps
 
@@ -57,17 +60,15 @@ class Split:
     held_out: tuple[tuple[str, list[Array]], ...]
 
 
-def split_calibration(calib: str, source: pipeline.Source, count: int, held_out: int) -> Split:
-    """The first `count` inputs of `calib` (samples, random, a directory) to calibrate on and
-    the next `held_out` to score on; disjoint by construction (distinct files or photos, or
-    further draws of the same random stream)."""
+def split_names(calib: str, count: int, held_out: int) -> list[str]:
+    """The names of the `count + held_out` inputs a split of `calib` takes (checked before
+    any compile: too few photos or files is a usage error)."""
     if held_out < 1:
         raise WorkbenchError(f"--held-out must be at least 1, got {held_out}", USAGE)
     total = count + held_out
     if calib == "random":
-        drawn = pipeline.calibration_inputs("random", source, total)
-        names = [f"random {i}" for i in range(total)]
-    elif calib == "samples":
+        return [f"random {i}" for i in range(total)]
+    if calib == "samples":
         available = list(images.SAMPLES)
         if total > len(available):
             raise WorkbenchError(
@@ -75,19 +76,25 @@ def split_calibration(calib: str, source: pipeline.Source, count: int, held_out:
                 f"{held_out} asks for {total}: lower one, or give --calib DIR",
                 USAGE,
             )
-        drawn = pipeline.calibration_inputs("samples", source, total)
-        names = available[:total]
-    else:
-        files = inputs.input_files(calib)
-        if total > len(files):
-            raise WorkbenchError(
-                f"`{calib}` has {len(files)} inputs; --count {count} + --held-out {held_out} "
-                f"asks for {total}",
-                USAGE,
-            )
-        drawn = pipeline.calibration_inputs(calib, source, total)
-        names = [f.name for f in files[:total]]
-    held = tuple((names[i], list(drawn[i])) for i in range(count, total))
+        return available[:total]
+    files = input_files(calib)
+    if total > len(files):
+        raise WorkbenchError(
+            f"`{calib}` has {len(files)} inputs; --count {count} + --held-out {held_out} "
+            f"asks for {total}",
+            USAGE,
+        )
+    return [f.name for f in files[:total]]
+
+
+def split_calibration(calib: str, source: Source, count: int, held_out: int) -> Split:
+    """The first `count` inputs of `calib` (samples, random, a directory) to calibrate on and
+    the next `held_out` to score on; disjoint by construction (distinct files or photos, or
+    further draws of the same random stream). The first `count` are the very inputs
+    `mdla_compile.compile` calibrates on with `calib` and `count`."""
+    names = split_names(calib, count, held_out)
+    drawn = calibration_inputs(calib, source, len(names))
+    held = tuple((names[i], list(drawn[i])) for i in range(count, len(names)))
     return Split(calib, drawn[:count], held)  # a directory stays lazy (read on use)
 
 
@@ -137,7 +144,7 @@ class Trial:
 
     label: str
     config: mdla_quant.QuantConfig
-    compiled: pipeline.Compiled
+    compiled: Compiled
     layers: tuple[Layer, ...]
     agreement: Agreement | None
     output_cosine: float
@@ -211,16 +218,16 @@ def setting_of_manifest(path: str | Path, base: mdla_quant.QuantConfig) -> mdla_
 
 
 def trial(
-    source: pipeline.Source,
+    source: Source,
     device_graph: Graph,
     split: Split,
     config: mdla_quant.QuantConfig,
     progress: Callable[[int], None] = lambda _n: None,
-    layer_progress: pipeline.LayerProgress | None = None,
+    layer_progress: LayerProgress | None = None,
 ) -> Trial:
     """Quantize on `split.calibration` only, then score on `split.held_out` only.
     `layer_progress(i, n, name)`: AdaRound's layers (and blocks, with block reconstruction)."""
-    compiled = pipeline.quantize_graph(
+    compiled = quantize_graph(
         source,
         device_graph,
         split.calibration,
@@ -228,8 +235,14 @@ def trial(
         progress=lambda n, _s: progress(n),
         layer_progress=layer_progress,
     )
+    return score(compiled, split)
+
+
+def score(compiled: Compiled, split: Split) -> Trial:
+    """`compiled` (calibrated on `split.calibration` only) scored on `split.held_out`."""
+    source, config = compiled.source, compiled.config
     held = [xs for _, xs in split.held_out]
-    report = mdla_quant.compare(device_graph, compiled.qgraph, held)
+    report = mdla_quant.compare(compiled.device_graph, compiled.qgraph, held)
     layers = tuple(
         Layer(t.name, t.op, t.kind, t.cosine, t.sqnr_db, t.max_abs) for t in report.tensors
     )
@@ -326,7 +339,7 @@ def save(c: Comparison, out: str | Path) -> dict[str, Path]:
     from workbench.tuning_plot import sqnr_png
 
     path = Path(out)
-    pipeline.check_output(path, ".mdla")
+    check_output(path, ".mdla")
     paths = {
         "manifest": path,
         "json": path.with_suffix(".tuning.json"),
@@ -334,7 +347,7 @@ def save(c: Comparison, out: str | Path) -> dict[str, Path]:
     }
     png = sqnr_png(c)
     doc = {**comparison_doc(c), "manifest": str(path), "plot": str(paths["plot"])}
-    pipeline.save_manifest(c.new.compiled, path)
+    c.new.compiled.save(path)
     write_atomic(paths["json"], (dumps(doc) + "\n").encode())
     write_atomic(paths["plot"], png)
     return paths

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-import mdla_quant
+import mdla_compile
 import mdla_runtime
 from mdla_ir import Graph
 from mdla_ir.devices import DEFAULT_TARGET, NPU
@@ -29,6 +29,7 @@ from workbench.commands.options import (
 )
 from workbench.errors import DEVICE, USAGE, WorkbenchError, reported
 from workbench.output import json_output, open_target, steps
+from workbench.progress import compile_progress
 
 EPILOG = """Examples:
 
@@ -119,14 +120,14 @@ def bisect_command(
 def _diverge(
     tgt: mdla_runtime.Target,
     manifest: mdla_runtime.Manifest,
-    compiled: pipeline.Compiled,
+    compiled: mdla_compile.Compiled,
     device: str,
     emit: Any,
     model: str,
 ) -> None:
     """--outputs: bisection.diverge on one random input; exit 4 naming the op that differs."""
     con = console()
-    (x,) = pipeline.calibration_inputs("random", compiled.source, 1, seed=1)
+    (x,) = mdla_compile.calibration_inputs("random", compiled.source, 1, seed=1)
     total = len(manifest.operations)
     con.print(f"bisecting {total} ops on {tgt.name}/{device} against run_int8", markup=False)
     doc: dict[str, Any] = {"model": model, "target": tgt.name, "device": device, "ops": total}
@@ -164,21 +165,17 @@ def _compile(
     skip: list[str],
     cpu: list[str],
     tmp: Path,
-) -> tuple[pipeline.Compiled, mdla_runtime.Manifest]:
+) -> tuple[mdla_compile.Compiled, mdla_runtime.Manifest]:
     """Import, legalize (placed with --cpu), quantize on 2 random inputs and save."""
+    options = mdla_compile.CompileOptions(
+        model,
+        weights=str(weights) if weights else None,
+        calib="random",
+        count=2,
+        cpu=tuple(cpu),
+        target=target,
+        skip_rules=tuple(skip),
+    )
     with steps() as s:
-        with s.step(f"importing {model}"):
-            source = pipeline.load_source(model, str(weights) if weights else None)
-        with s.step("legalizing"):
-            if cpu:
-                placed = placement.place_graph(source.graph, target, NPU, cpu, skip)
-                device_graph = placed.graph
-            else:
-                device_graph = pipeline.legalize_graph(source.graph, target, skip_rules=skip)
-        calib = pipeline.calibration_inputs("random", source, 2)
-        config = mdla_quant.QuantConfig(target=target)
-        tick = s.bar("calibrating (random)", total=len(calib))
-        compiled = pipeline.quantize_graph(
-            source, device_graph, calib, config, progress=lambda n, _s: tick(n)
-        )
-    return compiled, pipeline.save_manifest(compiled, tmp / "model.mdla")
+        compiled = mdla_compile.compile(options, on_event=compile_progress(s, show_placement=False))
+    return compiled, compiled.save(tmp / "model.mdla")

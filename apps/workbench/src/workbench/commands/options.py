@@ -1,7 +1,10 @@
-"""Parameters shared by several commands (Annotated aliases) and the output console."""
+"""Parameters shared by several commands: Annotated aliases, and the option blocks that
+compile, tune, validate, export and run take (dataclasses `binding.options` expands into each
+command's signature, declared here once), and the output console."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -10,6 +13,10 @@ import typer
 from rich.console import Console
 
 import mdla_quant
+from mdla_compile import CompileOptions
+from mdla_ir.devices import DEFAULT_TARGET
+from workbench import contract as ct
+from workbench.placement import Cpu
 
 Debug = Annotated[bool, typer.Option("--debug", help="Show the traceback of an error.")]
 On = Annotated[
@@ -158,6 +165,91 @@ def quant_config(
         reconstruction=reconstruction.value,
         target=target,
     )
+
+
+@dataclass(frozen=True)
+class InputFlags:
+    """The input contract's image options (`mdla_compile.contract`): compile stores them in
+    the .mdla; given to `run`, they replace the stored ones."""
+
+    preset: ct.PresetOpt = None
+    mean: ct.Mean = None
+    std: ct.Std = None
+    channels: ct.ChannelsOpt = None
+    resize: ct.Resize = None
+    crop: ct.Crop = None
+    labels: ct.LabelsOpt = None
+
+    def contract(self, input_shape: str | None = None) -> ct.Contract:
+        """The options parsed and checked (a malformed one: exit 2)."""
+        return ct.contract_from(
+            input_shape,
+            self.preset,
+            self.mean,
+            self.std,
+            self.channels,
+            self.resize,
+            self.crop,
+            self.labels,
+        )
+
+
+@dataclass(frozen=True)
+class QuantFlags:
+    """The quantizer's options (`mdla_quant.QuantConfig`)."""
+
+    method: Method = MethodName.percentile
+    percentile: Percentile = 99.99
+    rounding: Rounding = RoundingName.double
+    bias_correction: BiasCorrection = False
+    equalize: Equalize = False
+    adaround: AdaRound = 0
+    reconstruction: Reconstruction = ReconstructionName.layer
+
+    def config(self, target: str) -> mdla_quant.QuantConfig:
+        return quant_config(
+            self.method,
+            self.percentile,
+            self.rounding,
+            target,
+            bias_correction=self.bias_correction,
+            equalize=self.equalize,
+            adaround=self.adaround,
+            reconstruction=self.reconstruction,
+        )
+
+
+@dataclass(frozen=True)
+class CompileFlags:
+    """Everything a compile takes from the command line (`mdla_compile.CompileOptions`)."""
+
+    weights: Weights = None
+    calib: Calib = "samples"
+    count: Count = 6
+    quant: QuantFlags = field(default_factory=QuantFlags)
+    target: TargetName = DEFAULT_TARGET
+    skip_rule: SkipRule = None
+    cpu: Cpu = None
+    arg: ct.ArgOpt = None
+    input_shape: ct.InputShape = None
+    inputs: InputFlags = field(default_factory=InputFlags)
+    importer: ImportPath = ImportPathName.fx
+
+    def options(self, model: str) -> CompileOptions:
+        """The compile these options ask for (each checked: a malformed one is exit 2)."""
+        return CompileOptions(
+            model,
+            args=tuple(self.arg or ()),
+            weights=str(self.weights) if self.weights else None,
+            contract=self.inputs.contract(self.input_shape),
+            calib=self.calib,
+            count=self.count,
+            quant=self.quant.config(self.target),
+            cpu=tuple(self.cpu or ()),
+            target=self.target,
+            skip_rules=tuple(self.skip_rule or ()),
+            import_path=self.importer.value,
+        )
 
 
 def console() -> Console:

@@ -11,14 +11,15 @@ import typer
 from rich.table import Table
 
 import mdla_runtime
+from mdla_compile import inputs as ins
 from mdla_ir import Preprocess
 from mdla_ir.devices import NPU
 from workbench import contract as ct
 from workbench import dense, pipeline
 from workbench import images as imgs
-from workbench import inputs as ins
 from workbench.boxes import Boxes
-from workbench.commands.options import Debug, Device, On, Weights, console
+from workbench.commands.binding import options
+from workbench.commands.options import Debug, Device, InputFlags, On, Weights, console
 from workbench.errors import BAD_INPUT, WorkbenchError, reported
 from workbench.output import dumps, steps
 from workbench.partition_report import run_fields, run_lines
@@ -145,6 +146,7 @@ def random_input(shape: tuple[int, ...], chunk: int = 1 << 20) -> Array:
     return x
 
 
+@options()
 def run_command(
     manifest_path: Annotated[Path, typer.Argument(metavar="OUT.mdla", help="Compiled model.")],
     images: Annotated[
@@ -166,16 +168,8 @@ def run_command(
     max_op_gops: MaxOpGops = None,
     max_total_gops: MaxTotalGops = None,
     timeout: Timeout = None,
-    preset: ct.PresetOpt = None,
-    mean: ct.Mean = None,
-    std: ct.Std = None,
-    channels: ct.ChannelsOpt = None,
-    resize: ct.Resize = None,
-    crop: ct.Crop = None,
-    labels_file: Annotated[
-        Path | None,
-        typer.Option("--labels", help="Class names, one a line (instead of the manifest's)."),
-    ] = None,
+    *,
+    inputs: InputFlags,
     model: FloatModel = None,
     weights: Weights = None,
     debug: Debug = False,
@@ -197,9 +191,7 @@ def run_command(
         mdla_runtime.check_host(manifest, budget)  # before any input is made
         with steps() as s:  # on stderr, ended before the tables: an SSH phone's steps, runs
             target = mdla_runtime.open_target(on, budget, progress=s.remote(on), timeout=timeout)
-            contract = ct.contract_from(
-                None, preset, mean, std, channels, resize, crop, labels_file
-            )
+            contract = inputs.contract()
             labels = contract.labels if contract.labels is not None else manifest.provenance.labels
             if manifest.provenance.random_weights:
                 typer.echo(

@@ -10,31 +10,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+import mdla_compile
 import mdla_quant
-from mdla_ir.devices import DEFAULT_TARGET
-from workbench import contract as ct
-from workbench import pipeline, tuning
-from workbench.commands.options import (
-    AdaRound,
-    BiasCorrection,
-    Calib,
-    Debug,
-    Equalize,
-    JsonOut,
-    Method,
-    MethodName,
-    Percentile,
-    Reconstruction,
-    ReconstructionName,
-    Rounding,
-    RoundingName,
-    TargetName,
-    Weights,
-    console,
-    quant_config,
-)
+from workbench import tuning
+from workbench.commands.binding import options
+from workbench.commands.options import CompileFlags, Debug, JsonOut, console
 from workbench.errors import interrupt_guard, reported
 from workbench.output import json_output, steps
+from workbench.progress import compile_progress
 
 EPILOG = """Examples:
 
@@ -61,13 +44,10 @@ def delta(value: float | None, fmt: str) -> str:
     return "-" if value is None else fmt.format(value)
 
 
+@options(count=4)
 def tune_command(
     model: Annotated[str, typer.Argument(help="Model spec (compiled here, twice).")],
-    weights: Weights = None,
-    calib: Calib = "samples",
-    count: Annotated[
-        int, typer.Option("--count", min=1, help="Calibration inputs (the quantizer's).")
-    ] = 4,
+    flags: CompileFlags,
     held_out: Annotated[
         int,
         typer.Option(
@@ -76,13 +56,6 @@ def tune_command(
             help="Further inputs of --calib, never calibrated on: the score is theirs.",
         ),
     ] = 2,
-    method: Method = MethodName.percentile,
-    percentile: Percentile = 99.99,
-    rounding: Rounding = RoundingName.double,
-    bias_correction: BiasCorrection = False,
-    equalize: Equalize = False,
-    adaround: AdaRound = 0,
-    reconstruction: Reconstruction = ReconstructionName.layer,
     previous: Annotated[
         str,
         typer.Option(
@@ -93,22 +66,12 @@ def tune_command(
             "comparison.",
         ),
     ] = "method=percentile",
-    target: TargetName = DEFAULT_TARGET,
     out: Annotated[
         Path | None,
         typer.Option(
             "-o", "--out", help="Save the new setting: OUT.mdla, OUT.tuning.json, OUT.sqnr.png."
         ),
     ] = None,
-    arg: ct.ArgOpt = None,
-    input_shape: ct.InputShape = None,
-    preset: ct.PresetOpt = None,
-    mean: ct.Mean = None,
-    std: ct.Std = None,
-    channels: ct.ChannelsOpt = None,
-    resize: ct.Resize = None,
-    crop: ct.Crop = None,
-    labels: ct.LabelsOpt = None,
     as_json: JsonOut = False,
     debug: Debug = False,
 ) -> None:
@@ -119,42 +82,21 @@ def tune_command(
     and a PNG of per-layer SQNR for the two settings."""
     with reported(debug), interrupt_guard() as interrupted, json_output(as_json) as emit:
         if out is not None:
-            pipeline.check_output(out, ".mdla")
-        new_config = quant_config(
-            method,
-            percentile,
-            rounding,
-            target,
-            bias_correction=bias_correction,
-            equalize=equalize,
-            adaround=adaround,
-            reconstruction=reconstruction,
-        )
-        base = mdla_quant.QuantConfig(target=target)
-        old_config = (
-            None
-            if previous == "none"
-            else tuning.setting_of_manifest(previous, base)
-            if previous.endswith(".mdla")
-            else tuning.parse_setting(previous, base)
-        )
-        contract = ct.contract_from(input_shape, preset, mean, std, channels, resize, crop, labels)
+            mdla_compile.check_output(out, ".mdla")
+        opts = flags.options(model)
+        old_config = _previous(previous, mdla_quant.QuantConfig(target=flags.target))
+        tuning.split_names(flags.calib, flags.count, held_out)  # too few inputs: before work
         with steps() as s:
-            with s.step(f"importing {model}"):
-                source = pipeline.load_source(
-                    model, str(weights) if weights else None, contract, arg or []
-                )
-            with s.step("legalizing"):
-                device_graph = pipeline.legalize_graph(source.graph, target, new_config.device)
-            split = tuning.split_calibration(calib, source, count, held_out)
+            compiled = mdla_compile.compile(opts, on_event=compile_progress(s, "new: "))
+            split = tuning.split_calibration(flags.calib, compiled.source, flags.count, held_out)
+            new = tuning.score(compiled, split)
             old = None
             if old_config is not None:
-                tick = s.bar(f"previous: {tuning.label(old_config)}", total=count)
+                tick = s.bar(f"previous: {tuning.label(old_config)}", total=flags.count)
                 layers = s.layers("previous: adaround")
-                old = tuning.trial(source, device_graph, split, old_config, tick, layers)
-            tick = s.bar(f"new: {tuning.label(new_config)}", total=count)
-            layers = s.layers("new: adaround")
-            new = tuning.trial(source, device_graph, split, new_config, tick, layers)
+                old = tuning.trial(
+                    compiled.source, compiled.device_graph, split, old_config, tick, layers
+                )
         comparison = tuning.compare(new, old)
         show(comparison, model)
         doc = tuning.comparison_doc(comparison)
@@ -166,6 +108,15 @@ def tune_command(
                 console().print(f"wrote {what}: {path}", markup=False)
             doc["saved"] = {k: str(v) for k, v in paths.items()}
         emit(doc)
+
+
+def _previous(previous: str, base: mdla_quant.QuantConfig) -> mdla_quant.QuantConfig | None:
+    """The setting to compare with: none, a compiled .mdla's, or key=value,... over `base`."""
+    if previous == "none":
+        return None
+    if previous.endswith(".mdla"):
+        return tuning.setting_of_manifest(previous, base)
+    return tuning.parse_setting(previous, base)
 
 
 def show(c: tuning.Comparison, model: str) -> None:

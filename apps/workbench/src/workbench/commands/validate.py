@@ -5,37 +5,21 @@ from __future__ import annotations
 import math
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from mdla_ir.devices import DEFAULT_TARGET
-from workbench import contract as ct
-from workbench import images as imgs
-from workbench import inputs as ins
-from workbench import pipeline, placement, validation
-from workbench.commands.options import (
-    Calib,
-    Count,
-    Debug,
-    ImportPath,
-    ImportPathName,
-    JsonOut,
-    Method,
-    MethodName,
-    On,
-    Percentile,
-    Rounding,
-    RoundingName,
-    TargetName,
-    Weights,
-    console,
-    quant_config,
-)
+import mdla_compile
+from mdla_compile import inputs as ins
+from mdla_compile.images import SAMPLES, read_image
+from workbench import validation
+from workbench.commands.binding import options
+from workbench.commands.options import CompileFlags, Debug, JsonOut, On, console
 from workbench.documents import validation_doc
 from workbench.errors import reported
 from workbench.output import json_output, open_target, steps
+from workbench.progress import compile_progress
 
 EPILOG = """Examples:
 
@@ -53,6 +37,7 @@ def db(value: float) -> str:
     return "inf" if math.isinf(value) else f"{value:.1f}"
 
 
+@options()
 def validate_command(
     model: Annotated[str, typer.Argument(help="Model spec (compiled here).")],
     images: Annotated[
@@ -62,25 +47,9 @@ def validate_command(
             "sample photos)."
         ),
     ] = None,
-    weights: Weights = None,
-    importer: ImportPath = ImportPathName.fx,
-    calib: Calib = "samples",
-    count: Count = 6,
-    method: Method = MethodName.percentile,
-    percentile: Percentile = 99.99,
-    rounding: Rounding = RoundingName.double,
-    target: TargetName = DEFAULT_TARGET,
+    *,
+    flags: CompileFlags,
     on: On = "emu",
-    cpu: placement.Cpu = None,
-    arg: ct.ArgOpt = None,
-    input_shape: ct.InputShape = None,
-    preset: ct.PresetOpt = None,
-    mean: ct.Mean = None,
-    std: ct.Std = None,
-    channels: ct.ChannelsOpt = None,
-    resize: ct.Resize = None,
-    crop: ct.Crop = None,
-    labels: ct.LabelsOpt = None,
     as_json: JsonOut = False,
     debug: Debug = False,
 ) -> None:
@@ -90,41 +59,36 @@ def validate_command(
     head maps get these alone), and the five worst layers. Takes compile's model specs, input
     options and --cpu (ops the NPU lacks on the phone's CPU, as `compile --cpu` places them)."""
     with reported(debug), json_output(as_json) as emit:
-        config = quant_config(method, percentile, rounding, target)
-        contract = ct.contract_from(input_shape, preset, mean, std, channels, resize, crop, labels)
         with steps() as s:
-            source = pipeline.load_source(
-                model, str(weights) if weights else None, contract, arg or [], importer.value
-            )
-            for note in source.notes:
-                typer.echo(note, err=True)
-            device = placement.device_graph(source.graph, target, config.device, cpu, [])
-            calibration = pipeline.calibration_inputs(calib, source, count)
-            tick = s.bar(f"compiling {model} (calibration)", total=len(calibration))
-            compiled = pipeline.quantize_graph(
-                source, device, calibration, config, progress=lambda n, _s: tick(n)
-            )
-        takes_images = source.preprocess is not None and len(source.input_shapes) == 1
-        if images:
-            prep = (lambda im: pipeline.prepare_image(source, im)) if takes_images else None
-            inputs = [
-                (Path(n).name, ins.load_sample(n, source.input_shapes, prep, model)[0])
-                for n in ins.expand(images)
-            ]
-        elif not takes_images:
-            inputs = [(f"random {i}", xs[0]) for i, xs in enumerate(compiled.calibration)]
-        else:
-            inputs = [(n, pipeline.prepare_image(source, imgs.read_image(n))) for n in imgs.SAMPLES]
+            compiled = mdla_compile.compile(flags.options(model), on_event=compile_progress(s))
+        inputs = _inputs(compiled, model, images or [])
         tgt = open_target(on)  # an SSH phone: its connect on stderr
         with (
             tempfile.TemporaryDirectory(prefix="workbench-validate-") as tmp,
             steps() as s,
             s.step(f"comparing FP32 and INT8 on {len(inputs)} input(s)"),
         ):
-            manifest = pipeline.save_manifest(compiled, Path(tmp) / "model.mdla")
+            manifest = compiled.save(Path(tmp) / "model.mdla")
             result = validation.validate(compiled, inputs, tgt, manifest)
         _print(result, model, on)
         emit(validation_doc(result, model, on))
+
+
+def _inputs(
+    compiled: mdla_compile.Compiled, model: str, images: list[str]
+) -> list[tuple[str, Any]]:
+    """(name, input) to compare on: `images` (files, directories), else the sample photos,
+    else (a model that takes no photos) the calibration inputs."""
+    source = compiled.source
+    if images:
+        prep = (lambda im: mdla_compile.prepare_image(source, im)) if source.takes_images else None
+        return [
+            (Path(n).name, ins.load_sample(n, source.input_shapes, prep, model)[0])
+            for n in ins.expand(images)
+        ]
+    if not source.takes_images:
+        return [(f"random {i}", xs[0]) for i, xs in enumerate(compiled.calibration)]
+    return [(n, mdla_compile.prepare_image(source, read_image(n))) for n in SAMPLES]
 
 
 def _print(v: validation.Validation, model: str, on: str) -> None:

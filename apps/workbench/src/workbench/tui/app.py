@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import work
@@ -18,8 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Input
 
-import mdla_runtime
-from workbench import pipeline, witnessing
+from workbench import witnessing
 from workbench.errors import one_line
 from workbench.tui.bisect import BisectScreen
 from workbench.tui.calibrate import CalibrateScreen
@@ -157,16 +155,14 @@ class WorkbenchApp(App[None]):
     def save_to(self, path: str) -> None:
         compiled = self.session.compiled
         assert compiled is not None  # checked by prompt_path
-        pipeline.check_output(path, ".mdla")
-        pipeline.save_manifest(compiled, Path(path))
+        compiled.save(path)
         self.call_from_thread(self.notify, f"saved {path}", title="save")
 
     @work(thread=True, exclusive=True, group="write", exit_on_error=False)
     def export_to(self, path: str) -> None:
         compiled = self.session.compiled
         assert compiled is not None  # checked by prompt_path
-        pipeline.check_output(path, ".tflite")
-        mdla_runtime.export_tflite(compiled.qgraph, Path(path))
+        compiled.export_tflite(path)
         self.call_from_thread(self.notify, f"exported {path}", title="export")
 
     def on_worker_state_changed(self, event: Any) -> None:

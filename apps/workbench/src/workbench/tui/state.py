@@ -1,8 +1,7 @@
 """What the TUI's screens share: the open model, its op rows, the target and the last results.
 
-Opening a model spec runs the CLI's own pipeline (`pipeline.load_source`, `legalize_graph` or
-`placement.place_graph` for `--cpu`, `calibration_inputs`, `quantize_graph`, `save_manifest`)
-with the compile form's `CompileOptions`, reporting each stage to a progress callback; opening a
+Opening a model spec runs the CLI's own compile (`mdla_compile.compile`, then `save`) with the
+compile form's `CompileOptions`, reporting each stage to a progress callback; opening a
 .mdla reads its operations. Everything here is plain Python called from worker threads; screens
 render the results. `close()` removes the session's temp dir and closes its target (an SSH
 connection), and is safe to call twice (on unmount and again after Ctrl-C).
@@ -17,12 +16,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import mdla_compile
 import mdla_legalize
 import mdla_quant
 import mdla_runtime
+from mdla_compile import CalibrationTick, Imported, Placed, Stage, StageStarted
 from mdla_ir import Graph
 from mdla_ir.devices import DEFAULT_TARGET, NPU
-from workbench import pipeline, placement, witnessing
+from workbench import pipeline, witnessing
 from workbench.bisection import kind_name
 
 Progress = Callable[[str, int, int], None]  # (stage, steps done, steps in all)
@@ -70,6 +71,19 @@ class CompileOptions:
             device=self.device,
         )
 
+    def compile_options(self) -> mdla_compile.CompileOptions:
+        """The form as `mdla_compile`'s options (`calib` "" is `auto`)."""
+        return mdla_compile.CompileOptions(
+            self.spec,
+            calib=self.calib or "auto",
+            count=self.count,
+            quant=self.config(),
+            cpu=self.cpu,
+            target=self.target,
+            device=self.device,
+            skip_rules=self.skip_rules,
+        )
+
     def steps(self) -> int:
         """Progress steps: import, legalize, one per calibration input, write, ask the device."""
         return 4 + self.count
@@ -81,7 +95,7 @@ class Session:
     spec: str | None = None
     pending: str | None = None  # a spec to open when the Graph screen mounts
     rows: list[OpRow] = field(default_factory=list)
-    compiled: pipeline.Compiled | None = None
+    compiled: mdla_compile.Compiled | None = None
     manifest: mdla_runtime.Manifest | None = None
     note: str = ""
     selected: int | None = None  # the Graph cursor's op index, kept across screens
@@ -152,42 +166,47 @@ class Session:
             self.rows = rows_from_manifest(manifest, flags)
             self.note = f"{manifest.name}: {sum(flags)}/{len(flags)} ops on {self.device}"
             return
-        step("importing", 0, total)
-        source = pipeline.load_source(options.spec)
-        step("legalizing", 1, total)
+        seen: list[mdla_compile.Source] = []
         try:
-            if options.cpu:
-                placed = placement.place_graph(
-                    source.graph, options.target, self.device, options.cpu, options.skip_rules
-                )
-                device, self.warnings = placed.graph, placed.warnings
-            else:
-                device = pipeline.legalize_graph(
-                    source.graph, options.target, self.device, options.skip_rules
-                )
+            compiled = mdla_compile.compile(
+                options.compile_options(), on_event=self._on_event(step, total, seen)
+            )
         except mdla_legalize.LegalizeError:
-            self.rows = rows_from_graph(source.graph, target=options.target)
-            self.note = f"{source.graph.name}: as imported (it does not legalize)"
+            if seen:
+                self.rows = rows_from_graph(seen[0].graph, target=options.target)
+                self.note = f"{seen[0].graph.name}: as imported (it does not legalize)"
             raise
-        calib = options.calib or ("samples" if source.preprocess else "random")
-        inputs = pipeline.calibration_inputs(calib, source, options.count)
-        compiled = pipeline.quantize_graph(
-            source,
-            device,
-            inputs,
-            options.config(),
-            progress=lambda n, _s: step("calibrating", 2 + n, total),
-        )
         step("writing the manifest", total - 2, total)
         self.install(compiled, lambda: step("asking the device", total - 1, total))
 
+    def _on_event(
+        self, step: Progress, total: int, seen: list[mdla_compile.Source]
+    ) -> mdla_compile.OnEvent:
+        """The compile's events as the loading row's (stage, done, total); the imported
+        source into `seen`, the --cpu placement's warnings into `warnings`."""
+
+        def on_event(event: mdla_compile.Event) -> None:
+            match event:
+                case StageStarted(Stage.IMPORT):
+                    step("importing", 0, total)
+                case StageStarted(Stage.LEGALIZE):
+                    step("legalizing", 1, total)
+                case Imported(source):
+                    seen.append(source)
+                case CalibrationTick(n):
+                    step("calibrating", 2 + n, total)
+                case Placed(placed):
+                    self.warnings = placed.warnings
+
+        return on_event
+
     def install(
-        self, compiled: pipeline.Compiled, asking: Callable[[], None] = lambda: None
+        self, compiled: mdla_compile.Compiled, asking: Callable[[], None] = lambda: None
     ) -> None:
         """Make `compiled` the open model: write its manifest, ask the device, rebuild rows
         (another manifest: results about the old one, such as a bisection, no longer hold)."""
         self.compiled, self.generation = compiled, self.generation + 1
-        self.manifest = pipeline.save_manifest(compiled, self.workdir / "current.mdla")
+        self.manifest = compiled.save(self.workdir / "current.mdla")
         asking()
         flags = self.target().supported(self.manifest, [self.device]).get(self.device, [])
         graph = compiled.device_graph

@@ -20,8 +20,8 @@ from typing import IO, Any, overload
 import numpy as np
 from numpy.lib import format as npy
 
-from workbench.errors import BAD_INPUT, WorkbenchError
-from workbench.images import IMAGE_SUFFIXES, read_image
+from mdla_compile.errors import CompileError
+from mdla_compile.images import IMAGE_SUFFIXES, read_image
 
 Array = np.ndarray[Any, Any]
 Shapes = tuple[tuple[int, ...], ...]
@@ -39,11 +39,11 @@ def input_files(directory: str | Path) -> list[Path]:
     """The images, .npy and .npz files in `directory`, sorted by name."""
     root = Path(directory)
     if not root.is_dir():
-        raise WorkbenchError(f"input directory `{root}` does not exist")
+        raise CompileError(f"input directory `{root}` does not exist")
     suffixes = (*IMAGE_SUFFIXES, *DATA_SUFFIXES)
     files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
     if not files:
-        raise WorkbenchError(
+        raise CompileError(
             f"input directory `{root}` holds no images {IMAGE_SUFFIXES} nor arrays .npy/.npz"
         )
     return files
@@ -64,17 +64,15 @@ def load_sample(
     path = Path(name)
     if not is_data(path):
         if prepare is None:
-            raise WorkbenchError(
+            raise CompileError(
                 f"`{model}` takes no images (it records no image preprocessing), so not "
-                f"`{name}`: give .npy/.npz inputs, or compile it with --preset or --mean/--std",
-                BAD_INPUT,
+                f"`{name}`: give .npy/.npz inputs, or compile it with --preset or --mean/--std"
             )
         return [prepare(read_image(name))]
     arrays = _arrays(path)
     if len(arrays) != len(shapes):
-        raise WorkbenchError(
-            f"`{path}` holds {len(arrays)} array(s); `{model}` takes {len(shapes)} input(s)",
-            BAD_INPUT,
+        raise CompileError(
+            f"`{path}` holds {len(arrays)} array(s); `{model}` takes {len(shapes)} input(s)"
         )
     return [_fit(a, s, path, k) for k, (a, s) in enumerate(zip(arrays, shapes, strict=True))]
 
@@ -89,10 +87,10 @@ def _arrays(path: Path) -> list[Array]:
             _check_header(f, path.stat().st_size, f"`{path}`")
         return [np.asarray(np.load(path, allow_pickle=False))]
     except FileNotFoundError:
-        raise WorkbenchError(f"input `{path}` does not exist") from None
+        raise CompileError(f"input `{path}` does not exist") from None
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         text = " ".join(str(exc).split())
-        raise WorkbenchError(f"cannot read `{path}` as a numpy array file: {text}") from None
+        raise CompileError(f"cannot read `{path}` as a numpy array file: {text}") from None
 
 
 def _check_npz(path: Path) -> None:
@@ -104,13 +102,13 @@ def _check_npz(path: Path) -> None:
 
 
 def _check_header(f: IO[bytes], size: int, what: str) -> None:
-    """WorkbenchError unless the .npy header at `f` claims at most the `size` bytes its file
+    """CompileError unless the .npy header at `f` claims at most the `size` bytes its file
     (or zip member) holds after the header, and at most MAX_ARRAY_BYTES: checked before numpy
     allocates the array the header claims (10^15 elements: MemoryError)."""
     version = npy.read_magic(f)
     reader = HEADER_READERS.get(version)
     if reader is None:
-        raise WorkbenchError(f"{what}: .npy format version {version} is not read here (1.0, 2.0)")
+        raise CompileError(f"{what}: .npy format version {version} is not read here (1.0, 2.0)")
     shape, _fortran, dtype = reader(f)
     claimed = int(np.prod(shape, dtype=object)) * dtype.itemsize
     held = size - f.tell()
@@ -120,18 +118,18 @@ def _check_header(f: IO[bytes], size: int, what: str) -> None:
             if claimed > held
             else f"more than the {MAX_ARRAY_BYTES >> 20} MiB an input array may have"
         )
-        raise WorkbenchError(
+        raise CompileError(
             f"{what}: its header claims shape {list(shape)} of {dtype} ({claimed} bytes); {why}"
         )
 
 
 def _fit(a: Array, shape: tuple[int, ...], path: Path, k: int) -> Array:
     if a.dtype.kind not in "fiub":
-        raise WorkbenchError(f"`{path}` array {k} has dtype {a.dtype}: expected numbers")
+        raise CompileError(f"`{path}` array {k} has dtype {a.dtype}: expected numbers")
     if tuple(a.shape) != shape and (1, *a.shape) == shape:
         a = a[None]
     if tuple(a.shape) != shape:
-        raise WorkbenchError(
+        raise CompileError(
             f"`{path}` array {k} has shape {list(a.shape)}; the model's input {k} is {list(shape)}"
         )
     with np.errstate(over="ignore", invalid="ignore"):  # 1e300 -> inf: refused just below
@@ -139,7 +137,7 @@ def _fit(a: Array, shape: tuple[int, ...], path: Path, k: int) -> Array:
     bad = np.flatnonzero(~np.isfinite(out))
     if bad.size:
         at = [int(i) for i in np.unravel_index(int(bad[0]), out.shape)]
-        raise WorkbenchError(
+        raise CompileError(
             f"`{path}` array {k} holds {bad.size} NaN or infinite value(s) in float32 (the "
             f"first at {at}: {out.flat[int(bad[0])]}); a model's input must be finite numbers"
         )

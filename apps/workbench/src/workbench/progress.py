@@ -1,0 +1,57 @@
+"""A compile's events (`mdla_compile.events`) as lines of a `steps()` display on stderr.
+
+    with steps() as s:
+        compiled = mdla_compile.compile(options, on_event=compile_progress(s))
+
+import and legalize: a spinner each; quantize: a bar over the calibration inputs, and
+AdaRound's layers when it runs; notes on stderr; with `--cpu` the placement table on stdout
+and its warnings on stderr, as `check --cpu` prints them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import typer
+
+from mdla_compile import (
+    AdaRoundLayer,
+    CalibrationTick,
+    Event,
+    Note,
+    OnEvent,
+    Placed,
+    Stage,
+    StageFinished,
+    StageStarted,
+)
+from workbench import placement
+from workbench.output import Steps
+
+
+def compile_progress(s: Steps, prefix: str = "", show_placement: bool = True) -> OnEvent:
+    """`on_event` for `mdla_compile.compile` drawing on `s` (`prefix` names a trial;
+    `show_placement=False` leaves the --cpu table out: `bisect` prints its own report)."""
+    done: list[Callable[[], None]] = []
+    tick: list[Callable[[int], None]] = []
+    layers = s.layers(f"{prefix}adaround")
+
+    def on_event(event: Event) -> None:
+        match event:
+            case StageStarted(Stage.QUANTIZE, _detail, total):
+                tick.append(s.bar(f"{prefix}calibrating", total=total or 0))
+            case StageStarted(stage, detail, _total):
+                what = f"importing {detail}" if stage == Stage.IMPORT else "legalizing"
+                done.append(s.begin(f"{prefix}{what}"))
+            case StageFinished(stage, _seconds) if stage != Stage.QUANTIZE and done:
+                done.pop()()
+            case CalibrationTick(n, _total) if tick:
+                tick[-1](n)
+            case AdaRoundLayer(i, n, name):
+                layers(i, n, name)
+            case Note(text):
+                typer.echo(text, err=True)
+            case Placed(placed) if show_placement:
+                placement.report(placed)
+
+    return on_event

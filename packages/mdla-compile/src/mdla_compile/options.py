@@ -1,0 +1,80 @@
+"""`CompileOptions`: everything one compile depends on, in one frozen record.
+
+    options = CompileOptions("net.py:build", args=("width=0.5",), calib="random", count=2,
+                             quant=QuantConfig(method="mse"), cpu=("LAYER_NORM",))
+
+The target and device are the options' own: `config` is `quant` with them written in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mdla_compile.contract import Contract
+from mdla_compile.errors import OptionError
+from mdla_ir import Graph
+from mdla_ir.devices import DEFAULT_TARGET, NPU
+from mdla_quant import QuantConfig
+
+if TYPE_CHECKING:
+    from mdla_zoo import Model
+
+Array = np.ndarray[Any, Any]
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """model     a model spec: torchvision name, efficientnet_lite0, `file.py:name`, a model file;
+                or an `mdla_zoo.Model` already built (a module with its example inputs)
+    args        `key=value` keyword arguments of a `file.py:name` factory
+    weights     a state-dict file
+    contract    the input contract (shape, normalization, channels, resize/crop, labels)
+    calib       `samples`, `random`, `auto` (samples for a model that takes photos, else
+                random), a directory of images and .npy/.npz inputs, or the inputs themselves
+                (one list of arrays per sample); the first `count` of them
+    quant       the quantizer's settings (method, rounding, AdaRound, ...)
+    cpu         op kinds or name patterns placed on the CPU (explicit partitions)
+    target, device   the target description (`mdla3.5` or a .toml path) and Neuron device
+    skip_rules  legalize rules that must not fire (the device then says what it thinks)
+    seed        the random calibration inputs' seed
+    import_path how the model is captured: `fx`, `export` or `auto` (`mdla_ir.import_torch`)
+    extend      a rewrite of the device graph before calibration (lipread appends its tail)"""
+
+    model: str | Model
+    args: tuple[str, ...] = ()
+    weights: str | None = None
+    contract: Contract = field(default_factory=Contract)
+    calib: str | Sequence[list[Array]] = "samples"
+    count: int = 6
+    quant: QuantConfig = field(default_factory=QuantConfig)
+    cpu: tuple[str, ...] = ()
+    target: str = DEFAULT_TARGET
+    device: str = NPU
+    skip_rules: tuple[str, ...] = ()
+    seed: int = 0
+    import_path: str = "fx"
+    extend: Callable[[Graph], Graph] | None = None
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise OptionError(f"--count must be at least 1, got {self.count}")
+
+    @property
+    def calib_name(self) -> str:
+        """`calib` as the report names it (`inputs` for inputs given as arrays)."""
+        return self.calib if isinstance(self.calib, str) else "inputs"
+
+    @property
+    def spec(self) -> str:
+        """The model spec (a built model's name)."""
+        return self.model if isinstance(self.model, str) else self.model.name
+
+    @property
+    def config(self) -> QuantConfig:
+        """`quant` for this target and device."""
+        return dataclasses.replace(self.quant, target=self.target, device=self.device)

@@ -1,0 +1,83 @@
+"""`compile`: a model spec through import, legalize (and CPU placement), calibration and
+quantization, top to bottom; progress as events (`mdla_compile.events`).
+
+    compiled = compile(CompileOptions("efficientnet_lite0"), on_event=print)
+    compiled.save("lite0.mdla")
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from mdla_compile.calibration import calibration_inputs
+from mdla_compile.compiled import Compiled, quantize_graph
+from mdla_compile.events import (
+    AdaRoundLayer,
+    CalibrationTick,
+    Imported,
+    Note,
+    OnEvent,
+    Placed,
+    Stage,
+    StageFinished,
+    StageStarted,
+    ignore,
+)
+from mdla_compile.options import CompileOptions
+from mdla_compile.placement import legalize_graph, place_graph
+from mdla_compile.source import Source, load_source
+from mdla_ir import Graph
+
+
+def compile(options: CompileOptions, on_event: OnEvent | None = None) -> Compiled:
+    """Import, legalize (placing `options.cpu` on the CPU), calibrate and quantize
+    `options.model`; nothing is written (`Compiled.save`)."""
+    emit = on_event or ignore
+    seconds: dict[str, float] = {}
+    with _stage(emit, Stage.IMPORT, options.spec, seconds):
+        source = load_source(
+            options.model, options.weights, options.contract, options.args, options.import_path
+        )
+    emit(Imported(source))
+    for note in source.notes:
+        emit(Note(note))
+    with _stage(emit, Stage.LEGALIZE, options.target, seconds):
+        device_graph = _device_graph(source, options, emit)
+        if options.extend is not None:
+            device_graph = options.extend(device_graph)
+    calibration = calibration_inputs(options.calib, source, options.count, options.seed)
+    total = len(calibration)
+    with _stage(emit, Stage.QUANTIZE, options.calib_name, seconds, total):
+        compiled = quantize_graph(
+            source,
+            device_graph,
+            calibration,
+            options.config,
+            progress=lambda n, _s: emit(CalibrationTick(n, total)),
+            layer_progress=lambda i, n, name: emit(AdaRoundLayer(i, n, name)),
+        )
+    compiled.options, compiled.seconds = options, seconds
+    return compiled
+
+
+def _device_graph(source: Source, options: CompileOptions, emit: OnEvent) -> Graph:
+    if not options.cpu:
+        return legalize_graph(source.graph, options.target, options.device, options.skip_rules)
+    placed = place_graph(
+        source.graph, options.target, options.device, options.cpu, options.skip_rules
+    )
+    emit(Placed(placed))
+    return placed.graph
+
+
+@contextmanager
+def _stage(
+    emit: OnEvent, stage: Stage, detail: str, seconds: dict[str, float], total: int | None = None
+) -> Iterator[None]:
+    emit(StageStarted(stage, detail, total))
+    start = time.perf_counter()
+    yield
+    seconds[stage.value] = time.perf_counter() - start
+    emit(StageFinished(stage, seconds[stage.value]))

@@ -1,0 +1,138 @@
+"""`Report`: what `workbench compile` prints about a saved compile, as rows and as JSON.
+
+report = compiled.report(on="emu", supported=(ok, total))
+for name, value in report.rows(): print(f"{name:12} {value}")
+json.dumps(report.as_dict())
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mdla_compile.errors import CompileError
+from mdla_quant import QuantConfig
+from mdla_quant.compare import TensorStats
+
+if TYPE_CHECKING:
+    from mdla_compile.compiled import Compiled
+
+
+@dataclass(frozen=True)
+class Report:
+    model: str  # the spec as given
+    graph: str
+    ops_imported: int
+    ops_manifest: int
+    device: str
+    on: str
+    supported: tuple[int, int] | None  # (ok, total) by the device's own query, when asked
+    cpu_ops: int | None  # ops placed on the CPU (None: no `cpu=`)
+    cosine: float | None  # first output vs FP32 (with `cpu=`)
+    calib: str
+    count: int
+    config: QuantConfig
+    out: Path
+    size: int
+    tflite: Path | None
+    tflite_size: int | None
+    worst: TensorStats | None
+    random_weights: bool
+
+    def extras(self) -> list[str]:
+        c = self.config
+        named = (
+            ("equalized", c.equalize),
+            (f"AdaRound {c.adaround} iters/layer", c.adaround),
+            ("block reconstruction", c.reconstruction == "block"),
+            ("bias-corrected", c.bias_correction),
+        )
+        return [name for name, on in named if on]
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(name, value) per line of the summary table."""
+        rows = [("ops", f"{self.ops_imported} imported -> {self.ops_manifest}")]
+        if self.supported is not None:
+            ok, total = self.supported
+            on_npu = f"{ok}/{total} ({self.on})"
+            if self.cpu_ops is not None:
+                on_npu += f", {self.cpu_ops} on cpu"
+            rows.append((f"ops on {self.device}", on_npu))
+        if self.cosine is not None:
+            rows.append(("cosine vs FP32", f"{self.cosine:.5f}"))
+        c = self.config
+        rows.append(("calibration", f"{self.count} x {self.calib}, {c.method}, {c.rounding}"))
+        if self.extras():
+            rows.append(("weights", ", ".join(self.extras())))
+        rows.append(("size", f"{self.size / 1024:.1f} KiB  {self.out}"))
+        if self.tflite is not None and self.tflite_size is not None:
+            rows.append(("tflite", f"{self.tflite_size / 1024:.1f} KiB  {self.tflite}"))
+        if self.worst is not None:
+            w = self.worst
+            db = "inf" if math.isinf(w.sqnr_db) else f"{w.sqnr_db:.1f}"
+            rows.append(("worst layer", f"{w.op} ({w.kind}): SQNR {db} dB"))
+        return rows
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON document `workbench compile --json` prints (less its timing)."""
+        c = self.config
+        ok, total = self.supported if self.supported is not None else (None, None)
+        w = self.worst
+        return {
+            "model": self.model,
+            "graph": self.graph,
+            "out": str(self.out),
+            "bytes": self.size,
+            "tflite": str(self.tflite) if self.tflite is not None else None,
+            "ops": {"imported": self.ops_imported, "manifest": self.ops_manifest},
+            "device": self.device,
+            "on": self.on,
+            "supported": {"ok": ok, "total": total},
+            "calibration": {
+                "source": self.calib,
+                "count": self.count,
+                "method": c.method,
+                "percentile": c.percentile if c.method == "percentile" else None,
+                "rounding": c.rounding,
+                "bias_correction": c.bias_correction,
+                "equalize": c.equalize,
+                "adaround": c.adaround,
+                "reconstruction": c.reconstruction,
+            },
+            "random_weights": self.random_weights,
+            "worst_layer": (
+                {"op": w.op, "kind": w.kind, "sqnr_db": w.sqnr_db} if w is not None else None
+            ),
+        }
+
+
+def build(compiled: Compiled, on: str, supported: tuple[int, int] | None) -> Report:
+    """The report of `compiled` after its `save`."""
+    if compiled.manifest is None or compiled.path is None:
+        raise CompileError("a compile's report describes its .mdla: save it first")
+    options, source, manifest = compiled.options, compiled.source, compiled.manifest
+    cpu = bool(options is not None and options.cpu)
+    worst = compiled.worst_layers(1)
+    tflite = compiled.tflite
+    return Report(
+        model=source.spec,
+        graph=source.graph.name,
+        ops_imported=len(source.graph.ops),
+        ops_manifest=len(manifest.operations),
+        device=compiled.config.device,
+        on=on,
+        supported=supported,
+        cpu_ops=len(manifest.operations) - supported[1] if cpu and supported else None,
+        cosine=compiled.output_cosine() if cpu else None,
+        calib=options.calib_name if options is not None else "",
+        count=len(compiled.calibration),
+        config=compiled.config,
+        out=compiled.path,
+        size=compiled.path.stat().st_size,
+        tflite=tflite,
+        tflite_size=tflite.stat().st_size if tflite is not None else None,
+        worst=worst[0] if worst else None,
+        random_weights=source.random_weights,
+    )
