@@ -29,9 +29,10 @@ import torch
 from PIL import Image
 
 import mdla_ir
-import mdla_legalize
-from mdla_quant import METHODS, QuantConfig, compare, float_rewrites, quantize, run_int8, simulate
-from mdla_zoo import load_model, recalibrate_batchnorm
+from mdla_compile import Compiled, CompileOptions
+from mdla_compile import compile as compile_model
+from mdla_quant import METHODS, QuantConfig, compare, float_rewrites, run_int8, simulate
+from mdla_zoo import Model, load_model, recalibrate_batchnorm
 from workbench.output import each as bench_progress
 
 PHOTOS = {
@@ -69,11 +70,11 @@ def crops(images: list[np.ndarray], n: int, seed: int, side: int = 224) -> list[
 
 def lite0(n_crops: int, n_calib: int) -> None:
     model = load_model("efficientnet_lite0")
-    target = mdla_legalize.load_target("mdla3.5")
-    graph = mdla_legalize.legalize(mdla_ir.from_torch(model.module, model.example_inputs), target)
     images = [load() for load in PHOTOS.values()]
     originals = [model.prepare(img) for img in images]
     calib = [[x] for x in crops(images, n_calib, seed=1)]
+    first = compile_first(model, calib, QuantConfig(method=METHODS[0]))
+    graph = first.device_graph
     held_out = crops(images, n_crops, seed=2)
     fp32_logits = [mdla_ir.run_float(graph, [x])[0][0] for x in held_out]
     fp32 = [int(np.argmax(z)) for z in fp32_logits]
@@ -89,9 +90,8 @@ def lite0(n_crops: int, n_calib: int) -> None:
     )
     for method in bench_progress(METHODS, "methods"):
         for bias_correction in (False, True):
-            t0 = time.perf_counter()
-            q = quantize(graph, calib, QuantConfig(method=method, bias_correction=bias_correction))
-            t_q = time.perf_counter() - t0
+            setting = sweep(first, QuantConfig(method=method, bias_correction=bias_correction))
+            q, t_q = setting.qgraph, setting.seconds["quantize"]
             t0 = time.perf_counter()
             int8 = [int(np.argmax(run_int8(q, [x])[0])) for x in held_out]
             rate = len(held_out) / (time.perf_counter() - t0)
@@ -112,6 +112,24 @@ def lite0(n_crops: int, n_calib: int) -> None:
     )
 
 
+def compile_first(model: Model, calib: list[list[np.ndarray]], config: QuantConfig) -> Compiled:
+    """`model` through `mdla_compile.compile` with a sweep's first setting (the others
+    re-quantize its device graph: `sweep`)."""
+    return compile_model(CompileOptions(model, calib=calib, count=len(calib), quant=config))
+
+
+def sweep(first: Compiled, config: QuantConfig) -> Compiled:
+    """`first` for its own setting; its device graph and calibration quantized with `config`
+    otherwise (`seconds["quantize"]`: that quantize's time)."""
+    return first if config == first.config else first.requantize(config)
+
+
+def setting_of(method: str, technique: str, iters: int) -> QuantConfig:
+    """The QuantConfig of a calibration method and a TECHNIQUES entry (-1: AdaRound `iters`)."""
+    options = {k: (iters if v == -1 else v) for k, v in TECHNIQUES[technique].items()}
+    return QuantConfig(method=method, **options)
+
+
 def margin(logits: np.ndarray) -> float:
     """FP32 top-1 probability minus the runner-up's."""
     p = np.exp(logits - logits.max())
@@ -126,20 +144,18 @@ def torchvision_models() -> None:
     )
     print(f"{'model':<16} {'method':<11} {'logits cos':>10} {'SQNR dB':>8}  worst layers (SQNR dB)")
     rng = np.random.default_rng(0)
-    target = mdla_legalize.load_target("mdla3.5")
     for spec in bench_progress(
         ["mobilenet_v2", "resnet18", "efficientnet_b0", "squeezenet1_1"], "models"
     ):
         model = load_model(spec, seed=0)
         if spec != "squeezenet1_1":
             recalibrate_batchnorm(model.module)
-        graph = mdla_legalize.legalize(
-            mdla_ir.from_torch(model.module, model.example_inputs), target
-        )
         calib = [[rng.uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32)] for _ in range(8)]
         val = [[rng.uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32)] for _ in range(4)]
+        first = compile_first(model, calib, QuantConfig(method=METHODS[0]))
+        graph = first.device_graph
         for method in METHODS:
-            report = compare(graph, quantize(graph, calib, QuantConfig(method=method)), val)
+            report = compare(graph, sweep(first, QuantConfig(method=method)).qgraph, val)
             logits = report.stat(graph.outputs[0])
             worst = ", ".join(f"{t.op} {t.sqnr_db:.1f}" for t in report.worst(3))
             print(
@@ -230,7 +246,6 @@ def techniques(
     for name in HELD_OUT_PICTURES:
         pic = getattr(skimage.data, name)()
         pictures.append(skimage.util.img_as_ubyte(pic[0] if isinstance(pic, tuple) else pic))
-    target = mdla_legalize.load_target("mdla3.5")
     print(
         f"\ntechniques: calibration {n_calib} crops of the 6 sample photos; held out {n_crops} "
         + (
@@ -248,11 +263,10 @@ def techniques(
     for spec in bench_progress(models, "models"):
         model = load_model(spec)
         side = int(model.example_inputs[0].shape[-1])
-        graph = mdla_legalize.legalize(
-            mdla_ir.from_torch(model.module, model.example_inputs), target
-        )
         photos = [load() for load in PHOTOS.values()]
         calib = [[x] for x in crops(photos, n_calib, seed=1, side=side)]
+        first = compile_first(model, calib, setting_of(methods[0], chosen[0], iters))
+        graph = first.device_graph
         held = (
             harder(pictures, n_crops, side, seed=2)
             if held_out == "harder"
@@ -270,11 +284,9 @@ def techniques(
         )
         for method in methods:
             for name in chosen:
-                options = {k: (iters if v == -1 else v) for k, v in TECHNIQUES[name].items()}
-                config = QuantConfig(method=method, **options)
-                t0 = time.perf_counter()
-                q = quantize(graph, calib, config)
-                t_q = time.perf_counter() - t0
+                config = setting_of(method, name, iters)
+                setting = sweep(first, config)
+                q, t_q = setting.qgraph, setting.seconds["quantize"]
                 int8 = [run_int8(q, [x])[0][0] for x in held]
                 same = np.array(
                     [np.argmax(a) == np.argmax(b) for a, b in zip(int8, fp32, strict=True)]

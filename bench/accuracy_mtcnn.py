@@ -21,18 +21,21 @@ scene is shared. Every net is quantized with minmax ranges, as the app does.
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from accuracy import TECHNIQUES, _rate  # the sibling script: this folder is on sys.path
+from accuracy import (  # the sibling script: this folder is on sys.path
+    _rate,
+    compile_first,
+    setting_of,
+    sweep,
+)
 
 import mdla_ir
-import mdla_legalize
-from mdla_quant import QuantConfig, quantize, run_int8
+from mdla_quant import run_int8
 from mdla_quant.block_reconstruction import find_blocks
 from mdla_zoo import load_model
 from workbench.output import each as bench_progress
@@ -170,7 +173,6 @@ def mtcnn_table(n_calib: int, n_held: int, iters: int, techniques: list[str]) ->
         f"{'net':<6} {'technique':<13} {'decided (95% CI)':>30} {'all (95% CI)':>22} "
         f"{'at thr':>7} {'box dB':>7} {'(faces)':>7} {'lmk dB':>7} {'(faces)':>7} {'compile s':>9}"
     )
-    target = mdla_legalize.load_target("mdla3.5")
     jobs = [
         ("P-Net", "mtcnn_pnet", calib.frames, held.frames, THRESHOLDS[0]),
         ("R-Net", "mtcnn_rnet", calib.rnet[:n_calib], held.rnet[:n_held], THRESHOLDS[1]),
@@ -179,9 +181,9 @@ def mtcnn_table(n_calib: int, n_held: int, iters: int, techniques: list[str]) ->
     notes = []
     for label, spec, cal, val, thr in bench_progress(jobs, "nets"):
         model = load_model(spec)
-        graph = mdla_legalize.legalize(
-            mdla_ir.from_torch(model.module, model.example_inputs), target
-        )
+        calib_inputs = [[x] for x in cal]
+        first = compile_first(model, calib_inputs, setting_of(METHOD, techniques[0], iters))
+        graph = first.device_graph
         fp32 = [mdla_ir.run_float(graph, [x]) for x in val]
         found = roles(graph, fp32[0])
         check_order(model.module, graph, val[0])
@@ -191,12 +193,8 @@ def mtcnn_table(n_calib: int, n_held: int, iters: int, techniques: list[str]) ->
         made: dict[str, list[Array]] = {}
         clipping = ""
         for name in techniques:
-            options: dict[str, Any] = {
-                k: (iters if v == -1 else v) for k, v in TECHNIQUES[name].items()
-            }
-            t0 = time.perf_counter()
-            q = quantize(graph, [[x] for x in cal], QuantConfig(method=METHOD, **options))
-            t_q = time.perf_counter() - t0
+            setting = sweep(first, setting_of(METHOD, name, iters))
+            q, t_q = setting.qgraph, setting.seconds["quantize"]
             made[name] = [np.asarray(t.data) for t in q.tensors.values() if t.data is not None]
             if name == techniques[0]:
                 clipping = _clipping(q, graph, found, fp32)

@@ -46,15 +46,17 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the hand-written test models live in the `tests` package
     sys.path.insert(1, str(ROOT))
 
+import mdla_compile  # noqa: E402
 import mdla_ir  # noqa: E402
 import mdla_legalize  # noqa: E402
+from mdla_compile import CompileOptions, Event, StageStarted  # noqa: E402
 from mdla_ir.importer.outputs import flatten_outputs  # noqa: E402
 from mdla_ir.testing import relative_error  # noqa: E402
-from mdla_quant import QuantConfig, quantize, run_int8  # noqa: E402
+from mdla_quant import run_int8  # noqa: E402
 from mdla_quant.reference import quantize_inputs  # noqa: E402
-from mdla_runtime import load, open_target, save  # noqa: E402
+from mdla_runtime import open_target  # noqa: E402
 from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes  # noqa: E402
-from mdla_zoo import load_model, recalibrate_batchnorm  # noqa: E402
+from mdla_zoo import Model, load_model, recalibrate_batchnorm  # noqa: E402
 from workbench.commands.check import conv_macs  # noqa: E402
 from workbench.images import SAMPLES  # noqa: E402
 from workbench.output import each as bench_progress  # noqa: E402
@@ -205,44 +207,46 @@ def measure(s: Subject, row: Row | None = None) -> Row:
     row = row or Row(s.name)
     row.shape = "x".join(str(d) for d in s.example[0].shape)
     row.weights = s.weights
-    stage = "import"
+    stages = ["import"]  # the last is the stage running (the compile's events name its own)
+
+    def track(event: Event) -> None:
+        if isinstance(event, StageStarted):
+            stages.append(event.stage.value)
+
     try:
         start = time.perf_counter()
-        graph = mdla_ir.from_torch(s.module, s.example, name=s.name)
-        stage = "legalize"
-        device = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
-        legalized = time.perf_counter()
+        model = Model(s.name, s.module, s.example, preprocess=None)
+        options = CompileOptions(model, calib=s.calibration, count=len(s.calibration))
+        compiled = mdla_compile.compile(options, on_event=track)
+        graph, device, qgraph = compiled.float_graph, compiled.device_graph, compiled.qgraph
         row.assumed = _assumptions(device)
         row.macs = (conv_macs(graph) / 1e9, conv_macs(device) / 1e9)
-        stage = "quantize"
-        qgraph = quantize(device, s.calibration, QuantConfig())
-        quantized = time.perf_counter()
         with tempfile.TemporaryDirectory() as tmp:
-            stage = "save"
-            path = save(qgraph, Path(tmp) / f"{s.name}.mdla")
+            stages.append("save")
+            manifest = compiled.save(Path(tmp) / f"{s.name}.mdla")
             saved = time.perf_counter()
             row.seconds = {
-                "legalize": legalized - start,
-                "quantize": quantized - legalized,
+                "legalize": compiled.seconds["import"] + compiled.seconds["legalize"],
+                "quantize": compiled.seconds["quantize"],
                 "compile": saved - start,
             }
-            stage = "emulator"
-            emu, manifest = open_target("emu"), load(path)
+            stages.append("emulator")
+            emu = open_target("emu")
             flags = emu.supported(manifest)["mtk-mdla"]
             row.mapped = (sum(flags), len(flags))
             emu_exact, lite_exact, cosines, errors = True, True, [], []
             blob = None
             for x in s.tests:
-                stage = "run_int8"
+                stages.append("run_int8")
                 ref = run_int8(qgraph, x, raw=True)
-                stage = "emulator"
+                stages.append("emulator")
                 emu_exact &= _same(emu.run(manifest, x).raw_outputs, ref)
-                stage = "LiteRT"
+                stages.append("LiteRT")
                 blob = blob or tflite_bytes(qgraph)
                 codes = quantize_inputs(qgraph, x)
                 lite = run_tflite_reference(blob, [codes[n] for n in qgraph.inputs])
                 lite_exact &= _same(lite, ref)
-                stage = "cosine"
+                stages.append("cosine")
                 fp32 = mdla_ir.run_float(device, x)
                 int8 = run_int8(qgraph, x)
                 cosines += [_cosine(q, f) for q, f in zip(int8, fp32, strict=True)]
@@ -258,7 +262,7 @@ def measure(s: Subject, row: Row | None = None) -> Row:
         row.cosine, row.cosines = min(cosines), cosines
         row.float_error = max(errors) if errors else None
     except Exception as exc:  # a row says where and why, and the table goes on
-        row.failed = (stage, one_line(exc))
+        row.failed = (stages[-1], one_line(exc))
     return row
 
 
@@ -316,11 +320,11 @@ def _warm_up() -> None:
     """Compile a one-conv model first, so that no row's compile time holds the process's
     one-time start-up (lazy imports, the first fx trace)."""
     module = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
-    graph = mdla_ir.from_torch(module, (torch.zeros(1, 3, 8, 8),), name="warm_up")
-    device = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
-    qgraph = quantize(device, [[np.ones((1, 3, 8, 8), np.float32)]], QuantConfig())
+    model = Model("warm_up", module, (torch.zeros(1, 3, 8, 8),), preprocess=None)
+    calib = [[np.ones((1, 3, 8, 8), np.float32)]]
+    compiled = mdla_compile.compile(CompileOptions(model, calib=calib, count=1))
     with tempfile.TemporaryDirectory() as tmp:
-        save(qgraph, Path(tmp) / "warm_up.mdla")
+        compiled.save(Path(tmp) / "warm_up.mdla")
 
 
 def _sizes(given: list[str]) -> Callable[[str], int | None]:

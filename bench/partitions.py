@@ -33,9 +33,12 @@ if str(ROOT) not in sys.path:  # ConvNeXt's block is the `tests` package's (its 
     sys.path.insert(1, str(ROOT))
 
 import mdla_ir  # noqa: E402
-import mdla_legalize  # noqa: E402
 import mdla_quant  # noqa: E402
 import mdla_runtime  # noqa: E402
+from mdla_compile import CompileOptions, Event, Placed  # noqa: E402
+from mdla_compile import compile as compile_model  # noqa: E402
+from mdla_legalize import Placement  # noqa: E402
+from mdla_zoo import Model  # noqa: E402
 from tests.workbench.unmappable_models import ConvNeXtBlock  # noqa: E402
 from workbench.output import each as bench_progress  # noqa: E402
 
@@ -90,14 +93,22 @@ def row(name: str) -> str:
     make, cpu = MODELS[name]
     torch.manual_seed(0)
     module, shape = make()
-    graph = mdla_ir.from_torch(module, (torch.zeros(shape),), name=name.split()[0].split("@")[0])
-    placed = mdla_legalize.place(graph, mdla_legalize.load_target("mdla3.5"), "mtk-mdla", cpu)
+    model = Model(name.split()[0].split("@")[0], module, (torch.zeros(shape),), preprocess=None)
     rng = np.random.default_rng(0)
     calib = [[rng.uniform(-1, 1, shape).astype(np.float32)] for _ in range(2)]
-    qgraph = mdla_quant.quantize(placed.graph, calib)
+    placements: list[Placement] = []
+
+    def keep(event: Event) -> None:
+        if isinstance(event, Placed):
+            placements.append(event.placement)
+
+    options = CompileOptions(model, calib=calib, count=len(calib), cpu=tuple(cpu))
+    compiled = compile_model(options, on_event=keep)
+    (placed,), qgraph = placements, compiled.qgraph
     x = rng.uniform(-1, 1, shape).astype(np.float32)
     with tempfile.TemporaryDirectory() as tmp:
-        path = mdla_runtime.save(qgraph, Path(tmp) / "m.mdla")
+        path = Path(tmp) / "m.mdla"
+        compiled.save(path)
         r = mdla_runtime.open_target("emu").run(path, [x], repeat=5, warmup=1)
     (want,) = mdla_quant.run_int8(qgraph, [x], raw=True)
     exact = np.array_equal(r.raw_outputs[0], want)

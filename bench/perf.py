@@ -45,11 +45,11 @@ import torch
 from accuracy import PHOTOS, crops
 from runtime import litert_times_ms
 
-import mdla_ir
-import mdla_legalize
-from mdla_quant import QuantConfig, quantize, run_int8
+from mdla_compile import CompileOptions
+from mdla_compile import compile as compile_model
+from mdla_quant import run_int8
 from mdla_quant.reference import quantize_inputs
-from mdla_runtime import load, open_target, save
+from mdla_runtime import load, open_target
 from mdla_runtime.export.tflite import tflite_bytes
 from mdla_zoo import load_model, recalibrate_batchnorm
 from workbench.output import each as bench_progress
@@ -105,13 +105,10 @@ def in_child(fn: Callable[[], Any]) -> tuple[float, float]:
 
 
 def mdla_compile(model: Any, calib: list[list[np.ndarray]], out: Path) -> Any:
-    """import -> legalize -> quantize -> save: what `workbench compile` does."""
-    graph = mdla_legalize.legalize(
-        mdla_ir.from_torch(model.module, model.example_inputs), mdla_legalize.load_target("mdla3.5")
-    )
-    qgraph = quantize(graph, calib, QuantConfig())
-    save(qgraph, out)
-    return qgraph
+    """import -> legalize -> quantize -> save: what `workbench compile` does (its call)."""
+    compiled = compile_model(CompileOptions(model, calib=calib, count=len(calib)))
+    compiled.save(out)
+    return compiled.qgraph
 
 
 def fx_ptq(module: torch.nn.Module, example: tuple[Any, ...], calib: list[Any]) -> Any:

@@ -19,9 +19,8 @@ from pathlib import Path
 import numpy as np
 import skimage.data
 
-import mdla_ir
-import mdla_legalize
-from mdla_quant import QuantConfig, quantize
+from mdla_compile import CompileOptions
+from mdla_compile import compile as compile_model
 from mdla_quant.reference import quantize_inputs
 from mdla_runtime import load, open_target, save
 from mdla_runtime.export.tflite import tflite_bytes
@@ -57,11 +56,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args(argv)
     model = load_model("efficientnet_lite0")
-    graph = mdla_legalize.legalize(
-        mdla_ir.from_torch(model.module, model.example_inputs), mdla_legalize.load_target("mdla3.5")
-    )
     photos = [[model.prepare(f())] for f in (skimage.data.chelsea, skimage.data.coffee)]
-    qgraph = quantize(graph, photos, QuantConfig())
+    qgraph = compile_model(CompileOptions(model, calib=photos, count=len(photos))).qgraph
     x = photos[0]
     device_x = quantize_inputs(qgraph, x)[qgraph.inputs[0]]
     blob = tflite_bytes(qgraph)

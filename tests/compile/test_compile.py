@@ -80,6 +80,26 @@ def test_compile_is_the_stages_one_by_one(
     assert mdla_runtime.to_bytes(by_hand.qgraph) == mdla_runtime.to_bytes(compiled.qgraph)
 
 
+def test_requantize_reuses_the_graphs_and_calibration(
+    tiny: tuple[mdla_compile.Compiled, list[Event]],
+) -> None:
+    compiled, _ = tiny
+    minmax = QuantConfig(method="minmax")
+    again = compiled.requantize(minmax)
+    assert again.source is compiled.source
+    assert again.device_graph is compiled.device_graph
+    assert again.calibration is compiled.calibration
+    assert again.config == minmax
+    assert again.options is not None
+    assert again.options.quant == minmax
+    assert again.seconds["quantize"] >= 0
+    by_hand = mdla_compile.quantize_graph(
+        compiled.source, compiled.device_graph, compiled.calibration, minmax
+    )
+    assert mdla_runtime.to_bytes(again.qgraph) == mdla_runtime.to_bytes(by_hand.qgraph)
+    assert mdla_runtime.to_bytes(again.qgraph) != mdla_runtime.to_bytes(compiled.qgraph)
+
+
 def test_save_report_and_tflite(
     tiny: tuple[mdla_compile.Compiled, list[Event]], tmp_path: Path
 ) -> None:

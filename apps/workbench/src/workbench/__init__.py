@@ -5,9 +5,10 @@
     workbench run lite0.mdla cat.jpg --on emu  # top-5, latency, device
     workbench                                  # the TUI
 
-The shared logic lives in `workbench.pipeline` (compile), `workbench.images` (photos in, the
-model's input out, torch-free), `workbench.validation` and `workbench.witnessing`; the CLI
-commands (`workbench.commands.*`) and the TUI screens (`workbench.tui.*`) only present it.
+The compile is `mdla_compile.compile`; the shared logic here lives in `workbench.images` (photos
+in, the model's input out, torch-free), `workbench.validation` and `workbench.witnessing`; the
+CLI commands (`workbench.commands.*`, their option blocks declared once in `commands.options`)
+and the TUI screens (`workbench.tui.*`) only present it.
 """
 
 from __future__ import annotations

@@ -10,43 +10,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import mdla_runtime
-from mdla_compile import (
-    Compiled,
-    Source,
-    calibration_inputs,
-    check_output,
-    legalize_graph,
-    load_source,
-    prepare_image,
-    quantize_graph,
-    random_weights_warning,
-    rule_names,
-    support_count,
-    support_of_bytes,
-)
-from mdla_compile.compiled import LayerProgress
+from mdla_compile import Compiled as Compiled
+from mdla_compile import Source as Source
+from mdla_compile import calibration_inputs as calibration_inputs
+from mdla_compile import legalize_graph as legalize_graph
+from mdla_compile import load_source as load_source
+from mdla_compile import prepare_image as prepare_image
+from mdla_compile import quantize_graph as quantize_graph
+from mdla_compile import random_weights_warning as random_weights_warning
+from mdla_compile import rule_names as rule_names
+from mdla_compile.compiled import LayerProgress as LayerProgress
 from mdla_compile.source import is_manifest, model_name
 from workbench.errors import USAGE, WorkbenchError
-
-__all__ = [
-    "Compiled",
-    "LayerProgress",
-    "Source",
-    "calibration_inputs",
-    "check_output",
-    "is_manifest",
-    "legalize_graph",
-    "load_manifest",
-    "load_source",
-    "manifest_or_none",
-    "model_name",
-    "prepare_image",
-    "quantize_graph",
-    "random_weights_warning",
-    "rule_names",
-    "support_count",
-    "support_of_bytes",
-]
 
 
 def load_manifest(

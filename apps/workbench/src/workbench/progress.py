@@ -14,44 +14,34 @@ from collections.abc import Callable
 
 import typer
 
-from mdla_compile import (
-    AdaRoundLayer,
-    CalibrationTick,
-    Event,
-    Note,
-    OnEvent,
-    Placed,
-    Stage,
-    StageFinished,
-    StageStarted,
-)
+from mdla_compile import events as ev
 from workbench import placement
 from workbench.output import Steps
 
 
-def compile_progress(s: Steps, prefix: str = "", show_placement: bool = True) -> OnEvent:
+def compile_progress(s: Steps, prefix: str = "", show_placement: bool = True) -> ev.OnEvent:
     """`on_event` for `mdla_compile.compile` drawing on `s` (`prefix` names a trial;
     `show_placement=False` leaves the --cpu table out: `bisect` prints its own report)."""
     done: list[Callable[[], None]] = []
     tick: list[Callable[[int], None]] = []
     layers = s.layers(f"{prefix}adaround")
 
-    def on_event(event: Event) -> None:
+    def on_event(event: ev.Event) -> None:
         match event:
-            case StageStarted(Stage.QUANTIZE, _detail, total):
+            case ev.StageStarted(ev.Stage.QUANTIZE, _detail, total):
                 tick.append(s.bar(f"{prefix}calibrating", total=total or 0))
-            case StageStarted(stage, detail, _total):
-                what = f"importing {detail}" if stage == Stage.IMPORT else "legalizing"
+            case ev.StageStarted(stage, detail, _total):
+                what = f"importing {detail}" if stage == ev.Stage.IMPORT else "legalizing"
                 done.append(s.begin(f"{prefix}{what}"))
-            case StageFinished(stage, _seconds) if stage != Stage.QUANTIZE and done:
+            case ev.StageFinished(stage, _seconds) if stage != ev.Stage.QUANTIZE and done:
                 done.pop()()
-            case CalibrationTick(n, _total) if tick:
+            case ev.CalibrationTick(n, _total) if tick:
                 tick[-1](n)
-            case AdaRoundLayer(i, n, name):
+            case ev.AdaRoundLayer(i, n, name):
                 layers(i, n, name)
-            case Note(text):
+            case ev.Note(text):
                 typer.echo(text, err=True)
-            case Placed(placed) if show_placement:
+            case ev.Placed(placed) if show_placement:
                 placement.report(placed)
 
     return on_event

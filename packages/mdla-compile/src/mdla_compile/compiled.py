@@ -9,6 +9,7 @@ report = compiled.report(on="emu", supported=(ok, total))     # what `compile` p
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,20 @@ class Compiled:
     def output_cosine(self) -> float:
         """The first output's cosine, int8 reference vs float, on the first calibration input."""
         return output_cosine(self.device_graph, self.qgraph, self.calibration[0])
+
+    def requantize(self, config: mdla_quant.QuantConfig) -> Compiled:
+        """The same source, device graph and calibration quantized with `config` (a sweep over
+        settings imports and legalizes once); the options record the new setting."""
+        start = time.perf_counter()
+        again = quantize_graph(self.source, self.device_graph, self.calibration, config)
+        seconds = {**self.seconds, "quantize": time.perf_counter() - start}
+        options = self.options
+        if options is not None:
+            options = dataclasses.replace(
+                options, quant=config, target=config.target, device=config.device
+            )
+        again.options, again.seconds = options, seconds
+        return again
 
     def report(self, on: str = "emu", supported: tuple[int, int] | None = None) -> Report:
         """What `workbench compile` prints (after `save`): `supported` is the device's own

@@ -11,73 +11,66 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from mdla_compile import events as ev
 from mdla_compile.calibration import calibration_inputs
 from mdla_compile.compiled import Compiled, quantize_graph
-from mdla_compile.events import (
-    AdaRoundLayer,
-    CalibrationTick,
-    Imported,
-    Note,
-    OnEvent,
-    Placed,
-    Stage,
-    StageFinished,
-    StageStarted,
-    ignore,
-)
 from mdla_compile.options import CompileOptions
 from mdla_compile.placement import legalize_graph, place_graph
 from mdla_compile.source import Source, load_source
 from mdla_ir import Graph
 
 
-def compile(options: CompileOptions, on_event: OnEvent | None = None) -> Compiled:
+def compile(options: CompileOptions, on_event: ev.OnEvent | None = None) -> Compiled:
     """Import, legalize (placing `options.cpu` on the CPU), calibrate and quantize
     `options.model`; nothing is written (`Compiled.save`)."""
-    emit = on_event or ignore
+    emit = on_event or ev.ignore
     seconds: dict[str, float] = {}
-    with _stage(emit, Stage.IMPORT, options.spec, seconds):
+    with _stage(emit, ev.Stage.IMPORT, options.spec, seconds):
         source = load_source(
             options.model, options.weights, options.contract, options.args, options.import_path
         )
-    emit(Imported(source))
+    emit(ev.Imported(source))
     for note in source.notes:
-        emit(Note(note))
-    with _stage(emit, Stage.LEGALIZE, options.target, seconds):
+        emit(ev.Note(note))
+    with _stage(emit, ev.Stage.LEGALIZE, options.target, seconds):
         device_graph = _device_graph(source, options, emit)
         if options.extend is not None:
             device_graph = options.extend(device_graph)
     calibration = calibration_inputs(options.calib, source, options.count, options.seed)
     total = len(calibration)
-    with _stage(emit, Stage.QUANTIZE, options.calib_name, seconds, total):
+    with _stage(emit, ev.Stage.QUANTIZE, options.calib_name, seconds, total):
         compiled = quantize_graph(
             source,
             device_graph,
             calibration,
             options.config,
-            progress=lambda n, _s: emit(CalibrationTick(n, total)),
-            layer_progress=lambda i, n, name: emit(AdaRoundLayer(i, n, name)),
+            progress=lambda n, _s: emit(ev.CalibrationTick(n, total)),
+            layer_progress=lambda i, n, name: emit(ev.AdaRoundLayer(i, n, name)),
         )
     compiled.options, compiled.seconds = options, seconds
     return compiled
 
 
-def _device_graph(source: Source, options: CompileOptions, emit: OnEvent) -> Graph:
+def _device_graph(source: Source, options: CompileOptions, emit: ev.OnEvent) -> Graph:
     if not options.cpu:
         return legalize_graph(source.graph, options.target, options.device, options.skip_rules)
     placed = place_graph(
         source.graph, options.target, options.device, options.cpu, options.skip_rules
     )
-    emit(Placed(placed))
+    emit(ev.Placed(placed))
     return placed.graph
 
 
 @contextmanager
 def _stage(
-    emit: OnEvent, stage: Stage, detail: str, seconds: dict[str, float], total: int | None = None
+    emit: ev.OnEvent,
+    stage: ev.Stage,
+    detail: str,
+    seconds: dict[str, float],
+    total: int | None = None,
 ) -> Iterator[None]:
-    emit(StageStarted(stage, detail, total))
+    emit(ev.StageStarted(stage, detail, total))
     start = time.perf_counter()
     yield
     seconds[stage.value] = time.perf_counter() - start
-    emit(StageFinished(stage, seconds[stage.value]))
+    emit(ev.StageFinished(stage, seconds[stage.value]))
