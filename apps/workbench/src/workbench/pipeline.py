@@ -20,7 +20,8 @@ from mdla_compile import quantize_graph as quantize_graph
 from mdla_compile import random_weights_warning as random_weights_warning
 from mdla_compile import rule_names as rule_names
 from mdla_compile.compiled import LayerProgress as LayerProgress
-from mdla_compile.source import is_manifest, model_name
+from mdla_compile.source import is_manifest
+from mdla_compile.source import model_name as model_name
 from workbench.errors import USAGE, WorkbenchError
 
 
