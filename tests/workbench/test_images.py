@@ -1,5 +1,6 @@
 """`images.read_image` (`mdla_compile.images`: photos for `run`, every `--calib DIR` image):
-decoded reduced when large, refused clearly past the workbench's own pixel cap, whatever PIL would have done."""
+decoded reduced when large, refused clearly past the workbench's own pixel cap, whatever PIL
+would have done."""
 
 from __future__ import annotations
 
