@@ -16,6 +16,7 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
+import mdla_compile
 import mdla_ir
 import mdla_quant
 import mdla_runtime
@@ -224,3 +225,17 @@ def test_tune_command_usage_errors(runner: CliRunner) -> None:
     result = runner.invoke(app, ["tune", TINY, "--calib", "random", "--previous", "bins=3"])
     assert result.exit_code == USAGE
     assert "expected key=value" in result.stderr
+
+
+@pytest.mark.parametrize("calib", ["random", "samples"])
+def test_the_split_calibrates_on_what_compile_calibrates_on(calib: str) -> None:
+    """`tune` compiles its new setting with `mdla_compile.compile` and scores it on the split's
+    held-out inputs: the compile's calibration inputs are the split's, and none held out."""
+    spec = TINY if calib == "random" else TINY_IMAGES
+    compiled = mdla_compile.compile(mdla_compile.CompileOptions(spec, calib=calib, count=2))
+    split = tuning.split_calibration(calib, compiled.source, 2, 2)
+    assert len(compiled.calibration) == len(split.calibration) == 2
+    for a, b in zip(compiled.calibration, split.calibration, strict=True):
+        np.testing.assert_array_equal(a[0], b[0])
+    for _, held in split.held_out:
+        assert not any(np.array_equal(held[0], c[0]) for c in compiled.calibration)
