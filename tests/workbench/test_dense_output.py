@@ -136,6 +136,20 @@ def test_another_model_under_the_same_spec_gives_no_fp32_side(seg: Path) -> None
 
 
 @pytest.mark.parametrize(
+    ("model", "why"),
+    [
+        ("seg.mdla", "is a compiled manifest"),  # mdla_compile's OptionError
+        (f"{SEG}(width=", "cannot import"),  # a malformed spec
+    ],
+)
+def test_a_model_that_does_not_load_gives_no_fp32_side(seg: Path, model: str, why: str) -> None:
+    graph, text = dense.float_graph(mdla_runtime.load(seg), model, None)
+    assert graph is None
+    assert text.startswith(f"cannot import `{model}`")
+    assert why in text
+
+
+@pytest.mark.parametrize(
     ("shape", "input_shape", "is_map"),
     [
         ((1, 21, 64, 64), (1, 3, 64, 64), True),  # a segmentation head at the input's size

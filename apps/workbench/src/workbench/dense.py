@@ -31,12 +31,12 @@ from PIL import Image
 
 import mdla_ir
 import mdla_runtime
+from mdla_compile import CompileError
 from mdla_ir import IRError
 from mdla_runtime.atomic import write_atomic
 from mdla_zoo.errors import ZooError
 from workbench import pipeline
 from workbench.contract import Contract
-from workbench.errors import WorkbenchError
 from workbench.images import png_bytes
 
 Array = np.ndarray[Any, Any]
@@ -222,7 +222,7 @@ def float_graph(
         graph = pipeline.load_source(model, weights, Contract(input_shape=shape)).graph
     except ImportError as exc:  # load_model imports torch on use (absent on a phone)
         return None, f"cannot import `{model}` here: {exc}"
-    except (IRError, ZooError, WorkbenchError, OSError) as exc:  # the spec does not load
+    except (IRError, ZooError, CompileError, OSError) as exc:  # the spec does not load
         return None, f"cannot import `{model}`: {exc}"
     if graph.provenance.source_hash != prov.source_hash:
         hint = "" if weights else " (compiled with --weights? give run the same --weights)"
