@@ -102,9 +102,7 @@ def _source(
     import_path: str,
 ) -> Source:
     """`model` imported (`name`: the graph's; None: its module's class name)."""
-    imported = mdla_ir.import_torch(
-        model.module, model.example_inputs, name=name, path=import_path
-    )
+    imported = mdla_ir.import_torch(model.module, model.example_inputs, name=name, path=import_path)
     graph = imported.graph
     shapes = tuple(tuple(int(d) for d in x.shape) for x in model.example_inputs)
     labels = contract.labels if contract.labels is not None else model.labels
