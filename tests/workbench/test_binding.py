@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import typing
 from dataclasses import dataclass, field
 from typing import Annotated
 
@@ -79,13 +80,17 @@ def test_an_option_declared_twice_is_refused() -> None:
 
 
 def flag_names(cls: type) -> list[str]:
-    """The command-line names of an option dataclass's fields (nested ones too)."""
+    """The command-line names of an option dataclass's fields (nested ones too), as their
+    typer.Option declares them."""
+    hints = typing.get_type_hints(cls, include_extras=True)
     names: list[str] = []
     for f in dataclasses.fields(cls):
-        if isinstance(f.default_factory, type):  # a nested block
-            names += flag_names(f.default_factory)
+        if dataclasses.is_dataclass(hints[f.name]):  # a nested block
+            names += flag_names(hints[f.name])
         else:
-            names.append("--" + f.name.replace("_", "-"))
+            (option,) = hints[f.name].__metadata__
+            decls = (option.default, *(option.param_decls or ()))  # Annotated: the first is default
+            names.append(next(d for d in decls if isinstance(d, str) and d.startswith("--")))
     return names
 
 
