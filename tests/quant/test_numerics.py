@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import mdla_target
 from mdla_ir import Accumulator, Numerics, OpKind, Rounding
 from mdla_ir.builders import act, const, qp, single_op_qgraph
 from mdla_ir.devices import DEFAULT_TARGET
@@ -106,3 +107,14 @@ def test_lowering_writes_the_bias_scale_the_quantizer_recorded() -> None:
     assert _lowered_bias_scale(_fc(0.1)) == pytest.approx(float(np.float32(0.1)), abs=0)
     assert _lowered_bias_scale(_fc(None)) == 0.125  # a zero bias lowering adds: s_in * s_w
     assert _lowered_bias_scale(_fc(0.1, per_channel=True)) == 0.0  # the channels' scales
+
+
+def test_a_target_file_is_the_graphs_target_when_it_names_it(tmp_path: Path) -> None:
+    # legalize records a target by its name; the config may name the same target by its file
+    shipped = Path(mdla_target.__file__).parent / "targets" / f"{DEFAULT_TARGET}.toml"
+    mine = tmp_path / "mine.toml"
+    mine.write_text(shipped.read_text().replace(f'name = "{DEFAULT_TARGET}"', 'name = "mine"', 1))
+    config = QuantConfig(target=str(mine))
+    assert for_graph(_float_graph("mine"), config) is config
+    with pytest.raises(QuantError, match="legalized for target `other`"):
+        for_graph(_float_graph("other"), config)

@@ -52,6 +52,7 @@ from mdla_quant.floors import expand_tiny_range, scale_floors
 from mdla_quant.kernels.float_ops import with_gelu_tables
 from mdla_quant.observers import Histogram, clip_range
 from mdla_target import load_target
+from mdla_target.errors import TargetDataError
 from mdla_target.target import Target
 
 Array = np.ndarray[Any, Any]
@@ -250,6 +251,14 @@ def float_rewrites(graph: Graph, calibration: Iterable[Any], config: QuantConfig
     return graph
 
 
+def _target_name(spec: str) -> str | None:
+    """The name a target spec (a shipped name or a .toml path) records, None if it does not load."""
+    try:
+        return load_target(spec).name
+    except TargetDataError:
+        return None
+
+
 def for_graph(graph: Graph, config: QuantConfig) -> QuantConfig:
     """`config` for the target `graph` was legalized for (its provenance's `target`): the
     default target gives way to it; a config naming another target is refused."""
@@ -257,6 +266,8 @@ def for_graph(graph: Graph, config: QuantConfig) -> QuantConfig:
     if not legal or legal == config.target:
         return config
     if config.target != DEFAULT_TARGET:
+        if _target_name(config.target) == legal:  # a target file, recorded by its name
+            return config
         raise QuantError(
             f"graph `{graph.name}` was legalized for target `{legal}`, QuantConfig names "
             f"`{config.target}`: quantize for the graph's target (QuantConfig(target={legal!r}))"
