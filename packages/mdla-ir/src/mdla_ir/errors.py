@@ -26,3 +26,9 @@ class UnsupportedError(IRError):
         super().__init__(message)
         self.items = items
         self.partial = partial
+
+    @classmethod
+    def of_model(cls, name: str, items: list[str], partial: Any = None) -> UnsupportedError:
+        """The refusal of model `name`: every item on its own line (both importers say it so)."""
+        head = f"cannot import `{name}`: {len(items)} unsupported construct(s):\n  "
+        return cls(head + "\n  ".join(items), items, partial)

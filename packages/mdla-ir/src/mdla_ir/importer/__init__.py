@@ -272,12 +272,8 @@ def _from_fx(module: nn.Module, examples: list[torch.Tensor], name: str) -> Grap
                 failed.add(node)
                 _placeholder_for(c, node)
     if c.unsupported:
-        raise UnsupportedError(
-            f"cannot import `{name}`: {len(c.unsupported)} unsupported construct(s):\n  "
-            + "\n  ".join(c.unsupported),
-            c.unsupported,
-            _partial(c, name, inputs, outputs, failed),
-        )
+        partial = _partial(c, name, inputs, outputs, failed)
+        raise UnsupportedError.of_model(name, c.unsupported, partial)
     return Graph(
         name,
         c.tensors,

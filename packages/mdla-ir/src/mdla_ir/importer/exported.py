@@ -174,11 +174,7 @@ def import_program(program: ExportedProgram, name: str, module: str = "") -> Gra
                 failed.add(node)
                 _stand_in(c, node)
     if c.unsupported:
-        raise UnsupportedError(
-            f"cannot import `{name}`: {len(c.unsupported)} unsupported construct(s):\n  "
-            + "\n  ".join(c.unsupported),
-            c.unsupported,
-        )
+        raise UnsupportedError.of_model(name, c.unsupported)
     state = ((k, _raw(v)) for k, v in program.state_dict.items())
     provenance = Provenance(module=module, source_hash=source_hash(gm.code, state))
     used = {n for op in c.ops for n in (*op.inputs, *op.outputs)} | set(inputs) | set(outputs)
