@@ -12,6 +12,8 @@ starts from them (`fuzzing.write_corpus`).
                       products overflow, so EXP meets NaN at run time  -> read
     spec_os_system    a manifest recording `os:system(...)` as its model spec (the readers
                       cannot know; `run` never imports it)             -> read
+    mul_left_shift    MUL whose s1*s2/s_out is 4 (a left shift, s > 0): the emulator's
+                      prepare shifted by -s, undefined behaviour (make fuzz found it)  -> read
 """
 
 from __future__ import annotations
@@ -79,6 +81,12 @@ def spec_os_system() -> bytes:
     return to_bytes(graph.with_(provenance=prov))
 
 
+def mul_left_shift() -> bytes:
+    x, y = qp(1.0, 0), qp(0.25, 0)
+    ins = [act("a", [1, 8], x), act("b", [1, 8], x)]
+    return to_bytes(single_op_qgraph(OpKind.MUL, ins, [1, 8], y))
+
+
 def repros() -> dict[str, tuple[bytes, str]]:
     """name -> (file, the verdict of both readers: "ok" or the error kind)."""
     return {
@@ -88,4 +96,5 @@ def repros() -> dict[str, tuple[bytes, str]]:
         "inf_beta": (inf_beta(), "NonFinite"),
         "gru_overflow": (to_bytes(overflow_graph()), "ok"),
         "spec_os_system": (spec_os_system(), "ok"),
+        "mul_left_shift": (mul_left_shift(), "ok"),
     }

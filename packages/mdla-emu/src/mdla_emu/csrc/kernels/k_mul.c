@@ -65,9 +65,10 @@ static int mul_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics
     p->z_out = y->zero_point;
     emu_activation_range(fuse, y->scale, y->zero_point, &p->lo, &p->hi);
     p->isa = num.rounding == EMU_ROUND_DOUBLE && p->s <= 0 ? emu_isa() : EMU_ISA_PORTABLE;
-    p->nk = (EmuMulNarrow){p->z1, p->z2, (int32_t)p->m, -p->s,
-                           (int32_t)((INT64_C(1) << -p->s) - 1), p->z_out, p->lo, p->hi};
     if (p->isa != EMU_ISA_PORTABLE) { /* mul_run never reads the table: no 64K evaluations */
+        /* narrow only: s <= 0 here, so the right shift -s and its mask are defined */
+        p->nk = (EmuMulNarrow){p->z1, p->z2, (int32_t)p->m, -p->s,
+                               (int32_t)((INT64_C(1) << -p->s) - 1), p->z_out, p->lo, p->hi};
         *out = p;
         return NEURON_NO_ERROR;
     }
