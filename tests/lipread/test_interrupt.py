@@ -69,6 +69,13 @@ def test_ctrl_c_is_interrupted_at_any_moment(
     assert proc.poll() is None, f"calibrate ended before {fraction:.0%} of its {run_seconds:.1f} s"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=300)
+    if proc.returncode == -signal.SIGINT:
+        # The signal came after the command had ended: CPython's shutdown gives SIGINT back its
+        # default action, which ends the process by the signal, silently. Only then: the
+        # compiled model is in the cache, and nothing was printed about it.
+        assert list((tmp_path / "cache").glob("*.mdla")), "ended by SIGINT before the command did"
+        assert "Traceback" not in err, err
+        return
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == ["lipread: error: interrupted"], err
     assert out == ""
