@@ -54,3 +54,24 @@ def test_an_op_that_maps_is_placed_with_a_warning(runner: CliRunner) -> None:
     assert result.stderr == (
         "warning: op `add` (ADD) maps on mtk-mdla; it runs on the CPU because of --cpu 'add'\n"
     )
+
+
+def test_check_suggests_cpu_auto_and_auto_places_what_does_not_map(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["check", BLOCK])
+    assert result.exit_code == 3
+    assert "fix: run them on the CPU: --cpu auto (here: --cpu LAYER_NORM," in result.output
+    result = runner.invoke(app, ["check", BLOCK, "--cpu", "auto"])
+    assert result.exit_code == 0, result.output + result.stderr
+    assert "2 op(s) on mtk-mdla, 6 on cpu, 2 device switch(es)" in result.output
+    assert result.stderr.startswith("--cpu auto: placed 6 op(s) on the CPU (FULLY_CONNECTED x2,")
+    assert "  op #4 `act` (GELU): GELU needs erf" in result.stderr
+
+
+def test_compile_refusal_keeps_the_cpu_advice(runner: CliRunner, tmp_path: Path) -> None:
+    out = tmp_path / "b.mdla"
+    result = runner.invoke(app, ["compile", BLOCK, "--calib", "random", "-o", str(out)])
+    assert result.exit_code == 3
+    assert result.stderr.rstrip().endswith(
+        "fix: run them on the CPU: --cpu auto (here: --cpu LAYER_NORM,FULLY_CONNECTED,"
+        "TRANSPOSE,GELU; 2 device switch(es))"
+    )

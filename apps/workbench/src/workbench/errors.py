@@ -85,12 +85,15 @@ def one_line(exc: BaseException) -> str:
     than SHOWN_ITEMS ops or constructs names the first ones and says where the rest are."""
     parts = [p.strip() for p in str(exc).splitlines() if p.strip()]
     items = getattr(exc, "items", None)
+    advice = getattr(exc, "advice", ())
+    fix = [parts.pop()] if advice and parts and parts[-1] == f"fix: {advice[0]}" else []
     if isinstance(items, list) and len(items) > SHOWN_ITEMS and len(parts) > SHOWN_ITEMS:
         more = len(parts) - 1 - SHOWN_ITEMS
         parts = [
             *parts[: 1 + SHOWN_ITEMS],
             f"and {more} more (`workbench check MODEL` lists them, one row each)",
         ]
+    parts += fix  # the way out (`--cpu auto`) survives the shortening
     text = "; ".join(parts) or type(exc).__name__
     return plain(text.replace(":;", ":"))
 

@@ -5,8 +5,9 @@ placement itself is `mdla_compile.place_graph`'s.
     report(placement)          # per op: device, partition, why; partitions; device switches
 
 A `--cpu` token that selects nothing is a usage error (exit 2); an op left on the NPU that does
-not map is exit 3, as without `--cpu` (no automatic fallback); an op that maps but was named is
-placed on the CPU with a warning.
+not map is exit 3, as without `--cpu`, unless `--cpu auto` places it (auto places exactly the
+ops that do not map, and says which on stderr); an op that maps but was named is placed on the
+CPU with a warning.
 """
 
 from __future__ import annotations
@@ -26,15 +27,16 @@ Cpu = Annotated[
     typer.Option(
         "--cpu",
         help="Run these ops on the phone's CPU, the rest on the NPU: op kinds "
-        "(LAYER_NORM,GELU) or fnmatch patterns over op names ('features.7.*'); "
-        "comma-separated, repeatable. Never automatic: an op that does not map and is not "
-        "named here is still an error.",
+        "(LAYER_NORM,GELU), fnmatch patterns over op names ('features.7.*'), or `auto` (exactly "
+        "the ops that do not map on the NPU, printed); comma-separated, repeatable. Without "
+        "`auto`, an op that does not map and is not named here is still an error.",
     ),
 ]
 
 
 def report(placement: Placement) -> None:
-    """The placement table on stdout, its warnings on stderr."""
+    """The placement table on stdout, its notes (what `--cpu auto` placed) and warnings on
+    stderr."""
     typer.echo(str(placement))
-    for line in placement.warnings:
+    for line in (*placement.notes, *placement.warnings):
         sys.stderr.write(line + "\n")

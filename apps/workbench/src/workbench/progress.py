@@ -15,8 +15,18 @@ from collections.abc import Callable
 import typer
 
 from mdla_compile import events as ev
+from mdla_legalize import Placement
 from workbench import placement
 from workbench.output import Steps
+
+
+def _placed(placed: Placement, table: bool) -> None:
+    """The placement table, or without it what `--cpu auto` chose (never silent)."""
+    if table:
+        placement.report(placed)
+        return
+    for line in placed.notes:
+        typer.echo(line, err=True)
 
 
 def compile_progress(s: Steps, prefix: str = "", show_placement: bool = True) -> ev.OnEvent:
@@ -41,7 +51,7 @@ def compile_progress(s: Steps, prefix: str = "", show_placement: bool = True) ->
                 layers(i, n, name)
             case ev.Note(text):
                 typer.echo(text, err=True)
-            case ev.Placed(placed) if show_placement:
-                placement.report(placed)
+            case ev.Placed(placed):
+                _placed(placed, show_placement)
 
     return on_event

@@ -16,9 +16,11 @@ from mdla_legalize.layout import to_nhwc
 from mdla_legalize.legalize import known_rules, legalize, pipeline, rewrite
 from mdla_legalize.partition import Placed, Placement, PlacementSpecError, parse_cpu, place
 from mdla_legalize.prefix import prefix
+from mdla_legalize.suggest import AUTO
 from mdla_target import DeviceSpec, OpSpec, Target, known_targets, load_target  # old names kept
 
 __all__ = [
+    "AUTO",
     "DeviceSpec",
     "LegalizeError",
     "OpSpec",

@@ -6,11 +6,16 @@ from mdla_target import Target, UnknownDeviceError
 
 
 class LegalizeError(Exception):
-    """Base error of mdla_legalize; `items` lists each offending op or name, one line each."""
+    """Base error of mdla_legalize; `items` lists each offending op or name, one line each;
+    `advice` what would make it pass (`legalize`: the `--cpu` list, then a better pattern list
+    where there is one; the message holds the first)."""
 
-    def __init__(self, message: str, items: list[str] | None = None) -> None:
+    def __init__(
+        self, message: str, items: list[str] | None = None, advice: tuple[str, ...] = ()
+    ) -> None:
         super().__init__(message)
         self.items = list(items or [])
+        self.advice = advice
 
 
 class UnknownRuleError(LegalizeError):

@@ -47,6 +47,7 @@ from mdla_legalize.rules import (
 )
 from mdla_legalize.rules.base import Rule, apply_table, rule_names
 from mdla_legalize.rules.lift import LIFT
+from mdla_legalize.suggest import suggest
 from mdla_target.target import Target
 
 
@@ -124,10 +125,15 @@ def legalize(
             f"op #{o.index} `{o.name}` ({o.kind}): {o.reason}; fix: {o.fix}"
             for o in report.unsupported
         ]
+        found = suggest(graph, report)
+        advice = (str(found), found.by_pattern) if found else ()
         raise LegalizeError(
             f"graph `{graph.name}`: {len(items)} op(s) do not map on {target.name}/{device} "
-            "after legalization:\n  " + "\n  ".join(items),
+            "after legalization:\n  "
+            + "\n  ".join(items)
+            + (f"\n  fix: {advice[0]}" if advice else ""),
             items,
+            tuple(a for a in advice if a),
         )
     return graph
 

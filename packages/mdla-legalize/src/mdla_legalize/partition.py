@@ -1,12 +1,16 @@
 """`place(graph, target, device, cpu)`: put the ops the user names on the CPU, the rest on the
-NPU, and prove the NPU part maps (issue 17). Never automatic: an op that does not map and is
-not named is an error naming it, exactly as `legalize` reports it.
+NPU, and prove the NPU part maps (issue 17). Never silent: an op that does not map and is not
+named is an error naming it, exactly as `legalize` reports it, unless the token `auto` asks for
+it (`--cpu auto`: every op that does not map after legalization and that the CPU runs goes to
+the CPU, nothing else; `Placement.notes` says which and why).
 
 `cpu` is a list of tokens (`--cpu LAYER_NORM,GELU,'features.7.*'`): a token that names an
 `OpKind` (upper case, `LAYER_NORM`) selects every op of that kind in the device graph; any other
 token is an fnmatch pattern over op names (`features.7.*`, `classifier.?`). Rules, in order:
 
-- a token that selects no op is a PlacementSpecError (a usage error: exit 2), naming it;
+- `auto` selects the ops that do not map on `device` (it may select none: a note says so);
+  it mixes with the other tokens (`--cpu auto,'head.*'`);
+- any other token that selects no op is a PlacementSpecError (a usage error: exit 2), naming it;
 - a selected op the CPU cannot run (no int8 or float kernel: `mdla_ir.partitions.CPU_KINDS`)
   is a LegalizeError naming it;
 - an op that is not selected and does not map on `device` is a LegalizeError (as `legalize`);
@@ -20,14 +24,16 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from mdla_ir import Graph, OpKind
 from mdla_ir.partitions import CPU, CPU_KINDS, Partition, partitions, switches
 from mdla_legalize.errors import LegalizeError
-from mdla_legalize.explain import explain
+from mdla_legalize.explain import SupportReport, explain
 from mdla_legalize.legalize import rewrite
+from mdla_legalize.suggest import AUTO  # the token that places exactly the ops that do not map
 from mdla_target.target import Target
 
 
@@ -50,12 +56,14 @@ class Placed:
 @dataclass(frozen=True)
 class Placement:
     """The placed device graph (`graph.provenance.cpu_ops` set), its per-op table, its
-    partitions (`mdla_ir.partitions`) and the warnings of `place`."""
+    partitions (`mdla_ir.partitions`), the warnings of `place` and its notes (what `auto`
+    placed, and why)."""
 
     graph: Graph
     ops: tuple[Placed, ...]
     partitions: tuple[Partition, ...]
     warnings: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
     @property
     def switches(self) -> int:
@@ -109,6 +117,45 @@ def _why_token(token: str) -> str:
     return f"--cpu {token}" if token in OpKind.__members__ else f"--cpu '{token}'"
 
 
+def _explicit(graph: Graph, tokens: Sequence[str]) -> dict[str, str]:
+    """{op name: why} of the ops the tokens other than `auto` select (each must select one)."""
+    chosen: dict[str, str] = {}
+    for token in tokens:
+        if token == AUTO:
+            continue
+        hits = [op.name for op in graph.ops if _selects(token, op.name, op.kind)]
+        if not hits:
+            kinds = sorted({op.kind.name for op in graph.ops})
+            raise PlacementSpecError(
+                f"--cpu {token!r} selects no op of the device graph `{graph.name}` (an op kind "
+                f"such as {', '.join(kinds[:6])}, `auto`, or a pattern over op names: "
+                "`workbench check MODEL --legalized` lists them)",
+                [token],
+            )
+        for name in hits:
+            chosen.setdefault(name, _why_token(token))
+    return chosen
+
+
+def _auto(graph: Graph, report: SupportReport, chosen: dict[str, str], device: str) -> list[str]:
+    """Add to `chosen` every op that does not map on `device` and that the CPU runs; the
+    notes saying what `auto` placed (or that it placed nothing)."""
+    placed = [
+        (op, support)
+        for op, support in zip(graph.ops, report.ops, strict=True)
+        if not support.supported and op.name not in chosen and op.kind in CPU_KINDS
+    ]
+    if not placed:
+        return [f"--cpu {AUTO}: every other op maps on {device}; it placed none on the CPU"]
+    for op, _ in placed:
+        chosen[op.name] = f"--cpu {AUTO}"
+    kinds = Counter(op.kind.name for op, _ in placed)
+    summary = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in sorted(kinds.items()))
+    head = f"--cpu {AUTO}: placed {len(placed)} op(s) on the CPU ({summary}), as they do not map"
+    rows = [f"  op #{s.index} `{op.name}` ({op.kind.name}): {s.reason}" for op, s in placed]
+    return [f"{head} on {device}:", *rows]
+
+
 def place(
     graph: Graph, target: Target, device: str, cpu: Sequence[str], skip_rules: Collection[str] = ()
 ) -> Placement:
@@ -117,20 +164,9 @@ def place(
     if not tokens:
         raise PlacementSpecError("--cpu names no op kind or op name pattern", [])
     graph = rewrite(graph, target, device, skip_rules)
-    chosen: dict[str, str] = {}
-    for token in tokens:
-        hits = [op.name for op in graph.ops if _selects(token, op.name, op.kind)]
-        if not hits:
-            kinds = sorted({op.kind.name for op in graph.ops})
-            raise PlacementSpecError(
-                f"--cpu {token!r} selects no op of the device graph `{graph.name}` (an op kind "
-                f"such as {', '.join(kinds[:6])}, or a pattern over op names: "
-                "`workbench check MODEL --legalized` lists them)",
-                [token],
-            )
-        for name in hits:
-            chosen.setdefault(name, _why_token(token))
+    chosen = _explicit(graph, tokens)
     report = explain(graph, target, device)
+    notes = _auto(graph, report, chosen, device) if AUTO in tokens else []
     problems, warnings, rows = [], [], []
     for op, support in zip(graph.ops, report.ops, strict=True):
         if op.name in chosen:
@@ -149,9 +185,13 @@ def place(
             rows.append((op, device, "maps" + (" (assumed)" if support.assumed else "")))
         else:
             rule = "" if support.fix.startswith("not mappable") else f"{support.fix}, or "
+            way = (
+                f"the CPU has no kernel for {op.kind.name} either"
+                if op.kind not in CPU_KINDS
+                else f"{rule}place it on the CPU: --cpu {op.kind.name} (or --cpu {AUTO})"
+            )
             problems.append(
-                f"op #{support.index} `{op.name}` ({support.kind}): {support.reason}; "
-                f"fix: {rule}place it on the CPU: --cpu {op.kind.name}"
+                f"op #{support.index} `{op.name}` ({support.kind}): {support.reason}; fix: {way}"
             )
     if problems:
         raise LegalizeError(
@@ -168,4 +208,4 @@ def place(
         Placed(i, op.name, op.label, dev, why, part_of[op.name])
         for i, (op, dev, why) in enumerate(rows)
     )
-    return Placement(graph, table, parts, tuple(warnings))
+    return Placement(graph, table, parts, tuple(warnings), tuple(notes))

@@ -156,6 +156,9 @@ def _check_model(
             f"after legalization, {len(exc.items)} op(s) do not map on {tgt.name}/{device}",
             exc.items,
         )
+        doc["advice"] = list(exc.advice)
+        for line in exc.advice:
+            con.print(f"fix: {line}", markup=False)
         _fail(f"`{model}` does not map on {device}: {len(exc.items)} op(s), listed above")
         return False
     report = mdla_legalize.explain(device_graph if legalized else source.graph, tgt, device)
