@@ -14,8 +14,9 @@ import pytest
 from PIL import Image
 
 from mdla_zoo.detection import Detections
-from workbench.boxes import FP32_COLOUR, GAP, INT8_COLOUR, Boxes, draw, png_path, write_png
+from workbench.boxes import FP32_COLOUR, GAP, INT8_COLOUR, Boxes, draw, write_png
 from workbench.errors import WorkbenchError
+from workbench.outputs import picture
 
 Array = np.ndarray[Any, Any]
 GREY = 90
@@ -88,11 +89,12 @@ def test_the_png_is_fp32_left_int8_right(tmp_path: Path) -> None:
     assert _read(path).shape == (60, 80, 3)
 
 
-def test_png_beside_the_image_or_in_the_working_directory(tmp_path: Path) -> None:
+def test_png_in_the_output_folder_never_beside_the_image(tmp_path: Path) -> None:
     photo = tmp_path / "cat.jpg"
     photo.write_bytes(b"")
-    assert png_path(str(photo), "ssd") == tmp_path / "cat.ssd.boxes.png"
-    assert png_path("chelsea", "ssd") == Path.cwd() / "chelsea.ssd.boxes.png"
+    out = tmp_path / "out"
+    assert picture(out, str(photo), "ssd", "boxes") == out / "cat.ssd.boxes.png"
+    assert picture(out, "chelsea", "ssd", "boxes") == out / "chelsea.ssd.boxes.png"
 
 
 def test_a_classifier_manifest_has_no_boxes() -> None:

@@ -49,7 +49,7 @@ def test_compile_with_cpu_partitions(
     ):
         assert f"partition {k:>3} on {device:<9} {ops:>4} op(s) from op {first:<5}" in run.output
     assert "per device: cpu " in run.output
-    assert (tmp_path / "random.convnext_block.add.png").is_file()
+    assert (tmp_path / "mdla-out" / "random.convnext_block.add.png").is_file()
     shown = runner.invoke(app, ["run", str(out), "--json"])
     assert shown.exit_code == 0, shown.output
     (entry,) = json.loads(shown.output)["runs"]

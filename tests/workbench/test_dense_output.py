@@ -1,5 +1,6 @@
-"""`workbench run` on a segmentation model writes its class map as a PNG beside the image:
-FP32 (left) and INT8 (right), each pixel the palette colour of the argmax over the classes."""
+"""`workbench run` on a segmentation model writes its class map as a PNG into its output
+folder: FP32 (left) and INT8 (right), each pixel the palette colour of the argmax over the
+classes."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from typer.testing import CliRunner
 import mdla_ir
 import mdla_runtime
 from tests.workbench.test_torch_free_commands import BLOCKED
-from workbench import dense, pipeline
+from workbench import dense, outputs, pipeline
 from workbench import images as imgs
 from workbench.cli import app
 from workbench.commands.run import manifest_inputs
@@ -41,7 +42,9 @@ def seg(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def photo(tmp_path: Path) -> Path:
+def photo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """photos/cat.png, with the working directory at tmp_path (`run` writes into mdla-out/)."""
+    monkeypatch.chdir(tmp_path)
     path = tmp_path / "photos" / "cat.png"
     path.parent.mkdir()
     Image.fromarray(imgs.read_image("chelsea")).save(path)
@@ -66,7 +69,7 @@ def _expected(manifest_path: Path, image: Path) -> tuple[Array, Array]:
 def test_the_png_holds_the_argmax_of_fp32_and_of_int8(seg: Path, photo: Path) -> None:
     result = CliRunner().invoke(app, ["run", str(seg), str(photo), "--model", SEG])
     assert result.exit_code == 0, result.output
-    png = photo.parent / "cat.segmenter.out.png"
+    png = Path("mdla-out") / "cat.segmenter.out.png"
     f, q = _expected(seg, photo)
     agree = float(np.mean(f == q))
     assert f"class map of cat.png: {png} (FP32 | INT8, {100 * agree:.1f}% of pixels agree)" in (
@@ -81,7 +84,8 @@ def test_the_png_holds_the_argmax_of_fp32_and_of_int8(seg: Path, photo: Path) ->
     assert len(np.unique(q)) >= 3
     assert 0.8 < agree < 1.0  # INT8 moves some boundaries, and the panels show it
     # `aux` is [1, 3, 112, 112]: not at the input's size, so no class map of it
-    assert sorted(p.name for p in photo.parent.iterdir()) == ["cat.png", "cat.segmenter.out.png"]
+    assert sorted(p.name for p in png.parent.iterdir()) == ["cat.segmenter.out.png"]
+    assert [p.name for p in photo.parent.iterdir()] == ["cat.png"]  # the input folder as it was
 
 
 def test_json_records_each_class_map(seg: Path, photo: Path) -> None:
@@ -91,7 +95,7 @@ def test_json_records_each_class_map(seg: Path, photo: Path) -> None:
     f, q = _expected(seg, photo)
     assert entry["class_maps"] == [
         {
-            "png": str(photo.parent / "cat.segmenter.out.png"),
+            "png": str(Path("mdla-out") / "cat.segmenter.out.png"),
             "fp32_int8_agree": round(float(np.mean(f == q)), 4),
         }
     ]
@@ -108,7 +112,7 @@ def test_without_the_model_the_png_is_int8_alone_and_run_says_why(
     q = mdla_runtime.open_target("emu").run(manifest, [x]).outputs
     entry = maps.entry(str(photo), x, q)
     assert "gone.py" in entry["no_fp32"]
-    png = photo.parent / "cat.segmenter.out.png"
+    png = Path("mdla-out") / "cat.segmenter.out.png"
     assert entry["class_maps"] == [{"png": str(png), "fp32_int8_agree": None}]
     rgb = np.asarray(Image.open(png).convert("RGB"))
     np.testing.assert_array_equal(rgb, dense.palette(CLASSES)[np.argmax(q[0][0], axis=0)])
@@ -175,12 +179,13 @@ def test_palette_is_fixed_and_tells_classes_apart() -> None:
     assert len({tuple(c) for c in colours.tolist()}) == 256
 
 
-def test_png_names_keep_to_the_folder(tmp_path: Path) -> None:
+def test_png_names_keep_to_the_output_folder(tmp_path: Path) -> None:
     image = tmp_path / "a b.jpg"
     image.write_bytes(b"")
-    assert dense.png_path(str(image), "net", "out") == tmp_path / "a_b.net.out.png"
-    assert dense.png_path(str(image), "my/net", "x:0") == tmp_path / "a_b.my_net.x_0.png"
-    assert dense.png_path("chelsea", "net", "out") == Path.cwd() / "chelsea.net.out.png"
+    out = tmp_path / "out"
+    assert outputs.picture(out, str(image), "net", "out") == out / "a_b.net.out.png"
+    assert outputs.picture(out, str(image), "my/net", "x:0") == out / "a_b.my_net.x_0.png"
+    assert outputs.picture(out, "chelsea", "net", "out") == out / "chelsea.net.out.png"
 
 
 def test_without_torch_run_writes_the_int8_map_and_says_why(
@@ -196,7 +201,7 @@ def test_without_torch_run_writes_the_int8_map_and_says_why(
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    png = photo.parent / "cat.segmenter.out.png"
+    png = Path("mdla-out") / "cat.segmenter.out.png"
     out = done.stdout.replace("\n", "")
     assert f"class map of cat.png: {png} (INT8 only)" in out
     assert "no FP32 side: cannot import" in out
@@ -211,7 +216,8 @@ def test_a_full_disk_keeps_the_old_png_and_names_it(
 ) -> None:
     """The class map goes through the one atomic writer: on ENOSPC the old PNG stays (not a
     0-byte file) and the error names the PNG."""
-    png = photo.parent / "cat.segmenter.out.png"
+    png = Path("mdla-out") / "cat.segmenter.out.png"
+    png.parent.mkdir()
     png.write_bytes(b"old")
     real_fsync = os.fsync
 
@@ -225,4 +231,4 @@ def test_a_full_disk_keeps_the_old_png_and_names_it(
     assert result.exit_code == 1, result.output
     assert f"No space left on device: '{png}'" in result.stderr
     assert png.read_bytes() == b"old"
-    assert not [p for p in photo.parent.iterdir() if p.name.endswith(".tmp")]
+    assert not [p for p in png.parent.iterdir() if p.name.endswith(".tmp")]

@@ -71,7 +71,7 @@ def test_run_prints_the_boxes_decoded_with_the_manifests_record(ssd: Path) -> No
     assert text.exit_code == 0, text.output
     assert "chelsea: best 5 boxes, x0 y0 x1 y1 in pixels" in text.output
     assert "boxes of chelsea:" in text.output
-    Path.cwd().joinpath("chelsea.detector.boxes.png").unlink()
+    Path.cwd().joinpath("mdla-out", "chelsea.detector.boxes.png").unlink()
 
 
 def test_without_the_record_the_manifest_is_no_detector(ssd: Path) -> None:

@@ -9,8 +9,8 @@ decoding, NMS; the spec is only a key of that table). The FP32 boxes come from t
 user names with `run --model SPEC` (`dense.float_graph`: needs torch, and the very model the
 manifest was compiled from, else `run` says why); never from the file's recorded spec. For each
 input `run` prints the best `TOP` boxes of FP32 and INT8 in the photo's pixels and writes
-`<image stem>.<model>.boxes.png` beside the image (in the working directory for a sample
-photo): the photo twice, FP32 boxes on the left, INT8 on the right.
+`<image stem>.<model>.boxes.png` into `run`'s output folder (`workbench.outputs`): the photo
+twice, FP32 boxes on the left, INT8 on the right.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from mdla_zoo.detection import DECODERS, Detections, SSDDecoder, detect
 from workbench.dense import FloatSide
 from workbench.errors import BAD_INPUT, WorkbenchError
 from workbench.images import png_bytes, read_image
+from workbench.outputs import picture
 
 Array = np.ndarray[Any, Any]
 TOP = 5  # boxes printed and drawn per image and precision
@@ -69,7 +70,7 @@ class Boxes(FloatSide):
         photo = read_image(image)
         fp32, int8 = self.detections(decoder, photo, x, int8_outputs)
         labels = self.manifest.provenance.labels
-        png = png_path(image, self.manifest.name)
+        png = picture(self.folder, image, self.manifest.name, "boxes")
         write_png(png, photo, fp32, int8, labels)
         found = {
             "fp32": None if fp32 is None else rows(fp32, labels),
@@ -143,13 +144,6 @@ def side_by_side(left: Image.Image, right: Image.Image) -> Image.Image:
     out.paste(left, (0, 0))
     out.paste(right, (left.width + GAP, 0))
     return out
-
-
-def png_path(image: str, model: str) -> Path:
-    """`<image stem>.<model>.boxes.png` beside an image file, else in the working directory."""
-    where = Path(image)
-    folder = where.parent if where.is_file() else Path.cwd()
-    return folder / f"{where.stem if where.is_file() else where.name}.{model}.boxes.png"
 
 
 def write_png(

@@ -7,20 +7,21 @@ upsample to the input; a UNet's head), and it keeps out the dense outputs that a
 scores: a detector's head maps (coarser than the input), a super-resolution image (larger), a
 classifier's `[1, K]`, a 1-channel mask.
 
-For each class map `run` writes `<image>.<model>.<output>.png` beside the input image (in the
-working directory for a sample photo or a random input): the argmax over the K classes of the
-FP32 model on the left, of the INT8 run on the right, a 4-pixel white gap between, colour per
-class from a fixed palette (`palette`). The FP32 map comes from the model the user names on
-the command line (`run --model SPEC`, with `--weights` when it was compiled with some), never
-from the file: a `.mdla` is data, and the spec it records is shown, not imported (it could name
-`os:system(...)`, a pickle or a script). The FP32 side is drawn only when that model is the very
-one the manifest was compiled from (the fx graph and state-dict hash match) and torch is
-installed; otherwise the PNG holds the INT8 map alone and `run` says why in one line.
+For each class map `run` writes `<image>.<model>.<output>.png` into its output folder
+(`workbench.outputs`: `--out-dir`, by default `mdla-out/`; never beside the input): the argmax
+over the K classes of the FP32 model on the left, of the INT8 run on the right, a 4-pixel white
+gap between, colour per class from a fixed palette (`palette`). The FP32 map comes from the
+float graph `compile` stored beside the `.mdla` (`mdla_ir.stored`: data, never code) or from the
+model the user names on the command line (`run --model SPEC`, with `--weights` when it was
+compiled with some), never from the spec the file records: a `.mdla` is data, and that spec is
+shown, not imported (it could name `os:system(...)`, a pickle or a script). The FP32 side is
+drawn only when it is the very model the manifest was compiled from (the fx graph and
+state-dict hash match); otherwise the PNG holds the INT8 map alone and `run` says why in one
+line.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ from mdla_zoo.errors import ZooError
 from workbench import pipeline
 from workbench.contract import Contract
 from workbench.images import png_bytes
+from workbench.outputs import DEFAULT_DIR, picture
 
 Array = np.ndarray[Any, Any]
 GAP = 4  # white pixels between the FP32 and the INT8 panel
@@ -103,14 +105,6 @@ def render(maps: Sequence[Array], classes: int) -> Array:
     return np.concatenate(panels, axis=1)
 
 
-def png_path(image: str, model: str, output: str) -> Path:
-    """`<image stem>.<model>.<output>.png` beside an image file, else in the working directory."""
-    where = Path(image)
-    folder = where.resolve().parent if where.is_file() else Path.cwd()
-    parts = (where.stem if where.is_file() else where.name, model, output)
-    return folder / (".".join(re.sub(r"[^\w.-]", "_", p) for p in parts) + ".png")
-
-
 @dataclass
 class FloatSide:
     """One manifest's runs beside their FP32 side (`ClassMaps`, `boxes.Boxes`): the float graph
@@ -120,19 +114,28 @@ class FloatSide:
     manifest: mdla_runtime.Manifest
     weights: str | None = None
     model: str | None = None  # `run --model`: the only spec ever imported for the FP32 side
+    folder: Path = Path(DEFAULT_DIR)  # where the pictures go (`run --out-dir`)
+    shared: FloatSide | None = None  # another's FP32 side, to import and run the graph once
     why_no_float: str = field(default="", init=False)  # set when there is no FP32 side
     _float: mdla_ir.Graph | None = field(default=None, init=False, repr=False)
     _tried: bool = field(default=False, init=False, repr=False)
+    _last: tuple[Array, list[Array]] | None = field(default=None, init=False, repr=False)
 
     def float_outputs(self, x: Array) -> list[Array] | None:
-        """The float graph's outputs for input `x`, or None when it cannot be imported (then
-        `why_no_float` says why)."""
+        """The float graph's outputs for input `x` (computed once per input), or None when
+        there is no float graph (then `why_no_float` says why)."""
+        if self.shared is not None:
+            floats = self.shared.float_outputs(x)
+            self.why_no_float = self.shared.why_no_float
+            return floats
         if not self._tried:
             self._tried = True
             self._float, self.why_no_float = float_graph(self.manifest, self.model, self.weights)
         if self._float is None:
             return None
-        return [np.asarray(o) for o in mdla_ir.run_float(self._float, [x])]
+        if self._last is None or self._last[0] is not x:
+            self._last = (x, [np.asarray(o) for o in mdla_ir.run_float(self._float, [x])])
+        return self._last[1]
 
 
 @dataclass
@@ -165,7 +168,7 @@ class ClassMaps(FloatSide):
                 else int(max(q.max(), f.max() if f is not None else 0)) + 1
             )
             rgb = render([f, q] if f is not None else [q], classes)
-            path = png_path(image, self.manifest.name, spec.name or f"output{i}")
+            path = picture(self.folder, image, self.manifest.name, spec.name or f"output{i}")
             write_atomic(path, png_bytes(Image.fromarray(rgb, "RGB")))
             agree = float(np.mean(f == q)) if f is not None else float("nan")
             written.append((path, agree))

@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 from PIL import Image
+from PIL.PngImagePlugin import PngInfo
 
 from mdla_compile.images import IMAGE_SUFFIXES, SAMPLES, prepare_record, read_image
+from mdla_compile.written import MARK
 from mdla_zoo import prepare as prepare  # the one preprocessing, re-exported for the commands
 from workbench.errors import WorkbenchError
 
@@ -51,11 +53,13 @@ def tiny_warning(name: str, image: Array, size: tuple[int, int]) -> str | None:
     )
 
 
-def png_bytes(img: Image.Image) -> bytes:
-    """`img` encoded as PNG, for `write_atomic` (a PNG beside a photo: the old one or the new
-    one, never a truncated file)."""
+def png_bytes(img: Image.Image, what: str = "output") -> bytes:
+    """`img` encoded as PNG, for `write_atomic` (the old file or the new one, never a truncated
+    one), marked as the workbench's (`mdla_compile.written`: never read back as an input)."""
+    info = PngInfo()
+    info.add_text(MARK, what)
     buf = io.BytesIO()
-    img.save(buf, format="PNG")
+    img.save(buf, format="PNG", pnginfo=info)
     return buf.getvalue()
 
 

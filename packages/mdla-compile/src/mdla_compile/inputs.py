@@ -22,6 +22,7 @@ from numpy.lib import format as npy
 
 from mdla_compile.errors import CompileError
 from mdla_compile.images import IMAGE_SUFFIXES, read_image
+from mdla_compile.written import is_written
 
 Array = np.ndarray[Any, Any]
 Shapes = tuple[tuple[int, ...], ...]
@@ -36,15 +37,19 @@ def is_data(name: str | Path) -> bool:
 
 
 def input_files(directory: str | Path) -> list[Path]:
-    """The images, .npy and .npz files in `directory`, sorted by name."""
+    """The images, .npy and .npz files in `directory`, sorted by name; files the workbench
+    wrote there (`mdla_compile.written`: class maps, saved outputs) are skipped."""
     root = Path(directory)
     if not root.is_dir():
         raise CompileError(f"input directory `{root}` does not exist")
     suffixes = (*IMAGE_SUFFIXES, *DATA_SUFFIXES)
-    files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
+    found = sorted(p for p in root.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
+    files = [p for p in found if not is_written(p)]
     if not files:
+        skipped = f" (only {len(found)} file(s) the workbench wrote)" if found else ""
         raise CompileError(
-            f"input directory `{root}` holds no images {IMAGE_SUFFIXES} nor arrays .npy/.npz"
+            f"input directory `{root}` holds no images {IMAGE_SUFFIXES} nor arrays "
+            f".npy/.npz{skipped}"
         )
     return files
 

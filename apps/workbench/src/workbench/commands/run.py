@@ -12,11 +12,13 @@ from rich.table import Table
 
 import mdla_runtime
 from mdla_compile import inputs as ins
+from mdla_compile.written import is_written
 from mdla_ir import Preprocess
 from mdla_ir.devices import NPU
 from workbench import contract as ct
 from workbench import dense, pipeline
 from workbench import images as imgs
+from workbench import outputs as outs
 from workbench.boxes import Boxes
 from workbench.commands.binding import options
 from workbench.commands.options import Debug, Device, InputFlags, On, Weights, console
@@ -82,6 +84,25 @@ FloatModel = Annotated[
     ),
 ]
 
+OutDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--out-dir",
+        metavar="DIR",
+        help=f"Folder for every file run writes (default ./{outs.DEFAULT_DIR}/, never an "
+        "input's folder).",
+    ),
+]
+SaveOutputs = Annotated[
+    Path | None,
+    typer.Option(
+        "--save-outputs",
+        metavar="FILE.npz",
+        help="Save every output per input: dequantized, raw int8 with scale and zero point, "
+        "FP32 when computed.",
+    ),
+]
+
 Array = np.ndarray[Any, Any]
 EPILOG = """Examples:
 
@@ -92,6 +113,8 @@ EPILOG = """Examples:
   workbench run lite0.mdla chelsea coffee      # scikit-image sample photos by name
 
   workbench run net.mdla photos/ x.npy         # a directory; an array for a non-image model
+
+  workbench run net.mdla photos/ --out-dir maps/ --save-outputs maps/out.npz
 """
 
 
@@ -113,6 +136,13 @@ def manifest_inputs(
     )
     if pre is None and not names:
         return [("random", random_input(shape))]
+    for n in names:
+        if Path(n).is_file() and is_written(n):
+            raise WorkbenchError(
+                f"`{n}` is a file workbench wrote (a picture or saved outputs), not an input: "
+                "give the photo or array it came from",
+                BAD_INPUT,
+            )
     return [
         (Path(n).name, ins.load_sample(n, (shape,), _prep(pre, Path(n).name), manifest.name)[0])
         for n in ins.expand(names or list(imgs.SAMPLES))
@@ -168,6 +198,8 @@ def run_command(
     max_op_gops: MaxOpGops = None,
     max_total_gops: MaxTotalGops = None,
     timeout: Timeout = None,
+    out_dir: OutDir = None,
+    save_outputs: SaveOutputs = None,
     *,
     inputs: InputFlags,
     model: FloatModel = None,
@@ -176,67 +208,116 @@ def run_command(
 ) -> None:
     """Run OUT.mdla on the target: top-5 labels per image (when the manifest has labels),
     latency over --repeat timed runs after --warmup untimed ones (median, p90, p99, min and
-    std with --repeat > 1), and the device that ran it. A segmentation model's class map
-    ([1, K, H, W] at the input's H x W) is written as a PNG beside each image, FP32 | INT8
-    (the FP32 side imports the model --model names, with --weights if it was compiled with
-    some; a .mdla never names code to run). A detector's head outputs (a manifest with
-    model.postprocess: the zoo's ssdlite320_mobilenet_v3_large, or a factory's
+    std with --repeat > 1), and the device that ran it. Every file run writes goes into
+    --out-dir (default ./mdla-out/), never beside an input. A segmentation model's class map
+    ([1, K, H, W] at the input's H x W) is written as a PNG, FP32 | INT8 (the FP32 side is the
+    float graph compile stored beside OUT.mdla, or the model --model names, with --weights if
+    it was compiled with some; a .mdla never names code to run). A detector's head outputs (a
+    manifest with model.postprocess: the zoo's ssdlite320_mobilenet_v3_large, or a factory's
     SSDHeads(your_ssd)) are decoded on the CPU: the best 5 boxes of FP32 and INT8 in the
-    photo's pixels, drawn in a PNG beside it."""
+    photo's pixels, drawn in a PNG. --save-outputs keeps every output of every input."""
     with reported(debug):
         budget = mdla_runtime.Budget.of(
             max_tensor_mb, max_total_mb, max_header_values, max_op_gops, max_total_gops
         )
         manifest = pipeline.load_manifest(manifest_path, budget)
         mdla_runtime.check_host(manifest, budget)  # before any input is made
+        folder = outs.out_dir(out_dir)  # a folder that cannot be made: before any work
+        if save_outputs is not None and save_outputs.is_dir():
+            raise WorkbenchError(f"--save-outputs `{save_outputs}` is a folder; name a .npz")
         with steps() as s:  # on stderr, ended before the tables: an SSH phone's steps, runs
             target = mdla_runtime.open_target(on, budget, progress=s.remote(on), timeout=timeout)
             contract = inputs.contract()
-            labels = contract.labels if contract.labels is not None else manifest.provenance.labels
             if manifest.provenance.random_weights:
                 typer.echo(
                     pipeline.random_weights_warning(manifest.provenance.spec or manifest.name),
                     err=True,
                 )
-            results = []
-            float_weights = str(weights) if weights else None
-            class_maps = dense.ClassMaps(manifest, float_weights, model)
-            boxes = Boxes(manifest, float_weights, model)  # a detector's: boxes.py
-            paths = ins.expand(images) if images else []  # a class map's PNG goes beside its image
-            todo = manifest_inputs(manifest, images or [], contract)
-            tick = s.bar("running", total=len(todo))
-            for k, (name, x) in enumerate(todo):
-                s.describe(f"running {name}")
-                r = target.run(manifest, [x], devices=(device,), repeat=repeat, warmup=warmup)
-                logits = r.outputs[0]
-                entry: dict[str, Any] = {
-                    "image": name,
-                    "device": r.device,
-                    "latency_ms": r.latency_stats(),
-                    "warmup": warmup,
-                }
-                entry |= run_fields(r)  # a partitioned manifest: where each partition ran
-                if logits.ndim == 2 and logits.shape[1] > 1:
-                    entry["top5"] = [
-                        {"index": i, "label": lab, "p": round(p, 4)}
-                        for i, lab, p in imgs.top_k(logits, labels, 5)
-                    ]
-                else:
-                    entry["output"] = {"shape": list(logits.shape), "mean": float(logits.mean())}
-                image = paths[k] if k < len(paths) else name
-                entry |= class_maps.entry(image, x, r.outputs)
-                entry |= boxes.entry(image, x, r.outputs)
-                results.append(entry)
-                tick(k + 1)
+            job = _Job(manifest, target, contract, str(weights) if weights else None, model)
+            job.folder, job.device, job.repeat, job.warmup = folder, device, repeat, warmup
+            job.saved = outs.Saved(manifest) if save_outputs is not None else None
+            results = job.run_all(images or [], s)
+            if job.saved is not None and save_outputs is not None:
+                job.saved.write(save_outputs)
         if as_json:
-            typer.echo(dumps({"model": manifest.name, "target": on, "runs": results}))
+            saved = {"saved_outputs": str(save_outputs)} if save_outputs is not None else {}
+            typer.echo(dumps({"model": manifest.name, "target": on, "runs": results, **saved}))
             return
         _print(results, manifest.name, on, repeat)
         for line in run_lines(results):
             typer.echo(line)
         Boxes.print(results, manifest.provenance.random_weights)
-        for line in class_maps.lines(results):
+        for line in job.class_maps.lines(results):
             console().print(line, markup=False)
+        if save_outputs is not None:
+            console().print(f"outputs saved: {save_outputs}", markup=False)
+
+
+class _Job:
+    """One `run`'s inputs through the target, with their pictures and saved outputs."""
+
+    folder: Path
+    device: str
+    repeat: int
+    warmup: int
+    saved: outs.Saved | None
+
+    def __init__(
+        self,
+        manifest: mdla_runtime.Manifest,
+        target: Any,
+        contract: ct.Contract,
+        weights: str | None,
+        model: str | None,
+    ) -> None:
+        self.manifest, self.target, self.contract = manifest, target, contract
+        self.weights, self.model = weights, model
+        self.labels = contract.labels if contract.labels is not None else manifest.provenance.labels
+
+    def run_all(self, images: list[str], s: Any) -> list[dict[str, Any]]:
+        """Each input run once (after --warmup, --repeat times), its record, in order."""
+        floats = dense.FloatSide(self.manifest, self.weights, self.model, self.folder)
+        self.class_maps = dense.ClassMaps(
+            self.manifest, self.weights, self.model, self.folder, floats
+        )
+        boxes = Boxes(self.manifest, self.weights, self.model, self.folder, floats)
+        paths = ins.expand(images) if images else []  # a picture is named after its image
+        todo = manifest_inputs(self.manifest, images, self.contract)
+        tick = s.bar("running", total=len(todo))
+        results = []
+        for k, (name, x) in enumerate(todo):
+            s.describe(f"running {name}")
+            r = self.target.run(
+                self.manifest, [x], devices=(self.device,), repeat=self.repeat, warmup=self.warmup
+            )
+            entry = self.entry(name, r)
+            image = paths[k] if k < len(paths) else name
+            entry |= self.class_maps.entry(image, x, r.outputs)
+            entry |= boxes.entry(image, x, r.outputs)
+            if self.saved is not None:
+                self.saved.add(name, r.outputs, r.raw_outputs, floats.float_outputs(x))
+            results.append(entry)
+            tick(k + 1)
+        return results
+
+    def entry(self, name: str, r: Any) -> dict[str, Any]:
+        """The record of one run: image, device, latency, top-5 or the output's shape."""
+        logits = r.outputs[0]
+        entry: dict[str, Any] = {
+            "image": name,
+            "device": r.device,
+            "latency_ms": r.latency_stats(),
+            "warmup": self.warmup,
+        }
+        entry |= run_fields(r)  # a partitioned manifest: where each partition ran
+        if logits.ndim == 2 and logits.shape[1] > 1:
+            entry["top5"] = [
+                {"index": i, "label": lab, "p": round(p, 4)}
+                for i, lab, p in imgs.top_k(logits, self.labels, 5)
+            ]
+        else:
+            entry["output"] = {"shape": list(logits.shape), "mean": float(logits.mean())}
+        return entry
 
 
 def _print(results: list[dict[str, Any]], model: str, on: str, repeat: int) -> None:
