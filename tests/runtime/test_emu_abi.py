@@ -516,6 +516,26 @@ def test_caching_stores_then_restores_by_token(tmp_path: Path) -> None:
     assert np.array_equal(run(21, cache=True), plain)
 
 
+def test_caching_follows_no_symlink_planted_at_a_predictable_name(tmp_path: Path) -> None:
+    """The entry is written through a fresh mkstemp file, never through a name an attacker can
+    plant in advance: a symlink at `<entry>.<pid>.tmp` (the name the store once opened with
+    fopen "wb") is left alone, its target unchanged, and the entry lands whole with no temporary
+    file left behind."""
+    token = bytes(range(32))
+    entry = tmp_path / f"mdla-emu-{token.hex()}.bin"
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"precious")
+    planted = tmp_path / f"{entry.name}.{os.getpid()}.tmp"
+    planted.symlink_to(victim)
+    _run_conv(tmp_path, token, None)
+    assert victim.read_bytes() == b"precious"
+    assert planted.is_symlink()
+    assert entry.read_bytes()[:8] == b"MDLAEMUC"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [entry.name, victim.name, planted.name]
+    )
+
+
 def test_caching_with_a_corrupt_entry_compiles_as_usual(tmp_path: Path) -> None:
     """An entry for the token that does not restore (emu_cache_load's error path) is ignored:
     the compilation compiles its own model, so RELU6 clamps."""

@@ -5,6 +5,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,8 +100,28 @@ bool emu_cache_load(NeuronCompilation *c) {
     return true;
 }
 
+/* `size` bytes to `path`, whole or not at all: written to a fresh file mkstemp makes in the
+ * same directory (owner-only, O_EXCL: never a name planted in advance, never through a symlink),
+ * synced, then renamed over `path`, so a reader never sees half an entry. */
+static void write_atomically(const char *path, const uint8_t *buf, size_t size) {
+    char tmp[4160];
+    const int n = snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+    if (n < 0 || (size_t)n >= sizeof tmp) return;
+    const int fd = mkstemp(tmp);
+    if (fd < 0) return;
+    size_t done = 0;
+    while (done < size) {
+        const ssize_t w = write(fd, buf + done, size - done);
+        if (w <= 0) break;
+        done += (size_t)w;
+    }
+    const bool ok = done == size && fsync(fd) == 0;
+    if (close(fd) == 0 && ok && rename(tmp, path) == 0) return;
+    unlink(tmp);
+}
+
 void emu_cache_store(NeuronCompilation *c) {
-    char path[4096], tmp[4160];
+    char path[4096];
     if (!cache_path(c, path, sizeof path)) return;
     size_t size = 0;
     emu_trace_silence(+1);
@@ -109,13 +130,7 @@ void emu_cache_store(NeuronCompilation *c) {
                        : NULL;
     const bool ok = buf != NULL && NeuronCompilation_storeCompiledNetwork(c, buf, size) == 0;
     emu_trace_silence(-1);
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = ok ? fopen(tmp, "wb") : NULL;
-    if (f != NULL) { /* written whole, then renamed: a reader never sees half an entry */
-        const bool written = fwrite(buf, 1, size, f) == size;
-        if (fclose(f) == 0 && written) rename(tmp, path);
-        else remove(tmp);
-    }
+    if (ok) write_atomically(path, buf, size);
     free(buf);
 }
 
