@@ -22,8 +22,11 @@ from torch import nn
 import mdla_ir
 import mdla_legalize
 from mdla_emu import build_emulator, load_emulator
+from mdla_ir.ops import OpKind
+from mdla_ir.schema import HOST_CODES
 from mdla_quant import QuantConfig, quantize, run_int8
 from mdla_quant.reference import quantize_inputs
+from mdla_runtime.export.ops import emitter
 from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
 from tests.models import inputs_for, legalized
 from tests.runtime.litert_plugin import (
@@ -69,14 +72,44 @@ class Mixed(nn.Module):
         return self.fc(z.mean((2, 3)))  # type: ignore[no-any-return]
 
 
-def _mixed() -> tuple[mdla_ir.Graph, list[list[np.ndarray[Any, Any]]]]:
+class EveryKind(Mixed):
+    """Mixed, then a transposed conv (NNAPI's implicit form reaches the emulator), PReLU,
+    nearest upsampling, a ReLU of its own and a softmax head: every op kind the `.tflite`
+    exporter writes for an NPU partition that the plugin lowers and the MDLA maps (see
+    test_the_every_kind_model_holds_each_kind_the_exporter_writes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = nn.ConvTranspose2d(8, 8, 2, 2)
+        self.prelu = nn.PReLU(8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.hardswish(self.stem(x))
+        y = nn.functional.relu6(self.dw(x))
+        y = nn.functional.silu(self.pw(y))
+        g = torch.sigmoid(self.se2(torch.relu(self.se1(y.mean((2, 3), keepdim=True)))))
+        x = x + y * g
+        a = nn.functional.max_pool2d(x, 2)
+        b = nn.functional.avg_pool2d(torch.tanh(self.branch(x)), 2)
+        z = nn.functional.interpolate(torch.cat([a, b], 1), scale_factor=2, mode="bilinear")
+        z = torch.relu(self.mix(z))
+        u = self.prelu(self.up(nn.functional.max_pool2d(z, 2)))
+        n = torch.relu(nn.functional.interpolate(u, scale_factor=2))
+        n = nn.functional.avg_pool2d(n, 2)
+        return torch.softmax(self.fc((z + n).mean((2, 3))), -1)
+
+
+def _mixed(name: str = "mixed") -> tuple[mdla_ir.Graph, list[list[np.ndarray[Any, Any]]]]:
     torch.manual_seed(0)
-    module = Mixed().eval()
-    graph = mdla_ir.from_torch(module, (torch.zeros(1, 3, 16, 16),), name="mixed")
+    module = (EveryKind() if name == "every_kind" else Mixed()).eval()
+    graph = mdla_ir.from_torch(module, (torch.zeros(1, 3, 16, 16),), name=name)
     graph = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
     rng = np.random.default_rng(0)
     xs = [[rng.uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32)] for _ in range(4)]
     return graph, xs
+
+
+HOST_KINDS = set(HOST_CODES) | {OpKind.TRANSPOSE}
 
 
 @pytest.fixture(scope="module")
@@ -84,12 +117,12 @@ def emulator() -> Path:
     return build_emulator()
 
 
-@pytest.fixture(scope="module", params=["efficientnet_lite0", "mixed"])
+@pytest.fixture(scope="module", params=["efficientnet_lite0", "mixed", "every_kind"])
 def compiled(request: pytest.FixtureRequest, emulator: Path, tmp_path_factory: Any) -> Any:
     """(name, qgraph, original .tflite bytes, plugin run, test inputs)."""
     name = request.param
-    if name == "mixed":
-        graph, xs = _mixed()
+    if name in ("mixed", "every_kind"):
+        graph, xs = _mixed(name)
         calibration, tests = xs[:2], xs[2:]
     else:
         graph, _ = legalized(name)
@@ -110,6 +143,18 @@ def test_the_plugin_takes_every_op_into_one_partition(compiled: Any) -> None:
     ops = dispatch_ops(run.output.read_bytes())
     assert len(ops) == 1
     assert ops[0]["name"] == "Partition_0"
+
+
+def test_the_every_kind_model_holds_each_kind_the_exporter_writes() -> None:
+    """Each op kind the exporter writes for an NPU partition is in the every_kind model but
+    DEPTH_TO_SPACE and a RELU6 of its own (the plugin lowers neither: it sends its placeholder,
+    see the test below; RELU6 fused into a conv is here), SUB (no MDLA maps it) and
+    FULLY_CONNECTED (legalize makes it a 1x1 CONV_2D for the MDLA, silicon fact 3); the
+    exporter's host ops are a CPU partition's."""
+    graph, _ = _mixed("every_kind")
+    exported = {k for k in OpKind if emitter(k) is not None} - HOST_KINDS
+    left_out = {OpKind.DEPTH_TO_SPACE, OpKind.RELU6, OpKind.SUB, OpKind.FULLY_CONNECTED}
+    assert {op.kind for op in graph.ops} == exported - left_out
 
 
 def test_the_compiled_network_is_the_emulators_own(compiled: Any) -> None:

@@ -29,6 +29,11 @@ typedef struct {
     bool wrap;
 } EmuNumerics;
 
+/* A kernel's prepare returns this for an operand form NNAPI defines that the emulator does not
+ * compute (an NCHW layout flag set): NeuronModel_finish accepts the model, the support queries
+ * report that operation unsupported (a client leaves it to its CPU), compilation refuses it. */
+#define EMU_UNSUPPORTED NEURON_UNMAPPABLE
+
 enum { EMU_TEMP = 0, EMU_MODEL_INPUT, EMU_MODEL_OUTPUT, EMU_CONST };
 
 typedef struct {
@@ -145,7 +150,8 @@ void emu_parallel_for(EmuScratch *s, int64_t count, int64_t grain, EmuTaskFn fn,
 typedef struct {
     int32_t code;
     const char *name;
-    /* Validate everything value-dependent and freeze the params; NEURON_BAD_DATA on a problem. */
+    /* Validate everything value-dependent and freeze the params; NEURON_BAD_DATA on a problem,
+     * EMU_UNSUPPORTED on a valid form the emulator does not compute. */
     int (*prepare)(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **params);
     /* inputs[i] is the data of op input i (activations or constants); out the output's. */
     void (*eval)(const void *params, const void *const *inputs, void *out, EmuScratch *scratch);
@@ -201,8 +207,19 @@ struct NeuronDevice {
 const EmuTargetDevice *emu_device_spec(const NeuronDevice *d);
 bool emu_device_is_apu(const EmuTargetDevice *d);
 /* Whether `op` maps on the device: target data, the emulator's kernels, the device's limits. */
+/* Whether `op`'s kernel takes its operands (prepare, double rounding, params released):
+ * NEURON_NO_ERROR, EMU_UNSUPPORTED (a valid form the emulator does not compute) or
+ * NEURON_BAD_DATA; NEURON_NO_ERROR for an op without a kernel (generic checks only). */
+int emu_op_validate(const NeuronModel *m, const EmuOperation *op);
 bool emu_op_supported(const EmuTargetDevice *d, const NeuronModel *m, const EmuOperation *op);
 /* Every op maps on the union of the devices (one unsupported op: nothing maps). */
+/* Whether one of `devs` maps `op` of `m`. */
+bool emu_model_op_mappable(const NeuronModel *m, const EmuOperation *op,
+                           const EmuTargetDevice *const *devs, uint32_t n);
+/* Names the first operation of `m` no device of `devs` maps on the error log, as `fn`'s;
+ * n == 0: every device of the target. */
+void emu_note_unmappable(const char *fn, const NeuronModel *m, const EmuTargetDevice *const *devs,
+                         uint32_t n);
 bool emu_model_mappable(const NeuronModel *m, const EmuTargetDevice *const *devs, uint32_t n);
 
 /* ---- the fake APU runtime-PM node (sysfs.c) ----------------------------------------------- */

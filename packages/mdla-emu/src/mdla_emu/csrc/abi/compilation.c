@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "compilation.h"
+#include "mdla_ops.h"
 
 static const char BLOB_MAGIC[8] = {'M', 'D', 'L', 'A', 'E', 'M', 'U', 'C'};
 #define BLOB_VERSION 1u
@@ -56,6 +57,7 @@ int NeuronCompilation_createForDevices(NeuronModel *model, const NeuronDevice *c
     }
     c->n_devs = numDevices;
     if (!emu_model_mappable(model, c->devs, numDevices)) {
+        emu_note_unmappable(__func__, model, c->devs, numDevices);
         free(c);
         return NEURON_UNMAPPABLE; /* no fallback to the CPU */
     }
@@ -96,8 +98,14 @@ int NeuronCompilation_finish(NeuronCompilation *compilation) {
     if (rc == NEURON_NO_ERROR) rc = emu_expand_extension(c);
     if (rc != NEURON_NO_ERROR) return rc;
     const bool cached = emu_cache_load(c);
-    if (c->n_devs == 0 && (rc = emu_choose_device(c, c->source)) != NEURON_NO_ERROR) return rc;
-    if (!emu_model_mappable(c->source, c->devs, c->n_devs)) return NEURON_UNMAPPABLE;
+    if (c->n_devs == 0 && (rc = emu_choose_device(c, c->source)) != NEURON_NO_ERROR) {
+        emu_note_unmappable(__func__, c->source, NULL, 0);
+        return rc;
+    }
+    if (!emu_model_mappable(c->source, c->devs, c->n_devs)) {
+        emu_note_unmappable(__func__, c->source, c->devs, c->n_devs);
+        return NEURON_UNMAPPABLE;
+    }
     c->model = emu_model_clone(c->source);
     if (c->model == NULL) return NEURON_OUT_OF_MEMORY;
     c->num = emu_numerics(c);
@@ -112,6 +120,8 @@ int NeuronCompilation_finish(NeuronCompilation *compilation) {
         const EmuKernel *kern = emu_kernel(c->model->ops[k].code);
         rc = kern->prepare(c->model, &c->model->ops[k], c->num, &c->params[k]);
         if (rc != NEURON_NO_ERROR) {
+            emu_note(__func__, "operation %u (%s) does not compile with this compilation's "
+                     "arithmetic", k, neuron_op_name(c->model->ops[k].code));
             release_params(c);
             emu_model_release(c->model);
             c->model = NULL;

@@ -55,6 +55,7 @@ int NeuronCompilation_create(NeuronModel *model, NeuronCompilation **compilation
     /* a model carrying a compiled network maps where that network says, at finish */
     const bool carrier = model->n_ops == 1 && model->ops[0].code == EMU_OP_COMPILED_NETWORK;
     if (!carrier && (rc = emu_choose_device(c, model)) != NEURON_NO_ERROR) {
+        emu_note_unmappable(__func__, model, NULL, 0);
         free(c);
         *compilation = NULL;
     }

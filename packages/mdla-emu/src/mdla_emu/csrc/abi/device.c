@@ -23,6 +23,7 @@
 #include <strings.h>
 
 #include "compilation.h"
+#include "mdla_ops.h"
 
 static NeuronDevice devices[EMU_MAX_DEVICES];
 
@@ -114,6 +115,16 @@ static bool padding_ok(const NeuronModel *m, const EmuOperation *op, int mode) {
     return w.pad_top == t && w.pad_bottom == b && w.pad_left == l && w.pad_right == r;
 }
 
+int emu_op_validate(const NeuronModel *m, const EmuOperation *op) {
+    const EmuKernel *kern = emu_kernel(op->code);
+    if (kern == NULL) return NEURON_NO_ERROR;
+    void *params = NULL; /* validation only: any arithmetic accepts the same operands */
+    const EmuNumerics num = {EMU_ROUND_DOUBLE, false};
+    const int rc = kern->prepare(m, op, num, &params);
+    if (params != NULL) kern->release(params);
+    return rc;
+}
+
 bool emu_op_supported(const EmuTargetDevice *d, const NeuronModel *m, const EmuOperation *op) {
     const EmuTargetOp *e = entry(d, op->code);
     if (e == NULL || !e->supported || emu_kernel(op->code) == NULL) return false;
@@ -145,15 +156,36 @@ bool emu_op_supported(const EmuTargetDevice *d, const NeuronModel *m, const EmuO
     if (e->has_fixed_output &&
         (out->scale != e->fixed_output_scale || out->zero_point != e->fixed_output_zero_point))
         return false;
-    return true;
+    return emu_op_validate(m, op) == NEURON_NO_ERROR; /* what compilation prepares */
+}
+
+bool emu_model_op_mappable(const NeuronModel *m, const EmuOperation *op,
+                           const EmuTargetDevice *const *devs, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++)
+        if (emu_op_supported(devs[i], m, op)) return true;
+    return false;
+}
+
+void emu_note_unmappable(const char *fn, const NeuronModel *m, const EmuTargetDevice *const *devs,
+                         uint32_t n) {
+    const EmuTargetDevice *all[EMU_MAX_DEVICES];
+    if (n == 0) {
+        for (uint32_t i = 0; i < device_count() && i < EMU_MAX_DEVICES; i++)
+            all[n++] = &emu_target_devices[i];
+        devs = all;
+    }
+    for (uint32_t k = 0; k < m->n_ops; k++) {
+        if (emu_model_op_mappable(m, &m->ops[k], devs, n)) continue;
+        emu_note(fn, "operation %u (%s) maps on no device %s (NEURON_UNMAPPABLE; "
+                 "NeuronCompilation_getSupportedOperations answers per operation)", k,
+                 neuron_op_name(m->ops[k].code), n == 1 ? devs[0]->name : "of the compilation");
+        return;
+    }
 }
 
 bool emu_model_mappable(const NeuronModel *m, const EmuTargetDevice *const *devs, uint32_t n) {
-    for (uint32_t k = 0; k < m->n_ops; k++) {
-        bool any = false;
-        for (uint32_t i = 0; i < n && !any; i++) any = emu_op_supported(devs[i], m, &m->ops[k]);
-        if (!any) return false;
-    }
+    for (uint32_t k = 0; k < m->n_ops; k++)
+        if (!emu_model_op_mappable(m, &m->ops[k], devs, n)) return false;
     return true;
 }
 

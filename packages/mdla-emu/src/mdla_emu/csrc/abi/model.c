@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "emu.h"
+#include "mdla_ops.h"
 
 void emu_model_release(NeuronModel *m) {
     if (m == NULL) return;
@@ -356,13 +357,17 @@ int NeuronModel_finish(NeuronModel *model) {
                 rc = NEURON_BAD_DATA;
             written[op->out[i]] = 1;
         }
-        const EmuKernel *kern = emu_kernel(op->code);
-        if (rc == NEURON_NO_ERROR && kern != NULL) {
-            void *params = NULL; /* validation only: any arithmetic accepts the same operands */
-            const EmuNumerics num = {EMU_ROUND_DOUBLE, false};
-            rc = kern->prepare(model, op, num, &params);
-            if (params != NULL) kern->release(params);
+        if (rc != NEURON_NO_ERROR) {
+            emu_note(__func__, "operation %u (%s): an operand is read before any operation "
+                     "writes it, or written twice", k, neuron_op_name(op->code));
+            break;
         }
+        /* a form the emulator does not compute stays: the support queries report it */
+        rc = emu_op_validate(model, op);
+        if (rc == EMU_UNSUPPORTED) rc = NEURON_NO_ERROR;
+        if (rc != NEURON_NO_ERROR)
+            emu_note(__func__, "operation %u (%s): its operands are not a valid form of the "
+                     "operation, or their values or shapes disagree", k, neuron_op_name(op->code));
     }
     for (uint32_t i = 0; i < model->n_outputs && rc == NEURON_NO_ERROR; i++)
         if (!written[model->outputs[i]]) rc = NEURON_BAD_DATA;

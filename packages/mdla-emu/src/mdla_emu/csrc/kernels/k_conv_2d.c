@@ -59,7 +59,7 @@ static void conv_free(void *p) {
 
 static int conv_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
     EmuWindow win;
-    EMU_CHECK(emu_window(m, op, &win) == NEURON_NO_ERROR);
+    EMU_TRY(emu_window(m, op, &win));
     const EmuOperand *x = &m->opnds[op->in[0]], *f = &m->opnds[op->in[1]],
                      *y = &m->opnds[op->out[0]];
     EMU_CHECK(x->rank == 4 && f->rank == 4 && f->dims[3] == x->dims[3] && f->has_value);

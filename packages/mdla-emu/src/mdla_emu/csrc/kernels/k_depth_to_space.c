@@ -17,12 +17,13 @@ static int d2s_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics
     (void)num;
     *out = NULL;
     const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
+    bool nchw = false;
+    if (op->n_in > 2) EMU_CHECK(emu_scalar_bool(m, op->in[2], &nchw) == NEURON_NO_ERROR);
+    if (nchw) return EMU_UNSUPPORTED; /* the emulator computes NHWC only */
     EMU_CHECK(x->rank == 4 && emu_is_int8_act(y->type) && emu_same_quant(x, y));
     int32_t r = 0;
     EMU_CHECK(emu_scalar_i32(m, op->in[1], &r) == NEURON_NO_ERROR && r >= 1 && r <= 256);
-    bool nchw = false;
-    if (op->n_in > 2) EMU_CHECK(emu_scalar_bool(m, op->in[2], &nchw) == NEURON_NO_ERROR);
-    EMU_CHECK(!nchw && x->dims[3] % (uint32_t)(r * r) == 0);
+    EMU_CHECK(x->dims[3] % (uint32_t)(r * r) == 0);
     const uint32_t want[4] = {x->dims[0], x->dims[1] * (uint32_t)r, x->dims[2] * (uint32_t)r,
                               x->dims[3] / (uint32_t)(r * r)};
     EMU_CHECK(emu_dims_are(y, 4, want));

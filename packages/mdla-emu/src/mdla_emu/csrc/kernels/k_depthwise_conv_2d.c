@@ -43,7 +43,7 @@ static void dw_release(void *params) {
 
 static int dw_fill(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, DwParams *p) {
     EmuWindow win;
-    EMU_CHECK(emu_window(m, op, &win) == NEURON_NO_ERROR);
+    EMU_TRY(emu_window(m, op, &win));
     const EmuOperand *x = &m->opnds[op->in[0]], *f = &m->opnds[op->in[1]],
                      *y = &m->opnds[op->out[0]];
     EMU_CHECK(x->rank == 4 && f->rank == 4 && f->dims[0] == 1 && f->has_value);

@@ -5,10 +5,13 @@
  *     acc[n, oy, ox, o] = acc_full[n, oy + pad_top, ox + pad_left, o]   (the pads crop)
  *     out = clamp(MBQM(acc + bias[o], M_o, s_o) + z_out, act_min, act_max)
  *     (M_o, s_o) = QuantizeMultiplier(s_in * s_w[o] / s_out)            as CONV_2D
- * Operands (the explicit form, the one lowering writes): input, filter (O, KH, KW, I), bias,
- * pad left, right, top, bottom, stride w, h, fuse, NCHW bool. The implicit form (an output
- * shape and a padding code) is refused with BAD_DATA. |acc| <= KH*KW*I * 255 * 128 stays in
- * int32 for the filters emu_requant_prepare accepts.
+ * Operands, explicit form (the one lowering writes): input, filter (O, KH, KW, I), bias,
+ * pad left, right, top, bottom, stride w, h, fuse, NCHW bool. Implicit form (NNAPI's, what
+ * LiteRT sends): input, filter, bias, output shape (TENSOR_INT32 [4]), padding code, stride w,
+ * h, fuse, NCHW bool; per axis the pads crop total = (in - 1) * stride + k - out positions,
+ * none for VALID, total / 2 before and the rest after for SAME (TFLite's padding of the output
+ * shape it was given). NCHW is a form the emulator does not compute (EMU_UNSUPPORTED).
+ * |acc| <= KH*KW*I * 255 * 128 stays in int32 for the filters emu_requant_prepare accepts.
  */
 #include <string.h>
 
@@ -27,17 +30,56 @@ static void tconv_release(void *params) {
     free(p);
 }
 
+/* v = pad l, r, t, b, stride w, h, fuse of either form; the operands after the fuse code are
+ * the layout flag. The implicit form's pads come from its output shape operand. */
+static int tconv_geometry(const NeuronModel *m, const EmuOperation *op, int32_t v[7]) {
+    const bool implicit = op->n_in == 9;
+    EMU_CHECK(op->n_in == 11 || implicit);
+    const uint32_t first = implicit ? 4 : 3, n = implicit ? 4 : 7;
+    int32_t raw[7];
+    for (uint32_t i = 0; i < n; i++)
+        EMU_CHECK(emu_scalar_i32(m, op->in[first + i], &raw[i]) == NEURON_NO_ERROR);
+    bool nchw = false;
+    EMU_CHECK(emu_scalar_bool(m, op->in[op->n_in - 1], &nchw) == NEURON_NO_ERROR);
+    if (nchw) return EMU_UNSUPPORTED; /* the emulator computes NHWC only */
+    if (!implicit) {
+        memcpy(v, raw, sizeof raw);
+        return NEURON_NO_ERROR;
+    }
+    const EmuOperand *x = &m->opnds[op->in[0]], *f = &m->opnds[op->in[1]],
+                     *shape = &m->opnds[op->in[3]];
+    EMU_CHECK(raw[0] == NEURON_PADDING_SAME || raw[0] == NEURON_PADDING_VALID);
+    EMU_CHECK(shape->rank == 1 && shape->dims[0] == 4 && shape->has_value && !shape->omitted);
+    EMU_CHECK(x->rank == 4 && f->rank == 4 && raw[1] >= 1 && raw[2] >= 1);
+    EMU_CHECK(raw[1] <= 65535 && raw[2] <= 65535 && f->dims[1] <= 65535 && f->dims[2] <= 65535);
+    int32_t out[4];
+    memcpy(out, shape->value, sizeof out);
+    for (int d = 0; d < 4; d++) EMU_CHECK(out[d] >= 1);
+    const uint32_t given[4] = {(uint32_t)out[0], (uint32_t)out[1], (uint32_t)out[2],
+                               (uint32_t)out[3]};
+    EMU_CHECK(emu_dims_are(&m->opnds[op->out[0]], 4, given));
+    const int64_t size[2] = {x->dims[2], x->dims[1]}, k[2] = {f->dims[2], f->dims[1]};
+    for (int a = 0; a < 2; a++) { /* a = 0: width (pads l, r), 1: height (t, b) */
+        EMU_CHECK(size[a] <= 65535);
+        int64_t total = (size[a] - 1) * raw[1 + a] + k[a] - out[2 - a];
+        if (raw[0] == NEURON_PADDING_VALID || total < 0) total = 0;
+        v[2 * a] = (int32_t)(total / 2);
+        v[2 * a + 1] = (int32_t)(total - total / 2);
+    }
+    v[4] = raw[1];
+    v[5] = raw[2];
+    v[6] = raw[3];
+    return NEURON_NO_ERROR;
+}
+
 static int tconv_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num,
                          void **out) {
     *out = NULL;
-    EMU_CHECK(op->n_in == 11 && m->opnds[op->in[3]].type == NEURON_INT32);
     const EmuOperand *x = &m->opnds[op->in[0]], *f = &m->opnds[op->in[1]],
                      *y = &m->opnds[op->out[0]];
     int32_t v[7]; /* pad l, r, t, b, stride w, h, fuse */
-    for (int i = 0; i < 7; i++)
-        EMU_CHECK(emu_scalar_i32(m, op->in[3 + i], &v[i]) == NEURON_NO_ERROR);
-    bool nchw = false;
-    EMU_CHECK(emu_scalar_bool(m, op->in[10], &nchw) == NEURON_NO_ERROR && !nchw);
+    const int geometry = tconv_geometry(m, op, v);
+    if (geometry != NEURON_NO_ERROR) return geometry;
     EMU_CHECK(x->rank == 4 && f->rank == 4 && f->dims[3] == x->dims[3] && f->value != NULL);
     EMU_CHECK(v[0] >= 0 && v[1] >= 0 && v[2] >= 0 && v[3] >= 0 && v[4] >= 1 && v[5] >= 1);
     EMU_CHECK(v[4] <= 65535 && v[5] <= 65535 && v[6] >= 0 && v[6] <= 3);

@@ -394,7 +394,7 @@ void emu_lut_eval(const void *params, const void *const *inputs, void *output,
 int emu_pooling_prepare(const NeuronModel *m, const EmuOperation *op, void **out) {
     *out = NULL;
     EmuWindow win;
-    EMU_CHECK(emu_window(m, op, &win) == NEURON_NO_ERROR);
+    EMU_TRY(emu_window(m, op, &win));
     const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
     EMU_CHECK(emu_is_int8_act(y->type) && emu_same_quant(x, y));
     EMU_CHECK(win.pad_top < win.filter_h && win.pad_bottom < win.filter_h &&
@@ -428,6 +428,10 @@ int emu_window_output(const EmuOperand *x, const EmuWindow *win, uint32_t channe
  * flags (not both); the output dims checked. */
 int emu_resize_prepare(const NeuronModel *m, const EmuOperation *op, EmuResize *r) {
     const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
+    bool flags[3] = {false, false, false}; /* NCHW, align_corners, half_pixel_centers */
+    for (uint32_t i = 3; i < op->n_in; i++)
+        EMU_CHECK(emu_scalar_bool(m, op->in[i], &flags[i - 3]) == NEURON_NO_ERROR);
+    if (flags[0]) return EMU_UNSUPPORTED; /* the emulator computes NHWC only */
     EMU_CHECK(x->rank == 4 && emu_is_int8_act(y->type) && emu_same_quant(x, y));
     if (m->opnds[op->in[1]].type == NEURON_INT32) {
         EMU_CHECK(emu_scalar_i32(m, op->in[1], &r->ow) == NEURON_NO_ERROR &&
@@ -442,10 +446,7 @@ int emu_resize_prepare(const NeuronModel *m, const EmuOperation *op, EmuResize *
         r->ow = (int32_t)fw;
         r->oh = (int32_t)fh;
     }
-    bool flags[3] = {false, false, false}; /* NCHW, align_corners, half_pixel_centers */
-    for (uint32_t i = 3; i < op->n_in; i++)
-        EMU_CHECK(emu_scalar_bool(m, op->in[i], &flags[i - 3]) == NEURON_NO_ERROR);
-    EMU_CHECK(!flags[0] && !(flags[1] && flags[2]));
+    EMU_CHECK(!(flags[1] && flags[2]));
     EMU_CHECK(r->oh >= 1 && r->ow >= 1 && r->oh <= 65535 && r->ow <= 65535);
     const uint32_t want[4] = {x->dims[0], (uint32_t)r->oh, (uint32_t)r->ow, x->dims[3]};
     EMU_CHECK(emu_dims_are(y, 4, want));

@@ -43,6 +43,13 @@ extern bool emu_avx512;
         if (!(cond)) return NEURON_BAD_DATA;                                                     \
     } while (0)
 
+/* Return the result of `call` unless it is NEURON_NO_ERROR (EMU_UNSUPPORTED passes through). */
+#define EMU_TRY(call)                                                                            \
+    do {                                                                                         \
+        const int emu_try_rc = (call);                                                           \
+        if (emu_try_rc != NEURON_NO_ERROR) return emu_try_rc;                                    \
+    } while (0)
+
 /* The per-channel output pipeline of CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED. */
 typedef struct {
     int32_t channels;

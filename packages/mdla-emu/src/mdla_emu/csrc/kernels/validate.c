@@ -77,7 +77,7 @@ int emu_window(const NeuronModel *m, const EmuOperation *op, EmuWindow *w) {
     bool nchw = false;
     if (op->n_in > base && emu_scalar_bool(m, op->in[base], &nchw) != NEURON_NO_ERROR)
         return NEURON_BAD_DATA;
-    if (nchw) return NEURON_BAD_DATA; /* the emulator computes NHWC only */
+    if (nchw) return EMU_UNSUPPORTED; /* the emulator computes NHWC only */
     w->dilation_w = w->dilation_h = 1;
     if (conv && op->n_in == base + 3) {
         if (emu_scalar_i32(m, op->in[base + 1], &w->dilation_w) != NEURON_NO_ERROR ||
