@@ -1,15 +1,23 @@
-"""Models as users bring them from third-party libraries (timm, segmentation_models_pytorch),
-built from the libraries' code with random weights (seed 0, nothing downloaded: timm's
-`pretrained=False`, smp's `encoder_weights=None`), in eval mode, with a small input.
+"""Models as users bring them from third-party libraries (timm, segmentation_models_pytorch,
+ultralytics), built from the libraries' code with random weights (seed 0, nothing downloaded:
+timm's `pretrained=False`, smp's `encoder_weights=None`, ultralytics' model YAMLs shipped in its
+package), in eval mode, with a small input.
 
     module, example = build("timm:mobilenetv3_small_050", side=64)
     module, example = build("smp:Unet/resnet18", side=64)
+    module, example = build("yolo:yolov8n-seg", side=160)
+
+ultralytics keeps its settings file in a temporary folder (`YOLO_CONFIG_DIR`, set before it is
+first imported), never under $HOME, and is told it is offline (`YOLO_OFFLINE`).
 
 `tests/zoo/test_third_party.py` compiles a handful of them; `bench/coverage.py --third-party`
 prints the verdict of each of `MODELS`.
 """
 
 from __future__ import annotations
+
+import os
+import tempfile
 
 import torch
 from torch import nn
@@ -50,13 +58,16 @@ SMP = [
     for arch in ("Unet", "FPN", "DeepLabV3Plus", "Linknet", "PSPNet")
     for encoder in ("resnet18", "mobilenet_v2")
 ]
-MODELS = [f"timm:{n}" for n in TIMM] + [f"smp:{n}" for n in SMP]
+# ultralytics' YOLO: v5 (anchor-free "u" head), v8, 11; detect, segment, pose.
+YOLO = ["yolov5nu", "yolov8n", "yolo11n", "yolov8n-seg", "yolov8n-pose"]
+MODELS = [f"timm:{n}" for n in TIMM] + [f"smp:{n}" for n in SMP] + [f"yolo:{n}" for n in YOLO]
 # Models whose own code fixes the input size (attention bias tables built for it).
 FIXED_SIDE = {"timm:efficientformer_l1": 224}
 
 
 def build(name: str, side: int = 128) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
-    """`timm:<model>` or `smp:<Arch>/<encoder>`, random weights, eval mode, one input."""
+    """`timm:<model>`, `smp:<Arch>/<encoder>` or `yolo:<model YAML name>`, random weights,
+    eval mode, one input."""
     torch.manual_seed(0)
     library, _, model = name.partition(":")
     if library == "timm":
@@ -68,7 +79,23 @@ def build(name: str, side: int = 128) -> tuple[nn.Module, tuple[torch.Tensor, ..
 
         arch, _, encoder = model.partition("/")
         module = getattr(smp, arch)(encoder_name=encoder, encoder_weights=None, classes=2)
+    elif library == "yolo":
+        module = _yolo(model)
     else:
-        raise ValueError(f"unknown library in {name!r}: timm:<model> or smp:<Arch>/<encoder>")
+        raise ValueError(
+            f"unknown library in {name!r}: timm:<model>, smp:<Arch>/<encoder> or yolo:<model>"
+        )
     side = FIXED_SIDE.get(name, side)
     return module.eval(), (torch.rand(1, 3, side, side),)
+
+
+def _yolo(model: str) -> nn.Module:
+    """An ultralytics model built from the YAML its package ships (`yolov8n-seg.yaml`)."""
+    os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="mdla-ultralytics-"))
+    os.environ.setdefault("YOLO_OFFLINE", "1")
+    from ultralytics.nn import tasks
+
+    task = next((t for t in ("seg", "pose") if model.endswith(f"-{t}")), "detect")
+    kind = {"seg": tasks.SegmentationModel, "pose": tasks.PoseModel}.get(task, tasks.DetectionModel)
+    module: nn.Module = kind(f"{model}.yaml", verbose=False)
+    return module

@@ -35,6 +35,7 @@ from mdla_legalize.explain import explain
 from mdla_legalize.layout import to_nhwc
 from mdla_legalize.rules import (
     ACTIVATIONS,
+    DETECT,
     FLATTEN,
     FRAMES,
     GROUPS,
@@ -87,6 +88,7 @@ def pipeline(target: Target | None, device: str = NPU) -> list[Stage]:
             (
                 t("flatten", FLATTEN),
                 t("channels", GROUPS + SELECTIONS),
+                t("detect", DETECT),
                 t("patterns", PATTERNS),
                 t("activations", ACTIVATIONS),
                 t("pools", POOLS),

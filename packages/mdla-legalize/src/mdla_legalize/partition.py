@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from mdla_ir import Graph, OpKind
 from mdla_ir.partitions import CPU, CPU_KINDS, Partition, partitions, switches
+from mdla_legalize.cluster import cluster
 from mdla_legalize.errors import LegalizeError
 from mdla_legalize.explain import SupportReport, explain
 from mdla_legalize.legalize import rewrite
@@ -199,6 +200,9 @@ def place(
             f"{target.name}/{device} + {CPU}:\n  " + "\n  ".join(problems),
             problems,
         )
+    graph = cluster(graph, {op.name for op, dev, _ in rows if dev == CPU})
+    placed = {op.name: (dev, why) for op, dev, why in rows}
+    rows = [(op, *placed[op.name]) for op in graph.ops]
     cpu_ops = tuple(op.name for op, dev, _ in rows if dev == CPU)
     prov = dataclasses.replace(graph.provenance, cpu_ops=cpu_ops)
     graph = graph.with_(provenance=prov)

@@ -7,6 +7,7 @@ device graph (frames, padding). Every rule: `(pattern, fn)`, one line, `# before
 from mdla_legalize.rules.activations import ACTIVATIONS, PATTERNS
 from mdla_legalize.rules.base import Ctx, Rule, RuleFn, apply_table, pat, rule_names, single
 from mdla_legalize.rules.channels import COSTS, GROUPS, SELECTIONS
+from mdla_legalize.rules.detect import DETECT
 from mdla_legalize.rules.flatten import FLATTEN
 from mdla_legalize.rules.frames import FRAMES, squeeze_boundary
 from mdla_legalize.rules.heads import POOLS
@@ -14,7 +15,9 @@ from mdla_legalize.rules.lift import LIFT
 from mdla_legalize.rules.movement import MOVEMENT
 from mdla_legalize.rules.padding import PADDING
 
-MODEL_RULES: list[Rule] = FLATTEN + GROUPS + SELECTIONS + PATTERNS + ACTIVATIONS + POOLS + LIFT
+MODEL_RULES: list[Rule] = (
+    FLATTEN + GROUPS + SELECTIONS + DETECT + PATTERNS + ACTIVATIONS + POOLS + LIFT
+)
 DEVICE_RULES: list[Rule] = FRAMES + MOVEMENT + PADDING
 ALL_RULES: list[Rule] = MODEL_RULES + DEVICE_RULES
 
@@ -22,6 +25,7 @@ __all__ = [
     "ACTIVATIONS",
     "ALL_RULES",
     "COSTS",
+    "DETECT",
     "DEVICE_RULES",
     "FLATTEN",
     "FRAMES",

@@ -1,0 +1,70 @@
+"""ultralytics YOLO (pinned in requirements-dev.txt), built from the model YAMLs its package
+ships with random weights, imported through torch.export as brought (the Detect head's anchor
+grid folds to constants), and placed whole: the backbone, neck and head convolutions on the
+MDLA, the box decode (views, DFL, dist2bbox, sigmoid, concatenations) on the CPU as ONE
+partition named by patterns over the head's op names. Those that do not place yet are strict
+xfails naming why."""
+
+from __future__ import annotations
+
+import fnmatch
+
+import numpy as np
+import pytest
+import torch
+
+import mdla_ir
+import mdla_legalize
+from mdla_ir import IRError
+from mdla_ir.importer import import_torch
+from mdla_ir.partitions import CPU
+from mdla_legalize import LegalizeError
+from tests.models_third_party import build
+
+TARGET = mdla_legalize.load_target("mdla3.5")
+DECODE = ("view", "cat", "dfl", "chunk", "sub", "add", "div", "mul", "sigmoid")
+
+
+def decode_patterns(head: str) -> list[str]:
+    """`--cpu` patterns for a Detect head's decode: every op of `head` but its convolutions."""
+    return [f"{head}.{name}*" for name in DECODE]
+
+
+def _place(name: str) -> tuple[torch.nn.Module, np.ndarray, mdla_legalize.Placement]:
+    """The module, its first output (decoded detections) on a random input, its placement."""
+    module, (x,) = build(f"yolo:{name}", side=160)
+    with torch.no_grad():
+        want = module(x)[0]
+    want = want[0] if isinstance(want, tuple) else want  # Segment: (detections, protos)
+    head = f"model.{len(module.model) - 1}"  # type: ignore[arg-type]
+    imported = import_torch(module, (x,), name=name, path="auto")
+    assert imported.path == "export"
+    device = mdla_legalize.rewrite(imported.graph, TARGET, "mtk-mdla")
+    patterns = [
+        p for p in decode_patterns(head) if any(fnmatch.fnmatch(o.name, p) for o in device.ops)
+    ]
+    placed = mdla_legalize.place(imported.graph, TARGET, "mtk-mdla", patterns)
+    (got,) = mdla_ir.run_float(placed.graph, [x.numpy()])[:1]
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-3)
+    return module, got, placed
+
+
+@pytest.mark.parametrize("name", ["yolov8n", "yolov8n-seg"])
+def test_yolo_places_its_decode_on_the_cpu_as_one_partition(name: str) -> None:
+    module, got, placed = _place(name)
+    assert [p.device for p in placed.partitions] == ["mtk-mdla", CPU]
+    head = f"model.{len(module.model) - 1}."  # type: ignore[arg-type]
+    assert all(o.name.startswith(head) for o in placed.ops if o.device == CPU)
+    assert got.shape == (1, 4 + 80 + (32 if "seg" in name else 0), 525)  # 20² + 10² + 5²
+
+
+@pytest.mark.parametrize(
+    ("name", "raises", "match"),
+    [
+        ("yolov8n-pose", IRError, "a slice with step 3"),  # the keypoints' y[:, 2::3]
+        ("yolo11n", LegalizeError, r"attn\.split` \(SLICE\)"),  # C2PSA: a split of a 4-D view
+    ],
+)
+def test_yolo_not_placed_yet(name: str, raises: type[Exception], match: str) -> None:
+    with pytest.raises(raises, match=match):
+        _place(name)
