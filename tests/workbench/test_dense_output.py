@@ -122,7 +122,11 @@ def test_without_the_model_the_png_is_int8_alone_and_run_says_why(
 
 
 def test_without_model_run_names_the_flag_and_imports_nothing(seg: Path, photo: Path) -> None:
-    result = CliRunner().invoke(app, ["run", str(seg), str(photo)])
+    """A .mdla compiled before the float graph was stored beside it (none here) and no
+    --model: the INT8 map alone, and the two ways to the FP32 side named."""
+    old = photo.parent.parent / "old.mdla"
+    old.write_bytes(seg.read_bytes())
+    result = CliRunner().invoke(app, ["run", str(old), str(photo)])
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
     assert "(INT8 only)" in text

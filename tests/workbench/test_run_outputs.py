@@ -74,12 +74,26 @@ def test_saved_outputs_are_the_runs_values(seg: Path, photos: Path) -> None:
                 np.testing.assert_allclose(z[f"{key}/fp32"], floats[i], rtol=1e-5, atol=1e-6)
 
 
-def test_without_a_float_model_the_file_has_no_fp32(seg: Path, photos: Path) -> None:
-    args = ["run", str(seg), str(photos / "chelsea.png"), "--save-outputs", "o.npz"]
+def test_without_a_float_graph_the_file_has_no_fp32(seg: Path, photos: Path) -> None:
+    """A .mdla without its stored float graph (an older compile's) and no --model."""
+    old = photos.parent / "old.mdla"
+    old.write_bytes(seg.read_bytes())
+    args = ["run", str(old), str(photos / "chelsea.png"), "--save-outputs", "o.npz"]
     assert CliRunner().invoke(app, args).exit_code == 0
     with np.load("o.npz") as z:
         assert "0/out/int8" in z.files
         assert not [k for k in z.files if k.endswith("/fp32")]
+
+
+def test_the_stored_float_graph_fills_fp32_without_model(seg: Path, photos: Path) -> None:
+    args = ["run", str(seg), str(photos / "chelsea.png"), "--save-outputs", "o.npz"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    manifest = mdla_runtime.load(seg)
+    ((_, x),) = manifest_inputs(manifest, [str(photos / "chelsea.png")])
+    want = mdla_ir.run_float(pipeline.load_source(SEG).graph, [x])
+    with np.load("o.npz") as z:
+        np.testing.assert_allclose(z["0/out/fp32"], want[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(z["0/aux/fp32"], want[1], rtol=1e-5, atol=1e-6)
 
 
 def test_run_leaves_the_input_folder_as_it_was(seg: Path, photos: Path) -> None:
@@ -117,7 +131,7 @@ def test_written_into_the_input_folder_nothing_is_read_back(seg: Path, photos: P
     assert again.exit_code == 0, again.output
     figures = [json.loads(r.stdout) for r in (first, again)]
     for doc in figures:
-        doc.pop("seconds"), doc.pop("out")
+        doc.pop("seconds"), doc.pop("out"), doc.pop("fp32_graph")
     assert figures[0] == figures[1]
     assert Path("a.mdla").read_bytes() == Path("b.mdla").read_bytes()
 

@@ -22,6 +22,7 @@ line.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,7 @@ from PIL import Image
 import mdla_ir
 import mdla_runtime
 from mdla_compile import CompileError
-from mdla_ir import IRError
+from mdla_ir import IRError, stored
 from mdla_runtime.atomic import write_atomic
 from mdla_zoo.errors import ZooError
 from workbench import pipeline
@@ -212,13 +213,11 @@ def recorded(manifest: mdla_runtime.Manifest) -> str:
 def float_graph(
     manifest: mdla_runtime.Manifest, model: str | None, weights: str | None
 ) -> tuple[mdla_ir.Graph | None, str]:
-    """The FP32 graph of `model` (the spec the user named), or None and why not; the
-    manifest's own recorded spec is never imported."""
+    """The FP32 graph of `model` (the spec the user named), else the one `compile` stored
+    beside the manifest (data, bound to its bytes); or None and why not. The manifest's own
+    recorded spec is never imported."""
     if not model:
-        return None, (
-            "not shown: a .mdla never names code to run; give --model SPEC (and --weights) for "
-            f"the FP32 side (the file records spec {recorded(manifest)})"
-        )
+        return stored_graph(manifest)
     prov = manifest.provenance
     try:
         shape = tuple(int(d) for d in manifest.inputs[0].model_shape)  # --input-shape, if given
@@ -230,8 +229,37 @@ def float_graph(
     if graph.provenance.source_hash != prov.source_hash:
         hint = "" if weights else " (compiled with --weights? give run the same --weights)"
         return None, f"`{model}` imports as another model than the manifest's{hint}"
+    return _same_outputs(graph, manifest, f"`{model}`")
+
+
+def _same_outputs(
+    graph: mdla_ir.Graph, manifest: mdla_runtime.Manifest, what: str
+) -> tuple[mdla_ir.Graph | None, str]:
     if [tuple(graph.tensors[o].shape) for o in graph.outputs] != [
         tuple(o.model_shape) for o in manifest.outputs
     ]:
-        return None, f"`{model}`'s outputs are not the manifest's"
+        return None, f"{what}'s outputs are not the manifest's"
     return graph, ""
+
+
+def stored_graph(manifest: mdla_runtime.Manifest) -> tuple[mdla_ir.Graph | None, str]:
+    """The float graph `compile` stored beside the manifest (`NAME.mdla.fp32`), when it is
+    there, readable and bound to this very file's bytes; else None and why."""
+    side = stored.sidecar(manifest.path) if manifest.path is not None else None
+    if manifest.path is None or side is None or not side.is_file():
+        return None, (
+            "not shown: a .mdla never names code to run; give --model SPEC (and --weights) for "
+            f"the FP32 side (the file records spec {recorded(manifest)}), or compile it again "
+            "to store its FP32 graph beside it"
+        )
+    try:
+        graph, bound_to = stored.loads(side.read_bytes())
+        mine = hashlib.sha256(Path(manifest.path).read_bytes()).hexdigest()
+    except (IRError, OSError) as exc:
+        return None, f"cannot read `{side}`: {exc}"
+    if bound_to != mine:
+        return None, (
+            f"`{side}` was written for another build of `{manifest.path}`: compile it again, "
+            "or give --model SPEC"
+        )
+    return _same_outputs(graph, manifest, f"`{side}`")

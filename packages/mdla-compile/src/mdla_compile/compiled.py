@@ -58,8 +58,11 @@ class Compiled:
         before_write: Callable[[], None] = lambda: None,
         vet: Callable[[bytes], None] = lambda _blob: None,
     ) -> mdla_runtime.Manifest:
-        """Write the `.mdla` (and `.tflite`) atomically (`output.save`)."""
-        self.manifest = output.save(self.qgraph, path, tflite, before_write, vet)
+        """Write the `.mdla` (and `.tflite`) atomically, and the float graph beside it
+        (`output.save`)."""
+        self.manifest = output.save(
+            self.qgraph, path, tflite, before_write, vet, float_graph=self.source.graph
+        )
         self.path = Path(path)
         self.tflite = Path(tflite) if tflite is not None else None
         return self.manifest

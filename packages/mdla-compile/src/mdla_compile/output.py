@@ -3,11 +3,13 @@ the device's own support query asked of bytes not yet written.
 
     check_output("lite0.mdla", ".mdla")                  # before any work
     manifest = save(qgraph, "lite0.mdla", tflite="lite0.tflite", vet=refuse_unless_mapped)
+    save(qgraph, "lite0.mdla", float_graph=imported)     # and lite0.mdla.fp32 (`mdla_ir.stored`)
     ok, total = support_count(mdla_runtime.open_target("emu"), manifest)
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from collections.abc import Callable
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import mdla_runtime
 from mdla_compile.errors import CompileError, OptionError
-from mdla_ir import Graph
+from mdla_ir import Graph, stored
 from mdla_ir.devices import NPU
 from mdla_runtime.atomic import write_atomic
 
@@ -44,10 +46,14 @@ def save(
     tflite: str | Path | None = None,
     before_write: Callable[[], None] = lambda: None,
     vet: Vet = lambda _blob: None,
+    float_graph: Graph | None = None,
 ) -> mdla_runtime.Manifest:
     """Write the `.mdla` (and the `.tflite`, if asked) atomically. Everything that can fail is
     done before the first file is replaced: `vet(blob)` may refuse the bytes about to be
-    written (compile's device support query); `before_write` runs last (an interrupt check)."""
+    written (compile's device support query); `before_write` runs last (an interrupt check).
+    With `float_graph` (the imported model) the `.mdla.fp32` beside it holds that graph as
+    data, bound to the `.mdla`'s SHA-256 (`mdla_ir.stored`): `run`'s FP32 side without an
+    import."""
     path = Path(out)
     check_output(path, ".mdla")
     tflite_blob = None
@@ -62,8 +68,13 @@ def save(
     # files; a model over it compiles, and `run` names the flag that raises the limit.
     manifest = mdla_runtime.parse(blob, path, mdla_runtime.Budget.UNLIMITED)
     vet(blob)
+    stored_blob = None
+    if float_graph is not None:
+        stored_blob = stored.dumps(float_graph, hashlib.sha256(blob).hexdigest())
     before_write()
     write_atomic(path, blob)
+    if stored_blob is not None:
+        write_atomic(stored.sidecar(path), stored_blob)
     if tflite is not None and tflite_blob is not None:
         write_atomic(tflite, tflite_blob)
     return manifest

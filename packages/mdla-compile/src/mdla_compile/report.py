@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdla_compile.errors import CompileError
+from mdla_ir import stored
 from mdla_quant import QuantConfig
 from mdla_quant.compare import TensorStats
 
@@ -40,6 +41,8 @@ class Report:
     tflite_size: int | None
     worst: TensorStats | None
     random_weights: bool
+    fp32: Path | None = None  # the float graph stored beside the .mdla, when written
+    fp32_size: int = 0
 
     def extras(self) -> list[str]:
         c = self.config
@@ -69,6 +72,8 @@ class Report:
         rows.append(("size", f"{self.size / 1024:.1f} KiB  {self.out}"))
         if self.tflite is not None and self.tflite_size is not None:
             rows.append(("tflite", f"{self.tflite_size / 1024:.1f} KiB  {self.tflite}"))
+        if self.fp32 is not None:
+            rows.append(("fp32 graph", f"{self.fp32_size / 1024:.1f} KiB  {self.fp32}"))
         if self.worst is not None:
             w = self.worst
             db = "inf" if math.isinf(w.sqnr_db) else f"{w.sqnr_db:.1f}"
@@ -86,6 +91,7 @@ class Report:
             "out": str(self.out),
             "bytes": self.size,
             "tflite": str(self.tflite) if self.tflite is not None else None,
+            "fp32_graph": str(self.fp32) if self.fp32 is not None else None,
             "ops": {"imported": self.ops_imported, "manifest": self.ops_manifest},
             "device": self.device,
             "on": self.on,
@@ -116,6 +122,7 @@ def build(compiled: Compiled, on: str, supported: tuple[int, int] | None) -> Rep
     cpu = bool(options is not None and options.cpu)
     worst = compiled.worst_layers(1)
     tflite = compiled.tflite
+    fp32 = stored.sidecar(compiled.path)
     return Report(
         model=source.spec,
         graph=source.graph.name,
@@ -135,4 +142,6 @@ def build(compiled: Compiled, on: str, supported: tuple[int, int] | None) -> Rep
         tflite_size=tflite.stat().st_size if tflite is not None else None,
         worst=worst[0] if worst else None,
         random_weights=source.random_weights,
+        fp32=fp32 if fp32.is_file() else None,
+        fp32_size=fp32.stat().st_size if fp32.is_file() else 0,
     )

@@ -1,0 +1,137 @@
+"""The FP32 side given once: `compile` stores the float graph beside the `.mdla` (data, bound to
+its bytes), and `run` compares FP32 and INT8 from any directory without --model, --weights or
+an import; a missing, stale or unreadable store says why and leaves the INT8 side."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from typer.testing import CliRunner
+
+import mdla_ir
+import mdla_runtime
+from mdla_ir import stored
+from tests.workbench.seg_model import segmenter
+from tests.workbench.test_torch_free_commands import BLOCKED
+from workbench import images as imgs
+from workbench import pipeline
+from workbench.cli import app
+from workbench.commands.run import manifest_inputs
+from workbench.contract import Contract
+
+CLASS = f"{Path(__file__).with_name('seg_model.py')}:Segmenter"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Segmenter compiled from its class with a state-dict --weights file at 64 x 64."""
+    root = tmp_path_factory.mktemp("given_once")
+    weights = root / "seg.pt"
+    torch.save(segmenter().state_dict(), weights)
+    out = root / "build" / "seg.mdla"
+    out.parent.mkdir()
+    args = ["compile", CLASS, "--weights", str(weights), "--input-shape", "1,3,64,64"]
+    args += ["--preset", "imagenet", "--count", "2", "-o", str(out), "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["fp32_graph"] == f"{out}.fp32"
+    return out, weights
+
+
+def _agree(out: Path, weights: Path, image: str = "chelsea") -> float:
+    """Pixel agreement of FP32 and INT8 on `image`, computed here from the imported model."""
+    manifest = mdla_runtime.load(out)
+    ((_, x),) = manifest_inputs(manifest, [image])
+    q = mdla_runtime.open_target("emu").run(manifest, [x]).outputs[0]
+    shape = Contract(input_shape=(1, 3, 64, 64))
+    graph = pipeline.load_source(CLASS, str(weights), shape).graph
+    f = mdla_ir.run_float(graph, [x])[0]
+    return round(float(np.mean(np.argmax(f[0], 0) == np.argmax(q[0], 0))), 4)
+
+
+def test_run_elsewhere_compares_fp32_without_weights(
+    built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out, weights = built
+    monkeypatch.chdir(tmp_path)  # another directory: the spec's relative path means nothing
+    modules = set(sys.modules)
+    result = CliRunner().invoke(app, ["run", str(out), "chelsea", "--json"])
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.stdout)["runs"]
+    assert "no_fp32" not in entry
+    assert entry["class_maps"][0]["fp32_int8_agree"] == _agree(out, weights)
+    assert not {m for m in set(sys.modules) - modules if "seg_model" in m}
+
+
+def test_without_torch_the_stored_graph_still_gives_fp32(
+    built: tuple[Path, Path], tmp_path: Path
+) -> None:
+    script = tmp_path / "blocked.py"
+    script.write_text(textwrap.dedent(BLOCKED))
+    photo = tmp_path / "cat.png"
+    Image.fromarray(imgs.read_image("chelsea")).save(photo)
+    done = subprocess.run(
+        [sys.executable, str(script), "run", str(built[0]), str(photo), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    (entry,) = json.loads(done.stdout)["runs"]
+    assert entry["class_maps"][0]["fp32_int8_agree"] == _agree(*built, str(photo))
+
+
+def _copy(built: tuple[Path, Path], tmp_path: Path) -> Path:
+    out = tmp_path / "seg.mdla"
+    out.write_bytes(built[0].read_bytes())
+    stored.sidecar(out).write_bytes(stored.sidecar(built[0]).read_bytes())
+    return out
+
+
+def test_a_missing_store_is_the_int8_side_and_names_the_fix(
+    built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = _copy(built, tmp_path)
+    stored.sidecar(out).unlink()
+    result = CliRunner().invoke(app, ["run", str(out), "chelsea", "--json"])
+    (entry,) = json.loads(result.stdout)["runs"]
+    assert entry["class_maps"][0]["fp32_int8_agree"] is None
+    assert entry["no_fp32"].startswith("not shown: a .mdla never names code to run")
+    assert entry["no_fp32"].endswith("or compile it again to store its FP32 graph beside it")
+
+
+def test_a_store_of_another_build_is_not_used(
+    built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = _copy(built, tmp_path)
+    graph, _ = stored.loads(stored.sidecar(out).read_bytes())
+    stored.sidecar(out).write_bytes(stored.dumps(graph, "0" * 64))
+    result = CliRunner().invoke(app, ["run", str(out), "chelsea", "--json"])
+    (entry,) = json.loads(result.stdout)["runs"]
+    assert entry["no_fp32"] == (
+        f"`{out}.fp32` was written for another build of `{out}`: compile it again, or give "
+        "--model SPEC"
+    )
+
+
+def test_an_unreadable_store_says_so(
+    built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = _copy(built, tmp_path)
+    stored.sidecar(out).write_bytes(b"garbage")
+    result = CliRunner().invoke(app, ["run", str(out), "chelsea", "--json"])
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.stdout)["runs"]
+    assert entry["no_fp32"].startswith(f"cannot read `{out}.fp32`: not a stored float graph")
