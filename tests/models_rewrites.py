@@ -231,8 +231,15 @@ class Result:
 def end_to_end(name: str, tmp: Path) -> Result:
     """The whole path; raises AssertionError on the first disagreement."""
     module, shape = build(name)
+    return module_end_to_end(module, shape, name, tmp)
+
+
+def module_end_to_end(
+    module: nn.Module, shape: tuple[int, ...], name: str, tmp: Path, path: str = "auto"
+) -> Result:
+    """`end_to_end` of a given module (imported through `path`)."""
     target = mdla_legalize.load_target("mdla3.5")
-    graph = mdla_ir.from_torch(module, torch.zeros(shape), name=name)
+    graph = mdla_ir.from_torch(module, torch.zeros(shape), name=name, path=path)
     device = mdla_legalize.legalize(graph, target)
     report = mdla_legalize.explain(device, target)
     assert report.all_supported, str(report)

@@ -259,6 +259,16 @@ class SliceAttrs(Attrs):
 
 
 @dataclass(frozen=True, slots=True)
+class StridedSliceAttrs(Attrs):
+    """STRIDED_SLICE: per axis, the first index, the count kept and the step (negative steps
+    walk backwards: `flip` is begin d-1, step -1); output index i reads begin + i * step."""
+
+    begin: tuple[int, ...] = _f("ints")
+    size: tuple[int, ...] = _f("ints")
+    strides: tuple[int, ...] = _f("ints")
+
+
+@dataclass(frozen=True, slots=True)
 class ShuffleAttrs(Attrs):
     groups: int = _f("int")
     axis: int = _f("int", 1)

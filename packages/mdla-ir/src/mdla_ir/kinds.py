@@ -42,6 +42,7 @@ class OpKind(Enum):
     QUANTIZE = 72
     RSQRT = 83
     SLICE = 86
+    STRIDED_SLICE = 35
     SQRT = 88
     TRANSPOSE_CONV_2D = 91
     RESIZE_NEAREST_NEIGHBOR = 94

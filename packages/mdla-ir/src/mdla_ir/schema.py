@@ -34,6 +34,7 @@ from mdla_ir.attrs import (
     ShuffleAttrs,
     SliceAttrs,
     SoftmaxAttrs,
+    StridedSliceAttrs,
     TransposeAttrs,
 )
 from mdla_ir.forms import (  # re-exported: the schema's readers take them from here
@@ -249,6 +250,10 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.RSQRT, UNARY, outputs="y:a", emu=False, none=_not_int8(_NO_MDLA)),
     _op(K.SLICE, ("x:a begin:t size:t",), SliceAttrs, emu=False,
         none=_pre("channel_slice_to_selection makes a channel SLICE a selection CONV_2D")),
+    _op(K.STRIDED_SLICE, ("x:a begin:t end:t strides:t begin_mask:i end_mask:i "
+                          "shrink_axis_mask:i",), StridedSliceAttrs, emu=False,
+        none=_pre("strided_slice_to_selection makes a channel/H/W phase a selection CONV_2D; "
+                  "others have no int8 kernel yet")),
     _op(K.SQRT, UNARY, outputs="y:a", emu=False, none=_not_int8(_NO_MDLA)),
     _op(K.HARD_SWISH, UNARY, groups="activation cpu", outputs="y:a"),
     _op(K.BATCH_MATMUL, ("lhs:a rhs:a [adj_x:B [adj_y:B]]",), MatmulAttrs, emu=False,

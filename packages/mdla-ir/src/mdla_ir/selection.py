@@ -29,8 +29,29 @@ def selection_filter(channels: Sequence[int], in_channels: int) -> Array:
 
 
 def is_selection(graph: Graph, op: Op) -> bool:
-    """True when `op` is a selection CONV_2D (see the module docstring), in either layout."""
-    return selection_order(op, lambda n: graph.tensors[n].data, graph.layout) is not None
+    """True when `op` is a selection CONV_2D (see the module docstring), in either layout: a
+    1×1 one, or a spatial one (`mdla_legalize/rules/strided.py`: any kernel and stride, one 1
+    per output channel over all its input channels and taps, no padding)."""
+    const: Callable[[str], Array | None] = lambda n: graph.tensors[n].data  # noqa: E731
+    if selection_order(op, const, graph.layout) is not None:
+        return True
+    if op.kind is not OpKind.CONV_2D or len(op.inputs) < 2:
+        return False
+    a = ConvAttrs.of(op)
+    w = const(op.inputs[1])
+    if any(a.padding) or a.fuse != "NONE" or a.groups != 1 or w is None or w.ndim != 4:
+        return False
+    return _zero_bias(op, const) and _one_hot(w.reshape(w.shape[0], -1))
+
+
+def _zero_bias(op: Op, const: Callable[[str], Array | None]) -> bool:
+    b = const(op.inputs[2]) if len(op.inputs) > 2 else np.zeros(1)
+    return b is not None and not np.any(b != 0)
+
+
+def _one_hot(m: Array) -> bool:
+    """Every row of `m` is 0/1 with exactly one 1."""
+    return bool(np.all((m == 0) | (m == 1)) and np.all(np.count_nonzero(m, axis=1) == 1))
 
 
 def selection_order(op: Op, const: Callable[[str], Array | None], layout: str) -> list[int] | None:
@@ -48,10 +69,6 @@ def selection_order(op: Op, const: Callable[[str], Array | None], layout: str) -
     if tuple(kernel) != (1, 1):
         return None
     m = w.reshape(w.shape[0], channels)
-    if len(op.inputs) > 2:
-        b = const(op.inputs[2])
-        if b is None or np.any(b != 0):
-            return None
-    if not (np.all((m == 0) | (m == 1)) and np.all(np.count_nonzero(m, axis=1) == 1)):
+    if not (_zero_bias(op, const) and _one_hot(m)):
         return None
     return [int(i) for i in np.argmax(m, axis=1)]

@@ -28,6 +28,7 @@ from mdla_ir.attrs import (
     ReshapeAttrs,
     ResizeAttrs,
     SliceAttrs,
+    StridedSliceAttrs,
     TransposeAttrs,
 )
 from mdla_ir.errors import IRError
@@ -190,6 +191,21 @@ def _slice(a: SliceAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
         if b < 0 or n < 1 or b + n > d:
             raise IRError(f"SLICE begin {tuple(begin)} size {tuple(size)} leaves {shapes[0]}")
     return [tuple(int(n) for n in size)]
+
+
+@rule(OpKind.STRIDED_SLICE)
+def _strided_slice(a: StridedSliceAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
+    rank = len(shapes[0])
+    if not len(a.begin) == len(a.size) == len(a.strides) == rank:
+        raise IRError(f"STRIDED_SLICE begin/size/strides do not fit a {shapes[0]} input")
+    for b, n, s, d in zip(a.begin, a.size, a.strides, shapes[0], strict=True):
+        last = b + (n - 1) * s
+        if s == 0 or n < 1 or not (0 <= b < d and 0 <= last < d):
+            raise IRError(
+                f"STRIDED_SLICE begin {a.begin} size {a.size} strides {a.strides} "
+                f"leaves {shapes[0]}"
+            )
+    return [tuple(int(n) for n in a.size)]
 
 
 @rule(OpKind.TRANSPOSE)

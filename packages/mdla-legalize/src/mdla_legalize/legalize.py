@@ -35,6 +35,7 @@ from mdla_legalize.explain import explain
 from mdla_legalize.layout import to_nhwc
 from mdla_legalize.rules import (
     ACTIVATIONS,
+    COMPOSE,
     DETECT,
     FLATTEN,
     FRAMES,
@@ -44,6 +45,7 @@ from mdla_legalize.rules import (
     PATTERNS,
     POOLS,
     SELECTIONS,
+    STRIDED,
     squeeze_boundary,
 )
 from mdla_legalize.rules.base import Rule, apply_table, rule_names
@@ -87,7 +89,9 @@ def pipeline(target: Target | None, device: str = NPU) -> list[Stage]:
             "model_layout",  # Linear, avg/adaptive pools, SiLU, hardsigmoid, groups, slices, ...
             (
                 t("flatten", FLATTEN),
+                t("slices", COMPOSE),
                 t("channels", GROUPS + SELECTIONS),
+                t("strided", STRIDED),
                 t("detect", DETECT),
                 t("patterns", PATTERNS),
                 t("activations", ACTIVATIONS),

@@ -40,6 +40,7 @@ from mdla_ir.importer.prelu import f_leaky_relu, f_prelu
 from mdla_ir.importer.resample import _resize
 from mdla_ir.importer.shaped import emit_shaped
 from mdla_ir.importer.shuffle import f_pixel_shuffle
+from mdla_ir.importer.strided import aten_mode_pad, aten_slice, flip, roll
 from mdla_ir.importer.tables import (
     _argmax,
     _cat,
@@ -89,6 +90,12 @@ KEEP: tuple[Any, ...] = (
     aten.prelu.default,
     aten.matmul.default,
     aten.softmax.int,
+    aten.roll.default,
+    aten.reflection_pad1d.default,
+    aten.reflection_pad2d.default,
+    aten.replication_pad1d.default,
+    aten.replication_pad2d.default,
+    aten._pad_circular.default,
 )
 
 
@@ -268,7 +275,9 @@ def _slice(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
     shape = _shape(c, a["input"])
     dim = int(c.value(a.get("dim", 0))) % len(shape)
     if int(c.value(a.get("step", 1))) != 1:
-        raise Unsupported(f"a slice with step {c.value(a['step'])} (only unit steps import)")
+        start, end = c.value(a.get("start")), c.value(a.get("end"))
+        aten_slice(c, a["input"], dim, start, end, int(c.value(a["step"])))
+        return
     lo, hi, _ = slice(c.value(a.get("start")), c.value(a.get("end"))).indices(shape[dim])
     if hi <= lo:
         raise Unsupported("an empty slice")
@@ -443,4 +452,11 @@ ATEN: dict[Any, Converter] = {
     aten.clone.default: _same_dtype,
     aten.alias.default: _same_dtype,
     aten._to_copy.default: _same_dtype,
+    aten.flip.default: flip,
+    aten.roll.default: roll,
+    aten.reflection_pad1d.default: aten_mode_pad("reflect"),
+    aten.reflection_pad2d.default: aten_mode_pad("reflect"),
+    aten.replication_pad1d.default: aten_mode_pad("replicate"),
+    aten.replication_pad2d.default: aten_mode_pad("replicate"),
+    aten._pad_circular.default: aten_mode_pad("circular"),
 }

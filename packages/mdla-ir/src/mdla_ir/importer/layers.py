@@ -19,6 +19,7 @@ from mdla_ir.importer.context import (
     same_pads,
     triple,
 )
+from mdla_ir.importer.strided import mode_pad
 from mdla_ir.ops import OpKind
 
 
@@ -237,7 +238,9 @@ def m_pad(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
 
 def f_pad(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
     a = dict(zip(("input", "pad", "mode", "value"), args, strict=False)) | kw
-    if c.value(a.get("mode", "constant")) != "constant":
-        raise Unsupported(f"pad mode {a['mode']!r} (only constant is imported)")
+    mode = c.value(a.get("mode", "constant"))
+    if mode != "constant":
+        mode_pad(c, a["input"], [int(p) for p in c.value(a["pad"])], str(mode))
+        return
     value = c.value(a.get("value"))
     _pad4(c, a["input"], c.value(a["pad"]), 0.0 if value is None else value)

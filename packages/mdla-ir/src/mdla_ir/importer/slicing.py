@@ -3,8 +3,9 @@
 
 A chunk or split emits nothing: fx gives it a tuple whose pieces are picked by getitem nodes,
 and each pick becomes one SLICE (begin, size per axis) of the chunked tensor. A tensor slice
-with unit steps is a SLICE too; an integer index is a SLICE of length 1 and a RESHAPE dropping
-that axis. `mdla_legalize` turns channel SLICEs into exact 1×1 selection convolutions.
+with unit steps is a SLICE too (with steps a STRIDED_SLICE, `strided.py`); an integer index is
+a SLICE of length 1 and a RESHAPE dropping that axis. `mdla_legalize` turns channel SLICEs
+into exact 1×1 selection convolutions.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from torch import fx
 
 from mdla_ir.importer.context import Ctx, Unsupported
 from mdla_ir.importer.shaped import emit_shaped
+from mdla_ir.importer.strided import axis_of, strided_slice
 from mdla_ir.ops import OpKind
 
 _SPLITS = {torch.chunk, torch.split}
@@ -83,21 +85,22 @@ def _tensor_slice(c: Ctx, x: Any, index: Any) -> None:
         at = items.index(Ellipsis)
         items[at : at + 1] = [slice(None)] * (len(shape) - len(items) + 1)
     items += [slice(None)] * (len(shape) - len(items))
-    begin, size, dropped = [], [], []
+    axes: list[tuple[int, int, int]] = []
+    dropped = []
     for axis, (item, d) in enumerate(zip(items, shape, strict=True)):
         item = c.value(item) if not isinstance(item, slice) else item
         if isinstance(item, int):
-            begin.append(item % d)
-            size.append(1)
+            axes.append((item % d, 1, 1))
             dropped.append(axis)
-        elif isinstance(item, slice) and c.value(item.step) in (None, 1):
-            lo, hi, _ = slice(c.value(item.start), c.value(item.stop)).indices(d)
-            if hi <= lo:
-                raise Unsupported("an empty slice")
-            begin.append(lo)
-            size.append(hi - lo)
+        elif isinstance(item, slice):
+            start, stop, step = (c.value(v) for v in (item.start, item.stop, item.step))
+            axes.append(axis_of(start, stop, step, d))
         else:
-            raise Unsupported(f"index {item!r} (only unit-step slices and integers import)")
+            raise Unsupported(f"index {item!r} (only slices and integers import)")
+    if any(s != 1 for _, _, s in axes):
+        strided_slice(c, x, axes, drop=bool(dropped))
+        return
+    begin, size = [a[0] for a in axes], [a[1] for a in axes]
     if not dropped:
         c.emit(OpKind.SLICE, [c.ref(x)], begin=tuple(begin), size=tuple(size))
         return

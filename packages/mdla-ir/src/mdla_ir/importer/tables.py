@@ -43,6 +43,7 @@ from mdla_ir.importer.prelu import f_leaky_relu, f_prelu, m_leaky_relu, m_prelu
 from mdla_ir.importer.resample import f_interpolate, m_upsample
 from mdla_ir.importer.shuffle import f_pixel_shuffle, m_pixel_shuffle
 from mdla_ir.importer.slicing import getitem, narrow, split_pieces
+from mdla_ir.importer.strided import flip, m_mode_pad, roll
 from mdla_ir.importer.transpose_conv import f_conv_transpose2d, m_conv_transpose2d
 from mdla_ir.ops import OpKind
 
@@ -222,6 +223,12 @@ MODULES: dict[type, Converter] = {
     nn.Identity: identity(OpKind.IDENTITY),
     nn.ZeroPad2d: m_pad,
     nn.ConstantPad2d: m_pad,
+    nn.ReflectionPad1d: m_mode_pad("reflect"),
+    nn.ReflectionPad2d: m_mode_pad("reflect"),
+    nn.ReplicationPad1d: m_mode_pad("replicate"),
+    nn.ReplicationPad2d: m_mode_pad("replicate"),
+    nn.CircularPad1d: m_mode_pad("circular"),
+    nn.CircularPad2d: m_mode_pad("circular"),
 }
 
 FUNCTIONS: dict[Any, Converter] = {
@@ -294,6 +301,8 @@ FUNCTIONS: dict[Any, Converter] = {
     F.max_pool1d: f_maxpool1d,
     F.avg_pool1d: f_avgpool1d,
     F.adaptive_avg_pool1d: f_adaptive_avgpool1d,
+    torch.flip: flip,
+    torch.roll: roll,
 }
 
 METHODS: dict[str, Converter] = {
@@ -320,4 +329,6 @@ METHODS: dict[str, Converter] = {
     "split": split_pieces,
     "narrow": narrow,
     "matmul": _matmul,
+    "flip": flip,
+    "roll": roll,
 }

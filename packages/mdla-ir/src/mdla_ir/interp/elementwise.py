@@ -16,6 +16,7 @@ from mdla_ir.attrs import (
     ShuffleAttrs,
     SliceAttrs,
     SoftmaxAttrs,
+    StridedSliceAttrs,
     TransposeAttrs,
 )
 from mdla_ir.graph import Op
@@ -162,6 +163,17 @@ def slice_(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     a = SliceAttrs.of(op)
     index = tuple(slice(b, b + n) for b, n in zip(a.begin, a.size, strict=True))
     return [np.ascontiguousarray(args[0][index])]
+
+
+@kernel(OpKind.STRIDED_SLICE)
+def strided_slice(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """out[i0, i1, ...] = x[b0 + i0 * s0, b1 + i1 * s1, ...] (in the graph's layout)."""
+    a = StridedSliceAttrs.of(op)
+    index = tuple(
+        np.arange(n, dtype=np.int64) * s + b
+        for b, n, s in zip(a.begin, a.size, a.strides, strict=True)
+    )
+    return [np.ascontiguousarray(args[0][np.ix_(*index)])]
 
 
 @kernel(OpKind.PAD)

@@ -14,9 +14,19 @@ from mdla_legalize.rules.heads import POOLS
 from mdla_legalize.rules.lift import LIFT
 from mdla_legalize.rules.movement import MOVEMENT
 from mdla_legalize.rules.padding import PADDING
+from mdla_legalize.rules.strided import COMPOSE, STRIDED
 
 MODEL_RULES: list[Rule] = (
-    FLATTEN + GROUPS + SELECTIONS + DETECT + PATTERNS + ACTIVATIONS + POOLS + LIFT
+    FLATTEN
+    + COMPOSE
+    + GROUPS
+    + SELECTIONS
+    + STRIDED
+    + DETECT
+    + PATTERNS
+    + ACTIVATIONS
+    + POOLS
+    + LIFT
 )
 DEVICE_RULES: list[Rule] = FRAMES + MOVEMENT + PADDING
 ALL_RULES: list[Rule] = MODEL_RULES + DEVICE_RULES
@@ -24,6 +34,7 @@ ALL_RULES: list[Rule] = MODEL_RULES + DEVICE_RULES
 __all__ = [
     "ACTIVATIONS",
     "ALL_RULES",
+    "COMPOSE",
     "COSTS",
     "DETECT",
     "DEVICE_RULES",
@@ -37,6 +48,7 @@ __all__ = [
     "PATTERNS",
     "POOLS",
     "SELECTIONS",
+    "STRIDED",
     "Ctx",
     "Rule",
     "RuleFn",
