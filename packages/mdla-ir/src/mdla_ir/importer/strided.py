@@ -33,7 +33,8 @@ def _shape(c: Ctx, x: Any) -> tuple[int, ...]:
 def _out_shape(c: Ctx) -> tuple[int, ...]:
     node = c.node
     assert node is not None
-    meta = node.meta.get("tensor_meta") or node.meta.get("val")
+    meta = node.meta.get("tensor_meta")
+    meta = meta if meta is not None else node.meta["val"]
     return tuple(int(d) for d in meta.shape)
 
 
