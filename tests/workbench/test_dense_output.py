@@ -84,7 +84,10 @@ def test_the_png_holds_the_argmax_of_fp32_and_of_int8(seg: Path, photo: Path) ->
     assert len(np.unique(q)) >= 3
     assert 0.8 < agree < 1.0  # INT8 moves some boundaries, and the panels show it
     # `aux` is [1, 3, 112, 112]: not at the input's size, so no class map of it
-    assert sorted(p.name for p in png.parent.iterdir()) == ["cat.segmenter.out.png"]
+    assert sorted(p.name for p in png.parent.iterdir()) == [
+        "cat.segmenter.out.overlay.png",  # the INT8 map on the photo, with a legend
+        "cat.segmenter.out.png",
+    ]
     assert [p.name for p in photo.parent.iterdir()] == ["cat.png"]  # the input folder as it was
 
 
@@ -93,12 +96,11 @@ def test_json_records_each_class_map(seg: Path, photo: Path) -> None:
     assert result.exit_code == 0, result.output
     (entry,) = json.loads(result.stdout)["runs"]
     f, q = _expected(seg, photo)
-    assert entry["class_maps"] == [
-        {
-            "png": str(Path("mdla-out") / "cat.segmenter.out.png"),
-            "fp32_int8_agree": round(float(np.mean(f == q)), 4),
-        }
-    ]
+    (cmap,) = entry["class_maps"]
+    assert cmap["png"] == str(Path("mdla-out") / "cat.segmenter.out.png")
+    assert cmap["fp32_int8_agree"] == round(float(np.mean(f == q)), 4)
+    assert cmap["overlay"] == str(Path("mdla-out") / "cat.segmenter.out.overlay.png")
+    assert [c["class"] for c in cmap["legend"]] == sorted(set(f.ravel()) | set(q.ravel()))
     assert "no_fp32" not in entry
 
 
@@ -113,7 +115,9 @@ def test_without_the_model_the_png_is_int8_alone_and_run_says_why(
     entry = maps.entry(str(photo), x, q)
     assert "gone.py" in entry["no_fp32"]
     png = Path("mdla-out") / "cat.segmenter.out.png"
-    assert entry["class_maps"] == [{"png": str(png), "fp32_int8_agree": None}]
+    ((cmap),) = entry["class_maps"]
+    assert (cmap["png"], cmap["fp32_int8_agree"]) == (str(png), None)
+    assert "overlay" not in cmap  # made without the photos' preprocessing: no overlay
     rgb = np.asarray(Image.open(png).convert("RGB"))
     np.testing.assert_array_equal(rgb, dense.palette(CLASSES)[np.argmax(q[0][0], axis=0)])
     lines = maps.lines([{"image": "cat.png", **entry}])

@@ -103,7 +103,9 @@ def test_run_leaves_the_input_folder_as_it_was(seg: Path, photos: Path) -> None:
         assert result.exit_code == 0, result.output
     assert _digest(photos) == before
     assert sorted(p.name for p in Path("mdla-out").iterdir()) == [
+        "chelsea.segmenter.out.overlay.png",
         "chelsea.segmenter.out.png",
+        "coffee.segmenter.out.overlay.png",
         "coffee.segmenter.out.png",
     ]
     assert "chelsea.png: mdla-out/chelsea.segmenter.out.png" in result.output
@@ -121,8 +123,10 @@ def test_written_into_the_input_folder_nothing_is_read_back(seg: Path, photos: P
         assert result.exit_code == 0, result.output
     assert sorted(p.name for p in photos.iterdir()) == [
         "chelsea.png",
+        "chelsea.segmenter.out.overlay.png",
         "chelsea.segmenter.out.png",
         "coffee.png",
+        "coffee.segmenter.out.overlay.png",
         "coffee.segmenter.out.png",
         "o.npz",
     ]

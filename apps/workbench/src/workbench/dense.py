@@ -34,13 +34,15 @@ from PIL import Image
 import mdla_ir
 import mdla_runtime
 from mdla_compile import CompileError
-from mdla_ir import IRError, stored
+from mdla_compile import inputs as ins
+from mdla_ir import IRError, Preprocess, stored
 from mdla_runtime.atomic import write_atomic
 from mdla_zoo.errors import ZooError
 from workbench import pipeline
 from workbench.contract import Contract
-from workbench.images import png_bytes
+from workbench.images import png_bytes, read_image
 from workbench.outputs import DEFAULT_DIR, picture
+from workbench.overlay import crop_box, label_of, overlay, with_legend
 
 Array = np.ndarray[Any, Any]
 GAP = 4  # white pixels between the FP32 and the INT8 panel
@@ -141,7 +143,11 @@ class FloatSide:
 
 @dataclass
 class ClassMaps(FloatSide):
-    """Writes the class maps of one manifest's runs; the FP32 graph is imported on first use."""
+    """Writes the class maps of one manifest's runs; the FP32 graph is imported on first use.
+    `preprocess` is how the photos were prepared (`run`'s, the manifest's unless replaced):
+    without it there is no overlay on the photo."""
+
+    preprocess: Preprocess | None = None
 
     def outputs(self) -> list[int]:
         """Indices of the manifest's outputs that are class maps."""
@@ -152,13 +158,13 @@ class ClassMaps(FloatSide):
             if is_class_map(o.model_shape, inp) or is_index_map(o, inp)
         ]
 
-    def write(
-        self, image: str, x: Array, int8_outputs: Sequence[Array]
-    ) -> list[tuple[Path, float]]:
-        """The PNG of each class-map output for input `x` (named after `image`), and the share
-        of pixels where FP32 and INT8 agree (NaN without an FP32 map)."""
+    def write(self, image: str, x: Array, int8_outputs: Sequence[Array]) -> list[dict[str, Any]]:
+        """The PNG of each class-map output for input `x` (named after `image`), the share of
+        pixels where FP32 and INT8 agree (None without an FP32 map), and for a photo the INT8
+        map on it at its own resolution with a legend (`overlay.py`)."""
         written = []
         floats = self.float_outputs(x)
+        photo = self.photo(image)
         for i in self.outputs():
             q = class_map(int8_outputs[i])
             spec = self.manifest.outputs[i]
@@ -169,21 +175,39 @@ class ClassMaps(FloatSide):
                 else int(max(q.max(), f.max() if f is not None else 0)) + 1
             )
             rgb = render([f, q] if f is not None else [q], classes)
-            path = picture(self.folder, image, self.manifest.name, spec.name or f"output{i}")
+            what = spec.name or f"output{i}"
+            path = picture(self.folder, image, self.manifest.name, what)
             write_atomic(path, png_bytes(Image.fromarray(rgb, "RGB")))
-            agree = float(np.mean(f == q)) if f is not None else float("nan")
-            written.append((path, agree))
+            agree = round(float(np.mean(f == q)), 4) if f is not None else None
+            record: dict[str, Any] = {"png": str(path), "fp32_int8_agree": agree}
+            seen = np.unique(q if f is None else np.concatenate([q.ravel(), f.ravel()]))
+            record["legend"] = legend(seen, self.manifest.provenance.labels, palette(classes))
+            if photo is not None and self.preprocess is not None:
+                on = picture(self.folder, image, self.manifest.name, f"{what}.overlay")
+                box = crop_box(photo.shape[:2], self.preprocess, q.shape)
+                img = with_legend(
+                    overlay(photo, q, palette(classes), box),
+                    [int(c) for c in seen],
+                    self.manifest.provenance.labels,
+                    palette(classes),
+                )
+                write_atomic(on, png_bytes(img))
+                record["overlay"] = str(on)
+            written.append(record)
         return written
+
+    @staticmethod
+    def photo(image: str) -> Array | None:
+        """The photo `image` names (a file or a sample), None for an array or random input."""
+        if image == "random" or ins.is_data(image):
+            return None
+        return read_image(image)
 
     def entry(self, image: str, x: Array, int8_outputs: Sequence[Array]) -> dict[str, Any]:
         """`run`'s record of the class maps written for one input ({} when there are none)."""
         if not self.outputs():
             return {}
-        written = self.write(image, x, int8_outputs)
-        maps = [
-            {"png": str(p), "fp32_int8_agree": None if np.isnan(a) else round(a, 4)}
-            for p, a in written
-        ]
+        maps = self.write(image, x, int8_outputs)
         return {"class_maps": maps} | ({"no_fp32": self.why_no_float} if self.why_no_float else {})
 
     @staticmethod
@@ -199,9 +223,19 @@ class ClassMaps(FloatSide):
                     else "INT8 only"
                 )
                 out.append(f"class map of {e['image']}: {m['png']} ({what})")
+                if "overlay" in m:
+                    out.append(f"  INT8 on the photo, with a legend: {m['overlay']}")
             if "no_fp32" in e:
                 out.append(f"  no FP32 side: {e['no_fp32']}")
         return out
+
+
+def legend(seen: Array, labels: Sequence[str], colours: Array) -> list[dict[str, Any]]:
+    """The classes a map holds: index, label (`class c` past the manifest's labels), colour."""
+    return [
+        {"class": int(c), "label": label_of(labels, int(c)), "rgb": [int(v) for v in colours[c]]}
+        for c in seen
+    ]
 
 
 def recorded(manifest: mdla_runtime.Manifest) -> str:

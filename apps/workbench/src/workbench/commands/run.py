@@ -278,7 +278,7 @@ class _Job:
         """Each input run once (after --warmup, --repeat times), its record, in order."""
         floats = dense.FloatSide(self.manifest, self.weights, self.model, self.folder)
         self.class_maps = dense.ClassMaps(
-            self.manifest, self.weights, self.model, self.folder, floats
+            self.manifest, self.weights, self.model, self.folder, floats, self.preprocess()
         )
         boxes = Boxes(self.manifest, self.weights, self.model, self.folder, floats)
         paths = ins.expand(images) if images else []  # a picture is named after its image
@@ -299,6 +299,12 @@ class _Job:
             results.append(entry)
             tick(k + 1)
         return results
+
+    def preprocess(self) -> Preprocess | None:
+        """How the photos are prepared: the manifest's record, or the options replacing it."""
+        shape = tuple(int(d) for d in self.manifest.inputs[0].model_shape)
+        record = self.manifest.provenance.preprocess
+        return ct.apply(self.contract, record, (shape,), self.manifest.name)
 
     def entry(self, name: str, r: Any) -> dict[str, Any]:
         """The record of one run: image, device, latency, top-5 or the output's shape."""
