@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from workbench.tui.chrome import SCREENS, ScreenBar
 from workbench.tui.forms import CompileForm, PathPrompt, parse_options
 from workbench.tui.help import HelpScreen
 from workbench.tui.run import RunScreen
-from workbench.tui.state import CompileOptions
+from workbench.tui.state import tui_options
 
 SIZE = (100, 32)
 SIZES = [(80, 24), (120, 40)]
@@ -419,7 +420,7 @@ async def test_compile_form_progress_and_a_responsive_ui(monkeypatch: pytest.Mon
         form.query_one("#f-method", Select).value = "minmax"
         await pilot.pause()
         assert form.query_one("#f-percentile", Input).disabled  # minmax has no percentile
-        form.query_one("#f-bias", Select).value = True
+        form.query_one("#f-bias", Select).value = "yes"
         form.query_one("#f-cpu", Input).value = "LOGISTIC"
         form.query_one("#f-count", Input).value = "3"
         form.query_one("#f-skip", Input).value = "no_such_rule"
@@ -456,21 +457,53 @@ async def test_compile_form_progress_and_a_responsive_ui(monkeypatch: pytest.Mon
         assert any("LOGISTIC" in n.message for n in app._notifications)  # placed though it maps
 
 
+FORM = {
+    "spec": TINY,
+    "weights": "",
+    "shape": "",
+    "preset": "",
+    "mean": "",
+    "std": "",
+    "labels": "",
+    "args": "",
+    "import": "fx",
+    "target": "x.toml",
+    "device": "mtk-dsp",
+    "skip": "",
+    "cpu": "X, f.* Y",
+    "method": "mse",
+    "percentile": "",
+    "bias": "no",
+    "calib": "",
+    "count": "2",
+}
+
+
 def test_parse_options_names_the_bad_field() -> None:
     rule = pipeline.rule_names()[0]
-    ok = parse_options(TINY, "x.toml", "mtk-dsp", rule, "X, f.* Y", "mse", "", False, "", "2")
-    assert ok == CompileOptions(TINY, "x.toml", "mtk-dsp", (rule,), ("X", "f.*", "Y"), "mse")
+    ok = parse_options(FORM | {"skip": rule}, tui_options())
+    assert ok == tui_options(
+        TINY,
+        target="x.toml",
+        device="mtk-dsp",
+        skip_rules=(rule,),
+        cpu=("X", "f.*", "Y"),
+        quant=mdla_quant.QuantConfig("mse", target="x.toml"),
+    )
     bad = {
-        "skip rules: unknown rule nope": ("nope", "99", "2"),
-        "percentile: `x`": ("", "x", "2"),
-        "percentile: 101": ("", "101", "2"),
-        "count: 0": ("", "", "0"),
+        "skip rules: unknown rule nope": {"skip": "nope"},
+        "percentile: `x`": {"percentile": "x"},
+        "percentile: 101": {"percentile": "101"},
+        "count: 0": {"count": "0"},
+        "--input-shape `1,3,x`": {"shape": "1,3,x"},
+        "--preset `nope`": {"preset": "nope"},
+        "--mean and --std go together": {"mean": "0.5"},
+        "weights: `nope.pt` does not exist": {"weights": "nope.pt"},
+        "model: type": {"spec": " "},
     }
-    for message, (skip, pct, count) in bad.items():
-        with pytest.raises(ValueError, match=message):
-            parse_options(TINY, "mdla3.5", "mtk-mdla", skip, "", "mse", pct, False, "", count)
-    with pytest.raises(ValueError, match="model: type"):
-        parse_options(" ", "mdla3.5", "mtk-mdla", "", "", "mse", "", False, "", "2")
+    for message, fields in bad.items():
+        with pytest.raises(ValueError, match=re.escape(message)):
+            parse_options(FORM | fields, tui_options())
 
 
 @sync
@@ -558,7 +591,7 @@ def test_sigint_in_the_tui_command_still_cleans_up(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(WorkbenchApp, "run", interrupted)
     with pytest.raises(typer.Exit) as caught:
-        tui_command.tui_command(None, "emu", False)
+        tui_command.open_tui(None)
     assert caught.value.exit_code == 130  # INTERRUPTED
     (workdir,) = made
     assert not workdir.exists()

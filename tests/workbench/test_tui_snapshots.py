@@ -12,7 +12,7 @@ from tests.workbench.conftest import TINY
 from tests.workbench.snapshots import assert_snapshot
 from tests.workbench.tui_pilot import installed, settle, sync, text, tiny, wait_for
 from workbench import pipeline
-from workbench.tui.state import CompileOptions
+from workbench.tui.state import tui_options
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [(80, 24), (120, 40)]
@@ -37,7 +37,7 @@ async def test_snapshot(name: str, size: tuple[int, int], tiny: pipeline.Compile
     # the compile form shows the spec: spelled from the repo root, so the rendered widths do
     # not depend on where the checkout lives (a clone under /tmp is longer than /work/main)
     app.session.spec = str(Path(TINY).relative_to(ROOT))
-    app.session.options = CompileOptions(app.session.spec)
+    app.session.options = tui_options(app.session.spec)
     async with app.run_test(size=size) as pilot:
         await pilot.press(*SNAPSHOT_KEYS[name])
         if name == "witness":

@@ -15,7 +15,7 @@ from textual.widgets import Static
 from tests.workbench.conftest import TINY
 from workbench import pipeline
 from workbench.tui.app import WorkbenchApp
-from workbench.tui.state import CompileOptions, Session
+from workbench.tui.state import Session, tui_options
 
 
 def sync(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
@@ -58,7 +58,7 @@ def text(app: WorkbenchApp, selector: str) -> str:
 def compiled_tiny() -> pipeline.Compiled:
     """TINY compiled with the TUI's defaults, once per process (both test files share it)."""
     session = Session()
-    session.compile(CompileOptions(TINY))
+    session.compile(tui_options(TINY))
     assert session.compiled is not None
     session.close()
     return session.compiled
@@ -72,6 +72,6 @@ def tiny() -> pipeline.Compiled:
 
 def installed(compiled: pipeline.Compiled) -> WorkbenchApp:
     app = WorkbenchApp(None)
-    app.session.spec, app.session.options = TINY, CompileOptions(TINY)
+    app.session.spec, app.session.options = TINY, tui_options(TINY)
     app.session.install(compiled)
     return app

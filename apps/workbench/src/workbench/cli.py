@@ -71,7 +71,7 @@ def entry(
     """Compile PyTorch CNNs to INT8 for the MediaTek MDLA and run them on a phone or the
     host emulator. Without a command: the TUI."""
     if ctx.invoked_subcommand is None:
-        tui.tui_command(None, "emu", False)
+        tui.open_tui()
 
 
 app.command("compile", epilog=compile.EPILOG)(compile.compile_command)

@@ -5,6 +5,7 @@
     new = trial(source, device_graph, split, QuantConfig(method="mse"))  # the new one
     c = compare(new, old)          # per layer: cosine, SQNR, max |error| and their deltas
     c.new.agreement                # top-1 agreement with FP32 on the held-out inputs, Wilson CI
+    c.new.pixel_agreement          # a class map's: mean per-pixel argmax agreement instead
     save(c, Path("net.mdla"))      # net.mdla, net.tuning.json, net.sqnr.png
 
 Why held-out: a calibration setting scored on its own calibration inputs reads well by
@@ -140,7 +141,9 @@ class Layer:
 @dataclass(frozen=True)
 class Trial:
     """One calibration setting, calibrated on a split's calibration inputs and scored on its
-    held-out inputs (`agreement` is None when the first output is not a classifier's)."""
+    held-out inputs: `agreement` (top-1) for a classifier's first output, `pixel_agreement`
+    (the mean share of pixels with FP32's argmax class) for a class map's; `kind` says which
+    (`validation.output_kind`)."""
 
     label: str
     config: mdla_quant.QuantConfig
@@ -150,6 +153,23 @@ class Trial:
     output_cosine: float
     calibration_count: int
     held_out: tuple[str, ...]
+    kind: str = validation.CLASSIFIER
+    pixel_agreement: float | None = None
+
+    def metric(self) -> str:
+        """The first output's agreement with FP32, as its kind measures it."""
+        a = self.agreement
+        if a is not None:
+            low, high = a.interval
+            return (
+                f"top-1 agreement {a.same}/{a.n} = {a.rate:.0%} (95% CI {low * 100:.0f}–{high:.0%})"
+            )
+        if self.pixel_agreement is not None:
+            return (
+                f"per-pixel argmax agreement {100 * self.pixel_agreement:.2f}% "
+                f"(mean of {len(self.held_out)} held-out input(s))"
+            )
+        return f"no agreement metric for a {self.kind} output (cosine and SQNR only)"
 
 
 def label(config: mdla_quant.QuantConfig) -> str:
@@ -249,22 +269,25 @@ def score(compiled: Compiled, split: Split) -> Trial:
     graph = source.graph
     first = graph.outputs[0]
     shape = tuple(int(d) for d in graph.tensors[first].shape)
-    classifier = validation.output_kind(shape, source.input_shapes[0]) == validation.CLASSIFIER
-    same, out = 0, validation.Agreement()
+    kind = validation.output_kind(shape, source.input_shapes[0])
+    shares, out = [], validation.Agreement()
     for xs in held:
         f = np.asarray(mdla_ir.run_float(graph, xs)[0])
         q = np.asarray(mdla_quant.run_int8(compiled.qgraph, xs)[0])
         out.add(f, q)
-        same += validation.matches(validation.CLASSIFIER, f, q) == 1.0
+        shares.append(validation.matches(kind, f, q))
+    found = [x for x in shares if x is not None]
     return Trial(
         label(config),
         config,
         compiled,
         layers,
-        Agreement(same, len(held)) if classifier else None,
+        Agreement(round(sum(found)), len(held)) if kind == validation.CLASSIFIER else None,
         out.cosine,
         len(split.calibration),
         tuple(name for name, _ in split.held_out),
+        kind,
+        float(np.mean(found)) if kind == validation.CLASS_MAP and found else None,
     )
 
 
@@ -316,6 +339,8 @@ def trial_doc(t: Trial) -> dict[str, Any]:
         "top1_agreement": None
         if a is None
         else {"same": a.same, "n": a.n, "rate": a.rate, "ci95": list(a.interval)},
+        "output_kind": t.kind,
+        "pixel_agreement": t.pixel_agreement,
         "output_cosine": t.output_cosine,
         "mean_sqnr_db": float(np.mean(finite)) if finite else math.inf,
         "worst_sqnr_db": min((x.sqnr_db for x in t.layers), default=math.inf),

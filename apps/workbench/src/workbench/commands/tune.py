@@ -77,8 +77,9 @@ def tune_command(
 ) -> None:
     """Quantize MODEL with a new calibration setting and with the previous one, both on the
     same --count calibration inputs, and score both on --held-out further inputs the quantizer
-    never saw: per layer cosine, SQNR and max |error| with their deltas, and top-1 agreement
-    with FP32 with its 95% (Wilson) interval. With -o: the new .mdla, the comparison as JSON
+    never saw: per layer cosine, SQNR and max |error| with their deltas, and agreement with
+    FP32: top-1 with its 95% (Wilson) interval for a classifier, per-pixel argmax agreement
+    for a class map. With -o: the new .mdla, the comparison as JSON
     and a PNG of per-layer SQNR for the two settings."""
     with reported(debug), interrupt_guard() as interrupted, json_output(as_json) as emit:
         if out is not None:
@@ -156,13 +157,7 @@ def show(c: tuning.Comparison, model: str) -> None:
     for which, t in (("new", c.new), ("previous", c.previous)):
         if t is None:
             continue
-        a = t.agreement
-        agree = (
-            "top-1 agreement n/a (not a classifier)"
-            if a is None
-            else f"top-1 agreement {a.same}/{a.n} = {a.rate:.0%} "
-            f"(95% CI {a.interval[0]:.0%}-{a.interval[1]:.0%})"
-        )
         con.print(
-            f"{which} ({t.label}): {agree}, output cosine {t.output_cosine:.5f}", markup=False
+            f"{which} ({t.label}): {t.metric()}, output cosine {t.output_cosine:.5f}",
+            markup=False,
         )

@@ -17,6 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Input
 
+from mdla_compile import CompileOptions
 from workbench import witnessing
 from workbench.errors import one_line
 from workbench.tui.bisect import BisectScreen
@@ -27,7 +28,7 @@ from workbench.tui.forms import CompileForm, PathPrompt
 from workbench.tui.graph import GraphScreen
 from workbench.tui.help import HelpScreen
 from workbench.tui.run import RunScreen
-from workbench.tui.state import CompileOptions, Session
+from workbench.tui.state import Session, tui_options
 from workbench.tui.witness import WitnessScreen
 
 # in the order of SCREENS (chrome.py): the number keys and the bar's screen list
@@ -60,9 +61,15 @@ class WorkbenchApp(App[None]):
         Binding("5,f5", "switch_mode('run')", "Run", show=False),
     ]
 
-    def __init__(self, spec: str | None = None, on: str = "emu") -> None:
+    def __init__(
+        self, spec: str | None = None, on: str = "emu", options: CompileOptions | None = None
+    ) -> None:
+        """Open `spec` (a model spec or OUT.mdla) with `options`, the record `workbench tui`
+        builds from the same options `workbench compile` takes (default: `tui_options`)."""
         super().__init__()
-        self.session = Session(target_spec=on, pending=spec)
+        chosen = options or tui_options()
+        pending = replace(chosen, model=spec) if spec else None
+        self.session = Session(target_spec=on, pending=pending, options=chosen)
         self._resources = contextlib.ExitStack()
         self.busy = ""  # what the compile worker is doing, shown in every screen's bar
 
@@ -102,8 +109,10 @@ class WorkbenchApp(App[None]):
 
     def action_compile_form(self) -> None:
         options = self.session.options
-        if not options.spec and self.session.spec:
-            options = replace(options, spec=self.session.spec)
+        if self.session.recorded is not None:  # an open .mdla: how it was compiled
+            options = self.session.recorded
+        elif not options.spec and self.session.spec:
+            options = replace(options, model=self.session.spec)
 
         def done(chosen: CompileOptions | None) -> None:
             if chosen is not None:
@@ -115,7 +124,7 @@ class WorkbenchApp(App[None]):
         """Another device or target: recompile the open model for it (or just remember it)."""
         options = replace(self.session.options, **changes)
         if self.session.spec:
-            self.compile(replace(options, spec=self.session.spec))
+            self.compile(replace(options, model=self.session.spec))
         else:
             self.session.options = options
             self.refresh_bar()

@@ -5,9 +5,10 @@ inverted-residual block's); `a` re-quantizes in a worker with `workbench.tuning`
 
 Every setting is calibrated on the first inputs of the calibration source and scored on the
 next ones, which the quantizer never saw (a setting scored on its own calibration inputs
-reads well by construction). The screen shows the split's sizes, top-1 agreement with its
-Wilson 95% interval, and per layer cosine, SQNR and max |error| with each one's delta against
-the previous `a` run, beside text bars of both settings' SQNR. `k` keeps (saves) the manifest,
+reads well by construction). The screen shows the split's sizes, agreement with FP32 as the
+output's kind measures it (top-1 with its Wilson 95% interval, or per-pixel for a class
+map), and per layer cosine, SQNR and max |error| with each one's delta against the previous
+`a` run, beside text bars of both settings' SQNR. `k` keeps (saves) the manifest,
 `<stem>.tuning.json` (the comparison) and `<stem>.sqnr.png` (the plot)."""
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from textual.widgets import Footer, Input, Select, Static
 
 import mdla_quant
 from workbench import pipeline, tuning
+from workbench.tui import restore
 from workbench.tui.base import WorkScreen
+from workbench.tui.forms import PathPrompt
 
 BAR_DB = 60.0  # a full bar
 NO_YES = [("no", "no"), ("yes", "yes")]
@@ -129,23 +132,58 @@ class CalibrateScreen(WorkScreen):
         return config, count, held_out
 
     def action_apply(self) -> None:
-        if self.session.compiled is None:
-            self.notify("open a model spec first (Graph screen, o)", severity="warning")
+        session = self.session
+        if session.compiled is None and session.recorded is None:
+            self.notify("open a model first (Graph screen, o)", severity="warning")
             return
         try:
             config, count, held_out = self.settings()
         except (ValueError, mdla_quant.QuantError) as exc:
             self.notify(str(exc), severity="error")
             return
-        self.query_one("#result", Static).update(f"quantizing ({tuning.label(config)}) ...")
-        self.requantize(config, count, held_out)
+        if session.compiled is not None:
+            self.start(config, count, held_out, None)
+            return
+        recorded = session.recorded
+        assert recorded is not None  # checked above
+        name = session.manifest.name if session.manifest is not None else "the .mdla"
+        prompt = PathPrompt(
+            f"{name} records the model it was compiled from; enter imports it (its code "
+            "runs), or type the spec where it is now",
+            "model spec",
+            recorded.spec,
+        )
+
+        def accepted(spec: str | None) -> None:
+            if spec:
+                self.start(config, count, held_out, spec)
+
+        self.app.push_screen(prompt, accepted)
+
+    def start(
+        self, config: mdla_quant.QuantConfig, count: int, held_out: int, spec: str | None
+    ) -> None:
+        what = f"importing {spec}, then quantizing" if spec else "quantizing"
+        self.query_one("#result", Static).update(f"{what} ({tuning.label(config)}) ...")
+        self.requantize(config, count, held_out, spec)
 
     @work(thread=True, exclusive=True, group="calibrate", exit_on_error=False)
-    def requantize(self, config: mdla_quant.QuantConfig, count: int, held_out: int) -> None:
-        old = self.session.compiled
+    def requantize(
+        self, config: mdla_quant.QuantConfig, count: int, held_out: int, spec: str | None
+    ) -> None:
+        """Re-quantize the open model; `spec`: first import the model the open .mdla records."""
+        session = self.session
+        old = session.compiled
+        if spec is not None:
+            assert session.recorded is not None  # what offered `spec`
+            assert session.manifest is not None
+            path = session.spec or session.manifest.name
+            old = restore.import_recorded(session.recorded, spec, session.manifest, path)
         assert old is not None  # checked by action_apply
         source = old.source
-        calib = self.session.options.calib or ("samples" if source.preprocess else "random")
+        calib = session.options.calib_name
+        if calib == "auto":
+            calib = "samples" if source.preprocess else "random"  # as compile picks
         split = tuning.split_calibration(calib, source, count, held_out)
         result = self.query_one("#result", Static)
 
@@ -158,8 +196,8 @@ class CalibrateScreen(WorkScreen):
 
         new = tuning.trial(source, old.device_graph, split, config, progress, layers)
         comparison = tuning.compare(new, comparable(self.previous, new))
-        self.session.sqnr = worst_by_op(new.layers)
-        self.session.install(new.compiled)
+        session.sqnr = worst_by_op(new.layers)
+        session.install(new.compiled)
         self.ui(self.show, comparison)
 
     def show(self, c: tuning.Comparison) -> None:
@@ -226,7 +264,7 @@ def summary(c: tuning.Comparison) -> str:
     lines = [
         f"calibrated on {new.calibration_count}, scored on {len(new.held_out)} held-out inputs "
         "the quantizer never saw",
-        f"{new.label}: top-1 agreement {agreement(new.agreement)}",
+        f"{new.label}: {new.metric()}",
         f"mean SQNR {db(doc['new']['mean_sqnr_db'])} dB, worst {db(doc['new']['worst_sqnr_db'])} "
         f"dB, output cosine {new.output_cosine:.5f}",
     ]
@@ -239,19 +277,15 @@ def summary(c: tuning.Comparison) -> str:
         if new.agreement is not None and old.agreement is not None:
             pts = (new.agreement.rate - old.agreement.rate) * 100
             line += f", agreement {pts:+.0f} pts"
+        if new.pixel_agreement is not None and old.pixel_agreement is not None:
+            pts = (new.pixel_agreement - old.pixel_agreement) * 100
+            line += f", pixel agreement {pts:+.2f} pts"
         lines.append(line)
     return "\n".join(lines)
 
 
 def _d(new: float, old: float) -> float:
     return 0.0 if new == old else new - old
-
-
-def agreement(a: tuning.Agreement | None) -> str:
-    if a is None:
-        return "n/a (the output is not a classifier's)"
-    low, high = a.interval
-    return f"{a.same}/{a.n} = {a.rate:.0%} (95% CI {low * 100:.0f}–{high:.0%})"
 
 
 def bar(db_value: float | None, width: int, style: str) -> Text:

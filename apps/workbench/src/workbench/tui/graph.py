@@ -17,8 +17,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Input, ProgressBar, Static
 
+from mdla_compile import CompileOptions
 from workbench.tui.base import WorkScreen
-from workbench.tui.state import CompileOptions, OpRow, describe, support_text
+from workbench.tui.state import OpRow, describe, steps, support_text, tui_options
 
 COLUMNS = ("#", "op", "kind", "shape", "mdla", "scale/zp", "SQNR")
 PAD = 2  # a DataTable cell's padding, one each side
@@ -77,8 +78,8 @@ class GraphScreen(WorkScreen):
         self.query_one("#ops", DataTable).focus()
         self.refresh_rows()
         if self.session.pending is not None:
-            spec, self.session.pending = self.session.pending, None
-            self.start_compile(CompileOptions(spec))
+            options, self.session.pending = self.session.pending, None
+            self.start_compile(options)
 
     def on_screen_resume(self) -> None:
         self.refresh_rows()
@@ -161,14 +162,14 @@ class GraphScreen(WorkScreen):
         if spec:
             event.input.display = False
             self.query_one("#ops", DataTable).focus()
-            options = self.session.options
-            self.start_compile(CompileOptions(spec, options.target, options.device))
+            options = self.session.options  # another model: only the target carries over
+            self.start_compile(tui_options(spec, target=options.target, device=options.device))
 
     def start_compile(self, options: CompileOptions) -> None:
         """Show the loading row (stage and bar) and compile `options` in a worker."""
         self.query_one("#loading").display = True
-        self.query_one("#compile-progress", ProgressBar).update(total=options.steps(), progress=0)
-        self.progress("opening", 0, options.steps())
+        self.query_one("#compile-progress", ProgressBar).update(total=steps(options), progress=0)
+        self.progress("opening", 0, steps(options))
         self.query_one("#summary", Static).update(f"opening {options.spec} ...")
         self.compile_model(options)
 
@@ -187,7 +188,7 @@ class GraphScreen(WorkScreen):
 
     def finished(self) -> None:
         for warning in self.session.warnings:
-            self.notify(warning, title="placement", severity="warning", timeout=8)
+            self.notify(warning, title="compile", severity="warning", timeout=8)
         self.session.warnings = ()
         self.query_one("#loading").display = False
         self.app_busy("")

@@ -1,5 +1,6 @@
 """Run: N runs of the open model on chosen images: latency per run as a sparkline (median and
-min beside it) and the top-5 predictions per image."""
+min beside it) and per image what its output kind calls for (`tui.outputs`): a classifier's
+top-5, a class map's per-pixel agreement and classes, a detector's boxes, a tensor's values."""
 
 from __future__ import annotations
 
@@ -13,9 +14,17 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Footer, Input, Sparkline, Static
 
+from workbench import validation
 from workbench.commands.run import manifest_inputs
-from workbench.images import top_k
+from workbench.tui import outputs
 from workbench.tui.base import WorkScreen
+
+HEADINGS = {
+    validation.CLASSIFIER: "top-5",
+    validation.CLASS_MAP: "class map (INT8)",
+    outputs.BOXES: "boxes (INT8)",
+    validation.TENSOR: "output (INT8)",
+}
 
 
 class RunScreen(WorkScreen):
@@ -23,7 +32,7 @@ class RunScreen(WorkScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.predictions: dict[str, str] = {}  # image -> its top-5, as shown
+        self.predictions: dict[str, str] = {}  # image -> its summary, as shown
 
     def compose(self) -> ComposeResult:
         yield self.bar()
@@ -54,10 +63,12 @@ class RunScreen(WorkScreen):
         manifest = self.session.manifest
         assert manifest is not None  # checked by action_start
         target = self.session.target()
-        labels = manifest.provenance.labels
+        compiled = self.session.compiled
+        float_graph = compiled.source.graph if compiled is not None else None
+        kind = outputs.output_kind(manifest)
         table = Table(box=None, pad_edge=False)
         table.add_column("image", no_wrap=True)
-        table.add_column("top-5")
+        table.add_column(HEADINGS.get(kind, kind))
         latencies: list[float] = []
         device = ""
         for name, x in manifest_inputs(manifest, images):
@@ -66,8 +77,7 @@ class RunScreen(WorkScreen):
                 latencies.append(r.latency_ms[0])
                 device = r.device
                 self.ui(self.show_latency, list(latencies), device)
-            best = top_k(r.outputs[0], labels, 5)
-            line = ", ".join(f"{lab} {p:.2f}" for _, lab, p in best)
+            line = outputs.summary(kind, manifest, x, r.outputs, float_graph)
             self.predictions[name] = line
             table.add_row(name, line)
         self.ui(self.query_one("#predictions", Static).update, table)

@@ -20,11 +20,20 @@ import mdla_compile
 import mdla_legalize
 import mdla_quant
 import mdla_runtime
-from mdla_compile import CalibrationTick, Imported, Placed, Stage, StageStarted
+from mdla_compile import (
+    CalibrationTick,
+    CompileOptions,
+    Imported,
+    Note,
+    Placed,
+    Stage,
+    StageStarted,
+)
 from mdla_ir import Graph
-from mdla_ir.devices import DEFAULT_TARGET, NPU
+from mdla_ir.devices import DEFAULT_TARGET
 from workbench import pipeline, witnessing
 from workbench.bisection import kind_name
+from workbench.tui import restore
 
 Progress = Callable[[str, int, int], None]  # (stage, steps done, steps in all)
 
@@ -46,54 +55,22 @@ class OpRow:
     on_cpu: bool = False
 
 
-@dataclass(frozen=True)
-class CompileOptions:
-    """The compile form's fields, as `workbench compile` takes them (`calib` "" picks
-    `samples` for a model with image preprocessing, else `random`, as opening a spec does)."""
+def tui_options(spec: str = "", **changes: Any) -> CompileOptions:
+    """The record `workbench compile` takes, with the TUI's own defaults: `auto` calibration
+    (`samples` for a model with image preprocessing, else `random`) on 2 inputs."""
+    return CompileOptions(spec, **{"calib": "auto", "count": 2, **changes})
 
-    spec: str
-    target: str = DEFAULT_TARGET
-    device: str = NPU
-    skip_rules: tuple[str, ...] = ()
-    cpu: tuple[str, ...] = ()
-    method: str = "percentile"
-    percentile: float = 99.99
-    bias_correction: bool = False
-    calib: str = ""
-    count: int = 2
 
-    def config(self) -> mdla_quant.QuantConfig:
-        return mdla_quant.QuantConfig(
-            self.method,
-            self.percentile,
-            bias_correction=self.bias_correction,
-            target=self.target,
-            device=self.device,
-        )
-
-    def compile_options(self) -> mdla_compile.CompileOptions:
-        """The form as `mdla_compile`'s options (`calib` "" is `auto`)."""
-        return mdla_compile.CompileOptions(
-            self.spec,
-            calib=self.calib or "auto",
-            count=self.count,
-            quant=self.config(),
-            cpu=self.cpu,
-            target=self.target,
-            device=self.device,
-            skip_rules=self.skip_rules,
-        )
-
-    def steps(self) -> int:
-        """Progress steps: import, legalize, one per calibration input, write, ask the device."""
-        return 4 + self.count
+def steps(options: CompileOptions) -> int:
+    """Progress steps: import, legalize, one per calibration input, write, ask the device."""
+    return 4 + options.count
 
 
 @dataclass
 class Session:
     target_spec: str = "emu"
     spec: str | None = None
-    pending: str | None = None  # a spec to open when the Graph screen mounts
+    pending: CompileOptions | None = None  # what to open when the Graph screen mounts
     rows: list[OpRow] = field(default_factory=list)
     compiled: mdla_compile.Compiled | None = None
     manifest: mdla_runtime.Manifest | None = None
@@ -101,7 +78,8 @@ class Session:
     selected: int | None = None  # the Graph cursor's op index, kept across screens
     search: str = ""  # the Graph filter, kept across screens
     sqnr: dict[str, float] = field(default_factory=dict)  # op name -> worst output SQNR
-    options: CompileOptions = field(default_factory=lambda: CompileOptions(""))
+    options: CompileOptions = field(default_factory=tui_options)
+    recorded: CompileOptions | None = None  # an open .mdla's compile, as it records it
     generation: int = 0  # bumped whenever another manifest is opened or installed
     warnings: tuple[str, ...] = ()  # what the last compile warned about (--cpu placement)
     _workdir: Path | None = None
@@ -149,28 +127,29 @@ class Session:
 
     def open(self, spec: str, skip_rules: Sequence[str] = ()) -> None:
         """Open `spec` with the current options (and these skip rules), from a worker thread."""
-        self.compile(replace(self.options, spec=spec, skip_rules=tuple(skip_rules)))
+        self.compile(replace(self.options, model=spec, skip_rules=tuple(skip_rules)))
 
     def compile(self, options: CompileOptions, progress: Progress | None = None) -> None:
         """Load a model spec or a .mdla with `options` (called from a worker thread)."""
         step = progress or (lambda _stage, _done, _total: None)
-        total = options.steps()
+        total = steps(options)
         self.spec, self.compiled, self.manifest, self.sqnr = options.spec, None, None, {}
         self.options, self.generation, self.selected = options, self.generation + 1, None
-        self.warnings = ()
+        self.warnings, self.recorded = (), None
         manifest = pipeline.manifest_or_none(options.spec)
         if manifest is not None:
             step("asking the device", total - 1, total)
             self.manifest, self.generation = manifest, self.generation + 1
+            self.recorded = restore.recorded_options(manifest, options)
             flags = self.target().supported(manifest, [self.device]).get(self.device, [])
             self.rows = rows_from_manifest(manifest, flags)
             self.note = f"{manifest.name}: {sum(flags)}/{len(flags)} ops on {self.device}"
+            if manifest.provenance.random_weights:
+                self.note += " (random weights)"
             return
         seen: list[mdla_compile.Source] = []
         try:
-            compiled = mdla_compile.compile(
-                options.compile_options(), on_event=self._on_event(step, total, seen)
-            )
+            compiled = mdla_compile.compile(options, on_event=self._on_event(step, total, seen))
         except mdla_legalize.LegalizeError:
             if seen:
                 self.rows = rows_from_graph(seen[0].graph, target=options.target)
@@ -178,6 +157,8 @@ class Session:
             raise
         step("writing the manifest", total - 2, total)
         self.install(compiled, lambda: step("asking the device", total - 1, total))
+        found = (restore.shape_warning(options, compiled), restore.random_warning(compiled))
+        self.warnings += tuple(w for w in found if w)
 
     def _on_event(
         self, step: Progress, total: int, seen: list[mdla_compile.Source]
@@ -196,7 +177,9 @@ class Session:
                 case CalibrationTick(n):
                     step("calibrating", 2 + n, total)
                 case Placed(placed):
-                    self.warnings = placed.warnings
+                    self.warnings += placed.warnings
+                case Note(text):
+                    self.warnings += (text,)
 
         return on_event
 
@@ -217,6 +200,8 @@ class Session:
         self.note = f"{graph.name}: {on}/{npu} ops on {self.device} ({self.target_spec})"
         if cpu:
             self.note += f", {cpu} on cpu"
+        if compiled.source.random_weights:
+            self.note += " (random weights)"
 
 
 def rows_from_graph(

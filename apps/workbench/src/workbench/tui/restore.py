@@ -1,0 +1,156 @@
+"""What a `.mdla` records about how it was compiled, as the TUI's compile options, and the
+warnings a freshly opened model deserves.
+
+    options = recorded_options(manifest, given)     # spec, input contract, quant, target
+    missing = missing_file(options.spec)            # "model file `net.py` ... is missing"
+    why = mismatch(manifest, compiled)              # the spec no longer builds that model
+
+A `.mdla` is data: the spec it records is shown (in the compile form, in Calibrate's prompt)
+and imported only once the user accepts it there, never on opening the file. What the manifest
+does not record (the weights file, the calibration folder, `--cpu` patterns, the import path)
+comes from the options the TUI was started with (`workbench tui OUT.mdla --weights W.pt`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import mdla_compile
+import mdla_quant
+import mdla_runtime
+from mdla_compile import Compiled, CompileOptions
+from mdla_compile.contract import Contract
+from mdla_ir import Preprocess
+from mdla_zoo.contract import PRESETS
+from mdla_zoo.specs import is_code_spec, is_model_file
+from workbench.errors import WorkbenchError
+
+DEFAULT_SHAPE = (1, 3, 224, 224)  # what mdla_zoo traces a model at when nothing says otherwise
+
+
+def recorded_options(manifest: mdla_runtime.Manifest, given: CompileOptions) -> CompileOptions:
+    """`given` with the manifest's spec, input shape, image options, labels, quantization
+    setting, target and device written in (what the manifest does not record stays `given`'s)."""
+    prov = manifest.provenance
+    shape = tuple(int(d) for d in manifest.inputs[0].model_shape)
+    contract = dataclasses.replace(
+        _image_options(prov.preprocess),
+        input_shape=shape if len(manifest.inputs) == 1 else None,
+        labels=tuple(prov.labels) or given.contract.labels,
+    )
+    quant = given.quant
+    if prov.quant is not None:
+        fields = {f.name: getattr(prov.quant, f.name) for f in dataclasses.fields(prov.quant)}
+        quant = mdla_quant.QuantConfig(**fields)
+    return dataclasses.replace(
+        given,
+        model=prov.spec or given.spec,
+        contract=contract,
+        quant=quant,
+        target=prov.target or given.target,
+        device=prov.device or given.device,
+    )
+
+
+def _image_options(record: Preprocess | None) -> Contract:
+    """A preprocess record as the options that make it again (none for a model's own mode,
+    such as a detector's `stretch`, which re-importing the model gives back by itself)."""
+    if (
+        record is None
+        or not record.mean
+        or (record.mode not in PRESETS and record.mode != "custom")
+    ):
+        return Contract()
+    return Contract(
+        preset=record.mode if record.mode in PRESETS else None,
+        mean=tuple(record.mean),
+        std=tuple(record.std),
+        channels=record.channels,
+        resize=record.resize or None,
+        crop="none" if record.resize == 0 else None,
+    )
+
+
+def spec_file(spec: str) -> Path | None:
+    """The file a spec reads its model from (`net.py` of `net.py:Net`, a `.pt`), if any."""
+    if is_code_spec(spec):
+        where = spec.split("(", 1)[0].rpartition(":")[0]
+        return Path(where) if where.endswith(".py") else None
+    return Path(spec) if is_model_file(spec) else None
+
+
+def missing_file(options: CompileOptions, manifest: str) -> str | None:
+    """Which recorded or given file is not there (from the current directory), and the fix."""
+    file = spec_file(options.spec)
+    if file is not None and not file.is_file():
+        return (
+            f"the model file `{file}` that {manifest} records is missing (from {Path.cwd()}): "
+            "start the TUI in the folder it was compiled from, or type the spec's path"
+        )
+    if options.weights is not None and not Path(options.weights).is_file():
+        return f"weights `{options.weights}` are missing: give the state-dict file (c: weights)"
+    return None
+
+
+def mismatch(manifest: mdla_runtime.Manifest, compiled: Compiled, path: str) -> str | None:
+    """Why `compiled` (the recorded spec imported again) is not the model `path` holds:
+    its code or weights differ (None: the same model, by the source hash both record)."""
+    recorded = manifest.provenance.source_hash
+    if not recorded or recorded == compiled.source.graph.provenance.source_hash:
+        return None
+    given = compiled.options.weights if compiled.options is not None else None
+    hint = (
+        f"weights `{given}` are not the ones it was compiled with"
+        if given
+        else "it was compiled with weights: give them (c: weights, or --weights)"
+    )
+    return f"`{compiled.source.spec}` imported now is not the model in {path}: {hint}"
+
+
+def shape_warning(options: CompileOptions, compiled: Compiled) -> str | None:
+    """A model file or `file.py:name` opened without an input shape and traced at the default
+    1,3,224,224: it may take another size (a 64x64 model would compile at the wrong one)."""
+    spec = options.spec
+    shapes = compiled.source.input_shapes
+    if options.contract.input_shape is not None or shapes != (DEFAULT_SHAPE,):
+        return None
+    if not (is_code_spec(spec) or is_model_file(spec)):
+        return None
+    return (
+        f"no input shape given: `{spec}` was opened at 1,3,224,224, the default for a model "
+        "that gives none; if it takes another size, set it (c: input shape)"
+    )
+
+
+def random_warning(compiled: Compiled) -> str | None:
+    if not compiled.source.random_weights:
+        return None
+    return (
+        f"`{compiled.source.spec}` has random weights: its outputs and labels mean nothing; "
+        "give its state dict (c: weights)"
+    )
+
+
+def import_recorded(
+    recorded: CompileOptions, spec: str, manifest: mdla_runtime.Manifest, path: str
+) -> Compiled:
+    """The model `path` was compiled from, imported again from `spec` (the recorded spec the
+    user accepted, or the path they typed) with the recorded input contract, and legalized;
+    quantized once on one random input only to make it whole (Calibrate re-quantizes it).
+    A missing file or another model than the one in `path` is an error saying the fix."""
+    options = dataclasses.replace(
+        recorded,
+        model=spec,
+        calib="random",
+        count=1,
+        quant=mdla_quant.QuantConfig(target=recorded.target, device=recorded.device),
+    )
+    missing = missing_file(options, path)
+    if missing is not None:
+        raise WorkbenchError(missing)
+    compiled = mdla_compile.compile(options)
+    why = mismatch(manifest, compiled, path)
+    if why is not None:
+        raise WorkbenchError(why)
+    return compiled
