@@ -14,11 +14,14 @@ from textual.widgets import Input
 from typer.testing import CliRunner
 
 import mdla_compile
+import mdla_zoo
 from mdla_compile import CompileOptions
 from mdla_compile.contract import Contract, apply, contract_from
+from mdla_ir.stored import sidecar
 from tests.workbench.conftest import TINY_IMAGES
 from tests.workbench.own_model import save_weights
 from tests.workbench.tui_pilot import sync, text, wait_for
+from workbench import pipeline
 from workbench.cli import app as cli
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.calibrate import CalibrateScreen
@@ -146,7 +149,49 @@ async def test_a_mdla_reopens_with_what_it_records(own_mdla: Path, files: dict[s
             "shape": "1,3,64,64",
             "preset": "imagenet",
         }
-        await pilot.press("escape", "3", "a")
+
+
+@sync
+async def test_calibrate_on_a_mdla_uses_its_stored_float_graph(
+    own_mdla: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No weights given and nothing imported: the .mdla's stored float graph is the model."""
+
+    def no_import(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("Calibrate imported the model")
+
+    monkeypatch.setattr(mdla_zoo, "load_model", no_import)
+    app = WorkbenchApp(str(own_mdla))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: opened(app), 60)
+        await pilot.press("3", "a")
+        assert isinstance(app.screen, CalibrateScreen)  # no prompt: nothing to import
+        await wait_for(pilot, lambda: "top-1 agreement" in text(app, "#result"), 120)
+        compiled = app.session.compiled
+        assert compiled is not None
+        assert compiled.source.input_shapes == ((1, 3, 64, 64),)
+        assert compiled.source.labels == LABELS
+        recorded = pipeline.load_manifest(own_mdla).provenance
+        assert compiled.qgraph.provenance.preprocess == recorded.preprocess
+        assert compiled.qgraph.provenance.spec == recorded.spec
+
+
+def without_float_graph(mdla: Path, tmp: Path) -> Path:
+    """A copy of `mdla` without the float graph stored beside it (an older .mdla)."""
+    out = tmp / mdla.name
+    shutil.copy(mdla, out)
+    return out
+
+
+@sync
+async def test_calibrate_on_an_older_mdla_imports_its_spec_once_accepted(
+    own_mdla: Path, files: dict[str, Path], tmp_path: Path
+) -> None:
+    old = without_float_graph(own_mdla, tmp_path)
+    app = WorkbenchApp(str(old), "emu", tui_options(weights=str(files["weights"])))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: opened(app), 60)
+        await pilot.press("3", "a")
         prompt = app.screen
         assert isinstance(prompt, PathPrompt)
         assert prompt.query_one("#prompt-path").value == OWN  # shown, imported once accepted
@@ -170,8 +215,10 @@ async def calibrate_error(app: WorkbenchApp) -> str:
 
 
 @sync
-async def test_calibrate_on_a_mdla_without_its_weights_says_so(own_mdla: Path) -> None:
-    said = await calibrate_error(WorkbenchApp(str(own_mdla)))
+async def test_calibrate_on_an_older_mdla_without_its_weights_says_so(
+    own_mdla: Path, tmp_path: Path
+) -> None:
+    said = await calibrate_error(WorkbenchApp(str(without_float_graph(own_mdla, tmp_path))))
     assert "it was compiled with weights: give them" in said
 
 
@@ -184,6 +231,7 @@ async def test_calibrate_on_a_mdla_whose_model_file_is_gone_says_which(
     out = tmp_path / "gone.mdla"
     mdla_compile.compile(own_options(files, f"{gone}:Net")).save(out)
     gone.unlink()
+    sidecar(out).unlink()  # an older .mdla: only the recorded spec could give the model
     said = await calibrate_error(WorkbenchApp(str(out)))
     assert f"the model file `{gone}`" in said
     assert "is missing" in said

@@ -13,6 +13,7 @@ import numpy as np
 from textual.widgets import Input
 from typer.testing import CliRunner
 
+import mdla_compile
 from mdla_compile import CompileOptions
 from mdla_compile.contract import Contract, contract_from
 from tests.workbench.tui_pilot import sync, text, wait_for
@@ -56,6 +57,18 @@ async def test_run_shows_a_class_maps_agreement_and_classes() -> None:
         for line in lines:
             assert re.match(r"pixel agreement \d+\.\d%; classes #\d \d+%", line), line
             assert "0.00" not in line  # no top-5 probabilities over 4,096 pixels
+
+
+@sync
+async def test_run_on_a_mdla_compares_with_its_stored_float_graph(tmp_path: Path) -> None:
+    out = tmp_path / "seg.mdla"
+    mdla_compile.compile(seg_options()).save(out)
+    app = WorkbenchApp(str(out))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await run_once(app, pilot)
+        assert app.session.compiled is None  # nothing imported: the .mdla and its float graph
+        for line in screen.predictions.values():
+            assert re.match(r"pixel agreement \d+\.\d%", line), line
 
 
 def test_a_class_map_without_its_float_graph_says_how_to_get_one() -> None:

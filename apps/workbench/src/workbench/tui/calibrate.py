@@ -25,6 +25,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Input, Select, Static
 
 import mdla_quant
+from mdla_ir import Graph
 from workbench import pipeline, tuning
 from workbench.tui import restore
 from workbench.tui.base import WorkScreen
@@ -141,15 +142,20 @@ class CalibrateScreen(WorkScreen):
         except (ValueError, mdla_quant.QuantError) as exc:
             self.notify(str(exc), severity="error")
             return
-        if session.compiled is not None:
+        if session.compiled is not None or restore.has_stored(session.manifest):
             self.start(config, count, held_out, None)
             return
-        recorded = session.recorded
-        assert recorded is not None  # checked above
-        name = session.manifest.name if session.manifest is not None else "the .mdla"
+        self.ask_spec(config, count, held_out)
+
+    def ask_spec(self, config: mdla_quant.QuantConfig, count: int, held_out: int) -> None:
+        """A .mdla without its stored float graph: offer to import the spec it records."""
+        recorded = self.session.recorded
+        assert recorded is not None  # checked by action_apply
+        manifest = self.session.manifest
+        name = manifest.name if manifest is not None else "the .mdla"
         prompt = PathPrompt(
-            f"{name} records the model it was compiled from; enter imports it (its code "
-            "runs), or type the spec where it is now",
+            f"{name} has no stored float graph but records the model it was compiled from; "
+            "enter imports it (its code runs), or type the spec where it is now",
             "model spec",
             recorded.spec,
         )
@@ -167,20 +173,29 @@ class CalibrateScreen(WorkScreen):
         self.query_one("#result", Static).update(f"{what} ({tuning.label(config)}) ...")
         self.requantize(config, count, held_out, spec)
 
+    def model(self, spec: str | None) -> tuple[pipeline.Source, Graph]:
+        """The float model to re-quantize: the open compile's, the open .mdla's stored float
+        graph, or (`spec`) the model the .mdla records, imported as the user accepted."""
+        session = self.session
+        if session.compiled is not None:
+            return session.compiled.source, session.compiled.device_graph
+        manifest, recorded = session.manifest, session.recorded
+        assert manifest is not None  # checked by action_apply
+        if spec is None:
+            found = restore.stored_source(manifest)
+            assert found is not None  # checked by action_apply
+            return found
+        assert recorded is not None  # what offered `spec`
+        compiled = restore.import_recorded(recorded, spec, manifest, session.spec or spec)
+        return compiled.source, compiled.device_graph
+
     @work(thread=True, exclusive=True, group="calibrate", exit_on_error=False)
     def requantize(
         self, config: mdla_quant.QuantConfig, count: int, held_out: int, spec: str | None
     ) -> None:
-        """Re-quantize the open model; `spec`: first import the model the open .mdla records."""
+        """Re-quantize the open model (`model`)."""
         session = self.session
-        old = session.compiled
-        if spec is not None:
-            assert session.recorded is not None  # what offered `spec`
-            assert session.manifest is not None
-            path = session.spec or session.manifest.name
-            old = restore.import_recorded(session.recorded, spec, session.manifest, path)
-        assert old is not None  # checked by action_apply
-        source = old.source
+        source, device_graph = self.model(spec)
         calib = session.options.calib_name
         if calib == "auto":
             calib = "samples" if source.preprocess else "random"  # as compile picks
@@ -194,7 +209,7 @@ class CalibrateScreen(WorkScreen):
             line = f"quantizing ({tuning.label(config)}) ... adaround {i}/{n} layers: {name}"
             self.ui(result.update, line)
 
-        new = tuning.trial(source, old.device_graph, split, config, progress, layers)
+        new = tuning.trial(source, device_graph, split, config, progress, layers)
         comparison = tuning.compare(new, comparable(self.previous, new))
         session.sqnr = worst_by_op(new.layers)
         session.install(new.compiled)

@@ -2,10 +2,12 @@
 warnings a freshly opened model deserves.
 
     options = recorded_options(manifest, given)     # spec, input contract, quant, target
-    missing = missing_file(options.spec)            # "model file `net.py` ... is missing"
-    why = mismatch(manifest, compiled)              # the spec no longer builds that model
+    source, device_graph = stored_source(manifest)  # its stored float graph: nothing imported
+    missing = missing_file(options, "net.mdla")     # "model file `net.py` ... is missing"
+    why = mismatch(manifest, compiled, "net.mdla")  # the spec no longer builds that model
 
-A `.mdla` is data: the spec it records is shown (in the compile form, in Calibrate's prompt)
+A `.mdla` is data: Calibrate re-quantizes the float graph `compile` stored beside it. Without
+one (an older file), the spec it records is shown (in the compile form, in Calibrate's prompt)
 and imported only once the user accepts it there, never on opening the file. What the manifest
 does not record (the weights file, the calibration folder, `--cpu` patterns, the import path)
 comes from the options the TUI was started with (`workbench tui OUT.mdla --weights W.pt`).
@@ -19,11 +21,13 @@ from pathlib import Path
 import mdla_compile
 import mdla_quant
 import mdla_runtime
-from mdla_compile import Compiled, CompileOptions
+from mdla_compile import Compiled, CompileOptions, Source
 from mdla_compile.contract import Contract
-from mdla_ir import Preprocess
+from mdla_ir import Graph, Preprocess
+from mdla_ir.stored import sidecar
 from mdla_zoo.contract import PRESETS
 from mdla_zoo.specs import is_code_spec, is_model_file
+from workbench import dense
 from workbench.errors import WorkbenchError
 
 DEFAULT_SHAPE = (1, 3, 224, 224)  # what mdla_zoo traces a model at when nothing says otherwise
@@ -154,3 +158,31 @@ def import_recorded(
     if why is not None:
         raise WorkbenchError(why)
     return compiled
+
+
+def stored_source(manifest: mdla_runtime.Manifest) -> tuple[Source, Graph] | None:
+    """The model a .mdla was compiled from, without importing anything: the float graph
+    `compile` stored beside it (`dense.stored_graph`: data, bound to the file's bytes) with
+    the manifest's input contract, and that graph legalized again for its target and device
+    (None when no such graph is there: an older .mdla)."""
+    graph, _why = dense.stored_graph(manifest)
+    if graph is None:
+        return None
+    prov = manifest.provenance
+    pre = prov.preprocess
+    source = Source(
+        prov.spec or manifest.name,
+        graph,
+        tuple(tuple(int(d) for d in graph.tensors[i].shape) for i in graph.inputs),
+        pre.mode if pre is not None else None,
+        tuple(prov.labels) or None,
+        prov.random_weights,
+        record=pre,
+        postprocess=prov.postprocess,
+    )
+    return source, mdla_compile.legalize_graph(graph, prov.target, prov.device)
+
+
+def has_stored(manifest: mdla_runtime.Manifest | None) -> bool:
+    """A float graph stored beside the manifest's file (read and checked on use)."""
+    return manifest is not None and manifest.path is not None and sidecar(manifest.path).is_file()

@@ -14,7 +14,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Footer, Input, Sparkline, Static
 
-from workbench import validation
+from workbench import dense, validation
 from workbench.commands.run import manifest_inputs
 from workbench.tui import outputs
 from workbench.tui.base import WorkScreen
@@ -64,7 +64,9 @@ class RunScreen(WorkScreen):
         assert manifest is not None  # checked by action_start
         target = self.session.target()
         compiled = self.session.compiled
-        float_graph = compiled.source.graph if compiled is not None else None
+        float_graph = (  # an open .mdla's: the float graph compile stored beside it, if any
+            compiled.source.graph if compiled is not None else dense.stored_graph(manifest)[0]
+        )
         kind = outputs.output_kind(manifest)
         table = Table(box=None, pad_edge=False)
         table.add_column("image", no_wrap=True)
