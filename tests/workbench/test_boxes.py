@@ -97,13 +97,39 @@ def test_png_in_the_output_folder_never_beside_the_image(tmp_path: Path) -> None
     assert picture(out, "chelsea", "ssd", "boxes") == out / "chelsea.ssd.boxes.png"
 
 
-def test_a_classifier_manifest_has_no_boxes() -> None:
-    manifest = SimpleNamespace(
-        provenance=SimpleNamespace(spec="mobilenet_v2", labels=(), postprocess=None)
+def _manifest(module: str, spec: str, input_shape: tuple[int, ...], output: tuple[int, ...]) -> Any:
+    return SimpleNamespace(
+        name=spec,
+        provenance=SimpleNamespace(spec=spec, module=module, labels=(), postprocess=None),
+        inputs=[SimpleNamespace(model_shape=input_shape)],
+        outputs=[SimpleNamespace(model_shape=output)],
     )
-    boxes = Boxes(manifest)  # type: ignore[arg-type]
+
+
+def test_a_classifier_manifest_has_no_boxes() -> None:
+    manifest = _manifest("MobileNetV2", "mobilenet_v2", (1, 3, 224, 224), (1, 1000))
+    boxes = Boxes(manifest)
     assert boxes.decoder is None
     assert boxes.entry("chelsea", np.zeros((1, 3, 8, 8), np.float32), []) == {}
+
+
+def test_a_yolo_manifest_draws_its_decoded_boxes(tmp_path: Path) -> None:
+    """ultralytics' DetectionModel at 160 x 160: output [1, 84, 525] (xywh in input pixels, 80
+    class probabilities); the box is drawn in the photo's pixels (chelsea, 451 x 300: x 451/160
+    and y 300/160)."""
+    y = np.zeros((1, 84, 525), np.float32)
+    y[0, :4, 7] = (80, 40, 50, 20)  # cx cy w h: x 55..105, y 30..50
+    y[0, 4 + 15, 7] = 0.9  # class 15
+    boxes = Boxes(_manifest("DetectionModel", "yolo.py:yolo", (1, 3, 160, 160), y.shape),
+                  folder=tmp_path)  # fmt: skip
+    entry = boxes.entry("chelsea", np.zeros((1, 3, 160, 160), np.float32), [y])["boxes"]
+    assert entry["fp32"] is None
+    assert entry["int8"] == [
+        {"label": "#15", "class": 15, "score": 0.9, "box": [155.0, 56.2, 296.0, 93.8]}
+    ]
+    drawn = _read(Path(entry["png"]))
+    assert drawn.shape == (300, 451, 3)
+    assert tuple(drawn[75, 155]) == INT8_COLOUR  # the box's left edge
 
 
 def test_a_full_disk_keeps_the_old_png(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

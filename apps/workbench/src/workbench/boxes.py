@@ -7,7 +7,11 @@ zoo's detectors (`mdla_zoo.detection.DECODERS`, torch-free): its outputs are the
 feature level, and `mdla_zoo.detection.detect` turns them into boxes on the CPU (anchors,
 decoding, NMS; the spec is only a key of that table). The FP32 boxes come from the model the
 user names with `run --model SPEC` (`dense.float_graph`: needs torch, and the very model the
-manifest was compiled from, else `run` says why); never from the file's recorded spec. For each
+manifest was compiled from, else `run` says why); never from the file's recorded spec.
+
+An ultralytics YOLO manifest (its recorded module class DetectionModel, SegmentationModel or
+PoseModel, its first output `[1, 4 + classes + extra, anchors]`: `mdla_zoo.yolo`) decodes its
+boxes itself, the decode on the CPU partition; `run` thresholds, NMSes and draws them. For each
 input `run` prints the best `TOP` boxes of FP32 and INT8 in the photo's pixels and writes
 `<image stem>.<model>.boxes.png` into `run`'s output folder (`workbench.outputs`): the photo
 twice, FP32 boxes on the left, INT8 on the right.
@@ -27,6 +31,7 @@ from rich.table import Table
 
 from mdla_runtime.atomic import write_atomic
 from mdla_zoo.detection import DECODERS, Detections, SSDDecoder, detect
+from mdla_zoo.yolo import YoloDecoder
 from workbench.dense import FloatSide
 from workbench.errors import BAD_INPUT, WorkbenchError
 from workbench.images import png_bytes, read_image
@@ -43,24 +48,31 @@ class Boxes(FloatSide):
     """The boxes of one detector manifest's runs; the FP32 graph is imported on first use."""
 
     @property
-    def decoder(self) -> SSDDecoder | None:
-        """The manifest's decoder, or None when its outputs are not SSD head convs."""
+    def decoder(self) -> SSDDecoder | YoloDecoder | None:
+        """The manifest's decoder, or None when its outputs are not a detector's."""
         prov = self.manifest.provenance
         if prov.postprocess is not None:
             return SSDDecoder.of(prov.postprocess)
-        return DECODERS.get(prov.spec)
+        if prov.spec in DECODERS:
+            return DECODERS[prov.spec]
+        x, y = self.manifest.inputs[0], self.manifest.outputs[0]
+        hw = (x.model_shape[2], x.model_shape[3]) if len(x.model_shape) == 4 else (0, 0)
+        return YoloDecoder.of(prov.module, hw, y.model_shape)
 
     def detections(
-        self, decoder: SSDDecoder, photo: Array, x: Array, int8_outputs: Sequence[Array]
+        self, decoder: SSDDecoder | YoloDecoder, photo: Array, x: Array, outputs: Sequence[Array]
     ) -> tuple[Detections | None, Detections]:
         """FP32 (None when it cannot be imported) and INT8 detections in the photo's pixels."""
         size = (int(photo.shape[0]), int(photo.shape[1]))
-        int8 = detect(decoder, int8_outputs).scaled(decoder.image_size, size)
+
+        def found(outs: Sequence[Array]) -> Detections:
+            dets = (
+                decoder.detect(outs) if isinstance(decoder, YoloDecoder) else detect(decoder, outs)
+            )
+            return dets.scaled(decoder.image_size, size)
+
         floats = self.float_outputs(x)
-        if floats is None:
-            return None, int8
-        fp32 = detect(decoder, floats)
-        return fp32.scaled(decoder.image_size, size), int8
+        return (None if floats is None else found(floats)), found(outputs)
 
     def entry(self, image: str, x: Array, int8_outputs: Sequence[Array]) -> dict[str, Any]:
         """`run`'s record of one input's boxes and their PNG ({} for a non-detector)."""

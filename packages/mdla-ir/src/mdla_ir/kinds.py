@@ -64,6 +64,7 @@ class OpKind(Enum):
     ARGMAX = -12  # host op only (int8 class index out): NNAPI's ARGMAX (39) outputs int32
     GRU = -13  # host op only, float32 in and out (torch.nn.GRU, one layer; mdla_quant gru.py)
     FULLY_CONNECTED_F32 = -14  # host op only: a FULLY_CONNECTED whose input is float32
+    CONCATENATION_F32 = -45  # host op only: a float32 model output joining unlike ranges
 
     @property
     def is_neuron(self) -> bool:

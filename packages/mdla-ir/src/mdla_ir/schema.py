@@ -279,6 +279,9 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.FULLY_CONNECTED_F32, (), NoAttrs, "cpu_float32",
         none={"import": "the quantizer makes it of a FULLY_CONNECTED reading float32",
               "tflite": _FLOAT_REGION}),
+    _op(K.CONCATENATION_F32, (), AxisAttrs, "cpu_float32",
+        none={"import": "the quantizer makes it of an output CONCATENATION of unlike ranges",
+              "tflite": _FLOAT_REGION}),
 )  # fmt: skip
 
 SCHEMA: dict[OpKind, OpSchema] = {
@@ -313,6 +316,7 @@ HOST_BY_CODE: dict[int, OpSchema] = {
         _host(K.ARGMAX, HOST_OP_BASE + 2, "x:a axis:i"),
         _host(K.GRU, HOST_OP_BASE + 3, "x:F w_ih:F w_hh:F b_ih:F b_hh:F bidirectional:B", "y:F"),
         _host(K.FULLY_CONNECTED_F32, HOST_OP_BASE + 4, "x:F weights:F bias:F", "y:F"),
+        _host(K.CONCATENATION_F32, HOST_OP_BASE + 5, "inputs:F+ axis:i", "y:F"),
     )
     if e.code is not None
 }

@@ -126,7 +126,7 @@ def _same(a: Attrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     return [shapes[0]]
 
 
-@rule(OpKind.CONCATENATION)
+@rule(OpKind.CONCATENATION, OpKind.CONCATENATION_F32)
 def _concat(attrs: AxisAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     axis = attrs.axis % len(shapes[0])
     for s in shapes[1:]:

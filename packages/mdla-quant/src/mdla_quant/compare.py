@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mdla_ir import Graph, evaluate
+from mdla_ir import Graph, OpKind, evaluate
 from mdla_quant.errors import QuantError
 from mdla_quant.reference import run_int8
 
@@ -99,7 +99,8 @@ class CompareReport:
 
 def compare(graph: Graph, qgraph: Graph, inputs: Iterable[Sequence[Any] | Array]) -> CompareReport:
     """Per-tensor agreement of `qgraph` (int8) with `graph` (float) over `inputs`."""
-    if [op.name for op in graph.ops] != [op.name for op in qgraph.ops]:
+    inserted = {op.name for op in qgraph.ops if op.kind is OpKind.DEQUANTIZE}  # float regions
+    if [op.name for op in graph.ops] != [op.name for op in qgraph.ops if op.name not in inserted]:
         raise QuantError(
             f"`{qgraph.name}` is not the quantized form of `{graph.name}`: their "
             "ops differ (compare the legalized float graph with its quantization)"
@@ -114,6 +115,9 @@ def compare(graph: Graph, qgraph: Graph, inputs: Iterable[Sequence[Any] | Array]
         def observe(name: str, q: Array, floats: dict[str, Array] = floats) -> None:
             if name in stats:
                 params = qgraph.tensors[name].quant
+                if qgraph.tensors[name].dtype == "float32":  # a float region's: as it is
+                    stats[name].add(floats[name], q.astype(np.float32))
+                    return
                 if params is None:
                     raise QuantError(f"tensor `{name}` of `{qgraph.name}` has no quant params")
                 real = np.float32(params.scale[0]) * (

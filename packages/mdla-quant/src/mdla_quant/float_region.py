@@ -15,6 +15,12 @@ quantization. Exact by construction: DEQUANTIZE is the one affine map every int8
 already applies, and the float ops read the values the float graph's ops would, up to it.
 A float32 tensor read by an int8 op (it would need a QUANTIZE) is refused, as is a region op
 the graph does not place on the CPU (no NPU computes in float32 here).
+
+A CONCATENATION on the CPU that makes a model output from a fixed-range op's values (LOGISTIC,
+SOFTMAX, TANH: [0, 1) at scale 1/256) and other values (a detector's boxes in pixels beside its
+class probabilities, YOLO's `cat((dbox, cls.sigmoid()), 1)`) is one too, CONCATENATION_F32: in
+int8 its inputs would share one scale, the probabilities the pixels' (a step of 2 at 480 px),
+or not fit the fixed one. Each input keeps its own int8 scale up to the DEQUANTIZE.
 """
 
 from __future__ import annotations
@@ -27,28 +33,62 @@ from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.partitions import CPU_FLOAT32
 from mdla_quant.errors import QuantError
 
-STARTS = CPU_FLOAT32 - {OpKind.DEQUANTIZE, OpKind.FULLY_CONNECTED_F32}  # GRU
+STARTS = CPU_FLOAT32 - {OpKind.DEQUANTIZE, OpKind.FULLY_CONNECTED_F32, OpKind.CONCATENATION_F32}
 FOLLOWS = {OpKind.FULLY_CONNECTED: OpKind.FULLY_CONNECTED_F32}  # float32 input -> float kernel
+FIXED_RANGE = {OpKind.LOGISTIC, OpKind.SOFTMAX, OpKind.TANH}  # int8 output params fixed
+_KEEPS_VALUES = {OpKind.RESHAPE, OpKind.TRANSPOSE}
+
+
+def float_concats(graph: Graph) -> set[str]:
+    """The CONCATENATIONs that become CONCATENATION_F32 (see the module docstring)."""
+    cpu, found = set(graph.provenance.cpu_ops), set()
+    producer = {t: op for op in graph.ops for t in op.outputs}
+    for op in graph.ops:
+        if op.kind is not OpKind.CONCATENATION or op.name not in cpu:
+            continue
+        if op.outputs[0] not in graph.outputs:
+            continue
+        fixed = [_origin(producer, name) in FIXED_RANGE for name in op.inputs]
+        if any(fixed) and not all(fixed):
+            found.add(op.name)
+    return found
+
+
+def _origin(producer: dict[str, Op], name: str) -> OpKind | None:
+    """The kind of the op that computed `name`'s values (past reshapes and transposes)."""
+    op = producer.get(name)
+    while op is not None and op.kind in _KEEPS_VALUES:
+        op = producer.get(op.inputs[0])
+    return None if op is None else op.kind
 
 
 def float_tensors(graph: Graph) -> set[str]:
     """The activations a float region makes (op order is topological: one pass)."""
     floats: set[str] = set()
+    concats = float_concats(graph)
     for op in graph.ops:
-        acts = [n for n in op.inputs if not graph.tensors[n].is_const]
-        if op.kind in STARTS or (op.kind in FOLLOWS and acts and acts[0] in floats):
+        if _region_op(graph, op, floats, concats):
             floats.update(op.outputs)
     return floats
 
 
-def _region_op(fgraph: Graph, op: Op, floats: set[str]) -> bool:
+def _region_op(fgraph: Graph, op: Op, floats: set[str], concats: set[str]) -> bool:
     acts = [n for n in op.inputs if not fgraph.tensors[n].is_const]
-    return op.kind in STARTS or (op.kind in FOLLOWS and bool(acts) and acts[0] in floats)
+    follows = op.kind in FOLLOWS and bool(acts) and acts[0] in floats
+    return op.kind in STARTS or follows or op.name in concats
+
+
+def _float_kind(op: Op) -> Op:
+    if op.kind is OpKind.CONCATENATION:
+        return op.with_(kind=OpKind.CONCATENATION_F32)
+    return op.with_(
+        kind=FOLLOWS.get(op.kind, op.kind), attrs={} if op.kind in FOLLOWS else op.attrs
+    )
 
 
 def with_float_regions(fgraph: Graph, qgraph: Graph) -> Graph:
     """`qgraph` (the int8 graph of the float `fgraph`) with its float regions in float32."""
-    floats = float_tensors(fgraph)
+    floats, concats = float_tensors(fgraph), float_concats(fgraph)
     if not floats:
         return qgraph
     cpu = set(qgraph.provenance.cpu_ops)
@@ -56,7 +96,7 @@ def with_float_regions(fgraph: Graph, qgraph: Graph) -> Graph:
     ops: list[Op] = []
     dequantized: dict[str, str] = {}
     for op in qgraph.ops:
-        if not _region_op(fgraph, op, floats):
+        if not _region_op(fgraph, op, floats, concats):
             for name in op.inputs:
                 if name in floats:
                     raise QuantError(
@@ -88,8 +128,7 @@ def with_float_regions(fgraph: Graph, qgraph: Graph) -> Graph:
             inputs.append(dequantized.get(name, name))
         for name in op.outputs:
             tensors[name] = Tensor(name, fgraph.tensors[name].shape, "float32")
-        ops.append(op.with_(kind=FOLLOWS.get(op.kind, op.kind), inputs=tuple(inputs), attrs={}
-                            if op.kind in FOLLOWS else op.attrs))  # fmt: skip
+        ops.append(_float_kind(op).with_(inputs=tuple(inputs)))
     used = {n for op in ops for n in op.inputs} | set(qgraph.outputs) | set(qgraph.inputs)
     tensors = {n: t for n, t in tensors.items() if n in used or any(n in o.outputs for o in ops)}
     prov = dataclasses.replace(

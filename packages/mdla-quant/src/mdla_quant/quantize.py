@@ -47,7 +47,7 @@ from mdla_quant.bias_correction import correct_biases
 from mdla_quant.config import QuantConfig
 from mdla_quant.equalize import equalize
 from mdla_quant.errors import QuantError
-from mdla_quant.float_region import with_float_regions
+from mdla_quant.float_region import float_concats, with_float_regions
 from mdla_quant.floors import expand_tiny_range, scale_floors
 from mdla_quant.kernels.float_ops import with_gelu_tables
 from mdla_quant.observers import Histogram, clip_range
@@ -128,8 +128,11 @@ def _activation_quant(
     graph: Graph, hists: dict[str, Histogram], config: QuantConfig, target: Target
 ) -> dict[str, QuantParams]:
     groups, fixed = _Groups(), {}
+    floats = float_concats(graph)  # each input keeps its own params: no sharing
     for op in graph.ops:
         spec = target.op(config.device, op.kind)
+        if op.name in floats:
+            continue
         acts = [n for n in op.inputs if not graph.tensors[n].is_const]
         moves = spec.keeps_input_scale or op.kind in CPU_MOVES or is_selection(graph, op)
         if moves and acts:

@@ -134,7 +134,7 @@ def channel_shuffle(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     return [np.ascontiguousarray(np.swapaxes(x.reshape(split), axis, axis + 1)).reshape(shape)]
 
 
-@kernel(OpKind.CONCATENATION)
+@kernel(OpKind.CONCATENATION, OpKind.CONCATENATION_F32)
 def concatenation(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     return [np.concatenate(list(args), axis=AxisAttrs.of(op).axis)]
 

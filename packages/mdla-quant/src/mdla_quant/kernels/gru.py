@@ -1,4 +1,5 @@
-"""A float32 region of a CPU partition: DEQUANTIZE, GRU, FULLY_CONNECTED_F32 (issue 17).
+"""A float32 region of a CPU partition: DEQUANTIZE, GRU, FULLY_CONNECTED_F32,
+CONCATENATION_F32 (issue 17).
 
 A recurrent tail (LipNet's two bidirectional GRUs and its Linear) has no int8 form here and
 gains nothing from one: it runs on the phone's CPU in float32 end to end, entered by one
@@ -11,6 +12,7 @@ built -std=c11, FP_CONTRACT OFF, no -ffast-math) reproduces it on any CPU:
                 product rounded, then each sum: no FMA; the first product starts the sum, so
                 a -0.0 product stays -0.0 as numpy's accumulate keeps it)
     FULLY_CONNECTED_F32  y[t, o] = DOT(W[o], x[t]) + b[o]
+    CONCATENATION_F32    y = the inputs' float32 values joined along `axis`, unchanged
     GRU (one direction, h = 0 at the start; gate rows reset, update, new as torch.nn.GRU):
         gi[j] = DOT(W_ih[j], x_t) + b_ih[j];   gh[j] = DOT(W_hh[j], h) + b_hh[j]   (j < 3H)
         r = SIGMOID(gi_r + gh_r);   z = SIGMOID(gi_z + gh_z)
@@ -48,7 +50,7 @@ from collections.abc import Callable
 import numpy as np
 
 from mdla_ir.affine import dequantize_output
-from mdla_ir.attrs import GruAttrs
+from mdla_ir.attrs import AxisAttrs, GruAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array
@@ -197,3 +199,9 @@ def gru(op: Op, args: list[Array], arg_q: list[QuantParams | None]) -> Array:
 def fully_connected_f32(op: Op, args: list[Array], arg_q: list[QuantParams | None]) -> Array:
     x, w, b = _floats(op, args, 3)
     return fc_f32(x, w, b)
+
+
+@float32_kernel(OpKind.CONCATENATION_F32)
+def concatenation_f32(op: Op, args: list[Array], arg_q: list[QuantParams | None]) -> Array:
+    """The float32 values, joined along `axis` unchanged (float_region.float_concats)."""
+    return np.concatenate(_floats(op, args, len(args)), axis=AxisAttrs.of(op).axis)

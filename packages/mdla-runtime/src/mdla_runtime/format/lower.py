@@ -335,6 +335,7 @@ _HOST_RULES: dict[OpKind, Rule] = {
     OpKind.ARGMAX: _argmax,
     OpKind.GRU: _gru,  # x w_ih w_hh b_ih b_hh bidirectional (float32)
     OpKind.FULLY_CONNECTED_F32: _fc_f32,  # x weights bias (float32)
+    OpKind.CONCATENATION_F32: _concat,  # inputs... axis (float32)
 }
 
 

@@ -20,7 +20,8 @@
 #include "mdla_ops.h"
 
 
-enum { STEP_KERNEL, STEP_LAYER_NORM, STEP_GELU, STEP_ARGMAX, STEP_DEQUANTIZE, STEP_GRU, STEP_FC_F32 };
+enum { STEP_KERNEL, STEP_LAYER_NORM, STEP_GELU, STEP_ARGMAX, STEP_DEQUANTIZE, STEP_GRU, STEP_FC_F32,
+       STEP_CONCAT_F32 };
 
 typedef struct {
     int kind;
@@ -40,6 +41,8 @@ typedef struct {
      * dirs * hidden), w = w_ih, b = b_ih; FULLY_CONNECTED_F32 steps rows of in -> hidden */
     size_t steps, in, hidden, dirs;
     float *w_hh, *b_hh;
+    /* CONCATENATION_F32: count inputs, each `runs[k]` floats per outer index (outer) */
+    size_t *runs;
 } step;
 
 struct mdla_cpu_part {
@@ -231,6 +234,47 @@ static bool prepare_fc_f32(const mdla_cpu_part *cp, const mdla_operation *op, st
     return true;
 }
 
+/* CONCATENATION_F32 x_0 .. x_k axis -> y, all float32: y = the x's joined along axis. */
+static bool prepare_concat_f32(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
+                               mdla_cpu_error *err) {
+    const mdla_manifest *m = cp->m;
+    const long i = (long)s->op;
+    if (op->n_inputs < 2 || op->n_outputs != 1)
+        return failf(err, 1, i, "CONCATENATION_F32 wants inputs, an axis and 1 output");
+    const uint32_t n = op->n_inputs - 1;
+    const mdla_operand *a = &m->operands[op->inputs[n]], *y = &m->operands[op->outputs[0]];
+    if (!is_f32(y) || y->rank < 1 || a->type != NEURON_INT32 || !a->has_value || a->i32 < 0 ||
+        (uint32_t)a->i32 >= y->rank)
+        return failf(err, 1, i, "CONCATENATION_F32 wants a float32 y and an int32 axis in [0, rank)");
+    const uint32_t axis = (uint32_t)a->i32;
+    size_t inner = 1, along = 0;
+    s->outer = 1;
+    for (uint32_t d = 0; d < axis; d++) s->outer *= y->dims[d];
+    for (uint32_t d = axis + 1; d < y->rank; d++) inner *= y->dims[d];
+    s->runs = calloc(n, sizeof *s->runs);
+    if (!s->runs) return failf(err, 4, i, "out of memory");
+    s->count = n;
+    for (uint32_t k = 0; k < n; k++) {
+        const mdla_operand *x = &m->operands[op->inputs[k]];
+        bool fits = is_f32(x) && x->rank == y->rank;
+        for (uint32_t d = 0; fits && d < y->rank; d++) fits = d == axis || x->dims[d] == y->dims[d];
+        if (!fits) return failf(err, 1, i, "CONCATENATION_F32's input %u is not float32 of y's dims off axis %u", k, axis);
+        s->runs[k] = x->dims[axis] * inner;
+        along += x->dims[axis];
+    }
+    if (along != y->dims[axis]) return failf(err, 1, i, "CONCATENATION_F32's inputs do not add up to y along axis %u", axis);
+    return true;
+}
+
+static void run_concat_f32(const step *s, const mdla_operation *op, void *const *data) {
+    float *dst = data[op->outputs[0]];
+    for (size_t o = 0; o < s->outer; o++)
+        for (size_t k = 0; k < s->count; k++) {
+            memcpy(dst, (const float *)data[op->inputs[k]] + o * s->runs[k], s->runs[k] * sizeof *dst);
+            dst += s->runs[k];
+        }
+}
+
 static bool prepare_layer_norm(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
                                mdla_cpu_error *err) {
     const mdla_manifest *m = cp->m;
@@ -396,6 +440,9 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
         } else if (host && strcmp(host, "FULLY_CONNECTED_F32") == 0) {
             s->kind = STEP_FC_F32;
             ok = prepare_fc_f32(cp, op, s, err);
+        } else if (host && strcmp(host, "CONCATENATION_F32") == 0) {
+            s->kind = STEP_CONCAT_F32;
+            ok = prepare_concat_f32(cp, op, s, err);
         } else if (host) {
             ok = failf(err, 3, (long)s->op, "the cpu device has no kernel for host op %s", host);
         } else if (op->code == NEURON_DEQUANTIZE) {
@@ -444,6 +491,8 @@ void mdla_cpu_run(mdla_cpu_part *cp, void *const *data) {
         } else if (s->kind == STEP_FC_F32) {
             mdla_cpu_fc_f32(data[op->inputs[0]], s->steps, s->in, s->hidden, s->w, s->b,
                             data[op->outputs[0]]);
+        } else if (s->kind == STEP_CONCAT_F32) {
+            run_concat_f32(s, op, data);
         } else {
             for (uint32_t a = 0; a < op->n_inputs; a++) {
                 const EmuOperand *e = &cp->model.opnds[op->inputs[a]];
@@ -463,6 +512,7 @@ void mdla_cpu_free(mdla_cpu_part *cp) {
         free(s->b);
         free(s->w_hh);
         free(s->b_hh);
+        free(s->runs);
     }
     free(cp->steps);
     free(cp->model.opnds);
