@@ -100,6 +100,7 @@ def test_png_in_the_output_folder_never_beside_the_image(tmp_path: Path) -> None
 def _manifest(module: str, spec: str, input_shape: tuple[int, ...], output: tuple[int, ...]) -> Any:
     return SimpleNamespace(
         name=spec,
+        path=None,
         provenance=SimpleNamespace(spec=spec, module=module, labels=(), postprocess=None),
         inputs=[SimpleNamespace(model_shape=input_shape)],
         outputs=[SimpleNamespace(model_shape=output)],
