@@ -115,6 +115,18 @@ async def test_a_model_opened_at_the_default_shape_is_warned() -> None:
 
 
 @sync
+async def test_a_model_that_needs_an_input_shape_says_so_in_one_line() -> None:
+    app = WorkbenchApp(OWN)  # its head is sized for 64x64: torch fails at 224x224
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "error" in {n.title for n in app._notifications}, 120)
+        said = messages(app)
+        assert said.startswith(f"`{OWN}` does not run at 1,3,224,224")
+        assert "(mat1 and mat2 shapes cannot be multiplied" in said
+        assert said.endswith("set its input shape (c: input shape, or --input-shape N,C,H,W)")
+        assert len(said) < 300  # not torch's ShapeProp dump of the whole node
+
+
+@sync
 async def test_a_model_with_random_weights_is_warned_and_labelled() -> None:
     options = tui_options(OWN, contract=Contract(input_shape=(1, 3, 64, 64)))
     app = WorkbenchApp(OWN, "emu", options)

@@ -186,3 +186,23 @@ def stored_source(manifest: mdla_runtime.Manifest) -> tuple[Source, Graph] | Non
 def has_stored(manifest: mdla_runtime.Manifest | None) -> bool:
     """A float graph stored beside the manifest's file (read and checked on use)."""
     return manifest is not None and manifest.path is not None and sidecar(manifest.path).is_file()
+
+
+def shape_error(options: CompileOptions, exc: BaseException) -> str | None:
+    """The one line for a model file or `file.py:name` that fails to import at the default
+    1,3,224,224 because it takes another size (torch's RuntimeError, e.g. a Linear head sized
+    for 64x64), or None for any other failure (that error is said as it is)."""
+    spec = options.spec
+    if options.contract.input_shape is not None or not (is_code_spec(spec) or is_model_file(spec)):
+        return None
+    root = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    if not isinstance(root, RuntimeError):
+        return None
+    said = (str(root).strip().splitlines() or [type(root).__name__])[0]
+    said = said if len(said) <= 120 else said[:119] + "…"
+    return (
+        f"`{spec}` does not run at 1,3,224,224, the default for a model that gives no input "
+        f"shape ({said}): set its input shape (c: input shape, or --input-shape N,C,H,W)"
+    )

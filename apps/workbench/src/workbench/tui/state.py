@@ -33,6 +33,7 @@ from mdla_ir import Graph
 from mdla_ir.devices import DEFAULT_TARGET
 from workbench import pipeline, witnessing
 from workbench.bisection import kind_name
+from workbench.errors import USAGE, WorkbenchError
 from workbench.tui import restore
 
 Progress = Callable[[str, int, int], None]  # (stage, steps done, steps in all)
@@ -155,6 +156,11 @@ class Session:
                 self.rows = rows_from_graph(seen[0].graph, target=options.target)
                 self.note = f"{seen[0].graph.name}: as imported (it does not legalize)"
             raise
+        except RuntimeError as exc:  # torch's, while importing: the input shape, most likely
+            said = None if seen else restore.shape_error(options, exc)
+            if said is None:
+                raise
+            raise WorkbenchError(said, USAGE) from exc
         step("writing the manifest", total - 2, total)
         self.install(compiled, lambda: step("asking the device", total - 1, total))
         found = (restore.shape_warning(options, compiled), restore.random_warning(compiled))
