@@ -22,8 +22,10 @@ import numpy as np
 import mdla_ir
 import mdla_runtime
 from mdla_ir import Graph
-from mdla_zoo.detection import DECODERS, SSDDecoder, detect
+from mdla_zoo.detection import SSDDecoder, detect
+from mdla_zoo.yolo import YoloDecoder
 from workbench import dense, validation
+from workbench.boxes import Boxes
 from workbench.images import top_k
 
 Array = np.ndarray[Any, Any]
@@ -41,11 +43,9 @@ def output_kind(manifest: mdla_runtime.Manifest) -> str:
     return validation.output_kind(first.model_shape, shape)
 
 
-def decoder_of(manifest: mdla_runtime.Manifest) -> SSDDecoder | None:
-    prov = manifest.provenance
-    if prov.postprocess is not None:
-        return SSDDecoder.of(prov.postprocess)
-    return DECODERS.get(prov.spec)
+def decoder_of(manifest: mdla_runtime.Manifest) -> SSDDecoder | YoloDecoder | None:
+    """The detector decoder `run` uses for this manifest (`boxes.Boxes.decoder`), if any."""
+    return Boxes(manifest).decoder
 
 
 def name(labels: Sequence[str], c: int) -> str:
@@ -68,6 +68,8 @@ def summary(
     if kind == BOXES:
         decoder = decoder_of(manifest)
         assert decoder is not None  # what made the kind
+        if isinstance(decoder, YoloDecoder):
+            return boxes_line(decoder.detect(outputs), labels)
         return boxes_line(detect(decoder, outputs), labels)
     out = np.asarray(outputs[0], np.float64)
     return (
