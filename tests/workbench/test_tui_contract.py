@@ -7,6 +7,7 @@ user accepts it, refusing a missing file or other weights with the fix)."""
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -188,8 +189,31 @@ async def test_calibrate_on_a_mdla_uses_its_stored_float_graph(
         assert compiled.qgraph.provenance.spec == recorded.spec
 
 
+@sync
+async def test_calibrate_on_a_mdla_with_a_stale_float_graph_says_so(
+    own_mdla: Path, files: dict[str, Path], tmp_path: Path
+) -> None:
+    other = tmp_path / "other.mdla"  # another build: the same model, another quantizer
+    options = own_options(files)
+    mdla_compile.compile(replace(options, quant=replace(options.quant, method="minmax"))).save(
+        other
+    )
+    copy = without_float_graph(own_mdla, tmp_path / "copy")
+    shutil.copy(sidecar(other), sidecar(copy))
+    app = WorkbenchApp(str(copy))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: opened(app), 60)
+        await pilot.press("3", "a")
+        await wait_for(pilot, lambda: "error" in {n.title for n in app._notifications}, 120)
+        said = messages(app)
+        assert said.startswith("Calibrate needs the model's float graph: ")
+        assert "was written for another build" in said
+        assert "compile it again" in said
+
+
 def without_float_graph(mdla: Path, tmp: Path) -> Path:
     """A copy of `mdla` without the float graph stored beside it (an older .mdla)."""
+    tmp.mkdir(exist_ok=True)
     out = tmp / mdla.name
     shutil.copy(mdla, out)
     return out

@@ -182,9 +182,7 @@ class CalibrateScreen(WorkScreen):
         manifest, recorded = session.manifest, session.recorded
         assert manifest is not None  # checked by action_apply
         if spec is None:
-            found = restore.stored_source(manifest)
-            assert found is not None  # checked by action_apply
-            return found
+            return restore.stored_source(manifest)
         assert recorded is not None  # what offered `spec`
         compiled = restore.import_recorded(recorded, spec, manifest, session.spec or spec)
         return compiled.source, compiled.device_graph

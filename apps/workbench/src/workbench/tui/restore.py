@@ -160,14 +160,15 @@ def import_recorded(
     return compiled
 
 
-def stored_source(manifest: mdla_runtime.Manifest) -> tuple[Source, Graph] | None:
+def stored_source(manifest: mdla_runtime.Manifest) -> tuple[Source, Graph]:
     """The model a .mdla was compiled from, without importing anything: the float graph
     `compile` stored beside it (`dense.stored_graph`: data, bound to the file's bytes) with
-    the manifest's input contract, and that graph legalized again for its target and device
-    (None when no such graph is there: an older .mdla)."""
-    graph, _why = dense.stored_graph(manifest)
+    the manifest's input contract, and that graph legalized again for its target and device.
+    A float graph that is unreadable or stale (written for another build) is an error saying
+    so and the fix."""
+    graph, why = dense.stored_graph(manifest)
     if graph is None:
-        return None
+        raise WorkbenchError(f"Calibrate needs the model's float graph: {why}")
     prov = manifest.provenance
     pre = prov.preprocess
     source = Source(
