@@ -105,7 +105,7 @@ async def test_calibrate_scores_a_class_map_per_pixel() -> None:
         await pilot.press("3", "a")
         await wait_for(pilot, lambda: "held-out" in text(app, "#result"), 120)
         result = text(app, "#result")
-        assert re.search(r"per-pixel argmax agreement \d+\.\d\d% \(mean of 2 held-out", result)
+        assert re.search(r"double: per-pixel argmax agreement \d+\.\d\d%\n", result)
         assert "n/a" not in result
         await pilot.press("a")  # again: the change against the previous setting, in points
         await wait_for(pilot, lambda: "vs percentile" in text(app, "#result"), 120)

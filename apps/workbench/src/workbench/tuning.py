@@ -165,10 +165,7 @@ class Trial:
                 f"top-1 agreement {a.same}/{a.n} = {a.rate:.0%} (95% CI {low * 100:.0f}–{high:.0%})"
             )
         if self.pixel_agreement is not None:
-            return (
-                f"per-pixel argmax agreement {100 * self.pixel_agreement:.2f}% "
-                f"(mean of {len(self.held_out)} held-out input(s))"
-            )
+            return f"per-pixel argmax agreement {100 * self.pixel_agreement:.2f}%"
         return f"no agreement metric for a {self.kind} output (cosine and SQNR only)"
 
 
