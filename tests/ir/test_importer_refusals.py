@@ -14,7 +14,7 @@ from mdla_ir import UnsupportedError
 class Refused(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.body = nn.Sequential(nn.Conv2d(3, 4, 1), nn.GroupNorm(2, 4), nn.Hardtanh(-1, 1))
+        self.body = nn.Sequential(nn.Conv2d(3, 4, 1), nn.LocalResponseNorm(2), nn.Hardtanh(-1, 1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.body(x)
@@ -29,8 +29,10 @@ def _items() -> list[str]:
 
 def test_each_refusal_names_module_construct_line_and_fix() -> None:
     norm, tanh, clamp, cumsum = _items()
-    assert norm.startswith("`body_1` in `body.1` (torch.nn.modules.normalization.GroupNorm): ")
-    assert "module GroupNorm has no converter" in norm
+    assert norm.startswith(
+        "`body_1` in `body.1` (torch.nn.modules.normalization.LocalResponseNorm): "
+    )
+    assert "module LocalResponseNorm has no converter" in norm
     assert "fix: use BatchNorm2d" in norm
     assert "`body.2` (torch.nn.modules.activation.Hardtanh): hardtanh(-1, 1)" in tanh
     assert tanh.endswith("fix: use ReLU6 (hardtanh(0, 6)) or ReLU, which map")

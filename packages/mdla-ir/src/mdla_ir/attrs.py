@@ -283,6 +283,16 @@ class NormAttrs(Attrs):
 
 
 @dataclass(frozen=True, slots=True)
+class GroupNormAttrs(Attrs):
+    """GROUP_NORM: `groups` equal runs of the channel axis `axis` (1 in NCHW, 3 in NHWC), each
+    normalized over its channels and every axis but the batch; InstanceNorm is groups = C."""
+
+    groups: int = _f("int")
+    eps: float = _f("float", 1e-5)
+    axis: int = _f("int", 1)
+
+
+@dataclass(frozen=True, slots=True)
 class FlattenAttrs(Attrs):
     start: int = _f("int", 1)
     end: int = _f("int", -1)

@@ -65,6 +65,7 @@ class OpKind(Enum):
     GRU = -13  # host op only, float32 in and out (torch.nn.GRU, one layer; mdla_quant gru.py)
     FULLY_CONNECTED_F32 = -14  # host op only: a FULLY_CONNECTED whose input is float32
     CONCATENATION_F32 = -45  # host op only: a float32 model output joining unlike ranges
+    GROUP_NORM = -35  # host op only: GroupNorm / InstanceNorm, float32 between int8 in and out
 
     @property
     def is_neuron(self) -> bool:

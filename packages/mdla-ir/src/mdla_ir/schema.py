@@ -22,6 +22,7 @@ from mdla_ir.attrs import (
     ConvAttrs,
     FlattenAttrs,
     FuseAttrs,
+    GroupNormAttrs,
     GruAttrs,
     MatmulAttrs,
     MeanAttrs,
@@ -276,6 +277,8 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.GRU, (), GruAttrs, "cpu_float32",
         none={"import": "built by hand (lipread.fullmodel): no nn.GRU converter yet",
               "tflite": _FLOAT_REGION}),
+    _op(K.GROUP_NORM, (), GroupNormAttrs, "cpu_float",
+        none={"tflite": "no .tflite builtin sequence written for it yet (LAYER_NORM has one)"}),
     _op(K.FULLY_CONNECTED_F32, (), NoAttrs, "cpu_float32",
         none={"import": "the quantizer makes it of a FULLY_CONNECTED reading float32",
               "tflite": _FLOAT_REGION}),
@@ -297,7 +300,8 @@ BY_CODE: dict[int, OpSchema] = {e.code: e for e in _ENTRIES if e.code is not Non
 # ARGMAX writes int8 class indices (scale 1, zero point 0) along its `axis` operand. GRU and
 # FULLY_CONNECTED_F32 read and write float32 tensors (`F`): a float region of a CPU partition,
 # entered by a DEQUANTIZE (mdla_quant.kernels.gru); GRU's weights are [D, 3H, I] and
-# [D, 3H, H], its biases [D, 3H], D = 2 when `bidirectional`, else 1.
+# [D, 3H, H], its biases [D, 3H], D = 2 when `bidirectional`, else 1. GROUP_NORM's weight and
+# bias are float32 [C] (C the size of channel axis `axis`).
 HOST_OP_BASE = 0x10000
 
 
@@ -317,6 +321,7 @@ HOST_BY_CODE: dict[int, OpSchema] = {
         _host(K.GRU, HOST_OP_BASE + 3, "x:F w_ih:F w_hh:F b_ih:F b_hh:F bidirectional:B", "y:F"),
         _host(K.FULLY_CONNECTED_F32, HOST_OP_BASE + 4, "x:F weights:F bias:F", "y:F"),
         _host(K.CONCATENATION_F32, HOST_OP_BASE + 5, "inputs:F+ axis:i", "y:F"),
+        _host(K.GROUP_NORM, HOST_OP_BASE + 6, "x:a weight:F bias:F groups:i axis:i eps:f"),
     )
     if e.code is not None
 }

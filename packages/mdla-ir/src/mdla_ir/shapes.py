@@ -114,6 +114,7 @@ def _binary(a: Attrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     OpKind.SOFTMAX,
     OpKind.BATCH_NORM,
     OpKind.LAYER_NORM,
+    OpKind.GROUP_NORM,
     OpKind.EXP,
     OpKind.LOG,
     OpKind.SQRT,

@@ -22,6 +22,7 @@ from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.attrs import (
     ArgmaxAttrs,
     AxisAttrs,
+    GroupNormAttrs,
     MeanAttrs,
     PadAttrs,
     SoftmaxAttrs,
@@ -214,6 +215,11 @@ def _axis_attr(lo: _Layout, op: Op) -> list[Op]:
     return [op.with_(attrs=dataclasses.replace(a, axis=lo.axis(op.outputs[0], a.axis)))]
 
 
+def _group_norm(lo: _Layout, op: Op) -> list[Op]:
+    a = GroupNormAttrs.of(op)
+    return [op.with_(attrs=dataclasses.replace(a, axis=lo.axis(op.outputs[0], a.axis)))]
+
+
 def _pad(lo: _Layout, op: Op) -> list[Op]:
     a = PadAttrs.of(op)
     pads = tuple(a.pads[p] for p in lo.perm[op.inputs[0]])
@@ -250,6 +256,7 @@ HANDLERS: dict[OpKind, Callable[[_Layout, Op], list[Op]]] = {
     OpKind.CONCATENATION: _axis_attr,  # axis 1 -> 3
     OpKind.SOFTMAX: _axis_attr,  # axis 1 -> 3
     OpKind.PAD: _pad,  # pads (N, C, H, W) -> (N, H, W, C)
+    OpKind.GROUP_NORM: _group_norm,  # axis 1 -> 3
     OpKind.TRANSPOSE: _transpose,  # perm composed with the layouts
     OpKind.RESHAPE: _reshape,  # same memory order -> RESHAPE, else TRANSPOSEs
     OpKind.FLATTEN: _reshape,

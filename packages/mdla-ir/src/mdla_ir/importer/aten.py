@@ -35,6 +35,7 @@ from mdla_ir.importer.context import (
 )
 from mdla_ir.importer.conv1d import f_adaptive_avgpool1d, f_avgpool1d, f_maxpool1d, m_conv1d
 from mdla_ir.importer.layers import _max_pool2d, _pad4, adaptive, f_conv2d, f_linear, is_const
+from mdla_ir.importer.norms import aten_instance_norm, aten_native_group_norm, f_group_norm
 from mdla_ir.importer.pools import f_avgpool2d
 from mdla_ir.importer.prelu import f_leaky_relu, f_prelu
 from mdla_ir.importer.resample import _resize
@@ -96,6 +97,8 @@ KEEP: tuple[Any, ...] = (
     aten.replication_pad1d.default,
     aten.replication_pad2d.default,
     aten._pad_circular.default,
+    aten.group_norm.default,
+    aten.instance_norm.default,
 )
 
 
@@ -459,4 +462,7 @@ ATEN: dict[Any, Converter] = {
     aten.replication_pad1d.default: aten_mode_pad("replicate"),
     aten.replication_pad2d.default: aten_mode_pad("replicate"),
     aten._pad_circular.default: aten_mode_pad("circular"),
+    aten.group_norm.default: f_group_norm,
+    aten.native_group_norm.default: aten_native_group_norm,
+    aten.instance_norm.default: aten_instance_norm,
 }

@@ -18,17 +18,12 @@ SMOOTH = "use SiLU, Hardswish or ReLU (they map on the MDLA) and fine-tune"
 NORM = "use BatchNorm2d (it folds into the convolution before it)"
 # A module class name -> what to change it to (the importer has no op for it).
 MODULE_FIXES = {
-    "GroupNorm": NORM,
-    "InstanceNorm1d": NORM,
-    "InstanceNorm2d": NORM,
     "LocalResponseNorm": NORM,
     "ELU": SMOOTH,
     "CELU": SMOOTH,
     "SELU": SMOOTH,
     "Mish": SMOOTH,
     "Softplus": SMOOTH,
-    "ReflectionPad2d": "use zero padding (ZeroPad2d, or padding= of the convolution)",
-    "ReplicationPad2d": "use zero padding (ZeroPad2d, or padding= of the convolution)",
     "AdaptiveMaxPool2d": "use AdaptiveAvgPool2d, or MaxPool2d with a fixed kernel and stride",
     "MultiheadAttention": "transformers are out on the MDLA: compile the convolutional part",
     "Hardtanh": "use ReLU6 (hardtanh(0, 6)) or ReLU",

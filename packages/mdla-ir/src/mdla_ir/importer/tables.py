@@ -38,6 +38,7 @@ from mdla_ir.importer.layers import (
     m_maxpool3d,
     m_pad,
 )
+from mdla_ir.importer.norms import f_group_norm, f_instance_norm, m_group_norm, m_instance_norm
 from mdla_ir.importer.pools import f_avgpool2d, m_avgpool2d
 from mdla_ir.importer.prelu import f_leaky_relu, f_prelu, m_leaky_relu, m_prelu
 from mdla_ir.importer.resample import f_interpolate, m_upsample
@@ -223,6 +224,9 @@ MODULES: dict[type, Converter] = {
     nn.Identity: identity(OpKind.IDENTITY),
     nn.ZeroPad2d: m_pad,
     nn.ConstantPad2d: m_pad,
+    nn.GroupNorm: m_group_norm,
+    nn.InstanceNorm1d: m_instance_norm,
+    nn.InstanceNorm2d: m_instance_norm,
     nn.ReflectionPad1d: m_mode_pad("reflect"),
     nn.ReflectionPad2d: m_mode_pad("reflect"),
     nn.ReplicationPad1d: m_mode_pad("replicate"),
@@ -302,6 +306,8 @@ FUNCTIONS: dict[Any, Converter] = {
     F.avg_pool1d: f_avgpool1d,
     F.adaptive_avg_pool1d: f_adaptive_avgpool1d,
     torch.flip: flip,
+    F.group_norm: f_group_norm,
+    F.instance_norm: f_instance_norm,
     torch.roll: roll,
 }
 

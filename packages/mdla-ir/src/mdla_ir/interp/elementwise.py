@@ -10,6 +10,7 @@ import numpy as np
 from mdla_ir.attrs import (
     AxisAttrs,
     FlattenAttrs,
+    GroupNormAttrs,
     NormAttrs,
     PadAttrs,
     ReshapeAttrs,
@@ -121,6 +122,28 @@ def layer_norm(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
         y = y * args[1]
     if len(args) > 2:
         y = y + args[2]
+    return [y.astype(np.float32)]
+
+
+def grouped(x: Array, groups: int, axis: int) -> Array:
+    """`x` as (N, A, groups, C/groups, B): channel axis `axis` split into its groups, A the
+    axes before it (batch excluded), B those after."""
+    n, c = x.shape[0], x.shape[axis]
+    a, b = int(np.prod(x.shape[1:axis])), int(np.prod(x.shape[axis + 1 :]))
+    return x.reshape(n, a, groups, c // groups, b)
+
+
+@kernel(OpKind.GROUP_NORM)
+def group_norm(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """y = (x - mean) / sqrt(var + eps) * w[c] + b[c], mean and var over each group of
+    channels and every non-batch axis (float64, rounded once)."""
+    a = GroupNormAttrs.of(op)
+    axis = a.axis % args[0].ndim
+    x = grouped(args[0].astype(np.float64), a.groups, axis)
+    mu = x.mean(axis=(1, 3, 4), keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=(1, 3, 4), keepdims=True)
+    y = ((x - mu) / np.sqrt(var + a.eps)).reshape(args[0].shape)
+    y = y * _channel_view(args[1], y.ndim, axis) + _channel_view(args[2], y.ndim, axis)
     return [y.astype(np.float32)]
 
 

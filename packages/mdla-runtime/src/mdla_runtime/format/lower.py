@@ -29,6 +29,7 @@ from mdla_ir.attrs import (
     BlockAttrs,
     ConvAttrs,
     FuseAttrs,
+    GroupNormAttrs,
     GruAttrs,
     MatmulAttrs,
     MeanAttrs,
@@ -329,6 +330,16 @@ def _fc_f32(low: Lowered, g: Graph, op: Op) -> Slots:
     return {"x": op.inputs[0], "weights": op.inputs[1], "bias": op.inputs[2]}
 
 
+def _group_norm(low: Lowered, g: Graph, op: Op) -> Slots:
+    """Host op: x weight bias groups axis eps (weight and bias float32 [C]; axis non-negative)."""
+    if len(op.inputs) != 3:
+        raise _fail(op, f"takes x, weight and bias, got {len(op.inputs)} inputs")
+    a = GroupNormAttrs.of(op)
+    axis = a.axis % len(g.tensors[op.inputs[0]].shape)
+    return {"x": op.inputs[0], "weight": op.inputs[1], "bias": op.inputs[2], "groups": a.groups,
+            "axis": axis, "eps": a.eps}  # fmt: skip
+
+
 _HOST_RULES: dict[OpKind, Rule] = {
     OpKind.LAYER_NORM: _layer_norm,
     OpKind.GELU: _gelu,
@@ -336,6 +347,7 @@ _HOST_RULES: dict[OpKind, Rule] = {
     OpKind.GRU: _gru,  # x w_ih w_hh b_ih b_hh bidirectional (float32)
     OpKind.FULLY_CONNECTED_F32: _fc_f32,  # x weights bias (float32)
     OpKind.CONCATENATION_F32: _concat,  # inputs... axis (float32)
+    OpKind.GROUP_NORM: _group_norm,  # x weight bias groups axis eps
 }
 
 

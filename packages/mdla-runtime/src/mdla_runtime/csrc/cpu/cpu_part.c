@@ -20,8 +20,17 @@
 #include "mdla_ops.h"
 
 
-enum { STEP_KERNEL, STEP_LAYER_NORM, STEP_GELU, STEP_ARGMAX, STEP_DEQUANTIZE, STEP_GRU, STEP_FC_F32,
-       STEP_CONCAT_F32 };
+enum {
+    STEP_KERNEL,
+    STEP_LAYER_NORM,
+    STEP_GELU,
+    STEP_ARGMAX,
+    STEP_DEQUANTIZE,
+    STEP_GRU,
+    STEP_FC_F32,
+    STEP_CONCAT_F32,
+    STEP_GROUP_NORM
+};
 
 typedef struct {
     int kind;
@@ -43,6 +52,9 @@ typedef struct {
     float *w_hh, *b_hh;
     /* CONCATENATION_F32: count inputs, each `runs[k]` floats per outer index (outer) */
     size_t *runs;
+    /* GROUP_NORM: x as shape (batch, outer, classes, inner), classes in `groups` runs; w, b,
+     * eps, s_in, z_in, s_out, z_out as LAYER_NORM's */
+    size_t shape[4], groups;
 } step;
 
 struct mdla_cpu_part {
@@ -301,6 +313,42 @@ static bool prepare_layer_norm(const mdla_cpu_part *cp, const mdla_operation *op
     return true;
 }
 
+static bool prepare_group_norm(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
+                               mdla_cpu_error *err) {
+    const mdla_manifest *m = cp->m;
+    const long i = (long)s->op;
+    if (op->n_inputs != 6 || op->n_outputs != 1)
+        return failf(err, 1, i, "GROUP_NORM wants 6 inputs and 1 output");
+    const mdla_operand *x = &m->operands[op->inputs[0]], *y = &m->operands[op->outputs[0]];
+    const mdla_operand *g = &m->operands[op->inputs[3]], *a = &m->operands[op->inputs[4]];
+    const mdla_operand *eps = &m->operands[op->inputs[5]];
+    if (!is_int8(x) || !is_int8(y) || !same_dims(x, y) || x->rank < 2 || x->elements == 0)
+        return failf(err, 1, i, "GROUP_NORM wants int8 x and y of one non-empty shape");
+    if (a->type != NEURON_INT32 || !a->has_value || a->i32 < 1 || (uint32_t)a->i32 >= x->rank)
+        return failf(err, 1, i, "GROUP_NORM's axis is not an int32 scalar in [1, %u)", x->rank);
+    const uint32_t axis = (uint32_t)a->i32;
+    if (g->type != NEURON_INT32 || !g->has_value || g->i32 < 1 || x->dims[axis] % (uint32_t)g->i32)
+        return failf(err, 1, i, "GROUP_NORM's groups do not divide its %u channels", x->dims[axis]);
+    if (eps->type != NEURON_FLOAT32 || !eps->has_value)
+        return failf(err, 1, i, "GROUP_NORM's eps is not a float32 scalar");
+    s->shape[0] = x->dims[0];
+    s->shape[1] = s->shape[3] = 1;
+    for (uint32_t d = 1; d < axis; d++) s->shape[1] *= x->dims[d];
+    for (uint32_t d = axis + 1; d < x->rank; d++) s->shape[3] *= x->dims[d];
+    s->shape[2] = x->dims[axis];
+    s->groups = (size_t)g->i32;
+    s->w = float_vector(&m->operands[op->inputs[1]], s->shape[2]);
+    s->b = float_vector(&m->operands[op->inputs[2]], s->shape[2]);
+    if (!s->w || !s->b)
+        return failf(err, 1, i, "GROUP_NORM's weight and bias are not float32 [C] constants");
+    s->eps = eps->f32;
+    s->s_in = x->scale;
+    s->z_in = x->zero_point;
+    s->s_out = y->scale;
+    s->z_out = y->zero_point;
+    return true;
+}
+
 static bool prepare_gelu(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
                          mdla_cpu_error *err) {
     const mdla_manifest *m = cp->m;
@@ -428,6 +476,9 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
             s->kind = STEP_LAYER_NORM;
             ok = prepare_layer_norm(cp, op, s, err);
             if (ok && s->n > row) row = s->n;
+        } else if (host && strcmp(host, "GROUP_NORM") == 0) {
+            s->kind = STEP_GROUP_NORM;
+            ok = prepare_group_norm(cp, op, s, err);
         } else if (host && strcmp(host, "GELU") == 0) {
             s->kind = STEP_GELU;
             ok = prepare_gelu(cp, op, s, err);
@@ -479,6 +530,9 @@ void mdla_cpu_run(mdla_cpu_part *cp, void *const *data) {
         if (s->kind == STEP_LAYER_NORM) {
             mdla_cpu_layer_norm(x, s->rows, s->n, s->s_in, s->z_in, s->w, s->b, s->eps, s->s_out,
                                 s->z_out, cp->row, y);
+        } else if (s->kind == STEP_GROUP_NORM) {
+            mdla_cpu_group_norm(x, s->shape, s->groups, s->s_in, s->z_in, s->w, s->b, s->eps,
+                                s->s_out, s->z_out, y);
         } else if (s->kind == STEP_GELU) {
             mdla_cpu_apply_table(x, s->count, s->table, y);
         } else if (s->kind == STEP_ARGMAX) {

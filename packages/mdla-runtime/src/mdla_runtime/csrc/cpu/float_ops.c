@@ -65,6 +65,53 @@ void mdla_cpu_layer_norm(const int8_t *x, size_t rows, size_t n, float s_in, int
     }
 }
 
+/* The sum of one group's dequantized values, and of their squared deviations from `mean` when
+ * `mean` is given, in memory order (a, c, b). */
+static float group_sum(const int8_t *x, const size_t shape[4], size_t c0, size_t cg, float s_in,
+                       int32_t z_in, const float *mean) {
+    const size_t channels = shape[2], inner = shape[3];
+    float acc = 0.0f;
+    for (size_t a = 0; a < shape[1]; a++)
+        for (size_t c = c0; c < c0 + cg; c++)
+            for (size_t j = 0; j < inner; j++) {
+                const float v = dequantize(x[(a * channels + c) * inner + j], s_in, z_in);
+                if (mean) {
+                    const float d = v - *mean;
+                    const float dd = d * d;
+                    acc += dd;
+                } else {
+                    acc += v;
+                }
+            }
+    return acc;
+}
+
+void mdla_cpu_group_norm(const int8_t *x, const size_t shape[4], size_t groups, float s_in,
+                         int32_t z_in, const float *w, const float *b, float eps, float s_out,
+                         int32_t z_out, int8_t *y) {
+    const size_t channels = shape[2], inner = shape[3], cg = channels / groups;
+    const size_t per = shape[1] * channels * inner;
+    const float nf = (float)(shape[1] * cg * inner);
+    for (size_t n = 0; n < shape[0]; n++) {
+        const int8_t *xn = x + n * per;
+        int8_t *yn = y + n * per;
+        for (size_t g = 0; g < groups; g++) {
+            const size_t c0 = g * cg;
+            const float mean = group_sum(xn, shape, c0, cg, s_in, z_in, NULL) / nf;
+            const float var = group_sum(xn, shape, c0, cg, s_in, z_in, &mean) / nf;
+            const float inv = 1.0f / sqrtf(var + eps);
+            for (size_t a = 0; a < shape[1]; a++)
+                for (size_t c = c0; c < c0 + cg; c++)
+                    for (size_t j = 0; j < inner; j++) {
+                        const size_t k = (a * channels + c) * inner + j;
+                        const float v = (dequantize(xn[k], s_in, z_in) - mean) * inv;
+                        const float s = v * w[c];
+                        yn[k] = mdla_cpu_quantize(s + b[c], s_out, z_out);
+                    }
+        }
+    }
+}
+
 void mdla_cpu_gelu_table(float s_in, int32_t z_in, float s_out, int32_t z_out,
                          int8_t table[256]) {
     for (int q = -128; q < 128; q++) {

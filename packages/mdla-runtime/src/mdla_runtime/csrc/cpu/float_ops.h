@@ -10,6 +10,9 @@
  *   LAYER_NORM  per row of n values: sum left to right, mean = sum / n; acc += d * d left to
  *               right with d = x - mean, var = acc / n; inv = 1 / sqrtf(var + eps);
  *               y = ((x - mean) * inv) * w + b                (w, b NULL: 1 and 0)
+ *   GROUP_NORM  x as (N, A, C, B), C the channel axis split into G groups: per batch element
+ *               and group, the A * C/G * B values in memory order as LAYER_NORM's row, then
+ *               y = ((x - mean) * inv) * w[c] + b[c]        (mdla_quant/kernels/group_norm.py)
  *   GELU        a table over the 256 int8 inputs: y = (float)(0.5 * x * (1 + erf(x * M_SQRT1_2)))
  *               in double, erf from the C library (the reference reads the same one)
  */
@@ -32,6 +35,12 @@ void mdla_cpu_layer_norm_f32(const float *x, size_t rows, size_t n, const float 
 void mdla_cpu_layer_norm(const int8_t *x, size_t rows, size_t n, float s_in, int32_t z_in,
                          const float *w, const float *b, float eps, float s_out, int32_t z_out,
                          float *scratch, int8_t *y);
+
+/* DEQUANTIZE -> GROUP_NORM -> QUANTIZE of int8 `x` viewed as (batch, outer, channels, inner),
+ * the channels in `groups` equal runs; `w` and `b` hold `channels` floats. */
+void mdla_cpu_group_norm(const int8_t *x, const size_t shape[4], size_t groups, float s_in,
+                         int32_t z_in, const float *w, const float *b, float eps, float s_out,
+                         int32_t z_out, int8_t *y);
 
 /* The 256 GELU outputs for the int8 inputs -128..127 (index q + 128). */
 void mdla_cpu_gelu_table(float s_in, int32_t z_in, float s_out, int32_t z_out,
