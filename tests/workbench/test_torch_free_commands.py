@@ -65,3 +65,17 @@ def test_run_without_images_says_what_the_samples_need(
     assert done.returncode == 1
     (line,) = done.stderr.strip().splitlines()
     assert "pip install scikit-image (it needs no torch), or name image files" in line
+
+
+@pytest.mark.parametrize(
+    "spec", ["efficientnet_lite0", f"{Path(__file__).with_name('seg_model.py')}:segmenter"]
+)
+def test_compile_without_torch_names_the_install(script: Path, spec: str, tmp_path: Path) -> None:
+    done = blocked(script, "compile", spec, "--calib", "random", "-o", str(tmp_path / "x.mdla"))
+    assert done.returncode == 3, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line == (
+        "error: compiling, checking or validating a model spec needs PyTorch, which is not "
+        "installed: pip install 'mdla-workbench[models]' (running, inspecting and witnessing a "
+        ".mdla need none of it)"
+    )

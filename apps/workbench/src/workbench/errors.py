@@ -5,7 +5,8 @@
 2  usage (Typer/Click's own, WorkbenchError(..., USAGE), a malformed --on: TargetSpecError,
    a malformed model spec or --arg: SpecError, mdla_compile's OptionError)
 3  unsupported on the target (LegalizeError, UnsupportedError: a construct the importer cannot
-   represent, UnknownDeviceError, UNMAPPABLE from the device)
+   represent, UnknownDeviceError, UNMAPPABLE from the device), or by this install (torch or
+   scikit-image missing: `missing_module` names the pip command)
 4  device or connection (TargetError otherwise, WitnessError)
 130  interrupted (Ctrl-C): outputs are written atomically, so each is the old file or the new one
      (`mdla_runtime.interrupt`: the discipline lipread shares)
@@ -77,6 +78,28 @@ def exit_code(exc: BaseException) -> int | None:
     return None
 
 
+NEEDS = {  # a module a torch-free install lacks: what needs it
+    "torch": "compiling, checking or validating a model spec needs PyTorch",
+    "torchvision": "compiling, checking or validating a model spec needs torchvision",
+    "skimage": "the sample photos need scikit-image",
+}
+
+
+def missing_module(exc: BaseException) -> WorkbenchError | None:
+    """The one line for a module this install lacks (a torch-free `pip install mdla-workbench`
+    runs .mdla files; a model spec needs the `models` extra), exit 3; None for anything else."""
+    if not isinstance(exc, ModuleNotFoundError):
+        return None
+    top = (exc.name or "").split(".")[0]
+    if top not in NEEDS:
+        return None
+    return WorkbenchError(
+        f"{NEEDS[top]}, which is not installed: pip install 'mdla-workbench[models]' (running, "
+        "inspecting and witnessing a .mdla need none of it)",
+        UNSUPPORTED,
+    )
+
+
 SHOWN_ITEMS = 3  # a report of many ops (LegalizeError, UnsupportedError) shows its first ones
 
 
@@ -123,6 +146,7 @@ def reported(debug: bool = False) -> Iterator[None]:
         if interrupt.interrupted(exc):  # a library wrapped or swallowed the Ctrl-C
             sys.stderr.write("error: interrupted\n")
             raise typer.Exit(INTERRUPTED) from exc
+        exc = missing_module(exc) or exc
         code = exit_code(exc)
         if debug:
             traceback.print_exc(file=sys.stderr)

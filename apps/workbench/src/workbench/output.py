@@ -10,6 +10,8 @@ stderr.
             ...
         tick = s.bar("calibrating", total=6)  # a bar with ETA; tick(n) after n done
         target = mdla_runtime.open_target(on, progress=s.remote(on))  # an SSH phone's steps
+                                            # a C build meanwhile (the emulator, the engine:
+                                            # tens of seconds, once) is a step of its own
 
 Progress policy: shown when stderr is a terminal (the bars animate there), silent in a pipe or
 a CI log, so their stderr stays the one `error:` line STYLE.md promises. `MDLA_PROGRESS=1` asks
@@ -41,6 +43,7 @@ from rich.progress import (
 from rich.text import Text
 
 import mdla_runtime
+from mdla_emu.build import announced, cache_dir
 from mdla_runtime import StepProgress
 from mdla_runtime.engine.ssh import SshTarget
 from mdla_runtime.format.budget import DEFAULT as DEFAULT_BUDGET
@@ -143,6 +146,11 @@ class Steps:
 
         return report
 
+    def building(self, name: str) -> Callable[[], None]:
+        """A C build (`mdla_emu.build.announced`): a step naming what and where it is cached."""
+        what = BUILT.get(name, name)
+        return self.begin(f"building {what} (C, first use; cached in {cache_dir()})")
+
     def layers(self, what: str) -> Callable[[int, int, str], None]:
         """A bar that appears on its first call `(done, total, name)`: AdaRound's layers."""
         progress = self._progress
@@ -166,6 +174,7 @@ def open_target(on: str, budget: Budget = DEFAULT_BUDGET) -> mdla_runtime.Target
     return target
 
 
+BUILT = {"libneuron_emu.so": "the emulator", "mdla-engine": "the engine"}  # C builds, named
 T = TypeVar("T")
 
 
@@ -201,4 +210,6 @@ def steps() -> Iterator[Steps]:
         console=stderr_console(),
         redirect_stdout=False,  # stdout is the command's (a pipe, --json): never rerouted
     ) as progress:
-        yield Steps(progress)
+        shown = Steps(progress)
+        with announced(shown.building):
+            yield shown

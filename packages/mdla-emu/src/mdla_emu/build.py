@@ -14,16 +14,21 @@ Every build also sees headers generated from their Python definitions (`codegen.
 default, or the caller's set): `generated_dir(texts)` writes them into the cache (never into the
 source tree) and is on every include path and in every cache key. `generated_file` is the one way
 a generated file reaches the cache (content-keyed, written atomically).
+
+A build takes tens of seconds; a caller that shows progress says so while it runs:
+
+    with announced(lambda name: show(f"building {name}") or done):   # `done()` after it
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from mdla_emu.codegen import headers as emu_headers
@@ -34,6 +39,21 @@ COMPILERS = ("cc", "gcc", "clang")  # after $CC; the order every build (local or
 
 class BuildError(RuntimeError):
     """C sources could not be compiled (no compiler, or the compiler failed)."""
+
+
+Listener = Callable[[str], Callable[[], None]]  # (output name) -> called when the build ends
+_LISTENERS: list[Listener] = []
+
+
+@contextlib.contextmanager
+def announced(listener: Listener) -> Iterator[None]:
+    """Meanwhile, each build that compiles (not a cached one) calls `listener(output_name)`
+    before the compiler runs, and the callable it returned once the compiler has ended."""
+    _LISTENERS.append(listener)
+    try:
+        yield
+    finally:
+        _LISTENERS.remove(listener)
 
 
 def cache_dir() -> Path:
@@ -154,5 +174,10 @@ def compile_c(
     out_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{output_name}.", dir=out_dir)
     os.close(fd)
-    _run([cc, *args, *includes, *map(str, srcs), "-o", tmp, *libs], output_name, tmp, out)
+    ended = [listener(output_name) for listener in list(_LISTENERS)]
+    try:
+        _run([cc, *args, *includes, *map(str, srcs), "-o", tmp, *libs], output_name, tmp, out)
+    finally:
+        for end in ended:
+            end()
     return out
