@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 import torch
 from torch import nn
 
@@ -15,10 +16,11 @@ from mdla_ir import OpKind
 from mdla_ir.partitions import CPU, partitions
 from mdla_ir.selection import is_selection
 from mdla_ir.testing import GraphBuilder
-from mdla_legalize import legalize, load_target, place, rewrite
+from mdla_legalize import LegalizeError, legalize, load_target, place, rewrite
 from mdla_legalize.cluster import cluster
 from mdla_legalize.rules.base import apply_table, single
 from mdla_legalize.rules.detect import flat_channel_slice_to_selection
+from mdla_legalize.suggest import switches
 from mdla_quant import QuantConfig, quantize, run_int8
 
 TARGET = load_target("mdla3.5")
@@ -100,3 +102,17 @@ def test_cluster_keeps_an_order_that_cannot_group_better() -> None:
     t = b.op(OpKind.TANH, [r], name="t")
     graph = b.build(b.op(OpKind.RELU, [t], name="r2"))
     assert cluster(graph, {"t"}) is graph
+
+
+def test_the_advice_counts_the_switches_place_gives() -> None:
+    """By kind, in import order, the two levels' TRANSPOSEs switch devices 4 times; place
+    groups them (both convs, both TRANSPOSEs, the rest): 2, and the advice says 2."""
+    graph = mdla_ir.from_torch(_TwoLevelHead().eval(), (torch.rand(1, 3, 8, 8),), name="head")
+    with pytest.raises(LegalizeError) as info:
+        legalize(graph, TARGET)
+    assert info.value.advice == (
+        "run them on the CPU: --cpu auto (here: --cpu TRANSPOSE; 2 device switch(es))",
+    )
+    device = rewrite(graph, TARGET, "mtk-mdla")
+    assert switches([o.kind is OpKind.TRANSPOSE for o in device.ops]) == 4
+    assert place(graph, TARGET, "mtk-mdla", ["auto"]).switches == 2

@@ -14,7 +14,7 @@ result never has more partitions than the input.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from itertools import pairwise
 
 from mdla_ir import Graph, Op
@@ -59,3 +59,12 @@ def _grouped_order(ops: tuple[Op, ...], on_cpu: list[bool]) -> list[int]:
             if waits[r] == 0:
                 heapq.heappush(ready[on_cpu[r]], r)
     return order
+
+
+def grouped_switches(graph: Graph, on_cpu: Sequence[bool]) -> int:
+    """The device switches of placing `on_cpu` (one flag per op): what `cluster` gives."""
+    flags = list(on_cpu)
+    if not any(flags):
+        return 0
+    grouped = [flags[i] for i in _grouped_order(graph.ops, flags)]
+    return min(_switches(flags), _switches(grouped))

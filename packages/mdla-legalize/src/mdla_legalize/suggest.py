@@ -7,7 +7,8 @@ kinds (`--cpu ELU,MISH`). Placing by kind may scatter the CPU ops among NPU ones
 head's decode: dozens of device switches); `patterns` looks for op-name patterns over the
 graph's module tree (`'model.22.*'`) whose ops the CPU all runs and that, with `auto` for the
 rest, give fewer switches. A pattern may take ops that map along (their module runs whole on
-the CPU), but never more than half the graph's ops in all.
+the CPU), but never more than half the graph's ops in all. Switches are counted as `place`
+orders the ops (`cluster`: each device's ops together where the data flow allows).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from itertools import pairwise
 
 from mdla_ir import Graph
 from mdla_ir.partitions import CPU_KINDS
+from mdla_legalize.cluster import grouped_switches
 from mdla_legalize.explain import SupportReport
 
 AUTO = "auto"
@@ -65,11 +67,13 @@ def suggest(graph: Graph, report: SupportReport) -> Suggestion | None:
     base = [not s.supported for s in report.ops]
     found = patterns(graph, base)
     if not found:
-        return Suggestion(kinds, switches(base))
+        return Suggestion(kinds, grouped_switches(graph, base))
     chosen, on_cpu = found
     rest_auto = any(b and not _covered(graph.ops[i].name, chosen) for i, b in enumerate(base))
     tokens = [f"'{p}'" for p in chosen] + ([AUTO] if rest_auto else [])
-    return Suggestion(kinds, switches(base), ",".join(tokens), switches(on_cpu))
+    return Suggestion(
+        kinds, grouped_switches(graph, base), ",".join(tokens), grouped_switches(graph, on_cpu)
+    )
 
 
 def _covered(name: str, chosen: Sequence[str]) -> bool:
@@ -109,8 +113,8 @@ def patterns(graph: Graph, base: Sequence[bool]) -> tuple[list[str], list[bool]]
                 trial[i] = True
             if sum(trial) > limit:
                 continue
-            key = (switches(trial), sum(trial), pattern)
-            if key[0] < switches(on_cpu) and (best is None or key < best):
+            key = (grouped_switches(graph, trial), sum(trial), pattern)
+            if key[0] < grouped_switches(graph, on_cpu) and (best is None or key < best):
                 best = key
         if best is None:
             break
