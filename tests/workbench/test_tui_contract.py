@@ -165,6 +165,17 @@ async def test_a_mdla_reopens_with_what_it_records(own_mdla: Path, files: dict[s
 
 
 @sync
+async def test_the_form_of_a_mdla_compiled_with_weights_asks_for_them(own_mdla: Path) -> None:
+    app = WorkbenchApp(str(own_mdla))  # no --weights: the .mdla says it had some, not which
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: opened(app), 60)
+        await pilot.press("c")
+        weights = app.screen.query_one("#f-weights", Input)
+        assert weights.value == ""
+        assert weights.placeholder.startswith("compiled with weights the .mdla does not name")
+
+
+@sync
 async def test_calibrate_on_a_mdla_uses_its_stored_float_graph(
     own_mdla: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

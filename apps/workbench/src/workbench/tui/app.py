@@ -20,6 +20,7 @@ from textual.widgets import Input
 from mdla_compile import CompileOptions
 from workbench import witnessing
 from workbench.errors import one_line
+from workbench.tui import restore
 from workbench.tui.bisect import BisectScreen
 from workbench.tui.calibrate import CalibrateScreen
 from workbench.tui.chrome import SCREENS, ScreenBar
@@ -118,7 +119,8 @@ class WorkbenchApp(App[None]):
             if chosen is not None:
                 self.compile(chosen)
 
-        self.push_screen(CompileForm(options), done)
+        hint = restore.weights_hint(self.session.manifest) if self.session.recorded else None
+        self.push_screen(CompileForm(options, hint), done)
 
     def switch(self, **changes: Any) -> None:
         """Another device or target: recompile the open model for it (or just remember it)."""

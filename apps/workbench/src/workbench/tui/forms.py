@@ -165,9 +165,9 @@ class CompileForm(ModalScreen[CompileOptions | None]):
         Binding("ctrl+s", "submit", "Compile"),
     ]
 
-    def __init__(self, options: CompileOptions) -> None:
+    def __init__(self, options: CompileOptions, weights_hint: str | None = None) -> None:
         super().__init__()
-        self.options = options
+        self.options, self.weights_hint = options, weights_hint
 
     def compose(self) -> ComposeResult:
         o, text = self.options, field_values(self.options)
@@ -201,6 +201,8 @@ class CompileForm(ModalScreen[CompileOptions | None]):
         for key, label, placeholder in rows:
             if key == "labels" and labels:
                 placeholder = f"labels.txt (blank: keep the {len(labels)} loaded)"
+            if key == "weights" and self.weights_hint:
+                placeholder = self.weights_hint
             yield Static(label, classes="label")
             yield Input(text[key], placeholder=placeholder, id=f"f-{key}")
 

@@ -207,3 +207,13 @@ def shape_error(options: CompileOptions, exc: BaseException) -> str | None:
         f"`{spec}` does not run at 1,3,224,224, the default for a model that gives no input "
         f"shape ({said}): set its input shape (c: input shape, or --input-shape N,C,H,W)"
     )
+
+
+def weights_hint(manifest: mdla_runtime.Manifest | None) -> str | None:
+    """The compile form's weights placeholder for a .mdla of a `file.py:name` model compiled
+    with weights (the file records that it had some, not which file)."""
+    if manifest is None or manifest.provenance.random_weights:
+        return None
+    if not is_code_spec(manifest.provenance.spec):
+        return None
+    return "compiled with weights the .mdla does not name: the state dict .pt"
