@@ -37,6 +37,7 @@ SKIP: tuple[tuple[str, str], ...] = (  # (regex over the command, why it is not 
     (r"ssh://", "needs a phone (over SSH)"),
     (r"^echo \$\?$", "the exit code of the SSH `doctor` above it"),
     (r"^adb ", "needs a phone (adb)"),
+    (r"^source \.venv/bin/activate$|^\.venv/bin/", "the venv `make demo` made: this runs in it"),
     (r"--on lib:/vendor/", "needs a phone's Neuron adapter library"),
     (r"--cc \$NDK/", "needs the Android NDK (the phone's compiler)"),
     (r"--target mt6886-probed\.toml", "needs the target file `probe` writes on the phone"),

@@ -28,6 +28,23 @@ def test_help(runner: CliRunner, command: str) -> None:
     assert f"workbench {command}" in result.output
 
 
+def test_top_level_help_fits_a_terminal_in_panels(runner: CliRunner) -> None:
+    """`workbench --help` at 80 columns: under 50 lines, each command on one line of its panel
+    (it was 89 lines of full docstrings)."""
+    result = runner.invoke(app, ["--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert len(lines) < 50
+    assert max(len(line) for line in lines) <= 80
+    for panel in ("Build a model", "Run a compiled model", "Set up a target"):
+        assert f"─ {panel} ─" in result.output
+    for command in [*COMMANDS, "tune", "probe"]:
+        (row,) = [line for line in lines if line.startswith(f"│ {command} ")]
+        assert len(row.split()) > 4  # `│ name`, its one-line summary, `│`
+        after = lines[lines.index(row) + 1]
+        assert not after.startswith("│" + " " * 11)  # no continuation line
+
+
 def test_method_choices_are_the_quantizers() -> None:
     assert tuple(m.value for m in MethodName) == mdla_quant.METHODS
 

@@ -74,26 +74,34 @@ def entry(
         tui.open_tui()
 
 
-app.command("compile", epilog=compile.EPILOG)(compile.compile_command)
-app.command("check", epilog=check.EPILOG)(check.check_command)
-app.command("run", epilog=run.EPILOG)(run.run_command)
-app.command("bisect", epilog=bisect.EPILOG)(bisect.bisect_command)
-app.command("validate", epilog=validate.EPILOG)(validate.validate_command)
-app.command("witness", epilog=witness.EPILOG)(witness.witness_command)
-app.command("devices", epilog=devices.EPILOG)(devices.devices_command)
-app.command("doctor", epilog=doctor.EPILOG)(doctor.doctor_command)
-app.command("engine", epilog=engine.EPILOG)(engine.engine_command)
-app.command("export", epilog=export.EPILOG)(export.export_command)
-app.command("inspect", epilog=inspect.EPILOG)(inspect.inspect_command)
-app.command("tui", epilog=tui.EPILOG)(tui.tui_command)
-app.command("tune", epilog=tune.EPILOG)(tune.tune_command)
+BUILD, RUN, SETUP = "Build a model", "Run a compiled model", "Set up a target"
+COMMANDS = (  # name, module's command, panel, the one line `workbench --help` shows
+    ("compile", compile.compile_command, BUILD, "Model spec -> INT8 .mdla (and .tflite)."),
+    ("check", check.check_command, BUILD, "Which ops map to the device, why not, the fix."),
+    ("validate", validate.validate_command, BUILD, "FP32 vs INT8 vs device, per image."),
+    ("tune", tune.tune_command, BUILD, "A calibration setting against the previous one."),
+    ("bisect", bisect.bisect_command, BUILD, "The first op the device cannot run."),
+    ("export", export.export_command, BUILD, "The int8 graph as a .tflite file."),
+    ("run", run.run_command, RUN, "Run a .mdla: top-5, maps, boxes, saved outputs."),
+    ("inspect", inspect.inspect_command, RUN, "What a .mdla holds (runs nothing)."),
+    ("witness", witness.witness_command, RUN, "Prove the NPU ran it (APU busy time)."),
+    ("tui", tui.tui_command, RUN, "The keyboard TUI (also: workbench alone)."),
+    ("doctor", doctor.doctor_command, SETUP, "Check each step to a working target."),
+    ("devices", devices.devices_command, SETUP, "The adapter library and its devices."),
+    ("engine", engine.engine_command, SETUP, "Build or show mdla-engine and the emulator."),
+)
+for name, command, panel, line in COMMANDS:
+    module = sys.modules[command.__module__]
+    app.command(name, epilog=module.EPILOG, short_help=line, rich_help_panel=panel)(command)
 
 try:  # `workbench probe` (issue 9) is its own module, written in parallel
     from workbench.commands.probe import probe
 except ImportError:  # pragma: no cover - only while that module is absent
     pass
 else:
-    app.command("probe")(probe)
+    app.command("probe", short_help="Probe every Neuron op on a device.", rich_help_panel=SETUP)(
+        probe
+    )
 
 
 if _ON_MAIN:  # imported, not run (a test, the TUI): the caller's own Ctrl-C handling again

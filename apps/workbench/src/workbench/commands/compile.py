@@ -11,6 +11,8 @@ from rich.table import Table
 
 import mdla_compile
 import mdla_runtime
+from mdla_compile.calibration import SOURCES
+from mdla_compile.inputs import input_files
 from mdla_runtime.export.writer import check_rounding
 from workbench.commands.binding import options
 from workbench.commands.options import CompileFlags, Debug, JsonOut, On, console
@@ -71,6 +73,9 @@ def compile_command(
             mdla_compile.check_output(tflite, ".tflite")
             check_rounding(flags.quant.rounding.value, model)
         opts = flags.options(model)
+        note = calibration_note(opts.calib, opts.count)
+        if note:
+            typer.echo(note, err=True)
         with steps() as s:
             compiled = mdla_compile.compile(opts, on_event=compile_progress(s))
         counted: list[tuple[int, int]] = []
@@ -91,6 +96,20 @@ def compile_command(
                 err=True,
             )
             raise typer.Exit(UNSUPPORTED)
+
+
+def calibration_note(calib: object, count: int) -> str | None:
+    """The line saying a --calib folder holds more inputs than --count takes (the first
+    `count` by name are used), and how to use them all; None otherwise."""
+    if not isinstance(calib, str) or calib in SOURCES or not Path(calib).is_dir():
+        return None
+    found = len(input_files(calib))  # an empty folder fails here, before the import
+    if found <= count:
+        return None
+    return (
+        f"calibrating on the first {count} of the {found} inputs in {calib} (by name); "
+        f"--count {found} uses them all"
+    )
 
 
 def _support_vet(
