@@ -48,6 +48,15 @@ def test_groups_are_derived_from_the_schema_and_unchanged() -> None:
         K.SILU,
         K.HARD_SIGMOID,
         K.GELU,
+        # the table group's smooth functions (a CPU partition's int8 tables)
+        K.ELU,
+        K.MISH,
+        K.SOFTPLUS,
+        K.CELU,
+        K.SELU,
+        K.LOG_SIGMOID,
+        K.TANHSHRINK,
+        K.SOFTSIGN,
     } == ops.ACTIVATIONS
     assert {K.ADD, K.MUL, K.SUB, K.DIV, K.PRELU} == ops.BINARY
     extra = {K.BATCH_NORM, K.RESIZE_BILINEAR, K.ADAPTIVE_AVG_POOL_2D}

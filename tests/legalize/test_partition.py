@@ -99,21 +99,29 @@ def test_an_op_that_maps_goes_to_the_cpu_with_a_warning(block: Graph) -> None:
     assert len(placed.partitions) == 2
 
 
-class Exp(nn.Module):
+class Ratio(nn.Module):
+    """A DIV by an activation: no DIV on the MDLA, and no CPU kernel for it."""
+
     def __init__(self) -> None:
         super().__init__()
         self.conv = nn.Conv2d(3, 4, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.exp(self.conv(x))
+        y = self.conv(x)
+        return y / (torch.relu(y) + 1)
 
 
 def test_an_op_the_cpu_cannot_run_is_refused() -> None:
-    graph = mdla_ir.from_torch(Exp().eval(), (torch.zeros(1, 3, 4, 4),), name="exp")
-    with pytest.raises(LegalizeError, match="the CPU has no kernel for EXP") as info:
-        place(graph, TARGET, "mtk-mdla", ["EXP"])
+    graph = mdla_ir.from_torch(Ratio().eval(), (torch.zeros(1, 3, 4, 4),), name="ratio")
+    with pytest.raises(LegalizeError, match="the CPU has no kernel for DIV") as info:
+        place(graph, TARGET, "mtk-mdla", ["DIV"])
     assert len(info.value.items) == 1
     assert not isinstance(info.value, PlacementSpecError)
+    with pytest.raises(LegalizeError, match="fix: the CPU has no kernel for DIV either"):
+        place(graph, TARGET, "mtk-mdla", ["auto"])
+    with pytest.raises(LegalizeError) as info:
+        mdla_legalize.legalize(graph, TARGET)
+    assert info.value.advice == ()  # no --cpu list runs it
 
 
 def test_legalize_without_cpu_is_unchanged(block: Graph) -> None:

@@ -18,7 +18,8 @@ from mdla_ir.builders import act, as_floats, const, qp, random_codes, single_op_
 from mdla_ir.graph import Graph
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
-from mdla_quant.kernels.float_ops import layer_norm_f32, with_gelu_tables
+from mdla_quant.kernels.float_ops import layer_norm_f32
+from mdla_quant.kernels.functions import with_tables
 from mdla_runtime import ExportError
 from mdla_runtime.export import ops as export_ops
 from mdla_runtime.export.tflite import (
@@ -99,7 +100,7 @@ def test_layer_norm_is_the_references_float32_to_the_last_bit(
 
 def gelu(shape: tuple[int, ...]) -> Graph:
     g = single_op_qgraph(OpKind.GELU, [act("x", shape, qp(0.05, -10))], shape, qp(0.02, -100))
-    return with_gelu_tables(g)
+    return with_tables(g)
 
 
 def test_gelu_is_a_lookup_of_the_graphs_own_table() -> None:

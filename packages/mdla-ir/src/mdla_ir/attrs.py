@@ -298,6 +298,18 @@ class FlattenAttrs(Attrs):
     end: int = _f("int", -1)
 
 
+@dataclass(frozen=True, slots=True)
+class FunctionAttrs(Attrs):
+    """The parameters of the table group's functions (mdla_ir.functions): ELU's alpha, scale
+    and input_scale (SELU is its own kind), CELU's alpha, Softplus's beta and threshold."""
+
+    alpha: float = _f("float", 1.0)
+    beta: float = _f("float", 1.0)
+    threshold: float = _f("float", 20.0)
+    scale: float = _f("float", 1.0)
+    input_scale: float = _f("float", 1.0)
+
+
 FUSED_FAMILIES = (FuseAttrs, ConvAttrs, PoolAttrs)
 
 

@@ -66,6 +66,16 @@ class OpKind(Enum):
     FULLY_CONNECTED_F32 = -14  # host op only: a FULLY_CONNECTED whose input is float32
     CONCATENATION_F32 = -45  # host op only: a float32 model output joining unlike ranges
     GROUP_NORM = -35  # host op only: GroupNorm / InstanceNorm, float32 between int8 in and out
+    # Smooth unary functions the MDLA lacks (no EXP, silicon fact 2): imported as themselves so
+    # that `check` names them; a CPU partition runs each as a 256-entry int8 table.
+    ELU = -15
+    MISH = -16
+    SOFTPLUS = -17
+    CELU = -18
+    SELU = -19
+    LOG_SIGMOID = -20
+    TANHSHRINK = -21
+    SOFTSIGN = -22
 
     @property
     def is_neuron(self) -> bool:

@@ -21,6 +21,7 @@ from mdla_ir.attrs import (
     BlockAttrs,
     ConvAttrs,
     FlattenAttrs,
+    FunctionAttrs,
     FuseAttrs,
     GroupNormAttrs,
     GruAttrs,
@@ -185,7 +186,6 @@ def _not_int8(why: str, **more: str) -> dict[str, str]:
 
 
 _FLOAT_REGION = "a CPU float region's op; .tflite export writes no float regions"
-_NO_MDLA = "the MDLA lacks it (silicon fact 2); imported so that `check` names it"
 
 
 CONV = "x:a filter:w bias:t"
@@ -242,20 +242,20 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.TRANSPOSE, ("x:a perm:t",), TransposeAttrs, "cpu", emu=False),
     _op(K.CHANNEL_SHUFFLE, ("x:a groups:i axis:i",), ShuffleAttrs, emu=False,
         none=_pre("channel_shuffle_to_selection makes it a selection CONV_2D")),
-    _op(K.EXP, UNARY, outputs="y:a", emu=False, none=_not_int8(_NO_MDLA)),
-    _op(K.LOG, UNARY, outputs="y:a", emu=False, none=_not_int8(_NO_MDLA)),
+    _op(K.EXP, UNARY, groups="table cpu", outputs="y:a", emu=False),
+    _op(K.LOG, UNARY, groups="table cpu", outputs="y:a", emu=False),
     _op(K.QUANTIZE, ("x:*",), emu=False,
         none=_not_int8("no stage emits it: a CPU float op quantizes its own output",
                        **{"import": "no stage emits it"})),
     _op(K.PRELU, ("x:a alpha:a",), groups="binary cpu", outputs="y:a"),
-    _op(K.RSQRT, UNARY, outputs="y:a", emu=False, none=_not_int8(_NO_MDLA)),
+    _op(K.RSQRT, UNARY, groups="table cpu", outputs="y:a", emu=False),
     _op(K.SLICE, ("x:a begin:t size:t",), SliceAttrs, emu=False,
         none=_pre("channel_slice_to_selection makes a channel SLICE a selection CONV_2D")),
     _op(K.STRIDED_SLICE, ("x:a begin:t end:t strides:t begin_mask:i end_mask:i "
                           "shrink_axis_mask:i",), StridedSliceAttrs, emu=False,
         none=_pre("strided_slice_to_selection makes a channel/H/W phase a selection CONV_2D; "
                   "others have no int8 kernel yet")),
-    _op(K.SQRT, UNARY, outputs="y:a", emu=False, none=_not_int8(_NO_MDLA)),
+    _op(K.SQRT, UNARY, groups="table cpu", outputs="y:a", emu=False),
     _op(K.HARD_SWISH, UNARY, groups="activation cpu", outputs="y:a"),
     _op(K.BATCH_MATMUL, ("lhs:a rhs:a [adj_x:B [adj_y:B]]",), MatmulAttrs, emu=False,
         none=_not_int8("a product of two activations has no int8 reference kernel yet")),
@@ -264,7 +264,7 @@ _ENTRIES: tuple[OpSchema, ...] = (
         none=_pre("fold_batchnorm folds it into its conv, else batchnorm_to_mul_add")),
     _op(K.SILU, (), groups="activation", none=_pre("silu_to_logistic_mul")),
     _op(K.HARD_SIGMOID, (), groups="activation", none=_pre("hardsigmoid_to_relu6_mul")),
-    _op(K.GELU, (), groups="activation cpu_float"),
+    _op(K.GELU, (), groups="activation table cpu_float"),
     _op(K.LAYER_NORM, (), NormAttrs, "cpu_float"),
     _op(K.CONV_3D, (), ConvAttrs, none=_pre("conv3d_to_conv2d")),
     _op(K.MAX_POOL_3D, (), PoolAttrs, none=_pre("maxpool3d_to_maxpool2d")),
@@ -285,6 +285,9 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.CONCATENATION_F32, (), AxisAttrs, "cpu_float32",
         none={"import": "the quantizer makes it of an output CONCATENATION of unlike ranges",
               "tflite": _FLOAT_REGION}),
+    # The table group's functions (mdla_ir.functions): a CPU partition's int8 tables.
+    *(_op(k, (), FunctionAttrs, "activation table cpu") for k in (
+        K.ELU, K.MISH, K.SOFTPLUS, K.CELU, K.SELU, K.LOG_SIGMOID, K.TANHSHRINK, K.SOFTSIGN)),
 )  # fmt: skip
 
 SCHEMA: dict[OpKind, OpSchema] = {
@@ -305,6 +308,16 @@ BY_CODE: dict[int, OpSchema] = {e.code: e for e in _ENTRIES if e.code is not Non
 HOST_OP_BASE = 0x10000
 
 
+# The table group (schema group `table`): unary functions a CPU partition runs as the 256-entry
+# int8 table the quantizer attaches as their second input. Every host op of form TABLE_FORM is
+# one, and the engine runs them all alike (y[i] = table[x[i] + 128]); GELU's code is older.
+TABLE_FORM = "x:a table:a"
+TABLE_HOSTS = (
+    K.ELU, K.MISH, K.SOFTPLUS, K.CELU, K.SELU, K.LOG_SIGMOID, K.TANHSHRINK, K.SOFTSIGN,
+    K.EXP, K.LOG, K.SQRT, K.RSQRT,
+)  # fmt: skip
+
+
 def _host(kind: OpKind, code: int, form: str, outputs: str = "y:a") -> OpSchema:
     entry = SCHEMA[kind]
     return OpSchema(
@@ -316,12 +329,13 @@ HOST_BY_CODE: dict[int, OpSchema] = {
     e.code: e
     for e in (
         _host(K.LAYER_NORM, HOST_OP_BASE, "x:a weight:F bias:F eps:f"),
-        _host(K.GELU, HOST_OP_BASE + 1, "x:a table:a"),
+        _host(K.GELU, HOST_OP_BASE + 1, TABLE_FORM),
         _host(K.ARGMAX, HOST_OP_BASE + 2, "x:a axis:i"),
         _host(K.GRU, HOST_OP_BASE + 3, "x:F w_ih:F w_hh:F b_ih:F b_hh:F bidirectional:B", "y:F"),
         _host(K.FULLY_CONNECTED_F32, HOST_OP_BASE + 4, "x:F weights:F bias:F", "y:F"),
         _host(K.CONCATENATION_F32, HOST_OP_BASE + 5, "inputs:F+ axis:i", "y:F"),
         _host(K.GROUP_NORM, HOST_OP_BASE + 6, "x:a weight:F bias:F groups:i axis:i eps:f"),
+        *(_host(k, HOST_OP_BASE + 7 + i, TABLE_FORM) for i, k in enumerate(TABLE_HOSTS)),
     )
     if e.code is not None
 }

@@ -16,7 +16,8 @@
    (channel dim 0 for CONV_2D and TRANSPOSE_CONV_2D, 3 for DEPTHWISE_CONV_2D), else per tensor;
    bias int32 with scale in_scale * w_scale[c]; other constants per-tensor asymmetric int8,
    except those of the ops a CPU partition computes in float (LAYER_NORM, GELU): float32;
-   each GELU gets its int8 table as a constant second input (`kernels/float_ops.py`).
+   each op of the table group (GELU, ELU, EXP, ...) gets its int8 table as a constant second
+   input (`kernels/functions.py`).
 6. Float regions of CPU partitions (a GRU, a FULLY_CONNECTED after it) stay float32, entered
    by a DEQUANTIZE (`float_region.py`).
 
@@ -49,7 +50,7 @@ from mdla_quant.equalize import equalize
 from mdla_quant.errors import QuantError
 from mdla_quant.float_region import float_concats, with_float_regions
 from mdla_quant.floors import expand_tiny_range, scale_floors
-from mdla_quant.kernels.float_ops import with_gelu_tables
+from mdla_quant.kernels.functions import with_tables
 from mdla_quant.observers import Histogram, clip_range
 from mdla_target import load_target
 from mdla_target.errors import TargetDataError
@@ -318,7 +319,7 @@ def quantize(
     prov = dataclasses.replace(
         graph.provenance, quant=config.record(), numerics=numerics, calibration_samples=samples
     )
-    qgraph = with_gelu_tables(graph.with_(tensors=tensors, provenance=prov))
+    qgraph = with_tables(graph.with_(tensors=tensors, provenance=prov))
     qgraph = with_float_regions(graph, qgraph)
     if config.adaround:
         qgraph, _ = adaround(

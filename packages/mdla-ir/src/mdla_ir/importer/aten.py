@@ -24,6 +24,7 @@ import torch
 from torch import fx
 
 from mdla_ir.graph import Op, Source, Tensor
+from mdla_ir.importer import functions as fn
 from mdla_ir.importer.context import (
     Converter,
     Ctx,
@@ -74,6 +75,11 @@ KEEP: tuple[Any, ...] = (
     aten.hardswish.default,
     aten.hardsigmoid.default,
     aten.silu.default,
+    aten.mish.default,
+    aten.softplus.default,
+    aten.celu.default,
+    aten.selu.default,
+    aten.log_sigmoid.default,
     aten.pixel_shuffle.default,
     aten.channel_shuffle.default,
     aten.native_channel_shuffle.default,
@@ -400,6 +406,12 @@ ATEN: dict[Any, Converter] = {
     aten.rsqrt.default: unary(OpKind.RSQRT),
     aten.exp.default: unary(OpKind.EXP),
     aten.log.default: unary(OpKind.LOG),
+    aten.elu.default: fn.ATEN_ELU,
+    aten.celu.default: fn.CELU,
+    aten.selu.default: fn.SELU,
+    aten.softplus.default: fn.SOFTPLUS,
+    aten.mish.default: fn.MISH,
+    aten.log_sigmoid.default: fn.LOG_SIGMOID,
     aten.hardtanh.default: lambda c, m, a, k: m_hardtanh(c, None, a, k),
     aten.gelu.default: lambda c, m, a, k: m_gelu(c, None, a, k),
     aten.leaky_relu.default: f_leaky_relu,

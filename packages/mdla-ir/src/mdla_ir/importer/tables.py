@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
+from mdla_ir.importer import functions as fn
 from mdla_ir.importer.batchnorm import f_batch_norm
 from mdla_ir.importer.context import Converter, Ctx, Unsupported
 from mdla_ir.importer.conv1d import (
@@ -233,6 +234,14 @@ MODULES: dict[type, Converter] = {
     nn.ReplicationPad2d: m_mode_pad("replicate"),
     nn.CircularPad1d: m_mode_pad("circular"),
     nn.CircularPad2d: m_mode_pad("circular"),
+    nn.ELU: fn.ELU,
+    nn.CELU: fn.CELU,
+    nn.SELU: fn.SELU,
+    nn.Softplus: fn.SOFTPLUS,
+    nn.Mish: fn.MISH,
+    nn.LogSigmoid: fn.LOG_SIGMOID,
+    nn.Tanhshrink: fn.TANHSHRINK,
+    nn.Softsign: fn.SOFTSIGN,
 }
 
 FUNCTIONS: dict[Any, Converter] = {
@@ -309,6 +318,15 @@ FUNCTIONS: dict[Any, Converter] = {
     F.group_norm: f_group_norm,
     F.instance_norm: f_instance_norm,
     torch.roll: roll,
+    F.elu: fn.ELU,
+    F.celu: fn.CELU,
+    F.selu: fn.SELU,
+    torch.selu: fn.SELU,
+    F.softplus: fn.SOFTPLUS,
+    F.mish: fn.MISH,
+    F.logsigmoid: fn.LOG_SIGMOID,
+    F.tanhshrink: fn.TANHSHRINK,
+    F.softsign: fn.SOFTSIGN,
 }
 
 METHODS: dict[str, Converter] = {
@@ -337,4 +355,8 @@ METHODS: dict[str, Converter] = {
     "matmul": _matmul,
     "flip": flip,
     "roll": roll,
+    "exp": unary(OpKind.EXP),
+    "log": unary(OpKind.LOG),
+    "sqrt": unary(OpKind.SQRT),
+    "rsqrt": unary(OpKind.RSQRT),
 }

@@ -16,6 +16,7 @@ from mdla_ir.graph import Graph
 from mdla_ir.interp import (  # noqa: F401  (register kernels)
     conv,
     elementwise,
+    functions,
     pool,
     recurrent,
     resample,

@@ -10,6 +10,7 @@ from mdla_quant.kernels import (  # noqa: F401  (register kernels)
     depthwise_conv,
     float_ops,
     fully_connected,
+    functions,
     group_norm,
     hard_swish,
     lut,

@@ -33,7 +33,7 @@ import numpy as np
 
 from mdla_ir.affine import dequantize_output, quantize_input
 from mdla_ir.attrs import NormAttrs
-from mdla_ir.graph import Graph, Op, QuantParams, Tensor
+from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array
 from mdla_quant.kernels.registry import fail, kernel, unary_operands
@@ -136,26 +136,3 @@ def gelu(
         raise fail(op, "its table is not the GELU of its input and output parameters")
     out: Array = table[q.astype(np.int64) + 128]
     return out
-
-
-TABLE_Q = QuantParams((1.0,), (0,))  # a table holds int8 codes: scale 1, zero point 0
-
-
-def with_gelu_tables(qgraph: Graph) -> Graph:
-    """`qgraph` with each GELU reading its 256-entry table as a constant second input
-    (`<op>.table`, int8), so that a manifest carries the table and no engine needs erf."""
-    tensors, ops, changed = dict(qgraph.tensors), [], False
-    for op in qgraph.ops:
-        if op.kind is not OpKind.GELU or len(op.inputs) != 1:
-            ops.append(op)
-            continue
-        x, y = (qgraph.tensors[n].quant for n in (op.inputs[0], op.outputs[0]))
-        if x is None or y is None:
-            raise fail(op, "GELU's input and output need quantization parameters")
-        table = gelu_table(np.float32(x.scale[0]), x.zero_point[0], np.float32(y.scale[0]),
-                           y.zero_point[0])  # fmt: skip
-        name = f"{op.name}.table"
-        tensors[name] = Tensor(name, (256,), "int8", data=table.copy(), quant=TABLE_Q)
-        ops.append(op.with_(inputs=(op.inputs[0], name)))
-        changed = True
-    return qgraph.with_(tensors=tensors, ops=tuple(ops)) if changed else qgraph

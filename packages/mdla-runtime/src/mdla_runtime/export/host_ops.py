@@ -2,13 +2,14 @@
 graph (LiteRT places every op itself): a table of small functions, one line per op (`HOST`).
 
     TRANSPOSE   int8  -> TRANSPOSE                                     moves codes: exact
-    GELU        int8  -> CAST(int32), ADD 128, GATHER(our 256-entry int8 table)       exact
+    GELU, ELU, EXP, ... (the table group)
+                int8  -> CAST(int32), ADD 128, GATHER(our 256-entry int8 table)       exact
     LAYER_NORM  int8  -> DEQUANTIZE, MEAN, SUB, MUL, MEAN, ADD eps, RSQRT, MUL [, MUL w]
                          [, ADD b], QUANTIZE                       exact in float32: see below
     ARGMAX      int8  -> ARG_MAX (int32), CAST(int8) [, RESHAPE for keepdims]       exact
 
-GELU is exact by construction: the graph's own 256-entry table (`mdla_quant.kernels.float_ops.
-gelu_table`, the C library's erf in double, the table the .mdla carries) is written as a
+The table group (GELU and every other) is exact by construction: the graph's own 256-entry
+table (`mdla_quant.kernels.functions.table_of`, the table the .mdla carries) is written as a
 constant and indexed by the code + 128. LiteRT's own int8 GELU builtin builds its table with
 its own float formula: over 1000 random (s_in, z_in, s_out, z_out), 1 of 256,000 entries
 differed by one code (ai-edge-litert 2.3.0), so it is not the export.
@@ -34,6 +35,7 @@ import numpy as np
 from mdla_ir.attrs import ArgmaxAttrs, NormAttrs, TransposeAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
+from mdla_ir.schema import group
 from mdla_runtime.export.writer import ExportError, Writer
 
 Emit = Callable[[Writer, Op, list[int]], None]  # (writer, op, [output tensor index])
@@ -56,16 +58,19 @@ def _transpose(w: Writer, op: Op, out: list[int]) -> None:
     w.emit("TRANSPOSE", [w.tensor(op.inputs[0]), perm], out, opts)
 
 
-def _gelu(w: Writer, op: Op, out: list[int]) -> None:
+def _table(w: Writer, op: Op, out: list[int]) -> None:
     """y = table[q + 128]: CAST the codes to int32 (values, not dequantized), ADD 128, GATHER
     the int8 table (tensor quantized as the output, so its codes are the output's)."""
     if len(op.inputs) != 2:
         raise ExportError(
-            f"op `{op.name}` (GELU): no table input; quantize with mdla_quant (it attaches one)"
+            f"op `{op.name}` ({op.kind.name}): no table input; quantize with mdla_quant "
+            "(it attaches one)"
         )
     x, table = (w.graph.tensors[n] for n in op.inputs)
     if table.data is None or table.shape != (256,) or table.dtype != "int8":
-        raise ExportError(f"op `{op.name}` (GELU): its table `{table.name}` is not 256 int8 codes")
+        raise ExportError(
+            f"op `{op.name}` ({op.kind.name}): its table `{table.name}` is not 256 int8 codes"
+        )
     y_q = _params(w, op.outputs[0])
     codes = w.add_tensor(f"{op.name}/codes", x.shape, "int32", None)
     index = w.add_tensor(f"{op.name}/index", x.shape, "int32", None)
@@ -162,7 +167,7 @@ def _argmax(w: Writer, op: Op, out: list[int]) -> None:
 # One line per op a CPU partition runs that the device graph exporter did not have.
 HOST: dict[OpKind, Emit] = {
     OpKind.TRANSPOSE: _transpose,  # TRANSPOSE (int8 codes)
-    OpKind.GELU: _gelu,  # CAST int32, ADD 128, GATHER the int8 table
+    **dict.fromkeys(group("table"), _table),  # CAST int32, ADD 128, GATHER the int8 table
     OpKind.LAYER_NORM: _layer_norm,  # DEQUANTIZE, float32 builtins, QUANTIZE
     OpKind.ARGMAX: _argmax,  # ARG_MAX int32, CAST int8 [, RESHAPE]
 }

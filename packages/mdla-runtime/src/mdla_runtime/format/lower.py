@@ -44,7 +44,7 @@ from mdla_ir.attrs import (
 from mdla_ir.graph import Graph, Op, Tensor
 from mdla_ir.lowerable import form_problems
 from mdla_ir.ops import FUSE_CODES, OpKind
-from mdla_ir.schema import HOST_BY_CODE, HOST_CODES, SCHEMA, Form
+from mdla_ir.schema import HOST_BY_CODE, HOST_CODES, SCHEMA, Form, group
 from mdla_runtime.errors import LoweringError
 from mdla_runtime.format import container as fmt
 
@@ -302,8 +302,9 @@ def _layer_norm(low: Lowered, g: Graph, op: Op) -> Slots:
     return {"x": op.inputs[0], "weight": const(1, 1.0), "bias": const(2, 0.0), "eps": norm.eps}
 
 
-def _gelu(low: Lowered, g: Graph, op: Op) -> Slots:
-    """Host op: x table (the int8 table mdla_quant's `with_gelu_tables` attached)."""
+def _table(low: Lowered, g: Graph, op: Op) -> Slots:
+    """Host op of the table group: x table (the int8 table mdla_quant's `with_tables`
+    attached)."""
     if len(op.inputs) != 2:
         raise _fail(op, "no table input: quantize the graph with mdla_quant (it attaches one)")
     return {"x": op.inputs[0], "table": op.inputs[1]}
@@ -340,9 +341,10 @@ def _group_norm(low: Lowered, g: Graph, op: Op) -> Slots:
             "axis": axis, "eps": a.eps}  # fmt: skip
 
 
+TABLES = group("table")
 _HOST_RULES: dict[OpKind, Rule] = {
     OpKind.LAYER_NORM: _layer_norm,
-    OpKind.GELU: _gelu,
+    **dict.fromkeys(TABLES, _table),  # GELU, ELU, EXP, ...: x table (int8)
     OpKind.ARGMAX: _argmax,
     OpKind.GRU: _gru,  # x w_ih w_hh b_ih b_hh bidirectional (float32)
     OpKind.FULLY_CONNECTED_F32: _fc_f32,  # x weights bias (float32)

@@ -23,7 +23,7 @@
 enum {
     STEP_KERNEL,
     STEP_LAYER_NORM,
-    STEP_GELU,
+    STEP_TABLE,
     STEP_ARGMAX,
     STEP_DEQUANTIZE,
     STEP_GRU,
@@ -41,7 +41,7 @@ typedef struct {
     size_t rows, n;
     float *w, *b, eps, s_in, s_out;
     int32_t z_in, z_out;
-    /* GELU */
+    /* the table group (GELU, ELU, EXP, ...) */
     int8_t table[256];
     size_t count;
     /* ARGMAX: x as [outer, classes, inner] */
@@ -349,19 +349,28 @@ static bool prepare_group_norm(const mdla_cpu_part *cp, const mdla_operation *op
     return true;
 }
 
-static bool prepare_gelu(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
-                         mdla_cpu_error *err) {
+/* Whether host op `code` is of the table group: its one form is `x:a table:a` (the schema's
+ * TABLE_FORM), whatever its name (GELU, ELU, EXP, ...). */
+static bool is_table_op(int32_t code) {
+    const mdla_op_signature *sig = mdla_op_signature_of(code);
+    return sig && sig->forms[0] && !sig->forms[1] && strcmp(sig->forms[0], "aa") == 0 &&
+           strcmp(sig->outputs, "a") == 0;
+}
+
+/* A table op x table -> y: y[i] = table[x[i] + 128], the 256 codes the quantizer computed. */
+static bool prepare_table(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
+                          const char *name, mdla_cpu_error *err) {
     const mdla_manifest *m = cp->m;
     const long i = (long)s->op;
     if (op->n_inputs != 2 || op->n_outputs != 1)
-        return failf(err, 1, i, "GELU wants 2 inputs and 1 output");
+        return failf(err, 1, i, "%s wants 2 inputs and 1 output", name);
     const mdla_operand *x = &m->operands[op->inputs[0]], *t = &m->operands[op->inputs[1]],
                        *y = &m->operands[op->outputs[0]];
     if (!is_int8(x) || !is_int8(y) || !same_dims(x, y))
-        return failf(err, 1, i, "GELU wants int8 x and y of one shape");
+        return failf(err, 1, i, "%s wants int8 x and y of one shape", name);
     if (t->type != NEURON_TENSOR_QUANT8_ASYMM_SIGNED || !t->has_data || t->elements != 256 ||
         t->data_len != 256)
-        return failf(err, 1, i, "GELU's table is not a constant of 256 int8 values");
+        return failf(err, 1, i, "%s's table is not a constant of 256 int8 values", name);
     memcpy(s->table, t->data, 256);
     s->count = (size_t)x->elements;
     return true;
@@ -479,9 +488,9 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
         } else if (host && strcmp(host, "GROUP_NORM") == 0) {
             s->kind = STEP_GROUP_NORM;
             ok = prepare_group_norm(cp, op, s, err);
-        } else if (host && strcmp(host, "GELU") == 0) {
-            s->kind = STEP_GELU;
-            ok = prepare_gelu(cp, op, s, err);
+        } else if (host && is_table_op(op->code)) {
+            s->kind = STEP_TABLE;
+            ok = prepare_table(cp, op, s, host, err);
         } else if (host && strcmp(host, "ARGMAX") == 0) {
             s->kind = STEP_ARGMAX;
             ok = prepare_argmax(cp, op, s, err);
@@ -533,7 +542,7 @@ void mdla_cpu_run(mdla_cpu_part *cp, void *const *data) {
         } else if (s->kind == STEP_GROUP_NORM) {
             mdla_cpu_group_norm(x, s->shape, s->groups, s->s_in, s->z_in, s->w, s->b, s->eps,
                                 s->s_out, s->z_out, y);
-        } else if (s->kind == STEP_GELU) {
+        } else if (s->kind == STEP_TABLE) {
             mdla_cpu_apply_table(x, s->count, s->table, y);
         } else if (s->kind == STEP_ARGMAX) {
             run_argmax(s, x, y);

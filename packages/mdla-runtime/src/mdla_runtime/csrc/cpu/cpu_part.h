@@ -8,9 +8,10 @@
  *                engine never defines a NeuronModel_* symbol and cannot clash with a vendor
  *                libneuron_adapter.so it dlopens; TRANSPOSE has a kernel of its own
  *                (emu/k_transpose.c), the emulator's table lacks it.
- *   host ops     LAYER_NORM and GELU (codes from MDLA_HOST_OP_BASE) with cpu/float_ops.c:
- *                DEQUANTIZE, the float32 kernel, QUANTIZE (LAYER_NORM); GELU through the int8
- *                table the manifest carries; ARGMAX on the int8 codes (class indices out).
+ *   host ops     (codes from MDLA_HOST_OP_BASE) LAYER_NORM with cpu/float_ops.c: DEQUANTIZE,
+ *                the float32 kernel, QUANTIZE; the table group (GELU, ELU, Mish, EXP, ...: every
+ *                host op of form `x:a table:a`) through the int8 table the manifest carries;
+ *                ARGMAX on the int8 codes (class indices out).
  *   float32      a float region (cpu/gru.c): DEQUANTIZE (int8 -> float32), then GRU and
  *                FULLY_CONNECTED_F32 on float32 tensors (a float32 model output possible).
  *
