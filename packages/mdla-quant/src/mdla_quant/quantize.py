@@ -64,9 +64,9 @@ WEIGHTED = {
     OpKind.FULLY_CONNECTED: 0,
     OpKind.TRANSPOSE_CONV_2D: 0,  # filter (O, KH, KW, I)
 }
-# Ops only a CPU partition runs that move int8 values unchanged (the target's tables describe
-# the NPU): their output takes the input's params, as the int8 kernel requires.
-CPU_MOVES = frozenset({OpKind.TRANSPOSE})
+# Ops only a CPU partition runs that move int8 values unchanged, or average them (the target's
+# tables describe the NPU): their output takes the input's params, as the int8 kernel requires.
+CPU_MOVES = frozenset({OpKind.TRANSPOSE, OpKind.ADAPTIVE_AVG_POOL_2D})
 # ARGMAX (CPU only) writes class indices: int8 at scale 1, zero point 0, so the dequantized
 # value is the index itself (at most 128 classes: kernels/argmax.py).
 INDEX_Q = QuantParams((1.0,), (0,))

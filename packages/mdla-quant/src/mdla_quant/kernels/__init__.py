@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mdla_quant.kernels import (  # noqa: F401  (register kernels)
+    adaptive_pool,
     add,
     argmax,
     conv,

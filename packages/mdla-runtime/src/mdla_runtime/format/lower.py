@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from mdla_ir.attrs import (
+    AdaptivePoolAttrs,
     ArgmaxAttrs,
     AttrError,
     AxisAttrs,
@@ -342,6 +343,14 @@ def _group_norm(low: Lowered, g: Graph, op: Op) -> Slots:
 
 
 TABLES = group("table")
+
+
+def _adaptive_avg_pool(low: Lowered, g: Graph, op: Op) -> Slots:
+    """Host op: x out_h out_w (NHWC; torch's bins, csrc/cpu/adaptive_pool.c)."""
+    out_h, out_w = AdaptivePoolAttrs.of(op).output_size
+    return {"x": op.inputs[0], "out_h": out_h, "out_w": out_w}
+
+
 _HOST_RULES: dict[OpKind, Rule] = {
     OpKind.LAYER_NORM: _layer_norm,
     **dict.fromkeys(TABLES, _table),  # GELU, ELU, EXP, ...: x table (int8)
@@ -350,6 +359,7 @@ _HOST_RULES: dict[OpKind, Rule] = {
     OpKind.FULLY_CONNECTED_F32: _fc_f32,  # x weights bias (float32)
     OpKind.CONCATENATION_F32: _concat,  # inputs... axis (float32)
     OpKind.GROUP_NORM: _group_norm,  # x weight bias groups axis eps
+    OpKind.ADAPTIVE_AVG_POOL_2D: _adaptive_avg_pool,  # x out_h out_w
 }
 
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adaptive_pool.h"
 #include "float_ops.h"
 #include "gru.h"
 #include "kernels.h"
@@ -29,7 +30,8 @@ enum {
     STEP_GRU,
     STEP_FC_F32,
     STEP_CONCAT_F32,
-    STEP_GROUP_NORM
+    STEP_GROUP_NORM,
+    STEP_ADAPTIVE_AVG
 };
 
 typedef struct {
@@ -55,6 +57,8 @@ typedef struct {
     /* GROUP_NORM: x as shape (batch, outer, classes, inner), classes in `groups` runs; w, b,
      * eps, s_in, z_in, s_out, z_out as LAYER_NORM's */
     size_t shape[4], groups;
+    /* ADAPTIVE_AVG_POOL_2D: x [n, h, w, c] -> y [n, oh, ow, c] (pool[0..5]) */
+    size_t pool[6];
 } step;
 
 struct mdla_cpu_part {
@@ -349,6 +353,30 @@ static bool prepare_group_norm(const mdla_cpu_part *cp, const mdla_operation *op
     return true;
 }
 
+/* ADAPTIVE_AVG_POOL_2D x out_h out_w -> y, NHWC int8 of one scale and zero point. */
+static bool prepare_adaptive_avg(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
+                                 mdla_cpu_error *err) {
+    const mdla_manifest *m = cp->m;
+    const long i = (long)s->op;
+    if (op->n_inputs != 3 || op->n_outputs != 1)
+        return failf(err, 1, i, "ADAPTIVE_AVG_POOL_2D wants 3 inputs and 1 output");
+    const mdla_operand *x = &m->operands[op->inputs[0]], *y = &m->operands[op->outputs[0]];
+    const mdla_operand *oh = &m->operands[op->inputs[1]], *ow = &m->operands[op->inputs[2]];
+    if (!is_int8(x) || !is_int8(y) || x->rank != 4 || y->rank != 4)
+        return failf(err, 1, i, "ADAPTIVE_AVG_POOL_2D wants int8 NHWC x and y");
+    if (oh->type != NEURON_INT32 || !oh->has_value || ow->type != NEURON_INT32 ||
+        !ow->has_value || oh->i32 < 1 || ow->i32 < 1 || y->dims[0] != x->dims[0] ||
+        y->dims[1] != (uint32_t)oh->i32 || y->dims[2] != (uint32_t)ow->i32 ||
+        y->dims[3] != x->dims[3])
+        return failf(err, 1, i, "ADAPTIVE_AVG_POOL_2D's out_h, out_w are not y's height, width");
+    if (x->scale != y->scale || x->zero_point != y->zero_point)
+        return failf(err, 1, i, "ADAPTIVE_AVG_POOL_2D's x and y differ in scale or zero point");
+    for (int d = 0; d < 4; d++) s->pool[d] = x->dims[d];
+    s->pool[4] = y->dims[1];
+    s->pool[5] = y->dims[2];
+    return true;
+}
+
 /* Whether host op `code` is of the table group: its one form is `x:a table:a` (the schema's
  * TABLE_FORM), whatever its name (GELU, ELU, EXP, ...). */
 static bool is_table_op(int32_t code) {
@@ -488,6 +516,9 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
         } else if (host && strcmp(host, "GROUP_NORM") == 0) {
             s->kind = STEP_GROUP_NORM;
             ok = prepare_group_norm(cp, op, s, err);
+        } else if (host && strcmp(host, "ADAPTIVE_AVG_POOL_2D") == 0) {
+            s->kind = STEP_ADAPTIVE_AVG;
+            ok = prepare_adaptive_avg(cp, op, s, err);
         } else if (host && is_table_op(op->code)) {
             s->kind = STEP_TABLE;
             ok = prepare_table(cp, op, s, host, err);
@@ -542,6 +573,9 @@ void mdla_cpu_run(mdla_cpu_part *cp, void *const *data) {
         } else if (s->kind == STEP_GROUP_NORM) {
             mdla_cpu_group_norm(x, s->shape, s->groups, s->s_in, s->z_in, s->w, s->b, s->eps,
                                 s->s_out, s->z_out, y);
+        } else if (s->kind == STEP_ADAPTIVE_AVG) {
+            mdla_cpu_adaptive_avg_pool(x, s->pool[0], s->pool[1], s->pool[2], s->pool[3],
+                                       s->pool[4], s->pool[5], y);
         } else if (s->kind == STEP_TABLE) {
             mdla_cpu_apply_table(x, s->count, s->table, y);
         } else if (s->kind == STEP_ARGMAX) {

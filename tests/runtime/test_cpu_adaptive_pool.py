@@ -1,0 +1,85 @@
+"""ADAPTIVE_AVG_POOL_2D to a size that does not divide (smp PSPNet's 16 -> 3, 16 -> 6): the int8
+kernel (mdla_quant.kernels.adaptive_pool) averages torch's bins, rounded half away from zero as
+AVERAGE_POOL_2D; `--cpu auto` places it on the CPU and the engine's C kernel is bit-exact with
+run_int8."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F  # noqa: N812
+from torch import nn
+
+import mdla_ir
+import mdla_legalize
+import mdla_quant
+from mdla_emu import build_emulator
+from mdla_ir.builders import act, qp, single_op_qgraph
+from mdla_ir.ops import OpKind
+from mdla_quant import run_int8
+from mdla_quant.kernels.adaptive_pool import bins
+from mdla_runtime import load, save
+from tests.runtime.test_engine_partitions import engine, outputs
+
+TARGET = mdla_legalize.load_target("mdla3.5")
+
+
+@pytest.mark.parametrize(("size", "out"), [(16, 3), (16, 6), (7, 5), (5, 7), (14, 1), (9, 9)])
+def test_the_int8_pool_is_torchs_mean_rounded_half_away(size: int, out: int) -> None:
+    rng = np.random.default_rng(size * 10 + out)
+    codes = rng.integers(-128, 128, (2, size, size + 1, 3)).astype(np.int8)
+    osize = (out, max(1, out - 1))
+    q = qp(0.05, 0)
+    g = single_op_qgraph(
+        OpKind.ADAPTIVE_AVG_POOL_2D, [act("x", codes.shape, q)], (2, *osize, 3), q,
+        {"output_size": osize},
+    )  # fmt: skip
+    (got,) = run_int8(g, [codes.astype(np.float32) * np.float32(0.05)], raw=True)
+    mean = F.adaptive_avg_pool2d(
+        torch.from_numpy(codes.astype(np.float64)).permute(0, 3, 1, 2), osize
+    )
+    want = mean.permute(0, 2, 3, 1).numpy()
+    np.testing.assert_array_equal(got, np.sign(want) * np.floor(np.abs(want) + 0.5))
+    assert bins(size, out)[0][0] == 0
+    assert bins(size, out)[-1][1] == size
+
+
+class Pyramid(nn.Module):
+    """PSPNet's pooling branch in small: pools to sizes that do not divide the input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.pool3 = nn.AdaptiveAvgPool2d(3)
+        self.pool6 = nn.AdaptiveAvgPool2d((6, 5))
+        self.c3 = nn.Conv2d(8, 4, 1)
+        self.c6 = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.conv(x))
+        return self.c3(self.pool3(y)).mean((2, 3)) + self.c6(self.pool6(y)).mean((2, 3))
+
+
+def test_cpu_auto_places_the_pools_and_the_engine_is_bit_exact(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 16, 16)
+    graph = mdla_ir.from_torch(Pyramid().eval(), (x,), name="pyramid")
+    placed = mdla_legalize.place(graph, TARGET, "mtk-mdla", ["auto"])
+    on_cpu = [o.kind for o in placed.ops if o.device == "cpu"]
+    assert on_cpu == ["ADAPTIVE_AVG_POOL_2D", "ADAPTIVE_AVG_POOL_2D"]
+    rng = np.random.default_rng(1)
+    calib = [[rng.normal(size=(1, 3, 16, 16)).astype(np.float32)] for _ in range(3)]
+    qgraph = mdla_quant.quantize(placed.graph, calib)
+    path = save(qgraph, tmp_path / "pyramid.mdla")
+    lib = str(build_emulator())
+    for seed in range(3):
+        xs = [np.random.default_rng(seed).normal(size=s.model_shape).astype(np.float32)
+              for s in load(path).inputs]  # fmt: skip
+        code, out, err = engine(path, tmp_path, xs, "--lib", lib)
+        assert code == 0, out + err
+        want = run_int8(qgraph, xs, raw=True)
+        for got, w in zip(outputs(path, tmp_path, want), want, strict=True):
+            np.testing.assert_array_equal(got, w)
