@@ -135,3 +135,19 @@ def test_an_unreadable_store_says_so(
     assert result.exit_code == 0, result.output
     (entry,) = json.loads(result.stdout)["runs"]
     assert entry["no_fp32"].startswith(f"cannot read `{out}.fp32`: not a stored float graph")
+
+
+def test_no_fp32_skips_the_stored_graph(
+    built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = _copy(built, tmp_path)
+    stored.sidecar(out).write_bytes(b"garbage")  # would say `cannot read` if it were read
+    args = ["run", str(out), "chelsea", "--no-fp32", "--json", "--save-outputs", "o.npz"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.stdout)["runs"]
+    assert entry["no_fp32"] == "off (--no-fp32)"
+    assert entry["class_maps"][0]["fp32_int8_agree"] is None
+    with np.load("o.npz") as z:
+        assert not [k for k in z.files if k.endswith("/fp32")]

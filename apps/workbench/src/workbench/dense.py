@@ -124,6 +124,10 @@ class FloatSide:
     _tried: bool = field(default=False, init=False, repr=False)
     _last: tuple[Array, list[Array]] | None = field(default=None, init=False, repr=False)
 
+    def switch_off(self) -> None:
+        """No FP32 side (`run --no-fp32`): nothing is read, imported or run for it."""
+        self._tried, self._float, self.why_no_float = True, None, "off (--no-fp32)"
+
     def float_outputs(self, x: Array) -> list[Array] | None:
         """The float graph's outputs for input `x` (computed once per input), or None when
         there is no float graph (then `why_no_float` says why)."""

@@ -103,6 +103,15 @@ SaveOutputs = Annotated[
     ),
 ]
 
+Fp32 = Annotated[
+    bool,
+    typer.Option(
+        "--fp32/--no-fp32",
+        help="Compare with the FP32 side (the stored float graph or --model); --no-fp32: "
+        "INT8 only, faster.",
+    ),
+]
+
 Array = np.ndarray[Any, Any]
 EPILOG = """Examples:
 
@@ -200,6 +209,7 @@ def run_command(
     timeout: Timeout = None,
     out_dir: OutDir = None,
     save_outputs: SaveOutputs = None,
+    fp32: Fp32 = True,
     *,
     inputs: InputFlags,
     model: FloatModel = None,
@@ -236,6 +246,7 @@ def run_command(
             job = _Job(manifest, target, contract, str(weights) if weights else None, model)
             job.folder, job.device, job.repeat, job.warmup = folder, device, repeat, warmup
             job.saved = outs.Saved(manifest) if save_outputs is not None else None
+            job.fp32 = fp32
             results = job.run_all(images or [], s)
             if job.saved is not None and save_outputs is not None:
                 job.saved.write(save_outputs)
@@ -261,6 +272,7 @@ class _Job:
     repeat: int
     warmup: int
     saved: outs.Saved | None
+    fp32: bool = True
 
     def __init__(
         self,
@@ -277,6 +289,8 @@ class _Job:
     def run_all(self, images: list[str], s: Any) -> list[dict[str, Any]]:
         """Each input run once (after --warmup, --repeat times), its record, in order."""
         floats = dense.FloatSide(self.manifest, self.weights, self.model, self.folder)
+        if not self.fp32:
+            floats.switch_off()
         self.class_maps = dense.ClassMaps(
             self.manifest, self.weights, self.model, self.folder, floats, self.preprocess()
         )
