@@ -79,3 +79,20 @@ def test_the_engine_runs_the_float_concat_bit_exactly(tmp_path: Path) -> None:
         assert y.dtype == np.float32
         assert y.shape == want.shape
         assert np.array_equal(y.view(np.uint32), want.view(np.uint32))
+
+
+def test_a_concat_of_that_concat_is_float32_too() -> None:
+    """YOLO's segmenter: cat(cat(boxes, scores), coefficients) is the output; the inner one
+    is float32 (mixed ranges), so the outer one reads float32 and is float32 too."""
+    g = boxes_and_scores(("box", "sigmoid", "cat", "outer"))
+    tensors = {**g.tensors, "z": Tensor("z", (1, 2, N, 12))}
+    outer = Op(OpKind.CONCATENATION, "outer", ("y", "x"), ("z",), {"axis": 3})
+    g = g.with_(tensors=tensors, ops=(*g.ops, outer), outputs=("z",))
+    q = quantize(g, _calib(), QuantConfig())
+    kinds = {op.name: op.kind for op in q.ops}
+    assert kinds["cat"] is kinds["outer"] is OpKind.CONCATENATION_F32
+    x = _calib()[1][0]
+    (got,) = run_int8(q, [x])
+    x_q = q.tensors["x"].quant
+    assert x_q is not None
+    np.testing.assert_allclose(got[..., 8:], x, atol=x_q.scale[0])

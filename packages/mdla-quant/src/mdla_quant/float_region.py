@@ -40,16 +40,35 @@ _KEEPS_VALUES = {OpKind.RESHAPE, OpKind.TRANSPOSE}
 
 
 def float_concats(graph: Graph) -> set[str]:
-    """The CONCATENATIONs that become CONCATENATION_F32 (see the module docstring)."""
-    cpu, found = set(graph.provenance.cpu_ops), set()
-    producer = {t: op for op in graph.ops for t in op.outputs}
+    """The CONCATENATIONs that become CONCATENATION_F32 (see the module docstring): on the CPU,
+    making a model output (or read only by such concatenations: YOLO's segmenter joins the
+    detector's output and its mask coefficients), and joining a fixed-range op's values with
+    others, or a float32 concatenation's."""
+    cpu = set(graph.provenance.cpu_ops)
+    readers: dict[str, list[Op]] = {}
     for op in graph.ops:
-        if op.kind is not OpKind.CONCATENATION or op.name not in cpu:
+        for name in op.inputs:
+            readers.setdefault(name, []).append(op)
+    outer: set[str] = set()  # CPU concatenations whose values only end in model outputs
+    for op in reversed(graph.ops):
+        mine = readers.get(op.outputs[0], [])
+        if (
+            op.kind is OpKind.CONCATENATION
+            and op.name in cpu
+            and (op.outputs[0] in graph.outputs or mine)
+            and all(r.name in outer for r in mine)
+        ):
+            outer.add(op.name)
+    producer = {t: op for op in graph.ops for t in op.outputs}
+    found: set[str] = set()
+    for op in graph.ops:
+        if op.name not in outer:
             continue
-        if op.outputs[0] not in graph.outputs:
-            continue
+        origins = [producer.get(name) for name in op.inputs]
         fixed = [_origin(producer, name) in FIXED_RANGE for name in op.inputs]
-        if any(fixed) and not all(fixed):
+        if any(o is not None and o.name in found for o in origins) or (
+            any(fixed) and not all(fixed)
+        ):
             found.add(op.name)
     return found
 

@@ -5,7 +5,9 @@ tuples, a user's model may nest them. The graph outputs are the tensor leaves in
 in its key order, a sequence front to back, depth first), so a caller flattens the torch result
 the same way (`flatten_outputs`) to compare it with `run_float`. A leaf reached through a dict
 key names its graph tensor (`out`, `aux`, `boxes`; nested keys joined by "."), unless that name
-is taken or the tensor is a graph input or already an output under another name.
+is taken or the tensor is a graph input or already an output under another name. A tensor
+returned twice (YOLO's segmenter returns its mask prototypes in both halves of its result) is
+one output, at its first place: a manifest's outputs are distinct operands.
 """
 
 from __future__ import annotations
@@ -32,8 +34,14 @@ def leaves(out: Any, key: str = "") -> Iterator[tuple[str, Any]]:
 
 
 def flatten_outputs(out: Any) -> list[Any]:
-    """The leaves of a model's (torch) result in graph output order."""
-    return [v for _, v in leaves(out)]
+    """The leaves of a model's (torch) result in graph output order (each object once)."""
+    seen: set[int] = set()
+    found = []
+    for _, v in leaves(out):
+        if id(v) not in seen:
+            seen.add(id(v))
+            found.append(v)
+    return found
 
 
 def graph_outputs(c: Ctx, out: Any, inputs: list[str]) -> list[str]:
@@ -48,7 +56,9 @@ def graph_outputs(c: Ctx, out: Any, inputs: list[str]) -> list[str]:
     names: list[str] = []
     for key, node in found:
         name = c.refs[node]
-        if key and key not in c.tensors and name not in inputs and name not in names:
+        if name in names:  # returned twice: one output
+            continue
+        if key and key not in c.tensors and name not in inputs:
             name = _rename(c, node, key)
         names.append(name)
     return names
