@@ -13,12 +13,18 @@ import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
 import mdla_ir
+import mdla_legalize
+import mdla_quant
+import mdla_runtime
 from mdla_ir import OpKind
 from mdla_ir.importer.context import Unsupported
 from mdla_ir.importer.strided import _sources
+from mdla_ir.partitions import CPU
 from mdla_ir.selection import is_selection
 from mdla_legalize import explain, legalize, load_target
 from mdla_legalize.rules.strided import window
+from mdla_quant.reference import quantize_inputs
+from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
 from tests.models_rewrites import module_end_to_end
 
 PATHS = ("fx", "export")
@@ -131,3 +137,35 @@ def test_the_pad_sources_are_numpys_pad_modes(mode: str, numpy_mode: str) -> Non
 def test_reflect_padding_as_wide_as_the_axis_is_refused_with_the_limit() -> None:
     with pytest.raises(Unsupported, match=r"reflect padding 4 on an axis of 4 \(torch: < 4\)"):
         _sources("reflect", 4, 4, 0)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_flip_of_w_runs_on_the_cpu_bit_exact(path: str, tmp_path: Path) -> None:
+    """`--cpu STRIDED_SLICE`: the engine's cpu device (k_strided_slice.c) == run_int8 (numpy)
+    == LiteRT BUILTIN_REF's STRIDED_SLICE, bit for bit."""
+
+    class FlipW(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.post = nn.Conv2d(4, 4, 1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.conv(x)
+            return self.post(torch.flip(y, [3]) + torch.flip(y, [2, 3]) + torch.flip(y, [1, 3]))
+
+    torch.manual_seed(0)
+    graph = mdla_ir.from_torch(FlipW().eval(), torch.zeros(1, 3, 6, 7), path=path)
+    placed = mdla_legalize.place(graph, load_target("mdla3.5"), "mtk-mdla", ["STRIDED_SLICE"])
+    assert {o.kind for o in placed.ops if o.device == CPU} == {"STRIDED_SLICE"}
+    rng = np.random.default_rng(0)
+    calib = [[rng.uniform(-1, 1, (1, 3, 6, 7)).astype(np.float32)] for _ in range(3)]
+    qgraph = mdla_quant.quantize(placed.graph, calib)
+    path_mdla = mdla_runtime.save(qgraph, tmp_path / "flip.mdla")
+    x = rng.uniform(-1, 1, (1, 3, 6, 7)).astype(np.float32)
+    r = mdla_runtime.open_target("emu").run(path_mdla, [x])
+    (want,) = mdla_quant.run_int8(qgraph, [x], raw=True)
+    np.testing.assert_array_equal(r.raw_outputs[0].reshape(want.shape), want)
+    codes = list(quantize_inputs(qgraph, [x]).values())
+    (lite,) = run_tflite_reference(tflite_bytes(qgraph), codes)
+    np.testing.assert_array_equal(lite.reshape(want.shape), want)

@@ -252,9 +252,7 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.SLICE, ("x:a begin:t size:t",), SliceAttrs, emu=False,
         none=_pre("channel_slice_to_selection makes a channel SLICE a selection CONV_2D")),
     _op(K.STRIDED_SLICE, ("x:a begin:t end:t strides:t begin_mask:i end_mask:i "
-                          "shrink_axis_mask:i",), StridedSliceAttrs, emu=False,
-        none=_pre("strided_slice_to_selection makes a channel/H/W phase a selection CONV_2D; "
-                  "others have no int8 kernel yet")),
+                          "shrink_axis_mask:i",), StridedSliceAttrs, "cpu", emu=False),
     _op(K.SQRT, UNARY, groups="table cpu", outputs="y:a", emu=False),
     _op(K.HARD_SWISH, UNARY, groups="activation cpu", outputs="y:a"),
     _op(K.BATCH_MATMUL, ("lhs:a rhs:a [adj_x:B [adj_y:B]]",), MatmulAttrs, emu=False,

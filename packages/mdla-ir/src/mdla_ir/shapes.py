@@ -209,6 +209,20 @@ def _strided_slice(a: StridedSliceAttrs, shapes: Sequence[Shape], layout: str) -
     return [tuple(int(n) for n in a.size)]
 
 
+def strided_slice_ends(a: StridedSliceAttrs, shape: Shape) -> tuple[tuple[int, ...], int]:
+    """NNAPI/TFLite's `end` operand and `end_mask` for `a` on an input of `shape`: end one step
+    past the last index kept (clamped to the axis), a backwards slice reaching index 0 masked
+    (an end of -1 would wrap to the last index)."""
+    ends, mask = [], 0
+    for axis, (b, n, s, d) in enumerate(zip(a.begin, a.size, a.strides, shape, strict=True)):
+        end = min(b + n * s, d)
+        if end < 0:
+            mask |= 1 << axis
+            end = 0
+        ends.append(end)
+    return tuple(ends), mask
+
+
 @rule(OpKind.TRANSPOSE)
 def _transpose(a: TransposeAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     return [tuple(shapes[0][p] for p in a.perm)]

@@ -26,6 +26,7 @@ from mdla_ir.attrs import (
     MeanAttrs,
     PadAttrs,
     SoftmaxAttrs,
+    StridedSliceAttrs,
     TransposeAttrs,
 )
 from mdla_ir.ops import ACTIVATIONS, BINARY, CONVS, POOLS
@@ -215,6 +216,14 @@ def _axis_attr(lo: _Layout, op: Op) -> list[Op]:
     return [op.with_(attrs=dataclasses.replace(a, axis=lo.axis(op.outputs[0], a.axis)))]
 
 
+def _strided_slice(lo: _Layout, op: Op) -> list[Op]:
+    a, perm = StridedSliceAttrs.of(op), lo.perm[op.inputs[0]]
+    if lo.perm[op.outputs[0]] != perm:
+        return lo.wrapped(op)
+    moved = {k: tuple(getattr(a, k)[p] for p in perm) for k in ("begin", "size", "strides")}
+    return [op.with_(attrs=StridedSliceAttrs(**moved))]
+
+
 def _group_norm(lo: _Layout, op: Op) -> list[Op]:
     a = GroupNormAttrs.of(op)
     return [op.with_(attrs=dataclasses.replace(a, axis=lo.axis(op.outputs[0], a.axis)))]
@@ -257,6 +266,7 @@ HANDLERS: dict[OpKind, Callable[[_Layout, Op], list[Op]]] = {
     OpKind.SOFTMAX: _axis_attr,  # axis 1 -> 3
     OpKind.PAD: _pad,  # pads (N, C, H, W) -> (N, H, W, C)
     OpKind.GROUP_NORM: _group_norm,  # axis 1 -> 3
+    OpKind.STRIDED_SLICE: _strided_slice,  # begin/size/strides (N, C, H, W) -> (N, H, W, C)
     OpKind.TRANSPOSE: _transpose,  # perm composed with the layouts
     OpKind.RESHAPE: _reshape,  # same memory order -> RESHAPE, else TRANSPOSEs
     OpKind.FLATTEN: _reshape,

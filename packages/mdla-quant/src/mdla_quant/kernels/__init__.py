@@ -24,6 +24,7 @@ from mdla_quant.kernels import (  # noqa: F401  (register kernels)
     resize_bilinear,
     resize_nearest,
     softmax,
+    strided_slice,
     transpose,
     transpose_conv,
 )

@@ -2,6 +2,7 @@
 graph (LiteRT places every op itself): a table of small functions, one line per op (`HOST`).
 
     TRANSPOSE   int8  -> TRANSPOSE                                     moves codes: exact
+    STRIDED_SLICE int8 -> STRIDED_SLICE                               moves codes: exact
     GELU, ELU, EXP, ... (the table group)
                 int8  -> CAST(int32), ADD 128, GATHER(our 256-entry int8 table)       exact
     LAYER_NORM  int8  -> DEQUANTIZE, MEAN, SUB, MUL, MEAN, ADD eps, RSQRT, MUL [, MUL w]
@@ -32,10 +33,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from mdla_ir.attrs import ArgmaxAttrs, NormAttrs, TransposeAttrs
+from mdla_ir.attrs import ArgmaxAttrs, NormAttrs, StridedSliceAttrs, TransposeAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_ir.schema import group
+from mdla_ir.shapes import strided_slice_ends
 from mdla_runtime.export.writer import ExportError, Writer
 
 Emit = Callable[[Writer, Op, list[int]], None]  # (writer, op, [output tensor index])
@@ -56,6 +58,20 @@ def _transpose(w: Writer, op: Op, out: list[int]) -> None:
     perm = w.const_i32(f"{op.name}/perm", list(TransposeAttrs.of(op).perm))
     opts = ("TransposeOptions", w.options("TransposeOptions"))
     w.emit("TRANSPOSE", [w.tensor(op.inputs[0]), perm], out, opts)
+
+
+def _strided_slice(w: Writer, op: Op, out: list[int]) -> None:
+    """STRIDED_SLICE of int8 codes under one scale and zero point (the quantizer ties them)."""
+    if _params(w, op.inputs[0]) != _params(w, op.outputs[0]):
+        raise ExportError(f"op `{op.name}` (STRIDED_SLICE): input and output quantization differ")
+    a = StridedSliceAttrs.of(op)
+    end, mask = strided_slice_ends(a, w.graph.tensors[op.inputs[0]].shape)
+    operands = [w.tensor(op.inputs[0])] + [
+        w.const_i32(f"{op.name}/{tag}", list(v))
+        for tag, v in (("begin", a.begin), ("end", end), ("strides", a.strides))
+    ]
+    opts = w.options("StridedSliceOptions", beginMask=0, endMask=mask, shrinkAxisMask=0)
+    w.emit("STRIDED_SLICE", operands, out, ("StridedSliceOptions", opts))
 
 
 def _table(w: Writer, op: Op, out: list[int]) -> None:
@@ -167,6 +183,7 @@ def _argmax(w: Writer, op: Op, out: list[int]) -> None:
 # One line per op a CPU partition runs that the device graph exporter did not have.
 HOST: dict[OpKind, Emit] = {
     OpKind.TRANSPOSE: _transpose,  # TRANSPOSE (int8 codes)
+    OpKind.STRIDED_SLICE: _strided_slice,  # STRIDED_SLICE (int8 codes)
     **dict.fromkeys(group("table"), _table),  # CAST int32, ADD 128, GATHER the int8 table
     OpKind.LAYER_NORM: _layer_norm,  # DEQUANTIZE, float32 builtins, QUANTIZE
     OpKind.ARGMAX: _argmax,  # ARG_MAX int32, CAST int8 [, RESHAPE]

@@ -40,12 +40,14 @@ from mdla_ir.attrs import (
     ReshapeAttrs,
     ResizeAttrs,
     SoftmaxAttrs,
+    StridedSliceAttrs,
     TransposeAttrs,
 )
 from mdla_ir.graph import Graph, Op, Tensor
 from mdla_ir.lowerable import form_problems
 from mdla_ir.ops import FUSE_CODES, OpKind
 from mdla_ir.schema import HOST_BY_CODE, HOST_CODES, SCHEMA, Form, group
+from mdla_ir.shapes import strided_slice_ends
 from mdla_runtime.errors import LoweringError
 from mdla_runtime.format import container as fmt
 
@@ -256,6 +258,16 @@ def _unary(low: Lowered, g: Graph, op: Op) -> Slots:
 
 
 Rule = Callable[[Lowered, Graph, Op], Slots]
+
+
+def _strided_slice(low: Lowered, g: Graph, op: Op) -> Slots:
+    """x begin end strides begin_mask(0) end_mask shrink_axis_mask(0) (TFLite's semantics)."""
+    a = StridedSliceAttrs.of(op)
+    end, mask = strided_slice_ends(a, g.tensors[op.inputs[0]].shape)
+    return {"x": op.inputs[0], "begin": a.begin, "end": end, "strides": a.strides,
+            "begin_mask": 0, "end_mask": mask, "shrink_axis_mask": 0}  # fmt: skip
+
+
 _RULES: dict[OpKind, Rule] = {
     OpKind.CONV_2D: _conv,  # x filter bias pads strides fuse nchw dilations
     OpKind.DEPTHWISE_CONV_2D: _conv,  # ... strides multiplier fuse nchw dilations
@@ -271,6 +283,7 @@ _RULES: dict[OpKind, Rule] = {
     OpKind.PAD: _pad,  # x paddings[rank, 2]
     OpKind.RESHAPE: lambda low, g, op: {"x": op.inputs[0], "shape": ReshapeAttrs.of(op).shape},
     OpKind.TRANSPOSE: lambda low, g, op: {"x": op.inputs[0], "perm": TransposeAttrs.of(op).perm},
+    OpKind.STRIDED_SLICE: _strided_slice,  # x begin end strides masks
     OpKind.MEAN: _mean,  # x axes keep_dims(i32)
     OpKind.RESIZE_BILINEAR: _resize,  # x out_w out_h nchw align_corners half_pixel_centers
     OpKind.RESIZE_NEAREST_NEIGHBOR: _resize,

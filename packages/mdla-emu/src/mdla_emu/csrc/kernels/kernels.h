@@ -138,6 +138,7 @@ static inline int32_t emu_round_up(int32_t v, int32_t m) { return (v + m - 1) / 
  * engine's cpu partitions only (k_transpose.c; no target device maps TRANSPOSE through the
  * emulator). */
 extern const EmuKernel emu_k_transpose;
+extern const EmuKernel emu_k_strided_slice; /* k_strided_slice.c, likewise */
 
 
 /* AVERAGE_POOL_2D and MAX_POOL_2D: the frozen geometry of a pool whose input and output share

@@ -458,7 +458,9 @@ static void run_argmax(const step *s, const int8_t *x, int8_t *y) {
 static bool prepare_kernel(mdla_cpu_part *cp, const mdla_operation *op, step *s,
                            EmuOperation *eop, mdla_cpu_error *err) {
     const long i = (long)s->op;
-    const EmuKernel *k = op->code == NEURON_TRANSPOSE ? &emu_k_transpose : emu_kernel(op->code);
+    const EmuKernel *k = op->code == NEURON_TRANSPOSE        ? &emu_k_transpose
+                         : op->code == NEURON_STRIDED_SLICE ? &emu_k_strided_slice
+                                                            : emu_kernel(op->code);
     if (k == NULL)
         return failf(err, 3, i, "the cpu device has no kernel for %s", neuron_op_name(op->code));
     eop->code = op->code;
