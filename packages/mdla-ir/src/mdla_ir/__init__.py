@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from mdla_ir import stored as stored  # a float graph as data (`compile` writes it per .mdla)
 from mdla_ir.errors import IRError, UnsupportedError, VerifyError
 from mdla_ir.graph import Graph, Op, QuantParams, Source, Tensor, same_graph
 from mdla_ir.imported import PATHS, Imported
