@@ -130,7 +130,14 @@ def placed_block() -> tuple[mdla_ir.Graph, mdla_ir.Graph, list[list[np.ndarray]]
     graph = mdla_ir.from_torch(module, (x,), name="block")
     target = mdla_legalize.load_target("mdla3.5")
     cpu = ["LAYER_NORM,GELU,FULLY_CONNECTED,TRANSPOSE"]
-    placed = mdla_legalize.place(graph, target, "mtk-mdla", cpu).graph
+    keep = (
+        "linear_last_axis_to_conv1x1",
+        "drop_identity_transpose",
+        "unit_axes_transpose_to_reshape",
+    )
+    placed = mdla_legalize.place(
+        graph, target, "mtk-mdla", cpu, skip_rules=keep
+    ).graph  # TRANSPOSEs kept
     rng = np.random.default_rng(0)
     calib = [[rng.standard_normal((1, 8, 8, 8)).astype(F)] for _ in range(4)]
     return placed, mdla_quant.quantize(placed, calib), calib

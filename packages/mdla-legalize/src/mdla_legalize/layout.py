@@ -6,6 +6,9 @@ axis attributes (MEAN, ARGMAX, CONCATENATION, SOFTMAX, PAD, TRANSPOSE) are renum
 RESHAPE keeps its form when the device memory order is unchanged (checked index by index), else
 it is wrapped in TRANSPOSEs back to the model order (which the MDLA does not map, so explain
 reports them).
+A channels-last region (a TRANSPOSE (0, 2, 3, 1) of an activation, ops over the last axis,
+TRANSPOSEs back: `mdla_legalize.channels_last`) is held in its model order, the activation's
+NHWC memory order, so its TRANSPOSEs become identities.
 The graph's inputs and outputs keep the model's layout for callers through `Graph.boundary`,
 which is also the record of the device's I/O layout for the manifest.
 """
@@ -31,6 +34,7 @@ from mdla_ir.attrs import (
 )
 from mdla_ir.ops import ACTIVATIONS, BINARY, CONVS, POOLS
 from mdla_ir.passes import PassResult, Rewriter
+from mdla_legalize.channels_last import channels_last_tensors
 
 Perm = tuple[int, ...]
 Array = np.ndarray[Any, Any]
@@ -100,6 +104,7 @@ class _Layout:
         self.rw = Rewriter(graph)
         self.perm = {n: perm_of(t.shape) for n, t in graph.tensors.items() if not t.is_const}
         self.perm |= sequence_perms(graph)
+        self.perm |= dict.fromkeys(channels_last_tensors(graph), (0, 1, 2, 3))
         for n, p in self.perm.items():
             self.rw.tensors[n] = Tensor(n, _permute(graph.tensors[n].shape, p))
 

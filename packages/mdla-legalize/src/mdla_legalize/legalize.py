@@ -30,6 +30,7 @@ from mdla_ir.passes import (
 )
 from mdla_ir.passes.manager import known_names
 from mdla_ir.provenance import merge_rules
+from mdla_legalize.channels_last import CHANNELS_LAST
 from mdla_legalize.errors import LegalizeError, UnknownRuleError, check_device
 from mdla_legalize.explain import explain
 from mdla_legalize.layout import to_nhwc
@@ -102,8 +103,15 @@ def pipeline(target: Target | None, device: str = NPU) -> list[Stage]:
         ),
         Stage("layout", (to_nhwc,)),  # NCHW -> NHWC + boundary
         Stage(
-            "device_layout",  # Conv3d, MaxPool3d, RELU fuse, PAD + VALID
-            (t("frames", FRAMES), t("movement", MOVEMENT), reshapes, fuse_activations, *tail),
+            "device_layout",  # Conv3d, MaxPool3d, channels-last Linear, RELU fuse, PAD + VALID
+            (
+                t("frames", FRAMES),
+                t("channels_last", CHANNELS_LAST),
+                t("movement", MOVEMENT),
+                reshapes,
+                fuse_activations,
+                *tail,
+            ),
         ),
     ]
 

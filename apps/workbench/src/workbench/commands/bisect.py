@@ -39,7 +39,7 @@ EPILOG = """Examples:
 
   workbench bisect efficientnet_b0 --skip-rule conv_pad_to_pad_valid
 
-  workbench bisect convnext_tiny --cpu LAYER_NORM,GELU,FULLY_CONNECTED,TRANSPOSE --outputs
+  workbench bisect convnext_tiny --cpu LAYER_NORM,GELU --outputs
 """
 
 

@@ -22,7 +22,7 @@ EPILOG = """Examples:
 
   workbench export my_net.py:build --calib random -o net.tflite
 
-  workbench export convnext_tiny --cpu LAYER_NORM,GELU,FULLY_CONNECTED,TRANSPOSE -o cx.tflite
+  workbench export convnext_tiny --cpu LAYER_NORM,GELU -o cx.tflite
 """
 
 
