@@ -37,6 +37,7 @@ INTS = {
     "block_size": 2,
     "keep_dims": 1,
     "groups": 2,
+    **dict.fromkeys(("begin_mask", "end_mask", "shrink_axis_mask"), 0),
 }
 FLOATS = {"scale_w": 2.0, "scale_h": 2.0, "beta": 1.0}
 BOOLS = ("align_corners", "half_pixel_centers", "adj_x", "adj_y")
@@ -48,6 +49,8 @@ TENSORS: dict[str, list[Any]] = {
     "perm": [0, 2, 1, 3],
     "begin": [0, 0, 0, 0],
     "size": [1, 8, 8, 2],
+    "end": [1, 8, 8, 4],
+    "strides": [1, 1, 1, 1],
 }
 # Output shapes that differ from the first input's; output quantization where the op fixes it.
 OUT_SHAPES = {
