@@ -29,7 +29,7 @@ EPILOG = """Examples:
 
   workbench validate efficientnet_lite0 --on ssh://u0_a123@phone:8022 --method mse
 
-  workbench validate convnext_tiny --cpu LAYER_NORM,GELU,TRANSPOSE   # NPU + CPU partitions
+  workbench validate convnext_tiny --cpu LAYER_NORM,GELU   # NPU + CPU partitions
 """
 
 
