@@ -17,6 +17,7 @@ import mdla_ir
 import mdla_runtime
 from mdla_compile.inputs import input_files
 from mdla_compile.written import is_written
+from tests.workbench.conftest import TINY_IMAGES
 from workbench import images as imgs
 from workbench import pipeline
 from workbench.cli import app
@@ -170,3 +171,27 @@ def test_the_mark_tells_written_files_apart(tmp_path: Path) -> None:
         False,
         False,
     ]
+
+
+def test_a_run_that_writes_nothing_leaves_no_folder(photos: Path) -> None:
+    """A classifier's run (no picture, no --save-outputs) makes no mdla-out/."""
+    out = photos.parent / "tiny.mdla"
+    args = ["compile", TINY_IMAGES, "--calib", "random", "--count", "1", "-o", str(out)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    result = CliRunner().invoke(app, ["run", str(out), str(photos / "chelsea.png")])
+    assert result.exit_code == 0, result.output
+    assert not Path("mdla-out").exists()
+
+
+@pytest.mark.parametrize(
+    ("target", "why"),
+    [("gone/o.npz", "folder `gone` does not exist"), ("photos", "it is a folder")],
+)
+def test_save_outputs_that_cannot_be_written_fail_before_any_run(
+    seg: Path, photos: Path, target: str, why: str
+) -> None:
+    result = CliRunner().invoke(app, ["run", str(seg), str(photos), "--save-outputs", target])
+    assert result.exit_code == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: cannot write --save-outputs `{target}`: {why}")
+    assert not Path("mdla-out").exists()  # nothing ran

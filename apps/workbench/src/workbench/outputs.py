@@ -21,6 +21,7 @@ output `name` (in the model's layout):
 from __future__ import annotations
 
 import io
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -40,18 +41,40 @@ VERSION = 1  # of the --save-outputs layout above
 
 
 def out_dir(option: Path | None) -> Path:
-    """`--out-dir`, or `mdla-out/` in the working directory, created (exit 1 when it cannot
-    be: a file by that name, no permission), before any run starts."""
+    """`--out-dir`, or `mdla-out/` in the working directory, checked before any run (exit 1
+    when it is a file or cannot be written); made when the first file is written into it, so a
+    run that writes nothing leaves no folder."""
     folder = option if option is not None else Path(DEFAULT_DIR)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
+    existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
+    why = ""
+    if existing == folder and not folder.is_dir():
+        why = "it is a file"
+    elif not existing.is_dir():
+        why = f"`{existing}` is a file"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        why = f"`{existing}` is not writable"
+    if why:
         raise WorkbenchError(
-            f"cannot use `{folder}` as the output folder: {exc.strerror or exc}; give "
-            "--out-dir a folder you can write",
+            f"cannot use `{folder}` as the output folder: {why}; give --out-dir a folder you "
+            "can write",
             BAD_INPUT,
-        ) from None
+        )
     return folder
+
+
+def check_save(path: Path) -> None:
+    """`--save-outputs` names a file in a folder that exists and can be written (exit 1 now,
+    before any run, not after them all)."""
+    where = path.parent if str(path.parent) else Path(".")
+    why = ""
+    if path.is_dir():
+        why = "it is a folder; name a .npz file"
+    elif not where.is_dir():
+        why = f"folder `{where}` does not exist"
+    elif not os.access(where, os.W_OK | os.X_OK):
+        why = f"folder `{where}` is not writable"
+    if why:
+        raise WorkbenchError(f"cannot write --save-outputs `{path}`: {why}", BAD_INPUT)
 
 
 def picture(folder: Path, image: str, model: str, what: str) -> Path:

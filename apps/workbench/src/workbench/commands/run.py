@@ -233,8 +233,8 @@ def run_command(
         manifest = pipeline.load_manifest(manifest_path, budget)
         mdla_runtime.check_host(manifest, budget)  # before any input is made
         folder = outs.out_dir(out_dir)  # a folder that cannot be made: before any work
-        if save_outputs is not None and save_outputs.is_dir():
-            raise WorkbenchError(f"--save-outputs `{save_outputs}` is a folder; name a .npz")
+        if save_outputs is not None:
+            outs.check_save(save_outputs)
         with steps() as s:  # on stderr, ended before the tables: an SSH phone's steps, runs
             target = mdla_runtime.open_target(on, budget, progress=s.remote(on), timeout=timeout)
             contract = inputs.contract()
