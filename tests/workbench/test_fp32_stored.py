@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 import mdla_ir
 import mdla_runtime
 from mdla_ir import stored
+from mdla_ir.testing import GraphBuilder
 from tests.workbench.seg_model import segmenter
 from tests.workbench.test_torch_free_commands import BLOCKED
 from workbench import images as imgs
@@ -151,3 +152,19 @@ def test_no_fp32_skips_the_stored_graph(
     assert entry["class_maps"][0]["fp32_int8_agree"] is None
     with np.load("o.npz") as z:
         assert not [k for k in z.files if k.endswith("/fp32")]
+
+
+def test_a_scalar_constant_held_as_one_element_round_trips() -> None:
+    """A rule may hold a 0-d tensor's constant as [1] (YOLOv8's `div` by 2 as a MUL by 0.5):
+    the store writes it in the shape the graph records, and reads it back."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 2, 3, 3))
+    half = b.const("half", np.asarray([0.5], np.float32))
+    graph = b.build(b.op(mdla_ir.OpKind.MUL, [x, half], name="mul", fuse="NONE"))
+    tensors = {**graph.tensors, "half": graph.tensors["half"].__class__("half", (), "float32",
+               np.asarray([0.5], np.float32))}  # fmt: skip
+    graph = graph.with_(tensors=tensors)
+    back, bound = stored.loads(stored.dumps(graph, "abc"))
+    assert bound == "abc"
+    assert back.tensors["half"].shape == ()
+    assert float(np.asarray(back.tensors["half"].data)) == 0.5

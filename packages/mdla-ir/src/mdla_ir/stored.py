@@ -58,7 +58,9 @@ def dumps(graph: Graph, bound_to: str) -> bytes:
         k = -1
         if t.data is not None:
             k = len(consts)
-            consts[f"c{k}"] = np.ascontiguousarray(t.data)
+            data = np.ascontiguousarray(t.data)  # in the shape the graph records: a rule's
+            # scalar held as [1] (YOLOv8's div by 2 as a MUL by 0.5) is read back as its ()
+            consts[f"c{k}"] = data.reshape(t.shape) if data.size == math.prod(t.shape) else data
         tensors.append({"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "const": k})
     header = {
         "format": FORMAT,

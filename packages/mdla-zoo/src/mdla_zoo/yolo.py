@@ -5,7 +5,8 @@ its own boxes: its first output is `[1, 4 + nc + extra, N]`, per anchor the box 
 (cx, cy, w, h) in input pixels, then nc class probabilities (sigmoid), then the task's extra
 columns (32 mask coefficients, 17 × 3 keypoint values), with N = Σ (H/s)·(W/s) over the strides
 8, 16, 32. What remains is ultralytics' `non_max_suppression` in its default form: each anchor's
-best class, a score threshold, NMS per class (IoU 0.7), the best `max_det`.
+best class, a score threshold, NMS per class (IoU 0.7), the best `max_det`; then, as its
+predictor, the boxes clipped to the input.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ class YoloDecoder:
             kept.append(mine[nms(boxes[mine], best[idx][mine], self.nms_thresh)])
         pick = np.concatenate(kept) if kept else np.zeros(0, np.int64)
         order = pick[np.argsort(-best[idx][pick], kind="stable")][: self.max_det]
+        h, w = self.image_size
+        clipped = np.clip(boxes[order], 0, np.asarray([w, h, w, h], np.float32))
         return Detections(
-            boxes[order].astype(np.float32), best[idx][order], labels[idx][order].astype(np.int64)
+            clipped.astype(np.float32), best[idx][order], labels[idx][order].astype(np.int64)
         )
