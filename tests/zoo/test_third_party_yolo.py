@@ -18,7 +18,6 @@ import mdla_legalize
 from mdla_ir import IRError
 from mdla_ir.importer import import_torch
 from mdla_ir.partitions import CPU
-from mdla_legalize import LegalizeError
 from tests.models_third_party import build
 
 TARGET = mdla_legalize.load_target("mdla3.5")
@@ -60,13 +59,21 @@ def test_yolo_places_its_decode_on_the_cpu_as_one_partition(name: str) -> None:
     assert got.shape == (1, 4 + 80 + (32 if "seg" in name else 0), 525)  # 20² + 10² + 5²
 
 
+def test_yolo11n_places_its_attention_and_decode_on_the_cpu() -> None:
+    """C2PSA's attention (q @ k: BATCH_MATMUL of two activations) runs on the CPU's int8
+    BATCH_MATMUL; the rest of the backbone on the NPU, the decode on the CPU."""
+    _module, _got, placed = _place("yolo11n", ("model.10.m.0.attn.*",))
+    assert [p.device for p in placed.partitions] == ["mtk-mdla", CPU, "mtk-mdla", CPU]
+    on_cpu = [o for o in placed.ops if o.device == CPU]
+    assert sum(o.kind == "BATCH_MATMUL" for o in on_cpu) == 2
+    assert all(o.name.startswith(("model.10.m.0.attn.", "model.23.")) for o in on_cpu)
+
+
 @pytest.mark.parametrize(
     ("name", "extra", "raises", "match"),
     [
         # the keypoints' in-place y[:, 2::3] = ...: a copy into a strided view
         ("yolov8n-pose", (), IRError, r"aten\.copy\.default"),
-        # C2PSA's attention: q @ k on the CPU has no kernel (nor an int8 one anywhere)
-        ("yolo11n", ("model.10.m.0.attn.*",), LegalizeError, "no kernel for BATCH_MATMUL"),
     ],
 )
 def test_yolo_not_placed_yet(

@@ -6,6 +6,7 @@ from mdla_quant.kernels import (  # noqa: F401  (register kernels)
     adaptive_pool,
     add,
     argmax,
+    batch_matmul,
     conv,
     depth_to_space,
     depthwise_conv,

@@ -8,6 +8,7 @@ graph (LiteRT places every op itself): a table of small functions, one line per 
     LAYER_NORM  int8  -> DEQUANTIZE, MEAN, SUB, MUL, MEAN, ADD eps, RSQRT, MUL [, MUL w]
                          [, ADD b], QUANTIZE                       exact in float32: see below
     ARGMAX      int8  -> ARG_MAX (int32), CAST(int8) [, RESHAPE for keepdims]       exact
+    BATCH_MATMUL  int8 -> BATCH_MATMUL (adj_x, adj_y)                               exact
 
 The table group (GELU and every other) is exact by construction: the graph's own 256-entry
 table (`mdla_quant.kernels.functions.table_of`, the table the .mdla carries) is written as a
@@ -33,7 +34,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from mdla_ir.attrs import ArgmaxAttrs, NormAttrs, StridedSliceAttrs, TransposeAttrs
+from mdla_ir.attrs import ArgmaxAttrs, MatmulAttrs, NormAttrs, StridedSliceAttrs, TransposeAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_ir.schema import group
@@ -180,6 +181,14 @@ def _argmax(w: Writer, op: Op, out: list[int]) -> None:
         w.emit("RESHAPE", ins, out, ("ReshapeOptions", w.options("ReshapeOptions", newShape=shape)))
 
 
+def _batch_matmul(w: Writer, op: Op, out: list[int]) -> None:
+    """BATCH_MATMUL of two int8 activations: TFLite's int8 BatchMatMul computes what
+    mdla_quant's kernel does (int32 sums, MBQM, the output offset)."""
+    a = MatmulAttrs.of(op)
+    opts = w.options("BatchMatMulOptions", adjX=a.adj_x, adjY=a.adj_y)
+    w.emit("BATCH_MATMUL", [w.tensor(n) for n in op.inputs], out, ("BatchMatMulOptions", opts))
+
+
 # One line per op a CPU partition runs that the device graph exporter did not have.
 HOST: dict[OpKind, Emit] = {
     OpKind.TRANSPOSE: _transpose,  # TRANSPOSE (int8 codes)
@@ -187,4 +196,5 @@ HOST: dict[OpKind, Emit] = {
     **dict.fromkeys(group("table"), _table),  # CAST int32, ADD 128, GATHER the int8 table
     OpKind.LAYER_NORM: _layer_norm,  # DEQUANTIZE, float32 builtins, QUANTIZE
     OpKind.ARGMAX: _argmax,  # ARG_MAX int32, CAST int8 [, RESHAPE]
+    OpKind.BATCH_MATMUL: _batch_matmul,  # BATCH_MATMUL int8 (adj_x, adj_y)
 }

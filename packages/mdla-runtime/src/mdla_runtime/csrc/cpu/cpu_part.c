@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "adaptive_pool.h"
+#include "arith.h"
+#include "batch_matmul.h"
 #include "float_ops.h"
 #include "gru.h"
 #include "kernels.h"
@@ -31,7 +33,8 @@ enum {
     STEP_FC_F32,
     STEP_CONCAT_F32,
     STEP_GROUP_NORM,
-    STEP_ADAPTIVE_AVG
+    STEP_ADAPTIVE_AVG,
+    STEP_BATCH_MATMUL
 };
 
 typedef struct {
@@ -59,6 +62,8 @@ typedef struct {
     size_t shape[4], groups;
     /* ADAPTIVE_AVG_POOL_2D: x [n, h, w, c] -> y [n, oh, ow, c] (pool[0..5]) */
     size_t pool[6];
+    /* BATCH_MATMUL */
+    mdla_cpu_matmul mm;
 } step;
 
 struct mdla_cpu_part {
@@ -377,6 +382,55 @@ static bool prepare_adaptive_avg(const mdla_cpu_part *cp, const mdla_operation *
     return true;
 }
 
+/* The manifest's rounding as the emulator's kernels take it. */
+static int manifest_rounding(const mdla_manifest *m) {
+    return m->rounding.n == 6 && memcmp(m->rounding.s, "single", 6) == 0 ? EMU_ROUND_SINGLE
+                                                                          : EMU_ROUND_DOUBLE;
+}
+
+/* The product of a matrix operand's batch axes (all but its last two dims). */
+static size_t batch_of(const mdla_operand *t) {
+    size_t b = 1;
+    for (uint32_t d = 0; d + 2 < t->rank; d++) b *= t->dims[d];
+    return b;
+}
+
+/* BATCH_MATMUL lhs rhs [adj_x [adj_y]] -> y, int8 activations (batch_matmul.h). */
+static bool prepare_batch_matmul(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
+                                 int rounding, mdla_cpu_error *err) {
+    const mdla_manifest *m = cp->m;
+    const long i = (long)s->op;
+    if (op->n_inputs < 2 || op->n_inputs > 4 || op->n_outputs != 1)
+        return failf(err, 1, i, "BATCH_MATMUL wants lhs, rhs [, adj_x [, adj_y]] and 1 output");
+    const mdla_operand *a = &m->operands[op->inputs[0]], *b = &m->operands[op->inputs[1]],
+                       *y = &m->operands[op->outputs[0]];
+    if (!is_int8(a) || !is_int8(b) || !is_int8(y) || a->rank < 2 || b->rank < 2 || y->rank < 2)
+        return failf(err, 1, i, "BATCH_MATMUL wants int8 lhs, rhs and y of rank >= 2");
+    mdla_cpu_matmul *p = &s->mm;
+    p->adj_x = op->n_inputs > 2 && m->operands[op->inputs[2]].b8;
+    p->adj_y = op->n_inputs > 3 && m->operands[op->inputs[3]].b8;
+    const uint32_t ar = a->rank, br = b->rank;
+    p->m = p->adj_x ? a->dims[ar - 1] : a->dims[ar - 2];
+    p->k = p->adj_x ? a->dims[ar - 2] : a->dims[ar - 1];
+    p->n = p->adj_y ? b->dims[br - 2] : b->dims[br - 1];
+    const size_t k2 = p->adj_y ? b->dims[br - 1] : b->dims[br - 2];
+    p->bl = batch_of(a);
+    p->br = batch_of(b);
+    p->batch = batch_of(y);
+    if (k2 != p->k || y->dims[y->rank - 2] != p->m || y->dims[y->rank - 1] != p->n ||
+        (p->bl != p->batch && p->bl != 1) || (p->br != p->batch && p->br != 1))
+        return failf(err, 1, i, "BATCH_MATMUL's shapes do not multiply (or batches broadcast "
+                     "other than from 1)");
+    p->z_l = a->zero_point;
+    p->z_r = b->zero_point;
+    p->z_out = y->zero_point;
+    p->rounding = rounding;
+    const double d = (double)(a->scale * b->scale) / (double)y->scale;
+    if (!emu_quantize_multiplier(d, rounding, &p->mult, &p->shift))
+        return failf(err, 1, i, "BATCH_MATMUL's scales give no int32 multiplier");
+    return true;
+}
+
 /* Whether host op `code` is of the table group: its one form is `x:a table:a` (the schema's
  * TABLE_FORM), whatever its name (GELU, ELU, EXP, ...). */
 static bool is_table_op(int32_t code) {
@@ -473,9 +527,7 @@ static bool prepare_kernel(mdla_cpu_part *cp, const mdla_operation *op, step *s,
     for (uint32_t a = 0; a < op->n_inputs; a++)
         if (cp->model.opnds[op->inputs[a]].rank > EMU_MAX_RANK)
             return failf(err, 1, i, "%s: an operand of rank over 6", k->name);
-    int rounding = cp->m->rounding.n == 6 && memcmp(cp->m->rounding.s, "single", 6) == 0
-                       ? EMU_ROUND_SINGLE
-                       : EMU_ROUND_DOUBLE;
+    const int rounding = manifest_rounding(cp->m);
     int rc = emu_check_signature(&cp->model, eop);
     /* the manifest's rounding; a CPU requantizes in int64, so nothing wraps */
     const EmuNumerics num = {rounding, false};
@@ -538,6 +590,9 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
             ok = prepare_concat_f32(cp, op, s, err);
         } else if (host) {
             ok = failf(err, 3, (long)s->op, "the cpu device has no kernel for host op %s", host);
+        } else if (op->code == NEURON_BATCH_MATMUL) {
+            s->kind = STEP_BATCH_MATMUL;
+            ok = prepare_batch_matmul(cp, op, s, manifest_rounding(m), err);
         } else if (op->code == NEURON_DEQUANTIZE) {
             s->kind = STEP_DEQUANTIZE;
             ok = prepare_dequantize(cp, op, s, err);
@@ -575,6 +630,8 @@ void mdla_cpu_run(mdla_cpu_part *cp, void *const *data) {
         } else if (s->kind == STEP_GROUP_NORM) {
             mdla_cpu_group_norm(x, s->shape, s->groups, s->s_in, s->z_in, s->w, s->b, s->eps,
                                 s->s_out, s->z_out, y);
+        } else if (s->kind == STEP_BATCH_MATMUL) {
+            mdla_cpu_batch_matmul(&s->mm, x, data[op->inputs[1]], y);
         } else if (s->kind == STEP_ADAPTIVE_AVG) {
             mdla_cpu_adaptive_avg_pool(x, s->pool[0], s->pool[1], s->pool[2], s->pool[3],
                                        s->pool[4], s->pool[5], y);
