@@ -94,13 +94,15 @@ def test_it_runs_bit_exact_on_the_mdla(name: str, path: str, tmp_path: Path) -> 
     assert result.ops > 1
 
 
-def test_focus_is_four_selection_convs_and_a_concatenation() -> None:
-    graph = mdla_ir.from_torch(Focus().eval(), torch.zeros(1, 3, 16, 16), path="export")
+@pytest.mark.parametrize("path", PATHS)
+def test_focus_is_one_2x2_stride_2_selection_conv(path: str) -> None:
+    graph = mdla_ir.from_torch(Focus().eval(), torch.zeros(1, 3, 16, 16), path=path)
     device = legalize(graph, load_target("mdla3.5"))
-    kinds = [op.kind for op in device.ops]
-    assert kinds.count(OpKind.CONV_2D) == 5
-    assert OpKind.CONCATENATION in kinds
-    assert sum(is_selection(device, op) for op in device.ops) == 4
+    assert [op.kind for op in device.ops] == [OpKind.CONV_2D, OpKind.CONV_2D]
+    focus = device.ops[0]
+    assert is_selection(device, focus)
+    assert focus.attrs.stride == (2, 2)
+    assert device.tensors[focus.inputs[1]].shape == (12, 2, 2, 3)  # (O, KH, KW, I)
 
 
 @pytest.mark.parametrize(

@@ -35,13 +35,18 @@ def is_selection(graph: Graph, op: Op) -> bool:
     const: Callable[[str], Array | None] = lambda n: graph.tensors[n].data  # noqa: E731
     if selection_order(op, const, graph.layout) is not None:
         return True
+    return selection_filter_of(op, const) is not None
+
+
+def selection_filter_of(op: Op, const: Callable[[str], Array | None]) -> Array | None:
+    """The filter of selection conv `op` (1×1 or spatial), or None when `op` is not one."""
     if op.kind is not OpKind.CONV_2D or len(op.inputs) < 2:
-        return False
+        return None
     a = ConvAttrs.of(op)
     w = const(op.inputs[1])
     if any(a.padding) or a.fuse != "NONE" or a.groups != 1 or w is None or w.ndim != 4:
-        return False
-    return _zero_bias(op, const) and _one_hot(w.reshape(w.shape[0], -1))
+        return None
+    return w if _zero_bias(op, const) and _one_hot(w.reshape(w.shape[0], -1)) else None
 
 
 def _zero_bias(op: Op, const: Callable[[str], Array | None]) -> bool:

@@ -13,7 +13,8 @@ Output row i's window starts at i*s, so its only nonzero tap reads row b + i*s. 
 has one 1 per output channel, so the quantizer treats it as a selection (`mdla_ir.selection`):
 weight scale 1, output tied to the input's scale and zero point, multiplier exactly 1; the int8
 output is the selected int8 input, bit for bit. YOLOv5's Focus (four phase slices concatenated
-on channels) becomes four such convolutions and a CONCATENATION whose inputs share x's scale.
+on channels) becomes four such convolutions, which `concat_selections_to_one` makes one: a
+2×2 stride-2 CONV_2D, SPACE_TO_DEPTH up to the order of its output channels.
 A flip of H or W (a negative spatial step) is no window of a convolution: it stays a
 STRIDED_SLICE, which the MDLA does not map.
 """
@@ -23,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from mdla_ir import Op, OpKind
-from mdla_ir.attrs import SliceAttrs, StridedSliceAttrs
+from mdla_ir.attrs import AxisAttrs, ConvAttrs, SliceAttrs, StridedSliceAttrs
+from mdla_ir.selection import selection_filter_of
 from mdla_legalize.rules.base import Ctx, Rule, derive, pat
 
 
@@ -99,10 +101,53 @@ def compose_slices(op: Op, ctx: Ctx) -> list[Op] | None:
 
 _SLICES = (OpKind.STRIDED_SLICE, OpKind.SLICE)
 
+
+def _window_out(d: int, k: int, s: int) -> int:
+    return (d - k) // s + 1
+
+
+def concat_selections_to_one(op: Op, ctx: Ctx) -> list[Op] | None:
+    """CONCATENATION on channels of selection convs of one x with one stride (YOLOv5's Focus:
+    its four phases) -> one selection CONV_2D: each filter placed top-left in the largest
+    kernel (a window starting at i*s still holds its tap) where that leaves the output size."""
+    out_shape = ctx.shape(op.outputs[0])
+    if ctx.layout != "NCHW" or len(out_shape) != 4 or AxisAttrs.of(op).axis % 4 != 1:
+        return None
+    convs = [ctx.producer(n) for n in op.inputs]
+    if any(p is None or not ctx.sole_use(n) for p, n in zip(convs, op.inputs, strict=True)):
+        return None
+    found = [(p, selection_filter_of(p, ctx.const)) for p in convs if p is not None]
+    if len(found) < 2 or any(w is None for _, w in found):
+        return None
+    x = found[0][0].inputs[0]
+    stride = ConvAttrs.of(found[0][0]).stride
+    if any(p.inputs[0] != x or ConvAttrs.of(p).stride != stride for p, _ in found):
+        return None
+    in_shape = ctx.shape(x)
+    kh = max(w.shape[2] for _, w in found if w is not None)
+    kw = max(w.shape[3] for _, w in found if w is not None)
+    grown_out = (_window_out(in_shape[2], kh, stride[0]), _window_out(in_shape[3], kw, stride[1]))
+    if grown_out != out_shape[2:]:
+        return None
+    parts = []
+    for p, w in found:
+        assert w is not None
+        ctx.take(p.outputs[0])
+        grown = np.zeros((w.shape[0], w.shape[1], kh, kw), np.float32)
+        grown[:, :, : w.shape[2], : w.shape[3]] = w
+        parts.append(grown)
+    filt = ctx.add_const(f"{op.name}.selection", np.concatenate(parts))
+    bias = ctx.add_const(f"{op.name}.zero_bias", np.zeros(out_shape[1], np.float32))
+    conv = derive(op, "", OpKind.CONV_2D, [x, filt, bias], list(op.outputs), stride=stride,
+                  dilation=(1, 1), padding=(0, 0, 0, 0), groups=1, fuse="NONE")  # fmt: skip
+    return [conv]
+
+
 COMPOSE: list[Rule] = [
     (pat(*_SLICES), compose_slices),  # SLICE(SLICE(x)) -> STRIDED_SLICE(x)
 ]
 
 STRIDED: list[Rule] = [
     (pat(OpKind.STRIDED_SLICE, OpKind.SLICE), strided_slice_to_selection),  # -> CONV k×k (0/1 w)
+    (pat(OpKind.CONCATENATION), concat_selections_to_one),  # CAT(SEL_i(x), channels) -> SEL(x)
 ]
