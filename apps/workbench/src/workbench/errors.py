@@ -28,6 +28,7 @@ from mdla_ir import IRError, UnsupportedError
 from mdla_legalize import LegalizeError
 from mdla_quant import QuantError
 from mdla_runtime import ExportError, ManifestError, TargetError, TargetSpecError, interrupt
+from mdla_runtime.errors import FutureVersionError
 from mdla_runtime.export.writer import UnexportableOpError, UnexportableRoundingError
 from mdla_runtime.interrupt import INTERRUPTED as INTERRUPTED  # re-exported: the apps' code
 from mdla_runtime.interrupt import interrupt_guard as interrupt_guard
@@ -106,6 +107,8 @@ SHOWN_ITEMS = 3  # a report of many ops (LegalizeError, UnsupportedError) shows 
 def one_line(exc: BaseException) -> str:
     """The message of `exc` on one line (multi-line reports joined with `; `); a report of more
     than SHOWN_ITEMS ops or constructs names the first ones and says where the rest are."""
+    if isinstance(exc, FutureVersionError):
+        return plain(version_line(exc))
     parts = [p.strip() for p in str(exc).splitlines() if p.strip()]
     items = getattr(exc, "items", None)
     advice = getattr(exc, "advice", ())
@@ -119,6 +122,14 @@ def one_line(exc: BaseException) -> str:
     parts += fix  # the way out (`--cpu auto`) survives the shortening
     text = "; ".join(parts) or type(exc).__name__
     return plain(text.replace(":;", ":"))
+
+
+def version_line(exc: FutureVersionError) -> str:
+    """A .mdla of another format: the file and its format first (the reader's kind and byte
+    offset say nothing to a user), with the rebuild command for this file."""
+    where = f"`{exc.path}`" if exc.path else "the file"
+    out = f" -o {exc.path}" if exc.path else ""
+    return f"{where} is {exc.why.replace('`workbench compile`', f'`workbench compile MODEL{out}`')}"
 
 
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")

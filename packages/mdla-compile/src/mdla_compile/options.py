@@ -11,15 +11,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mdla_compile.calibration import SOURCES
 from mdla_compile.contract import Contract
-from mdla_compile.errors import OptionError
+from mdla_compile.errors import CompileError, OptionError
+from mdla_compile.inputs import input_files
 from mdla_ir import Graph
 from mdla_ir.devices import DEFAULT_TARGET, NPU
 from mdla_quant import QuantConfig
+from mdla_zoo.names import check_name, check_shape
 
 if TYPE_CHECKING:
     from mdla_zoo import Model
@@ -63,6 +67,11 @@ class CompileOptions:
     def __post_init__(self) -> None:
         if self.count < 1:
             raise OptionError(f"--count must be at least 1, got {self.count}")
+        if isinstance(self.model, str):
+            check_name(self.model)  # a typo: at once, not after torch's import
+            check_shape(self.model, self.contract.input_shape)
+        if isinstance(self.calib, str) and self.calib not in SOURCES:
+            _check_calib_folder(self.calib)
 
     @property
     def calib_name(self) -> str:
@@ -78,3 +87,16 @@ class CompileOptions:
     def config(self) -> QuantConfig:
         """`quant` for this target and device."""
         return dataclasses.replace(self.quant, target=self.target, device=self.device)
+
+
+def _check_calib_folder(calib: str) -> None:
+    """A --calib folder is checked before anything is imported: a file (a photo given where
+    its folder was meant), a missing folder and one without inputs fail at once."""
+    path = Path(calib)
+    if path.is_file():
+        folder = str(path.parent) if str(path.parent) != "." else "."
+        raise CompileError(
+            f"--calib `{calib}` is a file; it takes a folder of images or .npy/.npz arrays "
+            f"(e.g. --calib {folder}), `samples` or `random`"
+        )
+    input_files(path)  # a missing or empty folder: its own line

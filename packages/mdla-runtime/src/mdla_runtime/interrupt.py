@@ -13,6 +13,7 @@ after a Ctrl-C into "interrupted", exit INTERRUPTED, and checks before writing o
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -61,11 +62,21 @@ def importing(frame: FrameType | None) -> bool:
     return False
 
 
+IMPORT_NOTICE = b"interrupted: stopping once the import under way ends (Ctrl-C again: now)\n"
+
+
 def _handler(signum: int, frame: FrameType | None) -> None:
+    again = _SIGINT.is_set()
     _SIGINT.set()
     if not importing(frame):
         raise KeyboardInterrupt
-    # Inside an import: remembered only; `check()` raises it before any output is written.
+    # Inside an import: remembered; `check()` raises it before any output is written. Said at
+    # once (torch's import takes seconds); a second Ctrl-C there ends the process: nothing is
+    # being written while modules load, and every output is replaced atomically.
+    if again:
+        os.write(2, b"error: interrupted\n")
+        os._exit(INTERRUPTED)
+    os.write(2, IMPORT_NOTICE)
 
 
 @contextmanager

@@ -37,6 +37,7 @@ from mdla_zoo.detection import DECODERS, SSDDecoder
 from mdla_zoo.errors import ZooError
 from mdla_zoo.files import load_file
 from mdla_zoo.labels import VOC_LABELS, imagenet_labels
+from mdla_zoo.names import check_name
 from mdla_zoo.preprocess import prepare
 from mdla_zoo.specs import build, is_code_spec, is_model_file
 from mdla_zoo.ssd_heads import zoo_detector
@@ -98,6 +99,7 @@ def load_model(
         module, labels = zoo_detector(spec, seed)
         preprocess, example = "stretch", (torch.zeros(1, 3, *DECODERS[spec].image_size),)
     else:
+        check_name(spec)
         module = _torchvision(spec)
         labels = _torchvision_labels(spec, module)
     if not isinstance(module, nn.Module):
@@ -106,6 +108,7 @@ def load_model(
             "(nor a tuple (module, example_inputs))"
         )
     if shape is not None:
+        _check_rank(module, shape, spec)
         example = _reshaped(example, shape, spec)
         _runs_on(module, example, spec)
     if weights is not None:
@@ -142,6 +145,27 @@ def _reshaped(
     if any(d < 1 for d in shape):
         raise ZooError(f"--input-shape {','.join(map(str, shape))}: every size must be >= 1")
     return (torch.zeros(shape),)
+
+
+CONV_RANKS: dict[type[nn.Module] | type[None], int] = {nn.Conv1d: 3, nn.Conv2d: 4, nn.Conv3d: 5}
+
+
+def _check_rank(module: nn.Module, shape: tuple[int, ...], spec: str) -> None:
+    """A model whose first layer is a convolution takes inputs of that convolution's rank
+    (N,C,H,W for a Conv2d): another --input-shape is refused before torch runs the model."""
+    first = next((m for m in module.modules() if _has_weights(m)), None)
+    rank = CONV_RANKS.get(type(first), 0)
+    if rank and len(shape) != rank:
+        dims = "N,C," + ",".join("DHW"[-(rank - 2) :])
+        example = ",".join(["1", str(getattr(first, "in_channels", 3)), *(["64"] * (rank - 2))])
+        raise ZooError(
+            f"--input-shape `{','.join(map(str, shape))}`: `{spec}` starts with a "
+            f"{type(first).__name__}, which takes {rank} sizes {dims} (e.g. {example})"
+        )
+
+
+def _has_weights(module: nn.Module) -> bool:
+    return any(True for _ in module.parameters(recurse=False))
 
 
 def _random_init(
@@ -261,8 +285,27 @@ def _load_weights(module: nn.Module, path: str, spec: str) -> None:
         if k in own and tuple(v.shape) != tuple(own[k].shape)
     ]
     if missing or unexpected or bad_shapes:  # checked first: torch raises on a mis-shape
-        raise ZooError(
-            f"weights `{path}` do not fit `{spec}`: missing {missing}, "
-            f"unexpected {unexpected}, mis-shaped {bad_shapes}"
-        )
+        raise ZooError(misfit_message(path, spec, missing, unexpected, bad_shapes))
     module.load_state_dict(state)
+
+
+SHOWN_KEYS = 3  # a misfit names this many keys of each kind; the counts say how many there are
+
+
+def misfit_message(
+    path: object, spec: str, missing: list[str], unexpected: list[str], bad_shapes: list[str]
+) -> str:
+    """One short line for a state dict that does not fit the model: how many keys are missing,
+    unexpected and mis-shaped, the first few of each, and the fix."""
+
+    def few(kind: str, keys: list[str]) -> str:
+        shown = ", ".join(repr(k) if kind != "mis-shaped" else k for k in keys[:SHOWN_KEYS])
+        more = f", ... {len(keys) - SHOWN_KEYS} more" if len(keys) > SHOWN_KEYS else ""
+        return f"{len(keys)} {kind} ({shown}{more})"
+
+    kinds = (("missing", missing), ("unexpected", unexpected), ("mis-shaped", bad_shapes))
+    found = "; ".join(few(kind, keys) for kind, keys in kinds if keys)
+    return (
+        f"weights `{path}` do not fit `{spec}`: {found}; give this model's own state dict "
+        "(torch.save(model.state_dict(), path))"
+    )

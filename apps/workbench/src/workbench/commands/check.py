@@ -21,6 +21,7 @@ from mdla_ir import Graph, UnsupportedError
 from mdla_ir.devices import DEFAULT_TARGET, NPU
 from mdla_ir.ops import OpKind
 from mdla_legalize.constructs import help_text as constructs_help
+from mdla_zoo.names import check_name
 from workbench import contract as ct
 from workbench import pipeline, placement
 from workbench.commands.options import (
@@ -110,6 +111,9 @@ class Spec:
     contract: ct.Contract
     args: list[str]
     importer: str = "fx"  # --import: mdla_ir's import path
+
+    def __post_init__(self) -> None:
+        check_name(self.model)  # a typo: at once, not after torch's import
 
     def load(self) -> pipeline.Source:
         """The imported model; what loading it did (notes) goes to stderr, as compile says it."""

@@ -17,7 +17,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Input, ProgressBar, Static
 
-from mdla_compile import CompileOptions
+from mdla_compile import CompileError, CompileOptions
+from mdla_zoo import ZooError
+from workbench.errors import one_line
 from workbench.tui.base import WorkScreen
 from workbench.tui.state import OpRow, describe, steps, support_text, tui_options
 
@@ -163,7 +165,12 @@ class GraphScreen(WorkScreen):
             event.input.display = False
             self.query_one("#ops", DataTable).focus()
             options = self.session.options  # another model: only the target carries over
-            self.start_compile(tui_options(spec, target=options.target, device=options.device))
+            try:  # a zoo name's typo is refused here, at once, with the names it may mean
+                chosen = tui_options(spec, target=options.target, device=options.device)
+            except (CompileError, ZooError) as exc:
+                self.notify(one_line(exc), title="error", severity="error", timeout=8)
+                return
+            self.start_compile(chosen)
 
     def start_compile(self, options: CompileOptions) -> None:
         """Show the loading row (stage and bar) and compile `options` in a worker."""
