@@ -85,6 +85,11 @@ def _bad_blobs() -> list[tuple[str, bytes, str]]:
     dangling = h | {"ops": [h["ops"][0] | {"inputs": ["nowhere"]}, *h["ops"][1:]]}
     c0 = next(t for t in h["tensors"] if t["const"] == 0)
     reshaped = h | {"tensors": [t | {"shape": [7]} if t is c0 else t for t in h["tensors"]]}
+    act = next(t for t in h["tensors"] if t["const"] < 0 and t["name"] not in h["inputs"])
+    lying = h | {"tensors": [t | {"shape": [1, 2, 3]} if t is act else t for t in h["tensors"]]}
+    vast = h | {
+        "tensors": [t | {"shape": [1, 128, 1024, 1024]} if t is act else t for t in h["tensors"]]
+    }
     huge = h | {"tensors": [t | {"shape": [10**6, 10**6]} if t is c0 else t for t in h["tensors"]]}
     return [
         ("not a zip", b"PK\x03\x04 nonsense", "not a stored float graph"),
@@ -93,6 +98,8 @@ def _bad_blobs() -> list[tuple[str, bytes, str]]:
         ("an unknown kind", _rewrite(blob, unknown), "unknown kind 'NOT_AN_OP'"),
         ("a dangling tensor", _rewrite(blob, dangling), "uses unknown tensor(s) ['nowhere']"),
         ("a shape not the tensor's", _rewrite(blob, reshaped), "array `c0`:"),
+        ("a shape that lies", _rewrite(blob, lying), "the stored float graph does not verify"),
+        ("a vast tensor", _rewrite(blob, vast), "over the 256 MiB a stored graph's tensor may"),
         ("a huge claim", _huge_claim(_rewrite(blob, huge)), "claims 4000000000000 bytes"),
     ]
 
@@ -108,3 +115,10 @@ def test_a_malformed_blob_is_one_error(blob: bytes, message: str) -> None:
 
 def test_the_sidecar_sits_beside_the_mdla() -> None:
     assert str(stored.sidecar("out/net.mdla")) == "out/net.mdla.fp32"
+
+
+def test_members_over_the_limit_are_refused_unread(monkeypatch: pytest.MonkeyPatch) -> None:
+    blob = stored.dumps(_tiny(), "00")
+    monkeypatch.setattr(stored, "MAX_BYTES", 1 << 20)
+    with pytest.raises(StoredGraphError, match=r"MiB: over the 1 MiB one may hold"):
+        stored.loads(blob + b"")  # lipnet's front-end: several MiB of float weights

@@ -4,6 +4,7 @@ an import; a missing, stale or unreadable store says why and leaves the INT8 sid
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -22,8 +23,8 @@ from mdla_ir import stored
 from mdla_ir.testing import GraphBuilder
 from tests.workbench.seg_model import segmenter
 from tests.workbench.test_torch_free_commands import BLOCKED
+from workbench import dense, pipeline
 from workbench import images as imgs
-from workbench import pipeline
 from workbench.cli import app
 from workbench.commands.run import manifest_inputs
 from workbench.contract import Contract
@@ -168,3 +169,27 @@ def test_a_scalar_constant_held_as_one_element_round_trips() -> None:
     assert bound == "abc"
     assert back.tensors["half"].shape == ()
     assert float(np.asarray(back.tensors["half"].data)) == 0.5
+
+
+def test_a_store_over_the_limit_is_not_read(
+    built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = _copy(built, tmp_path)
+    monkeypatch.setattr(stored, "MAX_BYTES", 1000)
+    size = stored.sidecar(out).stat().st_size
+    why, graph = dense.stored_graph(mdla_runtime.load(out))[::-1]
+    assert graph is None
+    assert why == f"cannot read `{out}.fp32`: {size} bytes, over the 1000 a stored graph may hold"
+
+
+def test_a_stored_graph_for_other_inputs_is_not_used(built: tuple[Path, Path]) -> None:
+    manifest = mdla_runtime.load(built[0])
+    graph, why = dense.stored_graph(manifest)
+    assert graph is not None
+    assert why == ""
+    (spec,) = manifest.inputs
+    other = dataclasses.replace(
+        manifest, inputs=(dataclasses.replace(spec, model_shape=(1, 3, 32, 32)),)
+    )
+    assert dense.same_io(graph, other, "it") == (None, "it's inputs are not the manifest's")

@@ -267,16 +267,21 @@ def float_graph(
     if graph.provenance.source_hash != prov.source_hash:
         hint = "" if weights else " (compiled with --weights? give run the same --weights)"
         return None, f"`{model}` imports as another model than the manifest's{hint}"
-    return _same_outputs(graph, manifest, f"`{model}`")
+    return same_io(graph, manifest, f"`{model}`")
 
 
-def _same_outputs(
+def same_io(
     graph: mdla_ir.Graph, manifest: mdla_runtime.Manifest, what: str
 ) -> tuple[mdla_ir.Graph | None, str]:
+    """`graph` when its inputs and outputs have the manifest's shapes, else None and why."""
     if [tuple(graph.tensors[o].shape) for o in graph.outputs] != [
         tuple(o.model_shape) for o in manifest.outputs
     ]:
         return None, f"{what}'s outputs are not the manifest's"
+    if [graph.model_shape(i) for i in graph.inputs] != [
+        tuple(i.model_shape) for i in manifest.inputs
+    ]:
+        return None, f"{what}'s inputs are not the manifest's"
     return graph, ""
 
 
@@ -291,6 +296,9 @@ def stored_graph(manifest: mdla_runtime.Manifest) -> tuple[mdla_ir.Graph | None,
             "to store its FP32 graph beside it"
         )
     try:
+        size = side.stat().st_size
+        if size > stored.MAX_BYTES:
+            raise IRError(f"{size} bytes, over the {stored.MAX_BYTES} a stored graph may hold")
         graph, bound_to = stored.loads(side.read_bytes())
         mine = hashlib.sha256(Path(manifest.path).read_bytes()).hexdigest()
     except (IRError, OSError) as exc:
@@ -300,4 +308,4 @@ def stored_graph(manifest: mdla_runtime.Manifest) -> tuple[mdla_ir.Graph | None,
             f"`{side}` was written for another build of `{manifest.path}`: compile it again, "
             "or give --model SPEC"
         )
-    return _same_outputs(graph, manifest, f"`{side}`")
+    return same_io(graph, manifest, f"`{side}`")

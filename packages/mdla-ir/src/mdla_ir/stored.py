@@ -12,7 +12,9 @@ graph's name, layout, inputs, outputs and boundary permutations, its tensors (na
 dtype, constant index or -1) and its ops (kind by name, name, inputs, outputs, attributes as
 the family record's fields). Ops' source lines and the provenance are not kept: running needs
 neither. A constant's `.npy` header must give the shape and dtype its tensor records and hold
-no more bytes than its member does, checked before numpy allocates it.
+no more bytes than its member does, checked before numpy allocates it. The members may hold
+`MAX_BYTES` together, a tensor `MAX_TENSOR_BYTES`, and the graph must verify (`mdla_ir.verify`:
+every recorded shape is the one its op gives), so running it stays within those bounds.
 """
 
 from __future__ import annotations
@@ -33,10 +35,13 @@ from numpy.lib import format as npy
 from mdla_ir.errors import IRError
 from mdla_ir.graph import Graph, Op, Tensor
 from mdla_ir.ops import OpKind
+from mdla_ir.verify import verify
 
 FORMAT = "mdla-float-graph"
 VERSION = 1
 SUFFIX = ".fp32"
+MAX_BYTES = 1 << 30  # the members' sizes together (a .mdla's default tensor total, 1 GiB)
+MAX_TENSOR_BYTES = 256 << 20  # one tensor, as float32 (a .mdla's default tensor limit)
 DTYPES = ("float32", "float64", "int64", "int32", "int8", "uint8", "bool")
 
 
@@ -97,11 +102,32 @@ def loads(blob: bytes) -> tuple[Graph, str]:
     """The graph in `blob` and the hash it is bound to (StoredGraphError when malformed)."""
     try:
         with zipfile.ZipFile(io.BytesIO(blob)) as z:
+            held = sum(info.file_size for info in z.infolist())
+            if held > MAX_BYTES:
+                raise StoredGraphError(
+                    f"stored float graph of {held >> 20} MiB: over the {MAX_BYTES >> 20} MiB "
+                    "one may hold"
+                )
             header = _header(z)
             graph = _graph(z, header)
     except (zipfile.BadZipFile, OSError, ValueError, KeyError, TypeError) as exc:
         raise StoredGraphError(f"not a stored float graph: {' '.join(str(exc).split())}") from None
+    _check(graph)
     return graph, str(header["bound_to"])
+
+
+def _check(graph: Graph) -> None:
+    """Every tensor within MAX_TENSOR_BYTES as float32, and the graph verified."""
+    for t in graph.tensors.values():
+        if math.prod(t.shape) * 4 > MAX_TENSOR_BYTES:
+            raise StoredGraphError(
+                f"tensor `{t.name}` of shape {list(t.shape)}: over the "
+                f"{MAX_TENSOR_BYTES >> 20} MiB a stored graph's tensor may have"
+            )
+    try:
+        verify(graph)
+    except IRError as exc:
+        raise StoredGraphError(f"the stored float graph does not verify: {exc}") from None
 
 
 def _header(z: zipfile.ZipFile) -> dict[str, Any]:
