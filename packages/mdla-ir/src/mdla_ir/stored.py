@@ -110,7 +110,9 @@ def loads(blob: bytes) -> tuple[Graph, str]:
                 )
             header = _header(z)
             graph = _graph(z, header)
-    except (zipfile.BadZipFile, OSError, ValueError, KeyError, TypeError) as exc:
+    except StoredGraphError:
+        raise
+    except (zipfile.BadZipFile, OSError, ValueError, KeyError, TypeError, IRError) as exc:
         raise StoredGraphError(f"not a stored float graph: {' '.join(str(exc).split())}") from None
     _check(graph)
     return graph, str(header["bound_to"])
