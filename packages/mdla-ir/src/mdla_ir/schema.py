@@ -250,7 +250,8 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.PRELU, ("x:a alpha:a",), groups="binary cpu", outputs="y:a"),
     _op(K.RSQRT, UNARY, groups="table cpu", outputs="y:a", emu=False),
     _op(K.SLICE, ("x:a begin:t size:t",), SliceAttrs, emu=False,
-        none=_pre("channel_slice_to_selection makes a channel SLICE a selection CONV_2D")),
+        none=_pre("the selection rules make a CONV_2D of it, else slice_to_strided_slice the "
+                  "STRIDED_SLICE (unit steps) that computes it")),
     _op(K.STRIDED_SLICE, ("x:a begin:t end:t strides:t begin_mask:i end_mask:i "
                           "shrink_axis_mask:i",), StridedSliceAttrs, "cpu", emu=False),
     _op(K.SQRT, UNARY, groups="table cpu", outputs="y:a", emu=False),

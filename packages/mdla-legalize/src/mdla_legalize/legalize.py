@@ -50,6 +50,7 @@ from mdla_legalize.rules import (
     squeeze_boundary,
 )
 from mdla_legalize.rules.base import Rule, apply_table, rule_names
+from mdla_legalize.rules.cpu_forms import CPU_FORMS
 from mdla_legalize.rules.lift import LIFT
 from mdla_legalize.suggest import suggest
 from mdla_target.target import Target
@@ -113,6 +114,7 @@ def pipeline(target: Target | None, device: str = NPU) -> list[Stage]:
                 *tail,
             ),
         ),
+        Stage("cpu_forms", (t("cpu_forms", CPU_FORMS),)),  # what is left: the CPU's forms
     ]
 
 
