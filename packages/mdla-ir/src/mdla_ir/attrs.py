@@ -240,8 +240,18 @@ class TransposeAttrs(Attrs):
 
 @dataclass(frozen=True, slots=True)
 class MeanAttrs(Attrs):
+    """MEAN and the REDUCE_* reductions: the axes reduced, whether they are kept (size 1)."""
+
     axes: tuple[int, ...] = _f("ints")
     keepdims: bool = _f("bool", False)
+
+
+@dataclass(frozen=True, slots=True)
+class ClampAttrs(Attrs):
+    """CLAMP: min(max(x, lo), hi); an absent bound is infinite."""
+
+    lo: float = _f("float", float("-inf"))
+    hi: float = _f("float", float("inf"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,6 +76,10 @@ class OpKind(Enum):
     LOG_SIGMOID = -20
     TANHSHRINK = -21
     SOFTSIGN = -22
+    REDUCE_SUM = -25  # sum over axes (MeanAttrs): legalized to MEAN times the count
+    REDUCE_MAX = -26  # max over axes: legalized to MAX_POOL_2D windows over a reshaped view
+    REDUCE_MIN = -27  # min over axes: -max(-x)
+    CLAMP = -28  # clamp(x, lo, hi): RELU/RELU6/fused RELU1 compositions
 
     @property
     def is_neuron(self) -> bool:

@@ -19,6 +19,7 @@ from mdla_ir.attrs import (
     Attrs,
     AxisAttrs,
     BlockAttrs,
+    ClampAttrs,
     ConvAttrs,
     FlattenAttrs,
     FunctionAttrs,
@@ -287,6 +288,10 @@ _ENTRIES: tuple[OpSchema, ...] = (
     # The table group's functions (mdla_ir.functions): a CPU partition's int8 tables.
     *(_op(k, (), FunctionAttrs, "activation table cpu") for k in (
         K.ELU, K.MISH, K.SOFTPLUS, K.CELU, K.SELU, K.LOG_SIGMOID, K.TANHSHRINK, K.SOFTSIGN)),
+    _op(K.REDUCE_SUM, (), MeanAttrs, none=_pre("reduce_sum_to_mean_mul")),
+    _op(K.REDUCE_MAX, (), MeanAttrs, none=_pre("reduce_max_to_pool")),
+    _op(K.REDUCE_MIN, (), MeanAttrs, none=_pre("reduce_min_to_pool")),
+    _op(K.CLAMP, (), ClampAttrs, "activation", none=_pre("clamp_to_relus")),
 )  # fmt: skip
 
 SCHEMA: dict[OpKind, OpSchema] = {

@@ -155,7 +155,7 @@ def _flatten(a: FlattenAttrs, shapes: Sequence[Shape], layout: str) -> list[Shap
     return [(*s[:start], int(np.prod(s[start : end + 1])), *s[end + 1 :])]
 
 
-@rule(OpKind.MEAN)
+@rule(OpKind.MEAN, OpKind.REDUCE_SUM, OpKind.REDUCE_MAX, OpKind.REDUCE_MIN)
 def _mean(a: MeanAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     s = shapes[0]
     axes = {a % len(s) for a in a.axes}

@@ -266,6 +266,9 @@ HANDLERS: dict[OpKind, Callable[[_Layout, Op], list[Op]]] = {
     OpKind.DEPTHWISE_CONV_2D: _conv,  # filter (O, 1, KH, KW) -> (1, KH, KW, O)
     OpKind.TRANSPOSE_CONV_2D: _transpose_conv,  # filter (I, O, KH, KW) -> (O, KH, KW, I)
     OpKind.MEAN: _mean,  # axes (2, 3) -> (1, 2)
+    OpKind.REDUCE_SUM: _mean,  # axes as MEAN's
+    OpKind.REDUCE_MAX: _mean,
+    OpKind.REDUCE_MIN: _mean,
     OpKind.ARGMAX: _argmax,  # axis 1 -> 3
     OpKind.CONCATENATION: _axis_attr,  # axis 1 -> 3
     OpKind.SOFTMAX: _axis_attr,  # axis 1 -> 3

@@ -36,6 +36,7 @@ from mdla_legalize.explain import explain
 from mdla_legalize.layout import to_nhwc
 from mdla_legalize.rules import (
     ACTIVATIONS,
+    CLAMP,
     COMPOSE,
     DETECT,
     FLATTEN,
@@ -45,8 +46,10 @@ from mdla_legalize.rules import (
     PADDING,
     PATTERNS,
     POOLS,
+    REDUCE,
     SELECTIONS,
     STRIDED,
+    SUBTRACT,
     squeeze_boundary,
 )
 from mdla_legalize.rules.base import Rule, apply_table, rule_names
@@ -96,7 +99,9 @@ def pipeline(target: Target | None, device: str = NPU) -> list[Stage]:
                 t("strided", STRIDED),
                 t("detect", DETECT),
                 t("patterns", PATTERNS),
+                t("clamp", CLAMP),
                 t("activations", ACTIVATIONS),
+                t("subtract", SUBTRACT),
                 t("pools", POOLS),
                 t("lift", LIFT),
                 reshapes,
@@ -106,6 +111,7 @@ def pipeline(target: Target | None, device: str = NPU) -> list[Stage]:
         Stage(
             "device_layout",  # Conv3d, MaxPool3d, channels-last Linear, RELU fuse, PAD + VALID
             (
+                t("reduce", REDUCE),
                 t("frames", FRAMES),
                 t("channels_last", CHANNELS_LAST),
                 t("movement", MOVEMENT),

@@ -25,6 +25,9 @@ from torch import fx
 
 from mdla_ir.graph import Op, Source, Tensor
 from mdla_ir.importer import functions as fn
+from mdla_ir.importer.adaptive_max import aten_adaptive_maxpool
+from mdla_ir.importer.broadcast import expand, repeat
+from mdla_ir.importer.clamp import clamp_one, f_clamp, m_hardtanh
 from mdla_ir.importer.context import (
     Converter,
     Ctx,
@@ -39,6 +42,7 @@ from mdla_ir.importer.layers import _max_pool2d, _pad4, adaptive, f_conv2d, f_li
 from mdla_ir.importer.norms import aten_instance_norm, aten_native_group_norm, f_group_norm
 from mdla_ir.importer.pools import f_avgpool2d
 from mdla_ir.importer.prelu import f_leaky_relu, f_prelu
+from mdla_ir.importer.reduce import aten_extreme, reduction
 from mdla_ir.importer.resample import _resize
 from mdla_ir.importer.shaped import emit_shaped
 from mdla_ir.importer.shuffle import f_pixel_shuffle
@@ -55,7 +59,6 @@ from mdla_ir.importer.tables import (
     binary,
     f_layer_norm,
     m_gelu,
-    m_hardtanh,
     unary,
 )
 from mdla_ir.importer.transpose_conv import f_conv_transpose2d
@@ -89,6 +92,7 @@ KEEP: tuple[Any, ...] = (
     aten.upsample_bilinear2d.vec,
     aten.adaptive_avg_pool1d.default,
     aten.adaptive_avg_pool2d.default,
+    aten.adaptive_max_pool2d.default,
     aten.avg_pool1d.default,
     aten.max_pool1d.default,
     aten.max_pool2d.default,
@@ -477,4 +481,18 @@ ATEN: dict[Any, Converter] = {
     aten.group_norm.default: f_group_norm,
     aten.native_group_norm.default: aten_native_group_norm,
     aten.instance_norm.default: aten_instance_norm,
+    aten.clamp.default: f_clamp,
+    aten.expand.default: expand,
+    aten.adaptive_max_pool2d.default: aten_adaptive_maxpool,
+    aten.repeat.default: repeat,
+    aten.clamp_min.default: clamp_one("min"),
+    aten.clamp_max.default: clamp_one("max"),
+    aten.sum.dim_IntList: reduction(OpKind.REDUCE_SUM),
+    aten.sum.default: reduction(OpKind.REDUCE_SUM),
+    aten.amax.default: reduction(OpKind.REDUCE_MAX),
+    aten.amin.default: reduction(OpKind.REDUCE_MIN),
+    aten.max.default: reduction(OpKind.REDUCE_MAX),
+    aten.min.default: reduction(OpKind.REDUCE_MIN),
+    aten.max.dim: aten_extreme(OpKind.REDUCE_MAX),
+    aten.min.dim: aten_extreme(OpKind.REDUCE_MIN),
 }

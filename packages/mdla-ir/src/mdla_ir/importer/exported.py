@@ -137,7 +137,8 @@ def _problem(node: fx.Node, exc: Unsupported) -> str:
     scope, cls = module_of(node)
     where = f" in `{scope}` ({cls.rsplit('.', 1)[-1]})" if scope else ""
     line = source_line(node) or "unknown line"
-    return f"`{node.name}`: {exc} ({target_name(node)}){where} at {line}"
+    fix = f"; fix: {exc.fix}" if exc.fix else ""
+    return f"`{node.name}`: {exc} ({target_name(node)}){where} at {line}{fix}"
 
 
 def import_program(program: ExportedProgram, name: str, module: str = "") -> Graph:

@@ -140,9 +140,13 @@ def _max_pool2d(
     c: Ctx, x: Any, kernel: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool
 ) -> None:
     """MAX_POOL_2D (average pools are `pools.py`'s: their divisor needs more care)."""
-    if pair(dilation) != (1, 1):
-        raise Unsupported("pooling with dilation > 1")
     k = pair(kernel)
+    if any(d != 1 and n != 1 for d, n in zip(pair(dilation), k, strict=True)):
+        raise Unsupported(
+            f"max pooling with dilation {pair(dilation)} (MAX_POOL_2D has no dilation, and "
+            "neither the MDLA nor the CPU (`--cpu`) has a dilated pool)",
+            "use dilation=1 (a larger kernel covers the same span), which maps",
+        )
     s = pair(stride) if stride not in (None, [], ()) else k
     size = c.tensors[c.ref(x)].shape[2:]
     pads = _pool_pads(size, k, s, pair(padding), bool(ceil_mode))

@@ -24,23 +24,10 @@ MODULE_FIXES = {
     "SELU": SMOOTH,
     "Mish": SMOOTH,
     "Softplus": SMOOTH,
-    "AdaptiveMaxPool2d": "use AdaptiveAvgPool2d, or MaxPool2d with a fixed kernel and stride",
     "MultiheadAttention": "transformers are out on the MDLA: compile the convolutional part",
-    "Hardtanh": "use ReLU6 (hardtanh(0, 6)) or ReLU",
 }
-CLAMP = "clamp(0, 6) is F.relu6 and clamp(min=0) is F.relu (they map); use one of them"
-SUM = "a sum over dims is their mean times the count: write x.mean(dims, keepdim) * n"
 # A function or Tensor method (as `target_name` spells it) -> what to change it to.
-FUNCTION_FIXES = {
-    "torch.clamp": CLAMP,
-    "Tensor.clamp": CLAMP,
-    "torch.clip": CLAMP,
-    "Tensor.clip": CLAMP,
-    "torch.sum": SUM,
-    "Tensor.sum": SUM,
-    "Tensor.expand_as": "rely on broadcasting: `x * y` broadcasts y without expand_as",
-    "Tensor.expand": "rely on broadcasting: `x * y` broadcasts y without expand",
-}
+FUNCTION_FIXES: dict[str, str] = {}
 GENERIC = (
     "rewrite that line with layers and ops the importer maps (nn layers and their F.* forms, "
     "+ - * /, cat, reshape/view, permute, slicing with constant bounds); `--cpu` cannot place "

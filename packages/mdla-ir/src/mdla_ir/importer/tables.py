@@ -12,7 +12,10 @@ import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
 from mdla_ir.importer import functions as fn
+from mdla_ir.importer.adaptive_max import f_adaptive_maxpool, m_adaptive_maxpool
 from mdla_ir.importer.batchnorm import f_batch_norm
+from mdla_ir.importer.broadcast import expand, repeat
+from mdla_ir.importer.clamp import f_clamp, m_hardtanh
 from mdla_ir.importer.context import Converter, Ctx, Unsupported
 from mdla_ir.importer.conv1d import (
     f_adaptive_avgpool1d,
@@ -42,9 +45,10 @@ from mdla_ir.importer.layers import (
 from mdla_ir.importer.norms import f_group_norm, f_instance_norm, m_group_norm, m_instance_norm
 from mdla_ir.importer.pools import f_avgpool2d, m_avgpool2d
 from mdla_ir.importer.prelu import f_leaky_relu, f_prelu, m_leaky_relu, m_prelu
+from mdla_ir.importer.reduce import extreme, pick_values, reduction, values_attr
 from mdla_ir.importer.resample import f_interpolate, m_upsample
 from mdla_ir.importer.shuffle import f_pixel_shuffle, m_pixel_shuffle
-from mdla_ir.importer.slicing import getitem, narrow, split_pieces
+from mdla_ir.importer.slicing import narrow, split_pieces
 from mdla_ir.importer.strided import flip, m_mode_pad, roll
 from mdla_ir.importer.transpose_conv import f_conv_transpose2d, m_conv_transpose2d
 from mdla_ir.ops import OpKind
@@ -55,23 +59,6 @@ def unary(kind: OpKind, **attrs: Any) -> Converter:
         c.emit(kind, [c.ref(args[0] if args else kw["input"])], **attrs)
 
     return convert
-
-
-def m_hardtanh(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
-    lo, hi = (
-        (m.min_val, m.max_val)
-        if m is not None
-        else (
-            c.value(kw.get("min_val", args[1] if len(args) > 1 else -1.0)),
-            c.value(kw.get("max_val", args[2] if len(args) > 2 else 1.0)),
-        )
-    )
-    if (lo, hi) != (0.0, 6.0):
-        raise Unsupported(
-            f"hardtanh({lo}, {hi}) (only hardtanh(0, 6) = ReLU6 is imported)",
-            "use ReLU6 (hardtanh(0, 6)) or ReLU, which map",
-        )
-    c.emit(OpKind.RELU6, [c.ref(args[0])])
 
 
 def m_gelu(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
@@ -215,6 +202,7 @@ MODULES: dict[type, Converter] = {
     nn.AvgPool2d: m_avgpool2d,
     nn.AdaptiveAvgPool2d: lambda c, m, a, k: adaptive(c, a[0], m.output_size),
     nn.MaxPool3d: m_maxpool3d,
+    nn.AdaptiveMaxPool2d: m_adaptive_maxpool,
     nn.Linear: m_linear,
     nn.Flatten: lambda c, m, a, k: _flatten(c, a[0], m.start_dim, m.end_dim),
     nn.Dropout: identity(OpKind.DROPOUT),
@@ -286,6 +274,7 @@ FUNCTIONS: dict[Any, Converter] = {
     ),
     F.avg_pool2d: f_avgpool2d,
     F.max_pool2d: f_maxpool,
+    F.adaptive_max_pool2d: f_adaptive_maxpool,
     F.conv2d: f_conv2d,
     F.linear: f_linear,
     F.dropout: identity(OpKind.DROPOUT),
@@ -307,7 +296,16 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.log: unary(OpKind.LOG),
     F.channel_shuffle: _channel_shuffle,
     torch.channel_shuffle: _channel_shuffle,
-    operator.getitem: getitem,
+    operator.getitem: pick_values,
+    getattr: values_attr,
+    torch.clamp: f_clamp,
+    torch.broadcast_to: expand,
+    torch.clip: f_clamp,
+    torch.sum: reduction(OpKind.REDUCE_SUM),
+    torch.amax: reduction(OpKind.REDUCE_MAX),
+    torch.amin: reduction(OpKind.REDUCE_MIN),
+    torch.max: extreme(OpKind.REDUCE_MAX),
+    torch.min: extreme(OpKind.REDUCE_MIN),
     torch.chunk: split_pieces,
     torch.split: split_pieces,
     torch.narrow: narrow,
@@ -359,4 +357,15 @@ METHODS: dict[str, Converter] = {
     "log": unary(OpKind.LOG),
     "sqrt": unary(OpKind.SQRT),
     "rsqrt": unary(OpKind.RSQRT),
+    "clamp": f_clamp,
+    "expand": expand,
+    "expand_as": expand,
+    "repeat": repeat,
+    "clip": f_clamp,
+    "clamp_": f_clamp,
+    "sum": reduction(OpKind.REDUCE_SUM),
+    "amax": reduction(OpKind.REDUCE_MAX),
+    "amin": reduction(OpKind.REDUCE_MIN),
+    "max": extreme(OpKind.REDUCE_MAX),
+    "min": extreme(OpKind.REDUCE_MIN),
 }

@@ -19,6 +19,7 @@ from mdla_ir.interp import (  # noqa: F401  (register kernels)
     functions,
     pool,
     recurrent,
+    reduction,
     resample,
 )
 from mdla_ir.interp.registry import KERNELS, Array

@@ -7,6 +7,7 @@ device graph (frames, padding). Every rule: `(pattern, fn)`, one line, `# before
 from mdla_legalize.rules.activations import ACTIVATIONS, PATTERNS
 from mdla_legalize.rules.base import Ctx, Rule, RuleFn, apply_table, pat, rule_names, single
 from mdla_legalize.rules.channels import COSTS, GROUPS, SELECTIONS
+from mdla_legalize.rules.clamp import CLAMP
 from mdla_legalize.rules.detect import DETECT
 from mdla_legalize.rules.flatten import FLATTEN
 from mdla_legalize.rules.frames import FRAMES, squeeze_boundary
@@ -14,7 +15,9 @@ from mdla_legalize.rules.heads import POOLS
 from mdla_legalize.rules.lift import LIFT
 from mdla_legalize.rules.movement import MOVEMENT
 from mdla_legalize.rules.padding import PADDING
+from mdla_legalize.rules.reduce import REDUCE
 from mdla_legalize.rules.strided import COMPOSE, STRIDED
+from mdla_legalize.rules.subtract import SUBTRACT
 
 MODEL_RULES: list[Rule] = (
     FLATTEN
@@ -24,16 +27,19 @@ MODEL_RULES: list[Rule] = (
     + STRIDED
     + DETECT
     + PATTERNS
+    + CLAMP
     + ACTIVATIONS
+    + SUBTRACT
     + POOLS
     + LIFT
 )
-DEVICE_RULES: list[Rule] = FRAMES + MOVEMENT + PADDING
+DEVICE_RULES: list[Rule] = REDUCE + FRAMES + MOVEMENT + PADDING
 ALL_RULES: list[Rule] = MODEL_RULES + DEVICE_RULES
 
 __all__ = [
     "ACTIVATIONS",
     "ALL_RULES",
+    "CLAMP",
     "COMPOSE",
     "COSTS",
     "DETECT",
@@ -47,8 +53,10 @@ __all__ = [
     "PADDING",
     "PATTERNS",
     "POOLS",
+    "REDUCE",
     "SELECTIONS",
     "STRIDED",
+    "SUBTRACT",
     "Ctx",
     "Rule",
     "RuleFn",
