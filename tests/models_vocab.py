@@ -223,6 +223,19 @@ class PoolClampHead(nn.Module):
         return self.fc(torch.clip(z, -1.0, 2.0))
 
 
+class GlobalScalars(nn.Module):
+    """Combination: reductions over everything to rank-0 scalars (sum, amin, max) as gates."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.out = _conv(), _conv(8, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        gate = torch.sigmoid(y.sum() * y.amin() * (1.0 / 512))
+        return self.out(y * gate + y * torch.max(y) * 0.1)
+
+
 @dataclass(frozen=True)
 class Case:
     make: Callable[[], nn.Module]
@@ -245,6 +258,7 @@ CASES: dict[str, Case] = {
     "repmixer": Case(RepMixer),
     "sub_const": Case(SubConst),
     "pool_clamp_head": Case(PoolClampHead),
+    "global_scalars": Case(GlobalScalars),
 }
 
 

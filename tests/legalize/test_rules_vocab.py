@@ -71,12 +71,27 @@ def test_min_is_minus_max_of_minus() -> None:
     _mapped(new)
 
 
+@pytest.mark.parametrize("kind", [OpKind.REDUCE_SUM, OpKind.REDUCE_MAX, OpKind.REDUCE_MIN])
+def test_a_reduction_to_rank_zero_ends_in_a_mean_of_one_element(kind: OpKind) -> None:
+    """Constants and RESHAPE's shape operand cannot be rank 0: the reduction keeps its axes and
+    a MEAN of its one element drops them."""
+    new = check_pass(
+        lambda g: _fixed_point(REDUCE, g),
+        _reduction(kind, (1, 4, 5, 6), (0, 1, 2, 3), False),
+        rtol=1e-6,
+    )
+    last = new.ops[-1]
+    assert (last.kind, new.tensors[last.outputs[0]].shape) == (OpKind.MEAN, ())
+    assert all(new.tensors[n].shape != () for op in new.ops[:-1] for n in op.outputs)
+    _mapped(new)
+
+
 def test_sum_is_mean_times_count() -> None:
     graph = _reduction(OpKind.REDUCE_SUM, (1, 4, 5, 6), (1, 2), False)
     new = check_pass(lambda g: _fixed_point(REDUCE, g), graph, rtol=1e-6)
     assert new.count() == {"MEAN": 1, "MUL": 1}
     (count,) = [new.const(n) for op in new.ops for n in op.inputs if new.tensors[n].is_const]
-    assert count.tolist() == [20.0]
+    assert count.ravel().tolist() == [20.0]
     _mapped(new)
 
 

@@ -291,7 +291,7 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.REDUCE_SUM, (), MeanAttrs, none=_pre("reduce_sum_to_mean_mul")),
     _op(K.REDUCE_MAX, (), MeanAttrs, none=_pre("reduce_max_to_pool")),
     _op(K.REDUCE_MIN, (), MeanAttrs, none=_pre("reduce_min_to_pool")),
-    _op(K.CLAMP, (), ClampAttrs, "activation", none=_pre("clamp_to_relus")),
+    _op(K.CLAMP, (), ClampAttrs, none=_pre("clamp_to_relus")),
 )  # fmt: skip
 
 SCHEMA: dict[OpKind, OpSchema] = {

@@ -109,6 +109,7 @@ def _binary(a: Attrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
 
 @rule(
     *ACTIVATIONS,
+    OpKind.CLAMP,
     OpKind.DROPOUT,
     OpKind.IDENTITY,
     OpKind.SOFTMAX,

@@ -64,9 +64,29 @@ def _pool_run(op: Op, ctx: Ctx, lo: int, hi: int, last: bool) -> list[Op]:
     ]
 
 
+def _to_scalar(op: Op, ctx: Ctx) -> list[Op] | None:
+    """A reduction to a rank-0 result: the same with kept (size-one) axes, then a MEAN of its
+    one element to rank 0 (constants and RESHAPE's shape operand cannot be rank 0, MEAN's
+    output can); None otherwise."""
+    x, (y,) = op.inputs[0], op.outputs
+    if ctx.shape(y) != ():
+        return None
+    rank = len(ctx.shape(x))
+    kept = ctx.tensor(f"{y}.kept", (1,) * rank)
+    attrs = {"axes": MeanAttrs.of(op).axes, "keepdims": True}
+    to_scalar = {"axes": tuple(range(rank)), "keepdims": False}
+    return [
+        op.with_(outputs=(kept,), attrs=attrs),
+        derive(op, "scalar", OpKind.MEAN, [kept], [y], **to_scalar),
+    ]
+
+
 def reduce_max_to_pool(op: Op, ctx: Ctx) -> list[Op] | None:
     """REDUCE_MAX(x, axes) -> RESHAPE, MAX_POOL_2D over the last run of axes, RESHAPE (and a
     REDUCE_MAX of the other runs, lowered on the next walk)."""
+    scalar = _to_scalar(op, ctx)
+    if scalar is not None:
+        return scalar
     axes = sorted(a % len(ctx.shape(op.inputs[0])) for a in _kept(op, ctx))
     if 0 in axes:
         return None
@@ -80,27 +100,37 @@ def reduce_max_to_pool(op: Op, ctx: Ctx) -> list[Op] | None:
 
 def reduce_min_to_pool(op: Op, ctx: Ctx) -> list[Op] | None:
     """REDUCE_MIN(x) -> MUL(REDUCE_MAX(MUL(x, -1)), -1)."""
+    scalar = _to_scalar(op, ctx)
+    if scalar is not None:
+        return scalar
     x, (y,) = op.inputs[0], op.outputs
-    minus = ctx.add_const(f"{op.name}.minus_one", np.array([-1.0], np.float32))
     neg = ctx.tensor(f"{y}.negated", ctx.shape(x))
     top = ctx.tensor(f"{y}.max", ctx.shape(y))
     return [
-        derive(op, "negate", OpKind.MUL, [x, minus], [neg], fuse="NONE"),
+        derive(op, "negate", OpKind.MUL, [x, _scalar(ctx, op, x, -1.0)], [neg], fuse="NONE"),
         derive(op, "max", OpKind.REDUCE_MAX, [neg], [top], **_attrs(op)),
-        derive(op, "", OpKind.MUL, [top, minus], [y], fuse="NONE"),
+        derive(op, "", OpKind.MUL, [top, _scalar(ctx, op, y, -1.0)], [y], fuse="NONE"),
     ]
+
+
+def _scalar(ctx: Ctx, op: Op, like: str, value: float) -> str:
+    """A constant `value` of `like`'s rank (at least 1), every dim 1."""
+    data = np.full((1,) * max(1, len(ctx.shape(like))), value, np.float32)
+    return ctx.add_const(f"{op.name}.times_{value:g}", data)
 
 
 def reduce_sum_to_mean_mul(op: Op, ctx: Ctx) -> list[Op] | None:
     """REDUCE_SUM(x, axes) -> MUL(MEAN(x, axes), count)."""
+    scalar = _to_scalar(op, ctx)
+    if scalar is not None:
+        return scalar
     x, (y,) = op.inputs[0], op.outputs
     s = ctx.shape(x)
     count = math.prod(s[a % len(s)] for a in MeanAttrs.of(op).axes)
-    n = ctx.add_const(f"{op.name}.count", np.array([count], np.float32))
     mean = ctx.tensor(f"{y}.mean", ctx.shape(y))
     return [
         derive(op, "mean", OpKind.MEAN, [x], [mean], **_attrs(op)),
-        derive(op, "", OpKind.MUL, [mean, n], [y], fuse="NONE"),
+        derive(op, "", OpKind.MUL, [mean, _scalar(ctx, op, y, float(count))], [y], fuse="NONE"),
     ]
 
 

@@ -14,7 +14,7 @@ from mdla_legalize.rules.base import Ctx, Rule, derive, pat
 def sub_to_add_negated(op: Op, ctx: Ctx) -> list[Op] | None:
     """SUB(a, b) -> ADD(a, MUL(b, -1)), b an activation."""
     a, b = op.inputs[:2]
-    if ctx.const(b) is not None:
+    if ctx.const(b) is not None or ctx.shape(b) == ():  # a rank-0 constant is held as (1,)
         return None
     minus = ctx.add_const(f"{op.name}.minus_one", np.array([-1.0], np.float32))
     neg = ctx.tensor(f"{op.outputs[0]}.negated", ctx.shape(b))
