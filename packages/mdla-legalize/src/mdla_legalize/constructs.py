@@ -161,6 +161,47 @@ CONSTRUCTS: tuple[Construct, ...] = (
         "one extra op per activation",
     ),
     Construct(
+        "`sum`, `amax`/`max(dim)`, `amin`/`min(dim)` over any dims but the batch, keepdim or not",
+        "CBAM and other attention gates, global sum/max pools, hand-written heads",
+        "sum: `MEAN` · `MUL` by the count; max: one `MAX_POOL_2D` window over the reduced dims "
+        "(viewed by `RESHAPE`s as [N, before, reduced, after]); min: -max(-x) with `MUL` by -1",
+        (K.MEAN, K.MUL, K.MAX_POOL_2D, K.RESHAPE),
+        Status.MAPS,
+        "one or two extra ops per reduction",
+    ),
+    Construct(
+        "`clamp`/`clip`/`nn.Hardtanh`/`F.hardtanh` with any bounds (one-sided too)",
+        "bounded activations, hand-written clipping",
+        "(0, 6) `RELU6`, (0, inf) `RELU`; otherwise `MUL`/`ADD` by constants around a fused "
+        "RELU, RELU6 or RELU1",
+        (K.RELU, K.RELU6, K.MUL, K.ADD),
+        Status.MAPS,
+        "up to four ops per clamp",
+    ),
+    Construct(
+        "`expand`, `expand_as`, `broadcast_to`, `repeat`",
+        "squeeze-excite gates, ASPP image pooling, tiled maps",
+        "nothing where an `ADD`/`MUL` reading it broadcasts anyway; else a `CONCATENATION` of "
+        "copies per expanded axis",
+        (K.CONCATENATION, K.ADD, K.MUL),
+        Status.MAPS,
+    ),
+    Construct(
+        "`nn.AdaptiveMaxPool2d` to a size dividing the input",
+        "classifier heads, SPP",
+        "`MAX_POOL_2D`, kernel = stride = input / output",
+        (K.MAX_POOL_2D,),
+        Status.MAPS,
+    ),
+    Construct(
+        "`a - b` of two activations (SUB), `c - x`",
+        "FastViT's RepMixer, EfficientFormer's pooling mixer, centring",
+        "`ADD(a, MUL(b, -1))`; a constant subtrahend: `ADD` of its negation",
+        (K.ADD, K.MUL),
+        Status.MAPS,
+        "one `MUL` per SUB of two activations",
+    ),
+    Construct(
         "`nn.LayerNorm` (ConvNeXt, ViT)",
         "transformers, ConvNeXt",
         "-",
