@@ -79,6 +79,11 @@ def test_reduction_refusals_name_the_construct_and_the_fix(path: str) -> None:
         mdla_ir.from_torch(Wrap(lambda x: x.sum(0)).eval(), (torch.randn(2, 4, 6, 8),), path=path)
 
 
+def test_the_indices_of_a_max_over_a_dim_are_refused_on_export() -> None:
+    with pytest.raises(UnsupportedError, match=r"output 1 of `max` \(its indices\).*fix: use"):
+        _import(lambda x: x * torch.max(x, 1, keepdim=True)[1].float(), "export")
+
+
 def test_max_of_two_tensors_and_the_indices_are_refused() -> None:
     with pytest.raises(UnsupportedError, match=r"elementwise torch\.maximum"):
         _import(lambda x: torch.max(x, x * 2), "fx")

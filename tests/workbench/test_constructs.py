@@ -205,6 +205,17 @@ EXAMPLES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
     "LayerNorm": (lambda: Fn(lambda x: F.layer_norm(x, (8,))), (1, 4, 8, 8)),
     "attention": (lambda: attention()[0], (1, 3, 16, 16)),
     "GELU": (lambda: nn.GELU(), (1, 4, 8, 8)),
+    "amax": (
+        lambda: Fn(lambda x: x.sum(1, keepdim=True) * torch.amax(x, (2, 3), keepdim=True)),
+        (1, 4, 8, 8),
+    ),
+    "clip": (lambda: Fn(lambda x: torch.clip(x, -0.5, 0.75) + F.hardtanh(x)), (1, 4, 8, 8)),
+    "broadcast_to": (
+        lambda: Fn(lambda x: torch.cat([x, x.mean((2, 3), keepdim=True).expand_as(x)], 1)),
+        (1, 4, 8, 8),
+    ),
+    "AdaptiveMaxPool2d": (lambda: nn.AdaptiveMaxPool2d(2), (1, 4, 8, 8)),
+    "(SUB)": (lambda: Fn(lambda x: x - torch.sigmoid(x)), (1, 4, 8, 8)),
 }
 
 

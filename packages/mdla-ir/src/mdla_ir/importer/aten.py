@@ -273,6 +273,10 @@ def pick(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
     found = pieces(c).get(src)
     if found is None:
         raise Unsupported(f"an item of `{getattr(src, 'name', src)}` (not a known multi-output)")
+    if int(i) >= len(found):  # max/min over a dim, adaptive_max_pool2d: indices not held
+        raise Unsupported(
+            f"output {int(i)} of `{src.name}` (its indices)", "use torch.argmax for indices"
+        )
     item = found[int(i)]
     if isinstance(item, str):
         assert c.node is not None
