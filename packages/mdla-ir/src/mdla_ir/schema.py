@@ -236,13 +236,15 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.SOFTMAX, ("x:a beta:f [axis:i]",), SoftmaxAttrs, "cpu"),
     _op(K.TANH, UNARY, groups="activation cpu", outputs="y:a"),
     _op(K.DIV, BINARY, FuseAttrs, "binary", emu=False,
-        none=_not_int8("legalize turns DIV by a constant into MUL (div_const_to_mul)")),
+        none=_not_int8("legalize turns DIV by a constant into MUL (div_const_to_mul); a DIV "
+                       "by an activation has no int8 kernel yet")),
     _op(K.MEAN, ("x:a axes:t keep_dims:i",), MeanAttrs, "cpu"),
     _op(K.PAD, ("x:a paddings:t",), PadAttrs, "cpu"),
     _op(K.SUB, BINARY, FuseAttrs, "binary fusable cpu"),
     _op(K.TRANSPOSE, ("x:a perm:t",), TransposeAttrs, "cpu", emu=False),
     _op(K.CHANNEL_SHUFFLE, ("x:a groups:i axis:i",), ShuffleAttrs, emu=False,
-        none=_pre("channel_shuffle_to_selection makes it a selection CONV_2D")),
+        none=_pre("channel_shuffle_to_selection makes a 4-D channel shuffle a selection "
+                  "CONV_2D; another has no CPU kernel yet")),
     _op(K.EXP, UNARY, groups="table cpu", outputs="y:a", emu=False),
     _op(K.LOG, UNARY, groups="table cpu", outputs="y:a", emu=False),
     _op(K.QUANTIZE, ("x:*",), emu=False,
@@ -265,8 +267,11 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.HARD_SIGMOID, (), groups="activation", none=_pre("hardsigmoid_to_relu6_mul")),
     _op(K.GELU, (), groups="activation table cpu_float"),
     _op(K.LAYER_NORM, (), NormAttrs, "cpu_float"),
-    _op(K.CONV_3D, (), ConvAttrs, none=_pre("conv3d_to_conv2d")),
-    _op(K.MAX_POOL_3D, (), PoolAttrs, none=_pre("maxpool3d_to_maxpool2d")),
+    _op(K.CONV_3D, (), ConvAttrs, none=_pre("conv3d_to_conv2d (temporal stride and dilation 1, "
+                                            "one group); another has no CPU kernel yet")),
+    _op(K.MAX_POOL_3D, (), PoolAttrs,
+        none=_pre("maxpool3d_to_maxpool2d (temporal window 1, batch 1); another has no CPU "
+                  "kernel yet")),
     _op(K.ADAPTIVE_AVG_POOL_2D, (), AdaptivePoolAttrs, "spatial cpu",
         none={"tflite": "no TFLite op pools to a size that does not divide (those that divide "
                         "are AVERAGE_POOL_2D or MEAN after legalization)"}),
