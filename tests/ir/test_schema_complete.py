@@ -72,6 +72,7 @@ def test_a_none_for_an_unknown_piece_is_refused() -> None:
 REMOVED = {
     OpKind.SLICE, OpKind.BATCH_NORM, OpKind.SILU, OpKind.HARD_SIGMOID, OpKind.FLATTEN,
     OpKind.DROPOUT, OpKind.IDENTITY, OpKind.QUANTIZE,
+    OpKind.REDUCE_SUM, OpKind.REDUCE_MAX, OpKind.REDUCE_MIN, OpKind.CLAMP,
 }  # fmt: skip
 NO_CPU_YET = {OpKind.DIV, OpKind.CHANNEL_SHUFFLE, OpKind.CONV_3D, OpKind.MAX_POOL_3D}
 
