@@ -163,7 +163,7 @@ def test_run_errors(runner: CliRunner, artifacts: dict[str, Path], tmp_path: Pat
         ([str(artifacts["tiny"]), "chelsea"], 1, "records no image preprocessing"),
         ([str(tmp_path / "none.mdla")], 1, "does not exist"),
         (["ssdlite320_mobilenet_v3_large"], 2, "is not a manifest (.mdla): compile it first"),
-        ([str(corrupt)], 1, "is format version 10 is newer than this reader's 3: update mdla"),
+        ([str(corrupt)], 1, "is format version 10, newer than this reader's 3: update mdla"),
         ([str(artifacts["tiny"]), "--on", "lib:/no/such/lib.so"], 4, "no such library"),
         ([str(artifacts["tiny"]), "--on", "tcp://x"], 2, "unknown target"),
         ([str(artifacts["tiny"]), "--repeat", "0"], 2, ""),

@@ -129,7 +129,8 @@ def version_line(exc: FutureVersionError) -> str:
     offset say nothing to a user), with the rebuild command for this file."""
     where = f"`{exc.path}`" if exc.path else "the file"
     out = f" -o {exc.path}" if exc.path else ""
-    return f"{where} is {exc.why.replace('`workbench compile`', f'`workbench compile MODEL{out}`')}"
+    why = exc.why.replace("`workbench compile`", f"`workbench compile MODEL{out}`")
+    return f"{where} is {why.replace(' is newer than', ', newer than')}"
 
 
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
