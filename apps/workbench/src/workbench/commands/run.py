@@ -25,6 +25,7 @@ from workbench.commands.options import Debug, Device, InputFlags, On, Weights, c
 from workbench.errors import BAD_INPUT, WorkbenchError, reported
 from workbench.output import dumps, steps
 from workbench.partition_report import run_fields, run_lines
+from workbench.proof import shown
 
 MaxTensorMb = Annotated[
     int | None,
@@ -252,9 +253,11 @@ def run_command(
                 job.saved.write(save_outputs)
         if as_json:
             saved = {"saved_outputs": str(save_outputs)} if save_outputs is not None else {}
-            typer.echo(dumps({"model": manifest.name, "target": on, "runs": results, **saved}))
+            typer.echo(
+                dumps({"model": manifest.name, "target": shown(on), "runs": results, **saved})
+            )
             return
-        _print(results, manifest.name, on, repeat)
+        _print(results, manifest.name, shown(on), repeat)
         for line in run_lines(results):
             typer.echo(line)
         Boxes.print(results, manifest.provenance.random_weights)
