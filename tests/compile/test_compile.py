@@ -3,11 +3,13 @@ int8 graph as the stages called one by one, saving, the report, the .tflite, opt
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
 
 import mdla_compile
+import mdla_ir
 import mdla_runtime
 from mdla_compile import (
     CalibrationTick,
@@ -171,3 +173,20 @@ def test_calibrating_photos_needs_preprocessing() -> None:
     with pytest.raises(CompileError, match="records no image preprocessing") as err:
         mdla_compile.compile(CompileOptions(TINY, calib="samples", count=1))
     assert not isinstance(err.value, OptionError)
+
+
+def test_save_stores_the_float_graph_beside_the_mdla_unless_told_not(
+    tiny: tuple[mdla_compile.Compiled, list[Event]], tmp_path: Path
+) -> None:
+    compiled, _ = tiny
+    kept = compiled.save(tmp_path / "kept.mdla")
+    assert kept.path is not None
+    graph, bound_to = mdla_ir.stored.loads(mdla_ir.stored.sidecar(kept.path).read_bytes())
+    assert bound_to == hashlib.sha256((tmp_path / "kept.mdla").read_bytes()).hexdigest()
+    assert graph.ops == tuple(op.with_(source=None) for op in compiled.float_graph.ops)
+    compiled.save(tmp_path / "bare.mdla", store_float=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "bare.mdla",
+        "kept.mdla",
+        "kept.mdla.fp32",
+    ]

@@ -57,12 +57,12 @@ class Compiled:
         tflite: str | Path | None = None,
         before_write: Callable[[], None] = lambda: None,
         vet: Callable[[bytes], None] = lambda _blob: None,
+        store_float: bool = True,
     ) -> mdla_runtime.Manifest:
-        """Write the `.mdla` (and `.tflite`) atomically, and the float graph beside it
-        (`output.save`)."""
-        self.manifest = output.save(
-            self.qgraph, path, tflite, before_write, vet, float_graph=self.source.graph
-        )
+        """Write the `.mdla` (and `.tflite`) atomically, and with `store_float` the float
+        graph beside it (`output.save`; a throw-away .mdla has no use for it)."""
+        graph = self.source.graph if store_float else None
+        self.manifest = output.save(self.qgraph, path, tflite, before_write, vet, graph)
         self.path = Path(path)
         self.tflite = Path(tflite) if tflite is not None else None
         return self.manifest
