@@ -197,7 +197,9 @@ def test_workbench_run_prints_and_draws_the_boxes(
     assert [r["label"] for r in found["int8"]] == [model.labels[c] for c in int8.labels[:5]]
     with Image.open(found["png"]) as png:
         assert png.size == (2 * 451 + GAP, 300)
-    assert found["png"] == str(tmp_path / f"cat.{SPEC}.boxes.png")
+    # run writes into ./mdla-out, never beside the photo
+    assert found["png"] == str(Path("mdla-out") / f"cat.{SPEC}.boxes.png")
+    assert not list(tmp_path.glob("cat.*.png"))
     Boxes.print(json.loads(result.stdout)["runs"], random_weights=True)  # the table form
     table = capsys.readouterr().out
     assert "random weights: these boxes mean nothing" in table
