@@ -59,7 +59,7 @@ def test_groups_are_derived_from_the_schema_and_unchanged() -> None:
         K.SOFTSIGN,
     } == ops.ACTIVATIONS
     assert {K.ADD, K.MUL, K.SUB, K.DIV, K.PRELU} == ops.BINARY
-    extra = {K.BATCH_NORM, K.RESIZE_BILINEAR, K.ADAPTIVE_AVG_POOL_2D}
+    extra = {K.BATCH_NORM, K.RESIZE_BILINEAR, K.ADAPTIVE_AVG_POOL_2D, K.ADAPTIVE_MAX_POOL_2D}
     extra |= {K.RESIZE_NEAREST_NEIGHBOR, K.DEPTH_TO_SPACE, K.TRANSPOSE_CONV_2D}
     assert ops.CONVS | ops.POOLS | extra == ops.SPATIAL
     fusable = {K.ADD, K.MUL, K.SUB, K.FULLY_CONNECTED, K.TRANSPOSE_CONV_2D}

@@ -1,7 +1,8 @@
 """ADAPTIVE_AVG_POOL_2D to a size that does not divide (smp PSPNet's 16 -> 3, 16 -> 6): the int8
 kernel (mdla_quant.kernels.adaptive_pool) averages torch's bins, rounded half away from zero as
-AVERAGE_POOL_2D; `--cpu auto` places it on the CPU and the engine's C kernel is bit-exact with
-run_int8."""
+AVERAGE_POOL_2D; ADAPTIVE_MAX_POOL_2D takes their maxima (both importers make it where the size
+does not divide); `--cpu auto` places them on the CPU and the engine's C kernel is bit-exact
+with run_int8."""
 
 from __future__ import annotations
 
@@ -45,6 +46,15 @@ def test_the_int8_pool_is_torchs_mean_rounded_half_away(size: int, out: int) -> 
     np.testing.assert_array_equal(got, np.sign(want) * np.floor(np.abs(want) + 0.5))
     assert bins(size, out)[0][0] == 0
     assert bins(size, out)[-1][1] == size
+    g_max = single_op_qgraph(
+        OpKind.ADAPTIVE_MAX_POOL_2D, [act("x", codes.shape, q)], (2, *osize, 3), q,
+        {"output_size": osize},
+    )  # fmt: skip
+    (got,) = run_int8(g_max, [codes.astype(np.float32) * np.float32(0.05)], raw=True)
+    most = F.adaptive_max_pool2d(
+        torch.from_numpy(codes.astype(np.float64)).permute(0, 3, 1, 2), osize
+    )
+    np.testing.assert_array_equal(got, most.permute(0, 2, 3, 1).numpy())
 
 
 class Pyramid(nn.Module):
@@ -54,7 +64,7 @@ class Pyramid(nn.Module):
         super().__init__()
         self.conv = nn.Conv2d(3, 8, 3, padding=1)
         self.pool3 = nn.AdaptiveAvgPool2d(3)
-        self.pool6 = nn.AdaptiveAvgPool2d((6, 5))
+        self.pool6 = nn.AdaptiveMaxPool2d((6, 5))
         self.c3 = nn.Conv2d(8, 4, 1)
         self.c6 = nn.Conv2d(8, 4, 1)
 
@@ -63,13 +73,17 @@ class Pyramid(nn.Module):
         return self.c3(self.pool3(y)).mean((2, 3)) + self.c6(self.pool6(y)).mean((2, 3))
 
 
-def test_cpu_auto_places_the_pools_and_the_engine_is_bit_exact(tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", ["fx", "export"])
+def test_cpu_auto_places_the_pools_and_the_engine_is_bit_exact(tmp_path: Path, path: str) -> None:
     torch.manual_seed(0)
     x = torch.randn(1, 3, 16, 16)
-    graph = mdla_ir.from_torch(Pyramid().eval(), (x,), name="pyramid")
+    module = Pyramid().eval()
+    graph = mdla_ir.from_torch(module, (x,), name="pyramid", path=path)
+    (fp32,) = mdla_ir.run_float(graph, [x.numpy()])
+    np.testing.assert_allclose(fp32, module(x).detach().numpy(), rtol=1e-5, atol=1e-5)
     placed = mdla_legalize.place(graph, TARGET, "mtk-mdla", ["auto"])
     on_cpu = [o.kind for o in placed.ops if o.device == "cpu"]
-    assert on_cpu == ["ADAPTIVE_AVG_POOL_2D", "ADAPTIVE_AVG_POOL_2D"]
+    assert on_cpu == ["ADAPTIVE_AVG_POOL_2D", "ADAPTIVE_MAX_POOL_2D"]
     rng = np.random.default_rng(1)
     calib = [[rng.normal(size=(1, 3, 16, 16)).astype(np.float32)] for _ in range(3)]
     qgraph = mdla_quant.quantize(placed.graph, calib)

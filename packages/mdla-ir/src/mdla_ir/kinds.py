@@ -76,6 +76,7 @@ class OpKind(Enum):
     LOG_SIGMOID = -20
     TANHSHRINK = -21
     SOFTSIGN = -22
+    ADAPTIVE_MAX_POOL_2D = -23  # to a size that does not divide: a CPU partition's
     REDUCE_SUM = -25  # sum over axes (MeanAttrs): legalized to MEAN times the count
     REDUCE_MAX = -26  # max over axes: legalized to MAX_POOL_2D windows over a reshaped view
     REDUCE_MIN = -27  # min over axes: -max(-x)

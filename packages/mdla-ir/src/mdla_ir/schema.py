@@ -275,6 +275,9 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.ADAPTIVE_AVG_POOL_2D, (), AdaptivePoolAttrs, "spatial cpu",
         none={"tflite": "no TFLite op pools to a size that does not divide (those that divide "
                         "are AVERAGE_POOL_2D or MEAN after legalization)"}),
+    _op(K.ADAPTIVE_MAX_POOL_2D, (), AdaptivePoolAttrs, "spatial cpu",
+        none={"tflite": "no TFLite op pools to a size that does not divide (the importer makes "
+                        "a MAX_POOL_2D of those that divide)"}),
     _op(K.FLATTEN, (), FlattenAttrs, none=_pre("canonicalize_reshapes makes it a RESHAPE")),
     _op(K.DROPOUT, (), NoAttrs, none=_pre("drop_identities removes it")),
     _op(K.IDENTITY, (), NoAttrs, none=_pre("drop_identities removes it")),
@@ -346,6 +349,7 @@ HOST_BY_CODE: dict[int, OpSchema] = {
         _host(K.GROUP_NORM, HOST_OP_BASE + 6, "x:a weight:F bias:F groups:i axis:i eps:f"),
         *(_host(k, HOST_OP_BASE + 7 + i, TABLE_FORM) for i, k in enumerate(TABLE_HOSTS)),
         _host(K.ADAPTIVE_AVG_POOL_2D, HOST_OP_BASE + 19, "x:a out_h:i out_w:i"),
+        _host(K.ADAPTIVE_MAX_POOL_2D, HOST_OP_BASE + 20, "x:a out_h:i out_w:i"),
     )
     if e.code is not None
 }

@@ -260,7 +260,7 @@ def _fc_f32(a: Attrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     return [(*x[:-1], w[0])]
 
 
-@rule(OpKind.ADAPTIVE_AVG_POOL_2D)
+@rule(OpKind.ADAPTIVE_AVG_POOL_2D, OpKind.ADAPTIVE_MAX_POOL_2D)
 def _adaptive(a: AdaptivePoolAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     n, _, _, c = _nhwc(shapes[0], layout)
     oh, ow = a.output_size

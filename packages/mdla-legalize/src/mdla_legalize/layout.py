@@ -51,6 +51,7 @@ AGNOSTIC = (
             OpKind.RESIZE_NEAREST_NEIGHBOR,
             OpKind.DEPTH_TO_SPACE,
             OpKind.ADAPTIVE_AVG_POOL_2D,
+            OpKind.ADAPTIVE_MAX_POOL_2D,
             OpKind.CONV_3D,
             OpKind.MAX_POOL_3D,
             OpKind.DROPOUT,

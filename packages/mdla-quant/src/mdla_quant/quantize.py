@@ -66,7 +66,14 @@ WEIGHTED = {
 }
 # Ops only a CPU partition runs that move int8 values unchanged, or average them (the target's
 # tables describe the NPU): their output takes the input's params, as the int8 kernel requires.
-CPU_MOVES = frozenset({OpKind.TRANSPOSE, OpKind.ADAPTIVE_AVG_POOL_2D, OpKind.STRIDED_SLICE})
+CPU_MOVES = frozenset(
+    {
+        OpKind.TRANSPOSE,
+        OpKind.ADAPTIVE_AVG_POOL_2D,
+        OpKind.ADAPTIVE_MAX_POOL_2D,
+        OpKind.STRIDED_SLICE,
+    }
+)
 # ARGMAX (CPU only) writes class indices: int8 at scale 1, zero point 0, so the dequantized
 # value is the index itself (at most 128 classes: kernels/argmax.py).
 INDEX_Q = QuantParams((1.0,), (0,))

@@ -1,6 +1,7 @@
 """Converters for adaptive max pooling (`nn.AdaptiveMaxPool2d`, `F.adaptive_max_pool2d`,
 `aten.adaptive_max_pool2d`): to an output size that divides the input, the windows are fixed
-(kernel = stride = input / output, no padding), so it is one MAX_POOL_2D, which the MDLA maps.
+(kernel = stride = input / output, no padding), so it is one MAX_POOL_2D, which the MDLA maps;
+to any other size it is ADAPTIVE_MAX_POOL_2D (torch's uneven bins), which runs on the CPU.
 """
 
 from __future__ import annotations
@@ -21,24 +22,20 @@ def _size(c: Ctx, x: Any, output_size: Any) -> tuple[tuple[int, int], tuple[int,
     size = output_size if isinstance(output_size, list | tuple) else (output_size,) * 2
     oh = h if size[0] is None else int(size[0])
     ow = w if size[1] is None else int(size[1])
-    if h % oh or w % ow:
-        raise Unsupported(
-            f"adaptive max pool from {h}x{w} to {oh}x{ow} (the output size does not divide "
-            "the input, so the windows overlap unevenly)",
-            f"give the input a size divisible by {oh}x{ow}, or use MaxPool2d with a fixed "
-            "kernel and stride",
-        )
     return (h, w), (oh, ow)
 
 
 def _emit(c: Ctx, x: Any, output_size: Any, shaped: bool) -> str | None:
     (h, w), (oh, ow) = _size(c, x, output_size)
     k = (h // oh, w // ow)
-    attrs = {"kernel": k, "stride": k, "padding": (0, 0, 0, 0), "fuse": "NONE"}
+    kind = OpKind.MAX_POOL_2D
+    attrs: dict[str, Any] = {"kernel": k, "stride": k, "padding": (0, 0, 0, 0), "fuse": "NONE"}
+    if h % oh or w % ow:  # uneven bins: no fixed window
+        kind, attrs = OpKind.ADAPTIVE_MAX_POOL_2D, {"output_size": (oh, ow)}
     if shaped:  # aten's form: (values, indices), the values picked by getitem 0
         n, ch = c.tensors[c.ref(x)].shape[:2]
-        return emit_shaped(c, OpKind.MAX_POOL_2D, [c.ref(x)], (n, ch, oh, ow), "pool", **attrs)
-    c.emit(OpKind.MAX_POOL_2D, [c.ref(x)], **attrs)
+        return emit_shaped(c, kind, [c.ref(x)], (n, ch, oh, ow), "pool", **attrs)
+    c.emit(kind, [c.ref(x)], **attrs)
     return None
 
 

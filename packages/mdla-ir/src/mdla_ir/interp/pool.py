@@ -47,9 +47,10 @@ def average_pool_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     return [from_nhwc(apply_fuse(y, op.fuse), layout)]
 
 
-@kernel(OpKind.ADAPTIVE_AVG_POOL_2D)
+@kernel(OpKind.ADAPTIVE_AVG_POOL_2D, OpKind.ADAPTIVE_MAX_POOL_2D)
 def adaptive_avg_pool_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
-    """PyTorch's bins: rows floor(i*H/OH) .. ceil((i+1)*H/OH), averaged."""
+    """PyTorch's bins: rows floor(i*H/OH) .. ceil((i+1)*H/OH), averaged (or their max)."""
+    reduce = np.max if op.kind is OpKind.ADAPTIVE_MAX_POOL_2D else np.mean
     x = to_nhwc(args[0], layout)
     n, h, w, c = x.shape
     oh, ow = AdaptivePoolAttrs.of(op).output_size
@@ -58,7 +59,7 @@ def adaptive_avg_pool_2d(op: Op, args: Sequence[Array], layout: str) -> list[Arr
         r0, r1 = (i * h) // oh, math.ceil((i + 1) * h / oh)
         for j in range(ow):
             c0, c1 = (j * w) // ow, math.ceil((j + 1) * w / ow)
-            out[:, i, j] = x[:, r0:r1, c0:c1].mean(axis=(1, 2))
+            out[:, i, j] = reduce(x[:, r0:r1, c0:c1], axis=(1, 2))
     return [from_nhwc(out, layout)]
 
 

@@ -1,6 +1,7 @@
-"""ADAPTIVE_AVG_POOL_2D to any output size, int8 (a CPU partition's: the MDLA's AVERAGE_POOL_2D
-takes it only where the sizes divide, `adaptive_pool_to_avgpool`). Input and output share
-scale and zero point (the quantizer ties them), so the pool never requantizes.
+"""ADAPTIVE_AVG_POOL_2D and ADAPTIVE_MAX_POOL_2D to any output size, int8 (a CPU partition's:
+the MDLA's pools take them only where the sizes divide, `adaptive_pool_to_avgpool` and the
+importer's MAX_POOL_2D). Input and output share scale and zero point (the quantizer ties them),
+so the pools never requantize.
 
 Bins as torch's: output row i averages input rows floor(i * H / OH) .. ceil((i + 1) * H / OH)
 (exclusive), columns alike; bins may overlap and differ in size. Per bin, as AVERAGE_POOL_2D
@@ -10,7 +11,8 @@ Bins as torch's: output row i averages input rows floor(i * H / OH) .. ceil((i +
     out = clamp(acc > 0 ? (acc + n/2) / n : (acc - n/2) / n, -128, 127)   (C truncating
           division: round half away from zero)
 
-The engine's cpu device computes the same (csrc/cpu/adaptive_pool.c).
+ADAPTIVE_MAX_POOL_2D takes the largest code of each bin. The engine's cpu device computes the
+same (csrc/cpu/adaptive_pool.c).
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ def bins(size: int, out: int) -> list[tuple[int, int]]:
     return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
 
 
-@kernel(OpKind.ADAPTIVE_AVG_POOL_2D)
-def adaptive_avg_pool_2d(
+@kernel(OpKind.ADAPTIVE_AVG_POOL_2D, OpKind.ADAPTIVE_MAX_POOL_2D)
+def adaptive_pool_2d(
     op: Op,
     args: list[Array],
     arg_q: list[QuantParams | None],
@@ -50,7 +52,11 @@ def adaptive_avg_pool_2d(
     out = np.empty((x.shape[0], size[0], size[1], x.shape[3]), np.int64)
     for i, (r0, r1) in enumerate(rows):
         for j, (c0, c1) in enumerate(cols):
-            acc = wide[:, r0:r1, c0:c1].sum(axis=(1, 2))
+            window = wide[:, r0:r1, c0:c1]
+            if op.kind is OpKind.ADAPTIVE_MAX_POOL_2D:
+                out[:, i, j] = window.max(axis=(1, 2))
+                continue
+            acc = window.sum(axis=(1, 2))
             n = (r1 - r0) * (c1 - c0)
             out[:, i, j] = np.sign(acc) * ((np.abs(acc) + n // 2) // n)
     return saturate(out, -128, 127)

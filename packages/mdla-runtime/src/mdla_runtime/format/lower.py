@@ -359,7 +359,8 @@ TABLES = group("table")
 
 
 def _adaptive_avg_pool(low: Lowered, g: Graph, op: Op) -> Slots:
-    """Host op: x out_h out_w (NHWC; torch's bins, csrc/cpu/adaptive_pool.c)."""
+    """Host op of either adaptive pool: x out_h out_w (NHWC; torch's bins, csrc/cpu/
+    adaptive_pool.c)."""
     out_h, out_w = AdaptivePoolAttrs.of(op).output_size
     return {"x": op.inputs[0], "out_h": out_h, "out_w": out_w}
 
@@ -373,6 +374,7 @@ _HOST_RULES: dict[OpKind, Rule] = {
     OpKind.CONCATENATION_F32: _concat,  # inputs... axis (float32)
     OpKind.GROUP_NORM: _group_norm,  # x weight bias groups axis eps
     OpKind.ADAPTIVE_AVG_POOL_2D: _adaptive_avg_pool,  # x out_h out_w
+    OpKind.ADAPTIVE_MAX_POOL_2D: _adaptive_avg_pool,  # x out_h out_w
 }
 
 

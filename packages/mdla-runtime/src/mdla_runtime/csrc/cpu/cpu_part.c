@@ -62,6 +62,7 @@ typedef struct {
     size_t shape[4], groups;
     /* ADAPTIVE_AVG_POOL_2D: x [n, h, w, c] -> y [n, oh, ow, c] (pool[0..5]) */
     size_t pool[6];
+    bool pool_max; /* ADAPTIVE_MAX_POOL_2D */
     /* BATCH_MATMUL */
     mdla_cpu_matmul mm;
 } step;
@@ -358,24 +359,25 @@ static bool prepare_group_norm(const mdla_cpu_part *cp, const mdla_operation *op
     return true;
 }
 
-/* ADAPTIVE_AVG_POOL_2D x out_h out_w -> y, NHWC int8 of one scale and zero point. */
-static bool prepare_adaptive_avg(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
-                                 mdla_cpu_error *err) {
+/* ADAPTIVE_AVG_POOL_2D / ADAPTIVE_MAX_POOL_2D x out_h out_w -> y, NHWC int8 of one scale and
+ * zero point. */
+static bool prepare_adaptive(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
+                             const char *name, mdla_cpu_error *err) {
     const mdla_manifest *m = cp->m;
     const long i = (long)s->op;
     if (op->n_inputs != 3 || op->n_outputs != 1)
-        return failf(err, 1, i, "ADAPTIVE_AVG_POOL_2D wants 3 inputs and 1 output");
+        return failf(err, 1, i, "%s wants 3 inputs and 1 output", name);
     const mdla_operand *x = &m->operands[op->inputs[0]], *y = &m->operands[op->outputs[0]];
     const mdla_operand *oh = &m->operands[op->inputs[1]], *ow = &m->operands[op->inputs[2]];
     if (!is_int8(x) || !is_int8(y) || x->rank != 4 || y->rank != 4)
-        return failf(err, 1, i, "ADAPTIVE_AVG_POOL_2D wants int8 NHWC x and y");
+        return failf(err, 1, i, "%s wants int8 NHWC x and y", name);
     if (oh->type != NEURON_INT32 || !oh->has_value || ow->type != NEURON_INT32 ||
         !ow->has_value || oh->i32 < 1 || ow->i32 < 1 || y->dims[0] != x->dims[0] ||
         y->dims[1] != (uint32_t)oh->i32 || y->dims[2] != (uint32_t)ow->i32 ||
         y->dims[3] != x->dims[3])
-        return failf(err, 1, i, "ADAPTIVE_AVG_POOL_2D's out_h, out_w are not y's height, width");
+        return failf(err, 1, i, "%s's out_h, out_w are not y's height, width", name);
     if (x->scale != y->scale || x->zero_point != y->zero_point)
-        return failf(err, 1, i, "ADAPTIVE_AVG_POOL_2D's x and y differ in scale or zero point");
+        return failf(err, 1, i, "%s's x and y differ in scale or zero point", name);
     for (int d = 0; d < 4; d++) s->pool[d] = x->dims[d];
     s->pool[4] = y->dims[1];
     s->pool[5] = y->dims[2];
@@ -570,9 +572,11 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
         } else if (host && strcmp(host, "GROUP_NORM") == 0) {
             s->kind = STEP_GROUP_NORM;
             ok = prepare_group_norm(cp, op, s, err);
-        } else if (host && strcmp(host, "ADAPTIVE_AVG_POOL_2D") == 0) {
+        } else if (host && (strcmp(host, "ADAPTIVE_AVG_POOL_2D") == 0 ||
+                            strcmp(host, "ADAPTIVE_MAX_POOL_2D") == 0)) {
             s->kind = STEP_ADAPTIVE_AVG;
-            ok = prepare_adaptive_avg(cp, op, s, err);
+            s->pool_max = strcmp(host, "ADAPTIVE_MAX_POOL_2D") == 0;
+            ok = prepare_adaptive(cp, op, s, host, err);
         } else if (host && is_table_op(op->code)) {
             s->kind = STEP_TABLE;
             ok = prepare_table(cp, op, s, host, err);
@@ -633,8 +637,8 @@ void mdla_cpu_run(mdla_cpu_part *cp, void *const *data) {
         } else if (s->kind == STEP_BATCH_MATMUL) {
             mdla_cpu_batch_matmul(&s->mm, x, data[op->inputs[1]], y);
         } else if (s->kind == STEP_ADAPTIVE_AVG) {
-            mdla_cpu_adaptive_avg_pool(x, s->pool[0], s->pool[1], s->pool[2], s->pool[3],
-                                       s->pool[4], s->pool[5], y);
+            mdla_cpu_adaptive_pool(x, s->pool[0], s->pool[1], s->pool[2], s->pool[3], s->pool[4],
+                                   s->pool[5], s->pool_max, y);
         } else if (s->kind == STEP_TABLE) {
             mdla_cpu_apply_table(x, s->count, s->table, y);
         } else if (s->kind == STEP_ARGMAX) {
