@@ -348,7 +348,7 @@ def main() -> None:
     parser.add_argument(
         "--third-party", action="store_true", help="timm/smp models: verdicts (third_party.py)"
     )
-    parser.add_argument("--path", default="fx", help="with --third-party: fx, export or auto")
+    parser.add_argument("--path", default="auto", help="with --third-party: fx, export or auto")
     args = parser.parse_args()
     if args.third_party:  # its own table: import + legalize (+ placement) verdicts
         sizes = [int(g) for g in args.size if "=" not in g]

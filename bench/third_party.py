@@ -55,7 +55,7 @@ def _first(exc: Exception) -> str:
     return text[:300]
 
 
-def judge(name: str, side: int = 128, path: str = "fx") -> Verdict:
+def judge(name: str, side: int = 128, path: str = "auto") -> Verdict:
     """Import, legalize, and if ops do not map, place the kinds that do not on the CPU."""
     start = time.perf_counter()
     module, example = build(name, side)
@@ -113,7 +113,7 @@ def summary(rows: list[Verdict]) -> str:
     )
 
 
-def main(names: list[str], side: int, path: str = "fx") -> None:
+def main(names: list[str], side: int, path: str = "auto") -> None:
     print(HEADER, flush=True)
     rows = []
     for name in names or MODELS:

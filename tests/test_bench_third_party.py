@@ -20,13 +20,14 @@ def bench() -> ModuleType:
 
 
 def test_verdicts_of_a_mapping_a_placed_and_a_refused_model(bench: ModuleType) -> None:
-    maps = bench.judge("timm:lcnet_050", side=64)
+    """On the fx path, where the `trace` verdict (what fx cannot follow) exists."""
+    maps = bench.judge("timm:lcnet_050", side=64, path="fx")
     assert (maps.verdict, maps.partitions, maps.message) == ("maps", 1, "")
-    placed = bench.judge("timm:convnext_atto", side=64)
+    placed = bench.judge("timm:convnext_atto", side=64, path="fx")
     assert placed.verdict == "maps with --cpu GELU,LAYER_NORM"  # its permutes fold
     assert placed.partitions is not None
     assert placed.partitions > 2
-    refused = bench.judge("smp:FPN/resnet18", side=64)
+    refused = bench.judge("smp:FPN/resnet18", side=64, path="fx")
     assert refused.verdict == "trace"
     assert "output_stride" in refused.message
     rows = [maps, placed, refused]

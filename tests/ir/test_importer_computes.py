@@ -91,13 +91,16 @@ def test_f_batch_norm_in_eval_folds_into_the_conv_like_batchnorm2d() -> None:
     assert graph.ops[0].fuse == "RELU"
 
 
-def test_f_batch_norm_keeps_its_op_before_passes() -> None:
+@pytest.mark.parametrize("path", ["fx", "auto"])
+def test_f_batch_norm_keeps_its_op_before_passes(path: str) -> None:
+    """fx keeps the nn.Identity as an op (a leaf module); torch.export never sees it."""
     m = _randomized(nn.Sequential(nn.Conv2d(3, 8, 3), BatchNormAct(8, nn.Hardswish)))
-    graph = _imported(m, optimize=False)
+    graph = mdla_ir.from_torch(m, (torch.rand(1, 3, 8, 8),), optimize=False, path=path)
+    identity = [OpKind.IDENTITY] if path == "fx" else []
     assert [op.kind for op in graph.ops] == [
         OpKind.CONV_2D,
         OpKind.BATCH_NORM,
-        OpKind.IDENTITY,
+        *identity,
         OpKind.HARD_SWISH,
     ]
 

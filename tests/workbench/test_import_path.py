@@ -1,8 +1,10 @@
-"""`--import fx|export|auto` (check, compile, validate): a model torch.fx cannot trace imports
-through torch.export, and the note says which path imported it and why."""
+"""`--import fx|export|auto` (check, compile, validate, tune, bisect, export; auto by default):
+a model torch.fx cannot trace imports through torch.export, and the note, the compile report
+and --json say which path imported it and why."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -58,12 +60,22 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_fx_cannot_trace_it_and_export_imports_it(runner: CliRunner, models: Path) -> None:
     spec = f"{models}:untraceable"
-    fx = runner.invoke(app, ["check", spec])
+    fx = runner.invoke(app, ["check", spec, "--import", "fx"])
     assert fx.exit_code != 0
     assert "torch.fx cannot trace" in fx.output + fx.stderr
-    auto = runner.invoke(app, ["check", spec, "--import", "auto"])
+    auto = runner.invoke(app, ["check", spec])  # auto is the default
     assert auto.exit_code == 0, auto.output + auto.stderr
     assert "note: imported via torch.export" in auto.stderr
+
+
+def test_check_json_says_the_path(runner: CliRunner, models: Path) -> None:
+    result = runner.invoke(app, ["check", f"{models}:shy", "--json"])
+    assert result.exit_code == 0, result.output + result.stderr
+    found = json.loads(result.stdout)["import"]
+    assert found["path"] == "fx"
+    assert found["note"].startswith("torch.export refused: RuntimeError: no export here at ")
+    result = runner.invoke(app, ["check", f"{models}:untraceable", "--json"])
+    assert json.loads(result.stdout)["import"] == {"path": "export", "note": None}
 
 
 def test_auto_says_why_export_was_refused(runner: CliRunner, models: Path) -> None:
@@ -80,5 +92,20 @@ def test_compile_takes_the_path_too(runner: CliRunner, models: Path, tmp_path: P
     args = ["compile", f"{models}:untraceable", "--import", "export", "--calib", "random"]
     result = runner.invoke(app, [*args, "--count", "2", "-o", str(out)])
     assert result.exit_code == 0, result.output + result.stderr
-    assert "note: imported via torch.export" in result.stderr
+    (row,) = [ln for ln in result.stdout.splitlines() if ln.split()[:1] == ["import"]]
+    assert row.split() == ["import", "torch.export"]
     assert out.is_file()
+
+
+def test_compile_reports_the_fallback(runner: CliRunner, models: Path, tmp_path: Path) -> None:
+    out = tmp_path / "s.mdla"
+    args = ["compile", f"{models}:shy", "--calib", "random", "--count", "2", "-o", str(out)]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output + result.stderr
+    found = json.loads(result.stdout)["import"]
+    assert found["path"] == "fx"
+    assert "no export here at import_models.py:" in found["note"]
+    text = runner.invoke(app, args)
+    assert text.exit_code == 0, text.output + text.stderr
+    (row,) = [ln for ln in text.stdout.splitlines() if ln.split()[:1] == ["import"]]
+    assert row.split()[1:3] == ["torch.fx", "(torch.export"]

@@ -23,6 +23,7 @@ MAPS = [
     "timm:dla34",  # an unused result in forward (DlaTree.project)
     "smp:Unet/resnet18",
     "smp:Unet/mobilenet_v2",
+    "timm:tf_mobilenetv3_small_minimal_100",  # Conv2dSame: export evaluates math.ceil on sizes
 ]
 
 
@@ -32,16 +33,20 @@ def _refused(raises: type[Exception], reason: str) -> pytest.MarkDecorator:
 
 REFUSED = [
     pytest.param(
-        "timm:tf_mobilenetv3_small_minimal_100",
-        marks=_refused(IRError, "Conv2dSame: math.ceil on a traced size (fx cannot follow)"),
-    ),
-    pytest.param(
         "smp:FPN/resnet18",
-        marks=_refused(IRError, "smp's `h % output_stride` input check (fx cannot follow)"),
+        marks=_refused(
+            IRError,
+            "GroupNorm: no ATen mapping (aten.native_group_norm); fx cannot follow smp's "
+            "`h % output_stride` input check",
+        ),
     ),
     pytest.param(
         "timm:mobilevit_xxs",
-        marks=_refused(IRError, "`if new_h != H` on traced sizes (fx cannot follow)"),
+        marks=_refused(
+            IRError,
+            "attention's decomposition has unmapped ATen ops (aten.eq); fx cannot follow "
+            "`if new_h != H` on traced sizes",
+        ),
     ),
     pytest.param(
         "timm:convnext_atto",

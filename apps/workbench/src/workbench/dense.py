@@ -35,7 +35,7 @@ import mdla_ir
 import mdla_runtime
 from mdla_compile import CompileError
 from mdla_compile import inputs as ins
-from mdla_ir import IRError, Preprocess, stored
+from mdla_ir import DEFAULT_PATH, IRError, Preprocess, stored
 from mdla_runtime.atomic import write_atomic
 from mdla_zoo.errors import ZooError
 from workbench import pipeline
@@ -257,13 +257,17 @@ def float_graph(
     if not model:
         return stored_graph(manifest)
     prov = manifest.provenance
-    try:
-        shape = tuple(int(d) for d in manifest.inputs[0].model_shape)  # --input-shape, if given
-        graph = pipeline.load_source(model, weights, Contract(input_shape=shape)).graph
-    except ImportError as exc:  # load_model imports torch on use (absent on a phone)
-        return None, f"cannot import `{model}` here: {exc}"
-    except (IRError, ZooError, CompileError, OSError) as exc:  # the spec does not load
-        return None, f"cannot import `{model}`: {exc}"
+    shape = tuple(int(d) for d in manifest.inputs[0].model_shape)  # --input-shape, if given
+    for path in (DEFAULT_PATH, "fx"):  # fx: a .mdla compiled before export was the default
+        try:
+            source = pipeline.load_source(model, weights, Contract(input_shape=shape), (), path)
+        except ImportError as exc:  # load_model imports torch on use (absent on a phone)
+            return None, f"cannot import `{model}` here: {exc}"
+        except (IRError, ZooError, CompileError, OSError) as exc:  # the spec does not load
+            return None, f"cannot import `{model}`: {exc}"
+        graph = source.graph
+        if graph.provenance.source_hash == prov.source_hash:
+            break
     if graph.provenance.source_hash != prov.source_hash:
         hint = "" if weights else " (compiled with --weights? give run the same --weights)"
         return None, f"`{model}` imports as another model than the manifest's{hint}"

@@ -20,7 +20,7 @@ from mdla_compile.calibration import SOURCES
 from mdla_compile.contract import Contract
 from mdla_compile.errors import CompileError, OptionError
 from mdla_compile.inputs import input_files
-from mdla_ir import Graph
+from mdla_ir import DEFAULT_PATH, Graph
 from mdla_ir.devices import DEFAULT_TARGET, NPU
 from mdla_quant import QuantConfig
 from mdla_zoo.names import check_name, check_shape
@@ -61,7 +61,7 @@ class CompileOptions:
     device: str = NPU
     skip_rules: tuple[str, ...] = ()
     seed: int = 0
-    import_path: str = "fx"
+    import_path: str = DEFAULT_PATH
     extend: Callable[[Graph], Graph] | None = None
 
     def __post_init__(self) -> None:

@@ -43,6 +43,14 @@ class Report:
     random_weights: bool
     fp32: Path | None = None  # the float graph stored beside the .mdla, when written
     fp32_size: int = 0
+    import_path: str = ""  # "export" or "fx" (Source.import_path)
+    import_note: str = ""  # why auto fell back to fx
+
+    @property
+    def imported(self) -> str:
+        """How the model was imported, as the `import` row says it."""
+        path = {"export": "torch.export", "fx": "torch.fx"}.get(self.import_path, "")
+        return f"{path} ({self.import_note})" if self.import_note else path
 
     def extras(self) -> list[str]:
         c = self.config
@@ -57,6 +65,8 @@ class Report:
     def rows(self) -> list[tuple[str, str]]:
         """(name, value) per line of the summary table."""
         rows = [("ops", f"{self.ops_imported} imported -> {self.ops_manifest}")]
+        if self.import_path:
+            rows.insert(0, ("import", self.imported))
         if self.supported is not None:
             ok, total = self.supported
             on_npu = f"{ok}/{total} ({self.on})"
@@ -93,6 +103,7 @@ class Report:
             "tflite": str(self.tflite) if self.tflite is not None else None,
             "fp32_graph": str(self.fp32) if self.fp32 is not None else None,
             "ops": {"imported": self.ops_imported, "manifest": self.ops_manifest},
+            "import": {"path": self.import_path or None, "note": self.import_note or None},
             "device": self.device,
             "on": self.on,
             "supported": {"ok": ok, "total": total},
@@ -144,4 +155,6 @@ def build(compiled: Compiled, on: str, supported: tuple[int, int] | None) -> Rep
         random_weights=source.random_weights,
         fp32=fp32 if fp32.is_file() else None,
         fp32_size=fp32.stat().st_size if fp32.is_file() else 0,
+        import_path=source.import_path,
+        import_note=source.import_note,
     )

@@ -21,7 +21,7 @@ from mdla_compile.contract import Contract
 from mdla_compile.contract import apply as apply_contract
 from mdla_compile.errors import CompileError, OptionError
 from mdla_compile.images import prepare_record
-from mdla_ir import Graph, Postprocess, Preprocess
+from mdla_ir import DEFAULT_PATH, Graph, Postprocess, Preprocess
 from mdla_zoo.specs import is_code_spec, is_model_file, parse_cli_args
 
 Array = np.ndarray[Any, Any]
@@ -41,6 +41,8 @@ class Source:
     notes: tuple[str, ...] = ()  # what loading the model did (mdla_zoo.Model.notes)
     postprocess: Postprocess | None = None  # a detector's CPU decoding (mdla_zoo.Model.decoder)
     recorded_spec: str = ""  # the spec the manifest records (`recorded_spec`), if not `spec`
+    import_path: str = ""  # the path that imported it: "export" or "fx" (mdla_ir.Imported)
+    import_note: str = ""  # why, when auto fell back to fx ("" otherwise)
 
     @property
     def image_size(self) -> tuple[int, int]:
@@ -70,7 +72,7 @@ def load_source(
     weights: str | None = None,
     contract: Contract | None = None,
     args: Sequence[str] = (),
-    import_path: str = "fx",
+    import_path: str = DEFAULT_PATH,
 ) -> Source:
     """Resolve and import a model spec (torchvision name, efficientnet_lite0, file.py:name,
     a model file), or a model already built; `contract` (the input options) and `args`
@@ -104,6 +106,7 @@ def _source(
     """`model` imported (`name`: the graph's; None: its module's class name)."""
     imported = mdla_ir.import_torch(model.module, model.example_inputs, name=name, path=import_path)
     graph = imported.graph
+    fell_back = imported.path == "fx" and bool(imported.note)  # why export did not import it
     shapes = tuple(tuple(int(d) for d in x.shape) for x in model.example_inputs)
     labels = contract.labels if contract.labels is not None else model.labels
     post = model.decoder.record() if model.decoder is not None else None
@@ -114,9 +117,11 @@ def _source(
         model.preprocess,
         labels,
         model.random_weights,
-        notes=model.notes + ((f"note: {imported.note}",) if imported.note else ()),
+        notes=model.notes + ((f"note: {imported.note}",) if fell_back else ()),
         postprocess=post,
         recorded_spec=recorded_spec(spec, kwargs),
+        import_path=imported.path,
+        import_note=imported.note if fell_back else "",
     )
     record = apply_contract(contract, preprocess_record(source), shapes, spec)
     if not contract.touches_images:

@@ -18,7 +18,7 @@ from typing import Any
 from mdla_ir import stored as stored  # a float graph as data (`compile` writes it per .mdla)
 from mdla_ir.errors import IRError, UnsupportedError, VerifyError
 from mdla_ir.graph import Graph, Op, QuantParams, Source, Tensor, same_graph
-from mdla_ir.imported import PATHS, Imported
+from mdla_ir.imported import DEFAULT_PATH, PATHS, Imported
 from mdla_ir.interp import evaluate, run_float
 from mdla_ir.ops import OpKind
 from mdla_ir.passes import DEFAULT_PASSES, PassResult, Stage, run_passes, run_stages
@@ -39,7 +39,7 @@ def from_torch(
     example_inputs: Any,
     name: str | None = None,
     optimize: bool = True,
-    path: str = "fx",
+    path: str = DEFAULT_PATH,
 ) -> Graph:
     """Import `module` into the flat IR by `path`: "fx" (symbolic tracing), "export"
     (torch.export to core ATen) or "auto" (export, else fx; see `mdla_ir.importer`)."""
@@ -51,7 +51,7 @@ def import_torch(
     example_inputs: Any,
     name: str | None = None,
     optimize: bool = True,
-    path: str = "fx",
+    path: str = DEFAULT_PATH,
 ) -> Imported:
     """`from_torch`, with the path that imported the module and a note saying why."""
     importer = importlib.import_module("mdla_ir.importer")
@@ -61,6 +61,7 @@ def import_torch(
 
 __all__ = [
     "DEFAULT_PASSES",
+    "DEFAULT_PATH",
     "PATHS",
     "Accumulator",
     "Graph",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from mdla_ir.graph import Graph
 
 PATHS = ("fx", "export", "auto")  # the ways into the IR (mdla_ir.importer)
+DEFAULT_PATH = "auto"  # torch.export first, torch.fx where export refuses or does not map
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ from workbench import bisection, pipeline, placement
 from workbench.commands.options import (
     Debug,
     Device,
+    ImportPath,
+    ImportPathName,
     JsonOut,
     On,
     SkipRule,
@@ -50,6 +52,7 @@ def bisect_command(
     target: TargetName = DEFAULT_TARGET,
     skip_rule: SkipRule = None,
     weights: Weights = None,
+    importer: ImportPath = ImportPathName.auto,
     cpu: placement.Cpu = None,
     outputs: Annotated[
         bool,
@@ -85,7 +88,7 @@ def bisect_command(
         with tempfile.TemporaryDirectory(prefix="workbench-bisect-") as tmp:
             if manifest is None:
                 compiled, manifest = _compile(
-                    model, weights, target, skip_rule or [], cpu or [], Path(tmp)
+                    model, weights, target, skip_rule or [], cpu or [], Path(tmp), importer.value
                 )
                 graph = compiled.device_graph
                 con.print(f"compiled {model}: {len(manifest.operations)} ops", markup=False)
@@ -165,6 +168,7 @@ def _compile(
     skip: list[str],
     cpu: list[str],
     tmp: Path,
+    import_path: str,
 ) -> tuple[mdla_compile.Compiled, mdla_runtime.Manifest]:
     """Import, legalize (placed with --cpu), quantize on 2 random inputs and save."""
     options = mdla_compile.CompileOptions(
@@ -175,6 +179,7 @@ def _compile(
         cpu=tuple(cpu),
         target=target,
         skip_rules=tuple(skip),
+        import_path=import_path,
     )
     with steps() as s:
         compiled = mdla_compile.compile(options, on_event=compile_progress(s, show_placement=False))

@@ -17,7 +17,7 @@ import typer
 
 import mdla_legalize
 import mdla_runtime
-from mdla_ir import Graph, UnsupportedError
+from mdla_ir import DEFAULT_PATH, Graph, UnsupportedError
 from mdla_ir.devices import DEFAULT_TARGET, NPU
 from mdla_ir.ops import OpKind
 from mdla_legalize.constructs import help_text as constructs_help
@@ -66,7 +66,7 @@ def check_command(
         bool, typer.Option("--legalized", help="Check the graph after legalization.")
     ] = False,
     weights: Weights = None,
-    importer: ImportPath = ImportPathName.fx,
+    importer: ImportPath = ImportPathName.auto,
     on: On = "emu",
     cpu: placement.Cpu = None,
     arg: ct.ArgOpt = None,
@@ -110,7 +110,7 @@ class Spec:
     weights: str | None
     contract: ct.Contract
     args: list[str]
-    importer: str = "fx"  # --import: mdla_ir's import path
+    importer: str = DEFAULT_PATH  # --import: mdla_ir's import path
 
     def __post_init__(self) -> None:
         check_name(self.model)  # a typo: at once, not after torch's import
@@ -122,7 +122,14 @@ class Spec:
         )
         for note in source.notes:
             typer.echo(note, err=True)
+        if source.import_path == "export":  # (a fallback to fx is one of the notes)
+            typer.echo("note: imported via torch.export", err=True)
         return source
+
+
+def import_record(source: pipeline.Source) -> dict[str, str | None]:
+    """--json's `import`: the path that imported the model and, if auto fell back, why."""
+    return {"path": source.import_path or None, "note": source.import_note or None}
 
 
 def _contract(input_shape: str | None) -> ct.Contract:
@@ -142,6 +149,7 @@ def _check_model(
     try:
         with steps() as s, s.step(f"importing {model}"):
             source = spec.load()
+        doc["import"] = import_record(source)
     except UnsupportedError as exc:
         _report_refusal(exc, model, (target, tgt.name), device, doc)
         return False
@@ -198,7 +206,7 @@ def _check_placed(
     model = spec.model
     with steps() as s, s.step(f"importing {model}"):
         source = spec.load()
-    doc.update(target=target, cpu=cpu)
+    doc.update(target=target, cpu=cpu, **{"import": import_record(source)})
     try:
         with steps() as s, s.step("legalizing and placing"):
             placed = placement.place_graph(source.graph, target, device, cpu)

@@ -233,7 +233,7 @@ class CompileFlags:
     arg: ct.ArgOpt = None
     input_shape: ct.InputShape = None
     inputs: InputFlags = field(default_factory=InputFlags)
-    importer: ImportPath = ImportPathName.fx
+    importer: ImportPath = ImportPathName.auto
 
     def options(self, model: str) -> CompileOptions:
         """The compile these options ask for (each checked: a malformed one is exit 2)."""

@@ -26,14 +26,14 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from mdla_ir.errors import IRError, UnsupportedError
 from mdla_ir.graph import Graph, Tensor
-from mdla_ir.imported import PATHS, Imported
+from mdla_ir.imported import DEFAULT_PATH, PATHS, Imported
 from mdla_ir.importer.context import Ctx, Unsupported, target_name
 from mdla_ir.importer.exported import (
     ExportRefused,
     ProgramModule,
-    decompose,
     export_program,
     import_program,
+    prepare,
 )
 from mdla_ir.importer.outputs import graph_outputs
 from mdla_ir.importer.refusals import module_refusal, refusal
@@ -145,9 +145,6 @@ def _trace(module: nn.Module, name: str) -> fx.GraphModule:
         ) from exc
 
 
-DEFAULT_PATH = "fx"
-
-
 def from_torch(
     module: nn.Module,
     example_inputs: Any,
@@ -175,7 +172,7 @@ def import_torch(
     if isinstance(module, ProgramModule):
         module = module.program
     if isinstance(module, ExportedProgram):
-        graph = import_program(decompose(module), name or "exported", "ExportedProgram")
+        graph = import_program(prepare(module), name or "exported", "ExportedProgram")
         return Imported(_finish(graph, optimize), "export", "")
     name = name or type(module).__name__
     if _is_exported(module):  # a program's module(): ATen calls, which only export imports
@@ -190,7 +187,8 @@ def import_torch(
     if path == "fx":
         return Imported(_finish(_from_fx(module, examples, name), optimize), "fx", "")
     try:
-        graph = import_program(export_program(module, examples), name, type(module).__qualname__)
+        program = export_program(module, examples)
+        graph = import_program(program, name, type(module).__qualname__, _layers(module))
     except (ExportRefused, UnsupportedError) as exc:
         if path == "export":
             raise
@@ -201,6 +199,17 @@ def import_torch(
             raise _both_failed(why, fx_exc) from fx_exc
         return Imported(_finish(graph, optimize), "fx", f"{why}; imported via torch.fx")
     return Imported(_finish(graph, optimize), "export", "imported via torch.export")
+
+
+def _layers(module: nn.Module) -> frozenset[str]:
+    """Qualified names of the submodules that compute as a torch.nn layer they subclass."""
+    return frozenset(
+        path
+        for path, m in module.named_modules()
+        if path
+        and not type(m).__module__.startswith("torch.nn.")
+        and known_base(m, MODULES) is not None
+    )
 
 
 def _is_exported(module: nn.Module) -> bool:

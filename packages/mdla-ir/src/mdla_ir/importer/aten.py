@@ -211,10 +211,13 @@ class AtenCtx(Ctx):
 
     # per multi-output node, its outputs: a tensor name, or a pending slice (x, begin, size)
     pieces: dict[fx.Node, list[Any]] = field(default_factory=dict)
+    # qualified names of modules that compute as a torch.nn layer (a subclass that overrides
+    # nothing: `subclasses.known_base`), named by themselves as torch.nn's own layers are
+    layers: frozenset[str] = frozenset()
 
     def op_name(self, node: fx.Node) -> str:
         scope, cls = module_of(node)
-        if scope and cls.startswith("torch.nn.modules."):
+        if scope and (cls.startswith("torch.nn.modules.") or scope in self.layers):
             return scope
         called = node.meta.get("torch_fn")  # (name, kind) of the torch call the op came from
         base = re.sub(r"_\d+$", "", str(called[0]).split(".")[0] if called else node.name)

@@ -45,3 +45,19 @@ def fold(c: Ctx, node: fx.Node) -> bool:
     else:
         c.values[node] = result  # an index tensor, a tuple of pieces: read by what follows
     return True
+
+
+def unit(c: Ctx, node: fx.Node) -> bool:
+    """`x * 1` (`aten.mul` by the Python scalar 1, what export makes of `1.0 / y`: reciprocal,
+    then this) is `x`: no op, as the fx path has none."""
+    if node.target not in (torch.ops.aten.mul.Tensor, torch.ops.aten.mul.Scalar):
+        return False
+    x, other = node.args[:2]
+    if isinstance(x, int | float) and not isinstance(x, bool):
+        x, other = other, x
+    if not isinstance(x, fx.Node) or isinstance(other, fx.Node) or other != 1:
+        return False
+    if x not in c.refs or node.meta["val"].shape != x.meta["val"].shape:
+        return False
+    c.refs[node] = c.refs[x]
+    return True

@@ -23,12 +23,14 @@ import torch
 from torch import fx, nn
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
+from torch.fx.passes.shape_prop import _extract_tensor_metadata
 from torch.utils import _pytree
 
 from mdla_ir.errors import IRError, UnsupportedError
 from mdla_ir.graph import Graph, Tensor
-from mdla_ir.importer.aten import ATEN, KEEP, AtenCtx, module_of, pick
-from mdla_ir.importer.aten_fold import fold
+from mdla_ir.importer.aten import KEEP, AtenCtx, module_of, pick
+from mdla_ir.importer.aten_direct import converter, mappable
+from mdla_ir.importer.aten_fold import fold, unit
 from mdla_ir.importer.context import Unsupported, source_line, target_name
 from mdla_ir.importer.outputs import graph_outputs
 from mdla_ir.provenance import Provenance, source_hash
@@ -71,17 +73,30 @@ def refusal(exc: BaseException) -> str:
 
 
 def export_program(module: nn.Module, examples: list[torch.Tensor]) -> ExportedProgram:
-    """`module` captured by torch.export on `examples`, decomposed to core ATen."""
+    """`module` captured by torch.export on `examples`, ready to map (`prepare`)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             program = torch.export.export(module, tuple(examples))
     except Exception as exc:
         raise ExportRefused(refusal(exc)) from exc
-    return decompose(program)
+    return prepare(program)
+
+
+def prepare(program: ExportedProgram) -> ExportedProgram:
+    """`program` itself when every op maps as it is (`aten_direct.mappable`: no re-trace),
+    else decomposed to core ATen."""
+    if not mappable(program):
+        return decompose(program)
+    for node in program.graph_module.graph.nodes:  # a loaded .pt2 has `val`s only
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor) and "tensor_meta" not in node.meta:
+            node.meta["tensor_meta"] = _extract_tensor_metadata(val)
+    return program
 
 
 def decompose(program: ExportedProgram) -> ExportedProgram:
+    """`program` functionalized and decomposed to core ATen, the ops of `aten.KEEP` whole."""
     table = torch.export.default_decompositions()
     for op in KEEP:
         if op in table:
@@ -127,7 +142,7 @@ def _convert(c: AtenCtx, node: fx.Node) -> None:
     if node.target.__name__ == "getitem":  # type: ignore[union-attr]
         pick(c, None, tuple(node.args), {})
         return
-    fn = ATEN.get(node.target)
+    fn = converter(node.target)
     if fn is None:
         raise Unsupported(f"ATen op {target_name(node)}")
     fn(c, None, tuple(node.args), dict(node.kwargs))
@@ -141,10 +156,13 @@ def _problem(node: fx.Node, exc: Unsupported) -> str:
     return f"`{node.name}`: {exc} ({target_name(node)}){where} at {line}{fix}"
 
 
-def import_program(program: ExportedProgram, name: str, module: str = "") -> Graph:
-    """The flat IR of a core-ATen program (every unmapped op named at once)."""
+def import_program(
+    program: ExportedProgram, name: str, module: str = "", layers: frozenset[str] = frozenset()
+) -> Graph:
+    """The flat IR of an exported program (every unmapped op named at once); `module` is the
+    exported module's class, `layers` its modules that are torch.nn layers (`AtenCtx.layers`)."""
     gm = program.graph_module
-    c = AtenCtx(gm, {})
+    c = AtenCtx(gm, {}, layers=layers)
     lifted = _constants(program)
     inputs: list[str] = []
     outputs: list[str] = []
@@ -163,7 +181,7 @@ def import_program(program: ExportedProgram, name: str, module: str = "") -> Gra
             c.values[node] = node.meta.get("val")  # a size computed from static shapes
         else:
             node.name = c.op_name(node).replace(".", "_")  # tensors named as fx names them
-            if fold(c, node):
+            if fold(c, node) or unit(c, node):
                 continue
             first = len(c.ops)
             try:
@@ -185,15 +203,29 @@ def import_program(program: ExportedProgram, name: str, module: str = "") -> Gra
 
 
 def _in_module(c: AtenCtx, node: fx.Node, first: int) -> None:
-    """The ops `node` became (from index `first`) record the module it ran in."""
+    """The ops `node` became (from index `first`) record the module it ran in and the torch
+    call the model made (`torch.cat`, `Tensor.mul`) where export recorded it."""
     scope, cls = module_of(node)
-    if not scope:
-        return
-    where = f"{scope} ({cls.rsplit('.', 1)[-1]})"
+    where = f"{scope} ({cls.rsplit('.', 1)[-1]})" if scope else ""
+    called = _torch_call(node)
     for i in range(first, len(c.ops)):
         source = c.ops[i].source
-        if source is not None:
-            c.ops[i] = c.ops[i].with_(source=dataclasses.replace(source, module=where))
+        if source is None:
+            continue
+        source = dataclasses.replace(source, module=where or source.module)
+        c.ops[i] = c.ops[i].with_(
+            source=dataclasses.replace(source, target=called or source.target)
+        )
+
+
+def _torch_call(node: fx.Node) -> str:
+    """`torch.cat` / `Tensor.mul` for a node export traced from that call ("" if unknown)."""
+    called = node.meta.get("torch_fn")
+    if not called or "." not in str(called[1]):
+        return ""
+    kind, _, fn = str(called[1]).rpartition(".")
+    owner = {"builtin_function_or_method": "torch", "method_descriptor": "Tensor"}.get(kind)
+    return f"{owner}.{fn}" if owner else ""
 
 
 def _stand_in(c: AtenCtx, node: fx.Node) -> None:
