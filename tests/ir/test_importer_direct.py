@@ -34,6 +34,15 @@ class _Block(nn.Module):
         return self.fc(self.drop(torch.flatten(y, 1)))
 
 
+class _Shuffle(nn.Module):
+    """ShuffleNet's block: chunk, then a channel shuffle by view/transpose/contiguous."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, b = x.chunk(2, dim=1)
+        y = torch.cat((a, torch.relu(b)), 1).view(1, 2, 2, 4, 4)
+        return torch.transpose(y, 1, 2).contiguous().view(1, 4, 4, 4)
+
+
 class _Seen(nn.Module):
     """`a` changes in place while `b`, read later, was computed from it before."""
 
@@ -80,6 +89,15 @@ def test_a_program_of_mapped_ops_is_not_decomposed(monkeypatch: pytest.MonkeyPat
     kinds = {op.kind.name for op in imported.graph.ops}
     assert {"CONV_2D", "BATCH_NORM", "ADD", "RELU", "PAD", "DROPOUT", "FLATTEN"} <= kinds
     _agrees(module, imported.graph, x)
+
+
+def test_chunk_transpose_and_contiguous_map_as_exported(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = torch.randn(1, 4, 4, 4)
+    _no_decompose(monkeypatch)
+    module = _Shuffle().eval()
+    graph = mdla_ir.from_torch(module, (x,), optimize=False, path="export")
+    assert {"SLICE", "TRANSPOSE", "IDENTITY"} <= {op.kind.name for op in graph.ops}
+    _agrees(module, graph, x)
 
 
 def test_an_in_place_op_someone_sees_is_decomposed(monkeypatch: pytest.MonkeyPatch) -> None:

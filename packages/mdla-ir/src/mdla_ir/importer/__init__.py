@@ -1,7 +1,7 @@
 """Import a torch module into the flat IR, by torch.fx (here) or torch.export (`exported.py`).
 
-`path` chooses: "fx" traces symbolically, "export" captures with torch.export and maps core
-ATen op by op, "auto" tries export and falls back to fx, saying why (`Imported.note`).
+`path` chooses: "fx" traces symbolically, "export" captures with torch.export and maps ATen op
+by op, "auto" (the default) tries export and falls back to fx, saying why (`Imported.note`).
 
 fx: trace a module, propagate shapes (fx ShapeProp), emit the flat IR.
 

@@ -8,8 +8,9 @@ op with the same attributes. The rest are written here: ops with several outputs
 `operator.getitem`, see `exported.py`), `slice`/`select`, and the argument spellings ATen uses
 (`max_pool2d`'s `stride=[]`, `convolution`'s flags, the `upsample_*` vectors).
 
-In-place variants (`relu_`, `hardswish_`, ...) do not reach this table: export functionalizes
-them into their out-of-place overloads.
+In-place variants (`relu_`, `hardswish_`, ...) do not need entries: `aten_direct` maps one as
+its out-of-place overload where nothing sees the change, else the program is decomposed, which
+functionalizes them.
 """
 
 from __future__ import annotations

@@ -22,9 +22,9 @@ from torch import fx
 from torch.export import ExportedProgram
 from torch.export.graph_signature import OutputKind
 
-from mdla_ir.importer.aten import ATEN, _batch_norm, _pad, pieces
+from mdla_ir.importer.aten import ATEN, _batch_norm, _pad, _split, pieces
 from mdla_ir.importer.context import Converter, Ctx, Unsupported
-from mdla_ir.importer.tables import _flatten_call, identity
+from mdla_ir.importer.tables import _flatten_call, _transpose, identity
 from mdla_ir.ops import OpKind
 
 aten = torch.ops.aten
@@ -67,6 +67,9 @@ DIRECT: dict[Any, Converter] = {
     aten.feature_dropout_.default: _dropout,
     aten.flatten.using_ints: lambda c, m, a, k: _flatten_call(c, a, k),
     aten.pad.default: _pad_call,
+    aten.chunk.default: _split,
+    aten.transpose.int: _transpose,
+    aten.contiguous.default: identity(OpKind.IDENTITY),
 }
 
 
