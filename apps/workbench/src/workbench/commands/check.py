@@ -122,8 +122,6 @@ class Spec:
         )
         for note in source.notes:
             typer.echo(note, err=True)
-        if source.import_path == "export":  # (a fallback to fx is one of the notes)
-            typer.echo("note: imported via torch.export", err=True)
         return source
 
 
