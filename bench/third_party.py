@@ -3,18 +3,18 @@ segmentation_models_pytorch, random weights): one row each,
 
     model | path | verdict | partitions | message
 
-- path: the importer that imported it (`fx`, or with `--path auto` `export` where torch.export
-  captured and mapped it, else `fx`); `-` when it did not import;
+- path: the importer that imported it (`export` where torch.export captured and mapped it,
+  else `fx`; `--path fx` or `export` tries one only); `-` when it did not import;
 - verdict: `maps` (import + legalize: every op on mtk-mdla), `maps with --cpu KINDS` (the op
   kinds that do not map, named with `--cpu`, place: NPU + CPU partitions), or the stage that
-  refuses it (`trace`: torch.fx cannot follow the library's Python, `import`: a construct the
-  importer cannot represent, `legalize`: an op neither the MDLA nor the CPU runs, `internal
-  error`: a crash);
+  refuses it (`trace`: neither torch.export nor torch.fx captures it, `import`: a construct the
+  importer cannot represent on the path that captured it, `legalize`: an op neither the MDLA
+  nor the CPU runs, `internal error`: a crash);
 - message: the first line of the refusal and its first item (for a `--cpu` verdict: none).
 
     .venv/bin/python bench/coverage.py --third-party                 # every model, input 128
     .venv/bin/python bench/coverage.py --third-party timm:dla34       # some of them
-    .venv/bin/python bench/coverage.py --third-party --path auto     # torch.export, then fx
+    .venv/bin/python bench/coverage.py --third-party --path fx       # torch.fx only
 """
 
 from __future__ import annotations
@@ -66,7 +66,9 @@ def judge(name: str, side: int = 128, path: str = "auto") -> Verdict:
     except UnsupportedError as exc:
         row.verdict, row.message = "import", _first(exc)
     except IRError as exc:
-        row.verdict = "trace" if "torch.fx cannot trace" in str(exc) else "import"
+        message = str(exc)  # `trace`: no tracer captured it (export, when tried, refused)
+        untraced = "torch.fx cannot trace" in message and "torch.export captured" not in message
+        row.verdict = "trace" if untraced else "import"
         row.message = _first(exc)
     else:
         row.path = imported.path

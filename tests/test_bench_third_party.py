@@ -53,3 +53,10 @@ def test_a_crash_is_a_row(bench: ModuleType, monkeypatch: pytest.MonkeyPatch) ->
     row = bench.judge("timm:lcnet_050", side=64)
     assert row.verdict == "internal error"
     assert row.message == "KeyError: 'stages.0.blocks.0.gamma'"
+
+
+def test_a_model_export_captures_but_cannot_map_is_an_import_refusal(bench: ModuleType) -> None:
+    """smp FPN: export captures it (GroupNorm has no ATen mapping), fx cannot trace it."""
+    row = bench.judge("smp:FPN/resnet18", side=64)
+    assert (row.path, row.verdict) == ("-", "import")
+    assert row.message.startswith("torch.export captured it, but the ATen importer does not map")
