@@ -266,7 +266,14 @@ def test_an_unmapped_aten_op_names_its_module_and_line() -> None:
         mdla_ir.from_torch(module, (torch.randn(1, 2, 3, 3),), path="export")
     (item,) = err.value.items
     assert "aten.cumsum.default" in item
+    assert item.count("aten.cumsum.default") == 1
+    assert "in `c` (Conv2d)" not in item  # cumsum ran at the top level, not in the conv
     assert "test_importer_export.py:" in item
+    assert item.endswith(
+        "; fix: `--import fx` traces the Python model instead (a .pt2 has "
+        "none: compile the model's Python file), or compute that line with ops "
+        "the importer maps"
+    )
 
 
 def test_an_unknown_path_is_refused() -> None:

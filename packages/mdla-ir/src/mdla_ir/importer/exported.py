@@ -149,11 +149,20 @@ def _convert(c: AtenCtx, node: fx.Node) -> None:
 
 
 def _problem(node: fx.Node, exc: Unsupported) -> str:
+    """One refusal row: the op, the module it ran in (qualified name and class), the model's
+    line, and for an op with no mapping at all, the way round it."""
     scope, cls = module_of(node)
     where = f" in `{scope}` ({cls.rsplit('.', 1)[-1]})" if scope else ""
     line = source_line(node) or "unknown line"
-    fix = f"; fix: {exc.fix}" if exc.fix else ""
-    return f"`{node.name}`: {exc} ({target_name(node)}){where} at {line}{fix}"
+    what, op = str(exc), target_name(node)
+    called = "" if op in what else f" ({op})"
+    fix = exc.fix or (
+        "`--import fx` traces the Python model instead (a .pt2 has none: compile the "
+        "model's Python file), or compute that line with ops the importer maps"
+        if what.startswith("ATen op ")
+        else ""
+    )
+    return f"`{node.name}`: {what}{called}{where} at {line}" + (f"; fix: {fix}" if fix else "")
 
 
 def import_program(
