@@ -36,8 +36,8 @@ REFUSED = [
         "smp:FPN/resnet18",
         marks=_refused(
             IRError,
-            "GroupNorm: no ATen mapping (aten.native_group_norm); fx cannot follow smp's "
-            "`h % output_stride` input check",
+            "export: the merge block's sum over a dim list (aten.sum.dim_IntList) has no "
+            "mapping; fx cannot follow smp's `h % output_stride` input check",
         ),
     ),
     pytest.param(
