@@ -184,7 +184,7 @@ def import_program(
         elif node.op == "output":
             tree = _pytree.tree_unflatten(list(node.args[0]), program.call_spec.out_spec)
             outputs += graph_outputs(c, tree, inputs)
-        elif not node.users and str(node.target).startswith(_SKIPPED):
+        elif not node.users and (str(node.target).startswith(_SKIPPED) or _picks(node)):
             continue
         elif not isinstance(node.meta.get("val"), torch.Tensor | list | tuple):
             c.values[node] = node.meta.get("val")  # a size computed from static shapes
@@ -209,6 +209,11 @@ def import_program(
     tensors = {k: t for k, t in c.tensors.items() if k in used}  # lifted, read by a rewrite
     ops = tuple(c.ops)
     return Graph(name, tensors, ops, tuple(inputs), tuple(outputs), provenance=provenance)
+
+
+def _picks(node: fx.Node) -> bool:
+    """A getitem: an unused one (max's indices as export gives them, undecomposed) is skipped."""
+    return node.op == "call_function" and getattr(node.target, "__name__", "") == "getitem"
 
 
 def _in_module(c: AtenCtx, node: fx.Node, first: int) -> None:
