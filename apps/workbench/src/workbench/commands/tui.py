@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -59,6 +64,26 @@ def open_tui(
 
         app = WorkbenchApp(model, on, chosen)
         try:
-            app.run()
-        finally:  # also after Ctrl-C (SIGINT): no temp dir or open SSH target left behind
+            with hangup_is_interrupt():
+                app.run()
+        finally:  # also after Ctrl-C (SIGINT), SIGHUP or SIGTERM: no temp dir or SSH left
             app.cleanup()
+
+
+@contextmanager
+def hangup_is_interrupt() -> Iterator[None]:
+    """SIGHUP (the terminal closed) and SIGTERM end the TUI as Ctrl-C does, through the
+    cleanup, instead of killing it where it stands (their default leaves the temp dirs)."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGHUP, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
