@@ -74,7 +74,7 @@ REMOVED = {
     OpKind.DROPOUT, OpKind.IDENTITY, OpKind.QUANTIZE,
     OpKind.REDUCE_SUM, OpKind.REDUCE_MAX, OpKind.REDUCE_MIN, OpKind.CLAMP,
 }  # fmt: skip
-NO_CPU_YET = {OpKind.DIV, OpKind.CHANNEL_SHUFFLE, OpKind.CONV_3D, OpKind.MAX_POOL_3D}
+NO_CPU_YET = {OpKind.DIV, OpKind.CHANNEL_SHUFFLE, OpKind.CONV_3D}
 
 
 def test_every_kind_legalization_leaves_runs_on_the_cpu() -> None:

@@ -269,9 +269,9 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.LAYER_NORM, (), NormAttrs, "cpu_float"),
     _op(K.CONV_3D, (), ConvAttrs, none=_pre("conv3d_to_conv2d (temporal stride and dilation 1, "
                                             "one group); another has no CPU kernel yet")),
-    _op(K.MAX_POOL_3D, (), PoolAttrs,
-        none=_pre("maxpool3d_to_maxpool2d (temporal window 1, batch 1); another has no CPU "
-                  "kernel yet")),
+    _op(K.MAX_POOL_3D, (), PoolAttrs, "cpu",
+        none={"tflite": "TFLite has no 3-D max pool builtin (maxpool3d_to_maxpool2d makes frames "
+                        "of the temporal-window-1 ones)"}),
     _op(K.ADAPTIVE_AVG_POOL_2D, (), AdaptivePoolAttrs, "spatial cpu",
         none={"tflite": "no TFLite op pools to a size that does not divide (those that divide "
                         "are AVERAGE_POOL_2D or MEAN after legalization)"}),
@@ -350,6 +350,12 @@ HOST_BY_CODE: dict[int, OpSchema] = {
         *(_host(k, HOST_OP_BASE + 7 + i, TABLE_FORM) for i, k in enumerate(TABLE_HOSTS)),
         _host(K.ADAPTIVE_AVG_POOL_2D, HOST_OP_BASE + 19, "x:a out_h:i out_w:i"),
         _host(K.ADAPTIVE_MAX_POOL_2D, HOST_OP_BASE + 20, "x:a out_h:i out_w:i"),
+        _host(
+            K.MAX_POOL_3D,
+            HOST_OP_BASE + 21,
+            "x:a kernel_t:i kernel_h:i kernel_w:i stride_t:i stride_h:i stride_w:i pad_t:i "
+            "pad_h:i pad_w:i",
+        ),
     )
     if e.code is not None
 }

@@ -72,6 +72,7 @@ CPU_MOVES = frozenset(
         OpKind.ADAPTIVE_AVG_POOL_2D,
         OpKind.ADAPTIVE_MAX_POOL_2D,
         OpKind.STRIDED_SLICE,
+        OpKind.MAX_POOL_3D,
     }
 )
 # ARGMAX (CPU only) writes class indices: int8 at scale 1, zero point 0, so the dequantized

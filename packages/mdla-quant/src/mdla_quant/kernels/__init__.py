@@ -16,6 +16,7 @@ from mdla_quant.kernels import (  # noqa: F401  (register kernels)
     group_norm,
     hard_swish,
     lut,
+    max_pool_3d,
     mean,
     movement,
     mul,

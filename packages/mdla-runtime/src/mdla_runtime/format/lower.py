@@ -365,6 +365,15 @@ def _adaptive_avg_pool(low: Lowered, g: Graph, op: Op) -> Slots:
     return {"x": op.inputs[0], "out_h": out_h, "out_w": out_w}
 
 
+def _max_pool_3d(low: Lowered, g: Graph, op: Op) -> Slots:
+    """Host op: x kernel (t h w) stride (t h w) padding (t h w), NDHWC."""
+    a = PoolAttrs.of(op)
+    names = ("kernel_t", "kernel_h", "kernel_w", "stride_t", "stride_h", "stride_w")
+    slots: Slots = dict(zip(names, (*a.kernel, *a.stride), strict=True))
+    return {"x": op.inputs[0], **slots, "pad_t": a.padding[0], "pad_h": a.padding[1],
+            "pad_w": a.padding[2]}  # fmt: skip
+
+
 _HOST_RULES: dict[OpKind, Rule] = {
     OpKind.LAYER_NORM: _layer_norm,
     **dict.fromkeys(TABLES, _table),  # GELU, ELU, EXP, ...: x table (int8)
@@ -375,6 +384,7 @@ _HOST_RULES: dict[OpKind, Rule] = {
     OpKind.GROUP_NORM: _group_norm,  # x weight bias groups axis eps
     OpKind.ADAPTIVE_AVG_POOL_2D: _adaptive_avg_pool,  # x out_h out_w
     OpKind.ADAPTIVE_MAX_POOL_2D: _adaptive_avg_pool,  # x out_h out_w
+    OpKind.MAX_POOL_3D: _max_pool_3d,  # x kernel stride padding (t, h, w each)
 }
 
 

@@ -17,6 +17,7 @@
 #include "adaptive_pool.h"
 #include "arith.h"
 #include "batch_matmul.h"
+#include "max_pool_3d.h"
 #include "float_ops.h"
 #include "gru.h"
 #include "kernels.h"
@@ -34,7 +35,8 @@ enum {
     STEP_CONCAT_F32,
     STEP_GROUP_NORM,
     STEP_ADAPTIVE_AVG,
-    STEP_BATCH_MATMUL
+    STEP_BATCH_MATMUL,
+    STEP_MAX_POOL_3D
 };
 
 typedef struct {
@@ -63,6 +65,8 @@ typedef struct {
     /* ADAPTIVE_AVG_POOL_2D: x [n, h, w, c] -> y [n, oh, ow, c] (pool[0..5]) */
     size_t pool[6];
     bool pool_max; /* ADAPTIVE_MAX_POOL_2D */
+    /* MAX_POOL_3D: in (n t h w c), out (t h w), kernel, stride, padding (t h w) */
+    size_t p3_in[5], p3_out[3], p3_k[3], p3_s[3], p3_p[3];
     /* BATCH_MATMUL */
     mdla_cpu_matmul mm;
 } step;
@@ -384,6 +388,41 @@ static bool prepare_adaptive(const mdla_cpu_part *cp, const mdla_operation *op, 
     return true;
 }
 
+/* MAX_POOL_3D x kt kh kw st sh sw pt ph pw -> y, NDHWC int8 of one scale and zero point. */
+static bool prepare_max_pool_3d(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
+                                mdla_cpu_error *err) {
+    const mdla_manifest *m = cp->m;
+    const long i = (long)s->op;
+    if (op->n_inputs != 10 || op->n_outputs != 1)
+        return failf(err, 1, i, "MAX_POOL_3D wants x, 9 int32 scalars and 1 output");
+    const mdla_operand *x = &m->operands[op->inputs[0]], *y = &m->operands[op->outputs[0]];
+    if (!is_int8(x) || !is_int8(y) || x->rank != 5 || y->rank != 5)
+        return failf(err, 1, i, "MAX_POOL_3D wants int8 NDHWC x and y");
+    if (x->scale != y->scale || x->zero_point != y->zero_point)
+        return failf(err, 1, i, "MAX_POOL_3D's x and y differ in scale or zero point");
+    size_t v[9];
+    for (int k = 0; k < 9; k++) {
+        const mdla_operand *o = &m->operands[op->inputs[1 + k]];
+        if (o->type != NEURON_INT32 || !o->has_value || o->i32 < 0 || (k < 6 && o->i32 < 1))
+            return failf(err, 1, i, "MAX_POOL_3D's operand %d is not a valid int32 scalar", k + 1);
+        v[k] = (size_t)o->i32;
+    }
+    for (int d = 0; d < 3; d++) {
+        s->p3_k[d] = v[d];
+        s->p3_s[d] = v[3 + d];
+        s->p3_p[d] = v[6 + d];
+        s->p3_out[d] = y->dims[1 + d];
+        const size_t span = x->dims[1 + d] + 2 * s->p3_p[d];
+        if (s->p3_p[d] >= s->p3_k[d] || span < s->p3_k[d] ||
+            (span - s->p3_k[d]) / s->p3_s[d] + 1 != s->p3_out[d])
+            return failf(err, 1, i, "MAX_POOL_3D's windows do not give y's shape");
+    }
+    for (int d = 0; d < 5; d++) s->p3_in[d] = x->dims[d];
+    if (y->dims[0] != x->dims[0] || y->dims[4] != x->dims[4])
+        return failf(err, 1, i, "MAX_POOL_3D's y has another batch or channel count");
+    return true;
+}
+
 /* The manifest's rounding as the emulator's kernels take it. */
 static int manifest_rounding(const mdla_manifest *m) {
     return m->rounding.n == 6 && memcmp(m->rounding.s, "single", 6) == 0 ? EMU_ROUND_SINGLE
@@ -577,6 +616,9 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
             s->kind = STEP_ADAPTIVE_AVG;
             s->pool_max = strcmp(host, "ADAPTIVE_MAX_POOL_2D") == 0;
             ok = prepare_adaptive(cp, op, s, host, err);
+        } else if (host && strcmp(host, "MAX_POOL_3D") == 0) {
+            s->kind = STEP_MAX_POOL_3D;
+            ok = prepare_max_pool_3d(cp, op, s, err);
         } else if (host && is_table_op(op->code)) {
             s->kind = STEP_TABLE;
             ok = prepare_table(cp, op, s, host, err);
@@ -634,6 +676,8 @@ void mdla_cpu_run(mdla_cpu_part *cp, void *const *data) {
         } else if (s->kind == STEP_GROUP_NORM) {
             mdla_cpu_group_norm(x, s->shape, s->groups, s->s_in, s->z_in, s->w, s->b, s->eps,
                                 s->s_out, s->z_out, y);
+        } else if (s->kind == STEP_MAX_POOL_3D) {
+            mdla_cpu_max_pool_3d(x, s->p3_in, s->p3_out, s->p3_k, s->p3_s, s->p3_p, y);
         } else if (s->kind == STEP_BATCH_MATMUL) {
             mdla_cpu_batch_matmul(&s->mm, x, data[op->inputs[1]], y);
         } else if (s->kind == STEP_ADAPTIVE_AVG) {
