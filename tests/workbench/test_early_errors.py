@@ -191,3 +191,14 @@ def test_a_ctrl_c_during_an_import_is_said_at_once(tmp_path: Path, presses: int)
         assert done.stdout == ""  # ended during the import, not after it
         assert lines[1:] == ["error: interrupted"]
         assert done.returncode == 128 + signal.SIGINT
+
+
+@pytest.mark.parametrize(("command", "name"), [("compile", "x.mdla"), ("export", "x.tflite")])
+def test_an_output_folder_that_refuses_files_is_refused_before_the_import(
+    runner: CliRunner, no_import: None, command: str, name: str
+) -> None:
+    """/proc passes a permission check for root, yet holds no new files: the write is tried
+    (and undone) before any work, not found out after the compile on a hidden temp file."""
+    result = runner.invoke(app, [command, TINY, "-o", f"/proc/{name}"])
+    assert result.exit_code == 1
+    assert first_line(result).startswith("error: output directory `/proc` is not writable")

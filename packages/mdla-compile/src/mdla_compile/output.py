@@ -38,6 +38,22 @@ def check_output(out: str | Path, suffix: str) -> None:
         raise CompileError(f"output directory `{parent}` does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise CompileError(f"output directory `{parent}` is not writable")
+    _probe(parent)
+
+
+def _probe(parent: Path) -> None:
+    """Create and remove a file in `parent`, as the atomic write will: permission bits do not
+    tell everything (root on /proc, a read-only or full mount, an ACL), and a write refused
+    only after the compile named a hidden temp file."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=".mdla-write-check.", dir=parent)
+    except OSError as exc:
+        raise CompileError(
+            f"output directory `{parent}` is not writable ({exc.strerror or exc}): "
+            "give -o a path in a folder you can write"
+        ) from None
+    os.close(fd)
+    os.unlink(name)
 
 
 def save(
