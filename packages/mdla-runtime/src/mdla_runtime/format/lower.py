@@ -388,15 +388,26 @@ _HOST_RULES: dict[OpKind, Rule] = {
 }
 
 
-def _form(kind: OpKind) -> Form:
+def _host_code(op: Op) -> int | None:
+    """The host operation code `op` lowers to, or None for its Neuron operation. A Neuron op of
+    the table group (EXP, SQRT, ...) is the host op only with the table mdla_quant attached (a
+    CPU partition's); bare, it is the Neuron op a device is asked about (`workbench probe`)."""
+    code = HOST_CODES.get(op.kind)
+    if code is not None and op.kind.is_neuron and op.kind in TABLES and len(op.inputs) == 1:
+        return None
+    return code
+
+
+def _form(op: Op) -> Form:
     """The schema form an op lowers to: a Neuron op's first, or a host op's (HOST_BY_CODE)."""
-    code = HOST_CODES.get(kind)
-    return SCHEMA[kind].forms[0] if code is None else HOST_BY_CODE[code].forms[0]
+    code = _host_code(op)
+    return SCHEMA[op.kind].forms[0] if code is None else HOST_BY_CODE[code].forms[0]
 
 
-def lowering(kind: OpKind) -> Rule | None:
-    """The rule lowering a `kind` op to its schema form's slots (None: the op has none)."""
-    if kind in _HOST_RULES:
+def lowering(kind: OpKind, host: bool = True) -> Rule | None:
+    """The rule lowering a `kind` op to its schema form's slots (None: the op has none); `host`
+    False asks for the Neuron operation's rule of a kind that is also a host op."""
+    if host and kind in _HOST_RULES:
         return _HOST_RULES[kind]
     rule = _RULES.get(kind)
     if rule is None and SCHEMA[kind].forms and SCHEMA[kind].forms[0].slots == ("x",):
@@ -425,7 +436,7 @@ def _slot(low: Lowered, graph: Graph, letter: str, value: Any) -> list[int]:
 
 
 def _lay_out(low: Lowered, graph: Graph, op: Op, slots: Slots) -> list[int]:
-    form = _form(op.kind)
+    form = _form(op)
     if set(slots) != set(form.slots):
         raise _fail(op, f"lowering gives slots {sorted(slots)}, the schema form {form.text!r}")
     return [
@@ -445,7 +456,8 @@ def lower(graph: Graph) -> Lowered:
     for op in graph.ops:
         if not op.kind.is_neuron and op.kind not in HOST_CODES:
             raise _fail(op, "not a Neuron operation: legalize the graph before saving it")
-        rule = lowering(op.kind)
+        code = _host_code(op)
+        rule = lowering(op.kind, host=code is not None)
         if rule is None:
             raise _fail(op, "no lowering to Neuron operands")
         try:
@@ -457,6 +469,6 @@ def lower(graph: Graph) -> Lowered:
                 raise
             raise _fail(op, f"bad attributes {op.attrs}: {exc!r}") from exc
         outs = [_operand(low, graph, n) for n in op.outputs]
-        code = HOST_CODES.get(op.kind, op.kind.value)
+        code = op.kind.value if code is None else code
         low.operations.append({"code": code, "inputs": ins, "outputs": outs, "name": op.name})
     return low
