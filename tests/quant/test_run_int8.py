@@ -112,9 +112,9 @@ def test_chain_matches_litert_reference() -> None:
 
 def test_errors_name_the_op() -> None:
     q = qp(0.1, 0)
-    g = single_op_qgraph(OpKind.SQRT, [act("x", (2, 3), q)], (2, 3), q)
-    with pytest.raises(KernelError, match="`sqrt0`: no int8 kernel for SQRT"):
-        run_int8(g, [np.zeros((2, 3), np.float32)])
+    g = single_op_qgraph(OpKind.DIV, [act("a", (2, 3), q), act("b", (2, 3), q)], (2, 3), q)
+    with pytest.raises(KernelError, match="`div0`: no int8 kernel for DIV"):
+        run_int8(g, [np.ones((2, 3), np.float32)] * 2)
     g = single_op_qgraph(
         OpKind.CONCATENATION,
         [act("x0", (2,), q), act("x1", (2,), qp(0.2, 0))],
