@@ -1,0 +1,30 @@
+"""bench/import_time.py: a row times both paths and splits the export path into its stages,
+and the stage timers are taken off again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from mdla_ir import importer
+from mdla_ir.importer import exported
+from tests.scripts import load_script
+
+PATH = Path(__file__).resolve().parents[1] / "bench" / "import_time.py"
+
+
+def test_a_row_times_both_paths_and_the_export_stages() -> None:
+    bench = load_script("bench_import_time", PATH)
+    before = (torch.export.export, exported.decompose, importer.import_program)
+    name, fx, auto, ratio, path, export, decompose, mapped = bench.row("lipnet_frontend", 1).split()
+    assert name == "lipnet_frontend"
+    assert float(fx) > 0
+    assert float(auto) > 0
+    assert ratio.endswith("x")
+    assert float(ratio[:-1]) > 0
+    assert path == "export"
+    assert float(export) > 0
+    assert float(decompose) == 0.0  # it maps as exported: no run_decompositions
+    assert float(mapped) >= 0
+    assert (torch.export.export, exported.decompose, importer.import_program) == before
