@@ -5,7 +5,8 @@ run_int8 == LiteRT BUILTIN_REF, bit for bit.
 
 Reductions (`sum`, `amax`, `max(dim)`, `amin`), clamps with any bounds (`clamp`, `Hardtanh`,
 `F.hardtanh`, one-sided), broadcasts (`expand_as` folded, `expand` and `repeat` materialized),
-`AdaptiveMaxPool2d` to sizes that divide, and SUB of two activations (a RepMixer-style block).
+`AdaptiveMaxPool2d` to sizes that divide, SUB of two activations (a RepMixer-style block), and
+elementwise extremes of two tensors (`maximum`, `min` with a constant, a clamp to tensors).
 """
 
 from __future__ import annotations
@@ -236,6 +237,30 @@ class GlobalScalars(nn.Module):
         return self.out(y * gate + y * torch.max(y) * 0.1)
 
 
+class MaxBranches(nn.Module):
+    """The elementwise max of two conv branches (torch.maximum), then a 1x1 conv."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.out = _conv(), _conv(k=5), _conv(8, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(torch.maximum(self.a(x), self.b(x)))
+
+
+class MinConst(nn.Module):
+    """A min with a per-channel constant (broadcast) and a clamp whose bounds are tensors."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.out = _conv(), _conv(), _conv(16, 4, 1)
+        self.register_buffer("cap", torch.linspace(-0.2, 0.4, 8).reshape(1, 8, 1, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y, z = self.a(x), self.b(x)
+        return self.out(torch.cat([torch.min(y, self.cap), y.clamp(min=-self.cap, max=z)], 1))
+
+
 @dataclass(frozen=True)
 class Case:
     make: Callable[[], nn.Module]
@@ -259,6 +284,8 @@ CASES: dict[str, Case] = {
     "sub_const": Case(SubConst),
     "pool_clamp_head": Case(PoolClampHead),
     "global_scalars": Case(GlobalScalars),
+    "max_branches": Case(MaxBranches),
+    "min_const": Case(MinConst),
 }
 
 

@@ -29,6 +29,8 @@ EXPECTED = {  # what each construct legalizes to (beyond its convolutions)
     "sub_const": {"ADD": 2, "MUL": 2},
     "pool_clamp_head": {"MAX_POOL_2D": 2, "MEAN": 1},
     "global_scalars": {"MAX_POOL_2D": 2, "MEAN": 4},  # 3 of them to a rank-0 result
+    "max_branches": {"ADD": 2, "MUL": 1},  # a + relu(b + -1 * a), the RELU fused
+    "min_const": {"ADD": 6, "MUL": 4},
 }
 
 

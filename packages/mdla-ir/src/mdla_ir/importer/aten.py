@@ -41,6 +41,7 @@ from mdla_ir.importer.context import (
 from mdla_ir.importer.conv1d import f_adaptive_avgpool1d, f_avgpool1d, f_maxpool1d, m_conv1d
 from mdla_ir.importer.layers import _max_pool2d, _pad4, adaptive, f_conv2d, f_linear, is_const
 from mdla_ir.importer.norms import aten_instance_norm, aten_native_group_norm, f_group_norm
+from mdla_ir.importer.pairwise import aten_clamp_one, aten_clamp_tensor, pairwise
 from mdla_ir.importer.pools import f_avgpool2d
 from mdla_ir.importer.prelu import f_leaky_relu, f_prelu
 from mdla_ir.importer.reduce import aten_extreme, reduction
@@ -503,4 +504,11 @@ ATEN: dict[Any, Converter] = {
     aten.min.default: reduction(OpKind.REDUCE_MIN),
     aten.max.dim: aten_extreme(OpKind.REDUCE_MAX),
     aten.min.dim: aten_extreme(OpKind.REDUCE_MIN),
+    aten.maximum.default: pairwise(top=True),
+    aten.minimum.default: pairwise(top=False),
+    aten.max.other: pairwise(top=True),
+    aten.min.other: pairwise(top=False),
+    aten.clamp.Tensor: aten_clamp_tensor,
+    aten.clamp_min.Tensor: aten_clamp_one("min"),
+    aten.clamp_max.Tensor: aten_clamp_one("max"),
 }

@@ -3,7 +3,8 @@
 
 Bounds (0, 6) are RELU6 and (0, none) RELU, which the MDLA maps as they are; any other bounds
 are one CLAMP op, which legalize rewrites into RELU/RELU6/RELU1 compositions
-(`mdla_legalize.rules.clamp`). Bounds must be compile-time numbers.
+(`mdla_legalize.rules.clamp`). A bound that is a tensor makes the clamp a composition of
+elementwise extremes (`pairwise`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import math
 from typing import Any
 
 from mdla_ir.importer.context import Ctx, Unsupported
+from mdla_ir.importer.pairwise import clamp_tensors
 from mdla_ir.ops import OpKind
 
 _TENSOR_FIX = "give the bounds as numbers (a bound computed at run time cannot be clamped)"
@@ -42,9 +44,20 @@ def emit_clamp(c: Ctx, x: Any, lo: float, hi: float) -> None:
         c.emit(OpKind.CLAMP, [c.ref(x)], lo=lo, hi=hi)
 
 
+def _per_element(c: Ctx, v: Any) -> bool:
+    """A bound that is a tensor or holds more than one number (clamped elementwise)."""
+    if v is None:
+        return False
+    return c.is_tensor(v) or getattr(c.value(v), "numel", lambda: 1)() != 1
+
+
 def f_clamp(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
-    """torch.clamp / clip (x, min=None, max=None), and their methods."""
+    """torch.clamp / clip (x, min=None, max=None), and their methods; a bound that is a tensor
+    makes it min(max(x, min), max) (`pairwise.clamp_tensors`)."""
     a = dict(zip(("input", "min", "max"), args, strict=False)) | kw
+    if _per_element(c, a.get("min")) or _per_element(c, a.get("max")):
+        clamp_tensors(c, a["input"], a.get("min"), a.get("max"))
+        return
     emit_clamp(c, a["input"], _bound(c, a.get("min"), -math.inf), _bound(c, a.get("max"), math.inf))
 
 

@@ -1,5 +1,6 @@
 """Converters for reductions over any dims: `sum`, `amax`/`amin`, `max`/`min` (over everything,
-or over a dim with (values, indices) out), on both import paths.
+or over a dim with (values, indices) out), on both import paths; `max`/`min` of two tensors
+is the elementwise extreme.
 
 Each is one REDUCE_SUM / REDUCE_MAX / REDUCE_MIN op (axes, keepdims); legalize turns them into
 ops the MDLA maps (`mdla_legalize.rules.reduce`). A reduction over the batch axis of a batch
@@ -14,6 +15,7 @@ import torch
 from torch import fx
 
 from mdla_ir.importer.context import Converter, Ctx, Unsupported
+from mdla_ir.importer.pairwise import pairwise
 from mdla_ir.importer.shaped import emit_shaped
 from mdla_ir.importer.slicing import getitem
 from mdla_ir.ops import OpKind
@@ -58,14 +60,15 @@ def reduction(kind: OpKind) -> Converter:
 def extreme(kind: OpKind) -> Converter:
     """torch.max / torch.min (x) over everything, or (x, dim, keepdim) -> (values, indices):
     the values are one op of `kind` (picked by getitem 0, or `.values`); the elementwise form
-    (x, other) is refused."""
+    (x, other) is the elementwise extreme (`pairwise`)."""
 
     def convert(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
         a = _call(("input", "dim", "keepdim"), args, kw)
         dim = a.get("dim")
         if c.is_tensor(dim) or "other" in kw:
-            name = "maximum" if kind is OpKind.REDUCE_MAX else "minimum"
-            raise Unsupported(f"an elementwise torch.{name} of two tensors")
+            other = kw.get("other", dim)
+            pairwise(kind is OpKind.REDUCE_MAX)(c, m, (a["input"], other), {})
+            return
         if dim is None:
             c.emit(kind, [c.ref(a["input"])], axes=_axes(c, a["input"], None), keepdims=False)
             return

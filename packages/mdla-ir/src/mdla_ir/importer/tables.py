@@ -43,6 +43,7 @@ from mdla_ir.importer.layers import (
     m_pad,
 )
 from mdla_ir.importer.norms import f_group_norm, f_instance_norm, m_group_norm, m_instance_norm
+from mdla_ir.importer.pairwise import pairwise
 from mdla_ir.importer.pools import f_avgpool2d, m_avgpool2d
 from mdla_ir.importer.prelu import f_leaky_relu, f_prelu, m_leaky_relu, m_prelu
 from mdla_ir.importer.reduce import extreme, pick_values, reduction, values_attr
@@ -306,6 +307,8 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.amin: reduction(OpKind.REDUCE_MIN),
     torch.max: extreme(OpKind.REDUCE_MAX),
     torch.min: extreme(OpKind.REDUCE_MIN),
+    torch.maximum: pairwise(top=True),
+    torch.minimum: pairwise(top=False),
     torch.chunk: split_pieces,
     torch.split: split_pieces,
     torch.narrow: narrow,
@@ -368,4 +371,6 @@ METHODS: dict[str, Converter] = {
     "amin": reduction(OpKind.REDUCE_MIN),
     "max": extreme(OpKind.REDUCE_MAX),
     "min": extreme(OpKind.REDUCE_MIN),
+    "maximum": pairwise(top=True),
+    "minimum": pairwise(top=False),
 }
