@@ -216,6 +216,10 @@ EXAMPLES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
     ),
     "AdaptiveMaxPool2d": (lambda: nn.AdaptiveMaxPool2d(2), (1, 4, 8, 8)),
     "(SUB)": (lambda: Fn(lambda x: x - torch.sigmoid(x)), (1, 4, 8, 8)),
+    "torch.maximum": (
+        lambda: Fn(lambda x: torch.maximum(x, torch.sigmoid(x)) + x.min(x.mean(1, keepdim=True))),
+        (1, 4, 8, 8),
+    ),
 }
 
 

@@ -202,6 +202,15 @@ CONSTRUCTS: tuple[Construct, ...] = (
         "one `MUL` per SUB of two activations",
     ),
     Construct(
+        "`torch.maximum`/`minimum`, `max`/`min` of two tensors, `clamp` to tensor bounds",
+        "max of two branches, per-channel caps, hand-written clipping to a tensor",
+        "max(a, b) = `ADD`(a, `RELU`(b - a)), min(a, b) = a - `RELU`(a - b); each SUB an `ADD` "
+        "of a `MUL` by -1, the `RELU` fused",
+        (K.ADD, K.MUL, K.RELU),
+        Status.MAPS,
+        "three or four ops per max/min",
+    ),
+    Construct(
         "`nn.LayerNorm` (ConvNeXt, ViT)",
         "transformers, ConvNeXt",
         "-",
