@@ -65,6 +65,7 @@ OUT_SHAPES = {
     "MEAN": (1, 1, 1, 4),
     "PAD": (1, 10, 10, 4),
     "SLICE": (1, 8, 8, 2),
+    "BATCH_MATMUL": (1, 8, 8, 8),
 }
 OUT_QUANT = {"LOGISTIC": (1 / 256, -128), "SOFTMAX": (1 / 256, -128), "TANH": (1 / 128, 0)}
 FILTERS = {
@@ -130,8 +131,12 @@ def _filter(b: NeuronModelBuilder, case: FormCase) -> int:
 ACTIVATIONS = ("x", "a", "b", "lhs", "rhs", "alpha", "inputs")
 
 
+# Activation shapes other than X: BATCH_MATMUL's (8, 8) @ (8, 8) multiply with either flag.
+ACT_SHAPES = {"FULLY_CONNECTED": (16, 16), "BATCH_MATMUL": (1, 8, 8, 8)}
+
+
 def _activation(b: NeuronModelBuilder, case: FormCase) -> int:
-    shape = (16, 16) if case.entry.name == "FULLY_CONNECTED" else X
+    shape = ACT_SHAPES.get(case.entry.name, X)
     return b.operand(QUANT8_SIGNED, shape, *Q)
 
 

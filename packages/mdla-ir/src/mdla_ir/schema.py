@@ -259,7 +259,7 @@ _ENTRIES: tuple[OpSchema, ...] = (
                           "shrink_axis_mask:i",), StridedSliceAttrs, "cpu", emu=False),
     _op(K.SQRT, UNARY, groups="table cpu", outputs="y:a", emu=False),
     _op(K.HARD_SWISH, UNARY, groups="activation cpu", outputs="y:a"),
-    _op(K.BATCH_MATMUL, ("lhs:a rhs:a [adj_x:B [adj_y:B]]",), MatmulAttrs, "cpu", emu=False),
+    _op(K.BATCH_MATMUL, ("lhs:a rhs:a [adj_x:B [adj_y:B]]",), MatmulAttrs, "cpu"),
     # Pre-legalization constructs: no Neuron operation, no operand forms.
     _op(K.BATCH_NORM, (), NormAttrs, "spatial",
         none=_pre("fold_batchnorm folds it into its conv, else batchnorm_to_mul_add")),
