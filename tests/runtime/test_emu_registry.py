@@ -16,7 +16,10 @@ DEFINED = re.compile(r"^const EmuKernel (emu_k_\w+) =", re.MULTILINE)
 # Kernels outside the table, each with its reason: the engine's cpu partitions run them, no
 # target device maps the op through the emulator.
 SCHEMA_OPS = {e.name for e in BY_CODE.values()}
-CPU_ONLY = {"emu_k_transpose": "TRANSPOSE: cpu partitions only (numpy's transpose)"}
+CPU_ONLY = {
+    "emu_k_transpose": "TRANSPOSE: cpu partitions only (numpy's transpose)",
+    "emu_k_strided_slice": "STRIDED_SLICE: cpu partitions only (TFLite's end_mask semantics)",
+}
 
 
 def defined() -> dict[str, str]:

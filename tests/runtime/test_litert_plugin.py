@@ -26,6 +26,7 @@ from mdla_ir.ops import OpKind
 from mdla_ir.schema import HOST_CODES, SCHEMA
 from mdla_quant import QuantConfig, quantize, run_int8
 from mdla_quant.reference import quantize_inputs
+from mdla_runtime.export.host_ops import HOST
 from mdla_runtime.export.ops import emitter
 from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
 from tests.models import inputs_for, legalized
@@ -109,7 +110,8 @@ def _mixed(name: str = "mixed") -> tuple[mdla_ir.Graph, list[list[np.ndarray[Any
     return graph, xs
 
 
-HOST_KINDS = set(HOST_CODES) | {OpKind.TRANSPOSE}
+# The kinds the exporter writes as a CPU partition's (host_ops.HOST: TRANSPOSE, BATCH_MATMUL, ...)
+HOST_KINDS = set(HOST_CODES) | set(HOST)
 
 
 @pytest.fixture(scope="module")
