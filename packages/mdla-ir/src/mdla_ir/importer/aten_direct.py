@@ -120,11 +120,19 @@ def mappable(program: ExportedProgram) -> bool:
             continue
         if str(node.target).startswith(("aten._assert", "aten.sym_constrain_range")):
             continue
-        if converter(node.target) is None:
+        if converter(node.target) is None or _decomposes(node):
             return False
         if _out_of_place(node.target) is not None and not _harmless(node):
             return False
     return True
+
+
+def _decomposes(node: fx.Node) -> bool:
+    """A `pad` other than constant: its decomposition (reflection_pad2d, ...) is what maps."""
+    if node.target is not aten.pad.default:
+        return False
+    mode = node.args[2] if len(node.args) > 2 else node.kwargs.get("mode", "constant")
+    return bool(mode != "constant")
 
 
 def _harmless(node: fx.Node) -> bool:
