@@ -79,3 +79,25 @@ def test_without_the_record_the_manifest_is_no_detector(ssd: Path) -> None:
     model = {k: v for k, v in manifest.model.items() if k != "postprocess"}
     assert Boxes(dataclasses.replace(manifest, model=model)).decoder is None
     assert Boxes(manifest).decoder == detector(size=SIZE).decoder
+
+
+def test_run_on_an_array_gives_boxes_in_the_inputs_pixels(ssd: Path, tmp_path: Path) -> None:
+    """A .npy has no photo to draw on: the boxes are in the model input's pixels, no PNG."""
+    manifest = mdla_runtime.load(ssd)
+    ((_, x),) = manifest_inputs(manifest, ["chelsea"])
+    np.save(tmp_path / "x.npy", x)
+    args = ["run", str(ssd), str(tmp_path / "x.npy"), "--out-dir", str(tmp_path / "out")]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.stdout)["runs"]
+    outs = mdla_runtime.open_target("emu").run(manifest, [x]).outputs
+    int8 = detect(detector(size=SIZE).decoder, outs)
+    got = entry["boxes"]["int8"]
+    assert [r["class"] for r in got] == [int(c) for c in int8.labels[:5]]
+    np.testing.assert_allclose([r["box"] for r in got], int8.boxes[:5], atol=0.06)
+    assert entry["boxes"]["fp32"] is not None  # the float graph stored beside the .mdla
+    assert entry["boxes"]["png"] is None
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+    text = CliRunner().invoke(app, args)
+    assert text.exit_code == 0, text.output
+    assert "boxes of x.npy: no PNG (an array input has no photo to draw on)" in text.output

@@ -29,10 +29,11 @@ from PIL import Image, ImageDraw
 from rich.console import Console
 from rich.table import Table
 
+from mdla_compile.inputs import is_data
 from mdla_runtime.atomic import write_atomic
 from mdla_zoo.detection import DECODERS, Detections, SSDDecoder, detect
 from mdla_zoo.yolo import YoloDecoder
-from workbench.dense import FloatSide
+from workbench.dense import FloatSide, Sample
 from workbench.errors import BAD_INPUT, WorkbenchError
 from workbench.images import png_bytes, read_image
 from workbench.outputs import picture
@@ -60,10 +61,14 @@ class Boxes(FloatSide):
         return YoloDecoder.of(prov.module, hw, y.model_shape)
 
     def detections(
-        self, decoder: SSDDecoder | YoloDecoder, photo: Array, x: Array, outputs: Sequence[Array]
+        self,
+        decoder: SSDDecoder | YoloDecoder,
+        size: tuple[int, int],
+        x: Sample,
+        outputs: Sequence[Array],
     ) -> tuple[Detections | None, Detections]:
-        """FP32 (None when it cannot be imported) and INT8 detections in the photo's pixels."""
-        size = (int(photo.shape[0]), int(photo.shape[1]))
+        """FP32 (None when it cannot be imported) and INT8 detections in pixels of a picture
+        of `size` (height, width)."""
 
         def found(outs: Sequence[Array]) -> Detections:
             dets = (
@@ -74,20 +79,25 @@ class Boxes(FloatSide):
         floats = self.float_outputs(x)
         return (None if floats is None else found(floats)), found(outputs)
 
-    def entry(self, image: str, x: Array, int8_outputs: Sequence[Array]) -> dict[str, Any]:
-        """`run`'s record of one input's boxes and their PNG ({} for a non-detector)."""
+    def entry(self, image: str, x: Sample, int8_outputs: Sequence[Array]) -> dict[str, Any]:
+        """`run`'s record of one input's boxes and their PNG ({} for a non-detector). An
+        array or random input has no photo: its boxes are in the model input's pixels, and
+        no PNG is drawn ("png": None)."""
         decoder = self.decoder
         if decoder is None:
             return {}
-        photo = read_image(image)
-        fp32, int8 = self.detections(decoder, photo, x, int8_outputs)
+        photo = None if image == "random" or is_data(image) else read_image(image)
+        size = decoder.image_size if photo is None else (int(photo.shape[0]), int(photo.shape[1]))
+        fp32, int8 = self.detections(decoder, size, x, int8_outputs)
         labels = self.manifest.provenance.labels
-        png = picture(self.folder, image, self.manifest.name, "boxes")
-        write_png(png, photo, fp32, int8, labels)
+        png = None
+        if photo is not None:
+            png = picture(self.folder, image, self.manifest.name, "boxes")
+            write_png(png, photo, fp32, int8, labels)
         found = {
             "fp32": None if fp32 is None else rows(fp32, labels),
             "int8": rows(int8, labels),
-            "png": str(png),
+            "png": None if png is None else str(png),
         }
         return {"boxes": found | ({"no_fp32": self.why_no_float} if self.why_no_float else {})}
 
@@ -110,7 +120,8 @@ class Boxes(FloatSide):
             if "no_fp32" in e["boxes"]:
                 console.print(f"  no FP32 boxes: {e['boxes']['no_fp32']}", markup=False)
             side = "FP32 | INT8" if e["boxes"]["fp32"] is not None else "INT8 only"
-            console.print(f"boxes of {e['image']}: {e['boxes']['png']} ({side})", markup=False)
+            png = e["boxes"]["png"] or "no PNG (an array input has no photo to draw on)"
+            console.print(f"boxes of {e['image']}: {png} ({side})", markup=False)
 
 
 def rows(dets: Detections, labels: Sequence[str], k: int = TOP) -> list[dict[str, Any]]:

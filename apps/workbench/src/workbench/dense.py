@@ -45,6 +45,7 @@ from workbench.outputs import DEFAULT_DIR, picture
 from workbench.overlay import crop_box, label_of, overlay, with_legend
 
 Array = np.ndarray[Any, Any]
+Sample = Array | list[Array]  # a model's input: one array, or one per input of a model of several
 GAP = 4  # white pixels between the FP32 and the INT8 panel
 
 
@@ -122,15 +123,16 @@ class FloatSide:
     why_no_float: str = field(default="", init=False)  # set when there is no FP32 side
     _float: mdla_ir.Graph | None = field(default=None, init=False, repr=False)
     _tried: bool = field(default=False, init=False, repr=False)
-    _last: tuple[Array, list[Array]] | None = field(default=None, init=False, repr=False)
+    _last: tuple[Sample, list[Array]] | None = field(default=None, init=False, repr=False)
 
     def switch_off(self) -> None:
         """No FP32 side (`run --no-fp32`): nothing is read, imported or run for it."""
         self._tried, self._float, self.why_no_float = True, None, "off (--no-fp32)"
 
-    def float_outputs(self, x: Array) -> list[Array] | None:
-        """The float graph's outputs for input `x` (computed once per input), or None when
-        there is no float graph (then `why_no_float` says why)."""
+    def float_outputs(self, x: Sample) -> list[Array] | None:
+        """The float graph's outputs for input `x` (one array per model input for a model of
+        several; computed once per input), or None when there is no float graph (then
+        `why_no_float` says why)."""
         if self.shared is not None:
             floats = self.shared.float_outputs(x)
             self.why_no_float = self.shared.why_no_float
@@ -141,7 +143,8 @@ class FloatSide:
         if self._float is None:
             return None
         if self._last is None or self._last[0] is not x:
-            self._last = (x, [np.asarray(o) for o in mdla_ir.run_float(self._float, [x])])
+            xs = x if isinstance(x, list) else [x]
+            self._last = (x, [np.asarray(o) for o in mdla_ir.run_float(self._float, xs)])
         return self._last[1]
 
 
@@ -162,7 +165,7 @@ class ClassMaps(FloatSide):
             if is_class_map(o.model_shape, inp) or is_index_map(o, inp)
         ]
 
-    def write(self, image: str, x: Array, int8_outputs: Sequence[Array]) -> list[dict[str, Any]]:
+    def write(self, image: str, x: Sample, int8_outputs: Sequence[Array]) -> list[dict[str, Any]]:
         """The PNG of each class-map output for input `x` (named after `image`), the share of
         pixels where FP32 and INT8 agree (None without an FP32 map), and for a photo the INT8
         map on it at its own resolution with a legend (`overlay.py`)."""
@@ -207,7 +210,7 @@ class ClassMaps(FloatSide):
             return None
         return read_image(image)
 
-    def entry(self, image: str, x: Array, int8_outputs: Sequence[Array]) -> dict[str, Any]:
+    def entry(self, image: str, x: Sample, int8_outputs: Sequence[Array]) -> dict[str, Any]:
         """`run`'s record of the class maps written for one input ({} when there are none)."""
         if not self.outputs():
             return {}

@@ -136,13 +136,13 @@ def _cosine(f: Array, q: Array) -> float:
 
 def validate(
     compiled: Compiled,
-    images: Sequence[tuple[str, Array]],
+    images: Sequence[tuple[str, Array | list[Array]]],
     target: mdla_runtime.Target | None,
     manifest: mdla_runtime.Manifest | None = None,
     worst: int = 5,
 ) -> Validation:
     """Compare FP32 (the imported graph), the int8 reference and (with a target) the device,
-    output by output."""
+    output by output; an image's input is one array, or a list of one per model input."""
     labels = compiled.source.labels
     graph = compiled.source.graph
     input_shape = compiled.source.input_shapes[0]
@@ -151,11 +151,12 @@ def validate(
         shape = tuple(int(d) for d in graph.tensors[o].shape)
         result.outputs.append(OutputAgreement(o, shape, output_kind(shape, input_shape)))
     latencies: list[float] = []
-    for name, x in images:
-        fp32 = [np.asarray(o) for o in mdla_ir.run_float(graph, [x])]
-        runs = {"ref": [np.asarray(o) for o in mdla_quant.run_int8(compiled.qgraph, [x])]}
+    samples = [(name, x if isinstance(x, list) else [x]) for name, x in images]
+    for name, xs in samples:
+        fp32 = [np.asarray(o) for o in mdla_ir.run_float(graph, xs)]
+        runs = {"ref": [np.asarray(o) for o in mdla_quant.run_int8(compiled.qgraph, xs)]}
         if target is not None and manifest is not None:
-            run = target.run(manifest, [x])
+            run = target.run(manifest, xs)
             runs["device"] = [np.asarray(o) for o in run.outputs]
             result.device = run.device
             latencies.append(run.latency_ms[0])
@@ -170,7 +171,7 @@ def validate(
         result.rows.append(row)
     if latencies:
         result.latency_ms = (float(np.median(latencies)), min(latencies))
-    inputs = [[x] for _, x in images]
+    inputs = [xs for _, xs in samples]
     report = mdla_quant.compare(compiled.device_graph, compiled.qgraph, inputs)
     result.worst = report.worst(worst)
     return result

@@ -1,5 +1,6 @@
-"""Model inputs from files: images, `.npy` (one input), `.npz` (one array per model input, in
-the file's order), directories of them; calibration sets read lazily, one sample at a time.
+"""Model inputs from files: images, `.npy` (one input), `.npz` (one array per model input, by
+the inputs' names when its keys are them, else in the file's order), directories of them;
+calibration sets read lazily, one sample at a time.
 
     files = input_files("calib/")                          # sorted images and arrays
     samples = LazyInputs(files[:count], shapes, prepare)   # a Sequence: reads on access
@@ -63,9 +64,16 @@ def expand(names: Sequence[str]) -> list[str]:
 
 
 def load_sample(
-    name: str | Path, shapes: Shapes, prepare: Prepare | None, model: str
+    name: str | Path,
+    shapes: Shapes,
+    prepare: Prepare | None,
+    model: str,
+    names: Sequence[str] | None = None,
 ) -> list[Array]:
-    """One sample (a list with one array per model input) from an image or an array file."""
+    """One sample (a list with one array per model input) from an image or an array file.
+    An `.npz` whose keys are the model's input `names` gives each input its array by name;
+    otherwise (`arr_0`, `arr_1`, ... as `np.savez` names unnamed arrays, or no names known)
+    its arrays go to the inputs in the file's order."""
     path = Path(name)
     if not is_data(path):
         if prepare is None:
@@ -74,23 +82,61 @@ def load_sample(
                 f"`{name}`: give .npy/.npz inputs, or compile it with --preset or --mean/--std"
             )
         return [prepare(read_image(name))]
-    arrays = _arrays(path)
-    if len(arrays) != len(shapes):
-        raise CompileError(
-            f"`{path}` holds {len(arrays)} array(s); `{model}` takes {len(shapes)} input(s)"
+    labels = list(names) if names is not None and len(names) == len(shapes) else None
+    keyed = _arrays(path)
+    if labels is not None and not all(k == f"arr_{i}" for i, (k, _) in enumerate(keyed)):
+        keyed = _by_name(dict(keyed), shapes, labels, path, model)
+    if len(keyed) != len(shapes):
+        missing = (
+            f": no array for input {len(keyed)} ({_expected(shapes, labels, len(keyed))})"
+            if len(keyed) < len(shapes)
+            else ""
         )
-    return [_fit(a, s, path, k) for k, (a, s) in enumerate(zip(arrays, shapes, strict=True))]
+        raise CompileError(
+            f"`{path}` holds {len(keyed)} array(s); `{model}` takes {len(shapes)} input(s){missing}"
+        )
+    return [
+        _fit(a, s, path, k, _expected(shapes, labels, k))
+        for k, ((_, a), s) in enumerate(zip(keyed, shapes, strict=True))
+    ]
 
 
-def _arrays(path: Path) -> list[Array]:
+def _expected(shapes: Shapes, labels: Sequence[str] | None, k: int) -> str:
+    """Input k as an error line shows it: its shape and dtype, and its name when known."""
+    where = f" (`{labels[k]}`)" if labels is not None else ""
+    return f"{list(shapes[k])} float32{where}"
+
+
+def _by_name(
+    arrays: dict[str, Array], shapes: Shapes, labels: list[str], path: Path, model: str
+) -> list[tuple[str, Array]]:
+    """The arrays of an `.npz` in the order of the model's inputs, matched by key."""
+    for k, label in enumerate(labels):
+        if label not in arrays:
+            raise CompileError(
+                f"`{path}` has no array `{label}` for `{model}`'s input {k}, "
+                f"{_expected(shapes, None, k)}: save it with np.savez(..., {label}=x) (keys "
+                f"given: {', '.join(sorted(arrays))})"
+            )
+    extra = sorted(set(arrays) - set(labels))
+    if extra:
+        raise CompileError(
+            f"`{path}` holds array `{extra[0]}`, which is none of `{model}`'s inputs "
+            f"({', '.join(labels)}): drop it or name it after one of them"
+        )
+    return [(label, arrays[label]) for label in labels]
+
+
+def _arrays(path: Path) -> list[tuple[str, Array]]:
+    """(key, array) per array of the file: an `.npz`'s keys in its order, `.npy`'s `arr_0`."""
     try:
         if path.suffix.lower() == ".npz":
             _check_npz(path)
             with np.load(path, allow_pickle=False) as z:
-                return [np.asarray(z[k]) for k in z.files]
+                return [(k, np.asarray(z[k])) for k in z.files]
         with path.open("rb") as f:
             _check_header(f, path.stat().st_size, f"`{path}`")
-        return [np.asarray(np.load(path, allow_pickle=False))]
+        return [("arr_0", np.asarray(np.load(path, allow_pickle=False)))]
     except FileNotFoundError:
         raise CompileError(f"input `{path}` does not exist") from None
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
@@ -128,14 +174,14 @@ def _check_header(f: IO[bytes], size: int, what: str) -> None:
         )
 
 
-def _fit(a: Array, shape: tuple[int, ...], path: Path, k: int) -> Array:
+def _fit(a: Array, shape: tuple[int, ...], path: Path, k: int, expected: str) -> Array:
     if a.dtype.kind not in "fiub":
         raise CompileError(f"`{path}` array {k} has dtype {a.dtype}: expected numbers")
     if tuple(a.shape) != shape and (1, *a.shape) == shape:
         a = a[None]
     if tuple(a.shape) != shape:
         raise CompileError(
-            f"`{path}` array {k} has shape {list(a.shape)}; the model's input {k} is {list(shape)}"
+            f"`{path}` array {k} has shape {list(a.shape)}; the model's input {k} is {expected}"
         )
     with np.errstate(over="ignore", invalid="ignore"):  # 1e300 -> inf: refused just below
         out = np.ascontiguousarray(a, dtype=np.float32)

@@ -124,6 +124,8 @@ EPILOG = """Examples:
 
   workbench run net.mdla photos/ x.npy         # a directory; an array for a non-image model
 
+  workbench run two.mdla x.npz                 # np.savez("x.npz", image=a, depth=b)
+
   workbench run net.mdla photos/ --out-dir maps/ --save-outputs maps/out.npz
 """
 
@@ -131,21 +133,29 @@ EPILOG = """Examples:
 def manifest_inputs(
     manifest: mdla_runtime.Manifest, names: list[str], contract: ct.Contract | None = None
 ) -> list[tuple[str, Array]]:
-    """(name, model input) per image or .npy/.npz file (directories expanded), images
-    preprocessed as the manifest records (or as `contract`'s options replace it); no inputs:
-    the sample photos, or one seeded random input for a model without image preprocessing.
-    (The readers guarantee a model with preprocessing one NCHW input.)"""
+    """(name, model input) per image or .npy/.npz file of a one-input model (`manifest_samples`);
+    a model of several inputs is refused."""
     if len(manifest.inputs) != 1:
         raise WorkbenchError(
-            f"`{manifest.name}` has {len(manifest.inputs)} inputs: `run` feeds a model one input",
+            f"`{manifest.name}` has {len(manifest.inputs)} inputs: this command feeds a model "
+            "one input (`run` takes .npz files of one array per input)",
             BAD_INPUT,
         )
-    shape = tuple(int(d) for d in manifest.inputs[0].model_shape)
-    pre = ct.apply(
-        contract or ct.Contract(), manifest.provenance.preprocess, (shape,), manifest.name
-    )
+    return [(name, xs[0]) for name, xs in manifest_samples(manifest, names, contract)]
+
+
+def manifest_samples(
+    manifest: mdla_runtime.Manifest, names: list[str], contract: ct.Contract | None = None
+) -> list[tuple[str, list[Array]]]:
+    """(name, one array per model input) per image or .npy/.npz file (directories expanded),
+    images preprocessed as the manifest records (or as `contract`'s options replace it); an
+    .npz's arrays matched to the inputs by name (or in order); no inputs: the sample photos,
+    or seeded random inputs for a model without image preprocessing. (The readers guarantee
+    a model with preprocessing one NCHW input.)"""
+    shapes = tuple(tuple(int(d) for d in i.model_shape) for i in manifest.inputs)
+    pre = ct.apply(contract or ct.Contract(), manifest.provenance.preprocess, shapes, manifest.name)
     if pre is None and not names:
-        return [("random", random_input(shape))]
+        return [("random", [random_input(s) for s in shapes])]
     for n in names:
         if Path(n).is_file() and is_written(n):
             raise WorkbenchError(
@@ -153,8 +163,9 @@ def manifest_inputs(
                 "give the photo or array it came from",
                 BAD_INPUT,
             )
+    keys = [i.name for i in manifest.inputs]
     return [
-        (Path(n).name, ins.load_sample(n, (shape,), _prep(pre, Path(n).name), manifest.name)[0])
+        (Path(n).name, ins.load_sample(n, shapes, _prep(pre, Path(n).name), manifest.name, keys))
         for n in ins.expand(names or list(imgs.SAMPLES))
     ]
 
@@ -192,7 +203,9 @@ def run_command(
     images: Annotated[
         list[str] | None,
         typer.Argument(
-            help="Image files, sample names, .npy/.npz inputs or directories (default: samples)."
+            help="Image files, sample names, .npy/.npz inputs or directories (default: samples); "
+            "a model of several inputs takes .npz files, one array per input named after it "
+            "(or arr_0, arr_1, ... in the inputs' order)."
         ),
     ] = None,
     on: On = "emu",
@@ -299,13 +312,13 @@ class _Job:
         )
         boxes = Boxes(self.manifest, self.weights, self.model, self.folder, floats)
         paths = ins.expand(images) if images else []  # a picture is named after its image
-        todo = manifest_inputs(self.manifest, images, self.contract)
+        todo = manifest_samples(self.manifest, images, self.contract)
         tick = s.bar("running", total=len(todo))
         results = []
         for k, (name, x) in enumerate(todo):
             s.describe(f"running {name}")
             r = self.target.run(
-                self.manifest, [x], devices=(self.device,), repeat=self.repeat, warmup=self.warmup
+                self.manifest, x, devices=(self.device,), repeat=self.repeat, warmup=self.warmup
             )
             entry = self.entry(name, r)
             image = paths[k] if k < len(paths) else name

@@ -44,7 +44,8 @@ def validate_command(
         list[str] | None,
         typer.Argument(
             help="Images, .npy/.npz inputs or directories of them to compare on (default: "
-            "sample photos)."
+            "sample photos); a model of several inputs takes .npz files, one array per input "
+            "named after it (or arr_0, arr_1, ... in the inputs' order)."
         ),
     ] = None,
     *,
@@ -77,17 +78,18 @@ def validate_command(
 def _inputs(
     compiled: mdla_compile.Compiled, model: str, images: list[str]
 ) -> list[tuple[str, Any]]:
-    """(name, input) to compare on: `images` (files, directories), else the sample photos,
-    else (a model that takes no photos) the calibration inputs."""
+    """(name, one array per model input) to compare on: `images` (files, directories), else
+    the sample photos, else (a model that takes no photos) the calibration inputs."""
     source = compiled.source
     if images:
         prep = (lambda im: mdla_compile.prepare_image(source, im)) if source.takes_images else None
+        keys = list(source.graph.inputs)
         return [
-            (Path(n).name, ins.load_sample(n, source.input_shapes, prep, model)[0])
+            (Path(n).name, ins.load_sample(n, source.input_shapes, prep, model, keys))
             for n in ins.expand(images)
         ]
     if not source.takes_images:
-        return [(f"random {i}", xs[0]) for i, xs in enumerate(compiled.calibration)]
+        return [(f"random {i}", list(xs)) for i, xs in enumerate(compiled.calibration)]
     return [(n, mdla_compile.prepare_image(source, read_image(n))) for n in SAMPLES]
 
 
