@@ -216,6 +216,14 @@ EXAMPLES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
     ),
     "AdaptiveMaxPool2d": (lambda: nn.AdaptiveMaxPool2d(2), (1, 4, 8, 8)),
     "(SUB)": (lambda: Fn(lambda x: x - torch.sigmoid(x)), (1, 4, 8, 8)),
+    "Mish": (
+        lambda: Fn(lambda x: F.elu(x) + nn.Mish()(x) + F.softplus(x, 2.0) + F.logsigmoid(x)),
+        (1, 4, 8, 8),
+    ),
+    "adaptive average and max": (
+        lambda: Fn(lambda x: nn.AdaptiveAvgPool2d(3)(x) + F.adaptive_max_pool2d(x, 3)),
+        (1, 4, 8, 8),
+    ),
     "torch.maximum": (
         lambda: Fn(lambda x: torch.maximum(x, torch.sigmoid(x)) + x.min(x.mean(1, keepdim=True))),
         (1, 4, 8, 8),
@@ -255,3 +263,18 @@ def test_each_construct_imports_and_maps_as_its_status_says(c: Construct) -> Non
             assert OpKind[kind] in kinds, (c.name, kinds)
             assert any(k.startswith(f"{kind} with {attr}") for k in assumed), (c.name, assumed)
     assert not re.search(r"\bTRANSPOSE\b", " ".join(k.name for k in kinds))
+
+
+@pytest.mark.parametrize(
+    "c", [c for c in CONSTRUCTS if "--cpu auto" in c.cost], ids=lambda c: _plain(c.name)[:40]
+)
+def test_a_construct_costed_as_a_cpu_partition_is_placed_there_by_auto(c: Construct) -> None:
+    make, shape = _example(c)
+    graph = mdla_ir.from_torch(make().eval(), torch.rand(shape))
+    target = mdla_legalize.load_target("mdla3.5")
+    placed = mdla_legalize.place(graph, target, "mtk-mdla", ["auto"])
+    kinds = {k.name for k in c.ops}
+    on_cpu = {o.kind for o in placed.ops if o.device == "cpu"}
+    assert on_cpu, c.name
+    assert on_cpu <= kinds, (c.name, on_cpu)
+    assert not [o for o in placed.ops if o.kind in kinds and o.device != "cpu"], placed.ops

@@ -238,6 +238,26 @@ CONSTRUCTS: tuple[Construct, ...] = (
         "use ReLU/ReLU6/Hardswish/SiLU, or the CPU",
         why="needs erf; no EXP on the MDLA (silicon fact 2), and no exact composition",
     ),
+    Construct(
+        "`nn.ELU`/`CELU`/`SELU`/`Softplus`/`Mish`/`LogSigmoid`/`Tanhshrink`/`Softsign`, "
+        "their `F.*` functions",
+        "YOLOv4's Mish, self-normalizing nets, GANs, older CNNs",
+        "-",
+        (K.ELU, K.CELU, K.SELU, K.SOFTPLUS, K.MISH, K.LOG_SIGMOID, K.TANHSHRINK, K.SOFTSIGN),
+        Status.NEVER,
+        "a CPU partition (`--cpu auto`): one int8 table lookup",
+        why="needs EXP (or a division), which the MDLA lacks (silicon fact 2)",
+    ),
+    Construct(
+        "adaptive average and max pools (`nn.AdaptiveAvgPool2d`, `F.adaptive_max_pool2d`) to "
+        "a size not dividing the input",
+        "classifier heads and SPP on odd input sizes",
+        "-",
+        (K.ADAPTIVE_AVG_POOL_2D, K.ADAPTIVE_MAX_POOL_2D),
+        Status.NEVER,
+        "a CPU partition (`--cpu auto`)",
+        why="overlapping windows of varying size are no single Neuron pooling op",
+    ),
 )
 
 
