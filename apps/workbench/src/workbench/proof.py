@@ -20,6 +20,7 @@ import numpy as np
 import mdla_quant
 import mdla_runtime
 from mdla_ir.builders import act, const, qp
+from mdla_ir.devices import NPU
 from mdla_ir.graph import Graph, Op
 from mdla_ir.kinds import OpKind
 from mdla_runtime.engine.ssh.doctor import FAIL, OK, Step
@@ -74,7 +75,7 @@ def one_op_input() -> np.ndarray[Any, Any]:
     return np.random.default_rng(SEED + 1).uniform(-2.5, 2.5, (n, c, h, w)).astype(np.float32)
 
 
-def prove(target: mdla_runtime.Target, device: str = "mtk-mdla") -> Step:
+def prove(target: mdla_runtime.Target, device: str = NPU) -> Step:
     """Write the one-op model, run it on `target`'s `device`, compare with run_int8."""
     graph, x = one_op_graph(), one_op_input()
     with tempfile.TemporaryDirectory(prefix="mdla-doctor-") as folder:
