@@ -129,3 +129,23 @@ def test_validate_compares_on_an_npz(
     f, q = fp32.ravel().astype(np.float64), ref.ravel().astype(np.float64)
     cosine = float(f @ q / np.sqrt((f @ f) * (q @ q)))
     assert doc["outputs"][0]["ref"]["cosine"] == pytest.approx(cosine, rel=1e-9)
+
+
+def test_compile_calibrates_on_npz_matched_by_name(
+    two: tuple[Path, mdla_compile.Compiled], tmp_path: Path
+) -> None:
+    """`--calib DIR` of .npz files saved in the other order than the inputs': each array goes
+    to the input it is named after (in the file's order, the shapes would not fit)."""
+    folder = tmp_path / "calib"
+    folder.mkdir()
+    samples = [_arrays(10 + k) for k in range(2)]
+    for k, xs in enumerate(samples):
+        np.savez(folder / f"s{k}.npz", depth=xs[1], image=xs[0])
+    calib = mdla_compile.CompileOptions(TWO, calib=str(folder), count=2)
+    given = mdla_compile.CompileOptions(TWO, calib=samples, count=2)
+    got, want = mdla_compile.compile(calib), mdla_compile.compile(given)
+    x = _arrays(3)
+    np.testing.assert_array_equal(
+        mdla_quant.run_int8(got.qgraph, x)[0], mdla_quant.run_int8(want.qgraph, x)[0]
+    )
+    assert got.qgraph.tensors == want.qgraph.tensors

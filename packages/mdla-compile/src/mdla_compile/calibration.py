@@ -43,7 +43,7 @@ def calibration_inputs(
     if calib != "samples":
         files = input_files(calib)[:count]
         prep = (lambda image: prepare_image(source, image)) if source.takes_images else None
-        return LazyInputs(files, source.input_shapes, prep, source.spec)
+        return LazyInputs(files, source.input_shapes, prep, source.spec, source.graph.inputs)
     if not source.takes_images:
         raise CompileError(
             f"model `{source.spec}` records no image preprocessing: give --preset (imagenet, "

@@ -196,15 +196,22 @@ def _fit(a: Array, shape: tuple[int, ...], path: Path, k: int, expected: str) ->
 
 
 class LazyInputs(Sequence[list[Array]]):
-    """Calibration samples read from their files on access (never all held at once)."""
+    """Calibration samples read from their files on access (never all held at once); an
+    `.npz`'s arrays matched to the inputs by `names` as `load_sample` does."""
 
     def __init__(
-        self, files: Sequence[str | Path], shapes: Shapes, prepare: Prepare | None, model: str
+        self,
+        files: Sequence[str | Path],
+        shapes: Shapes,
+        prepare: Prepare | None,
+        model: str,
+        names: Sequence[str] | None = None,
     ) -> None:
         self.files = list(files)
         self.shapes = shapes
         self.prepare = prepare
         self.model = model
+        self.names = names
 
     def __len__(self) -> int:
         return len(self.files)
@@ -215,9 +222,9 @@ class LazyInputs(Sequence[list[Array]]):
     def __getitem__(self, i: slice) -> LazyInputs: ...
     def __getitem__(self, i: int | slice) -> list[Array] | LazyInputs:
         if isinstance(i, slice):
-            return LazyInputs(self.files[i], self.shapes, self.prepare, self.model)
-        return load_sample(self.files[i], self.shapes, self.prepare, self.model)
+            return LazyInputs(self.files[i], self.shapes, self.prepare, self.model, self.names)
+        return load_sample(self.files[i], self.shapes, self.prepare, self.model, self.names)
 
     def __iter__(self) -> Iterator[list[Array]]:
         for f in self.files:
-            yield load_sample(f, self.shapes, self.prepare, self.model)
+            yield load_sample(f, self.shapes, self.prepare, self.model, self.names)
