@@ -240,3 +240,22 @@ def test_a_full_disk_keeps_the_old_png_and_names_it(
     assert f"No space left on device: '{png}'" in result.stderr
     assert png.read_bytes() == b"old"
     assert not [p for p in png.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_an_array_input_gets_its_class_map_without_an_overlay(seg: Path, photo: Path) -> None:
+    """A .npy of the prepared photo: the same FP32 | INT8 maps (the FP32 side from the float
+    graph stored beside the .mdla), and no overlay, there being no photo to draw on."""
+    manifest = mdla_runtime.load(seg)
+    ((_, x),) = manifest_inputs(manifest, [str(photo)])
+    np.save("cat.npy", x)
+    result = CliRunner().invoke(app, ["run", str(seg), "cat.npy", "--json"])
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.stdout)["runs"]
+    (record,) = entry["class_maps"]
+    assert "overlay" not in record
+    left, _, right = _panels(Path(record["png"]))
+    f, q = _expected(seg, photo)
+    colours = dense.palette(CLASSES)
+    np.testing.assert_array_equal(left, colours[f])
+    np.testing.assert_array_equal(right, colours[q])
+    assert record["fp32_int8_agree"] == round(float(np.mean(f == q)), 4)
