@@ -79,7 +79,7 @@ def test_run_feeds_each_input_its_array(
         ),
         (
             {"image": np.zeros(SHAPES[0], np.float32), "depth": np.zeros((1, 2, 4, 4))},
-            "`x.npz` array 1 has shape [1, 2, 4, 4]; the model's input 1 is [1, 2, 8, 8] "
+            "`x.npz` array `depth` has shape [1, 2, 4, 4]; the model's input 1 is [1, 2, 8, 8] "
             "float32 (`depth`)",
         ),
         (

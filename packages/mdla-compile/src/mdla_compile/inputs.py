@@ -96,8 +96,8 @@ def load_sample(
             f"`{path}` holds {len(keyed)} array(s); `{model}` takes {len(shapes)} input(s){missing}"
         )
     return [
-        _fit(a, s, path, k, _expected(shapes, labels, k))
-        for k, ((_, a), s) in enumerate(zip(keyed, shapes, strict=True))
+        _fit(a, s, path, (k, key), _expected(shapes, labels, k))
+        for k, ((key, a), s) in enumerate(zip(keyed, shapes, strict=True))
     ]
 
 
@@ -174,14 +174,18 @@ def _check_header(f: IO[bytes], size: int, what: str) -> None:
         )
 
 
-def _fit(a: Array, shape: tuple[int, ...], path: Path, k: int, expected: str) -> Array:
+def _fit(a: Array, shape: tuple[int, ...], path: Path, at: tuple[int, str], expected: str) -> Array:
+    """`a` as input `at[0]`'s float32 array; the array is named by its key `at[1]` in errors
+    (by its place for `arr_N`, the key numpy gives an unnamed array)."""
+    k, key = at
+    what = f"array {k}" if key == f"arr_{k}" else f"array `{key}`"
     if a.dtype.kind not in "fiub":
-        raise CompileError(f"`{path}` array {k} has dtype {a.dtype}: expected numbers")
+        raise CompileError(f"`{path}` {what} has dtype {a.dtype}: expected numbers")
     if tuple(a.shape) != shape and (1, *a.shape) == shape:
         a = a[None]
     if tuple(a.shape) != shape:
         raise CompileError(
-            f"`{path}` array {k} has shape {list(a.shape)}; the model's input {k} is {expected}"
+            f"`{path}` {what} has shape {list(a.shape)}; the model's input {k} is {expected}"
         )
     with np.errstate(over="ignore", invalid="ignore"):  # 1e300 -> inf: refused just below
         out = np.ascontiguousarray(a, dtype=np.float32)
@@ -189,7 +193,7 @@ def _fit(a: Array, shape: tuple[int, ...], path: Path, k: int, expected: str) ->
     if bad.size:
         at = [int(i) for i in np.unravel_index(int(bad[0]), out.shape)]
         raise CompileError(
-            f"`{path}` array {k} holds {bad.size} NaN or infinite value(s) in float32 (the "
+            f"`{path}` {what} holds {bad.size} NaN or infinite value(s) in float32 (the "
             f"first at {at}: {out.flat[int(bad[0])]}); a model's input must be finite numbers"
         )
     return out
