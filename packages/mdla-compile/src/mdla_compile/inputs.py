@@ -191,10 +191,10 @@ def _fit(a: Array, shape: tuple[int, ...], path: Path, at: tuple[int, str], expe
         out = np.ascontiguousarray(a, dtype=np.float32)
     bad = np.flatnonzero(~np.isfinite(out))
     if bad.size:
-        at = [int(i) for i in np.unravel_index(int(bad[0]), out.shape)]
+        first = [int(i) for i in np.unravel_index(int(bad[0]), out.shape)]
         raise CompileError(
             f"`{path}` {what} holds {bad.size} NaN or infinite value(s) in float32 (the "
-            f"first at {at}: {out.flat[int(bad[0])]}); a model's input must be finite numbers"
+            f"first at {first}: {out.flat[int(bad[0])]}); a model's input must be finite numbers"
         )
     return out
 
