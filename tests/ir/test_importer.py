@@ -210,11 +210,15 @@ def test_training_mode_is_refused() -> None:
         mdla_ir.from_torch(nn.Conv2d(3, 3, 1), (torch.zeros(1, 3, 4, 4),))
 
 
-def test_unsupported_padding_mode_is_named() -> None:
+def test_a_padding_mode_fx_cannot_map_is_named_and_export_imports_it() -> None:
+    conv = nn.Conv2d(3, 3, 3, padding=1, padding_mode="reflect").eval()
+    x = torch.randn(1, 3, 4, 4)
     with pytest.raises(UnsupportedError, match="padding_mode='reflect'"):
-        mdla_ir.from_torch(
-            nn.Conv2d(3, 3, 3, padding=1, padding_mode="reflect").eval(), (torch.zeros(1, 3, 4, 4),)
-        )
+        mdla_ir.from_torch(conv, (x,), path="fx")
+    imported = mdla_ir.import_torch(conv, (x,))  # export: a reflection pad, then the conv
+    assert imported.path == "export"
+    (got,) = mdla_ir.run_float(imported.graph, [x.numpy()])
+    assert relative_error(got, conv(x).detach().numpy()) < 1e-5
 
 
 def test_wrong_input_shape_is_reported() -> None:
