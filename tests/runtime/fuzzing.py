@@ -34,12 +34,14 @@ from mdla_emu.emulator import INCLUDES as EMU_INCLUDES
 from mdla_emu.emulator import emulator_sources
 from mdla_ir.builders import INT8_KINDS, random_qgraph
 from mdla_runtime.build import (
+    CPU,
     CPU_SOURCES,
     CSRC,
     ENGINE_INCLUDES,
     ENGINE_SOURCES,
     cache_dir,
     generated_dir,
+    wing_sources,
 )
 from mdla_runtime.format.manifest import to_bytes
 from mdla_runtime.testing import chain_qgraph, partitioned_qgraph, sample_manifest
@@ -53,7 +55,8 @@ NOT_IN_HARNESS = frozenset(
     {"engine.c", "engine_run.c", "engine_parts.c", "adapter.c", "report.c"}
     | {p.name for p in CPU_SOURCES}
 )
-CPU_DEVICE = (CSRC / "cpu" / "cpu_part.c", CSRC / "cpu" / "float_ops.c", CSRC / "cpu" / "gru.c")
+# The cpu device's own files, by folder as the engine links them (a new kernel joins by itself).
+CPU_DEVICE = wing_sources(CPU)
 SANITIZE = (
     "-fsanitize=address,undefined,alignment,float-cast-overflow",
     "-fno-sanitize-recover=all",

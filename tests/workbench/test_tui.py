@@ -489,6 +489,7 @@ def test_parse_options_names_the_bad_field() -> None:
         skip_rules=(rule,),
         cpu=("X", "f.*", "Y"),
         quant=mdla_quant.QuantConfig("mse", target="x.toml"),
+        import_path="fx",  # the form's, not the default (auto)
     )
     bad = {
         "skip rules: unknown rule nope": {"skip": "nope"},
