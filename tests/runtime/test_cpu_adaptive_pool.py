@@ -16,14 +16,11 @@ from torch import nn
 
 import mdla_ir
 import mdla_legalize
-import mdla_quant
-from mdla_emu import build_emulator
 from mdla_ir.builders import act, qp, single_op_qgraph
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
 from mdla_quant.kernels.adaptive_pool import bins
-from mdla_runtime import load, save
-from tests.runtime.test_engine_partitions import engine, outputs
+from tests.runtime.test_engine_partitions import placed_engine_is_bit_exact
 
 TARGET = mdla_legalize.load_target("mdla3.5")
 
@@ -84,16 +81,4 @@ def test_cpu_auto_places_the_pools_and_the_engine_is_bit_exact(tmp_path: Path, p
     placed = mdla_legalize.place(graph, TARGET, "mtk-mdla", ["auto"])
     on_cpu = [o.kind for o in placed.ops if o.device == "cpu"]
     assert on_cpu == ["ADAPTIVE_AVG_POOL_2D", "ADAPTIVE_MAX_POOL_2D"]
-    rng = np.random.default_rng(1)
-    calib = [[rng.normal(size=(1, 3, 16, 16)).astype(np.float32)] for _ in range(3)]
-    qgraph = mdla_quant.quantize(placed.graph, calib)
-    path = save(qgraph, tmp_path / "pyramid.mdla")
-    lib = str(build_emulator())
-    for seed in range(3):
-        xs = [np.random.default_rng(seed).normal(size=s.model_shape).astype(np.float32)
-              for s in load(path).inputs]  # fmt: skip
-        code, out, err = engine(path, tmp_path, xs, "--lib", lib)
-        assert code == 0, out + err
-        want = run_int8(qgraph, xs, raw=True)
-        for got, w in zip(outputs(path, tmp_path, want), want, strict=True):
-            np.testing.assert_array_equal(got, w)
+    placed_engine_is_bit_exact(placed.graph, (1, 3, 16, 16), tmp_path, "pyramid", seeds=3)

@@ -14,8 +14,6 @@ from torch import nn
 
 import mdla_ir
 import mdla_legalize
-import mdla_quant
-from mdla_emu import build_emulator
 from mdla_ir.affine import dequantize_output
 from mdla_ir.builders import act, qp
 from mdla_ir.graph import Graph, Op
@@ -24,7 +22,7 @@ from mdla_ir.provenance import Provenance
 from mdla_quant import run_int8
 from mdla_runtime import load, save
 from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
-from tests.runtime.test_engine_partitions import engine, outputs
+from tests.runtime.test_engine_partitions import engine, outputs, placed_engine_is_bit_exact
 
 CASES = [  # lhs shape, rhs shape, adj_x, adj_y
     ((2, 5, 7), (2, 7, 3), False, False),
@@ -108,16 +106,4 @@ def test_an_attention_placed_on_the_cpu_is_bit_exact(tmp_path: Path) -> None:
     target = mdla_legalize.load_target("mdla3.5")
     placed = mdla_legalize.place(graph, target, "mtk-mdla", ["auto,BATCH_MATMUL"])
     assert sum(o.kind == "BATCH_MATMUL" and o.device == "cpu" for o in placed.ops) == 2
-    rng = np.random.default_rng(1)
-    calib = [[rng.normal(size=(1, 4, 4, 4)).astype(np.float32)] for _ in range(3)]
-    qgraph = mdla_quant.quantize(placed.graph, calib)
-    path = save(qgraph, tmp_path / "attn.mdla")
-    lib = str(build_emulator())
-    for seed in range(2):
-        xs = [np.random.default_rng(seed).normal(size=s.model_shape).astype(np.float32)
-              for s in load(path).inputs]  # fmt: skip
-        code, out, err = engine(path, tmp_path, xs, "--lib", lib)
-        assert code == 0, out + err
-        want = run_int8(qgraph, xs, raw=True)
-        for got, w in zip(outputs(path, tmp_path, want), want, strict=True):
-            np.testing.assert_array_equal(got, w)
+    placed_engine_is_bit_exact(placed.graph, (1, 4, 4, 4), tmp_path, "attn", seeds=2)

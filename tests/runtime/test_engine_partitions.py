@@ -57,6 +57,26 @@ def outputs(path: Path, tmp: Path, want: list[np.ndarray]) -> list[np.ndarray]:
     ]
 
 
+def placed_engine_is_bit_exact(
+    placed: Graph, shape: tuple[int, ...], tmp: Path, name: str, seeds: int
+) -> None:
+    """Quantize a placed graph on 3 random calibration inputs of `shape`, save it, and hold the
+    engine (the emulator as its adapter) to run_int8 bit for bit on `seeds` random inputs."""
+    rng = np.random.default_rng(1)
+    calib = [[rng.normal(size=shape).astype(np.float32)] for _ in range(3)]
+    qgraph = mdla_quant.quantize(placed, calib)
+    path = save(qgraph, tmp / f"{name}.mdla")
+    lib = str(build_emulator())
+    for seed in range(seeds):
+        xs = [np.random.default_rng(seed).normal(size=s.model_shape).astype(np.float32)
+              for s in load(path).inputs]  # fmt: skip
+        code, out, err = engine(path, tmp, xs, "--lib", lib)
+        assert code == 0, out + err
+        want = run_int8(qgraph, xs, raw=True)
+        for got, w in zip(outputs(path, tmp, want), want, strict=True):
+            np.testing.assert_array_equal(got, w)
+
+
 def real_gelu(graph: Graph) -> Graph:
     """partitioned_qgraph with GELU's real table (its own is a ramp, which run_int8 refuses)."""
     n, g = graph.tensors["n"].quant, graph.tensors["g"].quant

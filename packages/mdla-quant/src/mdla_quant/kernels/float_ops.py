@@ -61,17 +61,23 @@ def _float_args(op: Op, args: list[Array], first: int) -> list[Array]:
     return consts
 
 
-def layer_norm_f32(x: Array, n: int, eps: float, w: Array | None, b: Array | None) -> Array:
-    """The float32 LayerNorm of the module docstring over the last `n` values of each row.
-    np.add.accumulate adds strictly left to right (no pairwise summation), as C's loop does."""
-    rows = x.astype(np.float32).reshape(-1, n)
-    nf = np.float32(n)
+def normalize_rows(rows: Array, eps: float) -> Array:
+    """(x - mean) * 1 / sqrt(var + eps) of each row of a float32 [rows, n] array, every step
+    in float32 and in C's order: np.add.accumulate adds strictly left to right (no pairwise
+    summation), as the engine's loops do (LAYER_NORM and GROUP_NORM share it)."""
+    nf = np.float32(rows.shape[1])
     total = np.add.accumulate(rows, axis=1, dtype=np.float32)[:, -1]
     mean = (total / nf).astype(np.float32)[:, None]
     d = (rows - mean).astype(np.float32)
     var = (np.add.accumulate(d * d, axis=1, dtype=np.float32)[:, -1] / nf).astype(np.float32)
     inv = (np.float32(1.0) / np.sqrt(var + np.float32(eps))).astype(np.float32)[:, None]
-    y = (d * inv).astype(np.float32)
+    out: Array = (d * inv).astype(np.float32)
+    return out
+
+
+def layer_norm_f32(x: Array, n: int, eps: float, w: Array | None, b: Array | None) -> Array:
+    """The float32 LayerNorm of the module docstring over the last `n` values of each row."""
+    y = normalize_rows(x.astype(np.float32).reshape(-1, n), eps)
     if w is not None:
         y = (y * w.reshape(1, n)).astype(np.float32)
     if b is not None:

@@ -21,12 +21,12 @@ from mdla_ir.attrs import GroupNormAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array
+from mdla_quant.kernels.float_ops import normalize_rows
 from mdla_quant.kernels.registry import fail, kernel, unary_operands
 
 
 def group_norm_f32(x: Array, groups: int, axis: int, eps: float, w: Array, b: Array) -> Array:
-    """The float32 GroupNorm of the module docstring; np.add.accumulate adds strictly left to
-    right, as C's loop does."""
+    """The float32 GroupNorm of the module docstring (each group's rows: `normalize_rows`)."""
     n, c = x.shape[0], x.shape[axis]
     a, rest = int(np.prod(x.shape[1:axis])), int(np.prod(x.shape[axis + 1 :]))
     cg = c // groups
@@ -34,14 +34,7 @@ def group_norm_f32(x: Array, groups: int, axis: int, eps: float, w: Array, b: Ar
     y = np.empty_like(view)
     for g in range(groups):
         part = view[:, :, g * cg : (g + 1) * cg, :]
-        rows = part.reshape(n, -1)
-        count = np.float32(rows.shape[1])
-        mean = (np.add.accumulate(rows, axis=1, dtype=np.float32)[:, -1] / count).astype(np.float32)
-        d = (rows - mean[:, None]).astype(np.float32)
-        acc = np.add.accumulate(d * d, axis=1, dtype=np.float32)[:, -1]
-        var = (acc / count).astype(np.float32)
-        inv = (np.float32(1.0) / np.sqrt(var + np.float32(eps))).astype(np.float32)
-        normed = (d * inv[:, None]).astype(np.float32).reshape(part.shape)
+        normed = normalize_rows(part.reshape(n, -1), eps).reshape(part.shape)
         wg = w[g * cg : (g + 1) * cg].reshape(1, 1, cg, 1).astype(np.float32)
         bg = b[g * cg : (g + 1) * cg].reshape(1, 1, cg, 1).astype(np.float32)
         y[:, :, g * cg : (g + 1) * cg, :] = ((normed * wg).astype(np.float32) + bg).astype(
