@@ -139,20 +139,47 @@ def test_an_unreadable_store_says_so(
     assert entry["no_fp32"].startswith(f"cannot read `{out}.fp32`: not a stored float graph")
 
 
-def test_no_fp32_skips_the_stored_graph(
+@pytest.mark.parametrize("off", [["--fp32", "off"], ["--no-fp32"]])
+def test_fp32_off_skips_the_stored_graph(
+    built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, off: list[str]
+) -> None:
+    """The issue's spelling `--fp32 off`, and `--no-fp32` kept as its alias."""
+    monkeypatch.chdir(tmp_path)
+    out = _copy(built, tmp_path)
+    stored.sidecar(out).write_bytes(b"garbage")  # would say `cannot read` if it were read
+    args = ["run", str(out), "chelsea", *off, "--json", "--save-outputs", "o.npz"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.stdout)["runs"]
+    assert entry["no_fp32"] == "off (--fp32 off)"
+    assert entry["class_maps"][0]["fp32_int8_agree"] is None
+    with np.load("o.npz") as z:
+        assert not [k for k in z.files if k.endswith("/fp32")]
+
+
+def test_fp32_on_reads_the_stored_graph(
     built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
     out = _copy(built, tmp_path)
-    stored.sidecar(out).write_bytes(b"garbage")  # would say `cannot read` if it were read
-    args = ["run", str(out), "chelsea", "--no-fp32", "--json", "--save-outputs", "o.npz"]
-    result = CliRunner().invoke(app, args)
+    result = CliRunner().invoke(app, ["run", str(out), "chelsea", "--fp32", "on", "--json"])
     assert result.exit_code == 0, result.output
     (entry,) = json.loads(result.stdout)["runs"]
-    assert entry["no_fp32"] == "off (--no-fp32)"
-    assert entry["class_maps"][0]["fp32_int8_agree"] is None
-    with np.load("o.npz") as z:
-        assert not [k for k in z.files if k.endswith("/fp32")]
+    assert "no_fp32" not in entry
+    assert entry["class_maps"][0]["fp32_int8_agree"] is not None
+
+
+@pytest.mark.parametrize(
+    ("args", "first"),
+    [
+        (["--fp32", "on", "--no-fp32"], "error: --fp32 on and --no-fp32 contradict each other"),
+        (["--fp32", "maybe"], "Invalid value for '--fp32'"),
+    ],
+)
+def test_fp32_usage_errors_exit_2(built: tuple[Path, Path], args: list[str], first: str) -> None:
+    result = CliRunner().invoke(app, ["run", str(built[0]), "chelsea", *args])
+    assert result.exit_code == 2, result.output
+    assert first in result.stderr
 
 
 def test_a_scalar_constant_held_as_one_element_round_trips() -> None:

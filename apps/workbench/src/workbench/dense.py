@@ -126,8 +126,8 @@ class FloatSide:
     _last: tuple[Sample, list[Array]] | None = field(default=None, init=False, repr=False)
 
     def switch_off(self) -> None:
-        """No FP32 side (`run --no-fp32`): nothing is read, imported or run for it."""
-        self._tried, self._float, self.why_no_float = True, None, "off (--no-fp32)"
+        """No FP32 side (`run --fp32 off`): nothing is read, imported or run for it."""
+        self._tried, self._float, self.why_no_float = True, None, "off (--fp32 off)"
 
     def float_outputs(self, x: Sample) -> list[Array] | None:
         """The float graph's outputs for input `x` (one array per model input for a model of

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,7 +23,7 @@ from workbench import outputs as outs
 from workbench.boxes import Boxes
 from workbench.commands.binding import options
 from workbench.commands.options import Debug, Device, InputFlags, On, Weights, console
-from workbench.errors import BAD_INPUT, WorkbenchError, reported
+from workbench.errors import BAD_INPUT, USAGE, WorkbenchError, reported
 from workbench.output import dumps, steps
 from workbench.partition_report import run_fields, run_lines
 from workbench.proof import shown
@@ -104,14 +105,21 @@ SaveOutputs = Annotated[
     ),
 ]
 
+
+class Switch(StrEnum):
+    on = "on"
+    off = "off"
+
+
 Fp32 = Annotated[
-    bool,
+    Switch | None,
     typer.Option(
-        "--fp32/--no-fp32",
-        help="Compare with the FP32 side (the stored float graph or --model); --no-fp32: "
-        "INT8 only, faster.",
+        "--fp32",
+        help="on (default): compare with the FP32 side (the stored float graph or --model); "
+        "off: INT8 only, faster (--no-fp32 is the same).",
     ),
 ]
+NoFp32 = Annotated[bool, typer.Option("--no-fp32", help="The same as --fp32 off.", hidden=True)]
 
 Array = np.ndarray[Any, Any]
 EPILOG = """Examples:
@@ -223,7 +231,8 @@ def run_command(
     timeout: Timeout = None,
     out_dir: OutDir = None,
     save_outputs: SaveOutputs = None,
-    fp32: Fp32 = True,
+    fp32: Fp32 = None,
+    no_fp32: NoFp32 = False,
     *,
     inputs: InputFlags,
     model: FloatModel = None,
@@ -260,7 +269,7 @@ def run_command(
             job = _Job(manifest, target, contract, str(weights) if weights else None, model)
             job.folder, job.device, job.repeat, job.warmup = folder, device, repeat, warmup
             job.saved = outs.Saved(manifest) if save_outputs is not None else None
-            job.fp32 = fp32
+            job.fp32 = fp32_on(fp32, no_fp32)
             results = job.run_all(images or [], s)
             if job.saved is not None and save_outputs is not None:
                 job.saved.write(save_outputs)
@@ -278,6 +287,14 @@ def run_command(
             console().print(line, markup=False)
         if save_outputs is not None:
             console().print(f"outputs saved: {save_outputs}", markup=False)
+
+
+def fp32_on(fp32: Switch | None, no_fp32: bool) -> bool:
+    """`--fp32 on|off`, with `--no-fp32` kept as the spelling of `--fp32 off`; the two
+    contradicting each other is a usage error."""
+    if no_fp32 and fp32 is Switch.on:
+        raise WorkbenchError("--fp32 on and --no-fp32 contradict each other: give one", USAGE)
+    return not no_fp32 and fp32 is not Switch.off
 
 
 class _Job:
