@@ -189,6 +189,18 @@ def test_the_model_section_round_trips_the_provenance() -> None:
     assert set(m.model) == set(MODEL_KEYS) - {"probe_patched", "random_weights", "postprocess"}
 
 
+def test_the_int16_activation_names_round_trip_and_are_absent_when_none(tmp_path: Path) -> None:
+    graph = sample_graph()
+    quant = graph.provenance.quant
+    assert quant is not None
+    prov = dataclasses.replace(graph.provenance, quant=dataclasses.replace(quant, a16=("x", "y")))
+    m = load(save(graph.with_(provenance=prov), tmp_path / "a16.mdla"))
+    assert m.provenance.quant is not None
+    assert m.provenance.quant.a16 == ("x", "y")
+    assert m.model["quant"]["a16"] == ["x", "y"]
+    assert "a16" not in parse(sample_manifest()).model["quant"]  # int8 files: byte for byte
+
+
 def test_a_format_1_file_says_rebuild() -> None:
     header, data = split(sample_manifest())
     with pytest.raises(errors.FutureVersionError) as info:

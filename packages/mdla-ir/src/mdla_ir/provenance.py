@@ -89,10 +89,16 @@ class QuantRecord:
     equalize: bool = False
     adaround: int = 0  # AdaRound iterations per layer; 0 = round to nearest
     reconstruction: str = "layer"  # AdaRound's loss: each layer's output, or each block's
+    # Activation tensors held in int16 (TFLite's 16x8: symmetric, zero point 0, int8 weights,
+    # int64 bias), by graph tensor name; () = all int8.
+    a16: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.rounding not in ROUNDINGS:
             raise ValueError(f"rounding `{self.rounding}`: expected double or single")
+        if isinstance(self.a16, str) or not all(isinstance(n, str) for n in self.a16):
+            raise ValueError(f"a16 {self.a16!r}: expected a sequence of tensor names")
+        object.__setattr__(self, "a16", tuple(self.a16))  # a manifest's list, a CLI's list
 
 
 @dataclass(frozen=True, slots=True)

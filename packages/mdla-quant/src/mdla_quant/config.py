@@ -31,6 +31,9 @@ class QuantConfig(QuantRecord):
     reconstruction   what AdaRound reconstructs: `layer`, each weighted op's output; `block`,
                  each inverted-residual block's output, its ops' roundings fit together
                  (`block_reconstruction.py`, BRECQ-style; other ops layer by layer)
+    a16          names of the activation tensors held in int16 (TFLite's 16x8 scheme: symmetric,
+                 zero point 0, int8 weights, int64 bias); QUANTIZE ops convert where an int16
+                 tensor meets int8 (names are checked against the graph by `quantize`)
     target, device   whose scale constraints apply (fixed output scales, shared scales)
 
     The fields and their defaults are `mdla_ir.QuantRecord`'s (what a graph's provenance
@@ -59,6 +62,12 @@ class QuantConfig(QuantRecord):
             )
         if self.bins < 256 or self.bins % 4:
             raise QuantError(f"bins={self.bins}: use a multiple of 4, at least 256")
+        try:
+            QuantRecord.__post_init__(self)
+        except ValueError as e:
+            raise QuantError(str(e)) from None
+        if len(set(self.a16)) != len(self.a16) or "" in self.a16:
+            raise QuantError(f"a16 {list(self.a16)}: name each tensor once, none empty")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

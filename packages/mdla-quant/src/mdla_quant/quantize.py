@@ -41,6 +41,7 @@ from mdla_ir.devices import DEFAULT_TARGET
 from mdla_ir.partitions import CPU_FLOAT, CPU_FLOAT32
 from mdla_ir.provenance import Accumulator, Numerics, Rounding
 from mdla_ir.selection import is_selection
+from mdla_quant.a16 import check_a16
 from mdla_quant.adaround import LayerProgress, adaround
 from mdla_quant.arith import round_half_away
 from mdla_quant.bias_absorption import absorb_high_biases
@@ -310,6 +311,7 @@ def quantize(
             "time: pass a list or another re-iterable, not a generator"
         )
     config = for_graph(graph, config)
+    check_a16(graph, config.a16)
     target = load_target(config.target)
     graph = float_rewrites(graph, calibration, config)
     hists, samples = calibrate(graph, calibration, config.bins, progress)

@@ -146,6 +146,8 @@ def _model_edits() -> list[Edit]:
         ("model_quant_bins_type", quant("bins", 2.5), bad, "model.quant.bins"),
         ("model_quant_adaround_type", quant("adaround", -1), bad, "model.quant.adaround"),
         ("model_quant_equalize_type", quant("equalize", 1), bad, "model.quant.equalize"),
+        ("model_quant_a16_type", quant("a16", "conv1"), bad, "model.quant.a16"),
+        ("model_quant_a16_item", quant("a16", ["conv1", 3]), bad, "model.quant.a16"),
         ("model_random_weights_type", model("random_weights", 1), bad, "model.random_weights"),
         ("model_quant_rounding", quant("rounding", "single"), bad, "model.quant.rounding"),
         (

@@ -10,7 +10,8 @@
     calibration_samples uint                                                    (required)
     labels              [str]   class labels, [] if none                        (required)
     quant               map     the QuantConfig: QUANT_KEYS (QUANT_REQUIRED required), its
-                                rounding equal to model.rounding                (optional)
+                                rounding equal to model.rounding; a16 [str] the int16
+                                activations (absent when none)                  (optional)
     preprocess          map     mode str, size [uint], mean [float], std [float]; optional:
                                 channels str ("rgb" | "bgr"), resize uint (short side before
                                 the centre crop; 0 = whole image, no crop)      (optional)
@@ -68,10 +69,8 @@ MODEL_KEYS = (
 )
 MODEL_REQUIRED = MODEL_KEYS[:11]
 # The quant map holds QuantRecord's fields, each checked as its annotation says (int -> uint).
-QUANT_TYPES = {
-    f.name: {"str": "str", "float": "float", "bool": "bool", "int": "uint"}[str(f.type)]
-    for f in fields(QuantRecord)
-}
+_KINDS = {"str": "str", "float": "float", "bool": "bool", "int": "uint", "tuple[str, ...]": "strs"}
+QUANT_TYPES = {f.name: _KINDS[str(f.type)] for f in fields(QuantRecord)}
 QUANT_KEYS = tuple(QUANT_TYPES)
 # The fields of format 2's first files are required; those QuantRecord gained later are optional
 # (a reader fills in their defaults), so older manifests keep reading.
@@ -213,6 +212,9 @@ def model_section(name: str, prov: Provenance, content_hash: str) -> dict[str, A
         q = prov.quant
         model["quant"] = {k: getattr(q, k) for k in QUANT_KEYS}
         model["quant"]["percentile"] = float(q.percentile)
+        model["quant"]["a16"] = list(q.a16)
+        if not q.a16:  # the int8 files of before int16 activations stay byte for byte
+            del model["quant"]["a16"]
     if prov.preprocess is not None:
         p = prov.preprocess
         model["preprocess"] = {

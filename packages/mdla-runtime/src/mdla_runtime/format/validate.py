@@ -111,6 +111,7 @@ class _Checker:
             "str": isinstance(v, str),
             "bool": isinstance(v, bool),
             "floats": isinstance(v, list) and all(isinstance(s, float) for s in v),
+            "strs": isinstance(v, list) and all(isinstance(s, str) for s in v),
         }[kind]
         if not ok:
             raise BadHeaderError(f, self.at(f), f"expected {kind}, got {type(v).__name__}")

@@ -70,10 +70,11 @@ bool chk_typed(checker *c, uint32_t map, const char *key, const char *field, con
     else if (strcmp(kind, "float") == 0) ok = n->kind == MP_FLOAT;
     else if (strcmp(kind, "str") == 0) ok = n->kind == MP_STR;
     else if (strcmp(kind, "bool") == 0) ok = n->kind == MP_BOOL;
-    else { /* floats */
+    else { /* floats or strs: an array of one kind */
+        uint8_t each = strcmp(kind, "strs") == 0 ? MP_STR : MP_FLOAT;
         ok = n->kind == MP_ARRAY;
         for (uint32_t i = 0, e = v + 1; ok && i < n->count; i++, e = chk_node(c, e)->next)
-            ok = chk_node(c, e)->kind == MP_FLOAT;
+            ok = chk_node(c, e)->kind == each;
     }
     if (ok) return true;
     char f[MDLA_FIELD_MAX];
