@@ -22,6 +22,7 @@ A model that fails anywhere gives its row with the stage and the one-line error.
     .venv/bin/python bench/coverage.py unet mtcnn_onet      # some of them
     .venv/bin/python bench/coverage.py --size fcn_resnet50=128 --size 160   # smaller inputs
     .venv/bin/python bench/coverage.py --third-party     # timm/smp verdicts (third_party.py)
+    .venv/bin/python bench/coverage.py --fresh           # the fresh hand-written set
 
 `bench/rewrites.py` prints its own columns from the same `measure`.
 """
@@ -349,7 +350,13 @@ def main() -> None:
         "--third-party", action="store_true", help="timm/smp models: verdicts (third_party.py)"
     )
     parser.add_argument("--path", default="auto", help="with --third-party: fx, export or auto")
+    parser.add_argument(
+        "--fresh", action="store_true", help="the fresh hand-written set: end-to-end verdicts"
+    )
     args = parser.parse_args()
+    if args.fresh:
+        fresh_table([] if args.models is MODELS else args.models)
+        return
     if args.third_party:  # its own table: import + legalize (+ placement) verdicts
         sizes = [int(g) for g in args.size if "=" not in g]
         names = [] if args.models is MODELS else args.models
@@ -368,6 +375,15 @@ def main() -> None:
         rows.append(row)
         print(render(row), flush=True)
     print(f"\n{parity(rows)}")
+
+
+def fresh_table(names: list[str]) -> None:
+    """The fresh set's table (tests/fresh.py): model, import path, verdict, partitions, and the
+    message (the CPU's kinds, or the refusal's line)."""
+    from tests.fresh import CASES, run_case, table
+
+    verdicts = [run_case(n) for n in bench_progress(names or list(CASES), "models")]
+    print(table(verdicts), flush=True)
 
 
 def parity(rows: list[Row], bar: float = 1e-4) -> str:

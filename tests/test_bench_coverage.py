@@ -84,3 +84,13 @@ def test_a_long_error_keeps_its_start_and_its_cause(bench: ModuleType) -> None:
     assert line.startswith("RuntimeError: building failed (cc")
     assert line.endswith("; k.c:3: error: bad type")
     assert bench.one_line(ValueError("short")) == "ValueError: short"
+
+
+def test_the_fresh_table_gives_a_verdict_per_model(
+    bench: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench.fresh_table(["functional_conv", "dilated_max_pool"])
+    out = capsys.readouterr().out
+    assert "| functional_conv | export | npu | 1 |  |" in out
+    assert "| dilated_max_pool | - | refused | 0 | UnsupportedError:" in out
+    assert "1/2 end to end, bit-exact on the emulator" in out
