@@ -182,7 +182,8 @@ def test_no_face_names_the_frames(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_auto_without_facenet_is_unsupported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "facenet_pytorch", None)
     result = runner.invoke(app, ["read", str(sample()[0]), "--roi", "auto"])
-    assert result.exit_code == 3
+    assert result.exit_code == 2  # the install lacks it: usage, as the workbench has it
+    assert "pip install" in result.stderr
     assert "facenet-pytorch" in result.stderr
 
 
@@ -238,7 +239,7 @@ NO_TORCH = """
 import sys
 sys.modules["torch"] = None  # importing torch now fails, as on a phone without it
 from lipread.cli import main
-sys.argv = ["lipread", sys.argv[1]]
+sys.argv = ["lipread", *sys.argv[1:]]
 main()
 """
 
@@ -251,3 +252,20 @@ def test_runs_without_torch_from_the_shipped_manifest(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert sentence(done.stdout) == read_json(str(path))["text"]
+
+
+def test_without_torch_a_pt_checkpoint_exits_2(tmp_path: Path) -> None:
+    """A missing optional package is the install to change (exit 2, the pip command named),
+    as in the workbench; STYLE.md's 3 is "unsupported on the target". (--fp32 and new .npz
+    weights without torch: tests/workbench/test_error_lines.py.)"""
+    path, _ = sample()
+    torch.save(published_state(), tmp_path / "LipNet.pt")
+    args = [str(path), "--weights", str(tmp_path / "LipNet.pt")]
+    env = {**os.environ, "LIPREAD_CACHE": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", NO_TORCH, *args], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("lipread: error: ")
+    assert "needs torch (pip install torch)" in line

@@ -112,7 +112,7 @@ def test_lipread_without_torch_is_one_line(tmp_path: Path, case: str) -> None:
         text=True,
         timeout=300,
     )
-    assert done.returncode == 3, done.stderr
+    assert done.returncode == 2, done.stderr  # the install to change, as in the workbench
     assert "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("lipread: error: this needs torch (for --fp32")

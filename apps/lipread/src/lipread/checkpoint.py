@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from lipread.config import PUBLISHED, PUBLISHED_50X100, LipNetConfig
-from lipread.errors import CheckpointError, UnsupportedError
+from lipread.errors import CheckpointError, MissingDependencyError
 from mdla_runtime.atomic import write_atomic
 
 Array = np.ndarray[Any, Any]
@@ -84,7 +84,7 @@ def _read_torch(path: Path) -> dict[str, Array]:
     try:
         import torch
     except ModuleNotFoundError as exc:
-        raise UnsupportedError(
+        raise MissingDependencyError(
             f"{path}: reading a PyTorch checkpoint needs torch (pip install torch), "
             "or convert it to .npz once where torch is: `lipread convert CKPT OUT.npz`"
         ) from exc

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from lipread.checkpoint import Checkpoint
-from lipread.errors import LipreadError, UnsupportedError
+from lipread.errors import LipreadError, MissingDependencyError, UnsupportedError
 from mdla_ir.devices import NPU
 from mdla_runtime.atomic import write_atomic
 from mdla_runtime.interrupt import check
@@ -73,7 +73,7 @@ def torch_frontend(ckpt: Checkpoint) -> Any:
 
         from lipread.model import FrontEnd
     except ModuleNotFoundError as exc:
-        raise UnsupportedError(
+        raise MissingDependencyError(
             "compiling the front-end or --fp32 needs torch: pip install torch "
             "(the extra `mdla-lipread[torch]`)"
         ) from exc

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from lipread.errors import DeviceError, LipreadError, UnsupportedError
+from lipread.errors import DeviceError, LipreadError, MissingDependencyError, UnsupportedError
 from lipread.frontend import cache_dir
 from lipread.image import resize
 from lipread.mtcnn import Nets, area_resize, detect_faces, net_input, pyramid, refine_crop
@@ -82,7 +82,7 @@ def float_modules() -> tuple[Any, Any, Any]:
         importlib.import_module("facenet_pytorch")  # the package first: it may be blocked
         nets = importlib.import_module("facenet_pytorch.models.mtcnn")
     except ModuleNotFoundError as exc:
-        raise UnsupportedError(
+        raise MissingDependencyError(
             "compiling MTCNN for --roi auto needs facenet-pytorch 2.5.3 (its wheel holds the "
             "weights) with torch: pip install 'mdla-lipread[auto]'; or pass --roi X,Y,W,H"
         ) from exc

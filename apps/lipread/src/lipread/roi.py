@@ -187,5 +187,5 @@ def mouth_boxes(frames: Array, roi: Roi, finder: CornerFinder | None = None) -> 
     except UnsupportedError as exc:
         if not roi.why:
             raise
-        raise UnsupportedError(f"{roi.why}: {exc}") from exc
+        raise type(exc)(f"{roi.why}: {exc}") from exc  # a missing package stays one
     return boxes_from_corners(corners)

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from lipread.errors import UnsupportedError
+from lipread.errors import MissingDependencyError
 
 Array = np.ndarray[Any, Any]
 KEYFRAME = 25  # full detection once a second at 25 fps
@@ -117,7 +117,7 @@ class MtcnnDetector:
             mtcnn_cls = importlib.import_module("facenet_pytorch").MTCNN
             self.torch = importlib.import_module("torch")
         except ModuleNotFoundError as exc:
-            raise UnsupportedError(
+            raise MissingDependencyError(
                 "--roi auto needs facenet-pytorch 2.5.3 (MTCNN, weights in its wheel) with torch "
                 "and torchvision: pip install torch torchvision facenet-pytorch (the extra "
                 "`mdla-lipread[auto]`); or pass --roi X,Y,W,H or --roi none"

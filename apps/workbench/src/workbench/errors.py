@@ -3,10 +3,11 @@
 1  bad input or model (IRError other than UnsupportedError, ZooError, QuantError, ManifestError,
    TargetDataError, CompileError, unreadable files)
 2  usage (Typer/Click's own, WorkbenchError(..., USAGE), a malformed --on: TargetSpecError,
-   a malformed model spec or --arg: SpecError, mdla_compile's OptionError)
+   a malformed model spec or --arg: SpecError, mdla_compile's OptionError), and an optional
+   dependency this install lacks (torch, torchvision, scikit-image, a zoo model's package,
+   ai-edge-litert: `missing_module` and `needs_install`; the line names the pip command)
 3  unsupported on the target (LegalizeError, UnsupportedError: a construct the importer cannot
-   represent, UnknownDeviceError, UNMAPPABLE from the device), or by this install (torch or
-   scikit-image missing: `missing_module` names the pip command)
+   represent, UnknownDeviceError, UNMAPPABLE from the device)
 4  device or connection (TargetError otherwise, WitnessError)
 130  interrupted (Ctrl-C): outputs are written atomically, so each is the old file or the new one
      (`mdla_runtime.interrupt`: the discipline lipread shares)
@@ -52,6 +53,8 @@ def exit_code(exc: BaseException) -> int | None:
     """The exit code of a known error, or None for an unexpected one (a bug)."""
     if isinstance(exc, WorkbenchError):
         return exc.exit_code
+    if needs_install(exc):
+        return USAGE
     if isinstance(exc, LegalizeError | UnsupportedError | UnknownDeviceError):
         return UNSUPPORTED
     if isinstance(exc, UnexportableOpError | UnexportableRoundingError):
@@ -79,6 +82,15 @@ def exit_code(exc: BaseException) -> int | None:
     return None
 
 
+def needs_install(exc: BaseException) -> bool:
+    """A package's error for an optional module this install lacks: the zoo's model packages,
+    the sample photos' scikit-image, export's ai-edge-litert. Each is raised from the
+    ModuleNotFoundError and names its pip command; an import failing inside a user's model
+    spec is not one (the zoo raises that `from None`)."""
+    wraps = isinstance(exc, ZooError | CompileError | ExportError)
+    return wraps and isinstance(exc.__cause__, ModuleNotFoundError)
+
+
 NEEDS = {  # a module a torch-free install lacks: what needs it
     "torch": "compiling, checking or validating a model spec needs PyTorch",
     "torchvision": "compiling, checking or validating a model spec needs torchvision",
@@ -88,7 +100,8 @@ NEEDS = {  # a module a torch-free install lacks: what needs it
 
 def missing_module(exc: BaseException) -> WorkbenchError | None:
     """The one line for a module this install lacks (a torch-free `pip install mdla-workbench`
-    runs .mdla files; a model spec needs the `models` extra), exit 3; None for anything else."""
+    runs .mdla files; a model spec needs the `models` extra), exit 2: the install, not the
+    model or the target, is what to change; None for anything else."""
     if not isinstance(exc, ModuleNotFoundError):
         return None
     top = (exc.name or "").split(".")[0]
@@ -97,7 +110,7 @@ def missing_module(exc: BaseException) -> WorkbenchError | None:
     return WorkbenchError(
         f"{NEEDS[top]}, which is not installed: pip install 'mdla-workbench[models]' (running, "
         "inspecting and witnessing a .mdla need none of it)",
-        UNSUPPORTED,
+        USAGE,
     )
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import typer
 
 from lipread.commands.options import Debug, RoiOpt, Weights, as_roi, guarded, target_option
-from lipread.errors import LipreadError, UnsupportedError
+from lipread.errors import LipreadError, MissingDependencyError, UnsupportedError
 from mdla_runtime.atomic import write_atomic
 
 FRONTENDS = ("lipnet", "avsr")
@@ -99,7 +99,7 @@ def avsr_features(video: Path, weights: Path | None, roi: str | None, on: str, f
         from lipread.avsr import load_avsr
         from lipread.avsr_npu import HALO, WINDOW, fp32_avsr, npu_avsr
     except ModuleNotFoundError as exc:
-        raise UnsupportedError("--frontend avsr needs torch: pip install torch") from exc
+        raise MissingDependencyError("--frontend avsr needs torch: pip install torch") from exc
     from lipread.frontend import run_chunked
     from lipread.pipeline import avsr_input
     from lipread.roi import target_finder

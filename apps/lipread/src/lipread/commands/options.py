@@ -10,7 +10,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from lipread.errors import LipreadError, UnsupportedError
+from lipread.errors import LipreadError, MissingDependencyError
 from lipread.roi import Roi, parse_roi
 from mdla_runtime import interrupt
 
@@ -112,7 +112,7 @@ def _failure(exc: Exception, debug: bool) -> typer.Exit:
         if top not in NEEDS:
             return fail(LipreadError(f"a module is missing: {exc}"), debug)
         what, extra = NEEDS[top]
-        missing = UnsupportedError(
+        missing = MissingDependencyError(
             f"this needs {top} (for {what}), which is not installed: pip install "
             f"'mdla-lipread[{extra}]' "
             "(the shipped demo front-end runs without it)"
