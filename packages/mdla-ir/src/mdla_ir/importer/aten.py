@@ -39,6 +39,7 @@ from mdla_ir.importer.context import (
     triple,
 )
 from mdla_ir.importer.conv1d import f_adaptive_avgpool1d, f_avgpool1d, f_maxpool1d, m_conv1d
+from mdla_ir.importer.elementwise import absolute, filled, neg, power, square
 from mdla_ir.importer.layers import _max_pool2d, _pad4, adaptive, f_conv2d, f_linear, is_const
 from mdla_ir.importer.norms import aten_instance_norm, aten_native_group_norm, f_group_norm
 from mdla_ir.importer.pairwise import aten_clamp_one, aten_clamp_tensor, pairwise
@@ -511,4 +512,11 @@ ATEN: dict[Any, Converter] = {
     aten.clamp.Tensor: aten_clamp_tensor,
     aten.clamp_min.Tensor: aten_clamp_one("min"),
     aten.clamp_max.Tensor: aten_clamp_one("max"),
+    aten.neg.default: neg,
+    aten.abs.default: absolute,
+    aten.pow.Tensor_Scalar: power,
+    aten.square.default: square,
+    aten.full_like.default: filled(None),
+    aten.zeros_like.default: filled(0.0),
+    aten.ones_like.default: filled(1.0),
 }

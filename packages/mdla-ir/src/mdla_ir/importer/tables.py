@@ -27,6 +27,7 @@ from mdla_ir.importer.conv1d import (
     m_conv1d,
     m_maxpool1d,
 )
+from mdla_ir.importer.elementwise import absolute, filled, neg, power, square
 from mdla_ir.importer.layers import (
     adaptive,
     f_conv2d,
@@ -328,6 +329,15 @@ FUNCTIONS: dict[Any, Converter] = {
     F.logsigmoid: fn.LOG_SIGMOID,
     F.tanhshrink: fn.TANHSHRINK,
     F.softsign: fn.SOFTSIGN,
+    operator.neg: neg,
+    torch.neg: neg,
+    torch.abs: absolute,
+    operator.pow: power,
+    torch.pow: power,
+    torch.square: square,
+    torch.zeros_like: filled(0.0),
+    torch.ones_like: filled(1.0),
+    torch.full_like: filled(None),
 }
 
 METHODS: dict[str, Converter] = {
@@ -373,4 +383,8 @@ METHODS: dict[str, Converter] = {
     "min": extreme(OpKind.REDUCE_MIN),
     "maximum": pairwise(top=True),
     "minimum": pairwise(top=False),
+    "neg": neg,
+    "abs": absolute,
+    "pow": power,
+    "square": square,
 }

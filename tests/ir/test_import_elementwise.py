@@ -1,0 +1,71 @@
+"""Hand-written elementwise arithmetic on both import paths: `-x`, `abs`, `pow` with a constant
+exponent, `square`, and `zeros_like`/`ones_like`/`full_like`; each is ops the IR has (MUL,
+RELU + ADD, SQRT/RSQRT/DIV, a constant) and the float IR computes what torch does. Exponents
+with no such form are refused by name, with the ones that map."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+from torch import nn
+
+import mdla_ir
+from mdla_ir import OpKind, UnsupportedError
+from mdla_ir.testing import relative_error
+
+PATHS = ("fx", "export")
+Fn = Callable[[torch.Tensor], torch.Tensor]
+
+
+class Apply(nn.Module):
+    """`fn` on a conv's output (a conv first, so the graph is not all constants)."""
+
+    def __init__(self, fn: Fn) -> None:
+        super().__init__()
+        self.fn, self.conv = fn, nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(self.conv(x))
+
+
+CASES: list[tuple[Fn, dict[OpKind, int]]] = [
+    (lambda y: -y, {OpKind.MUL: 1}),
+    (lambda y: torch.neg(y) + y.neg(), {OpKind.MUL: 2, OpKind.ADD: 1}),
+    (lambda y: y.abs(), {OpKind.MUL: 1, OpKind.RELU: 2, OpKind.ADD: 1}),
+    (lambda y: torch.abs(y), {OpKind.MUL: 1, OpKind.RELU: 2, OpKind.ADD: 1}),
+    (lambda y: y.pow(2), {OpKind.MUL: 1}),
+    (lambda y: y**3, {OpKind.MUL: 2}),
+    (lambda y: torch.pow(y, 4), {OpKind.MUL: 2}),
+    (lambda y: torch.square(y) + y.square(), {OpKind.MUL: 2, OpKind.ADD: 1}),
+    (lambda y: torch.relu(y) ** 0.5, {OpKind.RELU: 1, OpKind.SQRT: 1}),
+    (lambda y: (torch.relu(y) + 1.0).pow(-0.5), {OpKind.RELU: 1, OpKind.ADD: 1, OpKind.RSQRT: 1}),
+    (lambda y: y + torch.zeros_like(y), {OpKind.ADD: 1}),
+    (lambda y: y * torch.ones_like(y) + torch.full_like(y, 0.25), {OpKind.MUL: 1, OpKind.ADD: 1}),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize(("fn", "kinds"), CASES)
+def test_elementwise_arithmetic_imports_exactly(
+    fn: Fn, kinds: dict[OpKind, int], path: str
+) -> None:
+    torch.manual_seed(0)
+    module = Apply(fn).eval()
+    x = torch.randn(1, 3, 6, 8)
+    graph = mdla_ir.from_torch(module, (x,), optimize=False, path=path)
+    with torch.no_grad():
+        want = module(x).numpy()
+    assert relative_error(mdla_ir.run_float(graph, [x.numpy()])[0], want) <= 1e-6
+    got = {k: n for k, n in graph.count().items() if k != "CONV_2D"}
+    assert got == {k.name: n for k, n in kinds.items()}
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_an_exponent_without_a_form_is_refused_with_those_that_map(path: str) -> None:
+    module = Apply(lambda y: torch.relu(y) ** 1.5).eval()
+    with pytest.raises(UnsupportedError) as info:
+        mdla_ir.from_torch(module, (torch.randn(1, 3, 6, 8),), path=path)
+    assert "pow with exponent 1.5" in str(info.value)
+    assert "exponents 1, 2, 3, 4, 0.5, -0.5 and -1 map" in str(info.value)
