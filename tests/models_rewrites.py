@@ -37,7 +37,7 @@ def _bn_stats(module: nn.Module, seed: int) -> nn.Module:
     """Random (non-trivial) BatchNorm statistics, so folding is exercised; eval mode."""
     g = torch.Generator().manual_seed(seed)
     for m in module.modules():
-        if isinstance(m, nn.BatchNorm1d | nn.BatchNorm2d):
+        if isinstance(m, nn.BatchNorm1d | nn.BatchNorm2d | nn.BatchNorm3d):
             n = m.num_features
             assert m.running_mean is not None
             assert m.running_var is not None

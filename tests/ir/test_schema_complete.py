@@ -72,9 +72,9 @@ def test_a_none_for_an_unknown_piece_is_refused() -> None:
 REMOVED = {
     OpKind.SLICE, OpKind.BATCH_NORM, OpKind.SILU, OpKind.HARD_SIGMOID, OpKind.FLATTEN,
     OpKind.DROPOUT, OpKind.IDENTITY, OpKind.QUANTIZE,
-    OpKind.REDUCE_SUM, OpKind.REDUCE_MAX, OpKind.REDUCE_MIN, OpKind.CLAMP,
+    OpKind.REDUCE_SUM, OpKind.REDUCE_MAX, OpKind.REDUCE_MIN, OpKind.CLAMP, OpKind.CONV_3D,
 }  # fmt: skip
-NO_CPU_YET = {OpKind.DIV, OpKind.CHANNEL_SHUFFLE, OpKind.CONV_3D}
+NO_CPU_YET = {OpKind.DIV, OpKind.CHANNEL_SHUFFLE}
 
 
 def test_every_kind_legalization_leaves_runs_on_the_cpu() -> None:

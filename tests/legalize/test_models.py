@@ -60,7 +60,7 @@ RULES = {
     "lipnet_frontend": {
         "conv3d_to_conv2d": 3,
         "elementwise_into_reshape": 3,
-        "maxpool3d_to_maxpool2d": 3,
+        "pool3d_to_pool2d": 3,
         "conv_pad_to_pad_valid": 1,
     },
 }

@@ -9,7 +9,7 @@ from mdla_ir.testing import GraphBuilder, check_pass, random_inputs, relative_er
 from mdla_legalize.rules.frames import (
     conv3d_to_conv2d,
     elementwise_into_reshape,
-    maxpool3d_to_maxpool2d,
+    pool3d_to_pool2d,
     squeeze_boundary,
 )
 from mdla_legalize.testing import check_rule
@@ -35,54 +35,75 @@ def _conv3d(
 
 
 @pytest.mark.parametrize(
-    ("k", "s", "p"),
+    ("k", "s", "p", "d"),
     [
-        ((3, 5, 5), (1, 2, 2), (1, 2, 2)),  # LipNet conv1
-        ((3, 3, 3), (1, 1, 1), (1, 1, 1)),  # LipNet conv3
-        ((3, 3, 3), (1, 1, 1), (0, 1, 1)),  # no temporal padding: T - 2 frames
-        ((1, 3, 3), (1, 1, 1), (0, 1, 1)),  # a per-frame conv
+        ((3, 5, 5), (1, 2, 2), (1, 2, 2), 1),  # LipNet conv1
+        ((3, 3, 3), (1, 1, 1), (1, 1, 1), 1),  # LipNet conv3
+        ((3, 3, 3), (1, 1, 1), (0, 1, 1), 1),  # no temporal padding: T - 2 frames
+        ((3, 3, 3), (2, 1, 1), (1, 1, 1), 1),  # temporal stride
+        ((2, 3, 3), (1, 1, 1), (2, 1, 1), 2),  # temporal dilation, padding as wide as the taps
+        ((1, 1, 1), (2, 1, 1), (0, 0, 0), 1),  # frame subsampling only
     ],
 )
 def test_conv3d_becomes_taps_conv_then_conv2d(
-    k: tuple[int, int, int], s: tuple[int, int, int], p: tuple[int, int, int]
+    k: tuple[int, int, int], s: tuple[int, int, int], p: tuple[int, int, int], d: int
 ) -> None:
     b = GraphBuilder(layout="NHWC")
-    y = _conv3d(b, b.input("x", (1, 4, 10, 12, 3)), 3, 6, k, s, p)
+    x = b.input("x", (1, 6, 10, 12, 3))
+    y = b.op(
+        OpKind.CONV_3D,
+        [x, b.const("w", (6, 3, *k)), b.const("b", (6,))],
+        stride=s,
+        padding=p,
+        dilation=(d, 1, 1),
+        groups=1,
+    )
     new = check_rule(conv3d_to_conv2d, b.build(y), {"CONV_3D": -1, "CONV_2D": 2, "RESHAPE": 3})
     taps = new.ops[1]
     assert new.tensors[taps.outputs[0]].shape == (1, new.tensors[y].shape[1], 120, 3 * k[0])
 
 
-def test_conv3d_with_temporal_stride_stays() -> None:
+def test_a_per_frame_conv3d_needs_no_taps() -> None:
     b = GraphBuilder(layout="NHWC")
-    y = _conv3d(b, b.input("x", (1, 6, 8, 8, 2)), 2, 4, (3, 3, 3), (2, 1, 1), (1, 1, 1))
-    check_rule(conv3d_to_conv2d, b.build(y), {})
+    y = _conv3d(b, b.input("x", (1, 4, 10, 12, 3)), 3, 6, (1, 3, 3), (1, 1, 1), (0, 1, 1))
+    check_rule(conv3d_to_conv2d, b.build(y), {"CONV_3D": -1, "CONV_2D": 1, "RESHAPE": 2})
 
 
-def test_maxpool3d_per_frame() -> None:
+@pytest.mark.parametrize("groups", [2, 4])
+def test_grouped_conv3d_is_one_dense_conv(groups: int) -> None:
     b = GraphBuilder(layout="NHWC")
+    x = b.input("x", (2, 4, 6, 6, 4))
     y = b.op(
-        OpKind.MAX_POOL_3D,
-        [b.input("x", (1, 3, 8, 8, 4))],
-        kernel=(1, 2, 2),
-        stride=(1, 2, 2),
-        padding=(0, 0, 0),
+        OpKind.CONV_3D,
+        [x, b.const("w", (4, 4 // groups, 3, 3, 3)), b.const("b", (4,))],
+        stride=(1, 1, 1),
+        padding=(1, 1, 1),
+        dilation=(1, 1, 1),
+        groups=groups,
     )
+    check_rule(conv3d_to_conv2d, b.build(y), {"CONV_3D": -1, "CONV_2D": 2, "RESHAPE": 3})
+
+
+@pytest.mark.parametrize(
+    ("k", "s", "p", "pools"),
+    [
+        ((1, 2, 2), (1, 2, 2), (0, 0, 0), 1),  # per frame
+        ((2, 1, 1), (2, 1, 1), (0, 0, 0), 1),  # over time only
+        ((2, 2, 2), (2, 2, 2), (0, 0, 0), 2),
+        ((3, 3, 3), (2, 1, 2), (1, 1, 0), 2),
+    ],
+)
+def test_maxpool3d_is_a_pool_per_axis_group(
+    k: tuple[int, int, int], s: tuple[int, int, int], p: tuple[int, int, int], pools: int
+) -> None:
+    b = GraphBuilder(layout="NHWC")
+    y = b.op(OpKind.MAX_POOL_3D, [b.input("x", (1, 4, 8, 8, 4))], kernel=k, stride=s, padding=p)
+    reshapes = 2 if k[0] == 1 else 3  # frames, (rows,) clip
     check_rule(
-        maxpool3d_to_maxpool2d, b.build(y), {"MAX_POOL_3D": -1, "MAX_POOL_2D": 1, "RESHAPE": 2}
+        pool3d_to_pool2d,
+        b.build(y),
+        {"MAX_POOL_3D": -1, "MAX_POOL_2D": pools, "RESHAPE": reshapes},
     )
-
-
-def test_temporal_maxpool_stays() -> None:
-    b = GraphBuilder(layout="NHWC")
-    y = b.op(
-        OpKind.MAX_POOL_3D,
-        [b.input("x", (1, 4, 8, 8, 4))],
-        kernel=(2, 2, 2),
-        stride=(2, 2, 2),
-        padding=(0, 0, 0),
-    )
-    check_rule(maxpool3d_to_maxpool2d, b.build(y), {})
 
 
 def test_relu_moves_inside_the_reshape() -> None:

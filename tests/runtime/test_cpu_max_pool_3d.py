@@ -1,6 +1,7 @@
-"""MAX_POOL_3D that does not fold into frames (a temporal window over 1): the int8 kernel
-(mdla_quant.kernels.max_pool_3d) is torch's max_pool3d on the codes; `--cpu auto` places it on
-the CPU and the engine's C kernel (csrc/cpu/max_pool_3d.c) is bit-exact with run_int8."""
+"""MAX_POOL_3D kept whole (its rule `pool3d_to_pool2d` skipped, as `workbench bisect` does): the
+int8 kernel (mdla_quant.kernels.max_pool_3d) is torch's max_pool3d on the codes; `--cpu auto`
+places it on the CPU and the engine's C kernel (csrc/cpu/max_pool_3d.c) is bit-exact with
+run_int8."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ def test_cpu_auto_places_the_pool_and_the_engine_is_bit_exact(tmp_path: Path) ->
     x = torch.randn(1, 3, 4, 8, 8)
     module = Clip().eval()
     graph = mdla_ir.from_torch(module, (x,), name="clip")
-    placed = mdla_legalize.place(graph, mdla_legalize.load_target("mdla3.5"), "mtk-mdla", ["auto"])
+    target = mdla_legalize.load_target("mdla3.5")
+    placed = mdla_legalize.place(graph, target, "mtk-mdla", ["auto"], ["pool3d_to_pool2d"])
     assert "MAX_POOL_3D" in {o.kind for o in placed.ops if o.device == "cpu"}
     (fp32,) = mdla_ir.run_float(placed.graph, [x.numpy()])
     np.testing.assert_allclose(fp32, module(x).detach().numpy(), rtol=1e-4, atol=1e-4)

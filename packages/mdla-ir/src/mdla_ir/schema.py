@@ -267,11 +267,11 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.HARD_SIGMOID, (), groups="activation", none=_pre("hardsigmoid_to_relu6_mul")),
     _op(K.GELU, (), groups="activation table cpu_float"),
     _op(K.LAYER_NORM, (), NormAttrs, "cpu_float"),
-    _op(K.CONV_3D, (), ConvAttrs, none=_pre("conv3d_to_conv2d (temporal stride and dilation 1, "
-                                            "one group); another has no CPU kernel yet")),
+    _op(K.CONV_3D, (), ConvAttrs, none=_pre("conv3d_to_conv2d makes CONV_2Ds over frames of "
+                                            "every one (any temporal window, groups)")),
     _op(K.MAX_POOL_3D, (), PoolAttrs, "cpu",
-        none={"tflite": "TFLite has no 3-D max pool builtin (maxpool3d_to_maxpool2d makes frames "
-                        "of the temporal-window-1 ones)"}),
+        none={"tflite": "TFLite has no 3-D max pool builtin (pool3d_to_pool2d makes 2-D pools "
+                        "over frames of every one)"}),
     _op(K.ADAPTIVE_AVG_POOL_2D, (), AdaptivePoolAttrs, "spatial cpu",
         none={"tflite": "no TFLite op pools to a size that does not divide (those that divide "
                         "are AVERAGE_POOL_2D or MEAN after legalization)"}),

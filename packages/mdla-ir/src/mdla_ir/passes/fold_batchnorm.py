@@ -1,4 +1,4 @@
-"""Fold BATCH_NORM into the convolution (or transposed convolution) that feeds it.
+"""Fold BATCH_NORM into the convolution (transposed, or 3-D: BatchNorm3d) that feeds it.
 
 conv(x; w, b) -> BN(mean, var, gamma, beta, eps)  ==  conv(x; w * s, (b - mean) * s + beta)
 with s = gamma / sqrt(var + eps) per output channel. Only when the conv output feeds nothing
@@ -23,7 +23,7 @@ def _out_channel_axis(kind: OpKind, layout: str) -> int:
         return 3  # Neuron depthwise filter (1, KH, KW, O)
     if layout == "NCHW" and kind is OpKind.TRANSPOSE_CONV_2D:
         return 1  # torch ConvTranspose2d filter (I, O, KH, KW)
-    return 0  # torch (O, I, KH, KW) and Neuron CONV_2D (O, KH, KW, I)
+    return 0  # torch (O, I, KH, KW), (O, I, KT, KH, KW) and Neuron CONV_2D (O, KH, KW, I)
 
 
 def fold_batchnorm(graph: Graph) -> PassResult:
@@ -32,7 +32,7 @@ def fold_batchnorm(graph: Graph) -> PassResult:
         conv = rw.producer(op.inputs[0]) if op.kind is OpKind.BATCH_NORM else None
         if (
             conv is None
-            or conv.kind not in CONVS | {OpKind.TRANSPOSE_CONV_2D}
+            or conv.kind not in CONVS | {OpKind.TRANSPOSE_CONV_2D, OpKind.CONV_3D}
             or conv.fuse != "NONE"
             or not rw.sole_use(op.inputs[0])
         ):

@@ -1,23 +1,29 @@
-"""Video front-ends on the MDLA: Conv3d and MaxPool3d as 2-D ops over frames held as a batch.
+"""Video on the MDLA: Conv3d and 3-D pools as 2-D ops over frames held as a batch.
 
-After the layout pass a clip is NDHWC, (1, T, H, W, C). The frames become the batch of a 4-D
-NHWC tensor, (T, H, W, C), which costs only RESHAPEs (the memory order is the same).
+After the layout pass a clip is NDHWC, (N, T, H, W, C). The frames become the batch of a 4-D
+NHWC tensor, (N*T, H, W, C), which costs only RESHAPEs (the memory order is the same).
 
-CONV_3D, temporal kernel kt, stride 1, pad pt (the 3-D conv of LipNet: kt = 3, pt = 1):
-  out[t] = b + sum_k conv2d(x[t + k - pt], w[:, :, k])       (x = 0 outside the clip)
-         = conv2d(stack[t], w')   with stack[t] = [x[t-pt], ..., x[t-pt+kt-1]] on channels
-  1. RESHAPE x (1, T, H, W, C) -> (1, T, H*W, C): time on the H axis, the pixels on W.
-  2. CONV_2D "taps": kernel (kt, 1), pads (pt, pt, 0, 0), identity filter
-     taps[k*C + c, k, 0, c] = 1  ->  (1, T', H*W, kt*C). The conv's zero padding supplies the
-     frames before and after the clip; each output channel copies one input element (exact).
-  3. RESHAPE -> (T', H, W, kt*C): the stacked frames, tap-major channels.
+CONV_3D, temporal kernel kt, stride st, dilation dt, pad pt, any groups:
+  out[t] = b + sum_k conv2d(x[t*st + k*dt - pt], w[:, :, k])       (x = 0 outside the clip)
+         = conv2d(stack[t], w')   with stack[t] = [x[t*st - pt], ..., x[t*st - pt + (kt-1)*dt]]
+  1. RESHAPE x (N, T, H, W, C) -> (N, T, H*W, C): time on the H axis, the pixels on W.
+  2. CONV_2D "taps": kernel (kt, 1), stride (st, 1), dilation (dt, 1), pads (pt, pt, 0, 0),
+     identity filter taps[k*C + c, k, 0, c] = 1 -> (N, T', H*W, kt*C). The conv's zero padding
+     supplies the frames before and after the clip; each output channel copies one input
+     element (exact in int8: a selection conv). A per-frame conv (kt = 1, st = 1, pt = 0) has
+     no taps conv.
+  3. RESHAPE -> (N*T', H, W, kt*C): the stacked frames, tap-major channels.
   4. CONV_2D with the 3-D filter (O, C, kt, kh, kw) -> (O, kh, kw, kt*C) (tap-major), the
-     spatial stride/pads/dilation of the 3-D conv -> (T', OH, OW, O).
-  5. RESHAPE -> (1, T', OH, OW, O).
-MAX_POOL_3D with kernel (1, kh, kw), stride (1, ...), no temporal pad: RESHAPE to frames,
-MAX_POOL_2D, RESHAPE back. Then elementwise ops move inside the RESHAPE pairs, the pairs cancel
-(mdla_ir canonicalize_reshapes) and `squeeze_boundary` folds the clip's 5-D input/output
-RESHAPEs into the graph boundary, so every op left is 4-D and on the MDLA.
+     spatial stride/pads/dilation of the 3-D conv -> (N*T', OH, OW, O). A grouped (or
+     channel-wise) filter is made dense, block-diagonal (zeros outside each group, exact as
+     `grouped_conv_to_dense`). The sum over taps is the conv's own int32 accumulation: one
+     requantization, as run_int8 computes it.
+  5. RESHAPE -> (N, T', OH, OW, O).
+MAX_POOL_3D / AVERAGE_POOL_3D: separable, a 2-D pool over each frame, then a (kt, 1) pool over
+(N, T, OH*OW, C). Then elementwise ops (and residual ADDs of two clips of like frames) move
+inside the RESHAPE pairs, the pairs cancel (mdla_ir canonicalize_reshapes) and
+`squeeze_boundary` folds a single clip's (N = 1) 5-D input/output RESHAPEs into the graph
+boundary, so every op left is 4-D and on the MDLA.
 """
 
 from __future__ import annotations
@@ -28,23 +34,10 @@ from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.attrs import ConvAttrs, PoolAttrs, ReshapeAttrs
 from mdla_ir.passes import PassResult, Rewriter
 from mdla_legalize.rules.base import Array, Ctx, Rule, derive, pat
+from mdla_legalize.rules.channels import block_diagonal
 
 ELEMENTWISE = (OpKind.RELU, OpKind.RELU6, OpKind.LOGISTIC, OpKind.TANH, OpKind.HARD_SWISH)
-
-
-def _foldable(op: Op, ctx: Ctx) -> bool:
-    """Temporal stride and dilation 1, one group, a single clip, less padding than taps."""
-    w = ctx.const(op.inputs[1])
-    a = ConvAttrs.of(op)
-    st, dt, pt = a.stride[0], a.dilation[0], a.padding[0]
-    return (
-        ctx.layout == "NHWC"
-        and w is not None
-        and (st, dt) == (1, 1)
-        and pt < w.shape[2]
-        and a.groups == 1
-        and ctx.shape(op.inputs[0])[0] == 1
-    )
+BINARY = (OpKind.ADD, OpKind.SUB, OpKind.MUL)
 
 
 def taps_filter(channels: int, taps: int) -> Array:
@@ -55,41 +48,58 @@ def taps_filter(channels: int, taps: int) -> Array:
     return filt
 
 
-def conv3d_to_conv2d(op: Op, ctx: Ctx) -> list[Op] | None:
-    if not _foldable(op, ctx):
-        return None
-    x, w_name = op.inputs[:2]
-    w = ctx.graph.const(w_name)
+def _taps(op: Op, ctx: Ctx, x: str, kt: int, t2: int) -> tuple[list[Op], str]:
+    """The clip's frames stacked kt deep on channels, tap-major: (N, T', H*W, kt*C), by a
+    selection CONV_2D (kernel (kt, 1)) with the conv's temporal stride, dilation and pads."""
     a = ConvAttrs.of(op)
-    (_, sh, sw), (pt, ph, pw), (_, dh, dw) = a.stride, a.padding, a.dilation
-    (_, t, h, wd, c), (o, _, kt, kh, kw) = ctx.shape(x), w.shape
-    (y,) = op.outputs
-    _, t2, oh, ow, _ = ctx.shape(y)
-    filt = w.transpose(0, 3, 4, 2, 1).reshape(o, kh, kw, kt * c)  # (O, kh, kw, kt*C) tap-major
-    rows = ctx.tensor(f"{x}.rows", (1, t, h * wd, c))
-    stacked = ctx.tensor(f"{y}.taps", (1, t2, h * wd, kt * c))
-    frames = ctx.tensor(f"{y}.stacked", (t2, h, wd, kt * c))
-    out = ctx.tensor(f"{y}.frames", (t2, oh, ow, o))
-    taps = [
+    n, t, h, w, c = ctx.shape(x)
+    rows = ctx.tensor(f"{x}.rows", (n, t, h * w, c))
+    stacked = ctx.tensor(f"{op.outputs[0]}.taps", (n, t2, h * w, kt * c))
+    inputs = [
         rows,
         ctx.add_const(f"{op.name}.taps", taps_filter(c, kt)),
         ctx.add_const(f"{op.name}.taps_bias", np.zeros(kt * c, np.float32)),
     ]
-    conv = {"groups": 1, "fuse": "NONE"}
+    pt = a.padding[0]
     return [
-        derive(op, "rows", OpKind.RESHAPE, [x], [rows], shape=(1, t, h * wd, c)),
+        derive(op, "rows", OpKind.RESHAPE, [x], [rows], shape=(n, t, h * w, c)),
         derive(
             op,
             "taps",
             OpKind.CONV_2D,
-            taps,
+            inputs,
             [stacked],
-            stride=(1, 1),
-            dilation=(1, 1),
+            stride=(a.stride[0], 1),
+            dilation=(a.dilation[0], 1),
             padding=(pt, pt, 0, 0),
-            **conv,
+            groups=1,
+            fuse="NONE",
         ),
-        derive(op, "frames", OpKind.RESHAPE, [stacked], [frames], shape=(t2, h, wd, kt * c)),
+    ], stacked
+
+
+def conv3d_to_conv2d(op: Op, ctx: Ctx) -> list[Op] | None:
+    w = ctx.const(op.inputs[1])
+    if ctx.layout != "NHWC" or w is None:
+        return None
+    x, w_name = op.inputs[:2]
+    a = ConvAttrs.of(op)
+    (st, sh, sw), (pt, ph, pw), (_, dh, dw) = a.stride, a.padding, a.dilation
+    n, _, h, wd, c = ctx.shape(x)
+    if a.groups > 1:
+        w = block_diagonal(w, a.groups, c)
+    (o, _, kt, kh, kw), (y,) = w.shape, op.outputs
+    _, t2, oh, ow, _ = ctx.shape(y)
+    filt = w.transpose(0, 3, 4, 2, 1).reshape(o, kh, kw, kt * c)  # (O, kh, kw, kt*C) tap-major
+    ops: list[Op] = []
+    src = x
+    if (kt, st, pt) != (1, 1, 0):
+        ops, src = _taps(op, ctx, x, kt, t2)
+    frames = ctx.tensor(f"{y}.stacked", (n * t2, h, wd, kt * c))
+    out = ctx.tensor(f"{y}.frames", (n * t2, oh, ow, o))
+    return [
+        *ops,
+        derive(op, "frames", OpKind.RESHAPE, [src], [frames], shape=ctx.shape(frames)),
         derive(
             op,
             "",
@@ -99,45 +109,68 @@ def conv3d_to_conv2d(op: Op, ctx: Ctx) -> list[Op] | None:
             stride=(sh, sw),
             dilation=(dh, dw),
             padding=(ph, ph, pw, pw),
-            **conv,
+            groups=1,
+            fuse="NONE",
         ),
         derive(op, "clip", OpKind.RESHAPE, [out], [y], shape=ctx.shape(y)),
     ]
 
 
-def maxpool3d_to_maxpool2d(op: Op, ctx: Ctx) -> list[Op] | None:
+def _pool2d(op: Op, part: str, src: str, dst: str, axes: slice) -> Op:
+    """The 2-D pool of `op` over its window's `axes` (1:3 per frame, 0:1 over time)."""
     a = PoolAttrs.of(op)
-    (kt, kh, kw), (st, sh, sw), (pt, ph, pw) = a.kernel, a.stride, a.padding
-    x, (y,) = op.inputs[0], op.outputs
-    if ctx.layout != "NHWC" or (kt, st, pt) != (1, 1, 0) or ctx.shape(x)[0] != 1:
+    kernel, stride, pads = a.kernel[axes], a.stride[axes], a.padding[axes]
+    if len(kernel) == 1:  # over time: (kt, 1) on (N, T, OH*OW, C)
+        kernel, stride, pads = (kernel[0], 1), (stride[0], 1), (pads[0], 0)
+    kind = OpKind.MAX_POOL_2D if op.kind is OpKind.MAX_POOL_3D else OpKind.AVERAGE_POOL_2D
+    return derive(
+        op,
+        part,
+        kind,
+        [src],
+        [dst],
+        kernel=kernel,
+        stride=stride,
+        padding=(pads[0], pads[0], pads[1], pads[1]),
+        fuse="NONE",
+        count_include_pad=a.count_include_pad,
+    )
+
+
+def pool3d_to_pool2d(op: Op, ctx: Ctx) -> list[Op] | None:
+    """A 3-D max or average pool is separable: a 2-D pool over each frame's (h, w) window, then
+    one over the frames' temporal window ((kt, 1) on (N, T, OH*OW, C)). The max is the max of
+    maxes; the average is the average of the frames' averages (the count is a product: the
+    window's, or the real elements' of a box clipped by the padding, either way)."""
+    if ctx.layout != "NHWC":
         return None
-    _, t, h, w, c = ctx.shape(x)
-    _, _, oh, ow, _ = ctx.shape(y)
-    frames = ctx.tensor(f"{x}.frames", (t, h, w, c))
-    pooled = ctx.tensor(f"{y}.frames", (t, oh, ow, c))
-    return [
-        derive(op, "frames", OpKind.RESHAPE, [x], [frames], shape=(t, h, w, c)),
-        derive(
-            op,
-            "",
-            OpKind.MAX_POOL_2D,
-            [frames],
-            [pooled],
-            kernel=(kh, kw),
-            stride=(sh, sw),
-            padding=(ph, ph, pw, pw),
-            fuse="NONE",
-        ),
-        derive(op, "clip", OpKind.RESHAPE, [pooled], [y], shape=ctx.shape(y)),
-    ]
+    a = PoolAttrs.of(op)
+    x, (y,) = op.inputs[0], op.outputs
+    n, t, h, w, c = ctx.shape(x)
+    _, t2, oh, ow, _ = ctx.shape(y)
+    frames = ctx.tensor(f"{x}.frames", (n * t, h, w, c))
+    ops = [derive(op, "frames", OpKind.RESHAPE, [x], [frames], shape=(n * t, h, w, c))]
+    src = frames
+    if (a.kernel[1:], a.stride[1:], a.padding[1:]) != ((1, 1), (1, 1), (0, 0)):
+        src = ctx.tensor(f"{y}.frames", (n * t, oh, ow, c))
+        ops.append(_pool2d(op, "", frames, src, slice(1, 3)))
+    if (a.kernel[0], a.stride[0], a.padding[0]) != (1, 1, 0):
+        rows = ctx.tensor(f"{y}.rows", (n, t, oh * ow, c))
+        ops.append(derive(op, "rows", OpKind.RESHAPE, [src], [rows], shape=(n, t, oh * ow, c)))
+        src = ctx.tensor(f"{y}.time", (n, t2, oh * ow, c))
+        ops.append(_pool2d(op, "time", rows, src, slice(0, 1)))
+    return [*ops, derive(op, "clip", OpKind.RESHAPE, [src], [y], shape=ctx.shape(y))]
 
 
 def elementwise_into_reshape(op: Op, ctx: Ctx) -> list[Op] | None:
-    """U(RESHAPE(x)) -> RESHAPE(U(x)): lets the RESHAPE pairs of a clip meet and cancel."""
+    """U(RESHAPE(x)) -> RESHAPE(U(x)): lets the RESHAPE pairs of a clip meet and cancel. A clip
+    (a 5-D RESHAPE of frames) that other ops also read stays for them: U reads the frames."""
     src = op.inputs[0]
     r = ctx.producer(src)
-    if r is None or r.kind is not OpKind.RESHAPE or not ctx.sole_use(src):
+    if r is None or r.kind is not OpKind.RESHAPE:
         return None
+    if not ctx.sole_use(src):
+        return _from_frames(op, ctx, [r])
     ctx.take(src)
     inner = ctx.tensor(f"{op.outputs[0]}.unshaped", ctx.shape(r.inputs[0]))
     return [
@@ -146,10 +179,44 @@ def elementwise_into_reshape(op: Op, ctx: Ctx) -> list[Op] | None:
     ]
 
 
+def _clip_of_frames(op: Op | None, ctx: Ctx) -> bool:
+    return (
+        op is not None
+        and op.kind is OpKind.RESHAPE
+        and len(ctx.shape(op.outputs[0])) == 5
+        and len(ctx.shape(op.inputs[0])) == 4
+    )
+
+
+def _from_frames(op: Op, ctx: Ctx, clips: list[Op]) -> list[Op] | None:
+    """op on the clips' frames, then one RESHAPE to the clip (the clips stay for other readers;
+    one no op reads is dropped)."""
+    if not all(_clip_of_frames(r, ctx) for r in clips):
+        return None
+    if len({ctx.shape(r.inputs[0]) for r in clips}) != 1:
+        return None
+    (y,) = op.outputs
+    inner = ctx.tensor(f"{y}.frames", ctx.shape(clips[0].inputs[0]))
+    return [
+        op.with_(inputs=tuple(r.inputs[0] for r in clips), outputs=(inner,)),
+        derive(op, "clip", OpKind.RESHAPE, [inner], [y], shape=ctx.shape(y)),
+    ]
+
+
+def binary_into_reshape(op: Op, ctx: Ctx) -> list[Op] | None:
+    """B(RESHAPE(x), RESHAPE(y)) -> RESHAPE(B(x, y)) for two clips of like frames (a residual
+    ADD of a video block)."""
+    if len(op.inputs) != 2 or ctx.shape(op.inputs[0]) != ctx.shape(op.inputs[1]):
+        return None
+    clips = [ctx.producer(n) for n in op.inputs]
+    return _from_frames(op, ctx, [r for r in clips if r is not None]) if all(clips) else None
+
+
 FRAMES: list[Rule] = [
     (pat(OpKind.CONV_3D), conv3d_to_conv2d),  # CONV_3D(x) -> RESHAPE(CONV_2D(RESHAPE(taps(x))))
-    (pat(OpKind.MAX_POOL_3D), maxpool3d_to_maxpool2d),  # MAXPOOL3D -> RESHAPE(MAXPOOL2D(RESHAPE))
+    (pat(OpKind.MAX_POOL_3D), pool3d_to_pool2d),  # POOL3D -> RESHAPE(POOL2D(RESHAPE)) per axis
     (pat(*ELEMENTWISE), elementwise_into_reshape),  # U(RESHAPE(x)) -> RESHAPE(U(x))
+    (pat(*BINARY), binary_into_reshape),  # B(RESHAPE(x), RESHAPE(y)) -> RESHAPE(B(x, y))
 ]
 
 

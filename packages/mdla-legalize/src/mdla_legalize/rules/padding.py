@@ -89,10 +89,16 @@ def conv_pad_to_pad_valid(op: Op, ctx: Ctx) -> list[Op] | None:
 
 
 def _non_negative(name: str, ctx: Ctx) -> bool:
+    """A ReLU's (or logistic's) output, or a RESHAPE, max pool or zero PAD of one (the second
+    pool of a 3-D max pool over frames reads the first's)."""
     p = ctx.producer(name)
-    return p is not None and (
-        p.fuse in ("RELU", "RELU6") or p.kind in (OpKind.RELU, OpKind.RELU6, OpKind.LOGISTIC)
-    )
+    if p is None:
+        return False
+    if p.kind in (OpKind.RESHAPE, OpKind.MAX_POOL_2D) or (
+        p.kind is OpKind.PAD and PadAttrs.of(p).value == 0.0
+    ):
+        return _non_negative(p.inputs[0], ctx)
+    return p.fuse in ("RELU", "RELU6") or p.kind in (OpKind.RELU, OpKind.RELU6, OpKind.LOGISTIC)
 
 
 def maxpool_pad_to_pad_valid(op: Op, ctx: Ctx) -> list[Op] | None:

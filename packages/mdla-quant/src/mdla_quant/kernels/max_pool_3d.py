@@ -1,5 +1,5 @@
-"""MAX_POOL_3D, int8, as a CPU partition runs it (a 3-D max pool `maxpool3d_to_maxpool2d` does
-not fold into frames: a temporal window or stride over 1, temporal padding, a batch over 1).
+"""MAX_POOL_3D, int8, as a CPU partition runs it (legalization makes 2-D pools over frames of
+every one, `pool3d_to_pool2d`; a 3-D pool stays when that rule is skipped, `workbench bisect`).
 NDHWC; input and output share scale and zero point (the quantizer ties them). Per window of
 (kt, kh, kw) taps at stride (st, sh, sw) over the input padded by (pt, ph, pw) on both sides:
 

@@ -1,0 +1,123 @@
+"""Small video (Conv3d) models, and the end-to-end check they go through on either import
+path: import -> legalize -> every op on mtk-mdla -> float parity with torch -> quantize ->
+emulator == run_int8 == LiteRT BUILTIN_REF, bit for bit.
+
+A clip is (N, C, T, H, W); the legalizer holds it as frames (N*T, H, W, C) and every 3-D op
+becomes 2-D ones over them (mdla_legalize.rules.frames)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+import mdla_ir
+import mdla_legalize
+from mdla_ir.testing import relative_error
+from mdla_quant import QuantConfig, quantize, run_int8
+from mdla_quant.reference import quantize_inputs
+from mdla_runtime import load, open_target, save
+from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
+from tests.models_rewrites import _bn_stats, inputs
+
+
+class MyConv3d(nn.Conv3d):
+    """A Conv3d subclass (as libraries write them): maps by what it computes."""
+
+
+class StridedClip(nn.Module):
+    """Strided temporal conv with BatchNorm3d, temporal max pool, dilated grouped conv."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv3d(3, 8, (3, 3, 3), (2, 2, 2), (1, 1, 1), bias=False)
+        self.bn = nn.BatchNorm3d(8)
+        self.pool = nn.MaxPool3d((2, 1, 1))
+        self.mix = MyConv3d(8, 8, 3, 1, (2, 1, 1), dilation=(2, 1, 1), groups=2)
+        self.deep = nn.Conv3d(8, 8, (2, 1, 1), (2, 1, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.pool(torch.relu(self.bn(self.stem(x))))
+        return self.deep(torch.relu(self.mix(y)))
+
+
+class R2Plus1D(nn.Module):
+    """An R(2+1)D block: a (1, k, k) spatial conv, then a (k, 1, 1) temporal one, a residual."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spatial = nn.Conv3d(3, 8, (1, 3, 3), 1, (0, 1, 1), bias=False)
+        self.bn1 = nn.BatchNorm3d(8)
+        self.temporal = nn.Conv3d(8, 8, (3, 1, 1), 1, (1, 0, 0), bias=False)
+        self.bn2 = nn.BatchNorm3d(8)
+        self.pool = nn.MaxPool3d(2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.bn1(self.spatial(x)))
+        return self.pool(torch.relu(y + self.bn2(self.temporal(y))))
+
+
+class Depthwise3d(nn.Module):
+    """A channel-wise (X3D-style) 3x3x3 conv, padded 3-D max pool with a temporal stride."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.expand = nn.Conv3d(3, 6, 1)
+        self.dw = nn.Conv3d(6, 6, 3, 1, 1, groups=6)
+        self.pool = nn.MaxPool3d(3, (2, 2, 2), 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pool(torch.relu(self.dw(torch.relu(self.expand(x)))))
+
+
+@dataclass(frozen=True)
+class Case:
+    make: Callable[[], nn.Module]
+    shape: tuple[int, ...] = (1, 3, 8, 12, 12)
+
+
+CASES = {
+    "strided_clip": Case(StridedClip),
+    "r2plus1d": Case(R2Plus1D),
+    "depthwise3d": Case(Depthwise3d),
+}
+
+
+@dataclass(frozen=True)
+class Result:
+    float_error: float
+    kinds: dict[str, int]
+
+
+def build(name: str, seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    return _bn_stats(CASES[name].make(), seed)
+
+
+def end_to_end(name: str, tmp: Path, path: str) -> Result:
+    """The whole path; raises AssertionError (or the stage's error) on the first failure."""
+    module, shape = build(name), CASES[name].shape
+    graph = mdla_ir.from_torch(module, torch.zeros(shape), name=name, path=path)
+    device = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
+    (x,) = inputs(shape, 1, 7)
+    with torch.no_grad():
+        want = module(torch.from_numpy(x[0])).numpy()
+    err = relative_error(mdla_ir.run_float(device, x)[0], want)
+    assert err <= 1e-4, f"{name}: float IR vs torch relative error {err:.3g}"
+    qgraph = quantize(device, inputs(shape, 4, 0), QuantConfig())
+    manifest = load(save(qgraph, tmp / f"{name}.mdla"))
+    emu = open_target("emu")
+    assert emu.supported(manifest) == {"mtk-mdla": [True] * len(qgraph.ops)}
+    ref = run_int8(qgraph, x, raw=True)
+    result = emu.run(manifest, x)
+    assert result.device == "mtk-mdla"
+    for got, exp in zip(result.raw_outputs, ref, strict=True):
+        np.testing.assert_array_equal(got.reshape(exp.shape), exp)
+    codes = list(quantize_inputs(qgraph, x).values())
+    for got, exp in zip(run_tflite_reference(tflite_bytes(qgraph), codes), ref, strict=True):
+        np.testing.assert_array_equal(got.reshape(exp.shape), exp)
+    return Result(err, qgraph.count())
