@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
 import mdla_ir
@@ -74,6 +75,40 @@ class Depthwise3d(nn.Module):
         return self.pool(torch.relu(self.dw(torch.relu(self.expand(x)))))
 
 
+class VideoClassifier(nn.Module):
+    """Per-frame then over-time average pools, a padded 3-D average pool, a global
+    AdaptiveAvgPool3d into a Linear classifier."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv3d(3, 8, (3, 3, 3), (1, 2, 2), (1, 1, 1))
+        self.frame_pool = nn.AvgPool3d((1, 2, 2))
+        self.time_pool = nn.AvgPool3d((2, 1, 1))
+        self.mix = nn.Conv3d(8, 8, 3, 1, 1)
+        self.pool = nn.AvgPool3d(3, 1, 1)
+        self.head = nn.AdaptiveAvgPool3d(1)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.time_pool(self.frame_pool(torch.relu(self.stem(x))))
+        y = self.pool(torch.relu(self.mix(y)))
+        return self.fc(torch.flatten(self.head(y), 1))
+
+
+class TemporalFeatures(nn.Module):
+    """Per-frame features pooled to (T', 1, 1) (an AdaptiveAvgPool3d over space, and over time
+    to half the frames), F.avg_pool3d without counting the padding."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv3d(3, 8, (1, 3, 3), 1, (0, 1, 1))
+        self.pool = nn.AdaptiveAvgPool3d((4, 1, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.avg_pool3d(torch.relu(self.conv(x)), 3, 1, 1, count_include_pad=False)
+        return self.pool(y)
+
+
 @dataclass(frozen=True)
 class Case:
     make: Callable[[], nn.Module]
@@ -84,6 +119,8 @@ CASES = {
     "strided_clip": Case(StridedClip),
     "r2plus1d": Case(R2Plus1D),
     "depthwise3d": Case(Depthwise3d),
+    "video_classifier": Case(VideoClassifier),
+    "temporal_features": Case(TemporalFeatures, (1, 3, 16, 12, 12)),
 }
 
 

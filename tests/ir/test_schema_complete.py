@@ -73,6 +73,7 @@ REMOVED = {
     OpKind.SLICE, OpKind.BATCH_NORM, OpKind.SILU, OpKind.HARD_SIGMOID, OpKind.FLATTEN,
     OpKind.DROPOUT, OpKind.IDENTITY, OpKind.QUANTIZE,
     OpKind.REDUCE_SUM, OpKind.REDUCE_MAX, OpKind.REDUCE_MIN, OpKind.CLAMP, OpKind.CONV_3D,
+    OpKind.AVERAGE_POOL_3D,
 }  # fmt: skip
 NO_CPU_YET = {OpKind.DIV, OpKind.CHANNEL_SHUFFLE}
 

@@ -128,3 +128,21 @@ def test_squeeze_boundary_folds_the_clip_reshapes() -> None:
     assert new.tensors[y].shape == (3, 4, 4, 2)
     assert new.model_shape("x") == (1, 2, 3, 4, 4)
     assert relative_error(run_float(new, xs)[0], run_float(graph, xs)[0]) == 0.0
+
+
+@pytest.mark.parametrize("include_pad", [True, False])
+def test_avgpool3d_is_a_pool_per_frame_then_over_time(include_pad: bool) -> None:
+    b = GraphBuilder(layout="NHWC")
+    y = b.op(
+        OpKind.AVERAGE_POOL_3D,
+        [b.input("x", (1, 5, 8, 8, 4))],
+        kernel=(3, 3, 3),
+        stride=(2, 1, 1),
+        padding=(1, 1, 1),
+        count_include_pad=include_pad,
+    )
+    check_rule(
+        pool3d_to_pool2d,
+        b.build(y),
+        {"AVERAGE_POOL_3D": -1, "AVERAGE_POOL_2D": 2, "RESHAPE": 3},
+    )

@@ -161,7 +161,7 @@ class ConvAttrs(Attrs):
 
 @dataclass(frozen=True, slots=True)
 class PoolAttrs(Attrs):
-    """AVERAGE_POOL_2D, MAX_POOL_2D (and MAX_POOL_3D): kernel and stride (h, w), padding t b l r."""
+    """AVERAGE/MAX_POOL_2D (and _3D: (t, h, w) triples, padding per axis): kernel, stride, pads."""
 
     kernel: tuple[int, ...] = _f("ints")
     stride: tuple[int, ...] = _f("ints", (1, 1))

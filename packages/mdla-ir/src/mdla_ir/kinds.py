@@ -81,6 +81,7 @@ class OpKind(Enum):
     REDUCE_MAX = -26  # max over axes: legalized to MAX_POOL_2D windows over a reshaped view
     REDUCE_MIN = -27  # min over axes: -max(-x)
     CLAMP = -28  # clamp(x, lo, hi): RELU/RELU6/fused RELU1 compositions
+    AVERAGE_POOL_3D = -85  # AvgPool3d: legalized to AVERAGE_POOL_2Ds over frames
 
     @property
     def is_neuron(self) -> bool:

@@ -272,6 +272,8 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.MAX_POOL_3D, (), PoolAttrs, "cpu",
         none={"tflite": "TFLite has no 3-D max pool builtin (pool3d_to_pool2d makes 2-D pools "
                         "over frames of every one)"}),
+    _op(K.AVERAGE_POOL_3D, (), PoolAttrs,
+        none=_pre("pool3d_to_pool2d makes 2-D average pools over frames of every one")),
     _op(K.ADAPTIVE_AVG_POOL_2D, (), AdaptivePoolAttrs, "spatial cpu",
         none={"tflite": "no TFLite op pools to a size that does not divide (those that divide "
                         "are AVERAGE_POOL_2D or MEAN after legalization)"}),

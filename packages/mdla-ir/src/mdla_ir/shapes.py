@@ -288,7 +288,7 @@ def _conv3d(a: ConvAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     return [_from_ncdhw((n, o, *outs), layout)]
 
 
-@rule(OpKind.MAX_POOL_3D)
+@rule(OpKind.MAX_POOL_3D, OpKind.AVERAGE_POOL_3D)
 def _pool3d(a: PoolAttrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     n, c, *sizes = _ncdhw(shapes[0], layout)
     outs = [

@@ -54,6 +54,7 @@ AGNOSTIC = (
             OpKind.ADAPTIVE_MAX_POOL_2D,
             OpKind.CONV_3D,
             OpKind.MAX_POOL_3D,
+            OpKind.AVERAGE_POOL_3D,
             OpKind.DROPOUT,
             OpKind.IDENTITY,
             OpKind.QUANTIZE,

@@ -43,6 +43,7 @@ from mdla_ir.importer.elementwise import absolute, filled, neg, power, square
 from mdla_ir.importer.layers import _max_pool2d, _pad4, adaptive, f_conv2d, f_linear, is_const
 from mdla_ir.importer.norms import aten_instance_norm, aten_native_group_norm, f_group_norm
 from mdla_ir.importer.pairwise import aten_clamp_one, aten_clamp_tensor, pairwise
+from mdla_ir.importer.pool3d import f_adaptive_avgpool3d, f_avgpool3d
 from mdla_ir.importer.pools import f_avgpool2d
 from mdla_ir.importer.prelu import f_leaky_relu, f_prelu
 from mdla_ir.importer.reduce import aten_extreme, reduction
@@ -100,6 +101,8 @@ KEEP: tuple[Any, ...] = (
     aten.max_pool1d.default,
     aten.max_pool2d.default,
     aten.max_pool3d.default,
+    aten.avg_pool3d.default,
+    aten.adaptive_avg_pool3d.default,
     aten.layer_norm.default,
     aten.prelu.default,
     aten.matmul.default,
@@ -465,6 +468,9 @@ ATEN: dict[Any, Converter] = {
     aten.select.int: _select,
     aten.max_pool2d.default: _max_pool,
     aten.max_pool3d.default: _max_pool3d,
+    aten.avg_pool3d.default: f_avgpool3d,
+    aten.adaptive_avg_pool3d.default: f_adaptive_avgpool3d,
+    aten._adaptive_avg_pool3d.default: f_adaptive_avgpool3d,
     aten.max_pool1d.default: f_maxpool1d,
     aten.avg_pool2d.default: f_avgpool2d,
     aten.avg_pool1d.default: f_avgpool1d,

@@ -45,6 +45,12 @@ from mdla_ir.importer.layers import (
 )
 from mdla_ir.importer.norms import f_group_norm, f_instance_norm, m_group_norm, m_instance_norm
 from mdla_ir.importer.pairwise import pairwise
+from mdla_ir.importer.pool3d import (
+    f_adaptive_avgpool3d,
+    f_avgpool3d,
+    m_adaptive_avgpool3d,
+    m_avgpool3d,
+)
 from mdla_ir.importer.pools import f_avgpool2d, m_avgpool2d
 from mdla_ir.importer.prelu import f_leaky_relu, f_prelu, m_leaky_relu, m_prelu
 from mdla_ir.importer.reduce import extreme, pick_values, reduction, values_attr
@@ -204,6 +210,8 @@ MODULES: dict[type, Converter] = {
     nn.AvgPool2d: m_avgpool2d,
     nn.AdaptiveAvgPool2d: lambda c, m, a, k: adaptive(c, a[0], m.output_size),
     nn.MaxPool3d: m_maxpool3d,
+    nn.AvgPool3d: m_avgpool3d,
+    nn.AdaptiveAvgPool3d: m_adaptive_avgpool3d,
     nn.AdaptiveMaxPool2d: m_adaptive_maxpool,
     nn.Linear: m_linear,
     nn.Flatten: lambda c, m, a, k: _flatten(c, a[0], m.start_dim, m.end_dim),
@@ -275,6 +283,8 @@ FUNCTIONS: dict[Any, Converter] = {
         c, a[0], c.value(a[1] if len(a) > 1 else k["output_size"])
     ),
     F.avg_pool2d: f_avgpool2d,
+    F.avg_pool3d: f_avgpool3d,
+    F.adaptive_avg_pool3d: f_adaptive_avgpool3d,
     F.max_pool2d: f_maxpool,
     F.adaptive_max_pool2d: f_adaptive_maxpool,
     F.conv2d: f_conv2d,

@@ -91,3 +91,24 @@ def max_pool_3d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     view = view[:, :, :: stride3[0], :: stride3[1], :: stride3[2]]
     y = view.max(axis=(5, 6, 7)).astype(np.float32)
     return [np.ascontiguousarray(y.transpose(0, 2, 3, 4, 1)) if layout == "NHWC" else y]
+
+
+@kernel(OpKind.AVERAGE_POOL_3D)
+def average_pool_3d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """NCDHW mean over (kd, kh, kw) windows of the zero-padded input, divided by the window
+    size (count_include_pad) or by its taps inside the input."""
+    x = args[0].transpose(0, 4, 1, 2, 3) if layout == "NHWC" else args[0]  # NDHWC -> NCDHW
+    a = PoolAttrs.of(op)
+
+    def window_sums(v: Array) -> Array:
+        vp = np.pad(v, ((0, 0), (0, 0), *((p, p) for p in a.padding)))
+        view = np.lib.stride_tricks.sliding_window_view(vp, tuple(a.kernel), axis=(2, 3, 4))
+        view = view[:, :, :: a.stride[0], :: a.stride[1], :: a.stride[2]]
+        return view.sum(axis=(5, 6, 7), dtype=np.float64)  # type: ignore[no-any-return]
+
+    if a.count_include_pad:
+        count: Array | float = float(np.prod(a.kernel))
+    else:
+        count = window_sums(np.ones((1, 1, *x.shape[2:]), np.float32))
+    y = (window_sums(x) / count).astype(np.float32)
+    return [np.ascontiguousarray(y.transpose(0, 2, 3, 4, 1)) if layout == "NHWC" else y]

@@ -35,6 +35,11 @@ from mdla_ir.attrs import ConvAttrs, PoolAttrs, ReshapeAttrs
 from mdla_ir.passes import PassResult, Rewriter
 from mdla_legalize.rules.base import Array, Ctx, Rule, derive, pat
 from mdla_legalize.rules.channels import block_diagonal
+from mdla_legalize.rules.heads import (
+    avgpool_include_pad_to_pad,
+    avgpool_unpadded_count,
+    global_avgpool_to_mean,
+)
 
 ELEMENTWISE = (OpKind.RELU, OpKind.RELU6, OpKind.LOGISTIC, OpKind.TANH, OpKind.HARD_SWISH)
 BINARY = (OpKind.ADD, OpKind.SUB, OpKind.MUL)
@@ -214,9 +219,16 @@ def binary_into_reshape(op: Op, ctx: Ctx) -> list[Op] | None:
 
 FRAMES: list[Rule] = [
     (pat(OpKind.CONV_3D), conv3d_to_conv2d),  # CONV_3D(x) -> RESHAPE(CONV_2D(RESHAPE(taps(x))))
-    (pat(OpKind.MAX_POOL_3D), pool3d_to_pool2d),  # POOL3D -> RESHAPE(POOL2D(RESHAPE)) per axis
+    (
+        pat(OpKind.MAX_POOL_3D, OpKind.AVERAGE_POOL_3D),
+        pool3d_to_pool2d,
+    ),  # POOL3D -> RESHAPE(POOL2D(RESHAPE)) per axis
     (pat(*ELEMENTWISE), elementwise_into_reshape),  # U(RESHAPE(x)) -> RESHAPE(U(x))
     (pat(*BINARY), binary_into_reshape),  # B(RESHAPE(x), RESHAPE(y)) -> RESHAPE(B(x, y))
+    # the frames' average pools in the device's form, as the model-layout POOLS table does
+    (pat(OpKind.AVERAGE_POOL_2D), global_avgpool_to_mean),
+    (pat(OpKind.AVERAGE_POOL_2D), avgpool_include_pad_to_pad),
+    (pat(OpKind.AVERAGE_POOL_2D), avgpool_unpadded_count),
 ]
 
 
