@@ -33,7 +33,7 @@ from lipread.mtcnn_npu import (
 from lipread.roi import boxes_from_corners
 from lipread.track import MtcnnDetector, track_corners
 from lipread.video import write_video
-from mdla_quant import run_int8
+from mdla_quant import QuantConfig, quantize, run_int8
 
 SIZE = (180, 320)  # frames small enough to need no downscale: the detector sees them as is
 
@@ -122,6 +122,26 @@ def test_pyramid_graph_is_bit_exact_on_the_emulator(cache: Path, tmp_path: Path)
     assert len(got) == 2 * len(x)
     for a, b in zip(got, want, strict=True):
         np.testing.assert_array_equal(a.reshape(b.shape), b)
+
+
+def test_pnet_pyramid_compiles_alike_through_torch_export_and_fx() -> None:
+    """The P-Net pyramid (one net's parameters read on every level) compiles through the
+    default import (torch.export, which lifts each parameter once for all levels) to the same
+    ops and the same int8 outputs as through torch.fx (a copy per level)."""
+    import mdla_ir
+    import mdla_legalize
+    from mdla_ir.devices import DEFAULT_TARGET
+
+    name, module, calib = mtcnn_jobs(SIZE)[0]
+    example = tuple(torch.from_numpy(x) for x in calib[0])
+    assert mdla_ir.import_torch(module, example).path == "export"
+    graph = mdla_ir.from_torch(module, example, name="pnet_fx", path="fx")
+    legal = mdla_legalize.legalize(graph, mdla_legalize.load_target(DEFAULT_TARGET))
+    by_fx = quantize(legal, calib[:2], QuantConfig(method="minmax"))
+    default = quantized(name, module, calib[:2])
+    assert [(o.kind, o.attrs) for o in default.ops] == [(o.kind, o.attrs) for o in by_fx.ops]
+    for a, b in zip(run_int8(default, calib[-1]), run_int8(by_fx, calib[-1]), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_npu_detections_match_float(

@@ -216,3 +216,42 @@ def test_bias_correction_needs_a_reiterable_calibration_set() -> None:
     corrected = quantize(net(), samples(3), QuantConfig(bias_correction=True))
     plain = quantize(net(), samples(3), QuantConfig())
     assert not np.array_equal(corrected.const("b"), plain.const("b"))  # the biases moved
+
+
+def _two_convs(shared: bool) -> Graph:
+    """The same 3x3 conv on two inputs of ranges 1 and 50; `shared`: one weight and bias
+    constant read by both (as torch.export lifts a module called twice), else a copy each."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    bias = np.array([0.5, -0.25, 1.0, 2.0], np.float32)
+    b = GraphBuilder(layout="NHWC")
+    x, y = b.input("x", (1, 8, 8, 3)), b.input("y", (1, 8, 8, 3))
+    outs = []
+    for k, inp in enumerate((x, y)):
+        if shared and k:
+            consts = ["w", "b"]
+        else:
+            suffix = ".1" if k else ""
+            consts = [b.const(f"w{suffix}", w), b.const(f"b{suffix}", bias)]
+        outs.append(b.op(OpKind.CONV_2D, [inp, *consts], name=f"c{k}", fuse="NONE", **CONV))
+    return b.build(*outs)
+
+
+def test_a_weight_and_bias_two_convs_share_are_quantized_for_each_conv() -> None:
+    """A bias is stored at its conv's input scale times the weight's: a constant two convs
+    read (of inputs of different ranges) is quantized once per conv, as if each had a copy."""
+    rng = np.random.default_rng(4)
+    calib = [
+        [
+            rng.uniform(-1, 1, (1, 8, 8, 3)).astype(np.float32),
+            rng.uniform(-50, 50, (1, 8, 8, 3)).astype(np.float32),
+        ]
+        for _ in range(4)
+    ]
+    shared = quantize(_two_convs(shared=True), calib, QuantConfig(method="minmax"))
+    copies = quantize(_two_convs(shared=False), calib, QuantConfig(method="minmax"))
+    assert shared.ops[1].inputs[1:] == ("w.1", "b.1")
+    assert shared.tensors["b.1"].quant == copies.tensors["b.1"].quant
+    assert shared.tensors["b.1"].quant != shared.tensors["b"].quant
+    for a, b in zip(run_int8(shared, calib[0]), run_int8(copies, calib[0]), strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -232,7 +232,6 @@ def quantized(name: str, module: Any, calib: list[list[Array]]) -> Any:
     the float cascade was min 0.872 / mean 0.910 with minmax, 0.849 / 0.901 with percentile
     99.99; landmarks within 3.1% of the face width with either)."""
     import torch
-    from torch import fx
 
     import mdla_ir
     import mdla_legalize
@@ -240,10 +239,7 @@ def quantized(name: str, module: Any, calib: list[list[Array]]) -> Any:
 
     try:
         example = tuple(torch.from_numpy(x) for x in calib[0])
-        # fx for the P-Net pyramid, an fx graph built by hand (one net called per level): under
-        # torch.export its int8 boxes drift below the IoU bar tests/lipread/test_mtcnn.py holds
-        path = "fx" if isinstance(module, fx.GraphModule) else mdla_ir.DEFAULT_PATH
-        graph = mdla_ir.from_torch(module, example, name=f"mtcnn_{name}", path=path)
+        graph = mdla_ir.from_torch(module, example, name=f"mtcnn_{name}")
         legal = mdla_legalize.legalize(graph, mdla_legalize.load_target(DEFAULT_TARGET))
         return mdla_quant.quantize(legal, calib, mdla_quant.QuantConfig(method="minmax"))
     except (mdla_ir.IRError, mdla_legalize.LegalizeError) as exc:

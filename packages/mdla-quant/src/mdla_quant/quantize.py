@@ -53,6 +53,7 @@ from mdla_quant.float_region import float_concats, with_float_regions
 from mdla_quant.floors import expand_tiny_range, scale_floors
 from mdla_quant.kernels.functions import with_tables
 from mdla_quant.observers import Histogram, clip_range
+from mdla_quant.unshare import own_weights
 from mdla_target import load_target
 from mdla_target.errors import TargetDataError
 from mdla_target.target import Target
@@ -257,7 +258,9 @@ def float_rewrites(graph: Graph, calibration: Iterable[Any], config: QuantConfig
     """The float graph `quantize` calibrates and rounds for `config`: `graph` itself, or with
     `equalize` its cross-layer equalized and high-bias absorbed twin (the same function in
     float). The int8 graph's weights and activations are roundings of this graph's, so it is
-    what `simulate` compares them against."""
+    what `simulate` compares them against. A weight or bias several ops share is first copied
+    per op (`unshare.py`): its int8 form depends on the op that reads it."""
+    graph = own_weights(graph, WEIGHTED)
     if config.equalize:
         graph, _ = equalize(graph)
         graph, _ = absorb_high_biases(graph, calibration)

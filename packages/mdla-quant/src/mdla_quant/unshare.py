@@ -1,0 +1,48 @@
+"""Each weighted op reads its own weight and bias.
+
+A module called on several inputs (MTCNN's P-Net on each pyramid level) is one set of
+parameters that several convolutions read: torch.export lifts each parameter once, so the
+imported graph shares the constant (torch.fx gives each call a copy). In int8 such a constant
+is not one value: a bias is stored at the scale `input scale * weight scale` of the op that
+reads it, and a weight's scale is raised where that bias would not fit in int32, both of which
+depend on the reading op's input. So the reads after the first get copies, named as torch.fx
+names them (`net.conv1.bias.1`), and every op's weight and bias is quantized for that op.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Mapping
+
+from mdla_ir import Graph, OpKind
+
+READS = (1, 2)  # a weighted op's weight and bias inputs
+
+
+def own_weights(graph: Graph, weighted: Collection[OpKind]) -> Graph:
+    """`graph` with a private copy of each weight or bias of a `weighted` op that an earlier
+    op already reads (`graph` itself when no constant is shared)."""
+    tensors = dict(graph.tensors)
+    read: set[str] = set()
+    ops = []
+    for op in graph.ops:
+        inputs = list(op.inputs)
+        for i in READS if op.kind in weighted else ():
+            name = inputs[i] if i < len(inputs) else None
+            if name is None or name not in read or graph.tensors[name].data is None:
+                continue
+            copy = _fresh(name, tensors)
+            tensors[copy] = dataclasses.replace(graph.tensors[name], name=copy)
+            inputs[i] = copy
+        read.update(inputs)
+        ops.append(op.with_(inputs=tuple(inputs)) if inputs != list(op.inputs) else op)
+    if len(tensors) == len(graph.tensors):
+        return graph
+    return graph.with_(tensors=tensors, ops=tuple(ops))
+
+
+def _fresh(name: str, taken: Mapping[str, object]) -> str:
+    k = 1
+    while f"{name}.{k}" in taken:
+        k += 1
+    return f"{name}.{k}"
