@@ -12,6 +12,7 @@ import mdla_legalize
 from mdla_ir import IRError
 from mdla_legalize import LegalizeError
 from tests.models_third_party import build
+from tests.zoo.emulated import compile_auto
 
 MAPS = [
     "timm:mobilenetv3_small_050",  # BatchNormAct2d: F.batch_norm, folded
@@ -32,14 +33,6 @@ def _refused(raises: type[Exception], reason: str) -> pytest.MarkDecorator:
 
 
 REFUSED = [
-    pytest.param(
-        "smp:FPN/resnet18",
-        marks=_refused(
-            IRError,
-            "export: the merge block's sum over a dim list (aten.sum.dim_IntList) has no "
-            "mapping; fx cannot follow smp's `h % output_stride` input check",
-        ),
-    ),
     pytest.param(
         "timm:mobilevit_xxs",
         marks=_refused(
@@ -74,3 +67,16 @@ def test_convnext_maps_with_its_norms_on_the_cpu() -> None:
     kinds = {o.kind for o in placed.ops if o.device == "cpu"}
     assert kinds == {"LAYER_NORM", "GELU"}  # its permutes and Linears stay in the device layout
     assert len(placed.partitions) > 2
+
+
+@pytest.mark.parametrize("name", ["smp:FPN/resnet18", "smp:FPN/mobilenet_v2"])
+def test_fpn_merges_its_stacked_maps_on_the_mdla(name: str) -> None:
+    """smp FPN's merge, `torch.stack(maps).sum(0)`, reduces over the axis the stack made (the
+    batch axis): an ADD chain of the maps. Only its GroupNorms leave the MDLA (--cpu auto),
+    and the emulator equals run_int8 bit for bit."""
+    compiled, _ = compile_auto(name)
+    merge = [o for o in compiled.device_graph.ops if o.name.startswith("decoder.merge.")]
+    assert {o.kind.name for o in merge} == {"ADD"}
+    graph = compiled.device_graph
+    on_cpu = {o.kind.name for o in graph.ops if o.name in graph.provenance.cpu_ops}
+    assert on_cpu == {"GROUP_NORM"}

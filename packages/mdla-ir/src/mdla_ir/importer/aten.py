@@ -50,6 +50,7 @@ from mdla_ir.importer.reduce import aten_extreme, reduction
 from mdla_ir.importer.resample import _resize
 from mdla_ir.importer.shaped import emit_shaped
 from mdla_ir.importer.shuffle import f_pixel_shuffle
+from mdla_ir.importer.stacked import stack
 from mdla_ir.importer.strided import aten_mode_pad, aten_slice, flip, roll
 from mdla_ir.importer.tables import (
     _argmax,
@@ -445,6 +446,7 @@ ATEN: dict[Any, Converter] = {
     aten.div.Scalar: binary(OpKind.DIV),
     aten.reciprocal.default: _reciprocal,
     aten.cat.default: _cat,
+    aten.stack.default: stack,
     aten.view.default: _reshape,
     aten._unsafe_view.default: _reshape,
     aten.reshape.default: _reshape,

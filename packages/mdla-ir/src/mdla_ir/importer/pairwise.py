@@ -24,9 +24,12 @@ def _out_shape(c: Ctx) -> tuple[int, ...]:
     return tuple(int(d) for d in meta.shape)
 
 
-def _extreme(c: Ctx, a: str, b: str, top: bool, suffix: str, last: bool) -> str:
-    """max(a, b) (top) or min(a, b) as SUB, RELU, then ADD/SUB: the last op is the node's."""
-    shape = _out_shape(c)
+def elementwise_extreme(
+    c: Ctx, a: str, b: str, top: bool, suffix: str, last: bool, shape: tuple[int, ...] = ()
+) -> str:
+    """max(a, b) (top) or min(a, b) as SUB, RELU, then ADD/SUB: the last op is the node's
+    (else its output has `shape`, the node's by default)."""
+    shape = shape or _out_shape(c)
     pair = (b, a) if top else (a, b)
     diff = emit_shaped(c, OpKind.SUB, pair, shape, f"{suffix}.diff", fuse="NONE")
     gap = emit_shaped(c, OpKind.RELU, [diff], shape, f"{suffix}.relu")
@@ -44,7 +47,9 @@ def pairwise(top: bool) -> Converter:
 
     def convert(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
         a = dict(zip(("input", "other"), args, strict=False)) | kw
-        _extreme(c, c.ref(a["input"]), c.ref(a["other"]), top, "max" if top else "min", True)
+        elementwise_extreme(
+            c, c.ref(a["input"]), c.ref(a["other"]), top, "max" if top else "min", True
+        )
 
     return convert
 
@@ -55,9 +60,9 @@ def clamp_tensors(c: Ctx, x: Any, lo: Any, hi: Any) -> None:
         raise Unsupported("a clamp without a bound", "give min=, max= or both")
     y = c.ref(x)
     if lo is not None:
-        y = _extreme(c, y, c.ref(lo), True, "lo", hi is None)
+        y = elementwise_extreme(c, y, c.ref(lo), True, "lo", hi is None)
     if hi is not None:
-        _extreme(c, y, c.ref(hi), False, "hi", True)
+        elementwise_extreme(c, y, c.ref(hi), False, "hi", True)
 
 
 def aten_clamp_tensor(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:

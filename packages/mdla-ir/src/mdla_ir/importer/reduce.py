@@ -18,6 +18,7 @@ from mdla_ir.importer.context import Converter, Ctx, Unsupported
 from mdla_ir.importer.pairwise import pairwise
 from mdla_ir.importer.shaped import emit_shaped
 from mdla_ir.importer.slicing import getitem
+from mdla_ir.importer.stacked import over_stack
 from mdla_ir.ops import OpKind
 
 _BATCH_FIX = "reduce over the channel and spatial dims only (the batch is reduced on the host)"
@@ -50,8 +51,10 @@ def reduction(kind: OpKind) -> Converter:
         a = _call(("input", "dim", "keepdim"), args, kw)
         if kw.get("dtype") is not None or (len(args) > 3 and args[3] is not None):
             raise Unsupported("a reduction with a dtype (only float32 is imported)")
-        axes = _axes(c, a["input"], c.value(a.get("dim")))
         keep = bool(c.value(a.get("keepdim", False)))
+        if over_stack(c, kind, a["input"], c.value(a.get("dim")), keep):
+            return
+        axes = _axes(c, a["input"], c.value(a.get("dim")))
         c.emit(kind, [c.ref(a["input"])], axes=axes, keepdims=keep)
 
     return convert

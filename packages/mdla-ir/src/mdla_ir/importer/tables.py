@@ -57,6 +57,7 @@ from mdla_ir.importer.reduce import extreme, pick_values, reduction, values_attr
 from mdla_ir.importer.resample import f_interpolate, m_upsample
 from mdla_ir.importer.shuffle import f_pixel_shuffle, m_pixel_shuffle
 from mdla_ir.importer.slicing import narrow, split_pieces
+from mdla_ir.importer.stacked import over_stack, stack
 from mdla_ir.importer.strided import flip, m_mode_pad, roll
 from mdla_ir.importer.transpose_conv import f_conv_transpose2d, m_conv_transpose2d
 from mdla_ir.ops import OpKind
@@ -117,6 +118,8 @@ def _mean(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
     x = args[0]
     dim = c.value(args[1] if len(args) > 1 else kw.get("dim"))
     keep = bool(c.value(args[2] if len(args) > 2 else kw.get("keepdim", False)))
+    if over_stack(c, OpKind.MEAN, x, dim, keep):
+        return
     rank = len(c.tensors[c.ref(x)].shape)
     dims = range(rank) if dim is None else ([dim] if isinstance(dim, int) else dim)
     c.emit(OpKind.MEAN, [c.ref(x)], axes=tuple(sorted(int(d) % rank for d in dims)), keepdims=keep)
@@ -254,6 +257,7 @@ FUNCTIONS: dict[Any, Converter] = {
     operator.truediv: binary(OpKind.DIV),
     torch.div: binary(OpKind.DIV),
     torch.cat: _cat,
+    torch.stack: stack,
     torch.concat: _cat,
     torch.flatten: lambda c, m, a, k: _flatten_call(c, a, k),
     torch.reshape: _reshape,
