@@ -7,6 +7,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import torch
+from torch import nn
 
 import mdla_legalize
 from tests.scripts import load_script
@@ -55,8 +57,23 @@ def test_a_crash_is_a_row(bench: ModuleType, monkeypatch: pytest.MonkeyPatch) ->
     assert row.message == "KeyError: 'stages.0.blocks.0.gamma'"
 
 
-def test_a_model_export_captures_but_cannot_map_is_an_import_refusal(bench: ModuleType) -> None:
-    """smp FPN: export captures it (GroupNorm has no ATen mapping), fx cannot trace it."""
-    row = bench.judge("smp:FPN/resnet18", side=64)
+class _Gate(nn.Module):
+    """A comparison picks between two branches (`torch.where`): the IR holds no comparison on
+    either path, and fx traces it (so the refusal is the ATen importer's, not a trace's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        return torch.where(y > 0, y, y * 0.5)
+
+
+def test_a_model_export_captures_but_cannot_map_is_an_import_refusal(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench, "build", lambda *_a: (_Gate().eval(), (torch.rand(1, 3, 16, 16),)))
+    row = bench.judge("timm:gate", side=16)
     assert (row.path, row.verdict) == ("-", "import")
     assert row.message.startswith("torch.export captured it, but the ATen importer does not map")
