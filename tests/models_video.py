@@ -137,7 +137,13 @@ def build(name: str, seed: int = 0) -> nn.Module:
 
 def end_to_end(name: str, tmp: Path, path: str) -> Result:
     """The whole path; raises AssertionError (or the stage's error) on the first failure."""
-    module, shape = build(name), CASES[name].shape
+    return run_module(build(name), CASES[name].shape, name, tmp, path)
+
+
+def run_module(
+    module: nn.Module, shape: tuple[int, ...], name: str, tmp: Path, path: str
+) -> Result:
+    """end_to_end of any module on inputs of `shape`."""
     graph = mdla_ir.from_torch(module, torch.zeros(shape), name=name, path=path)
     device = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
     (x,) = inputs(shape, 1, 7)

@@ -35,6 +35,7 @@ from mdla_ir.attrs import (
 from mdla_ir.ops import ACTIVATIONS, BINARY, CONVS, POOLS
 from mdla_ir.passes import PassResult, Rewriter
 from mdla_legalize.channels_last import channels_last_tensors
+from mdla_legalize.sequences import sequence_tensors
 
 Perm = tuple[int, ...]
 Array = np.ndarray[Any, Any]
@@ -106,6 +107,7 @@ class _Layout:
         self.rw = Rewriter(graph)
         self.perm = {n: perm_of(t.shape) for n, t in graph.tensors.items() if not t.is_const}
         self.perm |= sequence_perms(graph)
+        self.perm |= sequence_tensors(graph)
         self.perm |= dict.fromkeys(channels_last_tensors(graph), (0, 1, 2, 3))
         for n, p in self.perm.items():
             self.rw.tensors[n] = Tensor(n, _permute(graph.tensors[n].shape, p))
@@ -125,13 +127,15 @@ class _Layout:
     def operands(self, op: Op) -> Op:
         """Constants beside an activation of rank >= 4 follow it (broadcast aligned first)."""
         rank = max((len(self.g.tensors[n].shape) for n in op.inputs if n in self.perm), default=0)
-        if rank not in PERMS or op.kind not in BINARY:
+        seq = [self.perm[n] for n in op.inputs if n in self.perm and len(self.perm[n]) == 3]
+        perm = PERMS.get(rank) or (seq[0] if rank == 3 and seq else None)
+        if perm is None or op.kind not in BINARY:
             return op
         ins: list[str] = []
         for n in op.inputs:
             t = self.g.tensors[n]
             if t.data is not None and t.size > 1:
-                full, perm = (1,) * (rank - len(t.shape)) + t.shape, PERMS[rank]
+                full = (1,) * (rank - len(t.shape)) + t.shape
                 n = self.rw.add_const(
                     f"{n}.nhwc", np.ascontiguousarray(t.data.reshape(full).transpose(perm))
                 )

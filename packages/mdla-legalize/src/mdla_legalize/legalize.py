@@ -55,6 +55,7 @@ from mdla_legalize.rules import (
 from mdla_legalize.rules.base import Rule, apply_table, rule_names
 from mdla_legalize.rules.cpu_forms import CPU_FORMS
 from mdla_legalize.rules.lift import LIFT
+from mdla_legalize.sequences import SEQUENCES
 from mdla_legalize.suggest import suggest
 from mdla_target.target import Target
 
@@ -113,7 +114,7 @@ def pipeline(target: Target | None, device: str = NPU) -> list[Stage]:
             (
                 t("reduce", REDUCE),
                 t("frames", FRAMES),
-                t("channels_last", CHANNELS_LAST),
+                t("channels_last", CHANNELS_LAST + SEQUENCES),
                 t("movement", MOVEMENT),
                 reshapes,
                 fuse_activations,
