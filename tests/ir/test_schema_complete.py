@@ -71,11 +71,11 @@ def test_a_none_for_an_unknown_piece_is_refused() -> None:
 # after legalization in the cases their reason names (check names the op; no --cpu list runs it).
 REMOVED = {
     OpKind.SLICE, OpKind.BATCH_NORM, OpKind.SILU, OpKind.HARD_SIGMOID, OpKind.FLATTEN,
-    OpKind.DROPOUT, OpKind.IDENTITY, OpKind.QUANTIZE,
+    OpKind.DROPOUT, OpKind.IDENTITY,
     OpKind.REDUCE_SUM, OpKind.REDUCE_MAX, OpKind.REDUCE_MIN, OpKind.CLAMP, OpKind.CONV_3D,
     OpKind.AVERAGE_POOL_3D,
 }  # fmt: skip
-NO_CPU_YET = {OpKind.DIV, OpKind.CHANNEL_SHUFFLE}
+NO_CPU_YET = {OpKind.DIV, OpKind.CHANNEL_SHUFFLE, OpKind.QUANTIZE}
 
 
 def test_every_kind_legalization_leaves_runs_on_the_cpu() -> None:

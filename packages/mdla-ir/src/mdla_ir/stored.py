@@ -42,7 +42,7 @@ VERSION = 1
 SUFFIX = ".fp32"
 MAX_BYTES = 1 << 30  # the members' sizes together (a .mdla's default tensor total, 1 GiB)
 MAX_TENSOR_BYTES = 256 << 20  # one tensor, as float32 (a .mdla's default tensor limit)
-DTYPES = ("float32", "float64", "int64", "int32", "int8", "uint8", "bool")
+DTYPES = ("float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool")
 
 
 def sidecar(mdla: str | os.PathLike[str]) -> Path:

@@ -2,35 +2,81 @@
 
 A tensor named in `a16` is int16, symmetric, zero point 0, at scale max(|lo|, |hi|) / 32767
 from the same calibration range an int8 tensor would get; the weights stay int8 and the bias of
-a conv or FC whose input is int16 is int64. `check_a16` says, before any work, which named
-tensor does not exist and which op cannot take an int16 operand yet.
+a conv or FC whose input is int16 is int64. An op runs 16x8 where its output is int16, so:
+
+    x (int8) -> OP -> y (a16)     becomes   x -> QUANTIZE -> x/a16 (int16) -> OP -> y
+    y (a16)  -> OP -> z (int8)    becomes   y -> QUANTIZE -> y/a8 (int8)   -> OP -> z
+
+`requantize_boundaries` inserts those QUANTIZE ops in the float graph before calibration (the
+float interpreter runs QUANTIZE as the identity), so each copy is observed, tied and scaled
+like any activation. `check_a16` says first which name does not exist and which op has no 16x8
+kernel yet (`kernels/a16_*.py`).
 """
 
 from __future__ import annotations
 
-from mdla_ir import Graph, OpKind
-from mdla_quant.errors import QuantError
+import numpy as np
 
-# The ops whose int8 kernel has a 16x8 twin in kernels/ (and in TFLite's reference kernels).
-A16_OPS: frozenset[OpKind] = frozenset()
+from mdla_ir import Graph, Op, OpKind, QuantParams, Tensor
+from mdla_quant.errors import QuantError
+from mdla_quant.floors import expand_tiny_range
+from mdla_quant.kernels import A16_KERNELS
+
+# The ops that can run with an int16 output (every 16x8 kernel but the requantization itself).
+A16_OPS: frozenset[OpKind] = frozenset(A16_KERNELS) - {OpKind.QUANTIZE}
+INT16_MAX = 32767
 
 
 def check_a16(graph: Graph, names: tuple[str, ...]) -> None:
-    """Each name is an activation of `graph` (an input or an op's output), and every op that
-    reads or writes one of them has a 16x8 kernel."""
-    acts = {*graph.inputs, *(o for op in graph.ops for o in op.outputs)}
+    """Each name is an op's output in `graph` (graph inputs stay int8, as the host quantizes
+    them), and every op writing one of them has a 16x8 kernel."""
+    made = {o: op for op in graph.ops for o in op.outputs}
     for name in names:
-        if name not in acts:
-            known = ", ".join(sorted(acts)[:6])
+        if name not in made:
+            known = ", ".join(sorted(made)[:6])
+            where = "a graph input, which stays int8" if name in graph.inputs else "not"
             raise QuantError(
-                f"a16 names `{name}`, which is not an activation of graph `{graph.name}`: "
-                f"name op outputs or graph inputs (e.g. {known})"
+                f"a16 names `{name}`, {where} an op output of graph `{graph.name}`: "
+                f"name op outputs (e.g. {known})"
             )
-    wanted = set(names)
-    for op in graph.ops:
-        touched = wanted.intersection([*op.inputs, *op.outputs])
-        if touched and op.kind not in A16_OPS:
+        op = made[name]
+        if op.kind not in A16_OPS:
             raise QuantError(
                 f"`{op.name}` ({op.kind.name}) has no int16 (16x8) kernel yet, and a16 names its "
-                f"tensor `{sorted(touched)[0]}`: keep that tensor int8 (drop it from a16)"
+                f"output `{name}`: keep that tensor int8 (drop it from a16)"
             )
+
+
+def requantize_boundaries(graph: Graph, names: tuple[str, ...]) -> tuple[Graph, frozenset[str]]:
+    """`graph` with a QUANTIZE wherever an int16 tensor meets an int8 one (see the module
+    docstring), and the names of every int16 tensor of the result."""
+    wide = set(names)
+    tensors, ops = dict(graph.tensors), []
+    copies: dict[tuple[str, bool], str] = {}  # (tensor, to int16) -> its requantized copy
+
+    def operand(name: str, out16: bool) -> str:
+        if graph.tensors[name].is_const or (name in wide) == out16:
+            return name
+        if (name, out16) not in copies:
+            new = f"{name}/a16" if out16 else f"{name}/a8"
+            tensors[new] = Tensor(new, tensors[name].shape, tensors[name].dtype)
+            ops.append(Op(OpKind.QUANTIZE, f"{new}/quantize", (name,), (new,)))
+            copies[name, out16] = new
+        return copies[name, out16]
+
+    for op in graph.ops:
+        out16 = op.outputs[0] in names
+        ops.append(op.with_(inputs=tuple(operand(n, out16) for n in op.inputs)))
+    wide.update(new for (_, to16), new in copies.items() if to16)
+    if not copies:
+        return graph, frozenset(wide)
+    return graph.with_(tensors=tensors, ops=tuple(ops)), frozenset(wide)
+
+
+def int16_params(lo: float, hi: float) -> QuantParams:
+    """Symmetric int16: scale = max(|lo|, |hi|) / 32767 as float32, zero point 0 (a range
+    narrower than 1e-6 widened as for int8, `floors.expand_tiny_range`; an empty one gets
+    scale 1/32767)."""
+    lo, hi = expand_tiny_range(min(float(lo), 0.0), max(float(hi), 0.0))
+    amax = max(-lo, hi) or 1.0
+    return QuantParams((float(np.float32(amax / INT16_MAX)),), (0,))

@@ -149,3 +149,22 @@ def mbqm(x: Num, m: Num, s: Num, rounding: str = "double", accumulator: str = "s
 def saturate(x: Array, lo: int = -128, hi: int = 127) -> Array:
     """Clamp to [lo, hi] and narrow to int8."""
     return np.clip(x, lo, hi).astype(np.int8)
+
+
+def mbqm64(x: Num, m: Num, s: Num) -> Array:
+    """MultiplyByQuantizedMultiplier's int64-input overload (TFLite common.h; the 16x8 convs):
+
+        M16 = (M + 2^15) >> 16, or 0x7FFF when M >= 0x7FFF0000      (the multiplier to 16 bits)
+        out = (x * M16 + 2^(14 - s)) >> (15 - s)                     one rounding, ties to +inf
+
+    then the int32 cast. TFLite asserts |x| < 2^47 and s in [-31, 7], which keeps x * M16 below
+    2^62; both builds (double and single rounding) use this same overload."""
+    x, m, s = np.asarray(x, np.int64), np.asarray(m, np.int64), np.asarray(s, np.int64)
+    m16 = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
+    total = 15 - s
+    return wrap32((x * m16 + (np.int64(1) << (total - 1))) >> total)
+
+
+def saturate16(x: Array, lo: int = -32768, hi: int = 32767) -> Array:
+    """Clamp to [lo, hi] and narrow to int16."""
+    return np.clip(x, lo, hi).astype(np.int16)

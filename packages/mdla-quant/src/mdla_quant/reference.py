@@ -23,14 +23,16 @@ from mdla_ir.interp import bind_inputs, to_model_layout
 from mdla_ir.provenance import Accumulator, Numerics
 from mdla_quant.arith import Array, check_accumulator, check_rounding
 from mdla_quant.errors import KernelError, QuantError
-from mdla_quant.kernels import INT8_KERNELS
+from mdla_quant.kernels import A16_KERNELS, INT8_KERNELS, Kernel
 from mdla_quant.kernels.gru import FLOAT32_KERNELS
 from mdla_target import load_target
 
 
-def _io_params(graph: Graph, name: str) -> tuple[np.float32, int]:
+def _io_params(
+    graph: Graph, name: str, dtypes: tuple[str, ...] = ("int8",)
+) -> tuple[np.float32, int]:
     q = graph.tensors[name].quant
-    if graph.tensors[name].dtype != "int8" or q is None or len(q.scale) != 1:
+    if graph.tensors[name].dtype not in dtypes or q is None or len(q.scale) != 1:
         raise QuantError(
             f"graph `{graph.name}`: boundary tensor `{name}` is not per-tensor "
             f"int8 (dtype {graph.tensors[name].dtype}, quant {q})"
@@ -116,7 +118,7 @@ def run_int8(
         if _is_float32(qgraph, name):
             results.append(to_model_layout(qgraph, name, env[name]))
             continue
-        scale, zp = _io_params(qgraph, name)
+        scale, zp = _io_params(qgraph, name, ("int8", "int16"))  # an a16 output dequantizes
         real = (scale * (env[name].astype(np.float32) - np.float32(zp))).astype(np.float32)
         results.append(to_model_layout(qgraph, name, real))
     return results
@@ -158,6 +160,23 @@ def _run_float32(qgraph: Graph, i: int, env: dict[str, Array]) -> Array:
     return value
 
 
+def _is_16x8(qgraph: Graph, i: int) -> bool:
+    """Op #i runs its 16x8 kernel: its output, or an activation operand, is int16."""
+    op = qgraph.ops[i]
+    names = [*op.outputs, *(n for n in op.inputs if qgraph.tensors[n].data is None)]
+    return any(qgraph.tensors[n].dtype == "int16" for n in names)
+
+
+def _kernel(qgraph: Graph, i: int) -> Kernel:
+    op = qgraph.ops[i]
+    wide = _is_16x8(qgraph, i)
+    fn = (A16_KERNELS if wide else INT8_KERNELS).get(op.kind)
+    if fn is None:
+        form = "16x8 (int16 activations)" if wide else "int8"
+        raise KernelError(f"op `{op.name}`: no {form} kernel for {op.kind.name}", op.name)
+    return fn
+
+
 def run_op(
     qgraph: Graph, i: int, env: dict[str, Array], mode: str, accumulator: str = "saturate"
 ) -> Array:
@@ -166,9 +185,7 @@ def run_op(
     op = qgraph.ops[i]
     if len(op.outputs) == 1 and _is_float32(qgraph, op.outputs[0]):
         return _run_float32(qgraph, i, env)
-    fn = INT8_KERNELS.get(op.kind)
-    if fn is None:
-        raise KernelError(f"op `{op.name}`: no int8 kernel for {op.kind.name}", op.name)
+    fn = _kernel(qgraph, i)
     if len(op.outputs) != 1:
         raise KernelError(
             f"op `{op.name}` ({op.kind.name}): int8 kernels have one output, got {len(op.outputs)}",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from mdla_quant.kernels import (  # noqa: F401  (register kernels)
+    a16_conv,
+    a16_ops,
     adaptive_pool,
     add,
     argmax,
@@ -30,6 +32,6 @@ from mdla_quant.kernels import (  # noqa: F401  (register kernels)
     transpose,
     transpose_conv,
 )
-from mdla_quant.kernels.registry import INT8_KERNELS, Kernel
+from mdla_quant.kernels.registry import A16_KERNELS, INT8_KERNELS, Kernel
 
-__all__ = ["INT8_KERNELS", "Kernel"]
+__all__ = ["A16_KERNELS", "INT8_KERNELS", "Kernel"]

@@ -20,12 +20,17 @@ from mdla_quant.errors import KernelError
 
 Kernel = Callable[[Op, list[Array], list[QuantParams | None], QuantParams, str, str], Array]
 INT8_KERNELS: dict[OpKind, Kernel] = {}
+# The 16x8 kernels (int16 activations, int8 weights, int64 bias: kernels/a16_*.py), run where an
+# op's output is int16.
+A16_KERNELS: dict[OpKind, Kernel] = {}
 
 
-def kernel(*kinds: OpKind) -> Callable[[Kernel], Kernel]:
+def kernel(
+    *kinds: OpKind, table: dict[OpKind, Kernel] = INT8_KERNELS
+) -> Callable[[Kernel], Kernel]:
     def register(fn: Kernel) -> Kernel:
         for kind in kinds:
-            INT8_KERNELS[kind] = fn
+            table[kind] = fn
         return fn
 
     return register

@@ -6,7 +6,8 @@ Measured on ai-edge-litert 2.3.0 (BUILTIN_REF); the quantizer floors these scale
 
     fused RELU/RELU1/RELU6   z + roundf(f / s_out) for the bounds f (0, +-1, 6) in float32 must
                              fit int32 (kernel_util.cc `no_integer_overflow_from_quantization`)
-    ADD, SUB                 2 max(s1, s2) / (2^20 s_out) < 1, in double (else a CHECK aborts)
+    ADD, SUB                 2 max(s1, s2) / (2^L s_out) < 1, in double (else a CHECK aborts);
+                             L = 20 for int8, 15 for int16 (16x8)
     SOFTMAX                  beta s_in 2^26 > 1, in double (else a CHECK aborts)
 """
 
@@ -43,11 +44,12 @@ def check_loadable(graph: Graph, op: Op) -> None:
             )
     if op.kind in (OpKind.ADD, OpKind.SUB):
         twice = 2.0 * max(_scale(graph, n) for n in op.inputs[:2])
-        real = twice / (2.0**20 * float(s_out))
+        shift = 15 if graph.tensors[op.outputs[0]].dtype == "int16" else 20
+        real = twice / (2.0**shift * float(s_out))
         if not real < 1.0:
             raise ExportError(
                 f"op `{op.name}` ({op.kind.name}): output multiplier 2 max(s1, s2) / "
-                f"(2^20 s_out) = {real:.4g} >= 1, which LiteRT's {op.kind.name} cannot "
+                f"(2^{shift} s_out) = {real:.4g} >= 1, which LiteRT's {op.kind.name} cannot "
                 f"represent (its Prepare aborts); {FIX}"
             )
     if op.kind is OpKind.SOFTMAX:

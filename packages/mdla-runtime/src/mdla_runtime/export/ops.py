@@ -33,7 +33,7 @@ def _spatial(
     a: ConvAttrs | PoolAttrs,
     kernel: Sequence[int],
     dilation: Sequence[int],
-    pad_value: int | str | None,
+    pad_value: str | None,
 ) -> tuple[int, int]:
     """(input tensor index, TFLite Padding) for a windowed op with attributes `a`, inserting
     PAD/PADV2 in front of it if needed."""
@@ -51,14 +51,14 @@ def _spatial(
         )
     t, b, left, r = padding
     shape = (xs[0], xs[1] + t + b, xs[2] + left + r, xs[3])
-    padded = w.add_tensor(f"{op.name}/pad", shape, "int8", g.tensors[x].quant)
+    dtype = g.tensors[x].dtype  # int8, or int16 where the op runs 16x8
+    padded = w.add_tensor(f"{op.name}/pad", shape, dtype, g.tensors[x].quant)
     pads = w.const_i32(f"{op.name}/paddings", [[0, 0], [t, b], [left, r], [0, 0]])
     if pad_value == "zero_point":
         w.emit("PAD", [w.tensor(x), pads], [padded], ("PadOptions", w.options("PadOptions")))
     else:
-        value = w.add_tensor(
-            f"{op.name}/pad_value", (), "int8", g.tensors[x].quant, np.array(pad_value, np.int8)
-        )
+        low = -128 if dtype == "int8" else -32768  # the dtype's minimum never wins a max
+        value = w.add_tensor(f"{op.name}/pad_value", (), dtype, g.tensors[x].quant, np.array(low))
         w.emit(
             "PADV2",
             [w.tensor(x), pads, value],
@@ -69,7 +69,8 @@ def _spatial(
 
 
 def _zero_bias(w: Writer, op: Op) -> int:
-    """An all-zero int32 bias with scale s_in * s_w[o], zero point 0 (adds nothing)."""
+    """An all-zero bias with scale s_in * s_w[o], zero point 0 (adds nothing): int32, or int64
+    where the input is int16 (16x8)."""
     x_q, w_q = (w.graph.tensors[n].quant for n in op.inputs[:2])
     channels = w.graph.tensors[op.inputs[1]].shape[0]
     if x_q is None or w_q is None:
@@ -78,9 +79,8 @@ def _zero_bias(w: Writer, op: Op) -> int:
         np.asarray(w_q.scale, np.float32), (channels,)
     )
     q = QuantParams(tuple(float(v) for v in scales), (0,) * channels, 0)
-    return w.add_tensor(
-        f"{op.name}/zero_bias", (channels,), "int32", q, np.zeros(channels, np.int32)
-    )
+    dtype = "int64" if w.graph.tensors[op.inputs[0]].dtype == "int16" else "int32"
+    return w.add_tensor(f"{op.name}/zero_bias", (channels,), dtype, q, np.zeros(channels, dtype))
 
 
 Emit = Callable[[Writer, Op, list[int]], None]  # (writer, op, [output tensor index])
@@ -112,7 +112,7 @@ def _conv(w: Writer, op: Op, out: list[int]) -> None:
 def _pool(w: Writer, op: Op, out: list[int]) -> None:
     a = PoolAttrs.of(op)
     kh, kw = a.kernel
-    pad_value = -128 if op.kind is OpKind.MAX_POOL_2D else None  # -128 never wins a max
+    pad_value = "minimum" if op.kind is OpKind.MAX_POOL_2D else None  # never wins a max
     x, pad = _spatial(w, op, a, (kh, kw), (1, 1), pad_value)
     opts = w.options(
         "Pool2DOptions",
@@ -139,6 +139,8 @@ def _fc(w: Writer, op: Op, out: list[int]) -> None:
 def _binary(options: str) -> Emit:
     def emit(w: Writer, op: Op, out: list[int]) -> None:
         opts = w.options(options, fusedActivationFunction=w.fuse(op))
+        if options != "MulOptions" and w.graph.tensors[op.outputs[0]].dtype == "int16":
+            opts.potScaleInt16 = False  # 16x8 ADD/SUB at any scales: the left_shift 15 path
         w.emit(op.kind.name, [w.tensor(n) for n in op.inputs], out, (options, opts))
 
     return emit
@@ -271,6 +273,7 @@ _EMITTERS: dict[OpKind, Emit] = {
     OpKind.DEPTH_TO_SPACE: _depth_to_space,
     OpKind.TRANSPOSE_CONV_2D: _transpose_conv,  # TRANSPOSE_CONV VALID [SLICE of the crop]
     OpKind.PRELU: _prelu,  # PRELU (LeakyReLU: a one-element alpha)
+    OpKind.QUANTIZE: _plain,  # QUANTIZE: int8 <-> int16 where a 16x8 op meets an int8 one
     **HOST,  # a CPU partition's TRANSPOSE, GELU, LAYER_NORM, ARGMAX (export/host_ops.py)
 }
 

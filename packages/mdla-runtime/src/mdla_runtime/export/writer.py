@@ -122,12 +122,14 @@ class Writer:
     ) -> int:
         types = {
             "int8": self.S.TensorType.INT8,
+            "int16": self.S.TensorType.INT16,  # 16x8 activations
             "int32": self.S.TensorType.INT32,
+            "int64": self.S.TensorType.INT64,  # 16x8 biases
             "float32": self.S.TensorType.FLOAT32,  # a CPU float op's constants and steps
         }
         if dtype not in types:
             raise ExportError(
-                f"tensor `{name}`: dtype {dtype} cannot be exported (int8/int32/float32)"
+                f"tensor `{name}`: dtype {dtype} cannot be exported ({'/'.join(types)})"
             )
         t = self.S.TensorT()
         t.name, t.shape, t.type = name, [int(d) for d in shape], types[dtype]

@@ -1,0 +1,79 @@
+"""What the 16x8 kernels share: int16 operands, symmetric params, the int16 activation range.
+
+TFLite's 16x8 scheme: activations int16, symmetric (zero point 0); weights int8 symmetric;
+bias int64 with scale s_in * s_w[o]. A kernel of `A16_KERNELS` runs where an op's output is
+int16 (`mdla_quant.reference.run_op`); the quantizer puts a QUANTIZE wherever an int16 tensor
+meets an int8 one, so every activation operand of such an op is int16.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from mdla_ir.graph import Op, QuantParams
+from mdla_ir.ops import OpKind
+from mdla_quant.arith import Array, round_half_away
+from mdla_quant.kernels.registry import A16_KERNELS, Kernel, fail, kernel, per_tensor
+
+INT16_MIN, INT16_MAX = -32768, 32767
+
+
+def kernel16(*kinds: OpKind) -> Callable[[Kernel], Kernel]:
+    """Register a 16x8 kernel (the int8 `kernel` decorator, into `A16_KERNELS`)."""
+    return kernel(*kinds, table=A16_KERNELS)
+
+
+def int16_arg(op: Op, args: Sequence[Array], i: int) -> Array:
+    if len(args) <= i:
+        raise fail(op, f"expected at least {i + 1} input(s), got {len(args)}")
+    x = args[i]
+    if x.dtype != np.int16:
+        raise fail(op, f"input {i} must be int16 (the op runs 16x8), got {x.dtype}")
+    return x
+
+
+def sym16(op: Op, q: QuantParams | None, what: str) -> np.float32:
+    """The scale of a symmetric per-tensor int16 operand (zero point 0, as TFLite requires)."""
+    scale, zp = per_tensor(op, q, what)
+    if zp != 0:
+        raise fail(op, f"{what} is int16 with zero point {zp}: 16x8 needs zero point 0")
+    return scale
+
+
+def same16(op: Op, in_q: QuantParams | None, out_q: QuantParams, what: str) -> None:
+    """Ops that move int16 values unchanged need the input's scale on the output."""
+    if sym16(op, in_q, what) != sym16(op, out_q, "output"):
+        raise fail(op, f"{what} and output scales differ; the quantizer must tie them")
+
+
+def activation_range16(op: Op, out_q: QuantParams) -> tuple[int, int]:
+    """CalculateActivationRangeQuantized over [-32768, 32767]: Q(f) = (int)roundf(f / s)."""
+    scale = sym16(op, out_q, "output")
+
+    def q(f: float) -> int:
+        return int(round_half_away(np.float32(f) / scale))
+
+    bounds = {
+        "NONE": (INT16_MIN, INT16_MAX),
+        "RELU": (max(INT16_MIN, q(0.0)), INT16_MAX),
+        "RELU6": (max(INT16_MIN, q(0.0)), min(INT16_MAX, q(6.0))),
+        "RELU1": (max(INT16_MIN, q(-1.0)), min(INT16_MAX, q(1.0))),
+    }
+    if op.fuse not in bounds:
+        raise fail(op, f"unknown fused activation `{op.fuse}` (expected NONE, RELU, RELU1, RELU6)")
+    return bounds[op.fuse]
+
+
+def bias64(op: Op, args: Sequence[Array], channels: int) -> Array | None:
+    """The op's int64 bias (channels,), or None without one."""
+    if len(args) < 3 or args[2] is None:
+        return None
+    bias = args[2]
+    if bias.dtype != np.int64 or bias.shape != (channels,):
+        raise fail(op, f"bias must be int64 of shape ({channels},), got {bias.dtype} {bias.shape}")
+    return bias
+
+
+__all__ = ["Kernel", "activation_range16", "bias64", "int16_arg", "kernel16", "same16", "sym16"]

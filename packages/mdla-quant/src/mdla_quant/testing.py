@@ -1,0 +1,92 @@
+"""Small random float graphs, one per op with a 16x8 kernel, for the int16 tests: each runs
+its op on int16 activations once quantized with `a16` naming the op's output (the quantizer
+puts a QUANTIZE int8 -> int16 in front, and the op's output is a graph output)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from mdla_ir import Graph, OpKind
+from mdla_ir.testing import GraphBuilder
+
+Rng = np.random.Generator
+FUSES = ("NONE", "RELU", "RELU6")
+
+
+def _conv(b: GraphBuilder, rng: Rng, x: str, c: int, depthwise: bool) -> str:
+    k, s, d = int(rng.integers(1, 4)), int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    pad = tuple(int(p) for p in rng.integers(0, k, 4)) if k > 1 else (0, 0, 0, 0)
+    mult = int(rng.integers(1, 3)) if depthwise else 1
+    o = c * mult if depthwise else int(rng.integers(1, 6))
+    shape = (1, k, k, o) if depthwise else (o, k, k, c)
+    kind = OpKind.DEPTHWISE_CONV_2D if depthwise else OpKind.CONV_2D
+    attrs: dict[str, Any] = {"stride": (s, s), "dilation": (d, d), "padding": pad, "groups": 1}
+    if depthwise:
+        attrs["multiplier"] = mult
+    return b.op(
+        kind,
+        [x, b.const("w", shape), b.const("bias", (o,))],
+        name="y",
+        fuse=FUSES[int(rng.integers(3))],
+        **attrs,
+    )
+
+
+def _pool(b: GraphBuilder, rng: Rng, x: str, kind: OpKind) -> str:
+    k = int(rng.integers(1, 4))
+    pad = tuple(int(p) for p in rng.integers(0, k, 4)) if kind is OpKind.MAX_POOL_2D else (0,) * 4
+    s = int(rng.integers(1, 3))
+    return b.op(kind, [x], name="y", kernel=(k, k), stride=(s, s), padding=pad, fuse="NONE")
+
+
+def _binary(b: GraphBuilder, rng: Rng, x: str, kind: OpKind) -> str:
+    other = b.input("x2", (1, 1, 1, 4) if rng.integers(2) else (1, 7, 7, 4))
+    return b.op(kind, [x, other], name="y", fuse=FUSES[int(rng.integers(3))])
+
+
+def _fc(b: GraphBuilder, x: str) -> str:
+    flat = b.op(OpKind.RESHAPE, [x], name="flat", shape=(1, 196))
+    weights = [b.const("w", (5, 196)), b.const("bias", (5,))]
+    return b.op(OpKind.FULLY_CONNECTED, [flat, *weights], name="y", fuse="NONE")
+
+
+BUILDERS: dict[OpKind, Callable[[GraphBuilder, Rng, str], str]] = {
+    OpKind.CONV_2D: lambda b, r, x: _conv(b, r, x, 4, False),
+    OpKind.DEPTHWISE_CONV_2D: lambda b, r, x: _conv(b, r, x, 4, True),
+    OpKind.FULLY_CONNECTED: lambda b, r, x: _fc(b, x),
+    OpKind.ADD: lambda b, r, x: _binary(b, r, x, OpKind.ADD),
+    OpKind.SUB: lambda b, r, x: _binary(b, r, x, OpKind.SUB),
+    OpKind.MUL: lambda b, r, x: _binary(b, r, x, OpKind.MUL),
+    OpKind.MAX_POOL_2D: lambda b, r, x: _pool(b, r, x, OpKind.MAX_POOL_2D),
+    OpKind.AVERAGE_POOL_2D: lambda b, r, x: _pool(b, r, x, OpKind.AVERAGE_POOL_2D),
+    OpKind.RESHAPE: lambda b, r, x: b.op(OpKind.RESHAPE, [x], name="y", shape=(1, 49, 4)),
+    OpKind.PAD: lambda b, r, x: b.op(
+        OpKind.PAD, [x], name="y", pads=((0, 0), (1, 2), (0, 1), (0, 0))
+    ),
+    OpKind.MEAN: lambda b, r, x: b.op(
+        OpKind.MEAN, [x], name="y", axes=(1, 2), keepdims=bool(r.integers(2))
+    ),
+    OpKind.CONCATENATION: lambda b, r, x: b.op(
+        OpKind.CONCATENATION, [x, b.input("x2", (1, 7, 7, 3))], name="y", axis=3
+    ),
+}
+
+
+def a16_case(kind: OpKind, seed: int) -> tuple[Graph, tuple[str, ...], list[list[Any]]]:
+    """(float NHWC graph, the a16 names, calibration samples) of a random `kind` case."""
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder(f"a16_{kind.name.lower()}", layout="NHWC", seed=seed)
+    x = b.input("x", (1, 7, 7, 4))
+    y = BUILDERS[kind](b, rng, x)
+    graph = b.build(y)
+    samples = [
+        [
+            (rng.standard_normal(graph.tensors[n].shape) * (1 + k)).astype(np.float32)
+            for n in graph.inputs
+        ]
+        for k in range(4)
+    ]
+    return graph, (y,), samples
