@@ -5,9 +5,10 @@ An operand form names each slot and its type, in NNAPI order (reference §4):
 
     x:a filter:w bias:t pad_left:i ... fuse:i [nchw:B [dilation_w:i dilation_h:i]]
 
-Types: `a` int8 activation (TENSOR_QUANT8_ASYMM_SIGNED, or TENSOR_QUANT8_SYMM as the emulator
-takes it), `w` weights (QUANT8_SYMM_PER_CHANNEL, QUANT8_SYMM or QUANT8_ASYMM_SIGNED), `t`
-TENSOR_INT32, `i` INT32, `f` FLOAT32, `F` TENSOR_FLOAT32, `B` BOOL, `*` any; `x+` one or more;
+Types: `a` activation (int8: TENSOR_QUANT8_ASYMM_SIGNED, or TENSOR_QUANT8_SYMM as the emulator
+takes it; int16 of the 16x8 ops: TENSOR_QUANT16_SYMM), `w` weights (QUANT8_SYMM_PER_CHANNEL,
+QUANT8_SYMM or QUANT8_ASYMM_SIGNED), `t` TENSOR_INT32, `i` INT32, `f` FLOAT32, `F`
+TENSOR_FLOAT32, `B` BOOL, `*` any; `x+` one or more;
 `[...]` an optional part (nestable). `Form.types` is the compact string (`awtiiiiiii[B[ii]]`)
 that the C matcher in `csrc/signature.h` and `match` below both read. Forms of one op are told
 apart by type alone.
@@ -26,9 +27,10 @@ FLOAT32, INT32, BOOL = 0, 1, 6
 TENSOR_FLOAT32, TENSOR_INT32, TENSOR_BOOL8 = 3, 4, 9
 TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_SYMM_PER_CHANNEL = 5, 11
 TENSOR_QUANT8_SYMM, TENSOR_QUANT8_ASYMM_SIGNED = 13, 14
+TENSOR_QUANT16_SYMM = 7  # int16 activations, zero point 0 (QuantConfig.a16, TFLite's 16x8)
 # The operand types each type letter accepts; `*` accepts any.
 LETTERS: dict[str, frozenset[int] | None] = {
-    "a": frozenset({TENSOR_QUANT8_ASYMM_SIGNED, TENSOR_QUANT8_SYMM}),
+    "a": frozenset({TENSOR_QUANT8_ASYMM_SIGNED, TENSOR_QUANT8_SYMM, TENSOR_QUANT16_SYMM}),
     "w": frozenset(
         {TENSOR_QUANT8_SYMM_PER_CHANNEL, TENSOR_QUANT8_SYMM, TENSOR_QUANT8_ASYMM_SIGNED}
     ),

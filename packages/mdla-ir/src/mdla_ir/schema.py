@@ -74,6 +74,9 @@ from mdla_ir.forms import (
     TENSOR_QUANT8_SYMM_PER_CHANNEL as TENSOR_QUANT8_SYMM_PER_CHANNEL,
 )
 from mdla_ir.forms import (
+    TENSOR_QUANT16_SYMM as TENSOR_QUANT16_SYMM,
+)
+from mdla_ir.forms import (
     Form as Form,
 )
 from mdla_ir.forms import (

@@ -284,6 +284,18 @@ def _semantic_edits(header: Header) -> list[Edit]:
         ("scale_subnormal", at("operands", x, "scale", 1e-40), q, f"operands[{x}].scale"),
         ("scale_missing", lambda h: h["operands"][x].pop("scale"), q, f"operands[{x}].scale"),
         ("zero_point_range", at("operands", x, "zero_point", 200), q, f"operands[{x}].zero_point"),
+        (  # int16 activations (TENSOR_QUANT16_SYMM) are symmetric
+            "int16_zero_point",
+            lambda h: h["operands"][x].update(type=7, zero_point=5),
+            q,
+            f"operands[{x}].zero_point",
+        ),
+        (
+            "int16_scale_zero",
+            lambda h: h["operands"][x].update(type=7, scale=0.0),
+            q,
+            f"operands[{x}].scale",
+        ),
         (
             "per_channel_scale_zero",
             lambda h: h["operands"][w]["scales"].__setitem__(0, 0.0),

@@ -1,11 +1,12 @@
 """Lowering an int8 qgraph to Neuron operands and operations.
 
 Each graph tensor becomes one operand: activations TENSOR_QUANT8_ASYMM_SIGNED (scale, zero
-point), per-channel weights TENSOR_QUANT8_SYMM_PER_CHANNEL (channelDim 0 for CONV_2D and
-FULLY_CONNECTED, 3 for DEPTHWISE_CONV_2D, scale 0 with the scales beside), per-tensor int8
-constants TENSOR_QUANT8_ASYMM_SIGNED, bias TENSOR_INT32 (scale s_in·s_w, or 0 when per-channel);
-float32 tensors (a host op's constants, and the activations of a cpu partition's float region:
-`mdla_quant.float_region`) TENSOR_FLOAT32 with scale 0.
+point; the int16 ones of QuantConfig.a16 TENSOR_QUANT16_SYMM, their int64 biases TENSOR_INT32,
+as LiteRT casts them), per-channel weights TENSOR_QUANT8_SYMM_PER_CHANNEL (channelDim 0 for
+CONV_2D and FULLY_CONNECTED, 3 for DEPTHWISE_CONV_2D, scale 0 with the scales beside), per-tensor
+int8 constants TENSOR_QUANT8_ASYMM_SIGNED, bias TENSOR_INT32 (scale s_in·s_w, or 0 when
+per-channel); float32 tensors (a host op's constants, and the activations of a cpu partition's
+float region: `mdla_quant.float_region`) TENSOR_FLOAT32 with scale 0.
 
 Op attributes become operands in NNAPI order: each rule below gives the value of every slot of
 the op's first schema form (`mdla_ir.schema.SCHEMA[kind].forms[0]`: the explicit-padding form,
@@ -93,9 +94,18 @@ def _tensor_entry(t: Tensor, channel_dim: int | None) -> tuple[dict[str, Any], b
     q = t.quant
     entry: dict[str, Any] = {"name": t.name, "dims": [int(d) for d in t.shape]}
     data = None if t.data is None else np.ascontiguousarray(t.data)
-    if t.dtype == "int32":
+    if t.dtype in ("int32", "int64"):  # a 16x8 op's int64 bias: TENSOR_INT32, as LiteRT casts it
+        if data is not None and data.size and int(np.abs(data.astype(np.int64)).max()) >= 2**31:
+            raise LoweringError(
+                t.name, None, "an int64 bias beyond int32: TENSOR_INT32 cannot hold it"
+            )
         entry |= {"type": fmt.TENSOR_INT32, "scale": 0.0, "zero_point": 0}
         return entry, None if data is None else data.astype("<i4").tobytes()
+    if t.dtype == "int16":  # QuantConfig.a16: TFLite's 16x8, symmetric
+        if q is None or len(q.scale) != 1 or q.zero_point != (0,):
+            raise LoweringError(t.name, None, f"int16 tensor quant {q}: need one scale, zp 0")
+        entry |= {"type": fmt.TENSOR_QUANT16_SYMM, "scale": float(q.scale[0]), "zero_point": 0}
+        return entry, None if data is None else data.astype("<i2").tobytes()
     if t.dtype == "float32" and (data is not None or q is None):  # a host op's constant, or
         entry |= {"type": fmt.TENSOR_FLOAT32, "scale": 0.0, "zero_point": 0}  # a float region's
         return entry, None if data is None else data.astype("<f4").tobytes()

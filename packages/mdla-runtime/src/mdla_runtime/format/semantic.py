@@ -4,7 +4,8 @@ same kinds, fields and offsets), after the schema checks and before the engine, 
 `workbench run` allocates anything from the header's sizes. The engine trusts nothing else.
 
 1. Operands, in order (`operands[i]`):
-   - quantization (BadQuantization): TENSOR_QUANT8_ASYMM(_SIGNED) and TENSOR_QUANT8_SYMM carry a
+   - quantization (BadQuantization): TENSOR_QUANT8_ASYMM(_SIGNED), TENSOR_QUANT8_SYMM and
+     TENSOR_QUANT16_SYMM (int16 activations, symmetric) carry a
      `scale` whose float32 rounding is a normal number > 0 (not NaN, not +-inf, not 0, not
      negative, not above FLT_MAX, where C would round to +inf, not subnormal), and a
      `zero_point` in the type's range (uint8 0..255, int8 -128..127, symmetric 0); per-channel
@@ -83,7 +84,14 @@ ZERO_POINTS = {  # type -> (lowest, highest) zero point
     fmt.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
     fmt.TENSOR_QUANT8_SYMM: (0, 0),
     fmt.TENSOR_QUANT8_SYMM_PER_CHANNEL: (0, 0),
+    fmt.TENSOR_QUANT16_SYMM: (0, 0),
 }
+PER_TENSOR_QUANT = (  # the types that carry one positive scale
+    fmt.TENSOR_QUANT8_ASYMM,
+    fmt.TENSOR_QUANT8_ASYMM_SIGNED,
+    fmt.TENSOR_QUANT8_SYMM,
+    fmt.TENSOR_QUANT16_SYMM,
+)
 IO_TYPES = (fmt.TENSOR_QUANT8_ASYMM_SIGNED, fmt.TENSOR_QUANT8_SYMM)
 Entry = Mapping[str, Any]
 
@@ -124,7 +132,7 @@ class _Semantics:
 
     def operand(self, i: int, e: Entry, total: int) -> int:
         f, t = f"operands[{i}]", e["type"]
-        if t in (fmt.TENSOR_QUANT8_ASYMM, fmt.TENSOR_QUANT8_ASYMM_SIGNED, fmt.TENSOR_QUANT8_SYMM):
+        if t in PER_TENSOR_QUANT:
             why = scale_flaw(e.get("scale", 0.0), positive=True)
             if why:
                 self.fail(BadQuantizationError, f"{f}.scale", why, self.value_at(e, f, "scale"))

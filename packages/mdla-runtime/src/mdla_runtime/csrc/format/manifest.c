@@ -28,6 +28,7 @@ const char *mdla_type_name(int32_t type) {
     case 11: return "TENSOR_QUANT8_SYMM_PER_CHANNEL";
     case 13: return "TENSOR_QUANT8_SYMM";
     case 14: return "TENSOR_QUANT8_ASYMM_SIGNED";
+    case 7: return "TENSOR_QUANT16_SYMM";
     default: return NULL;
     }
 }
@@ -36,6 +37,7 @@ size_t mdla_element_size(int32_t type) {
     switch (type) {
     case 3: case 4: return 4;
     case 5: case 9: case 11: case 13: case 14: return 1;
+    case 7: return 2;
     default: return 0;
     }
 }

@@ -289,7 +289,7 @@ static bool zero_point_range(int32_t t, int32_t *lo, int32_t *hi) {
     switch (t) {
     case 5: *lo = 0; *hi = 255; return true;
     case 14: *lo = -128; *hi = 127; return true;
-    case 11: case 13: *lo = 0; *hi = 0; return true;
+    case 7: case 11: case 13: *lo = 0; *hi = 0; return true;
     default: return false;
     }
 }
@@ -301,7 +301,7 @@ static bool sem_operand(sem *s, uint32_t i, uint64_t *total) {
     char f[64], g[MDLA_FIELD_MAX], why[MDLA_WHY_MAX];
     mdla_fmt(f, sizeof f, "operands[%u]", i);
     mdla_fmt(g, sizeof g, "%s.scale", f);
-    if (o->type == 5 || o->type == 14 || o->type == 13) {
+    if (o->type == 5 || o->type == 14 || o->type == 13 || o->type == 7) {
         if (scale_flaw(float_of(c, e, "scale"), true, why, sizeof why))
             return chk_fail(c, "BadQuantization", g, value_at(c, e, "scale"), why);
     } else if (o->type == 11) {
