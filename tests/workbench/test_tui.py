@@ -16,7 +16,7 @@ import pytest
 import typer
 from rich.console import Console
 from textual.binding import Binding
-from textual.widgets import DataTable, Input, Log, ProgressBar, Select, Sparkline, Static
+from textual.widgets import DataTable, Input, Log, ProgressBar, Select, Static
 
 import mdla_quant
 from mdla_compile import pipeline as compile_pipeline
@@ -25,13 +25,14 @@ from tests.workbench.snapshots import screen_text
 from tests.workbench.tui_pilot import compiled_tiny, installed, settle, sync, text, tiny, wait_for
 from workbench import pipeline, tuning
 from workbench.commands import tui as tui_command
-from workbench.tui import calibrate, graph
+from workbench.tui import chart, graph
 from workbench.tui.app import SCREEN_CLASSES, WorkbenchApp
 from workbench.tui.calibrate import CalibrateScreen
 from workbench.tui.chrome import SCREENS, ScreenBar
 from workbench.tui.forms import CompileForm, PathPrompt, parse_options
 from workbench.tui.help import HelpScreen
 from workbench.tui.run import RunScreen
+from workbench.tui.spark import Spark
 from workbench.tui.state import tui_options
 
 SIZE = (100, 32)
@@ -198,20 +199,20 @@ async def test_calibrate_chart_deltas_against_the_previous_setting(
         assert c.previous is not None
         old = {t.tensor: t for t in c.previous.layers}
         lines = {line.split()[0]: line for line in chart_text(app).splitlines()[1:]}
-        for t in c.new.layers:
+        for t in c.new.layers:  # rows named by op, as the Graph screen names them
             p = old[t.tensor]
-            row = lines[t.tensor].split()
+            row = lines[t.op].split()
             assert row[1:8] == [
                 f"{t.cosine:.4f}",
-                calibrate.signed(t.cosine - p.cosine, "{:+.1e}"),
+                chart.signed(t.cosine - p.cosine, "{:+.1e}"),
                 f"{t.sqnr_db:.1f}",
-                calibrate.signed(t.sqnr_db - p.sqnr_db, "{:+.1f}"),
+                chart.signed(t.sqnr_db - p.sqnr_db, "{:+.1f}"),
                 f"{t.max_abs:.3g}",
-                calibrate.signed(t.max_abs - p.max_abs, "{:+.1e}"),
-                "█" * round(min(t.sqnr_db, calibrate.BAR_DB) / calibrate.BAR_DB * 20),
+                chart.signed(t.max_abs - p.max_abs, "{:+.1e}"),
+                "█" * round(min(t.sqnr_db, chart.BAR_DB) / chart.BAR_DB * 20),
             ]
-            prev_bar = "█" * round(min(p.sqnr_db, calibrate.BAR_DB) / calibrate.BAR_DB * 20)
-            assert row[8] == prev_bar
+            prev_bar = "█" * round(min(p.sqnr_db, chart.BAR_DB) / chart.BAR_DB * 20)
+            assert row[8:] == [prev_bar, t.tensor]  # at 120 columns the tensor fits too
 
 
 def test_calibrate_chart_fits_80_and_120_cutting_names_not_numbers() -> None:
@@ -220,15 +221,16 @@ def test_calibrate_chart_fits_80_and_120_cutting_names_not_numbers() -> None:
     for width in (78, 118):
         for comparison in (c, long):
             out = io.StringIO()
-            Console(file=out, width=width, color_system=None).print(
-                calibrate.chart(comparison, width)
-            )
+            Console(file=out, width=width, color_system=None).print(chart.chart(comparison, width))
             lines = out.getvalue().splitlines()
             assert max(len(line) for line in lines) <= width
             assert ("0.5000" if comparison is c else "0.6000") in lines[1]
-            assert ("…" in lines[1]) == (comparison is long)
+            # a long op name keeps its end, where sibling layers differ
+            first = lines[1].split()[0]
+            assert first == "fc" if comparison is c else first.startswith("…")
+            assert first.endswith("layer_name_indeed_" if comparison is long else "fc")
     out = io.StringIO()
-    Console(file=out, width=118, color_system=None).print(calibrate.chart(c, 118))
+    Console(file=out, width=118, color_system=None).print(chart.chart(c, 118))
     assert out.getvalue().splitlines()[1].split()[1:] == [
         "0.5000",
         "-1.0e-01",
@@ -237,6 +239,7 @@ def test_calibrate_chart_fits_80_and_120_cutting_names_not_numbers() -> None:
         "0.25",
         "+5.0e-02",
         "█" * 4,
+        "fc.out",  # the tensor, secondary, where there is room
     ]  # a negative SQNR draws no bar; the previous 12.5 dB draws round(12.5 / 60 * 20)
 
 
@@ -248,10 +251,10 @@ def chart_text(app: WorkbenchApp) -> str:
     return "\n".join(lines[start:end])
 
 
-def fake_trial(tensor: str, db: float) -> tuning.Trial:
+def fake_trial(op: str, db: float) -> tuning.Trial:
     cosine = 0.5 if db < 0 else 0.6
     max_abs = 0.25 if db < 0 else 0.2
-    layer = tuning.Layer(tensor, "op", "conv", cosine, db, max_abs)
+    layer = tuning.Layer(f"{op}.out", op, "conv", cosine, db, max_abs)
     config = mdla_quant.QuantConfig()
     return tuning.Trial("x", config, compiled_tiny(), (layer,), None, 1.0, 1, ("h",))
 
@@ -268,7 +271,7 @@ async def test_witness_protocol_on_the_emulator_counter(tiny: pipeline.Compiled)
         verdict = text(app, "#verdict")
         assert "verdict: witnessed" in verdict
         assert "the emulator's fake runtime-PM node" in verdict
-        await wait_for(pilot, lambda: max(app.screen.query_one(Sparkline).data or [0]) > 0, 5)
+        await wait_for(pilot, lambda: max(app.screen.query_one(Spark).data or [0]) > 0, 5)
 
 
 @sync
@@ -279,7 +282,7 @@ async def test_run_latency_and_predictions(tiny: pipeline.Compiled) -> None:
         app.screen.query_one("#runs", Input).value = "4"
         await pilot.press("s")
         await wait_for(pilot, lambda: "4 run(s) on mtk-mdla" in text(app, "#latency"))
-        assert len(app.screen.query_one(Sparkline).data or []) == 4
+        assert len(app.screen.query_one(Spark).data or []) == 4
         screen = app.screen
         assert isinstance(screen, RunScreen)
         await wait_for(pilot, lambda: "random" in screen.predictions)

@@ -41,7 +41,7 @@ async def test_snapshot(name: str, size: tuple[int, int], tiny: pipeline.Compile
     async with app.run_test(size=size) as pilot:
         await pilot.press(*SNAPSHOT_KEYS[name])
         if name == "witness":
-            await wait_for(pilot, lambda: "runtime_status" in text(app, "#counter"), 5)
+            await wait_for(pilot, lambda: "(not a phone's APU)" in text(app, "#counter"), 5)
         for box in app.screen.query(Input):
             box.cursor_blink = False  # a focused field's cursor blinks: hold it still
         await settle(pilot, app)

@@ -8,16 +8,14 @@ next ones, which the quantizer never saw (a setting scored on its own calibratio
 reads well by construction). The screen shows the split's sizes, agreement with FP32 as the
 output's kind measures it (top-1 with its Wilson 95% interval, or per-pixel for a class
 map), and per layer cosine, SQNR and max |error| with each one's delta against the previous
-`a` run, beside text bars of both settings' SQNR. `k` keeps (saves) the manifest,
-`<stem>.tuning.json` (the comparison) and `<stem>.sqnr.png` (the plot)."""
+`a` run, beside text bars of both settings' SQNR (`tui.chart`: rows named by op). `k` keeps
+(saves) the manifest, `<stem>.tuning.json` (the comparison) and `<stem>.sqnr.png` (the plot)."""
 
 from __future__ import annotations
 
 import math
 from typing import ClassVar
 
-from rich.table import Table
-from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -29,13 +27,11 @@ from mdla_ir import Graph
 from workbench import pipeline, tuning
 from workbench.tui import restore
 from workbench.tui.base import WorkScreen
+from workbench.tui.chart import Chart, db, signed
 from workbench.tui.forms import PathPrompt
 
-BAR_DB = 60.0  # a full bar
 NO_YES = [("no", "no"), ("yes", "yes")]
 RECONSTRUCTIONS = [(r, r) for r in mdla_quant.RECONSTRUCTIONS]
-NUMBERS = (("cos", 6), ("Δcos", 8), ("SQNR", 5), ("Δ dB", 6), ("max|e|", 8), ("Δmax", 8))
-SCROLLBAR = 2
 
 
 class CalibrateScreen(WorkScreen):
@@ -216,7 +212,7 @@ class CalibrateScreen(WorkScreen):
     def show(self, c: tuning.Comparison) -> None:
         self.comparison, self.previous = c, c.new
         self.query_one("#result", Static).update(summary(c))
-        self.query_one("#chart", Static).update(chart(c, self.size.width - SCROLLBAR))
+        self.query_one("#chart", Static).update(Chart(c))
 
     def action_keep(self) -> None:
         c = self.comparison
@@ -257,20 +253,6 @@ def worst_by_op(layers: tuple[tuning.Layer, ...]) -> dict[str, float]:
     return worst
 
 
-def db(value: float) -> str:
-    return ("inf" if value > 0 else "-inf") if math.isinf(value) else f"{value:.1f}"
-
-
-def signed(value: float | None, fmt: str) -> str:
-    if value is None:
-        return "-"
-    if value == 0:
-        return "0"
-    if math.isinf(value):
-        return "+inf" if value > 0 else "-inf"
-    return fmt.format(value)
-
-
 def summary(c: tuning.Comparison) -> str:
     """Three lines: the split, the new setting's scores, the change against the previous."""
     new, doc = c.new, tuning.comparison_doc(c)
@@ -299,43 +281,3 @@ def summary(c: tuning.Comparison) -> str:
 
 def _d(new: float, old: float) -> float:
     return 0.0 if new == old else new - old
-
-
-def bar(db_value: float | None, width: int, style: str) -> Text:
-    if db_value is None:
-        return Text("-".ljust(width))
-    full = math.isinf(db_value) and db_value > 0
-    n = width if full else round(max(0.0, min(db_value, BAR_DB)) / BAR_DB * width)
-    return Text("█" * n + " " * (width - n), style=style)
-
-
-def chart(c: tuning.Comparison, width: int = 78) -> Table:
-    """Per layer in op order: the new cosine, SQNR and max |error|, each with its delta against
-    the previous setting, and both settings' SQNR as bars (new, then previous), in `width`
-    columns: the numbers keep their widths; names and bars share what is left."""
-    old = {t.tensor: t.sqnr_db for t in c.previous.layers} if c.previous else {}
-    columns = len(NUMBERS) + 3
-    spare = width - sum(w for _, w in NUMBERS) - (columns - 1)  # one space between columns
-    name = max(6, min(24, spare - 16))
-    bars = max(3, min(20, (spare - name) // 2))
-    table = Table(box=None, show_header=True, pad_edge=False, collapse_padding=True)
-    table.add_column("layer", no_wrap=True, overflow="ellipsis", width=name)
-    for header, w in NUMBERS:
-        table.add_column(header, justify="right", no_wrap=True, width=w)
-    table.add_column("new", no_wrap=True, width=bars)
-    table.add_column("prev", no_wrap=True, width=bars)
-    for row in c.deltas():
-        db_value = float(row["sqnr_db"])
-        style = "red" if db_value < 20 else "yellow" if db_value < 30 else "green"
-        table.add_row(
-            str(row["tensor"]),
-            f"{row['cosine']:.4f}",
-            signed(row["delta_cosine"], "{:+.1e}"),
-            db(db_value),
-            signed(row["delta_sqnr_db"], "{:+.1f}"),
-            f"{row['max_abs_error']:.3g}",
-            signed(row["delta_max_abs_error"], "{:+.1e}"),
-            bar(db_value, bars, style),
-            bar(old.get(str(row["tensor"])), bars, "dark_orange"),
-        )
-    return table

@@ -4,7 +4,8 @@ form; either compiles in a worker while a progress bar shows the stage.
 
 The cursor (as an op index) and the search text live in the session, so they survive screen
 switches and re-renders. Columns are sized to the table's width: numbers (index, shape,
-scale/zp, SQNR) always in full, names and kinds cut with an ellipsis to fit."""
+scale/zp, SQNR) always in full, names and kinds cut with an ellipsis to fit (a name loses its
+start, `…block.2.conv`, a kind its end)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from mdla_compile import CompileError, CompileOptions
 from mdla_zoo import ZooError
 from workbench.errors import one_line
 from workbench.tui.base import WorkScreen
+from workbench.tui.chart import cut_start
 from workbench.tui.state import OpRow, describe, steps, support_text, tui_options
 
 COLUMNS = ("#", "op", "kind", "shape", "mdla", "scale/zp", "SQNR")
@@ -104,7 +106,9 @@ class GraphScreen(WorkScreen):
         for name, w in zip(COLUMNS, widths, strict=True):
             table.add_column(name, width=w)
         for r, t in zip(rows, texts, strict=True):
-            table.add_row(*(cut(c, w) for c, w in zip(t, widths, strict=True)), key=str(r.index))
+            shown = [cut(c, w) for c, w in zip(t, widths, strict=True)]
+            shown[1] = cut_start(t[1], widths[1])  # an op name's end tells siblings apart
+            table.add_row(*shown, key=str(r.index))
         if not self.query_one("#loading").display:
             self.query_one("#summary", Static).update(self.session.note or "no model open: o")
         self.session.selected = keep

@@ -12,12 +12,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import Footer, Input, Sparkline, Static
+from textual.widgets import Footer, Input, Static
 
 from workbench import dense, validation
 from workbench.commands.run import manifest_inputs
 from workbench.tui import outputs
 from workbench.tui.base import WorkScreen
+from workbench.tui.spark import Spark
 
 HEADINGS = {
     validation.CLASSIFIER: "top-5",
@@ -41,7 +42,7 @@ class RunScreen(WorkScreen):
             yield Static("runs", classes="label")
             yield Input("10", id="runs", type="integer", compact=True)
         yield Static("press s to run the open model", id="latency")
-        yield Sparkline([], id="spark")
+        yield Spark("latency per run: none yet", id="spark")
         yield Static("", id="predictions")
         yield Footer()
 
@@ -85,7 +86,7 @@ class RunScreen(WorkScreen):
         self.ui(self.query_one("#predictions", Static).update, table)
 
     def show_latency(self, latencies: list[float], device: str) -> None:
-        self.query_one(Sparkline).data = latencies
+        self.query_one(Spark).data = latencies
         self.query_one("#latency", Static).update(
             f"{len(latencies)} run(s) on {device}: median {np.median(latencies):.2f} ms, "
             f"min {min(latencies):.2f} ms, max {max(latencies):.2f} ms"

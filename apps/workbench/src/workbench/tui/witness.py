@@ -1,5 +1,6 @@
-"""Witness: the target's live runtime-PM counter (a sparkline of its growth per tick), the
-idle/run protocol around N runs of the open model (`s`), and the verdict."""
+"""Witness: the target's live runtime-PM counter (a sparkline of its growth per tick, empty
+until two readings make one, with a line saying what it shows), the idle/run protocol around
+N runs of the open model (`s`), and the verdict."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import Footer, Input, Sparkline, Static
+from textual.widgets import Footer, Input, Static
 
 from workbench import witnessing
 from workbench.commands.run import manifest_inputs
 from workbench.tui.base import WorkScreen
+from workbench.tui.spark import Spark
 
 TICK_S = 0.5
 HISTORY = 60
@@ -30,7 +32,7 @@ class WitnessScreen(WorkScreen):
     def compose(self) -> ComposeResult:
         yield self.bar()
         yield Static("counter: (none yet)", id="counter")
-        yield Sparkline([], id="spark")
+        yield Spark(f"counter growth per {TICK_S:g} s tick: no readings yet", id="spark")
         with Horizontal(id="settings"):
             yield Static("idle s", classes="label")
             yield Input("4", id="idle", type="number", compact=True)
@@ -58,11 +60,14 @@ class WitnessScreen(WorkScreen):
         if active is not None:
             if self.last_ms is not None:
                 self.deltas = [*self.deltas, float(active - self.last_ms)][-HISTORY:]
-                self.query_one(Sparkline).data = self.deltas
+                self.query_one(Spark).data = self.deltas
             self.last_ms = active
-        self.query_one("#counter", Static).update(
-            f"counter: {what}\nruntime_status {status}, runtime_active_time {active} ms"
+        now = (
+            "no reading yet (the emulator's node is filled by its first run)"
+            if active is None
+            else f"runtime_status {status}, runtime_active_time {active} ms"
         )
+        self.query_one("#counter", Static).update(f"counter: {what}\n{now}{growth(self.deltas)}")
 
     def action_start(self) -> None:
         if self.session.manifest is None:
@@ -97,6 +102,16 @@ class WitnessScreen(WorkScreen):
     def show_run(self, run_ms: float, active_ms: int | None) -> None:
         """The protocol's run delta as one bar; the next tick counts from `active_ms`."""
         self.deltas = [*self.deltas, run_ms][-HISTORY:]
-        self.query_one(Sparkline).data = self.deltas
+        self.query_one(Spark).data = self.deltas
         if active_ms is not None:
             self.last_ms = active_ms
+
+
+def growth(deltas: list[float]) -> str:
+    """The line under the counter saying what the sparkline shows (nothing before the first
+    delta: the sparkline says so itself)."""
+    if not deltas:
+        return ""
+    top = max(deltas)
+    what = f"\ngrowth per {TICK_S:g} s tick, last {len(deltas)}: now {deltas[-1]:g} ms"
+    return what + (f", max {top:g} ms" if top > 0 else ", none (idle)")
