@@ -243,6 +243,18 @@ def test_auto_falls_back_to_fx_and_says_why() -> None:
         import_torch(_ExportShy().eval(), (x,), path="export")
 
 
+def test_the_graph_records_the_path_that_imported_it() -> None:
+    """The provenance says which path imported the module (the manifest keeps it), whether
+    asked for or taken by auto's fallback."""
+    x = torch.randn(1, 3, 4, 4)
+    shy = _ExportShy().eval()
+    assert import_torch(shy, (x,), path="auto").graph.provenance.import_path == "fx"
+    assert import_torch(shy, (x,), path="fx").graph.provenance.import_path == "fx"
+    plain = nn.Sequential(nn.Conv2d(3, 4, 1), nn.ReLU()).eval()
+    assert mdla_ir.from_torch(plain, (x,)).provenance.import_path == "export"
+    assert mdla_ir.from_torch(plain, (x,), path="fx").provenance.import_path == "fx"
+
+
 class _Neither(_ExportShy):
     """Refused by export, and the fx importer has no cumsum."""
 

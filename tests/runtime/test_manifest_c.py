@@ -25,7 +25,7 @@ from mdla_runtime.build import (
     generated_dir,
 )
 from mdla_runtime.format.manifest import parse
-from mdla_runtime.testing import malformed_cases
+from mdla_runtime.testing import malformed_cases, pack, sample_manifest, split
 
 CASES = {c.name: c for c in malformed_cases()}
 
@@ -88,3 +88,21 @@ def test_c_sources_are_warning_free(tmp_path: Path, cc: str) -> None:
         text=True,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("recorded", ["export", "fx", None])
+def test_both_readers_take_the_import_path_and_files_without_one(
+    tmp_path: Path, recorded: str | None
+) -> None:
+    """`model.import_path` ("export" or "fx") is read by both readers; a file written before
+    it was recorded (no key) still reads, as not recorded."""
+    header, data = split(sample_manifest())
+    if recorded is None:
+        header["model"].pop("import_path")
+    else:
+        header["model"]["import_path"] = recorded
+    blob = pack(header, data)
+    assert parse(blob).provenance.import_path == (recorded or "")
+    path = tmp_path / "m.mdla"
+    path.write_bytes(blob)
+    assert check(path)[0] == 0

@@ -109,3 +109,39 @@ def test_compile_reports_the_fallback(runner: CliRunner, models: Path, tmp_path:
     assert text.exit_code == 0, text.output + text.stderr
     (row,) = [ln for ln in text.stdout.splitlines() if ln.split()[:1] == ["import"]]
     assert row.split()[1:3] == ["torch.fx", "(torch.export"]
+
+
+def test_the_mdla_records_the_path_and_run_reimports_by_it(
+    runner: CliRunner, models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """compile records the path that imported the model (`inspect` shows it); `run --model`
+    captures its FP32 side by that path, or by `--import`."""
+    import numpy as np
+
+    import mdla_runtime
+    from workbench import pipeline
+
+    out, x = tmp_path / "s.mdla", tmp_path / "x.npy"
+    spec = f"{models}:shy"  # export refuses it: imported via torch.fx
+    args = ["compile", spec, "--calib", "random", "--count", "2", "-o", str(out)]
+    assert runner.invoke(app, args).exit_code == 0
+    assert mdla_runtime.load(out).provenance.import_path == "fx"
+    shown = runner.invoke(app, ["inspect", str(out), "--json"])
+    assert json.loads(shown.stdout)["compiled_from"]["import_path"] == "fx"
+    np.save(x, np.zeros((1, 3, 16, 16), np.float32))
+    paths: list[str] = []
+    real = pipeline.load_source
+
+    def spy(*args: object) -> object:
+        paths.append(str(args[-1]))
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "load_source", spy)
+    for flags, want, fp32 in (([], ["fx"], True), (["--import", "export"], ["export"], False)):
+        paths.clear()
+        saved = tmp_path / f"out{len(flags)}.npz"
+        run = [str(out), str(x), "--model", spec, "--save-outputs", str(saved), *flags]
+        result = runner.invoke(app, ["run", *run, "--out-dir", str(tmp_path)])
+        assert result.exit_code == 0, result.output + result.stderr
+        assert paths == want
+        assert any(k.endswith("/fp32") for k in np.load(saved)) is fp32

@@ -120,6 +120,8 @@ class FloatSide:
     model: str | None = None  # `run --model`: the only spec ever imported for the FP32 side
     folder: Path = Path(DEFAULT_DIR)  # where the pictures go (`run --out-dir`)
     shared: FloatSide | None = None  # another's FP32 side, to import and run the graph once
+    # `run --import`: how `model` is captured (None: as the manifest records)
+    import_path: str | None = field(default=None, kw_only=True)
     why_no_float: str = field(default="", init=False)  # set when there is no FP32 side
     _float: mdla_ir.Graph | None = field(default=None, init=False, repr=False)
     _tried: bool = field(default=False, init=False, repr=False)
@@ -139,7 +141,9 @@ class FloatSide:
             return floats
         if not self._tried:
             self._tried = True
-            self._float, self.why_no_float = float_graph(self.manifest, self.model, self.weights)
+            self._float, self.why_no_float = float_graph(
+                self.manifest, self.model, self.weights, self.import_path
+            )
         if self._float is None:
             return None
         if self._last is None or self._last[0] is not x:
@@ -252,16 +256,21 @@ def recorded(manifest: mdla_runtime.Manifest) -> str:
 
 
 def float_graph(
-    manifest: mdla_runtime.Manifest, model: str | None, weights: str | None
+    manifest: mdla_runtime.Manifest,
+    model: str | None,
+    weights: str | None,
+    import_path: str | None = None,
 ) -> tuple[mdla_ir.Graph | None, str]:
     """The FP32 graph of `model` (the spec the user named), else the one `compile` stored
     beside the manifest (data, bound to its bytes); or None and why not. The manifest's own
-    recorded spec is never imported."""
+    recorded spec is never imported. `model` is captured by `import_path`, else by the path
+    the manifest records, else (a file that records none) auto, then fx."""
     if not model:
         return stored_graph(manifest)
     prov = manifest.provenance
     shape = tuple(int(d) for d in manifest.inputs[0].model_shape)  # --input-shape, if given
-    for path in (DEFAULT_PATH, "fx"):  # fx: a .mdla compiled before export was the default
+    paths = [import_path or prov.import_path] if import_path or prov.import_path else []
+    for path in paths or (DEFAULT_PATH, "fx"):  # fx: a file from before export was the default
         try:
             source = pipeline.load_source(model, weights, Contract(input_shape=shape), (), path)
         except ImportError as exc:  # load_model imports torch on use (absent on a phone)

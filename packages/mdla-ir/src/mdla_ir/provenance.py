@@ -2,7 +2,7 @@
 
 Each floor fills its own fields with `dataclasses.replace` and leaves the others alone:
 
-    importer (mdla_ir.from_torch)    module, source_hash
+    importer (mdla_ir.from_torch)    module, source_hash, import_path ("export" or "fx")
     legalize (mdla_legalize)         target, device, rules (from the pass manager's trace),
                                      cpu_ops (the placement, `mdla_legalize.place`)
     quantize (mdla_quant)            quant (the whole QuantConfig), numerics (rounding and
@@ -160,6 +160,7 @@ class Provenance:
     # Ops placed on the host CPU (`--cpu`, mdla_ir.partitions); the others run on `device`.
     cpu_ops: tuple[str, ...] = ()
     numerics: Numerics | None = None  # set by quantize; None on a float graph
+    import_path: str = ""  # how the module was captured: "export" or "fx" ("" not recorded)
 
     @property
     def rounding(self) -> Rounding:

@@ -53,6 +53,7 @@ def sample_graph() -> Graph:
         calibration_samples=4,
         labels=("cat", "dog"),
         preprocess=Preprocess("imagenet", (8, 8), (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+        import_path="export",
     )
     rng = np.random.default_rng(7)
     ws = rng.uniform(0.01, 0.05, 4).astype(np.float32)
@@ -149,6 +150,8 @@ def _model_edits() -> list[Edit]:
         ("model_quant_a16_type", quant("a16", "conv1"), bad, "model.quant.a16"),
         ("model_quant_a16_item", quant("a16", ["conv1", 3]), bad, "model.quant.a16"),
         ("model_random_weights_type", model("random_weights", 1), bad, "model.random_weights"),
+        ("model_import_path_type", model("import_path", 1), bad, "model.import_path"),
+        ("model_import_path_value", model("import_path", "jit"), bad, "model.import_path"),
         ("model_quant_rounding", quant("rounding", "single"), bad, "model.quant.rounding"),
         (
             "model_preprocess_size",

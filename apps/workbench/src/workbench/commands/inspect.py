@@ -64,6 +64,7 @@ def describe(path: Path) -> dict[str, Any]:
             "spec": prov.spec,
             "module": prov.module,
             "source_hash": prov.source_hash,
+            "import_path": prov.import_path or None,
             "target": prov.target,
             "device": prov.device,
         },
@@ -86,6 +87,9 @@ def describe(path: Path) -> dict[str, Any]:
         },
         "content_hash": manifest.model.get("content_hash", ""),
     }
+
+
+IMPORTERS = {"export": "torch.export", "fx": "torch.fx"}  # model.import_path
 
 
 def _short(values: list[float]) -> str:
@@ -132,7 +136,8 @@ def inspect_command(
     _row(
         t,
         "compiled from",
-        f"{src['spec'] or '?'} ({src['module'] or '?'}) for {src['target']}/{src['device']}",
+        f"{src['spec'] or '?'} ({src['module'] or '?'}) for {src['target']}/{src['device']}"
+        + (f", imported via {IMPORTERS[src['import_path']]}" if src["import_path"] else ""),
     )
     q = info["quant"]
     if q is not None:

@@ -22,7 +22,15 @@ from workbench import images as imgs
 from workbench import outputs as outs
 from workbench.boxes import Boxes
 from workbench.commands.binding import options
-from workbench.commands.options import Debug, Device, InputFlags, On, Weights, console
+from workbench.commands.options import (
+    Debug,
+    Device,
+    ImportPathName,
+    InputFlags,
+    On,
+    Weights,
+    console,
+)
 from workbench.errors import BAD_INPUT, USAGE, WorkbenchError, reported
 from workbench.output import dumps, steps
 from workbench.partition_report import run_fields, run_lines
@@ -83,6 +91,14 @@ FloatModel = Annotated[
         metavar="SPEC",
         help="The model OUT.mdla was compiled from (as `inspect` shows its spec), for the FP32 "
         "side of a class map or of boxes. Never taken from the file.",
+    ),
+]
+FloatImport = Annotated[
+    ImportPathName | None,
+    typer.Option(
+        "--import",
+        help="How --model is captured for the FP32 side: fx, export or auto (default: the "
+        "path OUT.mdla records, as `inspect` shows it; a file that records none: auto, then fx).",
     ),
 ]
 
@@ -237,6 +253,7 @@ def run_command(
     inputs: InputFlags,
     model: FloatModel = None,
     weights: Weights = None,
+    importer: FloatImport = None,
     debug: Debug = False,
 ) -> None:
     """Run OUT.mdla on the target: top-5 labels per image (when the manifest has labels),
@@ -267,6 +284,7 @@ def run_command(
                     err=True,
                 )
             job = _Job(manifest, target, contract, str(weights) if weights else None, model)
+            job.import_path = importer.value if importer is not None else None
             job.folder, job.device, job.repeat, job.warmup = folder, device, repeat, warmup
             job.saved = outs.Saved(manifest) if save_outputs is not None else None
             job.fp32 = fp32_on(fp32, no_fp32)
@@ -306,6 +324,7 @@ class _Job:
     warmup: int
     saved: outs.Saved | None
     fp32: bool = True
+    import_path: str | None = None  # --import: how --model is captured (None: as recorded)
 
     def __init__(
         self,
@@ -321,7 +340,9 @@ class _Job:
 
     def run_all(self, images: list[str], s: Any) -> list[dict[str, Any]]:
         """Each input run once (after --warmup, --repeat times), its record, in order."""
-        floats = dense.FloatSide(self.manifest, self.weights, self.model, self.folder)
+        floats = dense.FloatSide(
+            self.manifest, self.weights, self.model, self.folder, import_path=self.import_path
+        )
         if not self.fp32:
             floats.switch_off()
         self.class_maps = dense.ClassMaps(

@@ -13,6 +13,7 @@ fx node, what it called and the model's source line.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import os
 import traceback
@@ -173,11 +174,11 @@ def import_torch(
         module = module.program
     if isinstance(module, ExportedProgram):
         graph = import_program(prepare(module), name or "exported", "ExportedProgram")
-        return Imported(_finish(graph, optimize), "export", "")
+        return _imported(graph, optimize, "export", "")
     name = name or type(module).__name__
     if _is_exported(module):  # a program's module(): ATen calls, which only export imports
         graph = import_program(export_program(module, _example_list(example_inputs)), name)
-        return Imported(_finish(graph, optimize), "export", "")
+        return _imported(graph, optimize, "export", "")
     if module.training:
         raise IRError(
             f"`{name}` is in training mode: call .eval() before importing it "
@@ -185,7 +186,7 @@ def import_torch(
         )
     examples = _example_list(example_inputs)
     if path == "fx":
-        return Imported(_finish(_from_fx(module, examples, name), optimize), "fx", "")
+        return _imported(_from_fx(module, examples, name), optimize, "fx", "")
     try:
         program = export_program(module, examples)
         graph = import_program(program, name, type(module).__qualname__, _layers(module))
@@ -197,8 +198,15 @@ def import_torch(
             graph = _from_fx(module, examples, name)
         except IRError as fx_exc:
             raise _both_failed(why, fx_exc) from fx_exc
-        return Imported(_finish(graph, optimize), "fx", f"{why}; imported via torch.fx")
-    return Imported(_finish(graph, optimize), "export", "imported via torch.export")
+        return _imported(graph, optimize, "fx", f"{why}; imported via torch.fx")
+    return _imported(graph, optimize, "export", "imported via torch.export")
+
+
+def _imported(graph: Graph, optimize: bool, path: str, note: str) -> Imported:
+    """The finished graph, its provenance recording `path` (the manifest keeps it, so `run`
+    re-imports the FP32 side the same way)."""
+    prov = dataclasses.replace(graph.provenance, import_path=path)
+    return Imported(_finish(graph.with_(provenance=prov), optimize), path, note)
 
 
 def _layers(module: nn.Module) -> frozenset[str]:

@@ -24,6 +24,8 @@
                                 optional: steps [uint] (one per level)           (optional)
     probe_patched       bool    the probe edited this file by hand              (optional)
     random_weights      bool    compiled from a model whose weights were random (optional)
+    import_path         str     how the torch module was captured: "export" (torch.export)
+                                or "fx" (torch.fx); absent: not recorded        (optional)
 
 `check_model` is what both readers check (csrc/format/manifest_check.c: chk_model); every flaw is a
 BadHeaderError naming the field (`model.quant.bins`) and its byte offset.
@@ -66,6 +68,7 @@ MODEL_KEYS = (
     "postprocess",
     "probe_patched",
     "random_weights",
+    "import_path",
 )
 MODEL_REQUIRED = MODEL_KEYS[:11]
 # The quant map holds QuantRecord's fields, each checked as its annotation says (int -> uint).
@@ -97,6 +100,7 @@ POSTPROCESS_KEYS = (
 POSTPROCESS_REQUIRED = POSTPROCESS_KEYS[:-1]
 POSTPROCESS_KINDS = ("ssd",)
 HEAD_ORDERS = ("regression_first", "classification_first")
+IMPORT_PATHS = ("export", "fx")  # mdla_ir.Imported.path
 
 
 class Checker(Protocol):
@@ -116,6 +120,10 @@ def check_model(c: Checker, model: Any) -> None:
     c.typed(model, "calibration_samples", "model", "uint")
     c.typed(model, "probe_patched", "model", "bool")
     c.typed(model, "random_weights", "model", "bool")
+    c.typed(model, "import_path", "model", "str")
+    if model.get("import_path", "export") not in IMPORT_PATHS:
+        why = "expected `export` or `fx`"
+        raise BadHeaderError("model.import_path", c.at("model.import_path"), why)
     if model["rounding"] not in ROUNDINGS:
         raise BadHeaderError(
             "model.rounding", c.at("model.rounding"), "expected `double` or `single`"
@@ -231,6 +239,8 @@ def model_section(name: str, prov: Provenance, content_hash: str) -> dict[str, A
         model["postprocess"] = postprocess_section(prov.postprocess)
     if prov.random_weights:
         model["random_weights"] = True
+    if prov.import_path:
+        model["import_path"] = prov.import_path
     return model
 
 
@@ -318,4 +328,5 @@ def provenance(model: Mapping[str, Any]) -> Provenance:
         ),
         postprocess=postprocess(model["postprocess"]) if "postprocess" in model else None,
         random_weights=bool(model.get("random_weights", False)),
+        import_path=model.get("import_path", ""),
     )

@@ -134,8 +134,13 @@ bool chk_model(checker *c, uint32_t model, mdla_str *rounding) {
         if (!chk_typed(c, model, strs[k], "model", "str")) return false;
     if (!chk_typed(c, model, "calibration_samples", "model", "uint") ||
         !chk_typed(c, model, "probe_patched", "model", "bool") ||
-        !chk_typed(c, model, "random_weights", "model", "bool"))
+        !chk_typed(c, model, "random_weights", "model", "bool") ||
+        !chk_typed(c, model, "import_path", "model", "str"))
         return false;
+    uint32_t imp = mp_get(c->doc, model, "import_path");
+    if (imp && !mp_key_is(chk_node(c, imp), "export") && !mp_key_is(chk_node(c, imp), "fx"))
+        return chk_fail(c, "BadHeader", "model.import_path", chk_node(c, imp)->offset,
+                        "expected `export` or `fx`");
     const mp_node *r = chk_node(c, mp_get(c->doc, model, "rounding"));
     if (!mp_key_is(r, "double") && !mp_key_is(r, "single"))
         return chk_fail(c, "BadHeader", "model.rounding", r->offset, "expected `double` or `single`");
