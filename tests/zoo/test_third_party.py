@@ -9,7 +9,6 @@ import pytest
 
 import mdla_ir
 import mdla_legalize
-from mdla_ir import IRError
 from mdla_legalize import LegalizeError
 from tests.models_third_party import build
 from tests.zoo.emulated import compile_auto
@@ -33,14 +32,6 @@ def _refused(raises: type[Exception], reason: str) -> pytest.MarkDecorator:
 
 
 REFUSED = [
-    pytest.param(
-        "timm:mobilevit_xxs",
-        marks=_refused(
-            IRError,
-            "attention's decomposition has unmapped ATen ops (aten.eq); fx cannot follow "
-            "`if new_h != H` on traced sizes",
-        ),
-    ),
     pytest.param(
         "timm:convnext_atto",
         marks=_refused(LegalizeError, "LayerNorm needs RSQRT and GELU erf: not on the MDLA"),
@@ -80,3 +71,14 @@ def test_fpn_merges_its_stacked_maps_on_the_mdla(name: str) -> None:
     graph = compiled.device_graph
     on_cpu = {o.kind.name for o in graph.ops if o.name in graph.provenance.cpu_ops}
     assert on_cpu == {"GROUP_NORM"}
+
+
+def test_mobilevit_attends_with_batch_matmuls_and_runs_bit_exact() -> None:
+    """mobilevit_xxs's attention is F.scaled_dot_product_attention: kept whole on the export
+    path (its decomposition guards masked rows with `aten.eq`), it is two BATCH_MATMULs around
+    a SOFTMAX, and it compiles with --cpu auto, emulator == run_int8 bit for bit."""
+    compiled, _ = compile_auto("timm:mobilevit_xxs")
+    attn = [o for o in compiled.float_graph.ops if o.name.startswith("stages.2.1.transformer.0.")]
+    kinds = [o.kind.name for o in attn]
+    assert kinds.count("BATCH_MATMUL") == 2
+    assert kinds.count("SOFTMAX") == 1

@@ -27,6 +27,7 @@ from torch import fx
 from mdla_ir.graph import Op, Source, Tensor
 from mdla_ir.importer import functions as fn
 from mdla_ir.importer.adaptive_max import aten_adaptive_maxpool
+from mdla_ir.importer.attention import scaled_dot_product_attention
 from mdla_ir.importer.broadcast import expand, repeat
 from mdla_ir.importer.clamp import clamp_one, f_clamp, m_hardtanh
 from mdla_ir.importer.context import (
@@ -107,6 +108,7 @@ KEEP: tuple[Any, ...] = (
     aten.layer_norm.default,
     aten.prelu.default,
     aten.matmul.default,
+    aten.scaled_dot_product_attention.default,
     aten.softmax.int,
     aten.roll.default,
     aten.reflection_pad1d.default,
@@ -447,6 +449,7 @@ ATEN: dict[Any, Converter] = {
     aten.reciprocal.default: _reciprocal,
     aten.cat.default: _cat,
     aten.stack.default: stack,
+    aten.scaled_dot_product_attention.default: scaled_dot_product_attention,
     aten.view.default: _reshape,
     aten._unsafe_view.default: _reshape,
     aten.reshape.default: _reshape,

@@ -1,4 +1,5 @@
-"""Converters for slicing: `Tensor.chunk` / `torch.chunk`, `torch.split` / `Tensor.split`, the
+"""Converters for slicing: `Tensor.chunk` / `torch.chunk`, `torch.split` / `Tensor.split`,
+`unbind` (each piece a SLICE of length 1 and a RESHAPE dropping the axis), the
 `operator.getitem` that picks a piece of them or slices a tensor (`x[:, :c]`), and `narrow`.
 
 A chunk or split emits nothing: fx gives it a tuple whose pieces are picked by getitem nodes,
@@ -20,20 +21,22 @@ from mdla_ir.importer.shaped import emit_shaped
 from mdla_ir.importer.strided import axis_of, strided_slice
 from mdla_ir.ops import OpKind
 
-_SPLITS = {torch.chunk, torch.split}
+_SPLITS = {torch.chunk, torch.split, torch.unbind}
 
 
 def _is_split(node: Any) -> bool:
     if not isinstance(node, fx.Node):
         return False
     if node.op == "call_method":
-        return node.target in ("chunk", "split")
+        return node.target in ("chunk", "split", "unbind")
     return node.op == "call_function" and node.target in _SPLITS
 
 
 def _split_dim(c: Ctx, node: fx.Node) -> int:
     if node.target in ("chunk", torch.chunk) or node.target in ("split", torch.split):
         dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
+    elif node.target in ("unbind", torch.unbind):
+        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
     else:
         raise Unsupported(f"{node.target} with indices")
     return int(c.value(dim))
@@ -67,13 +70,20 @@ def _piece(c: Ctx, split: fx.Node, i: int) -> None:
     x = split.args[0]
     shape = c.tensors[c.ref(x)].shape
     dim = _split_dim(c, split) % len(shape)
-    sizes = [int(p.shape[dim]) for p in pieces]
+    unbound = split.target in ("unbind", torch.unbind)
+    sizes = [1 if unbound else int(p.shape[dim]) for p in pieces]
     i %= len(sizes)
     begin = [0] * len(shape)
     begin[dim] = sum(sizes[:i])
     size = list(shape)
     size[dim] = sizes[i]
-    c.emit(OpKind.SLICE, [c.ref(x)], begin=tuple(begin), size=tuple(size))
+    if not unbound:
+        c.emit(OpKind.SLICE, [c.ref(x)], begin=tuple(begin), size=tuple(size))
+        return
+    one = emit_shaped(
+        c, OpKind.SLICE, [c.ref(x)], size, "slice", begin=tuple(begin), size=tuple(size)
+    )
+    c.emit(OpKind.RESHAPE, [one], shape=tuple(size[:dim] + size[dim + 1 :]))
 
 
 def _tensor_slice(c: Ctx, x: Any, index: Any) -> None:

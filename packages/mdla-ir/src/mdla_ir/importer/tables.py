@@ -13,6 +13,7 @@ from torch import nn
 
 from mdla_ir.importer import functions as fn
 from mdla_ir.importer.adaptive_max import f_adaptive_maxpool, m_adaptive_maxpool
+from mdla_ir.importer.attention import scaled_dot_product_attention
 from mdla_ir.importer.batchnorm import f_batch_norm
 from mdla_ir.importer.broadcast import expand, repeat
 from mdla_ir.importer.clamp import f_clamp, m_hardtanh
@@ -258,6 +259,7 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.div: binary(OpKind.DIV),
     torch.cat: _cat,
     torch.stack: stack,
+    F.scaled_dot_product_attention: scaled_dot_product_attention,
     torch.concat: _cat,
     torch.flatten: lambda c, m, a, k: _flatten_call(c, a, k),
     torch.reshape: _reshape,
@@ -326,6 +328,7 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.minimum: pairwise(top=False),
     torch.chunk: split_pieces,
     torch.split: split_pieces,
+    torch.unbind: split_pieces,
     torch.narrow: narrow,
     F.max_pool1d: f_maxpool1d,
     F.avg_pool1d: f_avgpool1d,
@@ -376,6 +379,7 @@ METHODS: dict[str, Converter] = {
     "softmax": lambda c, m, a, k: _softmax(c, a[0], c.value(a[1] if len(a) > 1 else k.get("dim"))),
     "chunk": split_pieces,
     "split": split_pieces,
+    "unbind": split_pieces,
     "narrow": narrow,
     "matmul": _matmul,
     "flip": flip,
