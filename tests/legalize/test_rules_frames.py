@@ -10,6 +10,7 @@ from mdla_legalize.rules.frames import (
     conv3d_to_conv2d,
     elementwise_into_reshape,
     pool3d_to_pool2d,
+    reshape_past_clip,
     squeeze_boundary,
 )
 from mdla_legalize.testing import check_rule
@@ -146,3 +147,14 @@ def test_avgpool3d_is_a_pool_per_frame_then_over_time(include_pad: bool) -> None
         b.build(y),
         {"AVERAGE_POOL_3D": -1, "AVERAGE_POOL_2D": 2, "RESHAPE": 3},
     )
+
+
+def test_a_reshape_of_a_clip_others_read_reads_the_frames() -> None:
+    b = GraphBuilder(layout="NHWC")
+    clip = b.op(OpKind.RESHAPE, [b.input("x", (3, 4, 4, 2))], shape=(1, 3, 4, 4, 2))
+    rows = b.op(OpKind.RESHAPE, [clip], shape=(1, 3, 16, 2))
+    other = b.op(OpKind.RELU, [clip])
+    graph = b.build(rows, other)
+    new = check_rule(reshape_past_clip, graph, {})
+    (r,) = [op for op in new.ops if rows in op.outputs]
+    assert r.inputs == ("x",)

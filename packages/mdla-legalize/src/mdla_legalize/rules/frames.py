@@ -208,6 +208,15 @@ def _from_frames(op: Op, ctx: Ctx, clips: list[Op]) -> list[Op] | None:
     ]
 
 
+def reshape_past_clip(op: Op, ctx: Ctx) -> list[Op] | None:
+    """RESHAPE(clip) -> RESHAPE(frames) when other ops read the clip too (a residual block's
+    output feeds the next block's convs and its shortcut): each reader skips the 5-D tensor."""
+    r = ctx.producer(op.inputs[0])
+    if r is None or ctx.sole_use(op.inputs[0]) or not _clip_of_frames(r, ctx):
+        return None
+    return [op.with_(inputs=(r.inputs[0],))]
+
+
 def binary_into_reshape(op: Op, ctx: Ctx) -> list[Op] | None:
     """B(RESHAPE(x), RESHAPE(y)) -> RESHAPE(B(x, y)) for two clips of like frames (a residual
     ADD of a video block)."""
@@ -225,6 +234,7 @@ FRAMES: list[Rule] = [
     ),  # POOL3D -> RESHAPE(POOL2D(RESHAPE)) per axis
     (pat(*ELEMENTWISE), elementwise_into_reshape),  # U(RESHAPE(x)) -> RESHAPE(U(x))
     (pat(*BINARY), binary_into_reshape),  # B(RESHAPE(x), RESHAPE(y)) -> RESHAPE(B(x, y))
+    (pat(OpKind.RESHAPE), reshape_past_clip),  # RESHAPE(clip read by others) -> RESHAPE(frames)
     # the frames' average pools in the device's form, as the model-layout POOLS table does
     (pat(OpKind.AVERAGE_POOL_2D), global_avgpool_to_mean),
     (pat(OpKind.AVERAGE_POOL_2D), avgpool_include_pad_to_pad),
