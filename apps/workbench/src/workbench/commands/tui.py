@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,6 +17,9 @@ from mdla_ir.devices import NPU
 from workbench.commands.binding import options
 from workbench.commands.options import CompileFlags, Debug, Device, On
 from workbench.errors import reported
+
+if TYPE_CHECKING:
+    from workbench.tui.app import WorkbenchApp
 
 EPILOG = """Examples:
 
@@ -64,19 +67,22 @@ def open_tui(
 
         app = WorkbenchApp(model, on, chosen)
         try:
-            with hangup_is_interrupt():
+            with hangup_is_interrupt(app):
                 app.run()
+            if app.interrupted:  # the loop ended cleanly: now say so, exit 130
+                raise KeyboardInterrupt
         finally:  # also after Ctrl-C (SIGINT), SIGHUP or SIGTERM: no temp dir or SSH left
             app.cleanup()
 
 
 @contextmanager
-def hangup_is_interrupt() -> Iterator[None]:
+def hangup_is_interrupt(app: WorkbenchApp) -> Iterator[None]:
     """SIGHUP (the terminal closed) and SIGTERM end the TUI as Ctrl-C does, through the
-    cleanup, instead of killing it where it stands (their default leaves the temp dirs)."""
+    cleanup, instead of killing it where it stands (their default leaves the temp dirs): the
+    app exits through its event loop (`WorkbenchApp.interrupt`), whenever the signal comes."""
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+        app.interrupt()
 
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -7,6 +7,7 @@ removes the session's temp dir and closes its target (`Session.close`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -19,7 +20,7 @@ from textual.widgets import Input
 
 from mdla_compile import CompileOptions
 from workbench import witnessing
-from workbench.errors import one_line
+from workbench.errors import INTERRUPTED, one_line
 from workbench.tui import restore
 from workbench.tui.bisect import BisectScreen
 from workbench.tui.calibrate import CalibrateScreen
@@ -73,6 +74,28 @@ class WorkbenchApp(App[None]):
         self.session = Session(target_spec=on, pending=pending, options=chosen)
         self._resources = contextlib.ExitStack()
         self.busy = ""  # what the compile worker is doing, shown in every screen's bar
+        self.interrupted = False  # a SIGHUP or SIGTERM asked it to stop (`interrupt`)
+        self.loop: asyncio.AbstractEventLoop | None = None  # set once the first frame is up
+
+    def on_ready(self) -> None:
+        """The first frame is up: from here a signal's exit goes through the loop (`interrupt`);
+        one that came while Textual was starting exits now (an exit during the screens' mount
+        left them half-made, with a traceback)."""
+        self.loop = asyncio.get_running_loop()
+        if self.interrupted:
+            self.exit(return_code=INTERRUPTED)
+
+    def interrupt(self) -> None:
+        """Stop as `q` does, from a signal handler (`commands.tui.hangup_is_interrupt`): the
+        exit is handed to the event loop once it is ready (`on_ready`), or gone. (Raising
+        KeyboardInterrupt there, between any two bytecodes of the loop's own code, left
+        asyncio's tasks half-made and printed their warnings.) A second signal stops at once."""
+        if self.interrupted:
+            raise KeyboardInterrupt
+        self.interrupted = True
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.exit, None, INTERRUPTED)
 
     def on_mount(self) -> None:
         if self.session.target_spec == "emu":
