@@ -45,6 +45,15 @@ def test_top_level_help_fits_a_terminal_in_panels(runner: CliRunner) -> None:
         assert not after.startswith("│" + " " * 11)  # no continuation line
 
 
+@pytest.mark.parametrize("command", [*COMMANDS, "tune", "probe"])
+def test_help_at_80_columns_cuts_no_word(runner: CliRunner, command: str) -> None:
+    """Rich ends a word longer than the help column with an ellipsis: `--on`'s
+    `lib:/path/libneuron_adapter.so` read `lib:/path/libneuron_ad…` in five commands."""
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    assert "…" not in result.output, [line for line in result.output.splitlines() if "…" in line]
+
+
 def test_method_choices_are_the_quantizers() -> None:
     assert tuple(m.value for m in MethodName) == mdla_quant.METHODS
 

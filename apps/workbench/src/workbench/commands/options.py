@@ -23,8 +23,8 @@ On = Annotated[
     str,
     typer.Option(
         "--on",
-        help="Where to run: `emu` (host emulator), `lib:/path/libneuron_adapter.so`, "
-        "`ssh://user@host[:port]` (a phone).",
+        help="Where to run: `emu` (host emulator), `lib:PATH` (PATH: a "
+        "libneuron_adapter.so), `ssh://user@host[:port]` (a phone).",
     ),
 ]
 Device = Annotated[str, typer.Option("--device", help="Neuron device to target.")]

@@ -79,7 +79,10 @@ def _device_list(devices: str) -> list[str]:
 
 def probe(
     on: Annotated[
-        str, typer.Option("--on", help="emu, lib:/path/libneuron_adapter.so or ssh://user@host")
+        str,
+        typer.Option(
+            "--on", help="emu, lib:PATH (PATH: a libneuron_adapter.so) or ssh://user@host"
+        ),
     ] = "emu",
     devices: Annotated[str, typer.Option(help="Devices to probe, comma separated.")] = (
         "mtk-mdla,mtk-gpu,mtk-dsp"
