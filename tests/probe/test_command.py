@@ -39,7 +39,7 @@ def test_table_and_target_file(tmp_path: Path) -> None:
     assert "s2 implicit SAME" in result.stdout
     assert "SCR exact" in result.stdout
     assert "--- UNMAPPABLE" in result.stdout  # symmetric pads, and SQRT, on mtk-mdla
-    assert "probing 9 models on emu" in result.stderr  # 8 CONV_2D (one the accumulator's), SQRT
+    assert "probing 11 models on emu" in result.stderr  # 10 CONV_2D (accumulator, 2 16x8), SQRT
     target = load_target(out)
     assert target.name == "phone"
     assert target.op("mtk-mdla", OpKind.CONV_2D).padding == "same-valid"
@@ -53,8 +53,8 @@ def test_json() -> None:
     assert data["devices"] == ["mtk-mdla"]
     assert data["version"] == "8.2.24"
     cells = [p["cells"]["mtk-mdla"] for p in data["probes"]]
-    assert [c["exact"] for c in cells] == [True, True]
-    assert all(c["latency_us"] > 0 for c in cells)
+    assert [c["exact"] for c in cells] == [True, True, None, None]  # no 16x8 on the emulator yet
+    assert all(c["latency_us"] > 0 for c in cells[:2])
 
 
 def test_usage_errors_exit_2() -> None:

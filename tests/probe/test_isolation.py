@@ -28,7 +28,7 @@ def crash_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_a_crashing_adapter_costs_only_its_own_cells(crash_lib: Path) -> None:
-    probes = catalogue(["ADD", "MUL", "RELU"])
+    probes = [p for p in catalogue(["ADD", "MUL", "RELU"]) if p.role != "int16"]  # int8 only
     assert [p.op for p in probes] == ["ADD", "ADD", "MUL", "MUL", "RELU"]
     seen: list[str] = []
     matrix = run_probes(

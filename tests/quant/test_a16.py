@@ -86,3 +86,9 @@ def test_int16_activations_are_closer_to_float() -> None:
         got = run_int8(quantize(graph, samples(8), QuantConfig(a16=a16, method="minmax")), x)[0]
         err.append(float(np.abs(got - want).mean()))
     assert err[0] > 2.5 * err[1]  # measured 0.138 vs 0.044: the int8 LOGISTIC's error remains
+
+
+def test_quantize_refuses_an_op_the_target_gives_no_int16_form() -> None:
+    """mtk-dsp maps CONCATENATION, but its entry has no `int16 = true`."""
+    with pytest.raises(QuantError, match=r"`cat` \(CONCATENATION\): target `mdla3.5` gives"):
+        quantize(net(), samples(2), QuantConfig(a16=("cat",), device="mtk-dsp"))

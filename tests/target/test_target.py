@@ -77,6 +77,15 @@ def test_every_entry_says_where_its_fact_comes_from() -> None:
             assert spec.padding in PADDING_MODES
 
 
+def test_the_16x8_ops_are_int16_on_the_mdla_and_assumed() -> None:
+    target = load_target("mdla3.5")
+    for kind in (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.ADD, OpKind.MEAN):
+        spec = target.op("mtk-mdla", kind)
+        assert spec.int16
+        assert spec.int16_source.startswith("assumed:")  # until a phone measures it
+    assert not target.op("mtk-mdla", OpKind.LOGISTIC).int16  # no 16x8 kernel yet
+
+
 def test_scale_constraints_for_the_quantizer() -> None:
     target = load_target("mdla3.5")
     assert target.op("mtk-mdla", OpKind.LOGISTIC).fixed_output == (1 / 256, -128)
@@ -146,6 +155,11 @@ def test_load_from_a_path(tmp_path: Path) -> None:
             'name = "t"\n[device.d]\nmax_rank = 4\nmax_dim = 1\nsource = "x"\n'
             '[op.e.ADD]\nsource = "x"\n',
             "undeclared devices",
+        ),
+        (
+            'name = "t"\n[device.d]\nmax_rank = 4\nmax_dim = 1\nsource = "x"\n'
+            '[op.d.ADD]\nsource = "x"\nint16 = true\n',
+            "int16 = true needs an int16_source",
         ),
     ],
 )
@@ -217,6 +231,8 @@ def test_write_target_round_trips_every_field(tmp_path: Path) -> None:
         shared_scale=True,
         keeps_input_scale=True,
         fixed_output=(0.00390625, -128),
+        int16=True,
+        int16_source="assumed: 16x8",
     )
     off = OpSpec(OpKind.SQRT, "d", False, "assumed", reason="no SQRT", dtypes=("int8", "int16"))
     dev = DeviceSpec("d", 4, 65535, ("int8", "int16"), "x", {spec.kind: spec, off.kind: off})

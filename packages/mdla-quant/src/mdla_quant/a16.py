@@ -15,21 +15,31 @@ kernel yet (`kernels/a16_*.py`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
 import numpy as np
 
 from mdla_ir import Graph, Op, OpKind, QuantParams, Tensor
+from mdla_quant.arith import round_half_away
 from mdla_quant.errors import QuantError
 from mdla_quant.floors import expand_tiny_range
 from mdla_quant.kernels import A16_KERNELS
+from mdla_quant.observers import Histogram
+from mdla_target.target import Target
 
 # The ops that can run with an int16 output (every 16x8 kernel but the requantization itself).
 A16_OPS: frozenset[OpKind] = frozenset(A16_KERNELS) - {OpKind.QUANTIZE}
 INT16_MAX = 32767
 
 
-def check_a16(graph: Graph, names: tuple[str, ...]) -> None:
+def check_a16(
+    graph: Graph, names: tuple[str, ...], target: Target | None = None, device: str = ""
+) -> None:
     """Each name is an op's output in `graph` (graph inputs stay int8, as the host quantizes
-    them), and every op writing one of them has a 16x8 kernel."""
+    them), every op writing one of them has a 16x8 kernel, and `target` gives `device` an int16
+    form of each such op that the device maps (its entry's `int16`; an op the device does not
+    map at all is placed elsewhere, and not judged here)."""
     made = {o: op for op in graph.ops for o in op.outputs}
     for name in names:
         if name not in made:
@@ -45,6 +55,18 @@ def check_a16(graph: Graph, names: tuple[str, ...]) -> None:
                 f"`{op.name}` ({op.kind.name}) has no int16 (16x8) kernel yet, and a16 names its "
                 f"output `{name}`: keep that tensor int8 (drop it from a16)"
             )
+        if target is not None:
+            _check_target(target, device, op, name)
+
+
+def _check_target(target: Target, device: str, op: Op, name: str) -> None:
+    spec = target.op(device, op.kind)
+    if spec.supported and not spec.int16:
+        raise QuantError(
+            f"`{op.name}` ({op.kind.name}): target `{target.name}` gives {device} no int16 form "
+            f"of {op.kind.name} (no `int16 = true` in its entry), and a16 names its output "
+            f"`{name}`: keep that tensor int8"
+        )
 
 
 def requantize_boundaries(graph: Graph, names: tuple[str, ...]) -> tuple[Graph, frozenset[str]]:
@@ -80,3 +102,33 @@ def int16_params(lo: float, hi: float) -> QuantParams:
     lo, hi = expand_tiny_range(min(float(lo), 0.0), max(float(hi), 0.0))
     amax = max(-lo, hi) or 1.0
     return QuantParams((float(np.float32(amax / INT16_MAX)),), (0,))
+
+
+def int16_quant(
+    names: Sequence[str],
+    wide: frozenset[str],
+    hists: Mapping[str, Histogram],
+    root: Callable[[str], str],
+) -> dict[str, QuantParams]:
+    """The params of the int16 tensors among `names`: each takes its tie group's (`root`)
+    observed range, unclipped, since 65536 levels leave no rounding error worth trading for
+    clipping error (TFLite's 16x8 converter takes min/max too)."""
+    full: dict[str, tuple[float, float]] = {}
+    for name in names:
+        h = hists[name]
+        old = full.get(root(name), (h.lo, h.hi))
+        full[root(name)] = (min(old[0], h.lo), max(old[1], h.hi))
+    return {n: int16_params(*full[root(n)]) for n in wide}
+
+
+def is_wide(op: Op, tensors: Mapping[str, Tensor]) -> bool:
+    """The op runs 16x8: its output is int16 in `tensors`."""
+    out = tensors.get(op.outputs[0])
+    return out is not None and out.dtype == "int16"
+
+
+def const16(name: str, data: np.ndarray[Any, Any]) -> Tensor:
+    """A constant operand of a 16x8 op (ADD's, MUL's): symmetric int16 over its range."""
+    params = int16_params(float(data.min(initial=0.0)), float(data.max(initial=0.0)))
+    q = np.clip(round_half_away(data / np.float32(params.scale[0])), -32768, 32767)
+    return Tensor(name, tuple(data.shape), "int16", data=q.astype(np.int16), quant=params)

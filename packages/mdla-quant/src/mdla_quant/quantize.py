@@ -41,7 +41,7 @@ from mdla_ir.devices import DEFAULT_TARGET
 from mdla_ir.partitions import CPU_FLOAT, CPU_FLOAT32
 from mdla_ir.provenance import Accumulator, Numerics, Rounding
 from mdla_ir.selection import is_selection
-from mdla_quant.a16 import check_a16, int16_params, requantize_boundaries
+from mdla_quant.a16 import check_a16, const16, int16_quant, is_wide, requantize_boundaries
 from mdla_quant.adaround import LayerProgress, adaround
 from mdla_quant.arith import round_half_away
 from mdla_quant.bias_absorption import absorb_high_biases
@@ -168,7 +168,7 @@ def _activation_quant(
         ranges[root] = (min(old[0], lo), max(old[1], hi))
     params = {n: activation_params(*ranges[groups.find(n)]) for n in names}
     params = _raise_to_floors(graph, params, names, groups, ranges)
-    params.update({n: int16_params(*ranges[groups.find(n)]) for n in wide})
+    params.update(int16_quant(names, wide, hists, groups.find))
     for name, q in fixed.items():
         for other in (n for n in names if groups.find(n) == groups.find(name)):
             _check_fits(graph, other, name, hists[other], q)
@@ -319,8 +319,8 @@ def quantize(
             "time: pass a list or another re-iterable, not a generator"
         )
     config = for_graph(graph, config)
-    check_a16(graph, config.a16)
     target = load_target(config.target)
+    check_a16(graph, config.a16, target, config.device)
     graph = float_rewrites(graph, calibration, config)
     graph, wide = requantize_boundaries(graph, config.a16)
     hists, samples = calibrate(graph, calibration, config.bins, progress)
@@ -352,12 +352,6 @@ def quantize(
             blocks=config.reconstruction == "block",
         )
     return correct_biases(graph, qgraph, calibration) if config.bias_correction else qgraph
-
-
-def _is_wide(op: Any, done: dict[str, Tensor]) -> bool:
-    """The op runs 16x8: its output is int16."""
-    out = done.get(op.outputs[0])
-    return out is not None and out.dtype == "int16"
 
 
 def _const(
@@ -394,13 +388,11 @@ def _const(
         )
         assert w.quant is not None  # set just above
         q, params = quantize_bias(data, acts[op.inputs[0]].scale[0], w.quant)
-        if _is_wide(op, done):  # 16x8: an int64 bias (holding int32 values, as for int8)
+        if is_wide(op, done):  # 16x8: an int64 bias (holding int32 values, as for int8)
             return Tensor(t.name, t.shape, "int64", data=q.astype(np.int64), quant=params)
         return Tensor(t.name, t.shape, "int32", data=q, quant=params)
-    if _is_wide(op, done):  # an operand of a 16x8 op (ADD's, MUL's): symmetric int16
-        params = int16_params(float(data.min(initial=0.0)), float(data.max(initial=0.0)))
-        q = np.clip(round_half_away(data / np.float32(params.scale[0])), -32768, 32767)
-        return Tensor(t.name, t.shape, "int16", data=q.astype(np.int16), quant=params)
+    if is_wide(op, done):  # an operand of a 16x8 op (ADD's, MUL's)
+        return const16(t.name, data)
     params = activation_params(float(data.min(initial=0.0)), float(data.max(initial=0.0)))
     q = np.clip(
         round_half_away(data / np.float32(params.scale[0])) + params.zero_point[0], -128, 127

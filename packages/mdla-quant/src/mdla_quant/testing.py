@@ -49,7 +49,7 @@ def _binary(b: GraphBuilder, rng: Rng, x: str, kind: OpKind) -> str:
 
 def _fc(b: GraphBuilder, x: str) -> str:
     flat = b.op(OpKind.RESHAPE, [x], name="flat", shape=(1, 196))
-    weights = [b.const("w", (5, 196)), b.const("bias", (5,))]
+    weights = [b.const("w", (16, 196)), b.const("bias", (16,))]
     return b.op(OpKind.FULLY_CONNECTED, [flat, *weights], name="y", fuse="NONE")
 
 
@@ -76,7 +76,8 @@ BUILDERS: dict[OpKind, Callable[[GraphBuilder, Rng, str], str]] = {
 
 
 def a16_case(kind: OpKind, seed: int) -> tuple[Graph, tuple[str, ...], list[list[Any]]]:
-    """(float NHWC graph, the a16 names, calibration samples) of a random `kind` case."""
+    """(float NHWC graph, the a16 names, calibration samples) of a random `kind` case; the
+    samples are uniform (their widest spans +-4), so random int8 codes look like them."""
     rng = np.random.default_rng(seed)
     b = GraphBuilder(f"a16_{kind.name.lower()}", layout="NHWC", seed=seed)
     x = b.input("x", (1, 7, 7, 4))
@@ -84,7 +85,7 @@ def a16_case(kind: OpKind, seed: int) -> tuple[Graph, tuple[str, ...], list[list
     graph = b.build(y)
     samples = [
         [
-            (rng.standard_normal(graph.tensors[n].shape) * (1 + k)).astype(np.float32)
+            rng.uniform(-1 - k, 1 + k, graph.tensors[n].shape).astype(np.float32)
             for n in graph.inputs
         ]
         for k in range(4)

@@ -42,6 +42,8 @@ class OpSpec:
     fixed_output: tuple[float, int] | None = None
     dilation: bool = True  # dilation > 1 maps (a probe that saw it fail says false)
     dilation_source: str = ""  # the source of the dilation fact when it differs from the op's
+    int16: bool = False  # takes int16 activations (TFLite's 16x8: QuantConfig.a16)
+    int16_source: str = ""  # where that fact comes from ("assumed: ..." until a probe measures)
 
     def attribute_source(self, attr: str) -> str:
         """The source of a non-default value of `attr` (one of ATTRIBUTE_SOURCES), if recorded."""
@@ -244,4 +246,14 @@ def _op(dev: str, kind_name: str, t: Mapping[str, Any], dtypes: tuple[str, ...],
         fixed_output=fixed,
         dilation=_get(t, "dilation", bool, at, True),
         dilation_source=_get(t, "dilation_source", str, at, ""),
+        int16=_get(t, "int16", bool, at, False),
+        int16_source=_int16_source(t, at),
     )
+
+
+def _int16_source(t: Mapping[str, Any], at: str) -> str:
+    """`int16_source`, which an entry with `int16 = true` must give (the fact is new per op)."""
+    source = str(_get(t, "int16_source", str, at, ""))
+    if _get(t, "int16", bool, at, False) and not source:
+        raise TargetDataError(f"{at}: int16 = true needs an int16_source", [at])
+    return source

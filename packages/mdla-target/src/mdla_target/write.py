@@ -58,6 +58,10 @@ def _op_lines(spec: OpSpec, dev: DeviceSpec) -> list[str]:
         lines.append("dilation = false")
     if spec.dilation_source:
         lines.append(f"dilation_source = {_s(spec.dilation_source)}")
+    if spec.int16:
+        lines.append("int16 = true")
+    if spec.int16_source:
+        lines.append(f"int16_source = {_s(spec.int16_source)}")
     return [*lines, f"source = {_s(spec.source)}", ""]
 
 

@@ -25,6 +25,7 @@ ROLES = (
     "size_per_channel",  # a real-model-sized instance with per-channel weights
     "dilation",  # a dilated window (dilation > 1): the entry's dilation / dilation_source
     "accumulator",  # a requantization whose int32 overflows: wraps or saturates ([arith])
+    "int16",  # the op on int16 activations (16x8): the entry's int16 / int16_source
 )
 
 

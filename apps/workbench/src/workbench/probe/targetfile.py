@@ -11,6 +11,7 @@ Facts come from the probe variants (model.ROLES); "maps" means the model compile
     keeps_input_scale  the rescaled-output variant does not map
     fixed_output_*     the free-output-scale variant does not map: the base variant's output
     dilation           every dilation variant maps, bit-exact (`dilation_source`: probed)
+    int16              every 16x8 variant maps, bit-exact (`int16_source`: probed)
     [arith] accumulator  the reference ("wrap" or "saturate") the accumulator probe's output
                        equals on the first device that ran it (else "saturate", assumed)
 
@@ -102,6 +103,12 @@ def op_entry(op: str, results: list[ProbeResult], device: str, source: str) -> O
         if dilated is None
         else f"{source}: dilated variants {'map bit-exact' if dilated else 'fail or differ'}"
     )
+    wide = _every(results, "int16", device)
+    int16_source = (
+        ""
+        if wide is None
+        else f"{source}: 16x8 variants {'map bit-exact' if wide else 'fail or differ'}"
+    )
     fixed = None
     if _role(results, "free_output", device) is False:
         q = next(r for r in results if r.probe.role == "base").probe.build().graph
@@ -122,6 +129,8 @@ def op_entry(op: str, results: list[ProbeResult], device: str, source: str) -> O
         fixed_output=fixed,
         dilation=dilated is not False,
         dilation_source=dilation_source,
+        int16=bool(wide),
+        int16_source=int16_source,
     )
 
 
