@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
+import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
 import mdla_ir
@@ -41,6 +42,14 @@ CASES: list[tuple[Fn, dict[OpKind, int]]] = [
     (lambda y: torch.square(y) + y.square(), {OpKind.MUL: 2, OpKind.ADD: 1}),
     (lambda y: torch.relu(y) ** 0.5, {OpKind.RELU: 1, OpKind.SQRT: 1}),
     (lambda y: (torch.relu(y) + 1.0).pow(-0.5), {OpKind.RELU: 1, OpKind.ADD: 1, OpKind.RSQRT: 1}),
+    (
+        lambda y: (torch.relu(y) + 1.0).pow(-1),
+        {OpKind.RELU: 1, OpKind.ADD: 1, OpKind.RECIPROCAL: 1},
+    ),
+    (
+        lambda y: torch.reciprocal(y.relu() + 1.0),
+        {OpKind.RELU: 1, OpKind.ADD: 1, OpKind.RECIPROCAL: 1},
+    ),
     (lambda y: y + torch.zeros_like(y), {OpKind.ADD: 1}),
     (lambda y: y * torch.ones_like(y) + torch.full_like(y, 0.25), {OpKind.MUL: 1, OpKind.ADD: 1}),
 ]
@@ -69,3 +78,27 @@ def test_an_exponent_without_a_form_is_refused_with_those_that_map(path: str) ->
         mdla_ir.from_torch(module, (torch.randn(1, 3, 6, 8),), path=path)
     assert "pow with exponent 1.5" in str(info.value)
     assert "exponents 1, 2, 3, 4, 0.5, -0.5 and -1 map" in str(info.value)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("p", [1.0, 2.0])
+def test_normalize_divides_by_the_clamped_norm(path: str, p: float) -> None:
+    torch.manual_seed(0)
+    module = Apply(lambda y: F.normalize(y, p=p, dim=1)).eval()
+    x = torch.randn(1, 3, 6, 8)
+    graph = mdla_ir.from_torch(module, (x,), optimize=False, path=path)
+    with torch.no_grad():
+        want = module(x).numpy()
+    assert relative_error(mdla_ir.run_float(graph, [x.numpy()])[0], want) <= 1e-5
+    kinds = graph.count()
+    assert kinds["REDUCE_SUM"] == 1
+    assert kinds["DIV"] == 1
+    assert kinds.get("SQRT", 0) == (1 if p == 2.0 else 0)
+
+
+def test_normalize_with_another_p_is_refused_with_those_that_map() -> None:
+    module = Apply(lambda y: F.normalize(y, p=3.0)).eval()
+    with pytest.raises(
+        UnsupportedError, match=r"F.normalize with p=3.*p=2 \(the default\) and p=1"
+    ):
+        mdla_ir.from_torch(module, (torch.randn(1, 3, 6, 8),), path="fx")

@@ -92,25 +92,25 @@ def test_an_op_that_maps_goes_to_the_cpu_with_a_warning(block: Graph) -> None:
     assert len(placed.partitions) == 6
 
 
-class Ratio(nn.Module):
-    """A DIV by an activation: no DIV on the MDLA, and no CPU kernel for it."""
+class Shuffle1d(nn.Module):
+    """A channel shuffle of a 1-D (N, C, L) signal: no CHANNEL_SHUFFLE on the MDLA, and no
+    CPU kernel for one that is not 4-D."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.conv = nn.Conv2d(3, 4, 1)
+        self.conv = nn.Conv1d(4, 8, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.conv(x)
-        return y / (torch.relu(y) + 1)
+        return nn.functional.channel_shuffle(self.conv(x), 2)
 
 
 def test_an_op_the_cpu_cannot_run_is_refused() -> None:
-    graph = mdla_ir.from_torch(Ratio().eval(), (torch.zeros(1, 3, 4, 4),), name="ratio")
-    with pytest.raises(LegalizeError, match="the CPU has no kernel for DIV") as info:
-        place(graph, TARGET, "mtk-mdla", ["DIV"])
+    graph = mdla_ir.from_torch(Shuffle1d().eval(), (torch.zeros(1, 4, 6),), name="shuffle")
+    with pytest.raises(LegalizeError, match="the CPU has no kernel for CHANNEL_SHUFFLE") as info:
+        place(graph, TARGET, "mtk-mdla", ["CHANNEL_SHUFFLE,TRANSPOSE"])
     assert len(info.value.items) == 1
     assert not isinstance(info.value, PlacementSpecError)
-    with pytest.raises(LegalizeError, match="fix: the CPU has no kernel for DIV either"):
+    with pytest.raises(LegalizeError, match="fix: the CPU has no kernel for CHANNEL_SHUFFLE eit"):
         place(graph, TARGET, "mtk-mdla", ["auto"])
     with pytest.raises(LegalizeError) as info:
         mdla_legalize.legalize(graph, TARGET)

@@ -9,6 +9,7 @@ from mdla_ir.testing import GraphBuilder
 from mdla_legalize.rules.activations import (
     batchnorm_to_mul_add,
     div_const_to_mul,
+    div_to_reciprocal_mul,
     gate_to_broadcast_mul,
     hardsigmoid_mul_to_hard_swish,
     hardsigmoid_to_relu6_mul,
@@ -90,3 +91,37 @@ def test_squeeze_excite_gate_is_broadcast_as_second_operand() -> None:
     y = b.op(OpKind.MUL, [gate, x], fuse="NONE")
     new = check_rule(gate_to_broadcast_mul, b.build(y), {})
     assert new.ops[-1].inputs == (x, gate)
+
+
+def test_div_by_an_activation_becomes_mul_by_its_reciprocal() -> None:
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 4, 4))
+    d = b.op(OpKind.ADD, [b.op(OpKind.RELU, [x]), b.const("one", np.ones((1,), np.float32))])
+    y = b.op(OpKind.DIV, [x, d], fuse="RELU")
+    new = check_rule(div_to_reciprocal_mul, b.build(y), {"DIV": -1, "RECIPROCAL": 1, "MUL": 1})
+    mul = new.ops[-1]
+    assert (mul.kind, mul.inputs[0], mul.outputs, mul.fuse) == (OpKind.MUL, "x", (y,), "RELU")
+    assert new.ops[-2].kind is OpKind.RECIPROCAL
+
+
+def _over(numerator: np.ndarray) -> tuple[GraphBuilder, str]:
+    """numerator / (relu(x) + 0.5)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 4, 4))
+    d = b.op(OpKind.ADD, [b.op(OpKind.RELU, [x]), b.const("half", np.full((1,), 0.5, np.float32))])
+    return b, b.op(OpKind.DIV, [b.const("n", numerator), d], fuse="NONE")
+
+
+def test_one_over_an_activation_is_the_reciprocal_alone() -> None:
+    b, y = _over(np.ones((1, 3, 4, 4), np.float32))
+    check_rule(div_to_reciprocal_mul, b.build(y), {"DIV": -1, "RECIPROCAL": 1})
+    b, y = _over(np.full((1,), 2.0, np.float32))
+    new = check_rule(div_to_reciprocal_mul, b.build(y), {"DIV": -1, "RECIPROCAL": 1, "MUL": 1})
+    assert new.ops[-1].inputs[1] == "n"  # the activation first, the constant second
+
+
+def test_div_by_a_constant_is_left_to_div_const_to_mul() -> None:
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 4, 4))
+    y = b.op(OpKind.DIV, [x, b.const("d", np.full((1,), 4.0, np.float32))], fuse="NONE")
+    check_rule(div_to_reciprocal_mul, b.build(y), {})

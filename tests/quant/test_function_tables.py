@@ -41,6 +41,7 @@ TORCH: dict[OpKind, Any] = {
     OpKind.LOG: torch.log,
     OpKind.SQRT: torch.sqrt,
     OpKind.RSQRT: torch.rsqrt,
+    OpKind.RECIPROCAL: torch.reciprocal,
 }
 CODES = np.arange(-128, 128)
 

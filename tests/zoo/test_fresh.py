@@ -15,7 +15,6 @@ def _fails(reason: str) -> pytest.MarkDecorator:
 
 FAILING = {
     "where_gates": _fails("torch.where on a comparison: the IR has no comparison or select"),
-    "normalized_embedding": _fails("F.normalize divides by an activation: no CPU DIV kernel"),
     "dilated_max_pool": _fails("max pooling with dilation: no route (refused with a fix)"),
 }
 

@@ -15,6 +15,7 @@ what the manifest carries (no engine evaluates these functions). Each is evaluat
     TANHSHRINK   x - tanh(x)
     SOFTSIGN     x / (1 + |x|)
     EXP, LOG, SQRT, RSQRT   exp(x), log(x), sqrt(x), 1 / sqrt(x)
+    RECIPROCAL   1 / x   (a DIV by an activation is a MUL by it)
 
 A result that is not a number (the log or square root of a negative value) is 0; an infinite
 one saturates when quantized. GELU belongs to the group too; its table reads the C library's
@@ -63,6 +64,7 @@ FUNCTIONS: dict[OpKind, Function] = {
     OpKind.LOG: lambda x, a: np.log(x),
     OpKind.SQRT: lambda x, a: np.sqrt(x),
     OpKind.RSQRT: lambda x, a: 1.0 / np.sqrt(x),
+    OpKind.RECIPROCAL: lambda x, a: 1.0 / x,
 }
 
 

@@ -82,6 +82,7 @@ class OpKind(Enum):
     REDUCE_MIN = -27  # min over axes: -max(-x)
     CLAMP = -28  # clamp(x, lo, hi): RELU/RELU6/fused RELU1 compositions
     AVERAGE_POOL_3D = -85  # AvgPool3d: legalized to AVERAGE_POOL_2Ds over frames
+    RECIPROCAL = -65  # 1 / x, a CPU table: legalize makes a DIV by an activation a MUL by it
 
     @property
     def is_neuron(self) -> bool:

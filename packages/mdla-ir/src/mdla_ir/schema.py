@@ -239,8 +239,9 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.SOFTMAX, ("x:a beta:f [axis:i]",), SoftmaxAttrs, "cpu"),
     _op(K.TANH, UNARY, groups="activation cpu", outputs="y:a"),
     _op(K.DIV, BINARY, FuseAttrs, "binary", emu=False,
-        none=_not_int8("legalize turns DIV by a constant into MUL (div_const_to_mul); a DIV "
-                       "by an activation has no int8 kernel yet")),
+        none=dict.fromkeys(("int8", "tflite", "cpu"), "pre-legalization construct: legalize "
+                           "makes every DIV a MUL, by 1/c (div_const_to_mul) or by the "
+                           "divisor's RECIPROCAL (div_to_reciprocal_mul)")),
     _op(K.MEAN, ("x:a axes:t keep_dims:i",), MeanAttrs, "cpu"),
     _op(K.PAD, ("x:a paddings:t",), PadAttrs, "cpu"),
     _op(K.SUB, BINARY, FuseAttrs, "binary fusable cpu"),
@@ -308,6 +309,7 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.REDUCE_MAX, (), MeanAttrs, none=_pre("reduce_max_to_pool")),
     _op(K.REDUCE_MIN, (), MeanAttrs, none=_pre("reduce_min_to_pool")),
     _op(K.CLAMP, (), ClampAttrs, none=_pre("clamp_to_relus")),
+    _op(K.RECIPROCAL, (), FunctionAttrs, "table cpu"),
 )  # fmt: skip
 
 SCHEMA: dict[OpKind, OpSchema] = {
@@ -364,6 +366,7 @@ HOST_BY_CODE: dict[int, OpSchema] = {
             "x:a kernel_t:i kernel_h:i kernel_w:i stride_t:i stride_h:i stride_w:i pad_t:i "
             "pad_h:i pad_w:i",
         ),
+        _host(K.RECIPROCAL, HOST_OP_BASE + 22, TABLE_FORM),
     )
     if e.code is not None
 }

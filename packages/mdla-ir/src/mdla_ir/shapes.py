@@ -120,6 +120,7 @@ def _binary(a: Attrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     OpKind.LOG,
     OpKind.SQRT,
     OpKind.RSQRT,
+    OpKind.RECIPROCAL,
     OpKind.CHANNEL_SHUFFLE,
     OpKind.QUANTIZE,
     OpKind.DEQUANTIZE,

@@ -64,6 +64,7 @@ AGNOSTIC = (
             OpKind.LOG,
             OpKind.SQRT,
             OpKind.RSQRT,
+            OpKind.RECIPROCAL,
         }
     )
 )

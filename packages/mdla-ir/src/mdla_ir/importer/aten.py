@@ -395,7 +395,7 @@ def _rsub(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
 
 def _reciprocal(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
     """reciprocal(x) = 1 / x (export's form of `scalar / x`)."""
-    c.emit(OpKind.DIV, [c.ref(1.0), c.ref(args[0])], fuse="NONE")
+    c.emit(OpKind.RECIPROCAL, [c.ref(args[0])])
 
 
 def _same_dtype(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:

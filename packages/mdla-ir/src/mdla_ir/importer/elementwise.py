@@ -6,12 +6,16 @@ Each becomes ops the IR already has, exact in float:
     -x          MUL(x, -1)
     |x|         RELU(x) + RELU(-x)   (one of the two is 0)
     x ** 2      MUL(x, x); x ** 3 and x ** 4 by further MULs; x ** 1 is x
-    x ** 0.5    SQRT; x ** -0.5 RSQRT; x ** -1 DIV(1, x)   (the CPU's, with --cpu)
+    x ** 0.5    SQRT; x ** -0.5 RSQRT; x ** -1 RECIPROCAL   (CPU tables, with --cpu)
     zeros_like  a constant of the node's shape (no op)
+
+and F.normalize (the fx path; export decomposes it into these) as torch computes it:
+x / max(sqrt(sum(x * x)), eps) for p = 2, x / max(sum(|x|), eps) for p = 1.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -77,7 +81,7 @@ def power(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
     elif e in (0.5, -0.5):
         c.emit(OpKind.SQRT if e > 0 else OpKind.RSQRT, [x])
     elif e == -1.0:
-        c.emit(OpKind.DIV, [c.ref(1.0), x], fuse="NONE")
+        c.emit(OpKind.RECIPROCAL, [x])
     else:
         raise Unsupported(f"pow with exponent {e:g}", f"{_POWERS}; write others as products")
 
@@ -112,3 +116,26 @@ def filled(fill: float | None) -> Any:
         c.refs[node] = c.const(node.name, data)
 
     return convert
+
+
+def f_normalize(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    """F.normalize (input, p=2.0, dim=1, eps=1e-12) for p 1 and 2 (module docstring)."""
+    a = dict(zip(("input", "p", "dim", "eps"), args, strict=False)) | kw
+    p, eps = float(c.value(a.get("p", 2.0))), float(c.value(a.get("eps", 1e-12)))
+    if a.get("out") is not None or p not in (1.0, 2.0):
+        raise Unsupported(f"F.normalize with p={p:g}", "p=2 (the default) and p=1 map")
+    x, shape = c.ref(a["input"]), _shape(c)
+    dim = int(c.value(a.get("dim", 1))) % len(shape)
+    if p == 2.0:
+        terms = emit_shaped(c, OpKind.MUL, [x, x], shape, "square", fuse="NONE")
+    else:
+        minus = emit_shaped(c, OpKind.MUL, [x, c.ref(-1.0)], shape, "neg", fuse="NONE")
+        low = emit_shaped(c, OpKind.RELU, [minus], shape, "negative")
+        high = emit_shaped(c, OpKind.RELU, [x], shape, "positive")
+        terms = emit_shaped(c, OpKind.ADD, [high, low], shape, "abs", fuse="NONE")
+    kept = tuple(1 if i == dim else d for i, d in enumerate(shape))
+    norm = emit_shaped(c, OpKind.REDUCE_SUM, [terms], kept, "sum", axes=(dim,), keepdims=True)
+    if p == 2.0:
+        norm = emit_shaped(c, OpKind.SQRT, [norm], kept, "norm")
+    floor = emit_shaped(c, OpKind.CLAMP, [norm], kept, "clamp", lo=eps, hi=math.inf)
+    c.emit(OpKind.DIV, [x, floor], fuse="NONE")

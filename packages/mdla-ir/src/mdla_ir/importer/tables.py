@@ -28,7 +28,7 @@ from mdla_ir.importer.conv1d import (
     m_conv1d,
     m_maxpool1d,
 )
-from mdla_ir.importer.elementwise import absolute, filled, neg, power, square
+from mdla_ir.importer.elementwise import absolute, f_normalize, filled, neg, power, square
 from mdla_ir.importer.layers import (
     adaptive,
     f_conv2d,
@@ -310,6 +310,7 @@ FUNCTIONS: dict[Any, Converter] = {
     F.layer_norm: f_layer_norm,
     torch.sqrt: unary(OpKind.SQRT),
     torch.rsqrt: unary(OpKind.RSQRT),
+    torch.reciprocal: unary(OpKind.RECIPROCAL),
     torch.exp: unary(OpKind.EXP),
     torch.log: unary(OpKind.LOG),
     F.channel_shuffle: _channel_shuffle,
@@ -355,6 +356,7 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.zeros_like: filled(0.0),
     torch.ones_like: filled(1.0),
     torch.full_like: filled(None),
+    F.normalize: f_normalize,
 }
 
 METHODS: dict[str, Converter] = {
@@ -388,6 +390,7 @@ METHODS: dict[str, Converter] = {
     "log": unary(OpKind.LOG),
     "sqrt": unary(OpKind.SQRT),
     "rsqrt": unary(OpKind.RSQRT),
+    "reciprocal": unary(OpKind.RECIPROCAL),
     "clamp": f_clamp,
     "expand": expand,
     "expand_as": expand,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from mdla_ir import Op, OpKind
-from mdla_ir.attrs import NormAttrs
+from mdla_ir.attrs import FuseAttrs, NormAttrs
 from mdla_legalize.rules.base import Ctx, Rule, derive, pat
 
 UNARY = (OpKind.RELU, OpKind.RELU6, OpKind.LOGISTIC, OpKind.TANH, OpKind.HARD_SWISH)
@@ -93,6 +93,26 @@ def div_const_to_mul(op: Op, ctx: Ctx) -> list[Op] | None:
     return [op.with_(kind=OpKind.MUL, inputs=(op.inputs[0], inv))]
 
 
+def div_to_reciprocal_mul(op: Op, ctx: Ctx) -> list[Op] | None:
+    """DIV(a, b), b an activation -> MUL(a, RECIPROCAL(b)): the MDLA has no division, and the
+    reciprocal is a CPU table (one int8 lookup); 1 / b (a all ones) is the RECIPROCAL alone."""
+    a, b = op.inputs[:2]
+    if ctx.const(b) is not None:
+        return None
+    (y,) = op.outputs
+    fuse = FuseAttrs.of(op).fuse
+    ones = ctx.const(a)
+    alone = ones is not None and bool(np.all(ones == 1.0)) and fuse == "NONE"
+    if alone and ctx.shape(b) == ctx.shape(y):
+        return [derive(op, "", OpKind.RECIPROCAL, [b], [y])]
+    r = ctx.tensor(f"{y}.reciprocal", ctx.shape(b))
+    pair = [r, a] if ctx.const(a) is not None else [a, r]  # the activation first
+    return [
+        derive(op, "reciprocal", OpKind.RECIPROCAL, [b], [r]),
+        derive(op, "", OpKind.MUL, pair, [y], fuse=fuse),
+    ]
+
+
 def gate_to_broadcast_mul(op: Op, ctx: Ctx) -> list[Op] | None:
     """MUL(gate[N,C,1,1], x[N,C,H,W]) -> MUL(x, gate): the full-size operand first, the
     squeeze-excite gate broadcast as the second operand (TFLite/Neuron broadcast order)."""
@@ -114,5 +134,6 @@ ACTIVATIONS: list[Rule] = [
     (pat(OpKind.BATCH_NORM), batchnorm_to_mul_add),  # BATCH_NORM(x) -> ADD(MUL(x, s), t)
     (pat(OpKind.SUB), sub_const_to_add),  # SUB(x, c) -> ADD(x, -c)
     (pat(OpKind.DIV), div_const_to_mul),  # DIV(x, c) -> MUL(x, 1/c)
+    (pat(OpKind.DIV), div_to_reciprocal_mul),  # DIV(a, b) -> MUL(a, RECIPROCAL(b))
     (pat(OpKind.MUL), gate_to_broadcast_mul),  # MUL(gate, x) -> MUL(x, gate)
 ]
