@@ -3,6 +3,7 @@ variants, a model torch.fx cannot trace, the fallback note, and the bar models' 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -328,6 +329,45 @@ def test_ops_record_the_module_and_line_they_came_from() -> None:
     assert (conv.source.module, relu6.source.module) == ("c (Conv2d)", "inner.act (ReLU6)")
     assert relu6.source.line.startswith("test_importer_export.py:")  # the lambda's line
     assert "in inner.act (ReLU6) at test_importer_export.py:" in str(relu6.source)
+
+
+def test_export_records_torchs_source_lines_without_a_traceback_per_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`export_program` gives every node the source line torch's own stack traces give
+    (`context.source_line`), from one frame walk per node instead of a captured, symbolized and
+    formatted stack, and compiles the graph module's Python once, not after each of its passes."""
+    from torch.fx import graph_module
+    from torch.utils._traceback import CapturedTraceback
+
+    from mdla_ir.importer.context import source_line
+    from mdla_ir.importer.exported import export_program
+
+    model = load("mobilenet_v2", frames=4)
+    (x,) = model.example_inputs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = torch.export.export(model.module, (x,))
+    want = [(n.name, source_line(n)) for n in plain.graph_module.graph.nodes]
+    assert sum(1 for _, line in want if line.startswith("mobilenetv2.py:")) > 50
+    calls = {"traceback": 0, "compile": 0}
+    extract, compile_source = CapturedTraceback.extract, graph_module._exec_with_source
+
+    def counted(key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            calls[key] += 1
+            return fn(*args, **kwargs)
+
+        return run
+
+    monkeypatch.setattr(CapturedTraceback, "extract", staticmethod(counted("traceback", extract)))
+    monkeypatch.setattr(graph_module, "_exec_with_source", counted("compile", compile_source))
+    program = export_program(model.module, [x])
+    assert calls["compile"] <= 1  # not once per pass of export's (six)
+    assert calls["traceback"] <= 2  # not one per node (several hundred)
+    assert [(n.name, source_line(n)) for n in program.graph_module.graph.nodes] == want
+    assert program.graph_module.code
+    assert calls["compile"] <= 2
 
 
 class _Constants(nn.Module):

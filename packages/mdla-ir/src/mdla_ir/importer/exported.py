@@ -23,6 +23,7 @@ import torch
 from torch import fx, nn
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
+from torch.fx._lazy_graph_module import _use_lazy_graph_module
 from torch.fx.passes.shape_prop import _extract_tensor_metadata
 from torch.utils import _pytree
 
@@ -32,6 +33,7 @@ from mdla_ir.importer.aten import KEEP, AtenCtx, module_of, pick
 from mdla_ir.importer.aten_direct import converter, mappable
 from mdla_ir.importer.aten_fold import fold, unit
 from mdla_ir.importer.context import Unsupported, source_line, target_name
+from mdla_ir.importer.lines import forward_lines
 from mdla_ir.importer.outputs import graph_outputs
 from mdla_ir.provenance import Provenance, source_hash
 
@@ -75,7 +77,8 @@ def refusal(exc: BaseException) -> str:
 def export_program(module: nn.Module, examples: list[torch.Tensor]) -> ExportedProgram:
     """`module` captured by torch.export on `examples`, ready to map (`prepare`)."""
     try:
-        with warnings.catch_warnings():
+        # the graph module export rewrites pass by pass is compiled to Python once, when read
+        with warnings.catch_warnings(), forward_lines(), _use_lazy_graph_module(True):
             warnings.simplefilter("ignore")
             program = torch.export.export(module, tuple(examples))
     except Exception as exc:
