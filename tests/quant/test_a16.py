@@ -92,3 +92,15 @@ def test_quantize_refuses_an_op_the_target_gives_no_int16_form() -> None:
     """mtk-dsp maps CONCATENATION, but its entry has no `int16 = true`."""
     with pytest.raises(QuantError, match=r"`cat` \(CONCATENATION\): target `mdla3.5` gives"):
         quantize(net(), samples(2), QuantConfig(a16=("cat",), device="mtk-dsp"))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"adaround": 3}, {"bias_correction": True}, {"equalize": True}],
+    ids=["adaround", "bias_correction", "equalize"],
+)
+def test_the_weight_techniques_keep_the_16x8_form(extra: dict[str, object]) -> None:
+    q = quantize(net(), samples(4), QuantConfig(a16=("c2",), **extra))  # type: ignore[arg-type]
+    assert q.tensors["c2"].dtype == "int16"
+    assert q.tensors["b2"].dtype == "int64"  # bias correction rewrites it, in its dtype
+    run_int8(q, samples(1, seed=2)[0])

@@ -6,9 +6,10 @@ Layer by layer, in graph order, for every CONV_2D / DEPTHWISE_CONV_2D / FULLY_CO
                                  W~ on the op's dequantized int8 input x~ (before rounding and
                                  the fused activation, so clamping does not bias the estimate)
     e[c] = mean over samples and positions of (y_q - y_f)[..., c]
-and the int32 bias becomes round((b - e) / (s_in * s_w[c])) before the op runs, so every later
-op sees the corrected network (a one-shot correction from the uncorrected network's inputs
-overshoots: upstream corrections shift what downstream layers see). The float and int8
+and the int32 bias (int64 for a 16x8 op, the same values) becomes
+round((b - e) / (s_in * s_w[c])) before the op runs, so every later op sees the corrected
+network (a one-shot correction from the uncorrected network's inputs overshoots: upstream
+corrections shift what downstream layers see). The float and int8
 networks advance in lockstep over the first `samples` calibration inputs, which are held in
 memory together with their live activations (`sequential.lockstep`).
 """
@@ -50,7 +51,7 @@ def _corrected_bias(graph: Graph, qgraph: Graph, name: str, error: Array) -> Ten
         raise QuantError(f"bias `{name}` has no quantization parameters")
     real = graph.const(name).astype(np.float64) - error
     q = np.clip(round_half_away(real / np.asarray(t.quant.scale)), -(2**31), 2**31 - 1)
-    return Tensor(name, t.shape, "int32", data=q.astype(np.int32), quant=t.quant)
+    return Tensor(name, t.shape, t.dtype, data=q.astype(t.dtype), quant=t.quant)  # int64: 16x8
 
 
 def correct_biases(
