@@ -14,9 +14,9 @@ import pytest
 
 from mdla_ir import Graph, OpKind
 from mdla_quant import run_int8
+from mdla_quant.a16_cases import BUILDERS, a16_case
 from mdla_quant.config import QuantConfig
 from mdla_quant.quantize import quantize
-from mdla_quant.testing import BUILDERS, a16_case
 from mdla_runtime.export.tflite import run_tflite_tensors, tflite_bytes
 from tests.quant.test_quantize import net, samples
 

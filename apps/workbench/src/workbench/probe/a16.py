@@ -1,7 +1,7 @@
 """Probes of the 16x8 ops (int16 activations, int8 weights: QuantConfig.a16), which the target
 file marks `int16 = true` with an "assumed: ..." `int16_source` until a phone runs these.
 
-Each is a random case of `mdla_quant.testing.a16_case` quantized with the op's output in int16,
+Each is a random case of `mdla_quant.a16_cases.a16_case` quantized with the op's output in int16,
 between int8 boundaries the engine moves: x (int8) -> QUANTIZE -> int16 -> OP (16x8) -> int16 ->
 QUANTIZE -> int8. The role "int16" makes the target file's `int16` of the op: every variant
 maps, bit-exact with `run_int8`.
@@ -13,9 +13,9 @@ from functools import partial
 
 from mdla_ir.graph import Op, Tensor
 from mdla_ir.ops import OpKind
+from mdla_quant.a16_cases import a16_case
 from mdla_quant.config import QuantConfig
 from mdla_quant.quantize import activation_params, quantize
-from mdla_quant.testing import a16_case
 from workbench.probe.model import Probe, ProbeModel
 
 KINDS = (
