@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,9 +20,13 @@ from mdla_ir.testing import GraphBuilder
 from mdla_legalize import LegalizeError, legalize, load_target, place, rewrite
 from mdla_legalize.cluster import cluster
 from mdla_legalize.rules.base import apply_table, single
-from mdla_legalize.rules.detect import flat_channel_slice_to_selection
+from mdla_legalize.rules.detect import (
+    flat_channel_shuffle_to_selection,
+    flat_channel_slice_to_selection,
+)
 from mdla_legalize.suggest import switches
 from mdla_quant import QuantConfig, quantize, run_int8
+from tests.runtime.test_engine_partitions import placed_engine_is_bit_exact
 
 TARGET = load_target("mdla3.5")
 
@@ -64,6 +69,51 @@ def test_a_3d_channel_slice_maps_and_is_bit_exact_in_int8() -> None:
     assert q.tensors[q.outputs[0]].quant == x_q
     want = (codes[:, :2].astype(np.float32) - x_q.zero_point[0]) * np.float32(x_q.scale[0])
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shape", [(1, 6, 10), (1, 6, 2, 3, 4), (2, 6, 5)])
+def test_a_channel_shuffle_that_is_not_4d_becomes_a_permutation_conv(
+    shape: tuple[int, ...],
+) -> None:
+    b = GraphBuilder()
+    x = b.input("x", shape)
+    graph = b.build(b.op(OpKind.CHANNEL_SHUFFLE, [x], name="shuffle", groups=3, axis=1))
+    new = apply_table(single(flat_channel_shuffle_to_selection, OpKind.CHANNEL_SHUFFLE), graph)
+    assert [o.kind for o in new.graph.ops] == [OpKind.RESHAPE, OpKind.CONV_2D, OpKind.RESHAPE]
+    assert is_selection(new.graph, new.graph.ops[1])
+    data = np.random.default_rng(0).normal(size=shape).astype(np.float32)
+    (got,) = mdla_ir.run_float(new.graph, [data])
+    want = torch.nn.functional.channel_shuffle(torch.from_numpy(data), 3).numpy()
+    np.testing.assert_array_equal(got, want)
+    four = GraphBuilder()
+    y = four.op(OpKind.CHANNEL_SHUFFLE, [four.input("x", (1, 6, 2, 2))], groups=3, axis=1)
+    table = single(flat_channel_shuffle_to_selection, OpKind.CHANNEL_SHUFFLE)
+    assert not apply_table(table, four.build(y)).changed  # channels.py's rule
+
+
+class _Shuffle1d(nn.Module):
+    """A 1-D signal's channels shuffled between two convs (ShuffleNet-style audio)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Conv1d(4, 8, 3, padding=1), nn.Conv1d(8, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(nn.functional.channel_shuffle(torch.relu(self.a(x)), 2))
+
+
+@pytest.mark.parametrize("path", ["fx", "export"])
+def test_a_1d_channel_shuffle_maps_and_runs_bit_exact(tmp_path: Path, path: str) -> None:
+    torch.manual_seed(0)
+    module = _Shuffle1d().eval()
+    graph = mdla_ir.from_torch(module, (torch.zeros(1, 4, 16),), name="shuffle1d", path=path)
+    device = legalize(graph, TARGET)
+    assert OpKind.CHANNEL_SHUFFLE.name not in device.count()
+    x = np.random.default_rng(3).normal(size=(1, 4, 16)).astype(np.float32)
+    with torch.no_grad():
+        want = module(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(mdla_ir.run_float(device, [x])[0], want, rtol=1e-5, atol=1e-5)
+    placed_engine_is_bit_exact(device, (1, 4, 16), tmp_path, "shuffle1d", seeds=2)
 
 
 class _TwoLevelHead(nn.Module):

@@ -248,7 +248,7 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.TRANSPOSE, ("x:a perm:t",), TransposeAttrs, "cpu", emu=False),
     _op(K.CHANNEL_SHUFFLE, ("x:a groups:i axis:i",), ShuffleAttrs, emu=False,
         none=_pre("channel_shuffle_to_selection makes a 4-D channel shuffle a selection "
-                  "CONV_2D; another has no CPU kernel yet")),
+                  "CONV_2D, flat_channel_shuffle_to_selection any other (viewed as 4-D)")),
     _op(K.EXP, UNARY, groups="table cpu", outputs="y:a", emu=False),
     _op(K.LOG, UNARY, groups="table cpu", outputs="y:a", emu=False),
     _op(K.QUANTIZE, ("x:*",), emu=False,
