@@ -9,10 +9,11 @@ Inputs are made the way `lipread.mtcnn_npu._calibration` makes the app's calibra
 rendered full-face scenes (`lipread.scenes`, level `face`), frame 0 of each resized to P-Net's
 compiled 48x64, and per frame 8 square crops (6 jittered around the face, 2 anywhere in the
 frame) as O-Net (48x48, `refine_crop`) and R-Net (24x24, `area_resize` of that) see them.
-Calibration uses speakers 7000.. with the app's crop seed (its first 32 crops are the app's
-own calibration set; P-Net is calibrated on all n_calib frames, where the app uses its 4
-frames at each pyramid level); held-out inputs use speakers 7500.. and another crop seed, so no
-scene is shared. Every net is quantized with minmax ranges, as the app does.
+Calibration uses speakers 7000.. with the app's crop seed: O-Net is calibrated on all crops of
+the n_calib scenes, R-Net on the first n_calib crops (with --calib 32, `CROP_SCENES`, both are
+the app's own calibration sets); P-Net on all n_calib frames, where the app uses its 4 frames
+at each pyramid level. Held-out inputs use speakers 7500.. and another crop seed, so no scene
+is shared. Every net is quantized with minmax ranges, as the app does.
 
     .venv/bin/python bench/accuracy.py --mtcnn [--calib 32] [--crops 200] [--adaround 300] \
         [--only none,CLE+AdaRound,CLE+Ada+block]
@@ -91,7 +92,7 @@ def face_set(first_speaker: int, scenes: int, seed: int) -> FaceSet:
 
 
 def inputs(n_calib: int, n_held: int) -> tuple[FaceSet, FaceSet]:
-    """Calibration (n_calib scenes: n_calib frames, the first n_calib crops) and held-out
+    """Calibration (n_calib scenes: n_calib frames and all their crops) and held-out
     (n_held scenes) sets; their speaker ranges must not meet."""
     if not 1 <= n_calib <= MAX_CALIB:
         raise ValueError(
@@ -164,7 +165,8 @@ def mtcnn_table(n_calib: int, n_held: int, iters: int, techniques: list[str]) ->
     n_off = sum(not f for f in held.on_face[:n_held])
     print(
         f"\nMTCNN (facenet-pytorch weights), {METHOD} ranges; calibration {n_calib} scenes "
-        f"(speakers {CALIB_SPEAKER}..): {n_calib} frames, {min(n_calib, len(calib.onet))} crops; "
+        f"(speakers {CALIB_SPEAKER}..): {n_calib} frames, {min(n_calib, len(calib.rnet))} R-Net "
+        f"and {len(calib.onet)} O-Net crops; "
         f"held out {n_held} other scenes (speakers {HELD_SPEAKER}..): {n_held} frames, "
         f"{min(n_held, len(held.onet))} crops ({n_off} off-face); AdaRound {iters} iterations "
         "per layer\n"
@@ -176,7 +178,7 @@ def mtcnn_table(n_calib: int, n_held: int, iters: int, techniques: list[str]) ->
     jobs = [
         ("P-Net", "mtcnn_pnet", calib.frames, held.frames, THRESHOLDS[0]),
         ("R-Net", "mtcnn_rnet", calib.rnet[:n_calib], held.rnet[:n_held], THRESHOLDS[1]),
-        ("O-Net", "mtcnn_onet", calib.onet[:n_calib], held.onet[:n_held], THRESHOLDS[2]),
+        ("O-Net", "mtcnn_onet", calib.onet, held.onet[:n_held], THRESHOLDS[2]),
     ]
     notes = []
     for label, spec, cal, val, thr in bench_progress(jobs, "nets"):

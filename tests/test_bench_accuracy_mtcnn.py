@@ -14,7 +14,7 @@ import pytest
 
 import mdla_ir
 import mdla_legalize
-from lipread.mtcnn_npu import CALIB_FRAMES, _calibration
+from lipread.mtcnn_npu import CALIB_FRAMES, CROP_SCENES, _batches, _calibration
 from mdla_zoo import load_model
 from tests.scripts import load_script
 
@@ -32,15 +32,27 @@ def bench() -> Iterator[ModuleType]:
 
 def test_calibration_set_is_the_apps(bench: ModuleType) -> None:
     frames, r_in, o_in = _calibration(bench.PNET_SIZE)
-    mine = bench.face_set(bench.CALIB_SPEAKER, CALIB_FRAMES, bench.CALIB_SEED)
-    assert len(mine.onet) == len(o_in) == len(mine.rnet) == len(r_in)
+    mine = bench.face_set(bench.CALIB_SPEAKER, CROP_SCENES, bench.CALIB_SEED)
+    assert len(frames) == CALIB_FRAMES < CROP_SCENES
+    assert (
+        len(mine.onet) > 200
+    )  # the regression outputs' ranges need many crops == len(o_in) == len(mine.rnet) == len(r_in)
     for a, b in zip(mine.onet, o_in, strict=True):
         np.testing.assert_array_equal(a, b[None])
-    for a, b in zip(mine.rnet, r_in, strict=True):
+    for a, b in zip(mine.rnet[: len(r_in)], r_in, strict=True):
         np.testing.assert_array_equal(a, b[None])
-    for a, f in zip(mine.frames, frames, strict=True):
+    for a, f in zip(mine.frames[:CALIB_FRAMES], frames, strict=True):
         np.testing.assert_array_equal(a, ((f - 127.5) * 0.0078125).transpose(2, 0, 1)[None])
     assert mine.on_face.count(False) > 0  # both kinds of crop
+
+
+def test_calibration_batches_hold_every_crop_once_at_the_batch_size() -> None:
+    xs = [np.full((2,), k, np.float32) for k in range(7)]
+    batches = _batches(xs, 3)
+    assert [b[0].shape for b in batches] == [(3, 2)] * 3
+    seen = np.concatenate([b[0][:, 0] for b in batches])
+    np.testing.assert_array_equal(seen, [0, 1, 2, 3, 4, 5, 6, 0, 1])  # the last filled up
+    assert len(_batches(xs, 64)) == 1
 
 
 def test_held_out_shares_no_scene_or_crop(bench: ModuleType) -> None:

@@ -18,7 +18,8 @@ class QuantConfig(QuantRecord):
 
     method       activation range from calibration: `minmax` (observed range), `percentile`
                  (clip both tails at `percentile`), `mse` (clipping that minimizes the
-                 quantization MSE over the histogram), `entropy` (KL divergence, TensorRT-style)
+                 quantization MSE over the histogram), `entropy` (KL divergence, TensorRT-style);
+                 the graph's outputs keep their observed range under every method
     rounding     `double`: TFLite's reference kernels (the bit-exact target, default);
                  `single`: TFLITE_SINGLE_ROUNDING (what XNNPACK matches)
     bias_correction  shift each conv/FC bias by the mean int8-vs-float output error per channel,

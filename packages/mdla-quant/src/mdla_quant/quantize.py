@@ -2,7 +2,9 @@
 
 1. Calibrate: stream every calibration sample through the float interpreter; a `Histogram` per
    activation (graph inputs and op outputs) sees each value once and keeps nothing else.
-2. Ranges: the config's method turns each histogram into [lo, hi] (widened to contain 0).
+2. Ranges: the config's method turns each histogram into [lo, hi] (widened to contain 0);
+   a graph output keeps its observed range [min, max] whatever the method: clipping the values
+   the user reads (a logit's lead, a box offset) trades their error for inner tensors' resolution.
 3. Constraints (from the target's op table): outputs of ops with `fixed_output` take those
    params; `keeps_input_scale` ties an op's output to its input, `shared_scale` ties all inputs
    and the output together; tied tensors form groups (union-find) whose range is the union.
@@ -161,8 +163,10 @@ def _activation_quant(
             fixed[op.outputs[0]] = INDEX_Q
     ranges: dict[str, tuple[float, float]] = {}
     names = [*graph.inputs, *(o for op in graph.ops for o in op.outputs)]
+    outputs = set(graph.outputs)
     for name in names:
-        lo, hi = clip_range(hists[name], config.method, config.percentile)
+        method = "minmax" if name in outputs else config.method  # never clip what the user reads
+        lo, hi = clip_range(hists[name], method, config.percentile)
         root = groups.find(name)
         old = ranges.get(root, (lo, hi))
         ranges[root] = (min(old[0], lo), max(old[1], hi))
