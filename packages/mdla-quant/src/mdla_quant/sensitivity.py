@@ -1,0 +1,140 @@
+"""Which activations gain most from 16 bits: per tensor, the output SQNR (and, for a
+classifier, the agreement on the inputs FP32 decides) with that one tensor int16.
+
+Measured by simulated quantization (`simulate.simulate`): the float interpreter runs the float
+graph `qgraph` was quantized from with `qgraph`'s int8 weights, every activation rounded to its
+int8 grid, and the candidate tensor rounded to the 16x8 grid of the same range instead
+(symmetric, zero point 0, scale max(|lo|, |hi|) / 32767), the way AIMET's per-layer
+mixed-precision sensitivity is measured. This is not `run_int8`: the integer kernels also round
+their requantization multipliers and some intermediates, so the dB are an estimate of what the
+16x8 kernels give (`tests/quant/test_sensitivity.py` checks that the ranking agrees with them
+on a small graph). Use held-out data (not the calibration set): a tensor whose calibrated range
+clips what the model sees gains there, and only there.
+
+    gain(t) = SQNR(outputs | t int16) - SQNR(outputs | all int8)
+    SQNR    = 10 log10(sum over inputs and outputs of y^2 / sum (y_sim - y)^2), y = FP32's
+    agreement = share of decided inputs (FP32's top-1 probability leads the runner-up's by
+                at least DECIDED) whose simulated top-1 is FP32's; first output, when it is a
+                (1, classes) vector
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mdla_ir import Graph, run_float
+from mdla_quant.errors import QuantError
+from mdla_quant.simulate import activation_grids, simulate, with_int8_weights
+
+Array = np.ndarray[Any, Any]
+DECIDED = 0.05  # bench/accuracy.py's: FP32's top-1 probability minus the runner-up's
+Progress = Callable[[int, int, str], None]  # (done, total, tensor)
+
+
+@dataclass(frozen=True, slots=True)
+class Gain:
+    """One tensor made int16: the outputs' SQNR, its gain over all-int8 (dB), and the decided-
+    input agreement (None for a graph that is not a classifier)."""
+
+    tensor: str
+    sqnr_db: float
+    gain_db: float
+    agreement: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Sensitivity:
+    """All-int8's SQNR and agreement, and each candidate's `Gain`, largest gain first."""
+
+    sqnr_db: float
+    agreement: float | None
+    gains: tuple[Gain, ...]
+
+
+def _sqnr(ref: list[list[Array]], test: list[list[Array]]) -> float:
+    signal = sum(float((r.astype(np.float64) ** 2).sum()) for rs in ref for r in rs)
+    noise = sum(
+        float(((t.astype(np.float64) - r) ** 2).sum())
+        for rs, ts in zip(ref, test, strict=True)
+        for r, t in zip(rs, ts, strict=True)
+    )
+    return float("inf") if noise == 0 else float(10 * np.log10(max(signal, 1e-30) / noise))
+
+
+def _probabilities(logits: Array) -> Array:
+    z = logits.astype(np.float64).ravel()
+    p = np.exp(z - z.max())
+    out: Array = p / p.sum()
+    return out
+
+
+def _decided(ref: list[list[Array]]) -> Array | None:
+    """Which inputs FP32 decides, or None when the first output is not a class vector."""
+    first = ref[0][0]
+    if first.ndim != 2 or first.shape[0] != 1 or first.shape[1] < 2:
+        return None
+    leads = []
+    for outs in ref:
+        top = np.sort(_probabilities(outs[0]))[::-1]
+        leads.append(top[0] - top[1])
+    return np.asarray(leads) >= DECIDED
+
+
+def _agreement(ref: list[list[Array]], test: list[list[Array]], decided: Array | None) -> float:
+    assert decided is not None  # only called for classifiers
+    same = [int(np.argmax(r[0]) == np.argmax(t[0])) for r, t in zip(ref, test, strict=True)]
+    picked = np.asarray(same)[decided]
+    return float(picked.mean()) if picked.size else 1.0
+
+
+def candidates(graph: Graph, qgraph: Graph) -> list[str]:
+    """The activations `qgraph` holds in int8 (graph inputs and op outputs), in graph order."""
+    grids = activation_grids(graph, qgraph)
+    return [n for n in grids if qgraph.tensors[n].dtype == "int8"]
+
+
+def sensitivity(
+    graph: Graph,
+    qgraph: Graph,
+    held_out: Sequence[Sequence[Any]],
+    tensors: Collection[str] | None = None,
+    progress: Progress | None = None,
+) -> Sensitivity:
+    """Each of `tensors` (default: `candidates`) made int16 alone, measured on `held_out`
+    (input lists) by simulation; see the module docstring. `graph` is the float graph
+    `qgraph` was quantized from (`float_rewrites(graph, calibration, config)`)."""
+    if not held_out:
+        raise QuantError(
+            f"sensitivity of `{graph.name}`: no held-out inputs (pass input lists the "
+            "calibration did not see)"
+        )
+    names = candidates(graph, qgraph) if tensors is None else list(tensors)
+    known = set(candidates(graph, qgraph))
+    for name in names:
+        if name not in known:
+            raise QuantError(
+                f"sensitivity of `{graph.name}`: `{name}` is not an int8 activation of "
+                f"`{qgraph.name}`: name graph inputs or op outputs held in int8"
+            )
+    ref = [run_float(graph, list(x)) for x in held_out]
+    decided = _decided(ref)
+    rounded = with_int8_weights(graph, qgraph)  # once, not per run
+
+    def measure(int16: Collection[str]) -> tuple[float, float | None]:
+        test = [simulate(rounded, qgraph, list(x), weights=False, int16=int16) for x in held_out]
+        agree = _agreement(ref, test, decided) if decided is not None else None
+        return _sqnr(ref, test), agree
+
+    base, base_agree = measure(())
+    gains = []
+    for k, name in enumerate(names):
+        db, agree = measure((name,))
+        gains.append(Gain(name, db, db - base, agree))
+        if progress is not None:
+            progress(k + 1, len(names), name)
+    gains.sort(key=lambda g: -g.gain_db)
+    return Sensitivity(base, base_agree, tuple(gains))
