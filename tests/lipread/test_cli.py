@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -269,3 +270,25 @@ def test_without_torch_a_pt_checkpoint_exits_2(tmp_path: Path) -> None:
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("lipread: error: ")
     assert "needs torch (pip install torch)" in line
+
+
+def test_the_entry_point_guard_says_lipreads_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second Ctrl-C inside an import ends the process in mdla_runtime's handler: it says
+    the line lipread gives its guard (tests/workbench/test_interrupt_import.py runs one)."""
+    import contextlib
+
+    import lipread.cli
+
+    lines: list[str | None] = []
+
+    @contextlib.contextmanager
+    def guard(line: str | None = None) -> Iterator[None]:
+        lines.append(line)
+        yield
+
+    monkeypatch.setattr(lipread.cli, "interrupt_guard", guard)
+    monkeypatch.setattr(lipread.cli, "_main", lambda args: 0)
+    monkeypatch.setattr(sys, "argv", ["lipread", "--version"])
+    with pytest.raises(SystemExit):
+        lipread.cli.main()
+    assert lines == ["lipread: error: interrupted"]

@@ -99,3 +99,34 @@ def test_a_ctrl_c_after_the_command_ended_is_no_traceback(name: str, line: str) 
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr == f"{line}: interrupted\n"
     assert "not reached" not in proc.stdout
+
+
+SECOND = """
+import sys
+from mdla_runtime.interrupt import interrupt_guard
+sys.path.insert(0, sys.argv[1])
+import grab_frame_mod
+import signal
+with interrupt_guard({line!r}):
+    handler = signal.getsignal(signal.SIGINT)
+    handler(signal.SIGINT, grab_frame_mod.FRAME)  # the first inside an import: remembered
+    handler(signal.SIGINT, grab_frame_mod.FRAME)  # the second: the app's line, exit 130
+print("not reached")
+"""
+
+
+@pytest.mark.parametrize(
+    "line", [None, "lipread: error: interrupted"], ids=["workbench", "lipread"]
+)
+def test_a_second_ctrl_c_in_an_import_says_the_apps_line(tmp_path: Path, line: str | None) -> None:
+    """The second Ctrl-C inside an import ends the process at once, with the line of the app
+    it runs in (lipread's had no `lipread: ` before it)."""
+    (tmp_path / "grab_frame_mod.py").write_text("import sys\nFRAME = sys._getframe()\n")
+    script = SECOND.format(line=line)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 130, done.stderr
+    assert "not reached" not in done.stdout
+    said = done.stderr.strip().splitlines()
+    assert said[-1] == (line or "error: interrupted"), done.stderr

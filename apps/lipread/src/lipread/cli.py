@@ -81,7 +81,7 @@ def main() -> None:
     """Console-script entry point: errors, usage errors included, are one `lipread: error:`
     line; a Ctrl-C at any moment is `lipread: error: interrupted`, exit 130."""
     try:
-        with interrupt_guard():
+        with interrupt_guard("lipread: error: interrupted"):
             sys.exit(_main(route(sys.argv[1:])))
     finally:  # the interpreter's shutdown (threads, buffers) is no time for a traceback
         if _ON_MAIN:

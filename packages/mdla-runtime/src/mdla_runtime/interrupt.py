@@ -22,6 +22,7 @@ from types import FrameType
 
 INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 _SIGINT = threading.Event()  # set by the guard's handler: a Ctrl-C came in this command
+_LINE = {"now": b"error: interrupted\n"}  # what a second Ctrl-C in an import says (the app's)
 
 
 def clear() -> None:
@@ -74,22 +75,28 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     # once (torch's import takes seconds); a second Ctrl-C there ends the process: nothing is
     # being written while modules load, and every output is replaced atomically.
     if again:
-        os.write(2, b"error: interrupted\n")
+        os.write(2, _LINE["now"])
         os._exit(INTERRUPTED)
     os.write(2, IMPORT_NOTICE)
 
 
 @contextmanager
-def interrupt_guard() -> Iterator[Callable[[], None]]:
+def interrupt_guard(line: str | None = None) -> Iterator[Callable[[], None]]:
     """Remember every Ctrl-C, even one a library swallows; yields `check`. Call it right before
     writing outputs, so an interrupted command never replaces a file the user abandoned. Off
-    the main thread (where signals cannot be handled) `check` does nothing."""
+    the main thread (where signals cannot be handled) `check` does nothing. `line` is the
+    app's own interrupted line (`lipread: error: interrupted`), said by a second Ctrl-C in an
+    import, which ends the process there; an inner guard keeps its caller's."""
     if threading.current_thread() is not threading.main_thread():
         yield lambda: None
         return
     clear()  # the outermost guard starts afresh; an inner one keeps its caller's record
+    said = _LINE["now"]
+    if line is not None:
+        _LINE["now"] = line.encode() + b"\n"
     previous = signal.signal(signal.SIGINT, _handler)
     try:
         yield check
     finally:
         signal.signal(signal.SIGINT, previous)
+        _LINE["now"] = said
