@@ -60,3 +60,10 @@ def test_divisor_override_is_refused() -> None:
     module = Pool(nn.AvgPool3d(2, divisor_override=3)).eval()
     with pytest.raises(UnsupportedError, match="divisor_override"):
         mdla_ir.from_torch(module, (torch.randn(1, 3, 4, 4, 4),), name="d", path="fx")
+
+
+@pytest.mark.parametrize("path", ["fx", "export"])
+def test_conv_transpose3d_is_refused_by_name_with_a_fix(path: str) -> None:
+    module = Pool(nn.ConvTranspose3d(3, 4, 2, 2)).eval()
+    with pytest.raises(UnsupportedError, match=r"ConvTranspose3d .*no route.*fix: "):
+        mdla_ir.from_torch(module, (torch.randn(1, 3, 2, 4, 4),), name="t", path=path)

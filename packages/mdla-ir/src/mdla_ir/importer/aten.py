@@ -67,6 +67,7 @@ from mdla_ir.importer.tables import (
     m_gelu,
     unary,
 )
+from mdla_ir.importer.transpose3d import WHY
 from mdla_ir.importer.transpose_conv import f_conv_transpose2d
 from mdla_ir.ops import OpKind
 
@@ -177,7 +178,7 @@ def _convolution(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> N
     rank = len(_shape(c, w))
     if c.value(transposed):
         if rank != 4:
-            raise Unsupported(f"a transposed convolution with a rank-{rank} weight")
+            raise Unsupported(WHY if rank == 5 else f"a transposed convolution, rank-{rank} weight")
         f_conv_transpose2d(c, None, (x, w, b, stride, padding, out_pad, groups, dilation), {})
         return
     make = {3: _conv1d, 4: f_conv2d, 5: _conv3d}.get(rank)

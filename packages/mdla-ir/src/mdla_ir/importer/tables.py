@@ -60,6 +60,7 @@ from mdla_ir.importer.shuffle import f_pixel_shuffle, m_pixel_shuffle
 from mdla_ir.importer.slicing import narrow, split_pieces
 from mdla_ir.importer.stacked import over_stack, stack
 from mdla_ir.importer.strided import flip, m_mode_pad, roll
+from mdla_ir.importer.transpose3d import refuse_conv_transpose3d
 from mdla_ir.importer.transpose_conv import f_conv_transpose2d, m_conv_transpose2d
 from mdla_ir.ops import OpKind
 
@@ -215,6 +216,7 @@ MODULES: dict[type, Converter] = {
     nn.AdaptiveAvgPool2d: lambda c, m, a, k: adaptive(c, a[0], m.output_size),
     nn.MaxPool3d: m_maxpool3d,
     nn.AvgPool3d: m_avgpool3d,
+    nn.ConvTranspose3d: refuse_conv_transpose3d,
     nn.AdaptiveAvgPool3d: m_adaptive_avgpool3d,
     nn.AdaptiveMaxPool2d: m_adaptive_maxpool,
     nn.Linear: m_linear,
@@ -290,6 +292,7 @@ FUNCTIONS: dict[Any, Converter] = {
     ),
     F.avg_pool2d: f_avgpool2d,
     F.avg_pool3d: f_avgpool3d,
+    F.conv_transpose3d: refuse_conv_transpose3d,
     F.adaptive_avg_pool3d: f_adaptive_avgpool3d,
     F.max_pool2d: f_maxpool,
     F.adaptive_max_pool2d: f_adaptive_maxpool,
