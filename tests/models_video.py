@@ -109,6 +109,22 @@ class TemporalFeatures(nn.Module):
         return self.pool(y)
 
 
+class MeanHeads(nn.Module):
+    """Means over a clip's space (per-frame features (N, C, T)), a Conv1d over time on them,
+    and a mean over the whole clip into the classifier (summed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv3d(3, 8, 3, (1, 2, 2), 1)
+        self.temporal = nn.Conv1d(8, 8, 3, 1, 1)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.conv(x))
+        frames = torch.relu(self.temporal(y.mean((-2, -1))))
+        return self.fc(frames.mean(-1) + y.mean((2, 3, 4)))
+
+
 @dataclass(frozen=True)
 class Case:
     make: Callable[[], nn.Module]
@@ -121,6 +137,7 @@ CASES = {
     "depthwise3d": Case(Depthwise3d),
     "video_classifier": Case(VideoClassifier),
     "temporal_features": Case(TemporalFeatures, (1, 3, 16, 12, 12)),
+    "mean_heads": Case(MeanHeads),
 }
 
 

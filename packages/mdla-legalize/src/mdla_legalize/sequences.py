@@ -8,7 +8,7 @@ model's (N, C, L) each RESHAPE needs TRANSPOSEs on either side (which the MDLA d
 `sequence_tensors` picks the 3-D activations to hold (N, L, C): the largest set S such that
 every op that writes or reads a tensor of S has a channels-last form for it:
 
-    RESHAPE          to or from the tensor's H = 1 image (N, C, 1, L)
+    RESHAPE          to or from the tensor's H = 1 image (N, C, 1, L) (or (N, C, L, 1, 1))
     PAD, unary activations, elementwise binary ops, CONCATENATION, SOFTMAX
                      every 3-D activation they touch in S (the layout pass renumbers their axes;
                      a constant operand is permuted beside the activation)
@@ -41,8 +41,10 @@ READERS = frozenset(
 
 
 def _image_of(graph: Graph, seq: str, other: str) -> bool:
+    """`other` is the H = 1 image of `seq` (N, C, 1, L), or a clip of L frames of 1x1 (N, C, L,
+    1, 1) (a video head's mean over space): both hold (N, L, C)'s memory order on the device."""
     n, c, length = graph.tensors[seq].shape
-    return graph.tensors[other].shape == (n, c, 1, length)
+    return graph.tensors[other].shape in ((n, c, 1, length), (n, c, length, 1, 1))
 
 
 def _fits(graph: Graph, op: Op, name: str, held: set[str]) -> bool:

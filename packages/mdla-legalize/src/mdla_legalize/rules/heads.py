@@ -126,10 +126,34 @@ def avgpool_unpadded_count(op: Op, ctx: Ctx) -> list[Op] | None:
     return [op.with_(attrs=dataclasses.replace(a, count_include_pad=False))]
 
 
+def clip_mean_to_pool(op: Op, ctx: Ctx) -> list[Op] | None:
+    """MEAN of a 5-D clip (N, C, T, H, W) over (H, W) or (T, H, W) -> AVERAGE_POOL_3D with that
+    whole window (made 2-D pools over frames later), then a RESHAPE dropping the reduced axes
+    without keepdims: a video head's `x.mean((2, 3, 4))` maps as AdaptiveAvgPool3d(1) does."""
+    x, (y,), m = op.inputs[0], op.outputs, MeanAttrs.of(op)
+    shape = ctx.shape(x)
+    if ctx.layout != "NCHW" or len(shape) != 5:
+        return None
+    axes = tuple(sorted(a % 5 for a in m.axes))
+    if axes not in ((3, 4), (2, 3, 4)):
+        return None
+    n, c, t, h, w = shape
+    k = (t if axes[0] == 2 else 1, h, w)
+    pool = {"kernel": k, "stride": k, "padding": (0, 0, 0), "count_include_pad": False}
+    if m.keepdims:
+        return [derive(op, "", OpKind.AVERAGE_POOL_3D, [x], [y], **pool)]
+    pooled = ctx.tensor(f"{y}.pooled", (n, c, t // k[0], 1, 1))
+    return [
+        derive(op, "pool", OpKind.AVERAGE_POOL_3D, [x], [pooled], **pool),
+        derive(op, "", OpKind.RESHAPE, [pooled], [y], shape=ctx.shape(y)),
+    ]
+
+
 POOLS: list[Rule] = [
     (pat(OpKind.FULLY_CONNECTED), linear_to_conv1x1),  # FC(x) -> RESHAPE(CONV_2D 1×1(RESHAPE x))
     (pat(OpKind.ADAPTIVE_AVG_POOL_2D), adaptive_pool_to_avgpool),  # ADAPTIVE -> MEAN / AVG_POOL
     (pat(OpKind.AVERAGE_POOL_2D), global_avgpool_to_mean),  # AVG(whole image) -> MEAN(H, W)
     (pat(OpKind.AVERAGE_POOL_2D), avgpool_include_pad_to_pad),  # AVG(+pad) -> AVG VALID(PAD x)
     (pat(OpKind.AVERAGE_POOL_2D), avgpool_unpadded_count),  # AVG(+pad, no pads) -> AVG(-pad)
+    (pat(OpKind.MEAN), clip_mean_to_pool),  # MEAN(clip, (T,) H, W) -> AVERAGE_POOL_3D (+RESHAPE)
 ]
