@@ -16,6 +16,7 @@ import mdla_legalize
 from mdla_legalize.sequences import sequence_tensors
 from tests.models_sequences import CASES, SHAPE, build
 from tests.models_video import run_module
+from tests.runtime.test_engine_partitions import placed_engine_is_bit_exact
 
 
 @pytest.mark.parametrize("path", ["fx", "export"])
@@ -47,3 +48,31 @@ def test_a_tensor_an_op_reads_over_time_keeps_the_model_layout() -> None:
     held = sequence_tensors(graph)
     assert fc.inputs[0] not in held
     assert all(len(graph.tensors[n].shape) == 3 for n in held)
+
+
+class CpuOps(nn.Module):
+    """Ops the MDLA does not map on a 1-D activation (a strided slice over time, GroupNorm):
+    held (N, L, C) too, so `--cpu auto` runs them with no TRANSPOSE around them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(2, 8, 3, 1, 1)
+        self.norm = nn.GroupNorm(2, 8)
+        self.out = nn.Conv1d(8, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.conv(x))[:, :, ::2]
+        return self.out(torch.relu(self.norm(y)))
+
+
+def test_cpu_ops_on_a_1d_activation_need_no_transpose(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    module = CpuOps().eval()
+    graph = mdla_ir.from_torch(module, torch.zeros(SHAPE), name="cpu_ops", path="fx")
+    target = mdla_legalize.load_target("mdla3.5")
+    placed = mdla_legalize.place(graph, target, "mtk-mdla", ["auto"])
+    kinds = [op.kind for op in placed.graph.ops]
+    assert mdla_ir.OpKind.TRANSPOSE not in kinds
+    on_cpu = {o.kind for o in placed.ops if o.device == "cpu"}
+    assert {"STRIDED_SLICE", "GROUP_NORM"} <= on_cpu
+    placed_engine_is_bit_exact(placed.graph, SHAPE, tmp_path, "cpu_ops", seeds=2)

@@ -9,7 +9,8 @@ model's (N, C, L) each RESHAPE needs TRANSPOSEs on either side (which the MDLA d
 every op that writes or reads a tensor of S has a channels-last form for it:
 
     RESHAPE          to or from the tensor's H = 1 image (N, C, 1, L) (or (N, C, L, 1, 1))
-    PAD, unary activations, elementwise binary ops, CONCATENATION, SOFTMAX
+    PAD, unary activations, elementwise binary ops, CONCATENATION, SOFTMAX, STRIDED_SLICE,
+    GROUP_NORM
                      every 3-D activation they touch in S (the layout pass renumbers their axes;
                      a constant operand is permuted beside the activation)
     MEAN, REDUCE_*   reading S (axes renumbered; a mean over channels or over time keeps the
@@ -33,7 +34,16 @@ SEQ = (0, 2, 1)
 SAME_FORM = (
     ACTIVATIONS
     | BINARY
-    | frozenset({OpKind.PAD, OpKind.CONCATENATION, OpKind.SOFTMAX, OpKind.DROPOUT})
+    | frozenset(
+        {
+            OpKind.PAD,
+            OpKind.CONCATENATION,
+            OpKind.SOFTMAX,
+            OpKind.DROPOUT,
+            OpKind.STRIDED_SLICE,
+            OpKind.GROUP_NORM,
+        }
+    )
 )
 READERS = frozenset(
     {OpKind.MEAN, OpKind.REDUCE_SUM, OpKind.REDUCE_MAX, OpKind.REDUCE_MIN, OpKind.TRANSPOSE}
