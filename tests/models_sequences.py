@@ -72,11 +72,27 @@ class Crnn(nn.Module):
         return self.fc(torch.relu(self.conv(x)).permute(0, 2, 1))
 
 
+class FlattenHead(nn.Module):
+    """A strided Conv1d stack flattened into a Linear (the common ECG classifier head)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = nn.Conv1d(2, 8, 5, 2, 2)
+        self.bn = nn.BatchNorm1d(8)
+        self.c2 = nn.Conv1d(8, 8, 3, 1, 1)
+        self.fc = nn.Linear(8 * 16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.max_pool1d(torch.relu(self.bn(self.c1(x))), 2)
+        return self.fc(torch.flatten(torch.relu(self.c2(y)), 1))
+
+
 CASES: dict[str, Callable[[], nn.Module]] = {
     "ecg": EcgNet,
     "causal_tcn": CausalTcn,
     "channel_mean": ChannelMean,
     "crnn": Crnn,
+    "flatten_head": FlattenHead,
 }
 
 

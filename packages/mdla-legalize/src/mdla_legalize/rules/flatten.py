@@ -25,7 +25,7 @@ import numpy as np
 
 from mdla_ir import Op, OpKind
 from mdla_ir.attrs import AdaptivePoolAttrs, TransposeAttrs
-from mdla_legalize.rules.base import Ctx, Rule, pat
+from mdla_legalize.rules.base import Ctx, Rule, derive, pat
 from mdla_legalize.rules.heads import linear_as_conv, linear_bias
 
 
@@ -67,6 +67,35 @@ def flatten_linear_to_conv(op: Op, ctx: Ctx) -> list[Op] | None:
     return linear_as_conv(op, source, filt, linear_bias(op, ctx, o), y4, n, o)
 
 
+def flatten_sequence_linear_to_conv(op: Op, ctx: Ctx) -> list[Op] | None:
+    """A Linear over a flattened 1-D (N, C, L) activation (an ECG net's head): RESHAPE to its
+    H = 1 image (N, C, 1, L), then the VALID (1, L) CONV_2D with the Linear's weights viewed
+    (O, C, 1, L), so the flatten order is folded into the filter as for a 2-D map."""
+    x2, w_name = op.inputs[:2]
+    w, flat = ctx.const(w_name), ctx.producer(x2)
+    if w is None or ctx.layout != "NCHW" or flat is None or len(ctx.shape(x2)) != 2:
+        return None
+    x = flat.inputs[0]
+    shape = ctx.shape(x)
+    if (
+        flat.kind not in (OpKind.RESHAPE, OpKind.FLATTEN)
+        or len(shape) != 3
+        or shape[2] == 1
+        or ctx.shape(x2) != (shape[0], w.shape[1])
+    ):
+        return None
+    if ctx.sole_use(x2):
+        ctx.take(x2)
+    (n, c, length), o, (y,) = shape, w.shape[0], op.outputs
+    image = ctx.tensor(f"{x}.image", (n, c, 1, length))
+    filt = ctx.add_const(f"{w_name}.conv1x{length}", w.reshape(o, c, 1, length))
+    y4 = ctx.tensor(f"{y}.as_image", (n, o, 1, 1))
+    return [
+        derive(op, "image", OpKind.RESHAPE, [x], [image], shape=(n, c, 1, length)),
+        *linear_as_conv(op, image, filt, linear_bias(op, ctx, o), y4, n, o),
+    ]
+
+
 def _batch_keeping_permute(ctx: Ctx, x: str) -> tuple[int, ...] | None:
     """The perm of the TRANSPOSE producing `x` when it keeps the batch axis first, else None."""
     t = ctx.producer(x)
@@ -88,4 +117,8 @@ def identity_adaptive_pool(op: Op, ctx: Ctx) -> list[Op] | None:
 FLATTEN: list[Rule] = [
     (pat(OpKind.ADAPTIVE_AVG_POOL_2D), identity_adaptive_pool),  # ADAPTIVE(x, size of x) -> x
     (pat(OpKind.FULLY_CONNECTED), flatten_linear_to_conv),  # FC(FLATTEN x) -> CONV H×W VALID
+    (
+        pat(OpKind.FULLY_CONNECTED),
+        flatten_sequence_linear_to_conv,
+    ),  # FC(FLATTEN (N,C,L)) -> CONV 1×L
 ]
