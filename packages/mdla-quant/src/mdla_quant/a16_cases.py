@@ -113,6 +113,15 @@ BUILDERS: dict[OpKind, Callable[[GraphBuilder, Rng, str], str]] = {
     OpKind.MEAN: lambda b, r, x: b.op(
         OpKind.MEAN, [x], name="y", axes=(1, 2), keepdims=bool(r.integers(2))
     ),
+    OpKind.TRANSPOSE: lambda b, r, x: b.op(OpKind.TRANSPOSE, [x], name="y", perm=(0, 2, 1, 3)),
+    OpKind.RESIZE_NEAREST_NEIGHBOR: lambda b, r, x: b.op(
+        OpKind.RESIZE_NEAREST_NEIGHBOR,
+        [x],
+        name="y",
+        size=(14, 10),
+        align_corners=bool(r.integers(2)),
+        half_pixel_centers=False,
+    ),
     OpKind.CONCATENATION: lambda b, r, x: b.op(
         OpKind.CONCATENATION, [x, b.input("x2", (1, 7, 7, 3))], name="y", axis=3
     ),

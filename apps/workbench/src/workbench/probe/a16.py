@@ -30,6 +30,7 @@ KINDS = (
     OpKind.CONCATENATION,
     OpKind.RESHAPE,
     OpKind.PAD,
+    OpKind.RESIZE_NEAREST_NEIGHBOR,
 )
 
 

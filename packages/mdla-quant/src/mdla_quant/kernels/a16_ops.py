@@ -10,7 +10,8 @@ MUL (reference_integer_ops/mul.h, int16): out = clamp(MBQM(x1 * x2, QM(s1 * s2 /
     multiplier from float32 scales in float32 as for int8 (`kernels/mul.py`); |x1 x2| <= 2^30.
 QUANTIZE (quantize.cc, reference Requantize), int8 <-> int16:
     out = clamp(MBQM(x - z_in, QM(s_in / s_out)) + z_out)            (double from float32)
-RESHAPE, CONCATENATION, PAD, MAX_POOL_2D: the values move unchanged (input params = output's).
+RESHAPE, CONCATENATION, PAD, MAX_POOL_2D, TRANSPOSE, RESIZE_NEAREST_NEIGHBOR: the values move
+    unchanged (input params = output's; the resize's source indices are `kernels/resize_nearest`'s).
 MEAN (reference/reduce.h QuantizedMeanOrSum, int16 in and out): the int8 formula of
     `kernels/mean.py` with zero points 0: (M, s) = QM(s_in / s_out); k = min(floor(log2 n), 32,
     31 + s); out = clamp(MBQM(sum x, floor(M 2^k / n), s - k)); the int32 sum is exact for
@@ -23,8 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mdla_ir.attrs import AxisAttrs, MeanAttrs, PadAttrs, ReshapeAttrs
+from mdla_ir.attrs import AxisAttrs, MeanAttrs, PadAttrs, ReshapeAttrs, ResizeAttrs, TransposeAttrs
 from mdla_ir.graph import Op, QuantParams
+from mdla_ir.interp.resample import nearest_index
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, f32, mbqm, quantize_multiplier, saturate, saturate16
 from mdla_quant.kernels.a16_common import activation_range16, int16_arg, kernel16, same16, sym16
@@ -191,3 +193,28 @@ def mean_16(
     m2, s2 = (int(m) << k) // n, int(s) - k
     total = x.sum(axis=axes, keepdims=attrs.keepdims, dtype=np.int64)
     return saturate16(mbqm(total, m2, s2, rounding, accumulator))
+
+
+@kernel16(OpKind.TRANSPOSE)
+def transpose_16(
+    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, *_: str
+) -> Array:
+    x = _moved(op, args, arg_q, out_q)
+    perm = tuple(TransposeAttrs.of(op).perm)
+    if sorted(perm) != list(range(x.ndim)):
+        raise fail(op, f"perm {perm} is not a permutation of the {x.ndim} axes of {x.shape}")
+    return np.ascontiguousarray(x.transpose(perm))
+
+
+@kernel16(OpKind.RESIZE_NEAREST_NEIGHBOR)
+def resize_nearest_16(
+    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, *_: str
+) -> Array:
+    x = _moved(op, args, arg_q, out_q)
+    a = ResizeAttrs.of(op)
+    (oh, ow), align, half = a.size, a.align_corners, a.half_pixel_centers
+    if x.ndim != 4 or (align and half) or min(oh, ow) < 1:
+        raise fail(op, f"input {x.shape}, size {(oh, ow)}, align {align}, half pixel {half}")
+    rows = nearest_index(x.shape[1], oh, align, half)
+    cols = nearest_index(x.shape[2], ow, align, half)
+    return np.asarray(x[:, rows][:, :, cols])
