@@ -101,9 +101,11 @@ def _manifest(module: str, spec: str, input_shape: tuple[int, ...], output: tupl
     return SimpleNamespace(
         name=spec,
         path=None,
-        provenance=SimpleNamespace(spec=spec, module=module, labels=(), postprocess=None),
+        provenance=SimpleNamespace(
+            spec=spec, module=module, labels=(), postprocess=None, output_kinds=()
+        ),
         inputs=[SimpleNamespace(model_shape=input_shape)],
-        outputs=[SimpleNamespace(model_shape=output)],
+        outputs=[SimpleNamespace(name="y", model_shape=output, scale=0.1, zero_point=0)],
     )
 
 

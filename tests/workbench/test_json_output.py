@@ -135,7 +135,7 @@ def test_validate_json(runner: CliRunner) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     doc = json_of(result)
-    assert doc["kind"] == "classifier"
+    assert doc["kind"] == "logits"
     assert len(doc["inputs"]) == 3
     first = doc["outputs"][0]
     assert first["shape"] == [1, 10]

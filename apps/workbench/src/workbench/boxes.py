@@ -29,7 +29,9 @@ from PIL import Image, ImageDraw
 from rich.console import Console
 from rich.table import Table
 
+from mdla_compile import kinds
 from mdla_compile.inputs import is_data
+from mdla_ir.provenance import BOXES
 from mdla_runtime.atomic import write_atomic
 from mdla_zoo.detection import DECODERS, Detections, SSDDecoder, detect
 from mdla_zoo.yolo import YoloDecoder
@@ -50,7 +52,10 @@ class Boxes(FloatSide):
 
     @property
     def decoder(self) -> SSDDecoder | YoloDecoder | None:
-        """The manifest's decoder, or None when its outputs are not a detector's."""
+        """The manifest's decoder, or None when its outputs are not a detector's (compile did
+        not record boxes: `mdla_compile.kinds`)."""
+        if BOXES not in kinds.of_manifest(self.manifest):
+            return None
         prov = self.manifest.provenance
         if prov.postprocess is not None:
             return SSDDecoder.of(prov.postprocess)

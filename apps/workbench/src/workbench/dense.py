@@ -1,11 +1,13 @@
 """Dense outputs of `workbench run`: a segmentation model's class map as a PNG, FP32 | INT8.
 
-The rule: a model output is a *class map* when it is `[1, K, H, W]` in the model's layout with
-K >= 2 classes and (H, W) the model input's own (H, W), both > 1: every pixel of the input gets
-K class scores. That is what segmentation heads give (torchvision's LRASPP, DeepLabV3 and FCN
-upsample to the input; a UNet's head), and it keeps out the dense outputs that are not class
-scores: a detector's head maps (coarser than the input), a super-resolution image (larger), a
-classifier's `[1, K]`, a 1-channel mask.
+A model output is a *class map* when the manifest records it as one (`model.output_kinds`,
+decided at compile: `mdla_compile.kinds`; `--output-kind NAME=classmap` for a map at another
+resolution). Compile's guess is `[1, K, H, W]` in the model's layout with K >= 2 classes and
+(H, W) the model input's own (H, W), both > 1, or a CPU ARGMAX's `[1, H, W]` index map: what
+segmentation heads give (torchvision's LRASPP, DeepLabV3 and FCN upsample to the input; a
+UNet's head), and not a detector's head maps (coarser than the input), a super-resolution
+image (larger), a classifier's `[1, K]` or a 1-channel mask. A file written before the record
+gets the same guess when it is read.
 
 For each class map `run` writes `<image>.<model>.<output>.png` into its output folder
 (`workbench.outputs`: `--out-dir`, by default `mdla-out/`; never beside the input): the argmax
@@ -33,9 +35,10 @@ from PIL import Image
 
 import mdla_ir
 import mdla_runtime
-from mdla_compile import CompileError
+from mdla_compile import CompileError, kinds
 from mdla_compile import inputs as ins
 from mdla_ir import DEFAULT_PATH, IRError, Preprocess, stored
+from mdla_ir.provenance import CLASSMAP
 from mdla_runtime.atomic import write_atomic
 from mdla_zoo.errors import ZooError
 from workbench import pipeline
@@ -47,18 +50,7 @@ from workbench.overlay import crop_box, label_of, overlay, with_legend
 Array = np.ndarray[Any, Any]
 Sample = Array | list[Array]  # a model's input: one array, or one per input of a model of several
 GAP = 4  # white pixels between the FP32 and the INT8 panel
-
-
-def is_class_map(shape: Sequence[int], input_shape: Sequence[int]) -> bool:
-    """`shape` is [1, K, H, W], K >= 2, with the (H, W) of the NCHW input `input_shape`."""
-    return (
-        len(shape) == 4
-        and len(input_shape) == 4
-        and shape[0] == 1
-        and shape[1] >= 2
-        and tuple(shape[2:]) == tuple(input_shape[2:])
-        and min(shape[2:]) > 1
-    )
+is_class_map = kinds.is_class_map  # compile's guess, by shape
 
 
 def palette(n: int) -> Array:
@@ -74,19 +66,6 @@ def palette(n: int) -> Array:
             bits, shift = bits >> 3, shift - 1
         colours[c] = rgb
     return colours
-
-
-def is_index_map(spec: mdla_runtime.IOSpec, input_shape: Sequence[int]) -> bool:
-    """A [1, H, W] output of class indices at the input's H x W: a final ARGMAX run on the CPU
-    (issue 17), which writes int8 at scale 1, zero point 0 (the value is the class)."""
-    shape = spec.model_shape
-    return (
-        len(shape) == 3
-        and len(input_shape) == 4
-        and shape[0] == 1
-        and tuple(shape[1:]) == tuple(input_shape[2:])
-        and (spec.scale, spec.zero_point) == (1.0, 0)
-    )
 
 
 def class_map(scores: Array) -> Array:
@@ -161,13 +140,8 @@ class ClassMaps(FloatSide):
     preprocess: Preprocess | None = None
 
     def outputs(self) -> list[int]:
-        """Indices of the manifest's outputs that are class maps."""
-        inp = self.manifest.inputs[0].model_shape
-        return [
-            i
-            for i, o in enumerate(self.manifest.outputs)
-            if is_class_map(o.model_shape, inp) or is_index_map(o, inp)
-        ]
+        """Indices of the manifest's outputs that are class maps (`kinds.of_manifest`)."""
+        return [i for i, k in enumerate(kinds.of_manifest(self.manifest)) if k == CLASSMAP]
 
     def write(self, image: str, x: Sample, int8_outputs: Sequence[Array]) -> list[dict[str, Any]]:
         """The PNG of each class-map output for input `x` (named after `image`), the share of

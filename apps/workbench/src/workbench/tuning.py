@@ -143,7 +143,7 @@ class Trial:
     """One calibration setting, calibrated on a split's calibration inputs and scored on its
     held-out inputs: `agreement` (top-1) for a classifier's first output, `pixel_agreement`
     (the mean share of pixels with FP32's argmax class) for a class map's; `kind` says which
-    (`validation.output_kind`)."""
+    (`validation.graph_kinds`)."""
 
     label: str
     config: mdla_quant.QuantConfig
@@ -264,9 +264,7 @@ def score(compiled: Compiled, split: Split) -> Trial:
         Layer(t.name, t.op, t.kind, t.cosine, t.sqnr_db, t.max_abs) for t in report.tensors
     )
     graph = source.graph
-    first = graph.outputs[0]
-    shape = tuple(int(d) for d in graph.tensors[first].shape)
-    kind = validation.output_kind(shape, source.input_shapes[0])
+    kind = validation.graph_kinds(compiled)[0]
     shares, out = [], validation.Agreement()
     for xs in held:
         f = np.asarray(mdla_ir.run_float(graph, xs)[0])

@@ -1,18 +1,19 @@
 """FP32 vs INT8 (numpy reference and device): per image and per output agreement, worst layers.
 
 v = validate(compiled, [("chelsea", x)], target)
-v.outputs[0].kind                             # "classifier", "class map" or "tensor"
+v.outputs[0].kind                             # "logits", "classmap", "boxes", ... or "raw"
 v.outputs[0].agreement("ref")                 # top-1 / per-pixel argmax agreement, 0..1
 v.outputs[0].values["device"].cosine, .sqnr_db  # over all images
 
-The agreement metric follows what an output is (`output_kind`), because a top-1 over anything
-but a classifier's scores says nothing: a segmentation head's flattened 21x224x224 map has one
+The agreement metric follows what an output is: the kind compile recorded for it
+(`mdla_compile.kinds`, the manifest's `model.output_kinds`), because a top-1 over anything but
+a classifier's scores says nothing: a segmentation head's flattened 21x224x224 map has one
 "top-1" pixel whose position moves with any rounding although the cosine is 1.0.
 
-    classifier  [1, K], K >= 2            top-1 agreement (the argmax class is the same)
-    class map   `dense.is_class_map`      per-pixel argmax agreement (`dense.class_map`)
-    tensor      anything else (detector   cosine and SQNR only
-                head maps, images, ...)
+    logits      top-1 agreement (the argmax class is the same)
+    classmap    per-pixel argmax agreement (`dense.class_map`)
+    anything    cosine and SQNR only
+    else
 """
 
 from __future__ import annotations
@@ -27,20 +28,33 @@ import numpy as np
 import mdla_ir
 import mdla_quant
 import mdla_runtime
+from mdla_compile import kinds
+from mdla_ir.provenance import BOXES, CLASSMAP, KEYPOINTS, LOGITS, RAW
 from workbench import dense
 from workbench.images import top_k
 from workbench.pipeline import Compiled
 
 Array = np.ndarray[Any, Any]
-CLASSIFIER, CLASS_MAP, TENSOR = "classifier", "class map", "tensor"
+CLASSIFIER, CLASS_MAP, BOXES, KEYPOINTS, TENSOR = LOGITS, CLASSMAP, BOXES, KEYPOINTS, RAW
 KEYS = ("ref", "device")
 
 
 def output_kind(shape: Sequence[int], input_shape: Sequence[int]) -> str:
-    """What an output of `shape` is, for a model whose first input has `input_shape`."""
-    if len(shape) == 2 and shape[0] == 1 and shape[1] >= 2:
-        return CLASSIFIER
-    return CLASS_MAP if dense.is_class_map(shape, input_shape) else TENSOR
+    """Compile's guess for an output of `shape` of a model whose first input has `input_shape`
+    (a graph that records no kinds: `kinds.one_guess`)."""
+    return kinds.one_guess(kinds.Out("", tuple(shape)), input_shape)
+
+
+def graph_kinds(compiled: Compiled) -> tuple[str, ...]:
+    """The kind of each output of `compiled`: what its int8 graph records (compile's guess with
+    the `--output-kind` overrides), else the guess."""
+    recorded = compiled.qgraph.provenance.output_kinds
+    if recorded:
+        return recorded
+    shape = compiled.source.input_shapes[0]
+    return tuple(
+        output_kind(tuple(compiled.qgraph.model_shape(o)), shape) for o in compiled.qgraph.outputs
+    )
 
 
 @dataclass
@@ -145,11 +159,10 @@ def validate(
     output by output; an image's input is one array, or a list of one per model input."""
     labels = compiled.source.labels
     graph = compiled.source.graph
-    input_shape = compiled.source.input_shapes[0]
     result = Validation()
-    for o in graph.outputs:
+    for o, kind in zip(graph.outputs, graph_kinds(compiled), strict=True):
         shape = tuple(int(d) for d in graph.tensors[o].shape)
-        result.outputs.append(OutputAgreement(o, shape, output_kind(shape, input_shape)))
+        result.outputs.append(OutputAgreement(o, shape, kind))
     latencies: list[float] = []
     samples = [(name, x if isinstance(x, list) else [x]) for name, x in images]
     for name, xs in samples:
@@ -194,8 +207,7 @@ def summary_lines(v: Validation) -> list[str]:
             metric = {
                 CLASSIFIER: f"top-1 agreement {agree or 0:.0%}, logits ",
                 CLASS_MAP: f"per-pixel argmax agreement {100 * (agree or 0):.2f}%, ",
-                TENSOR: "",
-            }[out.kind]
+            }.get(out.kind, "")
             lines.append(
                 f"{what}{where}: {metric}cosine {values.cosine:.4f}, SQNR {db(values.sqnr_db)} dB"
             )

@@ -19,10 +19,10 @@ import numpy as np
 
 import mdla_quant
 import mdla_runtime
-from mdla_compile import output
+from mdla_compile import kinds, output
 from mdla_compile.placement import output_cosine
 from mdla_compile.source import Source, preprocess_record
-from mdla_ir import Graph
+from mdla_ir import Graph, Provenance
 from mdla_quant.compare import TensorStats
 
 if TYPE_CHECKING:
@@ -86,7 +86,10 @@ class Compiled:
         """The same source, device graph and calibration quantized with `config` (a sweep over
         settings imports and legalizes once); the options record the new setting."""
         start = time.perf_counter()
-        again = quantize_graph(self.source, self.device_graph, self.calibration, config)
+        kinds = self.options.output_kinds if self.options is not None else ()
+        again = quantize_graph(
+            self.source, self.device_graph, self.calibration, config, output_kinds=kinds
+        )
         seconds = {**self.seconds, "quantize": time.perf_counter() - start}
         options = self.options
         if options is not None:
@@ -111,9 +114,11 @@ def quantize_graph(
     config: mdla_quant.QuantConfig,
     progress: Progress | None = None,
     layer_progress: LayerProgress | None = None,
+    output_kinds: Sequence[str] = (),
 ) -> Compiled:
     """Calibrate and quantize `device_graph`; the int8 graph's provenance records the model
-    (spec, labels, preprocessing, a detector's decoding, random weights)."""
+    (spec, labels, preprocessing, a detector's decoding, random weights, each output's kind:
+    `mdla_compile.kinds`' guess with the `--output-kind NAME=KIND` values of `output_kinds`)."""
     qgraph = mdla_quant.quantize(
         device_graph, calibration, config, progress=progress, layer_progress=layer_progress
     )
@@ -125,4 +130,14 @@ def quantize_graph(
         postprocess=source.postprocess,
         random_weights=source.random_weights,
     )
+    prov = dataclasses.replace(prov, output_kinds=decided_kinds(qgraph, prov, output_kinds))
     return Compiled(source, device_graph, qgraph.with_(provenance=prov), calibration, config)
+
+
+def decided_kinds(qgraph: Graph, prov: Provenance, values: Sequence[str]) -> tuple[str, ...]:
+    """Each output's kind (`mdla_compile.kinds`): the guess, then the named overrides."""
+    outs = kinds.graph_outputs(qgraph)
+    shape = qgraph.model_shape(qgraph.inputs[0]) if qgraph.inputs else ()
+    detector = kinds.has_decoder(outs, shape, prov.postprocess, prov.spec, prov.module)
+    guessed = kinds.guess(outs, shape, prov.postprocess, prov.spec, prov.module)
+    return kinds.overridden(guessed, outs, values, detector)

@@ -20,6 +20,7 @@ from mdla_compile.calibration import SOURCES
 from mdla_compile.contract import Contract
 from mdla_compile.errors import CompileError, OptionError
 from mdla_compile.inputs import input_files
+from mdla_compile.kinds import parse as parse_kinds
 from mdla_ir import DEFAULT_PATH, Graph
 from mdla_ir.devices import DEFAULT_TARGET, NPU
 from mdla_quant import QuantConfig
@@ -47,7 +48,9 @@ class CompileOptions:
     skip_rules  legalize rules that must not fire (the device then says what it thinks)
     seed        the random calibration inputs' seed
     import_path how the model is captured: `fx`, `export` or `auto` (`mdla_ir.import_torch`)
-    extend      a rewrite of the device graph before calibration (lipread appends its tail)"""
+    extend      a rewrite of the device graph before calibration (lipread appends its tail)
+    output_kinds  `NAME=KIND` (or `KIND` for a one-output model) overriding compile's guess of
+                what an output is (`mdla_compile.kinds`)"""
 
     model: str | Model
     args: tuple[str, ...] = ()
@@ -63,10 +66,12 @@ class CompileOptions:
     seed: int = 0
     import_path: str = DEFAULT_PATH
     extend: Callable[[Graph], Graph] | None = None
+    output_kinds: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.count < 1:
             raise OptionError(f"--count must be at least 1, got {self.count}")
+        parse_kinds(self.output_kinds)
         if isinstance(self.model, str):
             check_name(self.model)  # a typo: at once, not after torch's import
             check_shape(self.model, self.contract.input_shape)

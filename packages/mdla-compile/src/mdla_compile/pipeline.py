@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from mdla_compile import events as ev
 from mdla_compile.calibration import calibration_inputs
 from mdla_compile.compiled import Compiled, quantize_graph
+from mdla_compile.kinds import check_output_names
 from mdla_compile.options import CompileOptions
 from mdla_compile.placement import legalize_graph, place_graph
 from mdla_compile.source import Source, load_source
@@ -30,6 +31,7 @@ def compile(options: CompileOptions, on_event: ev.OnEvent | None = None) -> Comp
             options.model, options.weights, options.contract, options.args, options.import_path
         )
     emit(ev.Imported(source))
+    check_output_names(source.graph, options.output_kinds)  # a typo: before the calibration
     for note in source.notes:
         emit(ev.Note(note))
     with _stage(emit, ev.Stage.LEGALIZE, options.target, seconds):
@@ -46,6 +48,7 @@ def compile(options: CompileOptions, on_event: ev.OnEvent | None = None) -> Comp
             options.config,
             progress=lambda n, _s: emit(ev.CalibrationTick(n, total)),
             layer_progress=lambda i, n, name: emit(ev.AdaRoundLayer(i, n, name)),
+            output_kinds=options.output_kinds,
         )
     compiled.options, compiled.seconds = options, seconds
     return compiled

@@ -8,7 +8,7 @@ Each floor fills its own fields with `dataclasses.replace` and leaves the others
     quantize (mdla_quant)            quant (the whole QuantConfig), numerics (rounding and
                                      accumulator, and the target they came from),
                                      calibration_samples
-    the app (workbench, lipread)     spec, labels, preprocess, postprocess
+    the app (workbench, lipread)     spec, labels, preprocess, postprocess, output_kinds
 
 `mdla_runtime.save` writes it as the manifest's `model` section (a fixed key list, checked by
 both readers), and the engine runs with the recorded rounding (`numerics.rounding`).
@@ -44,6 +44,11 @@ class Accumulator(StrEnum):
 
 
 ROUNDINGS = tuple(r.value for r in Rounding)
+# What a model output is, recorded per output at compile (the manifest's `model.output_kinds`):
+# class scores, a class map (per-pixel scores or indices), a detector's head outputs (decoded
+# into boxes), keypoints (heatmaps, one per keypoint, or coordinates), anything else.
+LOGITS, CLASSMAP, BOXES, KEYPOINTS, RAW = "logits", "classmap", "boxes", "keypoints", "raw"
+OUTPUT_KINDS = (LOGITS, CLASSMAP, BOXES, KEYPOINTS, RAW)
 ACCUMULATORS = tuple(a.value for a in Accumulator)
 
 
@@ -161,6 +166,8 @@ class Provenance:
     cpu_ops: tuple[str, ...] = ()
     numerics: Numerics | None = None  # set by quantize; None on a float graph
     import_path: str = ""  # how the module was captured: "export" or "fx" ("" not recorded)
+    # One of OUTPUT_KINDS per graph output, in order; () where none was recorded (older files).
+    output_kinds: tuple[str, ...] = ()
 
     @property
     def rounding(self) -> Rounding:

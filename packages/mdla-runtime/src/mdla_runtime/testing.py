@@ -54,6 +54,7 @@ def sample_graph() -> Graph:
         labels=("cat", "dog"),
         preprocess=Preprocess("imagenet", (8, 8), (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
         import_path="export",
+        output_kinds=("raw",),
     )
     rng = np.random.default_rng(7)
     ws = rng.uniform(0.01, 0.05, 4).astype(np.float32)
@@ -152,6 +153,9 @@ def _model_edits() -> list[Edit]:
         ("model_random_weights_type", model("random_weights", 1), bad, "model.random_weights"),
         ("model_import_path_type", model("import_path", 1), bad, "model.import_path"),
         ("model_import_path_value", model("import_path", "jit"), bad, "model.import_path"),
+        ("model_output_kinds_map", model("output_kinds", {"y": "raw"}), bad, "model.output_kinds"),
+        ("model_output_kind_name", model("output_kinds", ["box"]), bad, "model.output_kinds[0]"),
+        ("model_output_kind_type", model("output_kinds", [3]), bad, "model.output_kinds[0]"),
         ("model_quant_rounding", quant("rounding", "single"), bad, "model.quant.rounding"),
         (
             "model_preprocess_size",
@@ -363,6 +367,12 @@ def _semantic_edits(header: Header) -> list[Edit]:
             lambda h: h["model"].__setitem__("labels", True),
             errors.BadHeaderError,
             "model.labels",
+        ),
+        (
+            "output_kinds_count",  # two kinds; the sample has 1 output
+            lambda h: h["model"].__setitem__("output_kinds", ["logits", "raw"]),
+            errors.CountMismatchError,
+            "model.output_kinds",
         ),
         (
             "postprocess_outputs",  # 2 levels read 4 outputs; the sample has 1

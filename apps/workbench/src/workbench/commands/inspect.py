@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 import mdla_runtime
+from mdla_compile.kinds import of_manifest
 from mdla_ir.schema import op_name
 from mdla_runtime.format import container as fmt
 from workbench.commands.options import Debug, console
@@ -59,7 +60,11 @@ def describe(path: Path) -> dict[str, Any]:
             {"device": p.device, "operations": len(p.operations)} for p in manifest.partitions
         ],
         "inputs": [_io(manifest, s) for s in manifest.inputs],
-        "outputs": [_io(manifest, s) for s in manifest.outputs],
+        "outputs": [
+            _io(manifest, s) | {"kind": kind}
+            for s, kind in zip(manifest.outputs, of_manifest(manifest), strict=True)
+        ],
+        "output_kinds_recorded": bool(prov.output_kinds),
         "compiled_from": {
             "spec": prov.spec,
             "module": prov.module,
@@ -124,13 +129,16 @@ def inspect_command(
     )
     parts = info["partitions"]
     _row(t, "partitions", ", ".join(f"{p['device']} ({p['operations']} ops)" for p in parts))
+    guessed = "" if info["output_kinds_recorded"] else " (guessed: not recorded in this file)"
     for key in ("inputs", "outputs"):
         for io in info[key]:
+            kind = f", kind {io['kind']}{guessed}" if "kind" in io else ""
             _row(
                 t,
                 key[:-1],
                 f"{io['name']}: {io['type']} {io['shape']} {io['layout']} (model "
-                f"{io['model_shape']}), scale {io['scale']:.6g}, zero point {io['zero_point']}",
+                f"{io['model_shape']}), scale {io['scale']:.6g}, zero point {io['zero_point']}"
+                f"{kind}",
             )
     src = info["compiled_from"]
     _row(

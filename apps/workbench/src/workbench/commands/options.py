@@ -140,6 +140,17 @@ SkipRule = Annotated[
     ),
 ]
 
+OutputKind = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--output-kind",
+        metavar="NAME=KIND",
+        help="What output NAME is, recorded in the .mdla (default: guessed from its shape): "
+        "logits, classmap, boxes, keypoints or raw; KIND alone for a one-output model. "
+        "Repeatable.",
+    ),
+]
+
 
 def quant_config(
     method: MethodName,
@@ -234,6 +245,7 @@ class CompileFlags:
     input_shape: ct.InputShape = None
     inputs: InputFlags = field(default_factory=InputFlags)
     importer: ImportPath = ImportPathName.auto
+    output_kind: OutputKind = None
 
     def options(self, model: str) -> CompileOptions:
         """The compile these options ask for (each checked: a malformed one is exit 2)."""
@@ -249,6 +261,7 @@ class CompileFlags:
             target=self.target,
             skip_rules=tuple(self.skip_rule or ()),
             import_path=self.importer.value,
+            output_kinds=tuple(self.output_kind or ()),
         )
 
 

@@ -13,9 +13,11 @@ from rich.table import Table
 
 import mdla_runtime
 from mdla_compile import inputs as ins
+from mdla_compile import kinds
 from mdla_compile.written import is_written
 from mdla_ir import Preprocess
 from mdla_ir.devices import NPU
+from mdla_ir.provenance import LOGITS
 from workbench import contract as ct
 from workbench import dense, pipeline
 from workbench import images as imgs
@@ -337,6 +339,7 @@ class _Job:
         self.manifest, self.target, self.contract = manifest, target, contract
         self.weights, self.model = weights, model
         self.labels = contract.labels if contract.labels is not None else manifest.provenance.labels
+        self.kinds = kinds.of_manifest(manifest)  # what each output is (recorded at compile)
 
     def run_all(self, images: list[str], s: Any) -> list[dict[str, Any]]:
         """Each input run once (after --warmup, --repeat times), its record, in order."""
@@ -384,7 +387,8 @@ class _Job:
             "warmup": self.warmup,
         }
         entry |= run_fields(r)  # a partitioned manifest: where each partition ran
-        if logits.ndim == 2 and logits.shape[1] > 1:
+        entry["kind"] = self.kinds[0]
+        if self.kinds[0] == LOGITS:
             entry["top5"] = [
                 {"index": i, "label": lab, "p": round(p, 4)}
                 for i, lab, p in imgs.top_k(logits, self.labels, 5)

@@ -21,6 +21,7 @@ import numpy as np
 
 import mdla_ir
 import mdla_runtime
+from mdla_compile import kinds
 from mdla_ir import Graph
 from mdla_zoo.detection import SSDDecoder, detect
 from mdla_zoo.yolo import YoloDecoder
@@ -29,18 +30,14 @@ from workbench.boxes import Boxes
 from workbench.images import top_k
 
 Array = np.ndarray[Any, Any]
-BOXES = "boxes"
+BOXES = validation.BOXES
 SHOWN = 3  # classes and boxes named per input
 
 
 def output_kind(manifest: mdla_runtime.Manifest) -> str:
-    """The first output's kind: `validation`'s (classifier, class map, tensor) or boxes."""
-    if decoder_of(manifest) is not None:
-        return BOXES
-    first, shape = manifest.outputs[0], tuple(manifest.inputs[0].model_shape)
-    if dense.is_index_map(first, shape):
-        return validation.CLASS_MAP
-    return validation.output_kind(first.model_shape, shape)
+    """The first output's kind, as the manifest records it (`kinds.of_manifest`)."""
+    kind = kinds.of_manifest(manifest)[0]
+    return kind if kind != BOXES or decoder_of(manifest) is not None else validation.TENSOR
 
 
 def decoder_of(manifest: mdla_runtime.Manifest) -> SSDDecoder | YoloDecoder | None:

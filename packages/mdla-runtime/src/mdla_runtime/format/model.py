@@ -26,6 +26,9 @@
     random_weights      bool    compiled from a model whose weights were random (optional)
     import_path         str     how the torch module was captured: "export" (torch.export)
                                 or "fx" (torch.fx); absent: not recorded        (optional)
+    output_kinds        [str]   what each output is, one per output in order: OUTPUT_KINDS
+                                (logits, classmap, boxes, keypoints, raw); absent in files
+                                written before it (readers then infer it)        (optional)
 
 `check_model` is what both readers check (csrc/format/manifest_check.c: chk_model); every flaw is a
 BadHeaderError naming the field (`model.quant.bins`) and its byte offset.
@@ -39,6 +42,7 @@ from functools import cache
 from typing import Any, Protocol
 
 from mdla_ir.provenance import (
+    OUTPUT_KINDS,
     ROUNDINGS,
     Accumulator,
     Numerics,
@@ -69,6 +73,7 @@ MODEL_KEYS = (
     "probe_patched",
     "random_weights",
     "import_path",
+    "output_kinds",
 )
 MODEL_REQUIRED = MODEL_KEYS[:11]
 # The quant map holds QuantRecord's fields, each checked as its annotation says (int -> uint).
@@ -161,6 +166,18 @@ def check_model(c: Checker, model: Any) -> None:
             raise BadHeaderError(f, c.at(f), "expected `rgb` or `bgr`")
     if "postprocess" in model:
         check_postprocess(c, model["postprocess"])
+    if "output_kinds" in model:
+        check_output_kinds(c, model["output_kinds"])
+
+
+def check_output_kinds(c: Checker, kinds: Any) -> None:
+    """An array of OUTPUT_KINDS names (its length against the outputs is `semantic`'s)."""
+    if not isinstance(kinds, list):
+        raise BadHeaderError("model.output_kinds", c.at("model.output_kinds"), "expected an array")
+    for k, kind in enumerate(kinds):
+        if kind not in OUTPUT_KINDS or not isinstance(kind, str):
+            f = f"model.output_kinds[{k}]"
+            raise BadHeaderError(f, c.at(f), f"expected one of {', '.join(OUTPUT_KINDS)}")
 
 
 def check_postprocess(c: Checker, post: Any) -> None:
@@ -241,6 +258,8 @@ def model_section(name: str, prov: Provenance, content_hash: str) -> dict[str, A
         model["random_weights"] = True
     if prov.import_path:
         model["import_path"] = prov.import_path
+    if prov.output_kinds:
+        model["output_kinds"] = list(prov.output_kinds)
     return model
 
 
@@ -329,4 +348,5 @@ def provenance(model: Mapping[str, Any]) -> Provenance:
         postprocess=postprocess(model["postprocess"]) if "postprocess" in model else None,
         random_weights=bool(model.get("random_weights", False)),
         import_path=model.get("import_path", ""),
+        output_kinds=tuple(model.get("output_kinds", ())),
     )

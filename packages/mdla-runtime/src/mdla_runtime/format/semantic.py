@@ -37,7 +37,8 @@ same kinds, fields and offsets), after the schema checks and before the engine, 
 4. Operations, in order, as the adapter will run them: every input is a constant, a model input
    or written by an earlier operation; no output is a constant or a model input
    (BadReference); no operand is written twice (DuplicateEntry).
-5. Every model output is written by an operation (BadReference); there is at least one output.
+5. Every model output is written by an operation (BadReference); there is at least one output;
+   a `model.output_kinds` list names one kind per output (CountMismatch at `model.output_kinds`).
 6. Partitions (format 3; issue 17), which the engine runs in list order, each on its device:
    - each holds at least one operation (CountMismatch at `.operations`); no operation is in two
      (DuplicateEntry), every one is in one (CountMismatch at `partitions`); a host operation
@@ -286,6 +287,13 @@ class _Semantics:
             )
             self.fail(CountMismatchError, "outputs", why)
 
+    def output_kinds(self) -> None:
+        kinds = self.h["model"].get("output_kinds")
+        if kinds is not None and len(kinds) != len(self.h["outputs"]):
+            why = f"model.output_kinds names {len(kinds)} kind(s); the model has "
+            why += f"{len(self.h['outputs'])} outputs"
+            self.fail(CountMismatchError, "model.output_kinds", why)
+
 
 def _constant(o: Entry) -> bool:
     return "data" in o or "value" in o
@@ -391,6 +399,7 @@ def check_semantics(c: Locator, header: Mapping[str, Any], budget: Budget) -> No
     s.preprocess()
     s.postprocess()
     s.dataflow()
+    s.output_kinds()
     if "partitions" in header:
         _Partitions(s).check()
     check_compute(c, header, budget)

@@ -122,6 +122,7 @@ static bool same_str(const mp_node *a, const mp_node *b) {
 }
 
 static bool chk_postprocess(checker *c, uint32_t post);
+static bool chk_output_kinds(checker *c, uint32_t kinds);
 
 /* chk_model(): the model section has exactly MODEL_KEYS, each of its type; *rounding is set
  * to model.rounding ("double" or "single"). */
@@ -193,7 +194,30 @@ bool chk_model(checker *c, uint32_t model, mdla_str *rounding) {
                             "expected `rgb` or `bgr`");
     }
     uint32_t post = mp_get(c->doc, model, "postprocess");
-    return !post || chk_postprocess(c, post);
+    if (post && !chk_postprocess(c, post)) return false;
+    uint32_t kinds = mp_get(c->doc, model, "output_kinds");
+    return !kinds || chk_output_kinds(c, kinds);
+}
+
+/* chk_output_kinds(): mirrors format/model.py:check_output_kinds: an array of OUTPUT_KINDS
+ * names (its length against the outputs is sem_output_kinds'). */
+static bool chk_output_kinds(checker *c, uint32_t kinds) {
+    char f[MDLA_FIELD_MAX], why[MDLA_WHY_MAX];
+    const mp_node *a = chk_node(c, kinds);
+    if (a->kind != MP_ARRAY) return chk_fail(c, "BadHeader", "model.output_kinds", a->offset, "expected an array");
+    why[0] = 0;
+    for (size_t k = 0; OUTPUT_KINDS[k]; k++) {
+        size_t n = strlen(why);
+        mdla_fmt(why + n, sizeof why - n, "%s%s", k ? ", " : "expected one of ", OUTPUT_KINDS[k]);
+    }
+    for (uint32_t i = 0, e = kinds + 1; i < a->count; i++, e = chk_node(c, e)->next) {
+        const mp_node *v = chk_node(c, e);
+        if (v->kind != MP_STR || !chk_in_list(v, OUTPUT_KINDS)) {
+            mdla_fmt(f, sizeof f, "model.output_kinds[%u]", i);
+            return chk_fail(c, "BadHeader", f, v->offset, why);
+        }
+    }
+    return true;
 }
 
 /* chk_postprocess(): mirrors format/model.py:check_postprocess check by check, in its order:
@@ -469,6 +493,17 @@ static bool sem_postprocess(sem *s) {
     return chk_fail(c, "CountMismatch", "outputs", chk_node(c, mp_get(c->doc, 0, "outputs"))->offset, why);
 }
 
+/* A model.output_kinds list names one kind per model output. */
+static bool sem_output_kinds(sem *s) {
+    checker *c = s->c;
+    uint32_t kinds = mp_get(c->doc, mp_get(c->doc, 0, "model"), "output_kinds");
+    if (!kinds || chk_node(c, kinds)->count == s->m->n_outputs) return true;
+    char why[MDLA_WHY_MAX];
+    mdla_fmt(why, sizeof why, "model.output_kinds names %u kind(s); the model has %u outputs",
+             chk_node(c, kinds)->count, s->m->n_outputs);
+    return chk_fail(c, "CountMismatch", "model.output_kinds", chk_node(c, kinds)->offset, why);
+}
+
 static bool sem_preprocess(sem *s) {
     checker *c = s->c;
     uint32_t model = mp_get(c->doc, 0, "model");
@@ -707,6 +742,7 @@ bool chk_semantics(checker *c, const mdla_manifest *m, const mdla_budget *b) {
     ok = ok && sem_postprocess(&s);
     for (size_t i = 0; ok && i < n; i++) seen[i] = -1; /* now: the operation writing operand i */
     ok = ok && sem_dataflow(&s, is_input, seen);
+    ok = ok && sem_output_kinds(&s);
     ok = ok && (m->version < 3 || sem_partitions(&s, is_input, seen));
     ok = ok && chk_compute(c, m, b);
     free(s.opnode);
