@@ -17,11 +17,11 @@ from functools import cache
 
 from mdla_emu.codegen import c_string
 from mdla_emu.codegen import headers as emu_headers
+from mdla_ir.provenance import OUTPUT_KINDS
 from mdla_runtime.format.model import (
     HEAD_ORDERS,
     MODEL_KEYS,
     MODEL_REQUIRED,
-    OUTPUT_KINDS,
     POSTPROCESS_KEYS,
     POSTPROCESS_KINDS,
     POSTPROCESS_REQUIRED,

@@ -22,7 +22,7 @@ import numpy as np
 import mdla_ir
 import mdla_runtime
 from mdla_compile import kinds
-from mdla_ir import Graph
+from mdla_ir import Graph, provenance
 from mdla_zoo.detection import SSDDecoder, detect
 from mdla_zoo.yolo import YoloDecoder
 from workbench import dense, validation
@@ -30,7 +30,7 @@ from workbench.boxes import Boxes
 from workbench.images import top_k
 
 Array = np.ndarray[Any, Any]
-BOXES = validation.BOXES
+BOXES = provenance.BOXES
 SHOWN = 3  # classes and boxes named per input
 
 
