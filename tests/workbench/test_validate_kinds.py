@@ -4,6 +4,7 @@ alone for anything else (a detector's head maps): never a "top-1" over a flatten
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,9 @@ def test_a_class_map_is_judged_pixel_by_pixel(seg: pipeline.Compiled, tmp_path: 
     assert not any("top-1" in line for line in lines)
 
 
-def test_a_detector_is_judged_by_cosine_per_output() -> None:
+def test_a_detector_is_judged_by_its_boxes_then_cosine_per_output() -> None:
+    """The decoded boxes (FP32 against INT8, from all head outputs) on the first output's
+    line; cosine and SQNR on each output's."""
     result = CliRunner().invoke(
         app,
         [
@@ -94,7 +97,7 @@ def test_a_detector_is_judged_by_cosine_per_output() -> None:
     assert "top-1" not in out
     assert "pixel" not in out
     lines = [ln for ln in result.output.splitlines() if ln.startswith("INT8 reference `")]
-    heads = [ln.split(": cosine ")[0].removeprefix("INT8 reference ") for ln in lines]
+    heads = [ln.split(": ")[0].removeprefix("INT8 reference ") for ln in lines]
     assert heads == [  # two feature levels x (boxes, then classes), each with its own figures
         "`head_regression_head_module_list_0` [1, 16, 12, 12]",
         "`head_regression_head_module_list_1` [1, 24, 6, 6]",
@@ -102,3 +105,5 @@ def test_a_detector_is_judged_by_cosine_per_output() -> None:
         "`head_classification_head_module_list_1` [1, 24, 6, 6]",
     ]
     assert all(" SQNR " in ln for ln in lines)
+    assert re.search(r"\]: box F1 \d+\.\d% \(one-to-one, same class, IoU >= 0\.5\), ", lines[0])
+    assert not any("box F1" in ln for ln in lines[1:])

@@ -31,7 +31,7 @@ from rich.table import Table
 
 from mdla_compile import kinds
 from mdla_compile.inputs import is_data
-from mdla_ir.provenance import BOXES
+from mdla_ir.provenance import BOXES, Provenance
 from mdla_runtime.atomic import write_atomic
 from mdla_zoo.detection import DECODERS, Detections, SSDDecoder, detect
 from mdla_zoo.yolo import YoloDecoder
@@ -46,6 +46,29 @@ FP32_COLOUR, INT8_COLOUR = (0, 230, 64), (255, 0, 200)
 GAP = 4  # white pixels between the FP32 and the INT8 panel
 
 
+Decoder = SSDDecoder | YoloDecoder
+
+
+def decoder_for(
+    prov: Provenance, input_shape: Sequence[int], first_output: Sequence[int]
+) -> Decoder | None:
+    """The decoder of a model: its SSD record, the zoo detector its spec names, or a YOLO head
+    (`YoloDecoder.of`); None when its outputs are not a detector's."""
+    if prov.postprocess is not None:
+        return SSDDecoder.of(prov.postprocess)
+    if prov.spec in DECODERS:
+        return DECODERS[prov.spec]
+    hw = (int(input_shape[2]), int(input_shape[3])) if len(input_shape) == 4 else (0, 0)
+    return YoloDecoder.of(prov.module, hw, tuple(first_output))
+
+
+def decode(decoder: Decoder, outputs: Sequence[Array]) -> Detections:
+    """One image's detections, best first, in the model input's pixels."""
+    if isinstance(decoder, YoloDecoder):
+        return decoder.detect(outputs)
+    return detect(decoder, outputs)
+
+
 @dataclass
 class Boxes(FloatSide):
     """The boxes of one detector manifest's runs; the FP32 graph is imported on first use."""
@@ -56,14 +79,8 @@ class Boxes(FloatSide):
         not record boxes: `mdla_compile.kinds`)."""
         if BOXES not in kinds.of_manifest(self.manifest):
             return None
-        prov = self.manifest.provenance
-        if prov.postprocess is not None:
-            return SSDDecoder.of(prov.postprocess)
-        if prov.spec in DECODERS:
-            return DECODERS[prov.spec]
         x, y = self.manifest.inputs[0], self.manifest.outputs[0]
-        hw = (x.model_shape[2], x.model_shape[3]) if len(x.model_shape) == 4 else (0, 0)
-        return YoloDecoder.of(prov.module, hw, y.model_shape)
+        return decoder_for(self.manifest.provenance, x.model_shape, y.model_shape)
 
     def detections(
         self,
@@ -76,10 +93,7 @@ class Boxes(FloatSide):
         of `size` (height, width)."""
 
         def found(outs: Sequence[Array]) -> Detections:
-            dets = (
-                decoder.detect(outs) if isinstance(decoder, YoloDecoder) else detect(decoder, outs)
-            )
-            return dets.scaled(decoder.image_size, size)
+            return decode(decoder, outs).scaled(decoder.image_size, size)
 
         floats = self.float_outputs(x)
         return (None if floats is None else found(floats)), found(outputs)

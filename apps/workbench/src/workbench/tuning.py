@@ -34,8 +34,10 @@ from mdla_compile import Compiled, Source, calibration_inputs, check_output, qua
 from mdla_compile.compiled import LayerProgress
 from mdla_compile.inputs import input_files
 from mdla_ir import Graph
+from mdla_ir.provenance import BOXES, KEYPOINTS
 from mdla_runtime.atomic import write_atomic
 from workbench import images, pipeline, validation
+from workbench.agreement import KindScore, mean
 from workbench.errors import USAGE, WorkbenchError
 from workbench.output import dumps
 
@@ -155,9 +157,15 @@ class Trial:
     held_out: tuple[str, ...]
     kind: str = validation.CLASSIFIER
     pixel_agreement: float | None = None
+    kind_score: KindScore | None = None  # boxes, keypoints, raw: their agreement
 
     def metric(self) -> str:
         """The first output's agreement with FP32, as its kind measures it."""
+        if self.kind_score is not None:
+            return self.kind_score.text()
+        return self.agreement_metric()
+
+    def agreement_metric(self) -> str:
         a = self.agreement
         if a is not None:
             low, high = a.interval
@@ -241,9 +249,11 @@ def trial(
     config: mdla_quant.QuantConfig,
     progress: Callable[[int], None] = lambda _n: None,
     layer_progress: LayerProgress | None = None,
+    output_kinds: Sequence[str] = (),
 ) -> Trial:
     """Quantize on `split.calibration` only, then score on `split.held_out` only.
-    `layer_progress(i, n, name)`: AdaRound's layers (and blocks, with block reconstruction)."""
+    `layer_progress(i, n, name)`: AdaRound's layers (and blocks, with block reconstruction);
+    `output_kinds`: the `--output-kind` values the compile took."""
     compiled = quantize_graph(
         source,
         device_graph,
@@ -251,6 +261,7 @@ def trial(
         config,
         progress=lambda n, _s: progress(n),
         layer_progress=layer_progress,
+        output_kinds=output_kinds,
     )
     return score(compiled, split)
 
@@ -265,12 +276,15 @@ def score(compiled: Compiled, split: Split) -> Trial:
     )
     graph = source.graph
     kind = validation.graph_kinds(compiled)[0]
-    shares, out = [], validation.Agreement()
+    decoder = validation.decoder_of(compiled) if kind == BOXES else None
+    shares, details, out = [], [], validation.Agreement()
     for xs in held:
-        f = np.asarray(mdla_ir.run_float(graph, xs)[0])
-        q = np.asarray(mdla_quant.run_int8(compiled.qgraph, xs)[0])
-        out.add(f, q)
-        shares.append(validation.matches(kind, f, q))
+        fs = [np.asarray(o) for o in mdla_ir.run_float(graph, xs)]
+        qs = [np.asarray(o) for o in mdla_quant.run_int8(compiled.qgraph, xs)]
+        out.add(fs[0], qs[0])
+        share, detail = validation.image_score(kind, fs, qs, decoder)
+        shares.append(share)
+        details += [detail] if detail is not None else []
     found = [x for x in shares if x is not None]
     return Trial(
         label(config),
@@ -283,7 +297,19 @@ def score(compiled: Compiled, split: Split) -> Trial:
         tuple(name for name, _ in split.held_out),
         kind,
         float(np.mean(found)) if kind == validation.CLASS_MAP and found else None,
+        kind_score(kind, found, details, out),
     )
+
+
+def kind_score(
+    kind: str, found: list[float], details: list[float], out: validation.Agreement
+) -> KindScore | None:
+    """Boxes' F1 and IoU, keypoints' OKS and distance, a raw output's SQNR (else None)."""
+    if kind == validation.TENSOR:
+        return KindScore(kind, out.sqnr_db)
+    if kind in (BOXES, KEYPOINTS):
+        return KindScore(kind, mean(found), mean(details))
+    return None
 
 
 @dataclass(frozen=True)
@@ -336,6 +362,7 @@ def trial_doc(t: Trial) -> dict[str, Any]:
         else {"same": a.same, "n": a.n, "rate": a.rate, "ci95": list(a.interval)},
         "output_kind": t.kind,
         "pixel_agreement": t.pixel_agreement,
+        "kind_agreement": None if t.kind_score is None else t.kind_score.doc(),
         "output_cosine": t.output_cosine,
         "mean_sqnr_db": float(np.mean(finite)) if finite else math.inf,
         "worst_sqnr_db": min((x.sqnr_db for x in t.layers), default=math.inf),

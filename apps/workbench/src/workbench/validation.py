@@ -30,12 +30,14 @@ import mdla_quant
 import mdla_runtime
 from mdla_compile import kinds
 from mdla_ir.provenance import BOXES, CLASSMAP, KEYPOINTS, LOGITS, RAW
+from workbench import agreement as ag
 from workbench import dense
+from workbench.boxes import Decoder, decode, decoder_for
 from workbench.images import top_k
 from workbench.pipeline import Compiled
 
 Array = np.ndarray[Any, Any]
-CLASSIFIER, CLASS_MAP, BOXES, KEYPOINTS, TENSOR = LOGITS, CLASSMAP, BOXES, KEYPOINTS, RAW
+CLASSIFIER, CLASS_MAP, TENSOR = LOGITS, CLASSMAP, RAW
 KEYS = ("ref", "device")
 
 
@@ -84,12 +86,35 @@ class Agreement:
 
 def matches(kind: str, f: Array, q: Array) -> float | None:
     """One image's agreement of INT8 output `q` with FP32 `f`: 1.0 or 0.0 for the same top-1
-    class, the share of pixels with the same argmax class, None for a tensor output."""
+    class, the share of pixels with the same argmax class, the keypoints' OKS-like similarity
+    (`agreement`), None for boxes (decoded from all outputs: `image_score`) and raw."""
+    return image_score(kind, [f], [q], None)[0]
+
+
+def image_score(
+    kind: str, fs: Sequence[Array], qs: Sequence[Array], decoder: Decoder | None
+) -> tuple[float | None, float | None]:
+    """One image's (agreement, detail) of its first output by `kind` (`agreement`): top-1,
+    pixel share, box F1 and mean IoU (the boxes `decoder` finds in all outputs), keypoint OKS
+    and mean distance; (None, None) for raw, or boxes without a decoder."""
+    f, q = fs[0], qs[0]
     if kind == CLASSIFIER:
-        return float(np.argmax(f) == np.argmax(q))
+        return ag.top1(f, q), None
     if kind == CLASS_MAP:
-        return float(np.mean(dense.class_map(f) == dense.class_map(q)))
-    return None
+        return float(np.mean(dense.class_map(f) == dense.class_map(q))), None
+    if kind == KEYPOINTS:
+        k = ag.match_keypoints(f, q)
+        return k.oks, k.mean_distance
+    if kind == BOXES and decoder is not None:
+        b = ag.match_boxes(decode(decoder, fs), decode(decoder, qs))
+        return b.f1, b.mean_iou
+    return None, None
+
+
+def decoder_of(compiled: Compiled) -> Decoder | None:
+    """The boxes decoder of a compiled detector (`boxes.decoder_for`), None for another model."""
+    prov, q = compiled.qgraph.provenance, compiled.qgraph
+    return decoder_for(prov, compiled.source.input_shapes[0], q.model_shape(q.outputs[0]))
 
 
 @dataclass
@@ -100,15 +125,25 @@ class OutputAgreement:
     shape: tuple[int, ...]
     kind: str
     values: dict[str, Agreement] = field(default_factory=dict)  # cosine and SQNR
-    shares: dict[str, list[float]] = field(default_factory=dict)  # per image, by `matches`
+    shares: dict[str, list[float]] = field(default_factory=dict)  # per image, `image_score`'s
+    details: dict[str, list[float]] = field(default_factory=dict)  # mean IoU, mean distance
 
-    def add(self, key: str, f: Array, q: Array) -> float | None:
-        """Accumulate one image's output; its `matches` value."""
+    def add(
+        self, key: str, f: Array, q: Array, scored: tuple[float | None, float | None] | None = None
+    ) -> float | None:
+        """Accumulate one image's output; its agreement (`scored`, when the caller measured
+        it from all outputs: boxes; else `image_score` of this output alone)."""
         self.values.setdefault(key, Agreement()).add(f, q)
-        share = matches(self.kind, f, q)
+        share, detail = scored if scored is not None else image_score(self.kind, [f], [q], None)
         if share is not None:
             self.shares.setdefault(key, []).append(share)
+        if detail is not None:
+            self.details.setdefault(key, []).append(detail)
         return share
+
+    def detail(self, key: str) -> float | None:
+        """Mean IoU of matched boxes / keypoints' mean distance over the images (else None)."""
+        return ag.mean(self.details.get(key, []))
 
     def agreement(self, key: str) -> float | None:
         """Mean top-1 or per-pixel agreement over the images (None for a tensor output)."""
@@ -165,6 +200,8 @@ def validate(
         result.outputs.append(OutputAgreement(o, shape, kind))
     latencies: list[float] = []
     samples = [(name, x if isinstance(x, list) else [x]) for name, x in images]
+    decoder = decoder_of(compiled) if BOXES in graph_kinds(compiled) else None
+    boxed = [o.kind for o in result.outputs].index(BOXES) if decoder is not None else -1
     for name, xs in samples:
         fp32 = [np.asarray(o) for o in mdla_ir.run_float(graph, xs)]
         runs = {"ref": [np.asarray(o) for o in mdla_quant.run_int8(compiled.qgraph, xs)]}
@@ -177,8 +214,9 @@ def validate(
         if result.kind == CLASSIFIER:
             row.top1 = {k: top_k(v[0], labels, 1)[0] for k, v in [("fp32", fp32), *runs.items()]}
         for key, outs in runs.items():
+            boxes = image_score(BOXES, fp32, outs, decoder) if decoder is not None else None
             for i, (spec, f, q) in enumerate(zip(result.outputs, fp32, outs, strict=True)):
-                share = spec.add(key, f, q)
+                share = spec.add(key, f, q, boxes if i == boxed else None)
                 if i == 0:
                     row.agree[key] = share if share is not None else _cosine(f, q)
         result.rows.append(row)
@@ -208,6 +246,8 @@ def summary_lines(v: Validation) -> list[str]:
                 CLASSIFIER: f"top-1 agreement {agree or 0:.0%}, logits ",
                 CLASS_MAP: f"per-pixel argmax agreement {100 * (agree or 0):.2f}%, ",
             }.get(out.kind, "")
+            if out.kind in (BOXES, KEYPOINTS) and agree is not None:
+                metric = ag.KindScore(out.kind, agree, out.detail(key)).text() + ", "
             lines.append(
                 f"{what}{where}: {metric}cosine {values.cosine:.4f}, SQNR {db(values.sqnr_db)} dB"
             )

@@ -96,7 +96,13 @@ def tune_command(
                 tick = s.bar(f"previous: {tuning.label(old_config)}", total=flags.count)
                 layers = s.layers("previous: adaround")
                 old = tuning.trial(
-                    compiled.source, compiled.device_graph, split, old_config, tick, layers
+                    compiled.source,
+                    compiled.device_graph,
+                    split,
+                    old_config,
+                    tick,
+                    layers,
+                    output_kinds=opts.output_kinds,
                 )
         comparison = tuning.compare(new, old)
         show(comparison, model)

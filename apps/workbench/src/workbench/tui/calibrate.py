@@ -25,6 +25,7 @@ from textual.widgets import Footer, Input, Select, Static
 import mdla_quant
 from mdla_ir import Graph
 from workbench import pipeline, tuning
+from workbench.agreement import KindScore
 from workbench.tui import restore
 from workbench.tui.base import WorkScreen
 from workbench.tui.chart import Chart, db, signed
@@ -203,7 +204,8 @@ class CalibrateScreen(WorkScreen):
             line = f"quantizing ({tuning.label(config)}) ... adaround {i}/{n} layers: {name}"
             self.ui(result.update, line)
 
-        new = tuning.trial(source, device_graph, split, config, progress, layers)
+        kinds = session.options.output_kinds
+        new = tuning.trial(source, device_graph, split, config, progress, layers, kinds)
         comparison = tuning.compare(new, comparable(self.previous, new))
         session.sqnr = worst_by_op(new.layers)
         session.install(new.compiled)
@@ -275,8 +277,19 @@ def summary(c: tuning.Comparison) -> str:
         if new.pixel_agreement is not None and old.pixel_agreement is not None:
             pts = (new.pixel_agreement - old.pixel_agreement) * 100
             line += f", pixel agreement {pts:+.2f} pts"
+        line += _kind_delta(new.kind_score, old.kind_score)
         lines.append(line)
     return "\n".join(lines)
+
+
+def _kind_delta(new: KindScore | None, old: KindScore | None) -> str:
+    """The change of a boxes', keypoints' or raw output's agreement ("" when there is none)."""
+    if new is None or old is None or new.value is None or old.value is None:
+        return ""
+    name = {"boxes": "box F1", "keypoints": "keypoint OKS"}.get(new.kind, "output SQNR")
+    if new.kind == "raw":
+        return f", {name} {signed(_d(new.value, old.value), '{:+.1f}')} dB"
+    return f", {name} {new.value - old.value:+.3f}"
 
 
 def _d(new: float, old: float) -> float:

@@ -35,7 +35,8 @@ DEFAULT_SHAPE = (1, 3, 224, 224)  # what mdla_zoo traces a model at when nothing
 
 def recorded_options(manifest: mdla_runtime.Manifest, given: CompileOptions) -> CompileOptions:
     """`given` with the manifest's spec, input shape, image options, labels, quantization
-    setting, target and device written in (what the manifest does not record stays `given`'s)."""
+    setting, target, device and output kinds written in (what the manifest does not record
+    stays `given`'s)."""
     prov = manifest.provenance
     shape = tuple(int(d) for d in manifest.inputs[0].model_shape)
     contract = dataclasses.replace(
@@ -54,6 +55,10 @@ def recorded_options(manifest: mdla_runtime.Manifest, given: CompileOptions) -> 
         quant=quant,
         target=prov.target or given.target,
         device=prov.device or given.device,
+        output_kinds=tuple(
+            f"{o.name}={k}" for o, k in zip(manifest.outputs, prov.output_kinds, strict=True)
+        )
+        or given.output_kinds,
     )
 
 
