@@ -18,12 +18,20 @@ from mdla_compile.written import is_written
 from mdla_ir import Preprocess
 from mdla_ir.devices import NPU
 from mdla_ir.provenance import LOGITS
+from workbench import adb, dense, pipeline
 from workbench import contract as ct
-from workbench import dense, pipeline
 from workbench import images as imgs
 from workbench import outputs as outs
 from workbench.boxes import Boxes
 from workbench.commands.binding import options
+from workbench.commands.limits import (
+    MaxHeaderValues,
+    MaxOpGops,
+    MaxTensorMb,
+    MaxTotalGops,
+    MaxTotalMb,
+    Timeout,
+)
 from workbench.commands.options import (
     Debug,
     Device,
@@ -38,54 +46,6 @@ from workbench.output import dumps, steps
 from workbench.partition_report import run_fields, run_lines
 from workbench.proof import shown
 
-MaxTensorMb = Annotated[
-    int | None,
-    typer.Option(
-        "--max-tensor-mb", min=1, help="Refuse a manifest with a tensor over N MiB (256)."
-    ),
-]
-MaxTotalMb = Annotated[
-    int | None,
-    typer.Option(
-        "--max-total-mb",
-        min=1,
-        help="Refuse a manifest whose tensors sum over N MiB, or whose inputs and outputs would "
-        "hold more here (1024).",
-    ),
-]
-MaxHeaderValues = Annotated[
-    int | None,
-    typer.Option(
-        "--max-header-values",
-        min=1,
-        help="Refuse a header of more than N msgpack values (1048576).",
-    ),
-]
-MaxOpGops = Annotated[
-    int | None,
-    typer.Option(
-        "--max-op-gops",
-        min=1,
-        help="Refuse an operation of over N billion multiply-adds or compares (16).",
-    ),
-]
-MaxTotalGops = Annotated[
-    int | None,
-    typer.Option(
-        "--max-total-gops",
-        min=1,
-        help="Refuse a manifest whose operations sum over N billion (256).",
-    ),
-]
-Timeout = Annotated[
-    float | None,
-    typer.Option(
-        "--timeout",
-        min=0.001,
-        metavar="SECONDS",
-        help="Stop an engine run that takes longer (exit 4; default an hour).",
-    ),
-]
 FloatModel = Annotated[
     str | None,
     typer.Option(
@@ -251,6 +211,8 @@ def run_command(
     save_outputs: SaveOutputs = None,
     fp32: Fp32 = None,
     no_fp32: NoFp32 = False,
+    save_inputs: adb.SaveInputs = None,
+    load_outputs: adb.LoadOutputs = None,
     *,
     inputs: InputFlags,
     model: FloatModel = None,
@@ -267,7 +229,9 @@ def run_command(
     it was compiled with some; a .mdla never names code to run). A detector's head outputs (a
     manifest with model.postprocess: the zoo's ssdlite320_mobilenet_v3_large, or a factory's
     SSDHeads(your_ssd)) are decoded on the CPU: the best 5 boxes of FP32 and INT8 in the
-    photo's pixels, drawn in a PNG. --save-outputs keeps every output of every input."""
+    photo's pixels, drawn in a PNG. --save-outputs keeps every output of every input.
+    --save-inputs writes the engine's input files for a run on the phone by another tool;
+    --load-outputs reads that run's output files back and reports them (`workbench/adb.py`)."""
     with reported(debug):
         budget = mdla_runtime.Budget.of(
             max_tensor_mb, max_total_mb, max_header_values, max_op_gops, max_total_gops
@@ -290,11 +254,14 @@ def run_command(
             job.folder, job.device, job.repeat, job.warmup = folder, device, repeat, warmup
             job.saved = outs.Saved(manifest) if save_outputs is not None else None
             job.fp32 = fp32_on(fp32, no_fp32)
+            job.save_inputs, job.load_outputs = save_inputs, load_outputs
             results = job.run_all(images or [], s)
             if job.saved is not None and save_outputs is not None:
                 job.saved.write(save_outputs)
         if as_json:
             saved = {"saved_outputs": str(save_outputs)} if save_outputs is not None else {}
+            saved |= {"saved_inputs": str(save_inputs)} if save_inputs is not None else {}
+            saved |= {"loaded_outputs": str(load_outputs)} if load_outputs is not None else {}
             typer.echo(
                 dumps({"model": manifest.name, "target": shown(on), "runs": results, **saved})
             )
@@ -307,6 +274,10 @@ def run_command(
             console().print(line, markup=False)
         if save_outputs is not None:
             console().print(f"outputs saved: {save_outputs}", markup=False)
+        if save_inputs is not None:
+            console().print(f"engine inputs saved: {save_inputs}/<input>/", markup=False)
+        if load_outputs is not None:
+            console().print(f"outputs loaded from {load_outputs} (not run here)", markup=False)
 
 
 def fp32_on(fp32: Switch | None, no_fp32: bool) -> bool:
@@ -327,6 +298,8 @@ class _Job:
     saved: outs.Saved | None
     fp32: bool = True
     import_path: str | None = None  # --import: how --model is captured (None: as recorded)
+    save_inputs: Path | None = None  # --save-inputs DIR
+    load_outputs: Path | None = None  # --load-outputs DIR
 
     def __init__(
         self,
@@ -358,8 +331,14 @@ class _Job:
         results = []
         for k, (name, x) in enumerate(todo):
             s.describe(f"running {name}")
-            r = self.target.run(
-                self.manifest, x, devices=(self.device,), repeat=self.repeat, warmup=self.warmup
+            if self.save_inputs is not None:
+                adb.save_inputs(self.manifest, self.save_inputs, name, x)
+            r = (
+                adb.load_outputs(self.manifest, self.load_outputs, name, len(todo))
+                if self.load_outputs is not None
+                else self.target.run(
+                    self.manifest, x, devices=(self.device,), repeat=self.repeat, warmup=self.warmup
+                )
             )
             entry = self.entry(name, r)
             image = paths[k] if k < len(paths) else name
