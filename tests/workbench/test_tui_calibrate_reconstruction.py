@@ -29,14 +29,14 @@ async def test_block_reconstruction_is_quantized_with_and_saved(
     fitted: list[str] = []  # AdaRound's layers, as the screen's progress line hears of them
     real: Any = tuning.trial
 
-    def spy(*args: Any) -> Any:
+    def spy(*args: Any, **kwargs: Any) -> Any:  # kwargs: the open model's output kinds
         *rest, layers = args
 
         def heard(i: int, n: int, name: str) -> None:
             fitted.append(name)
             layers(i, n, name)
 
-        return real(*rest, heard)
+        return real(*rest, heard, **kwargs)
 
     monkeypatch.setattr(tuning, "trial", spy)
     app = installed(tiny)

@@ -205,7 +205,9 @@ class CalibrateScreen(WorkScreen):
             self.ui(result.update, line)
 
         kinds = session.options.output_kinds
-        new = tuning.trial(source, device_graph, split, config, progress, layers, kinds)
+        new = tuning.trial(
+            source, device_graph, split, config, progress, layers, output_kinds=kinds
+        )
         comparison = tuning.compare(new, comparable(self.previous, new))
         session.sqnr = worst_by_op(new.layers)
         session.install(new.compiled)
