@@ -1,11 +1,14 @@
 """Import time of the bar models: torch.fx vs torch.export (`--import auto`), CPU time.
 
-    .venv/bin/python bench/import_time.py [--repeat 3] [--models a,b]
+    .venv/bin/python bench/import_time.py [--repeat 3] [--models a,b] [--uncut]
 
 One row per model: the best of `--repeat` imports on each path (process CPU time, so other
 jobs on the machine inflate wall time, not these figures), their ratio, and where the export
 path's time goes: `torch.export.export`, `run_decompositions`, and mapping the ATen graph
 (plus the passes both paths run). The machine's load average is printed with the table.
+`--uncut` adds a column: the auto import with the export's two cuts undone (torch's whole
+stack trace per node instead of `importer/lines.py`'s one frame, and a recompile of the graph
+module after each of export's passes instead of a lazy one), timed beside the others.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -75,34 +79,58 @@ class _Stages:
             setattr(owner, attr, self._saved[f"{owner.__name__}.{attr}"])
 
 
-def row(spec: str, repeat: int) -> str:
+CUTS = ("forward_lines", "_use_lazy_graph_module")  # exported.py's names for the two cuts
+
+
+@contextmanager
+def _uncut() -> Iterator[None]:
+    """The export path as it was before its two cuts (see the module docstring)."""
+    saved = {name: getattr(exported, name) for name in CUTS}
+    undone = {"forward_lines": nullcontext, "_use_lazy_graph_module": lambda _: nullcontext()}
+    for name in CUTS:
+        setattr(exported, name, undone[name])
+    try:
+        yield
+    finally:
+        for name in CUTS:
+            setattr(exported, name, saved[name])
+
+
+def row(spec: str, repeat: int, uncut: bool = False) -> str:
     model = load(spec, frames=4)
     args = (model.module, model.example_inputs)
 
     def imp(path: str) -> Callable[[], Any]:
         return lambda: import_torch(*args, name=spec, path=path)
 
+    def imp_uncut() -> Any:
+        with _uncut():
+            return imp("auto")()
+
     imp("auto")()  # warm: first-call costs (torch.export's lazy imports, dynamo's caches)
     fx = _best(imp("fx"), repeat)
     auto = _best(imp("auto"), repeat)
+    extra = f"  {_best(imp_uncut, repeat):7.2f}" if uncut else ""
     with _Stages() as stages:
         used = import_torch(*args, name=spec, path="auto")
     parts = "  ".join(f"{stages.seconds[s]:6.2f}" for s in STAGES)
-    return f"{spec:20} {fx:7.2f} {auto:7.2f} {auto / fx:6.2f}x  {used.path:6}  {parts}"
+    return f"{spec:20} {fx:7.2f} {auto:7.2f} {auto / fx:6.2f}x  {used.path:6}  {parts}{extra}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--uncut", action="store_true", help="also time export uncut")
     opts = parser.parse_args()
     torch.set_num_threads(1)
     print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print("CPU seconds, best of", opts.repeat, "(torch threads: 1)")
     head = "  ".join(f"{s:>6}" for s in STAGES)
-    print(f"{'model':20} {'fx':>7} {'auto':>7} {'ratio':>7}  {'path':6}  {head}")
+    uncut = f"  {'uncut':>7}" if opts.uncut else ""
+    print(f"{'model':20} {'fx':>7} {'auto':>7} {'ratio':>7}  {'path':6}  {head}{uncut}")
     for spec in opts.models.split(","):
-        print(row(spec, opts.repeat), flush=True)
+        print(row(spec, opts.repeat, opts.uncut), flush=True)
     print(f"load average at end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 

@@ -28,3 +28,17 @@ def test_a_row_times_both_paths_and_the_export_stages() -> None:
     assert float(decompose) == 0.0  # it maps as exported: no run_decompositions
     assert float(mapped) >= 0
     assert (torch.export.export, exported.decompose, importer.import_program) == before
+
+
+def test_uncut_times_the_export_without_its_cuts_and_restores_them() -> None:
+    """`--uncut`: one more column, the auto import with torch's own per-node stack traces and
+    eager recompiles; the importer's two cuts are back in place afterwards."""
+    bench = load_script("bench_import_time", PATH)
+    cuts = (exported.forward_lines, exported._use_lazy_graph_module)
+    with bench._uncut():
+        assert exported.forward_lines is not cuts[0]
+        assert exported._use_lazy_graph_module is not cuts[1]
+    cells = bench.row("lipnet_frontend", 1, uncut=True).split()
+    assert len(cells) == 9
+    assert float(cells[-1]) > 0
+    assert (exported.forward_lines, exported._use_lazy_graph_module) == cuts
