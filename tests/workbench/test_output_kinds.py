@@ -8,6 +8,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -148,3 +149,23 @@ def test_run_goes_by_the_recorded_kind(tmp_path: Path) -> None:
     assert runs["raw.mdla"]["kind"] == "raw"
     assert "class_maps" not in runs["raw.mdla"]
     assert runs["raw.mdla"]["output"]["shape"] == [1, 5, 64, 64]
+
+
+def test_run_shows_a_keypoint_heads_positions(tmp_path: Path) -> None:
+    """`out` named a keypoint head (5 heatmaps of 64 x 64): run gives each channel's argmax
+    cell as (x, y), those of the INT8 output it saved, in --json and in the table."""
+    path = _compile(tmp_path, "kp.mdla", "--output-kind", "out=keypoints")
+    folder = tmp_path / "o"
+    folder.mkdir()
+    args = ["run", str(path), "chelsea", "--out-dir", str(folder)]
+    result = CliRunner().invoke(app, [*args, "--json", "--save-outputs", str(folder / "o.npz")])
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.output)["runs"][0]
+    assert run["kind"] == "keypoints"
+    with np.load(folder / "o.npz") as saved:
+        maps = saved["0/out"][0]  # (5, 64, 64), INT8 dequantized
+    cells = [np.unravel_index(int(np.argmax(m)), m.shape) for m in maps]
+    assert run["keypoints"] == [[float(x), float(y)] for y, x in cells]
+    table = CliRunner().invoke(app, args, env={"COLUMNS": "200"}).output
+    first = run["keypoints"][0]
+    assert f"5 keypoints (x, y): ({first[0]:g}, {first[1]:g}) " in table

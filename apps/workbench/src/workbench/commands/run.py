@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import numpy as np
 import typer
-from rich.table import Table
 
 import mdla_runtime
 from mdla_compile import inputs as ins
@@ -17,8 +16,9 @@ from mdla_compile import kinds
 from mdla_compile.written import is_written
 from mdla_ir import Preprocess
 from mdla_ir.devices import NPU
-from mdla_ir.provenance import LOGITS
+from mdla_ir.provenance import KEYPOINTS, LOGITS
 from workbench import adb, dense, pipeline
+from workbench import agreement as ag
 from workbench import contract as ct
 from workbench import images as imgs
 from workbench import outputs as outs
@@ -41,6 +41,7 @@ from workbench.commands.options import (
     Weights,
     console,
 )
+from workbench.commands.run_table import print_table
 from workbench.errors import BAD_INPUT, USAGE, WorkbenchError, reported
 from workbench.output import dumps, steps
 from workbench.partition_report import run_fields, run_lines
@@ -266,7 +267,7 @@ def run_command(
                 dumps({"model": manifest.name, "target": shown(on), "runs": results, **saved})
             )
             return
-        _print(results, manifest.name, shown(on), repeat)
+        print_table(results, manifest.name, shown(on), repeat)
         for line in run_lines(results):
             typer.echo(line)
         Boxes.print(results, manifest.provenance.random_weights)
@@ -374,26 +375,6 @@ class _Job:
             ]
         else:
             entry["output"] = {"shape": list(logits.shape), "mean": float(logits.mean())}
+        if self.kinds[0] == KEYPOINTS:  # (x, y): a heatmap's argmax cell, or the coordinates
+            entry["keypoints"] = ag.keypoints(logits)[0].tolist()
         return entry
-
-
-def _print(results: list[dict[str, Any]], model: str, on: str, repeat: int) -> None:
-    table = Table(title=f"{model} on {on} ({repeat} run(s) per image)")
-    timing = "ms median/min" if repeat == 1 else "ms median p90 p99 min ±std"
-    for col in ("image", "top-5" if "top5" in results[0] else "output", timing, "device"):
-        table.add_column(col)
-    for e in results:
-        what = (
-            ", ".join(f"{t['label']} {t['p']:.2f}" for t in e["top5"])
-            if "top5" in e
-            else f"shape {e['output']['shape']}, mean {e['output']['mean']:.4g}"
-        )
-        lat = e["latency_ms"]
-        ms = (
-            f"{lat['median']:.2f}/{lat['min']:.2f}"
-            if repeat == 1
-            else f"{lat['median']:.2f} {lat['p90']:.2f} {lat['p99']:.2f} {lat['min']:.2f} "
-            f"±{lat['std']:.2f}"
-        )
-        table.add_row(e["image"], what, ms, e["device"])
-    console().print(table)
