@@ -192,6 +192,7 @@ def label(config: mdla_quant.QuantConfig) -> str:
             ("+equalize", config.equalize),
             (f"+adaround {config.adaround}", config.adaround),
             ("+block reconstruction", config.reconstruction == "block"),
+            (f"+int16 {len(config.a16)}", config.a16),
         )
         if on
     ]

@@ -24,6 +24,7 @@ from mdla_compile.placement import output_cosine
 from mdla_compile.source import Source, preprocess_record
 from mdla_ir import Graph, Provenance
 from mdla_quant.compare import TensorStats
+from mdla_quant.precision import Choice
 
 if TYPE_CHECKING:
     from mdla_compile.options import CompileOptions
@@ -46,6 +47,7 @@ class Compiled:
     options: CompileOptions | None = None  # None: made by `quantize_graph` alone
     path: Path | None = None  # where `save` wrote the .mdla
     tflite: Path | None = None  # ... and the .tflite
+    a16: tuple[Choice, ...] = ()  # `--a16 auto`'s choice: each int16 tensor's gain and cost
 
     @property
     def float_graph(self) -> Graph:

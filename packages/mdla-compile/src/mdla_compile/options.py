@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mdla_compile.a16 import a16_request
 from mdla_compile.calibration import SOURCES
 from mdla_compile.contract import Contract
 from mdla_compile.errors import CompileError, OptionError
@@ -43,6 +44,9 @@ class CompileOptions:
                 random), a directory of images and .npy/.npz inputs, or the inputs themselves
                 (one list of arrays per sample); the first `count` of them
     quant       the quantizer's settings (method, rounding, AdaRound, ...)
+    a16         which activations go int16: `auto[:BUDGET]` (chosen by measured gain within
+                BUDGET, a share of activation bytes) or `PATTERN,...` (tensor/op name globs);
+                None: `quant.a16` as it is (`mdla_compile.a16`)
     cpu         op kinds or name patterns placed on the CPU (explicit partitions)
     target, device   the target description (`mdla3.5` or a .toml path) and Neuron device
     skip_rules  legalize rules that must not fire (the device then says what it thinks)
@@ -59,6 +63,7 @@ class CompileOptions:
     calib: str | Sequence[list[Array]] = "samples"
     count: int = 6
     quant: QuantConfig = field(default_factory=QuantConfig)
+    a16: str | None = None
     cpu: tuple[str, ...] = ()
     target: str = DEFAULT_TARGET
     device: str = NPU
@@ -77,6 +82,7 @@ class CompileOptions:
             check_shape(self.model, self.contract.input_shape)
         if isinstance(self.calib, str) and self.calib not in SOURCES:
             _check_calib_folder(self.calib)
+        a16_request(self.a16)  # malformed: a usage error before anything is imported
 
     @property
     def calib_name(self) -> str:

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from mdla_compile import events as ev
+from mdla_compile.a16 import a16_request
+from mdla_compile.a16 import resolve as resolve_a16
 from mdla_compile.calibration import calibration_inputs
 from mdla_compile.compiled import Compiled, quantize_graph
 from mdla_compile.kinds import check_output_names
@@ -41,16 +43,18 @@ def compile(options: CompileOptions, on_event: ev.OnEvent | None = None) -> Comp
     calibration = calibration_inputs(options.calib, source, options.count, options.seed)
     total = len(calibration)
     with _stage(emit, ev.Stage.QUANTIZE, options.calib_name, seconds, total):
+        request = a16_request(options.a16)
+        config, chosen = resolve_a16(request, device_graph, calibration, options.config, emit)
         compiled = quantize_graph(
             source,
             device_graph,
             calibration,
-            options.config,
+            config,
             progress=lambda n, _s: emit(ev.CalibrationTick(n, total)),
             layer_progress=lambda i, n, name: emit(ev.AdaRoundLayer(i, n, name)),
             output_kinds=options.output_kinds,
         )
-    compiled.options, compiled.seconds = options, seconds
+    compiled.options, compiled.seconds, compiled.a16 = options, seconds, chosen
     return compiled
 
 

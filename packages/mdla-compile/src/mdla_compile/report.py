@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdla_compile.errors import CompileError
-from mdla_ir import stored
+from mdla_ir import Graph, stored
 from mdla_quant import QuantConfig
 from mdla_quant.compare import TensorStats
+from mdla_quant.precision import tensor_costs
 
 if TYPE_CHECKING:
     from mdla_compile.compiled import Compiled
@@ -45,6 +46,7 @@ class Report:
     fp32_size: int = 0
     import_path: str = ""  # "export" or "fx" (Source.import_path)
     import_note: str = ""  # why auto fell back to fx
+    a16_share: float = 0.0  # the int16 tensors' share of activation bytes (config.a16)
 
     @property
     def imported(self) -> str:
@@ -79,6 +81,11 @@ class Report:
         rows.append(("calibration", f"{self.count} x {self.calib}, {c.method}, {c.rounding}"))
         if self.extras():
             rows.append(("weights", ", ".join(self.extras())))
+        if c.a16:
+            shown = ", ".join(c.a16[:3]) + (", ..." if len(c.a16) > 3 else "")
+            rows.append(
+                ("int16", f"{len(c.a16)} activations, {self.a16_share:.1%} of bytes: {shown}")
+            )
         rows.append(("size", f"{self.size / 1024:.1f} KiB  {self.out}"))
         if self.tflite is not None and self.tflite_size is not None:
             rows.append(("tflite", f"{self.tflite_size / 1024:.1f} KiB  {self.tflite}"))
@@ -117,6 +124,8 @@ class Report:
                 "equalize": c.equalize,
                 "adaround": c.adaround,
                 "reconstruction": c.reconstruction,
+                "a16": list(c.a16),
+                "a16_share": round(self.a16_share, 4),
             },
             "random_weights": self.random_weights,
             "worst_layer": (
@@ -157,4 +166,12 @@ def build(compiled: Compiled, on: str, supported: tuple[int, int] | None) -> Rep
         fp32_size=fp32.stat().st_size if fp32.is_file() else 0,
         import_path=source.import_path,
         import_note=source.import_note,
+        a16_share=a16_share(compiled.device_graph, compiled.config.a16),
     )
+
+
+def a16_share(graph: Graph, names: tuple[str, ...]) -> float:
+    """The share of `graph`'s activation elements (int8 bytes) that `names` hold."""
+    costs = tensor_costs(graph)
+    total = sum(c.elements for c in costs.values())
+    return sum(costs[n].elements for n in names if n in costs) / max(total, 1)

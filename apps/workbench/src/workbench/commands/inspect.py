@@ -159,6 +159,10 @@ def inspect_command(
             + f", {info['rounding']} rounding, {info['calibration_samples']} calibration inputs"
             + (f", {', '.join(extras)}" if extras else ""),
         )
+        if q.get("a16"):
+            names = list(q["a16"])
+            shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+            _row(t, "int16", f"{len(names)} activations (16x8): {shown}")
     else:
         _row(t, "quantization", f"{info['rounding']} rounding (no quantization record)")
     rules = info["rules"]

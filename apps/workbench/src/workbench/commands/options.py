@@ -132,6 +132,16 @@ Reconstruction = Annotated[
         "--adaround).",
     ),
 ]
+A16 = Annotated[
+    str | None,
+    typer.Option(
+        "--a16",
+        metavar="auto[:BUDGET]|PATTERN,...",
+        help="Hold some activations in int16 (16x8): `auto` chooses them by measured gain "
+        "within BUDGET, a share of activation bytes (default 25%, e.g. auto:10%); or "
+        "comma-separated tensor/op name globs.",
+    ),
+]
 SkipRule = Annotated[
     list[str] | None,
     typer.Option(
@@ -238,6 +248,7 @@ class CompileFlags:
     calib: Calib = "samples"
     count: Count = 6
     quant: QuantFlags = field(default_factory=QuantFlags)
+    a16: A16 = None
     target: TargetName = DEFAULT_TARGET
     skip_rule: SkipRule = None
     cpu: Cpu = None
@@ -257,6 +268,7 @@ class CompileFlags:
             calib=self.calib,
             count=self.count,
             quant=self.quant.config(self.target),
+            a16=self.a16,
             cpu=tuple(self.cpu or ()),
             target=self.target,
             skip_rules=tuple(self.skip_rule or ()),

@@ -1,7 +1,8 @@
 """Calibrate: method, percentile (for the percentile method only), rounding, the number of
 calibration and held-out inputs and the weight techniques (bias correction, cross-layer
 equalization, AdaRound iterations and what they reconstruct: each layer's output or each
-inverted-residual block's); `a` re-quantizes in a worker with `workbench.tuning`.
+inverted-residual block's) and the int16 activations (`auto[:BUDGET]` or name globs, as
+`compile --a16`); `a` re-quantizes in a worker with `workbench.tuning`.
 
 Every setting is calibrated on the first inputs of the calibration source and scored on the
 next ones, which the quantizer never saw (a setting scored on its own calibration inputs
@@ -23,7 +24,12 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Input, Select, Static
 
 import mdla_quant
+from mdla_compile import CompileError
+from mdla_compile.a16 import a16_request
+from mdla_compile.a16 import resolve as resolve_a16
+from mdla_compile.events import ignore
 from mdla_ir import Graph
+from mdla_quant.precision import Request
 from workbench import pipeline, tuning
 from workbench.agreement import KindScore
 from workbench.tui import restore
@@ -44,6 +50,7 @@ class CalibrateScreen(WorkScreen):
 
     def __init__(self) -> None:
         super().__init__()
+        self.a16: Request | None = None  # the int16 field, parsed by `a` (mdla_compile.a16)
         self.previous: tuning.Trial | None = None
         self.comparison: tuning.Comparison | None = None
 
@@ -68,6 +75,8 @@ class CalibrateScreen(WorkScreen):
                 id="rounding",
                 compact=True,
             )
+            yield Static("int16", classes="label")
+            yield Input("", placeholder="auto:10% | globs", id="a16", compact=True)
         with Horizontal(id="split"):
             yield Static("calibrate on", classes="label")
             yield Input("4", placeholder="inputs", id="count", type="integer", compact=True)
@@ -136,7 +145,8 @@ class CalibrateScreen(WorkScreen):
             return
         try:
             config, count, held_out = self.settings()
-        except (ValueError, mdla_quant.QuantError) as exc:
+            self.a16 = a16_request(self.query_one("#a16", Input).value.strip() or None)
+        except (ValueError, mdla_quant.QuantError, CompileError) as exc:
             self.notify(str(exc), severity="error")
             return
         if session.compiled is not None or restore.has_stored(session.manifest):
@@ -196,6 +206,9 @@ class CalibrateScreen(WorkScreen):
             calib = "samples" if source.preprocess else "random"  # as compile picks
         split = tuning.split_calibration(calib, source, count, held_out)
         result = self.query_one("#result", Static)
+        if self.a16 is not None:  # chosen on the calibration inputs, never the scored ones
+            self.ui(result.update, f"choosing int16 tensors ({tuning.label(config)}) ...")
+            config, _ = resolve_a16(self.a16, device_graph, split.calibration, config, ignore)
 
         def progress(n: int) -> None:
             self.ui(result.update, f"quantizing ({tuning.label(config)}) ... {n}/{count} inputs")

@@ -1,0 +1,100 @@
+"""`--a16`: the activation tensors a compile holds in int16, named by pattern or chosen.
+
+auto[:BUDGET]  the calibration set is split (the last quarter held out, at least one
+               input; a single input measures on itself): quantize all-int8 on the rest
+               (without AdaRound, which does not move the ranges), measure each tensor's
+               simulated gain on the held-out part (`mdla_quant.sensitivity`), and choose
+               greedily under BUDGET (`mdla_quant.precision.choose`) among the tensors
+               the 16x8 kernels take (`a16_candidates`)
+PATTERN,...    the tensors whose name, or whose producing op's name, matches a glob
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+import mdla_quant
+from mdla_compile import events as ev
+from mdla_compile.errors import OptionError
+from mdla_ir import Graph
+from mdla_quant.precision import (
+    Choice,
+    Request,
+    a16_candidates,
+    choose,
+    parse_a16,
+    select,
+    tensor_costs,
+)
+from mdla_quant.sensitivity import sensitivity
+
+Array = np.ndarray[Any, Any]
+
+
+def a16_request(text: str | None) -> Request | None:
+    """`--a16` parsed (None: not given); a malformed one is a usage error."""
+    if text is None:
+        return None
+    try:
+        return parse_a16(text)
+    except mdla_quant.QuantError as exc:
+        raise OptionError(str(exc)) from exc
+
+
+def split(calibration: Sequence[list[Array]]) -> tuple[list[list[Array]], list[list[Array]]]:
+    """(fit, held out): the last quarter (at least one) held out; one input is both."""
+    items = list(calibration)
+    if len(items) < 2:
+        return items, items
+    held = max(1, len(items) // 4)
+    return items[:-held], items[-held:]
+
+
+def choose_a16(
+    graph: Graph,
+    calibration: Sequence[list[Array]],
+    config: mdla_quant.QuantConfig,
+    budget: float,
+) -> tuple[Choice, ...]:
+    """The `auto` choice for the legalized `graph` (see the module docstring)."""
+    fit, held = split(calibration)
+    probe = dataclasses.replace(config, a16=(), adaround=0, reconstruction="layer")
+    q8 = mdla_quant.quantize(graph, fit, probe)
+    rounded = mdla_quant.float_rewrites(graph, fit, probe)
+    allowed = a16_candidates(graph)
+    found = sensitivity(rounded, q8, held, tensors=[n for n in allowed if n in q8.tensors])
+    return choose(found, tensor_costs(graph), budget, allowed=allowed)
+
+
+def resolve(
+    request: Request | None,
+    graph: Graph,
+    calibration: Sequence[list[Array]],
+    config: mdla_quant.QuantConfig,
+    emit: ev.OnEvent,
+) -> tuple[mdla_quant.QuantConfig, tuple[Choice, ...]]:
+    """`config` with the requested int16 tensors (a note per chosen tensor says why)."""
+    if request is None:
+        return config, ()
+    if not request.auto:
+        return dataclasses.replace(config, a16=select(graph, request.patterns)), ()
+    picked = choose_a16(graph, calibration, config, request.budget)
+    for c in picked:
+        emit(
+            ev.Note(
+                f"int16 `{c.tensor}`: +{c.gain_db:.2f} dB output SQNR (simulated), "
+                f"{c.share:.1%} of activation bytes, {c.cost.macs:,} MACs at 16x8"
+            )
+        )
+    share = sum(c.share for c in picked)
+    emit(
+        ev.Note(
+            f"--a16 auto:{request.budget:.0%}: {len(picked)} tensor(s) int16, {share:.1%} of "
+            "activation bytes"
+        )
+    )
+    return dataclasses.replace(config, a16=tuple(c.tensor for c in picked)), picked

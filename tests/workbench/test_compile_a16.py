@@ -1,0 +1,68 @@
+"""`workbench compile --a16`: auto[:BUDGET] chooses int16 activations by measured gain, patterns
+name them; a bad budget is a usage error (exit 2), a pattern that matches nothing bad input
+(exit 1), each one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import mdla_runtime
+from mdla_quant import QuantConfig, quantize
+from tests.quant.test_sensitivity import inputs, mlp
+from tests.workbench.conftest import TINY
+from workbench.cli import app
+
+BASE = ["compile", TINY, "--calib", "random", "--count", "4"]
+
+
+def _one_error_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("budget", ["auto:0%", "auto:120%", "auto:lots"])
+def test_a_bad_budget_is_a_usage_error(tmp_path: Path, budget: str) -> None:
+    result = CliRunner().invoke(app, [*BASE, "--a16", budget, "-o", str(tmp_path / "t.mdla")])
+    assert result.exit_code == 2, result.output
+    line = _one_error_line(result.stderr)
+    assert "not a share of activation bytes" in line
+    assert "auto:10%" in line
+    assert not (tmp_path / "t.mdla").exists()
+
+
+def test_a_pattern_matching_nothing_is_bad_input(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, [*BASE, "--a16", "nope*", "-o", str(tmp_path / "t.mdla")])
+    assert result.exit_code == 1, result.output
+    assert "pattern `nope*` matches no tensor or op" in _one_error_line(result.stderr)
+    assert not (tmp_path / "t.mdla").exists()
+
+
+def test_auto_chooses_within_the_budget_and_the_manifest_records_it(tmp_path: Path) -> None:
+    out = tmp_path / "t.mdla"
+    result = CliRunner().invoke(app, [*BASE, "--a16", "auto:30%", "-o", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "--a16 auto:30%:" in result.stderr
+    chosen = mdla_runtime.load(out).provenance.quant.a16
+    doc = json.loads(result.stdout)
+    assert doc["calibration"]["a16"] == list(chosen)
+    assert doc["calibration"]["a16_share"] <= 0.30
+    for name in chosen:
+        assert f"int16 `{name}`: +" in result.stderr  # each with its gain and cost
+
+
+def test_inspect_lists_the_int16_activations(tmp_path: Path) -> None:
+    graph = mlp()
+    q = quantize(graph, inputs(8, 1), QuantConfig(method="minmax", a16=("h", "h2")))
+    path = tmp_path / "mlp.mdla"
+    mdla_runtime.save(q, path)
+    result = CliRunner().invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "int16" in result.stdout
+    assert "2 activations (16x8): h, h2" in result.stdout
+    doc = json.loads(CliRunner().invoke(app, ["inspect", str(path), "--json"]).stdout)
+    assert doc["quant"]["a16"] == ["h", "h2"]

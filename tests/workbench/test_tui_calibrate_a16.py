@@ -1,0 +1,61 @@
+"""The Calibrate screen's int16 field (`compile --a16`'s spelling): `auto:BUDGET` reaches the
+QuantConfig the screen quantizes with and the manifest it keeps, chosen within the budget; a
+malformed budget is refused with --a16's own message and nothing is re-quantized."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Input
+
+import mdla_runtime
+from mdla_compile.report import a16_share
+from tests.workbench.tui_pilot import installed, sync, text, tiny, wait_for
+from workbench import pipeline
+from workbench.tui.calibrate import CalibrateScreen
+
+__all__ = ["tiny"]  # the module-scoped fixture
+
+
+@sync
+async def test_auto_int16_is_chosen_within_the_budget_and_kept(
+    tmp_path: Path, tiny: pipeline.Compiled
+) -> None:
+    app = installed(tiny)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        screen = app.screen
+        assert isinstance(screen, CalibrateScreen)
+        screen.query_one("#a16", Input).value = "auto:30%"
+        await pilot.press("a")
+        await wait_for(pilot, lambda: "top-1 agreement" in text(app, "#result"))
+        c = screen.comparison
+        assert c is not None
+        chosen = c.new.config.a16
+        assert a16_share(tiny.device_graph, chosen) <= 0.30
+        quant = c.new.compiled.qgraph.provenance.quant
+        assert quant is not None
+        assert quant.a16 == chosen
+        out = tmp_path / "a16.mdla"
+        screen.query_one("#save", Input).value = str(out)
+        await pilot.press("k")
+        saved = mdla_runtime.load(out).provenance.quant
+        assert saved is not None
+        assert saved.a16 == chosen
+
+
+@sync
+async def test_a_bad_budget_is_refused_before_any_work(tiny: pipeline.Compiled) -> None:
+    app = installed(tiny)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        screen = app.screen
+        assert isinstance(screen, CalibrateScreen)
+        screen.query_one("#a16", Input).value = "auto:200%"
+        await pilot.press("a")
+        await pilot.pause()
+        errors = [n.message for n in app._notifications if n.severity == "error"]
+        assert len(errors) == 1
+        assert "not a share of activation bytes" in errors[0]
+        assert text(app, "#result") == "open a model, choose settings, press a"
+        assert screen.comparison is None
