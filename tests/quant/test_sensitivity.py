@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mdla_ir import Graph, OpKind, QuantParams
+from mdla_ir import Graph, OpKind, QuantParams, run_float
 from mdla_ir.testing import GraphBuilder
-from mdla_quant import QuantConfig, QuantError, quantize
+from mdla_quant import QuantConfig, QuantError, quantize, run_int8
 from mdla_quant.sensitivity import candidates, sensitivity
 from mdla_quant.simulate import activation_grids, int16_grid, simulate
 
@@ -67,25 +67,24 @@ def test_int16_tensors_are_simulated_on_the_finer_grid(pair: tuple[Graph, Graph]
     assert grids["h2"][2:] == (-128, 127)
     x = inputs(32, 1)[5]  # calibrated: no grid clips it, int8 and int16 alike
     all8 = simulate(graph, q, x)[0]
-    all16 = simulate(graph, q, x, int16=candidates(graph, q))[0]
+    all16 = simulate(graph, q, x, int16=("x", "h", "h2", "logits"))[0]
     exact_acts = simulate(graph, q, x, activations=False)[0]
     assert np.abs(all16 - exact_acts).max() < 0.05 * np.abs(all8 - exact_acts).max()
 
 
 def test_a_badly_ranged_tensor_ranks_first(pair: tuple[Graph, Graph]) -> None:
     graph, q = pair
-    bad = widened(q, "h2", 40.0)
-    found = sensitivity(graph, bad, inputs(24, 9))
-    assert found.gains[0].tensor == "h2"
+    found = sensitivity(graph, widened(q, "h", 40.0), inputs(24, 9))
+    assert found.gains[0].tensor == "h"
+    assert found.gains[0].tensors == ("h", "h2")  # read at 16 bits by FC h2 run 16x8
     assert found.gains[0].gain_db > 10.0
-    assert (
-        set(candidates(graph, q)) == {g.tensor for g in found.gains} == {"x", "h", "h2", "logits"}
-    )
+    assert set(candidates(graph, q)) == {g.tensor for g in found.gains} == {"h", "h2"}
     assert found.agreement is not None  # (1, 10) logits: a classifier
     assert found.gains[0].agreement is not None
     assert found.gains[0].agreement >= found.agreement
-    again = sensitivity(graph, widened(q, "h", 40.0), inputs(24, 9))
-    assert again.gains[0].tensor == "h"
+    # h2's only reader writes the graph's output, which stays int8: 16 bits cannot reach it
+    assert found.gains[1].tensors == ("h2",)
+    assert sensitivity(graph, widened(q, "h2", 40.0), inputs(8, 9)).gains[0].gain_db < 0.5
 
 
 def test_gains_are_against_all_int8(pair: tuple[Graph, Graph]) -> None:
@@ -101,3 +100,46 @@ def test_bad_requests_are_refused(pair: tuple[Graph, Graph]) -> None:
         sensitivity(graph, q, [])
     with pytest.raises(QuantError, match=r"`h\.w` is not an int8 activation"):
         sensitivity(graph, q, inputs(2, 9), tensors=["h.w"])
+
+
+def outlier_mlp() -> Graph:
+    """`mlp` whose `h` has one channel 100 times the others' (so its int8 grid is coarse for
+    the rest), a channel `h2` ignores: `h` is the tensor 16 bits help."""
+    graph = mlp()
+    w = np.array(graph.const("h.w"))
+    w[0] *= 100.0
+    w2 = np.array(graph.const("h2.w"))
+    w2[:, 0] = 0.0
+    tensors = dict(graph.tensors)
+    for name, data in (("h.w", w), ("h2.w", w2)):
+        tensors[name] = dataclasses.replace(tensors[name], data=data)
+    return graph.with_(tensors=tensors)
+
+
+def test_the_simulated_gain_ranks_like_the_16x8_kernels() -> None:
+    """Each inner tensor read at 16 bits (`unit`): `run_int8` (TFLite's 16x8 arithmetic) and
+    the simulation agree on which tensor gains most, and on each gain within 0.5 dB."""
+    graph, calib, held = outlier_mlp(), inputs(32, 1), inputs(24, 9)
+    config = QuantConfig(method="minmax")
+    q = quantize(graph, calib, config)
+    found = sensitivity(graph, q, held, tensors=["h", "h2"])
+    ref = [run_float(graph, x)[0] for x in held]
+
+    def real_db(qg: Graph) -> float:
+        test = [run_int8(qg, x)[0] for x in held]
+        signal = sum(float((r.astype(np.float64) ** 2).sum()) for r in ref)
+        noise = sum(
+            float(((t - r).astype(np.float64) ** 2).sum()) for r, t in zip(ref, test, strict=True)
+        )
+        return float(10 * np.log10(signal / noise))
+
+    base = real_db(q)
+    units = {g.tensor: g.tensors for g in found.gains}
+    real = {
+        n: real_db(quantize(graph, calib, dataclasses.replace(config, a16=units[n])))
+        for n in ("h", "h2")
+    }
+    assert found.gains[0].tensor == max(real, key=lambda n: real[n]) == "h"
+    assert found.gains[0].gain_db > 2.0  # measured: 3.18 simulated, 3.20 by run_int8
+    assert abs(found.gains[0].gain_db - (real["h"] - base)) < 0.5
+    assert abs(found.gains[1].gain_db - (real["h2"] - base)) < 0.5

@@ -65,8 +65,8 @@ def choose_a16(
     probe = dataclasses.replace(config, a16=(), adaround=0, reconstruction="layer")
     q8 = mdla_quant.quantize(graph, fit, probe)
     rounded = mdla_quant.float_rewrites(graph, fit, probe)
-    allowed = a16_candidates(graph)
-    found = sensitivity(rounded, q8, held, tensors=[n for n in allowed if n in q8.tensors])
+    allowed = [n for n in a16_candidates(graph) if n in q8.tensors]
+    found = sensitivity(rounded, q8, held, tensors=allowed, allowed=allowed)
     return choose(found, tensor_costs(graph), budget, allowed=allowed)
 
 

@@ -15,8 +15,9 @@ Cost of holding tensor t in int16 rather than int8, from the graph's shapes alon
 The emulator's time per tensor is not in the cost yet (it needs the 16x8 C kernels).
 
 Choice (greedy, the knapsack heuristic): tensors with a positive simulated gain, best gain per
-element first, each taken while the chosen elements stay within `budget` of all activations'.
-Gains are measured one tensor at a time, so their sum is an estimate, not a bound.
+element first, each taken with its group (the readers' outputs that make it read at 16 bits,
+`sensitivity.unit`) while the chosen elements stay within `budget` of all activations'. Gains
+are measured one group at a time, so their sum is an estimate, not a bound.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from mdla_ir import Graph
 from mdla_quant.a16 import check_a16
 from mdla_quant.errors import QuantError
 from mdla_quant.quantize import WEIGHTED
-from mdla_quant.sensitivity import Sensitivity
+from mdla_quant.sensitivity import Gain, Sensitivity
 
 DEFAULT_BUDGET = 0.25  # share of activation bytes: issue's bound for efficientnet_lite0
 
@@ -55,7 +56,8 @@ class Cost:
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """A tensor chosen for int16: why (its simulated gain) and what it costs."""
+    """A tensor chosen for int16: why (the simulated gain of the group it came with) and what
+    it costs."""
 
     tensor: str
     gain_db: float
@@ -156,18 +158,26 @@ def choose(
     budget: float,
     allowed: Collection[str] | None = None,
 ) -> tuple[Choice, ...]:
-    """Greedy by gain per element under `budget` (a share of all activation elements)."""
+    """Greedy by gain per element under `budget` (a share of all activation elements): each
+    gain's tensors (`Gain.tensors`, the tensor alone where empty) are taken together, the
+    elements of those already taken counted once."""
     total = sum(c.elements for c in costs.values())
     ok = set(costs) if allowed is None else set(allowed) & set(costs)
+
+    def group(g: Gain) -> tuple[str, ...]:
+        return g.tensors or (g.tensor,)
+
+    usable = [g for g in found.gains if g.gain_db > 0 and all(t in ok for t in group(g))]
     ranked = sorted(
-        (g for g in found.gains if g.gain_db > 0 and g.tensor in ok),
-        key=lambda g: -g.gain_db / max(costs[g.tensor].elements, 1),
+        usable, key=lambda g: -g.gain_db / max(sum(costs[t].elements for t in group(g)), 1)
     )
     picked: list[Choice] = []
-    used = 0
+    taken: set[str] = set()
     for g in ranked:
-        cost = costs[g.tensor]
-        if used + cost.elements <= budget * total:
-            used += cost.elements
-            picked.append(Choice(g.tensor, g.gain_db, cost.elements / total, cost))
+        new = [t for t in group(g) if t not in taken]
+        extra = sum(costs[t].elements for t in new)
+        if not new or (sum(costs[t].elements for t in taken) + extra > budget * total):
+            continue
+        taken.update(new)
+        picked += [Choice(t, g.gain_db, costs[t].elements / total, costs[t]) for t in new]
     return tuple(picked)

@@ -1,17 +1,20 @@
 """Which activations gain most from 16 bits: per tensor, the output SQNR (and, for a
-classifier, the agreement on the inputs FP32 decides) with that one tensor int16.
+classifier, the agreement on the inputs FP32 decides) with that tensor read at 16 bits.
 
-Measured by simulated quantization (`simulate.simulate`): the float interpreter runs the float
-graph `qgraph` was quantized from with `qgraph`'s int8 weights, every activation rounded to its
-int8 grid, and the candidate tensor rounded to the 16x8 grid of the same range instead
-(symmetric, zero point 0, scale max(|lo|, |hi|) / 32767), the way AIMET's per-layer
-mixed-precision sensitivity is measured. This is not `run_int8`: the integer kernels also round
+`mdla_quant.a16` runs an op 16x8 where its output is int16 and requantizes at each int8/int16
+boundary, so an int16 tensor is read at 16 bits only by ops whose outputs are int16 too: the
+candidate is the tensor with its readers' outputs (`unit`). Measured by simulated quantization
+(`simulate_a16`): the float interpreter runs the float graph `qgraph` was quantized from with
+`qgraph`'s int8 weights and a16's boundary QUANTIZEs, every activation rounded to its int8
+grid, the unit's tensors to the 16x8 grid of the same range instead (symmetric, zero point 0,
+scale max(|lo|, |hi|) / 32767), the way AIMET's per-layer mixed-precision sensitivity is
+measured. This is not `run_int8`: the integer kernels also round
 their requantization multipliers and some intermediates, so the dB are an estimate of what the
 16x8 kernels give (`tests/quant/test_sensitivity.py` checks that the ranking agrees with them
 on a small graph). Use held-out data (not the calibration set): a tensor whose calibrated range
 clips what the model sees gains there, and only there.
 
-    gain(t) = SQNR(outputs | t int16) - SQNR(outputs | all int8)
+    gain(t) = SQNR(outputs | unit(t) int16) - SQNR(outputs | all int8)
     SQNR    = 10 log10(sum over inputs and outputs of y^2 / sum (y_sim - y)^2), y = FP32's
     agreement = share of decided inputs (FP32's top-1 probability leads the runner-up's by
                 at least DECIDED) whose simulated top-1 is FP32's; first output, when it is a
@@ -26,24 +29,29 @@ from typing import Any
 
 import numpy as np
 
-from mdla_ir import Graph, run_float
+from mdla_ir import Graph, evaluate, run_float
+from mdla_ir.interp import to_model_layout
+from mdla_quant.a16 import requantize_boundaries
+from mdla_quant.arith import round_half_away
 from mdla_quant.errors import QuantError
-from mdla_quant.simulate import activation_grids, simulate, with_int8_weights
+from mdla_quant.simulate import activation_grids, int16_grid, with_int8_weights
 
 Array = np.ndarray[Any, Any]
+INT8_MAX = 127
 DECIDED = 0.05  # bench/accuracy.py's: FP32's top-1 probability minus the runner-up's
 Progress = Callable[[int, int, str], None]  # (done, total, tensor)
 
 
 @dataclass(frozen=True, slots=True)
 class Gain:
-    """One tensor made int16: the outputs' SQNR, its gain over all-int8 (dB), and the decided-
-    input agreement (None for a graph that is not a classifier)."""
+    """One tensor read at 16 bits: the outputs' SQNR, its gain over all-int8 (dB), and the
+    decided-input agreement (None for a graph that is not a classifier)."""
 
     tensor: str
     sqnr_db: float
     gain_db: float
     agreement: float | None
+    tensors: tuple[str, ...] = ()  # what was int16: `tensor` and the readers' outputs (`unit`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +100,44 @@ def _agreement(ref: list[list[Array]], test: list[list[Array]], decided: Array |
 
 
 def candidates(graph: Graph, qgraph: Graph) -> list[str]:
-    """The activations `qgraph` holds in int8 (graph inputs and op outputs), in graph order."""
+    """The op outputs `qgraph` holds in int8 that are not graph outputs (a manifest's inputs
+    and outputs are int8 or float32), in graph order."""
     grids = activation_grids(graph, qgraph)
-    return [n for n in grids if qgraph.tensors[n].dtype == "int8"]
+    ends = {*graph.inputs, *graph.outputs}
+    return [n for n in grids if qgraph.tensors[n].dtype == "int8" and n not in ends]
+
+
+def unit(graph: Graph, name: str, allowed: Collection[str]) -> tuple[str, ...]:
+    """`name` with the outputs of the ops reading it that may be int16 (`allowed`): an op runs
+    16x8 where its output is int16, and only such an op reads `name` at 16 bits (`a16`)."""
+    outs = [op.outputs[0] for op in graph.ops if name in op.inputs and op.outputs[0] in allowed]
+    return (name, *dict.fromkeys(o for o in outs if o != name))
+
+
+def simulate_a16(
+    rounded: Graph, qgraph: Graph, inputs: Sequence[Any], names: Collection[str]
+) -> list[Array]:
+    """`simulate` (weights already rounded: `with_int8_weights`) with `names` int16 as
+    `mdla_quant.a16` builds them: a QUANTIZE at each int8/int16 boundary
+    (`requantize_boundaries`), the int16 tensors and their int16 copies on the 16x8 grid of the
+    tensor's int8 range, the int8 copies on its int8 grid."""
+    run, wide = requantize_boundaries(rounded, tuple(names))
+    grids = activation_grids(rounded, qgraph)
+
+    def to_grid(name: str, value: Array) -> Array:
+        base = name.rsplit("/", 1)[0] if name.endswith(("/a8", "/a16")) else name
+        if base not in grids:
+            return value
+        grid = grids[base]
+        if name in wide and grid[3] == INT8_MAX:
+            grid = int16_grid(grid[0], grid[1])
+        scale, zero, qmin, qmax = grid
+        level = np.clip(round_half_away(value.astype(np.float64) / scale) + zero, qmin, qmax)
+        out: Array = ((level - zero) * scale).astype(np.float32)
+        return out
+
+    values = evaluate(run, list(inputs), replace=to_grid)
+    return [to_model_layout(run, n, values[n]) for n in run.outputs]
 
 
 def sensitivity(
@@ -103,37 +146,42 @@ def sensitivity(
     held_out: Sequence[Sequence[Any]],
     tensors: Collection[str] | None = None,
     progress: Progress | None = None,
+    allowed: Collection[str] | None = None,
 ) -> Sensitivity:
-    """Each of `tensors` (default: `candidates`) made int16 alone, measured on `held_out`
-    (input lists) by simulation; see the module docstring. `graph` is the float graph
-    `qgraph` was quantized from (`float_rewrites(graph, calibration, config)`)."""
+    """Each of `tensors` (default: `candidates`) read at 16 bits, i.e. int16 with the outputs
+    of its readers that `allowed` (default: `candidates`) lets be int16 (`unit`), measured on
+    `held_out` (input lists) by simulation; see the module docstring. `graph` is the float
+    graph `qgraph` was quantized from (`float_rewrites(graph, calibration, config)`)."""
     if not held_out:
         raise QuantError(
             f"sensitivity of `{graph.name}`: no held-out inputs (pass input lists the "
             "calibration did not see)"
         )
-    names = candidates(graph, qgraph) if tensors is None else list(tensors)
-    known = set(candidates(graph, qgraph))
+    known = candidates(graph, qgraph)
+    names = known if tensors is None else list(tensors)
     for name in names:
         if name not in known:
             raise QuantError(
                 f"sensitivity of `{graph.name}`: `{name}` is not an int8 activation of "
-                f"`{qgraph.name}`: name graph inputs or op outputs held in int8"
+                f"`{qgraph.name}` that can be int16: name op outputs held in int8, not the "
+                "graph's outputs"
             )
+    ok = set(known if allowed is None else allowed)
     ref = [run_float(graph, list(x)) for x in held_out]
     decided = _decided(ref)
     rounded = with_int8_weights(graph, qgraph)  # once, not per run
 
     def measure(int16: Collection[str]) -> tuple[float, float | None]:
-        test = [simulate(rounded, qgraph, list(x), weights=False, int16=int16) for x in held_out]
+        test = [simulate_a16(rounded, qgraph, x, int16) for x in held_out]
         agree = _agreement(ref, test, decided) if decided is not None else None
         return _sqnr(ref, test), agree
 
     base, base_agree = measure(())
     gains = []
     for k, name in enumerate(names):
-        db, agree = measure((name,))
-        gains.append(Gain(name, db, db - base, agree))
+        group = unit(graph, name, ok)
+        db, agree = measure(group)
+        gains.append(Gain(name, db, db - base, agree, group))
         if progress is not None:
             progress(k + 1, len(names), name)
     gains.sort(key=lambda g: -g.gain_db)
