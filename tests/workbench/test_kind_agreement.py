@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from mdla_zoo.yolo import YoloDecoder
 from workbench import agreement as ag
 from workbench import validation
 from workbench.cli import app
+from workbench.tui import outputs as tui_outputs
 from workbench.tui import restore
 from workbench.tui.state import tui_options
 
@@ -160,3 +162,13 @@ def test_a_mdla_opened_in_the_tui_keeps_its_kinds(
     manifest = keypoint_seg.save(tmp_path / "kp.mdla")
     options = restore.recorded_options(manifest, tui_options(SEG))
     assert options.output_kinds == ("out=classmap", "aux=keypoints")
+
+
+def test_the_tui_run_screen_names_keypoints() -> None:
+    """The Run screen's line for a keypoint head: the first heatmaps' argmax cells as (x, y)."""
+    maps = np.zeros((1, 4, 8, 8), np.float32)
+    for k, (x, y) in enumerate([(1, 2), (7, 0), (3, 3), (0, 7)]):
+        maps[0, k, y, x] = 1.0
+    manifest = SimpleNamespace(provenance=SimpleNamespace(labels=()))
+    line = tui_outputs.summary("keypoints", manifest, maps, [maps], None)  # type: ignore[arg-type]
+    assert line == "4 keypoints (x, y): (1, 2) (7, 0) (3, 3) +1 more"

@@ -6,6 +6,7 @@
                  and the classes' shares of the pixels
     boxes        a detector's head outputs (`model.postprocess`): the number of boxes and the
                  best ones with labels
+    keypoints    the first keypoints' (x, y): a heatmap's argmax cell, or the coordinates
     tensor       anything else: shape, mean, min and max
 
 A top-5 over a class map's 32,768 "classes" (its flattened pixels) or a detector's anchors says
@@ -25,6 +26,7 @@ from mdla_compile import kinds
 from mdla_ir import Graph, provenance
 from mdla_zoo.detection import SSDDecoder, detect
 from mdla_zoo.yolo import YoloDecoder
+from workbench import agreement as ag
 from workbench import dense, validation
 from workbench.boxes import Boxes
 from workbench.images import top_k
@@ -68,6 +70,11 @@ def summary(
         if isinstance(decoder, YoloDecoder):
             return boxes_line(decoder.detect(outputs), labels)
         return boxes_line(detect(decoder, outputs), labels)
+    if kind == provenance.KEYPOINTS:
+        points = ag.keypoints(np.asarray(outputs[0]))[0]
+        shown = " ".join(f"({x:g}, {y:g})" for x, y in points[:SHOWN])
+        more = len(points) - SHOWN
+        return f"{len(points)} keypoints (x, y): {shown}" + (f" +{more} more" if more > 0 else "")
     out = np.asarray(outputs[0], np.float64)
     return (
         f"{'×'.join(map(str, out.shape))}: mean {out.mean():.4g}, min {out.min():.4g}, "

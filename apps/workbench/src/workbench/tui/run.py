@@ -24,6 +24,7 @@ HEADINGS = {
     validation.CLASSIFIER: "top-5",
     validation.CLASS_MAP: "class map (INT8)",
     outputs.BOXES: "boxes (INT8)",
+    "keypoints": "keypoints (INT8)",
     validation.TENSOR: "output (INT8)",
 }
 
