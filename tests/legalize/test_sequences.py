@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
 import mdla_ir
@@ -51,8 +52,9 @@ def test_a_tensor_an_op_reads_over_time_keeps_the_model_layout() -> None:
 
 
 class CpuOps(nn.Module):
-    """Ops the MDLA does not map on a 1-D activation (a strided slice over time, GroupNorm):
-    held (N, L, C) too, so `--cpu auto` runs them with no TRANSPOSE around them."""
+    """Ops the MDLA does not map on a 1-D activation (a strided slice over time, GroupNorm, a
+    reflect pad's slices): held (N, L, C) too, so `--cpu auto` runs them with no TRANSPOSE
+    around them."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -62,7 +64,7 @@ class CpuOps(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.relu(self.conv(x))[:, :, ::2]
-        return self.out(torch.relu(self.norm(y)))
+        return self.out(F.pad(torch.relu(self.norm(y)), (1, 1), mode="reflect"))
 
 
 def test_cpu_ops_on_a_1d_activation_need_no_transpose(tmp_path: Path) -> None:

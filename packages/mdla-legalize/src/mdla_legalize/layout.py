@@ -28,6 +28,7 @@ from mdla_ir.attrs import (
     GroupNormAttrs,
     MeanAttrs,
     PadAttrs,
+    SliceAttrs,
     SoftmaxAttrs,
     StridedSliceAttrs,
     TransposeAttrs,
@@ -236,6 +237,16 @@ def _strided_slice(lo: _Layout, op: Op) -> list[Op]:
     return [op.with_(attrs=StridedSliceAttrs(**moved))]
 
 
+def _slice(lo: _Layout, op: Op) -> list[Op]:
+    """SLICE's begin/size follow a held 1-D activation's (N, L, C) when its output is held too
+    (a reflect pad's slices over time); any other SLICE runs in the model layout."""
+    a, perm = SliceAttrs.of(op), lo.perm[op.inputs[0]]
+    if lo.perm[op.outputs[0]] != perm or len(perm) != 3 or perm == (0, 1, 2):
+        return lo.wrapped(op)
+    return [op.with_(attrs=SliceAttrs(begin=tuple(a.begin[p] for p in perm),
+                                      size=tuple(a.size[p] for p in perm)))]  # fmt: skip
+
+
 def _group_norm(lo: _Layout, op: Op) -> list[Op]:
     a = GroupNormAttrs.of(op)
     return [op.with_(attrs=dataclasses.replace(a, axis=lo.axis(op.outputs[0], a.axis)))]
@@ -282,6 +293,7 @@ HANDLERS: dict[OpKind, Callable[[_Layout, Op], list[Op]]] = {
     OpKind.PAD: _pad,  # pads (N, C, H, W) -> (N, H, W, C)
     OpKind.GROUP_NORM: _group_norm,  # axis 1 -> 3
     OpKind.STRIDED_SLICE: _strided_slice,  # begin/size/strides (N, C, H, W) -> (N, H, W, C)
+    OpKind.SLICE: _slice,  # begin/size of a held 1-D activation: (N, C, L) -> (N, L, C)
     OpKind.TRANSPOSE: _transpose,  # perm composed with the layouts
     OpKind.RESHAPE: _reshape,  # same memory order -> RESHAPE, else TRANSPOSEs
     OpKind.FLATTEN: _reshape,

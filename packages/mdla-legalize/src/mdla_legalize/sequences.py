@@ -9,7 +9,7 @@ model's (N, C, L) each RESHAPE needs TRANSPOSEs on either side (which the MDLA d
 every op that writes or reads a tensor of S has a channels-last form for it:
 
     RESHAPE          to or from the tensor's H = 1 image (N, C, 1, L) (or (N, C, L, 1, 1))
-    PAD, unary activations, elementwise binary ops, CONCATENATION, SOFTMAX, STRIDED_SLICE,
+    PAD, unary activations, elementwise binary ops, CONCATENATION, SOFTMAX, (STRIDED_)SLICE,
     GROUP_NORM
                      every 3-D activation they touch in S (the layout pass renumbers their axes;
                      a constant operand is permuted beside the activation)
@@ -41,6 +41,7 @@ SAME_FORM = (
             OpKind.SOFTMAX,
             OpKind.DROPOUT,
             OpKind.STRIDED_SLICE,
+            OpKind.SLICE,
             OpKind.GROUP_NORM,
         }
     )
