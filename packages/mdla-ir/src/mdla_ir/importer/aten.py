@@ -69,6 +69,7 @@ from mdla_ir.importer.tables import (
 )
 from mdla_ir.importer.transpose3d import WHY
 from mdla_ir.importer.transpose_conv import f_conv_transpose2d
+from mdla_ir.importer.unshuffle import m_pixel_unshuffle
 from mdla_ir.ops import OpKind
 
 aten = torch.ops.aten
@@ -531,4 +532,5 @@ ATEN: dict[Any, Converter] = {
     aten.full_like.default: filled(None),
     aten.zeros_like.default: filled(0.0),
     aten.ones_like.default: filled(1.0),
+    aten.pixel_unshuffle.default: m_pixel_unshuffle,
 }

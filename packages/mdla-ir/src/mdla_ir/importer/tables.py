@@ -62,6 +62,7 @@ from mdla_ir.importer.stacked import over_stack, stack
 from mdla_ir.importer.strided import flip, m_mode_pad, roll
 from mdla_ir.importer.transpose3d import refuse_conv_transpose3d
 from mdla_ir.importer.transpose_conv import f_conv_transpose2d, m_conv_transpose2d
+from mdla_ir.importer.unshuffle import m_pixel_unshuffle
 from mdla_ir.ops import OpKind
 
 
@@ -200,6 +201,7 @@ MODULES: dict[type, Converter] = {
     nn.UpsamplingNearest2d: m_upsample,
     nn.UpsamplingBilinear2d: m_upsample,
     nn.PixelShuffle: m_pixel_shuffle,
+    nn.PixelUnshuffle: m_pixel_unshuffle,
     nn.ConvTranspose2d: m_conv_transpose2d,
     nn.LeakyReLU: m_leaky_relu,
     nn.SiLU: unary(OpKind.SILU),
@@ -360,6 +362,8 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.ones_like: filled(1.0),
     torch.full_like: filled(None),
     F.normalize: f_normalize,
+    F.pixel_unshuffle: m_pixel_unshuffle,
+    torch.pixel_unshuffle: m_pixel_unshuffle,
 }
 
 METHODS: dict[str, Converter] = {
