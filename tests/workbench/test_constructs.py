@@ -191,6 +191,18 @@ EXAMPLES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
         lambda: nn.Sequential(nn.Conv1d(2, 4, 3, padding=1), nn.MaxPool1d(2), nn.AvgPool1d(2)),
         (1, 2, 32),
     ),
+    "Conv3d": (
+        lambda: nn.Sequential(
+            nn.Conv3d(3, 4, 3, (2, 1, 1), 1, bias=False),
+            nn.BatchNorm3d(4),
+            nn.ReLU(),
+            nn.MaxPool3d((2, 1, 1)),
+            nn.Conv3d(4, 4, 3, 1, (2, 1, 1), dilation=(2, 1, 1), groups=2),
+            nn.AvgPool3d((1, 2, 2)),
+            nn.AdaptiveAvgPool3d(1),
+        ),
+        (1, 3, 8, 8, 8),
+    ),
     "Linear": (lambda: nn.Sequential(nn.Flatten(), nn.Linear(4 * 4 * 4, 5)), (1, 4, 4, 4)),
     "ceil_mode": (
         lambda: Fn(

@@ -131,7 +131,18 @@ CONSTRUCTS: tuple[Construct, ...] = (
     Construct(
         "`nn.Conv1d`, `BatchNorm1d`, `MaxPool1d`/`AvgPool1d`, `AdaptiveAvgPool1d` on (N, C, L)",
         "keyword spotting, audio, sensor models",
-        "the 2-D op on the H = 1 image (N, C, 1, L); a multi-channel 1-D input is held (N, L, C)",
+        "the 2-D op on the H = 1 image (N, C, 1, L); every (N, C, L) activation is held "
+        "(N, L, C), so pads, means over channels, a permute or flatten into a Linear need no "
+        "`TRANSPOSE`",
+        (K.CONV_2D, K.MAX_POOL_2D, K.AVERAGE_POOL_2D, K.MEAN, K.RESHAPE),
+        Status.MAPS,
+    ),
+    Construct(
+        "`nn.Conv3d` (any temporal window, groups), `BatchNorm3d`, `MaxPool3d`/`AvgPool3d`, "
+        "`AdaptiveAvgPool3d`",
+        "video classifiers (torchvision r3d_18, mc3_18, r2plus1d_18), LipNet",
+        "frames as the batch: a 0/1 `CONV_2D` stacks each temporal window on channels, one "
+        "`CONV_2D` takes the 3-D filter; pools per frame, then over time",
         (K.CONV_2D, K.MAX_POOL_2D, K.AVERAGE_POOL_2D, K.MEAN, K.RESHAPE),
         Status.MAPS,
     ),

@@ -7,8 +7,9 @@ CONV_3D, temporal kernel kt, stride st, dilation dt, pad pt, any groups:
   out[t] = b + sum_k conv2d(x[t*st + k*dt - pt], w[:, :, k])       (x = 0 outside the clip)
          = conv2d(stack[t], w')   with stack[t] = [x[t*st - pt], ..., x[t*st - pt + (kt-1)*dt]]
   1. RESHAPE x (N, T, H, W, C) -> (N, T, H*W, C): time on the H axis, the pixels on W.
-  2. CONV_2D "taps": kernel (kt, 1), stride (st, 1), dilation (dt, 1), pads (pt, pt, 0, 0),
-     identity filter taps[k*C + c, k, 0, c] = 1 -> (N, T', H*W, kt*C). The conv's zero padding
+  2. CONV_2D "taps": kernel ((kt-1)*dt + 1, 1), stride (st, 1), pads (pt, pt, 0, 0), identity
+     filter taps[k*C + c, k*dt, 0, c] = 1 (the dilation in its zero rows, so the conv itself is
+     undilated) -> (N, T', H*W, kt*C). The conv's zero padding
      supplies the frames before and after the clip; each output channel copies one input
      element (exact in int8: a selection conv). A per-frame conv (kt = 1, st = 1, pt = 0) has
      no taps conv.
@@ -45,24 +46,28 @@ ELEMENTWISE = (OpKind.RELU, OpKind.RELU6, OpKind.LOGISTIC, OpKind.TANH, OpKind.H
 BINARY = (OpKind.ADD, OpKind.SUB, OpKind.MUL)
 
 
-def taps_filter(channels: int, taps: int) -> Array:
-    """CONV_2D filter (taps*C, taps, 1, C): output channel k*C + c copies tap k of channel c."""
-    filt = np.zeros((taps * channels, taps, 1, channels), np.float32)
+def taps_filter(channels: int, taps: int, dilation: int = 1) -> Array:
+    """CONV_2D filter (taps*C, (taps-1)*dilation + 1, 1, C): output channel k*C + c copies
+    row k*dilation (tap k) of channel c. A temporal dilation is spread into the kernel's zero
+    rows, so the taps conv itself is undilated (a dilated CONV_2D is unmeasured on silicon)."""
+    rows = (taps - 1) * dilation + 1
+    filt = np.zeros((taps * channels, rows, 1, channels), np.float32)
     for k in range(taps):
-        filt[k * channels + np.arange(channels), k, 0, np.arange(channels)] = 1.0
+        filt[k * channels + np.arange(channels), k * dilation, 0, np.arange(channels)] = 1.0
     return filt
 
 
 def _taps(op: Op, ctx: Ctx, x: str, kt: int, t2: int) -> tuple[list[Op], str]:
     """The clip's frames stacked kt deep on channels, tap-major: (N, T', H*W, kt*C), by a
-    selection CONV_2D (kernel (kt, 1)) with the conv's temporal stride, dilation and pads."""
+    selection CONV_2D (kernel (kt, 1), dilated into zero rows) with the temporal stride and
+    pads."""
     a = ConvAttrs.of(op)
     n, t, h, w, c = ctx.shape(x)
     rows = ctx.tensor(f"{x}.rows", (n, t, h * w, c))
     stacked = ctx.tensor(f"{op.outputs[0]}.taps", (n, t2, h * w, kt * c))
     inputs = [
         rows,
-        ctx.add_const(f"{op.name}.taps", taps_filter(c, kt)),
+        ctx.add_const(f"{op.name}.taps", taps_filter(c, kt, a.dilation[0])),
         ctx.add_const(f"{op.name}.taps_bias", np.zeros(kt * c, np.float32)),
     ]
     pt = a.padding[0]
@@ -75,7 +80,7 @@ def _taps(op: Op, ctx: Ctx, x: str, kt: int, t2: int) -> tuple[list[Op], str]:
             inputs,
             [stacked],
             stride=(a.stride[0], 1),
-            dilation=(a.dilation[0], 1),
+            dilation=(1, 1),
             padding=(pt, pt, 0, 0),
             groups=1,
             fuse="NONE",
