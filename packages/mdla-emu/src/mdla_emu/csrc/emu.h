@@ -146,6 +146,10 @@ int emu_pool_threads(const EmuPool *pool);
  * all are done. */
 void emu_parallel_for(EmuScratch *s, int64_t count, int64_t grain, EmuTaskFn fn,
                       const void *ctx);
+/* The least work a thread takes (MDLA_EMU_MIN_WORK overrides; tests set 1 to cut everything). */
+#define EMU_MIN_WORK 16384
+/* Items per grain when each item is `work_per_item` units: the pool's minimum work, rounded up. */
+int64_t emu_par_grain(const EmuScratch *s, int64_t work_per_item);
 
 typedef struct {
     int32_t code;

@@ -5,8 +5,8 @@
  * model input/output index, type NULL (or a type equal to the operand's) and the exact byte
  * size; buffers must outlive the execution. Temporaries live in the execution. A compute on an
  * APU device (mtk-mdla, mtk-dsp) resumes the fake APU runtime-PM node for its duration.
- * MDLA_EMU_THREADS=n (default 1) gives the execution n - 1 worker threads for the convolutions
- * and n scratch areas; results are the same for every n.
+ * MDLA_EMU_THREADS=n (default 1) gives the execution n - 1 worker threads for the ops with
+ * enough work (kernels/pool.c) and n scratch areas; results are the same for every n.
  */
 #include <stdlib.h>
 #include <string.h>

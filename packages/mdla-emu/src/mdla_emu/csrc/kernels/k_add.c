@@ -75,9 +75,8 @@ static void add_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *o
 
 static void add_eval(const void *params, const void *const *inputs, void *output,
                      EmuScratch *scratch) {
-    (void)scratch;
     const AddParams *p = params;
-    emu_broadcast_run(&p->bc, p, inputs[0], inputs[1], output, add_run);
+    emu_broadcast_run(&p->bc, scratch, p, inputs[0], inputs[1], output, add_run);
 }
 
 const EmuKernel emu_k_add = {NEURON_ADD, "ADD", add_prepare, add_eval, NULL, free};

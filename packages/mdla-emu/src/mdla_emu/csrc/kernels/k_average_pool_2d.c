@@ -19,34 +19,51 @@ static size_t avg_scratch(const void *params) {
     return (size_t)((const EmuPoolingParams *)params)->c * sizeof(int32_t);
 }
 
+typedef struct {
+    const EmuPoolingParams *p;
+    const int8_t *in;
+    int8_t *out;
+} AvgJob;
+
+/* Output rows [begin, end) of the n * oh rows, with this thread's channel sums. */
+static void avg_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+    const AvgJob *j = ctx;
+    const EmuPoolingParams *p = j->p;
+    const EmuWindow *w = &p->win;
+    int32_t *acc = (int32_t *)scratch;
+    for (int64_t row = begin; row < end; row++) {
+        const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);
+        const int32_t y0 = oy * w->stride_h - w->pad_top;
+        const int32_t ys = y0 < 0 ? 0 : y0;
+        const int32_t ye = y0 + w->filter_h < p->h ? y0 + w->filter_h : p->h;
+        for (int32_t ox = 0; ox < p->ow; ox++) {
+            const int32_t x0 = ox * w->stride_w - w->pad_left;
+            const int32_t xs = x0 < 0 ? 0 : x0;
+            const int32_t xe = x0 + w->filter_w < p->w ? x0 + w->filter_w : p->w;
+            memset(acc, 0, (size_t)p->c * sizeof *acc);
+            for (int32_t iy = ys; iy < ye; iy++)
+                for (int32_t ix = xs; ix < xe; ix++) {
+                    const int8_t *src = j->in + (((size_t)b * p->h + iy) * p->w + ix) * p->c;
+                    for (int32_t c = 0; c < p->c; c++) acc[c] += src[c];
+                }
+            const int32_t n = (ye - ys) * (xe - xs);
+            int8_t *dst = j->out + (((size_t)b * p->oh + oy) * p->ow + ox) * p->c;
+            for (int32_t c = 0; c < p->c; c++) {
+                const int32_t a = acc[c];
+                const int32_t avg = a > 0 ? (a + n / 2) / n : (a - n / 2) / n;
+                dst[c] = (int8_t)emu_clamp(avg, p->lo, p->hi);
+            }
+        }
+    }
+}
+
 static void avg_eval(const void *params, const void *const *inputs, void *output,
                      EmuScratch *scratch) {
     const EmuPoolingParams *p = params;
-    const EmuWindow *w = &p->win;
-    const int8_t *in = inputs[0];
-    int8_t *out = output;
-    int32_t *acc = (int32_t *)scratch->scratch;
-    for (int32_t b = 0; b < p->n; b++)
-        for (int32_t oy = 0; oy < p->oh; oy++)
-            for (int32_t ox = 0; ox < p->ow; ox++) {
-                const int32_t y0 = oy * w->stride_h - w->pad_top, x0 = ox * w->stride_w - w->pad_left;
-                const int32_t ys = y0 < 0 ? 0 : y0, xs = x0 < 0 ? 0 : x0;
-                const int32_t ye = y0 + w->filter_h < p->h ? y0 + w->filter_h : p->h;
-                const int32_t xe = x0 + w->filter_w < p->w ? x0 + w->filter_w : p->w;
-                memset(acc, 0, (size_t)p->c * sizeof *acc);
-                for (int32_t iy = ys; iy < ye; iy++)
-                    for (int32_t ix = xs; ix < xe; ix++) {
-                        const int8_t *src = in + (((size_t)b * p->h + iy) * p->w + ix) * p->c;
-                        for (int32_t c = 0; c < p->c; c++) acc[c] += src[c];
-                    }
-                const int32_t n = (ye - ys) * (xe - xs);
-                int8_t *dst = out + (((size_t)b * p->oh + oy) * p->ow + ox) * p->c;
-                for (int32_t c = 0; c < p->c; c++) {
-                    const int32_t a = acc[c];
-                    const int32_t avg = a > 0 ? (a + n / 2) / n : (a - n / 2) / n;
-                    dst[c] = (int8_t)emu_clamp(avg, p->lo, p->hi);
-                }
-            }
+    const AvgJob job = {p, inputs[0], output};
+    const int64_t row_work = (int64_t)p->ow * p->c * p->win.filter_h * p->win.filter_w;
+    emu_parallel_for(scratch, (int64_t)p->n * p->oh, emu_par_grain(scratch, row_work), avg_rows,
+                     &job);
 }
 
 const EmuKernel emu_k_average_pool_2d = {NEURON_AVERAGE_POOL_2D, "AVERAGE_POOL_2D", avg_prepare,

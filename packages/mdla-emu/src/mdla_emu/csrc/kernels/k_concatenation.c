@@ -48,16 +48,32 @@ static int concat_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumer
     return NEURON_NO_ERROR;
 }
 
-static void concat_eval(const void *params, const void *const *inputs, void *output,
-                        EmuScratch *scratch) {
+typedef struct {
+    const ConcatParams *p;
+    const void *const *inputs;
+    int8_t *out;
+    uint64_t width; /* output bytes per outer index: the sum of the runs */
+} ConcatJob;
+
+static void concat_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     (void)scratch;
-    const ConcatParams *p = params;
-    int8_t *dst = output;
-    for (uint64_t o = 0; o < p->outer; o++)
+    const ConcatJob *j = ctx;
+    const ConcatParams *p = j->p;
+    int8_t *dst = j->out + (uint64_t)begin * j->width;
+    for (uint64_t o = (uint64_t)begin; o < (uint64_t)end; o++)
         for (uint32_t i = 0; i < p->n_inputs; i++) {
-            memcpy(dst, (const int8_t *)inputs[i] + o * p->run[i], p->run[i]);
+            memcpy(dst, (const int8_t *)j->inputs[i] + o * p->run[i], p->run[i]);
             dst += p->run[i];
         }
+}
+
+static void concat_eval(const void *params, const void *const *inputs, void *output,
+                        EmuScratch *scratch) {
+    const ConcatParams *p = params;
+    ConcatJob job = {p, inputs, output, 0};
+    for (uint32_t i = 0; i < p->n_inputs; i++) job.width += p->run[i];
+    emu_parallel_for(scratch, (int64_t)p->outer, emu_par_grain(scratch, (int64_t)job.width),
+                     concat_rows, &job);
 }
 
 const EmuKernel emu_k_concatenation = {NEURON_CONCATENATION, "CONCATENATION", concat_prepare,

@@ -80,40 +80,71 @@ static size_t mean_scratch(const void *params) {
     return (size_t)((const MeanParams *)params)->out_count * sizeof(int64_t);
 }
 
+typedef struct {
+    const MeanParams *p;
+    const int8_t *x;
+    int64_t ostride[EMU_MAX_RANK];
+} MeanJob;
+
+/* Adds input rows [begin, end) (rows of the innermost dim) into this thread's sums. The
+ * output element of input coordinates idx is sum_d idx[d] * ostride[d] (the kept coordinates
+ * in row-major order: ostride 0 on a reduced dim). An odometer steps the outer dims. */
+static void mean_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+    const MeanJob *j = ctx;
+    const MeanParams *p = j->p;
+    int64_t *sum = (int64_t *)scratch;
+    const uint32_t last = p->rank - 1, inner = p->dims[last];
+    const int64_t step = j->ostride[last];
+    uint32_t idx[EMU_MAX_RANK] = {0};
+    int64_t o = 0;
+    uint64_t rest = (uint64_t)begin; /* begin < end: no outer dim is 0 */
+    for (int d = (int)last - 1; d >= 0; d--) {
+        idx[d] = (uint32_t)(rest % p->dims[d]);
+        rest /= p->dims[d];
+        o += (int64_t)idx[d] * j->ostride[d];
+    }
+    for (int64_t r = begin; r < end; r++) {
+        const int8_t *restrict row = j->x + (uint64_t)r * inner;
+        if (step == 0) {
+            int64_t run = 0;
+            for (uint32_t k = 0; k < inner; k++) run += row[k];
+            sum[o] += run;
+        } else {
+            for (uint32_t k = 0; k < inner; k++) sum[o + (int64_t)k * step] += row[k];
+        }
+        for (int d = (int)last - 1; d >= 0; d--) {
+            o += j->ostride[d];
+            if (++idx[d] < p->dims[d]) break;
+            o -= j->ostride[d] * p->dims[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* Each thread sums its rows into its own scratch, then thread 0's gathers them: integer sums,
+ * so any cut gives the same totals. */
 static void mean_eval(const void *params, const void *const *inputs, void *output,
                       EmuScratch *scratch) {
     const MeanParams *p = params;
-    const int8_t *x = inputs[0];
     int8_t *y = output;
-    int64_t *sum = (int64_t *)scratch->scratch;
-    memset(sum, 0, p->out_count * sizeof *sum);
-    /* The output element of input coordinates idx is sum_d idx[d] * ostride[d] (the kept
-     * coordinates in row-major order: ostride 0 on a reduced dim). The innermost dim runs as
-     * one loop, an odometer steps the others; integer sums, so any order gives the same. */
-    int64_t ostride[EMU_MAX_RANK], kept = 1;
+    MeanJob job = {p, inputs[0], {0}};
+    int64_t kept = 1;
     for (int d = (int)p->rank - 1; d >= 0; d--) {
-        ostride[d] = p->reduced[d] ? 0 : kept;
+        job.ostride[d] = p->reduced[d] ? 0 : kept;
         if (!p->reduced[d]) kept *= p->dims[d];
     }
-    const uint32_t last = p->rank - 1, inner = p->dims[last];
-    const int64_t step = ostride[last];
-    uint32_t idx[EMU_MAX_RANK] = {0};
-    int64_t o = 0;
-    for (uint64_t i = 0; inner > 0 && i < p->in_count; i += inner) {
-        const int8_t *restrict row = x + i;
-        if (step == 0) {
-            int64_t run = 0;
-            for (uint32_t j = 0; j < inner; j++) run += row[j];
-            sum[o] += run;
-        } else {
-            for (uint32_t j = 0; j < inner; j++) sum[o + (int64_t)j * step] += row[j];
-        }
-        for (int d = (int)last - 1; d >= 0; d--) {
-            o += ostride[d];
-            if (++idx[d] < p->dims[d]) break;
-            o -= ostride[d] * p->dims[d];
-            idx[d] = 0;
-        }
+    const int threads = emu_pool_threads(scratch->pool);
+    for (int t = 0; t < threads; t++)
+        memset(scratch->scratch + (size_t)t * scratch->scratch_len, 0,
+               p->out_count * sizeof(int64_t));
+    const uint32_t inner = p->dims[p->rank - 1];
+    if (inner > 0)
+        emu_parallel_for(scratch, (int64_t)(p->in_count / inner), emu_par_grain(scratch, inner),
+                         mean_rows, &job);
+    int64_t *sum = (int64_t *)scratch->scratch;
+    for (int t = 1; t < threads; t++) {
+        const int64_t *part = (const int64_t *)(scratch->scratch + (size_t)t * scratch->scratch_len);
+        for (uint64_t o = 0; o < p->out_count; o++) sum[o] += part[o];
     }
     for (uint64_t o = 0; o < p->out_count; o++) {
         const int64_t shifted = sum[o] - (int64_t)p->z_in * (int64_t)p->n;

@@ -101,9 +101,8 @@ static void mul_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *o
 
 static void mul_eval(const void *params, const void *const *inputs, void *output,
                      EmuScratch *scratch) {
-    (void)scratch;
     const MulParams *p = params;
-    emu_broadcast_run(&p->bc, p, inputs[0], inputs[1], output, mul_run);
+    emu_broadcast_run(&p->bc, scratch, p, inputs[0], inputs[1], output, mul_run);
 }
 
 const EmuKernel emu_k_mul = {NEURON_MUL, "MUL", mul_prepare, mul_eval, NULL, mul_free};

@@ -44,27 +44,45 @@ static int pad_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics
     return NEURON_NO_ERROR;
 }
 
-static void pad_eval(const void *params, const void *const *inputs, void *output,
-                     EmuScratch *scratch) {
+typedef struct {
+    const PadParams *p;
+    const int8_t *x;
+    int8_t *y;
+} PadJob;
+
+/* Copies input rows [begin, end) (rows of the innermost dim) to their places in the output. */
+static void pad_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     (void)scratch;
-    const PadParams *p = params;
-    const int8_t *x = inputs[0];
-    int8_t *y = output;
-    memset(y, p->value, p->out_count);
+    const PadJob *j = ctx;
+    const PadParams *p = j->p;
     const uint32_t r = p->rank, row = p->in_dims[r - 1];
-    uint64_t rows = 1;
-    for (uint32_t d = 0; d + 1 < r; d++) rows *= p->in_dims[d];
     uint32_t idx[EMU_MAX_RANK] = {0};
-    for (uint64_t k = 0; k < rows; k++) {
+    uint64_t rest = (uint64_t)begin; /* begin < end: no outer dim is 0 */
+    for (int d = (int)r - 2; d >= 0; d--) {
+        idx[d] = (uint32_t)(rest % p->in_dims[d]);
+        rest /= p->in_dims[d];
+    }
+    for (uint64_t k = (uint64_t)begin; k < (uint64_t)end; k++) {
         uint64_t off = 0; /* output offset of this input row's first element */
         for (uint32_t d = 0; d < r; d++)
             off = off * p->out_dims[d] + (d + 1 < r ? idx[d] + p->before[d] : p->before[d]);
-        memcpy(y + off, x + k * row, row);
+        memcpy(j->y + off, j->x + k * row, row);
         for (int d = (int)r - 2; d >= 0; d--) {
             if (++idx[d] < p->in_dims[d]) break;
             idx[d] = 0;
         }
     }
+}
+
+static void pad_eval(const void *params, const void *const *inputs, void *output,
+                     EmuScratch *scratch) {
+    const PadParams *p = params;
+    const PadJob job = {p, inputs[0], output};
+    memset(output, p->value, p->out_count);
+    uint64_t rows = 1;
+    for (uint32_t d = 0; d + 1 < p->rank; d++) rows *= p->in_dims[d];
+    const int64_t row = p->in_dims[p->rank - 1];
+    emu_parallel_for(scratch, (int64_t)rows, emu_par_grain(scratch, row), pad_rows, &job);
 }
 
 const EmuKernel emu_k_pad = {NEURON_PAD, "PAD", pad_prepare, pad_eval, NULL, free};

@@ -65,9 +65,8 @@ static void prelu_run(const void *ctx, const int8_t *x, const int8_t *a, int8_t 
 
 static void prelu_eval(const void *params, const void *const *inputs, void *output,
                        EmuScratch *scratch) {
-    (void)scratch;
     const PreluParams *p = params;
-    emu_broadcast_run(&p->bc, p, inputs[0], inputs[1], output, prelu_run);
+    emu_broadcast_run(&p->bc, scratch, p, inputs[0], inputs[1], output, prelu_run);
 }
 
 const EmuKernel emu_k_prelu = {NEURON_PRELU, "PRELU", prelu_prepare, prelu_eval, NULL, free};

@@ -73,33 +73,47 @@ static int resize_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumer
     return NEURON_NO_ERROR;
 }
 
-static void resize_eval(const void *params, const void *const *inputs, void *output,
-                        EmuScratch *scratch) {
+typedef struct {
+    const ResizeParams *p;
+    const int8_t *x;
+    int8_t *out;
+} ResizeJob;
+
+/* Output rows [begin, end) of the n * oh rows. */
+static void resize_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     (void)scratch;
-    const ResizeParams *p = params;
-    const int8_t *x = inputs[0];
-    int8_t *out = output;
+    const ResizeJob *j = ctx;
+    const ResizeParams *p = j->p;
     const int64_t one = 1024;
-    for (int32_t b = 0; b < p->r.n; b++)
-        for (int32_t oy = 0; oy < p->r.oh; oy++) {
-            const int64_t dy = p->dy[oy];
-            const int8_t *r0 = x + ((size_t)b * p->r.h + p->y0[oy]) * p->r.w * p->r.c;
-            const int8_t *r1 = x + ((size_t)b * p->r.h + p->y1[oy]) * p->r.w * p->r.c;
-            for (int32_t ox = 0; ox < p->r.ow; ox++) {
-                const int64_t dx = p->dx[ox];
-                const size_t c0 = (size_t)p->x0[ox] * p->r.c, c1 = (size_t)p->x1[ox] * p->r.c;
-                int8_t *dst = out + (((size_t)b * p->r.oh + oy) * p->r.ow + ox) * p->r.c;
-                for (int32_t c = 0; c < p->r.c; c++) {
-                    const int64_t v = r0[c0 + c] * (one - dy) * (one - dx) +
-                                      r1[c0 + c] * dy * (one - dx) + r0[c1 + c] * (one - dy) * dx +
-                                      r1[c1 + c] * dy * dx;
-                    const int64_t q = p->rounding == EMU_ROUND_SINGLE
-                                          ? emu_asr(v + (1 << 19), 20)
-                                          : (v + (v > 0 ? (1 << 19) : -(1 << 19))) / (1 << 20);
-                    dst[c] = (int8_t)emu_clamp(q, -128, 127);
-                }
+    for (int64_t row = begin; row < end; row++) {
+        const int32_t b = (int32_t)(row / p->r.oh), oy = (int32_t)(row % p->r.oh);
+        const int64_t dy = p->dy[oy];
+        const int8_t *r0 = j->x + ((size_t)b * p->r.h + p->y0[oy]) * p->r.w * p->r.c;
+        const int8_t *r1 = j->x + ((size_t)b * p->r.h + p->y1[oy]) * p->r.w * p->r.c;
+        for (int32_t ox = 0; ox < p->r.ow; ox++) {
+            const int64_t dx = p->dx[ox];
+            const size_t c0 = (size_t)p->x0[ox] * p->r.c, c1 = (size_t)p->x1[ox] * p->r.c;
+            int8_t *dst = j->out + (((size_t)b * p->r.oh + oy) * p->r.ow + ox) * p->r.c;
+            for (int32_t c = 0; c < p->r.c; c++) {
+                const int64_t v = r0[c0 + c] * (one - dy) * (one - dx) +
+                                  r1[c0 + c] * dy * (one - dx) + r0[c1 + c] * (one - dy) * dx +
+                                  r1[c1 + c] * dy * dx;
+                const int64_t q = p->rounding == EMU_ROUND_SINGLE
+                                      ? emu_asr(v + (1 << 19), 20)
+                                      : (v + (v > 0 ? (1 << 19) : -(1 << 19))) / (1 << 20);
+                dst[c] = (int8_t)emu_clamp(q, -128, 127);
             }
         }
+    }
+}
+
+static void resize_eval(const void *params, const void *const *inputs, void *output,
+                        EmuScratch *scratch) {
+    const ResizeParams *p = params;
+    const ResizeJob job = {p, inputs[0], output};
+    const int64_t row_work = 4 * (int64_t)p->r.ow * p->r.c; /* four taps per output byte */
+    emu_parallel_for(scratch, (int64_t)p->r.n * p->r.oh, emu_par_grain(scratch, row_work),
+                     resize_rows, &job);
 }
 
 const EmuKernel emu_k_resize_bilinear = {NEURON_RESIZE_BILINEAR, "RESIZE_BILINEAR",

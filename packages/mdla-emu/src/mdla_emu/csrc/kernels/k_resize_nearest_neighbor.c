@@ -62,20 +62,33 @@ static int nearest_prepare(const NeuronModel *m, const EmuOperation *op, EmuNume
     return NEURON_NO_ERROR;
 }
 
+typedef struct {
+    const NearestParams *p;
+    const int8_t *x;
+    int8_t *out;
+} NearestJob;
+
+/* Output rows [begin, end) of the n * oh rows. */
+static void nearest_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+    (void)scratch;
+    const NearestJob *j = ctx;
+    const NearestParams *p = j->p;
+    const size_t c = (size_t)p->r.c;
+    for (int64_t r = begin; r < end; r++) {
+        const int32_t b = (int32_t)(r / p->r.oh), oy = (int32_t)(r % p->r.oh);
+        const int8_t *row = j->x + ((size_t)b * p->r.h + p->rows[oy]) * p->r.w * c;
+        int8_t *dst = j->out + ((size_t)b * p->r.oh + oy) * p->r.ow * c;
+        for (int32_t ox = 0; ox < p->r.ow; ox++)
+            memcpy(dst + ox * c, row + (size_t)p->cols[ox] * c, c);
+    }
+}
+
 static void nearest_eval(const void *params, const void *const *inputs, void *output,
                          EmuScratch *scratch) {
-    (void)scratch;
     const NearestParams *p = params;
-    const int8_t *x = inputs[0];
-    int8_t *out = output;
-    const size_t c = (size_t)p->r.c;
-    for (int32_t b = 0; b < p->r.n; b++)
-        for (int32_t oy = 0; oy < p->r.oh; oy++) {
-            const int8_t *row = x + ((size_t)b * p->r.h + p->rows[oy]) * p->r.w * c;
-            int8_t *dst = out + ((size_t)b * p->r.oh + oy) * p->r.ow * c;
-            for (int32_t ox = 0; ox < p->r.ow; ox++)
-                memcpy(dst + ox * c, row + (size_t)p->cols[ox] * c, c);
-        }
+    const NearestJob job = {p, inputs[0], output};
+    emu_parallel_for(scratch, (int64_t)p->r.n * p->r.oh,
+                     emu_par_grain(scratch, (int64_t)p->r.ow * p->r.c), nearest_rows, &job);
 }
 
 const EmuKernel emu_k_resize_nearest_neighbor = {NEURON_RESIZE_NEAREST_NEIGHBOR, "RESIZE_NEAREST_NEIGHBOR",

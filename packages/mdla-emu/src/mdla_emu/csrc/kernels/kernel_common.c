@@ -345,25 +345,48 @@ int emu_broadcast_prepare(const EmuOperand *a, const EmuOperand *b, const EmuOpe
     return NEURON_NO_ERROR;
 }
 
-void emu_broadcast_run(const EmuBroadcast *bc, const void *ctx, const int8_t *a, const int8_t *b,
-                       int8_t *out, EmuRunFn fn) {
+typedef struct {
+    const EmuBroadcast *bc;
+    const void *ctx;
+    const int8_t *a, *b;
+    int8_t *out;
+    EmuRunFn fn;
+} BroadcastJob;
+
+/* Output rows [begin, end) of the outer dims' product, each one innermost run. */
+static void broadcast_rows(const void *job, int64_t begin, int64_t end, uint8_t *scratch) {
+    (void)scratch;
+    const BroadcastJob *j = job;
+    const EmuBroadcast *bc = j->bc;
     const uint32_t r = EMU_MAX_RANK, inner = bc->dims[r - 1];
-    uint64_t outer = 1;
-    for (uint32_t i = 0; i + 1 < r; i++) outer *= bc->dims[i];
     uint32_t idx[EMU_MAX_RANK] = {0};
-    for (uint64_t o = 0; o < outer; o++) {
+    uint64_t rest = (uint64_t)begin; /* begin < end: no outer dim is 0 */
+    for (int i = (int)r - 2; i >= 0; i--) {
+        idx[i] = (uint32_t)(rest % bc->dims[i]);
+        rest /= bc->dims[i];
+    }
+    for (uint64_t o = (uint64_t)begin; o < (uint64_t)end; o++) {
         uint64_t oa = 0, ob = 0;
         for (uint32_t i = 0; i + 1 < r; i++) {
             oa += idx[i] * bc->stride_a[i];
             ob += idx[i] * bc->stride_b[i];
         }
-        fn(ctx, a + oa, b + ob, out + o * inner, inner, (uint32_t)bc->stride_a[r - 1],
-           (uint32_t)bc->stride_b[r - 1]);
+        j->fn(j->ctx, j->a + oa, j->b + ob, j->out + o * inner, inner,
+              (uint32_t)bc->stride_a[r - 1], (uint32_t)bc->stride_b[r - 1]);
         for (int i = (int)r - 2; i >= 0; i--) { /* odometer over the outer dims */
             if (++idx[i] < bc->dims[i]) break;
             idx[i] = 0;
         }
     }
+}
+
+void emu_broadcast_run(const EmuBroadcast *bc, EmuScratch *s, const void *ctx, const int8_t *a,
+                       const int8_t *b, int8_t *out, EmuRunFn fn) {
+    uint64_t outer = 1;
+    for (uint32_t i = 0; i + 1 < EMU_MAX_RANK; i++) outer *= bc->dims[i];
+    const BroadcastJob job = {bc, ctx, a, b, out, fn};
+    const int64_t grain = emu_par_grain(s, (int64_t)bc->dims[EMU_MAX_RANK - 1]);
+    emu_parallel_for(s, (int64_t)outer, grain, broadcast_rows, &job);
 }
 
 int emu_lut_alloc(const NeuronModel *m, const EmuOperation *op, EmuLut **lut) {
@@ -378,17 +401,32 @@ int emu_lut_alloc(const NeuronModel *m, const EmuOperation *op, EmuLut **lut) {
     return NEURON_NO_ERROR;
 }
 
-void emu_lut_eval(const void *params, const void *const *inputs, void *output,
-                  EmuScratch *scratch) {
-    (void)scratch;
+static void lut_run(const void *params, const int8_t *x, int8_t *y, uint64_t count) {
     const EmuLut *p = params;
-    const int8_t *x = inputs[0];
-    int8_t *y = output;
     if (p->vbmi) {
-        emu_lut_vbmi(p->table, x, y, p->count);
+        emu_lut_vbmi(p->table, x, y, count);
         return;
     }
-    for (uint64_t i = 0; i < p->count; i++) y[i] = p->table[x[i] + 128];
+    for (uint64_t i = 0; i < count; i++) y[i] = p->table[x[i] + 128];
+}
+
+typedef struct {
+    const EmuLut *lut;
+    const int8_t *x;
+    int8_t *y;
+} LutJob;
+
+static void lut_range(const void *job, int64_t begin, int64_t end, uint8_t *scratch) {
+    (void)scratch;
+    const LutJob *j = job;
+    lut_run(j->lut, j->x + begin, j->y + begin, (uint64_t)(end - begin));
+}
+
+void emu_lut_eval(const void *params, const void *const *inputs, void *output,
+                  EmuScratch *scratch) {
+    const EmuLut *p = params;
+    const LutJob job = {p, inputs[0], output};
+    emu_parallel_for(scratch, (int64_t)p->count, emu_par_grain(scratch, 1), lut_range, &job);
 }
 
 int emu_pooling_prepare(const NeuronModel *m, const EmuOperation *op, void **out) {

@@ -94,11 +94,12 @@ typedef struct {
 } EmuBroadcast;
 int emu_broadcast_prepare(const EmuOperand *a, const EmuOperand *b, const EmuOperand *y,
                           EmuBroadcast *bc);
-/* Calls fn(ctx, a_offset, b_offset, out_offset, count, a_step, b_step) per innermost run. */
+/* Calls fn(ctx, a_offset, b_offset, out_offset, count, a_step, b_step) per innermost run; the
+ * runs split over the scratch's threads when there is enough work. */
 typedef void (*EmuRunFn)(const void *ctx, const int8_t *a, const int8_t *b, int8_t *out,
                          uint32_t count, uint32_t a_step, uint32_t b_step);
-void emu_broadcast_run(const EmuBroadcast *bc, const void *ctx, const int8_t *a, const int8_t *b,
-                       int8_t *out, EmuRunFn fn);
+void emu_broadcast_run(const EmuBroadcast *bc, EmuScratch *s, const void *ctx, const int8_t *a,
+                       const int8_t *b, int8_t *out, EmuRunFn fn);
 
 /* Elementwise int8 -> int8 ops frozen into a 256-entry table (RELU*, LOGISTIC, TANH,
  * HARD_SWISH): prepare checks the shapes and allocates; eval is out[i] = table[in[i] + 128]. */

@@ -1,9 +1,13 @@
 /*
- * pool.c: the worker threads an execution splits its convolutions over (MDLA_EMU_THREADS).
+ * pool.c: the worker threads an execution splits its kernels over (MDLA_EMU_THREADS).
  *
  * emu_parallel_for cuts [0, count) into one contiguous chunk per thread; chunk t runs on
  * thread t (the caller is thread 0) with its own scratch. Each output element is computed by
  * the same code whatever the cut, so results do not depend on the thread count.
+ *
+ * A job splits only when it holds more than one grain; kernels size grains with emu_par_grain
+ * so a thread takes at least MDLA_EMU_MIN_WORK (default EMU_MIN_WORK) units of work (about one
+ * output byte's worth each): below that, waking a worker costs more than it saves.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -17,6 +21,7 @@ struct EmuPool {
     pthread_cond_t work, done;
     pthread_t *threads;
     int n;                 /* threads, the caller included */
+    int64_t min_work;      /* MDLA_EMU_MIN_WORK at creation */
     int started;           /* workers running */
     uint64_t generation;   /* bumped per job */
     int pending;           /* workers still on the current job */
@@ -77,10 +82,25 @@ int emu_env_threads(void) {
     return n > EMU_MAX_THREADS ? EMU_MAX_THREADS : (int)n;
 }
 
+static int64_t env_min_work(void) {
+    const char *v = getenv("MDLA_EMU_MIN_WORK");
+    if (v == NULL || *v == '\0') return EMU_MIN_WORK;
+    char *end = NULL;
+    const long long n = strtoll(v, &end, 10);
+    return *end != '\0' || n < 1 ? EMU_MIN_WORK : (int64_t)n;
+}
+
+int64_t emu_par_grain(const EmuScratch *s, int64_t work_per_item) {
+    const int64_t min = s->pool == NULL ? EMU_MIN_WORK : s->pool->min_work;
+    if (work_per_item < 1) work_per_item = 1;
+    return (min + work_per_item - 1) / work_per_item;
+}
+
 EmuPool *emu_pool_create(int threads) {
     if (threads <= 1) return NULL;
     EmuPool *p = calloc(1, sizeof *p);
     if (p == NULL) return NULL;
+    p->min_work = env_min_work();
     p->threads = calloc((size_t)threads, sizeof *p->threads);
     if (p->threads == NULL || pthread_mutex_init(&p->lock, NULL) != 0) {
         free(p->threads);
