@@ -120,43 +120,63 @@ static void fc_output(const FcParams *p, const int32_t *acc, int8_t *ob) {
     }
 }
 
-/* The 8-bit path: blocks of EMU_U8_MR rows as u = x + EMU_U8_OFFSET (zeros past `in` meet zero
- * weights; padding rows are zeros too, their sums dropped). */
-static void fc_eval_u8(const FcParams *p, const int8_t *x, int8_t *out, uint8_t *scratch) {
+typedef struct {
+    const FcParams *p;
+    const int8_t *x;
+    int8_t *out;
+} FcJob;
+
+/* The 8-bit path, blocks [begin, end) of EMU_U8_MR rows as u = x + EMU_U8_OFFSET (zeros past
+ * `in` meet zero weights; padding rows are zeros too, their sums dropped). */
+static void fc_blocks_u8(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+    const FcJob *j = ctx;
+    const FcParams *p = j->p;
     uint8_t *rows = scratch;
     int32_t *acc = (int32_t *)(scratch + fc_acc_offset(p));
     const int32_t in = p->in, kpad4 = p->kpad4;
-    for (int32_t b0 = 0; b0 < p->batch; b0 += EMU_U8_MR) {
+    for (int64_t blk = begin; blk < end; blk++) {
+        const int32_t b0 = (int32_t)blk * EMU_U8_MR;
         const int32_t n = p->batch - b0 < EMU_U8_MR ? p->batch - b0 : EMU_U8_MR;
         memset(rows, 0, (size_t)EMU_U8_MR * kpad4);
         for (int32_t r = 0; r < n; r++) {
-            const int8_t *restrict src = x + (size_t)(b0 + r) * in;
+            const int8_t *restrict src = j->x + (size_t)(b0 + r) * in;
             uint8_t *restrict dst = rows + (size_t)r * kpad4;
             for (int32_t i = 0; i < in; i++) dst[i] = (uint8_t)(src[i] + EMU_U8_OFFSET);
         }
         emu_gemm_u8(rows, p->packed, p->init, acc, EMU_U8_MR, p->units, kpad4);
         for (int32_t r = 0; r < n; r++)
-            fc_output(p, acc + (size_t)r * p->units, out + (size_t)(b0 + r) * p->units);
+            fc_output(p, acc + (size_t)r * p->units, j->out + (size_t)(b0 + r) * p->units);
     }
 }
 
+/* The int16 path, batch rows [begin, end). */
+static void fc_rows_s16(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+    const FcJob *j = ctx;
+    const FcParams *p = j->p;
+    int16_t *row = (int16_t *)scratch;
+    int32_t *acc = (int32_t *)(scratch + fc_acc_offset(p));
+    for (int64_t b = begin; b < end; b++) {
+        const int8_t *xb = j->x + (size_t)b * p->in;
+        for (int32_t i = 0; i < p->in; i++) row[i] = (int16_t)(xb[i] - p->z_in);
+        emu_gemm_s16(row, p->weights, acc, 1, p->units, p->in);
+        fc_output(p, acc, j->out + (size_t)b * p->units);
+    }
+}
+
+/* Batch rows split over the threads (each row's sums are exact integers, whatever block it
+ * shares); one row of work is in * units multiply-adds. */
 static void fc_eval(const void *params, const void *const *inputs, void *output,
                     EmuScratch *scratch) {
     const FcParams *p = params;
-    const int8_t *x = inputs[0];
-    int8_t *out = output;
+    const FcJob job = {p, inputs[0], output};
+    const int64_t row_work = (int64_t)p->in * p->units / 16; /* a MAC costs less than a byte */
     if (p->u8) {
-        fc_eval_u8(p, x, out, scratch->scratch);
+        const int64_t blocks = (p->batch + EMU_U8_MR - 1) / EMU_U8_MR;
+        emu_parallel_for(scratch, blocks, emu_par_grain(scratch, row_work * EMU_U8_MR),
+                         fc_blocks_u8, &job);
         return;
     }
-    int16_t *row = (int16_t *)scratch->scratch;
-    int32_t *acc = (int32_t *)(scratch->scratch + fc_acc_offset(p));
-    for (int32_t b = 0; b < p->batch; b++) {
-        const int8_t *xb = x + (size_t)b * p->in;
-        for (int32_t i = 0; i < p->in; i++) row[i] = (int16_t)(xb[i] - p->z_in);
-        emu_gemm_s16(row, p->weights, acc, 1, p->units, p->in);
-        fc_output(p, acc, out + (size_t)b * p->units);
-    }
+    emu_parallel_for(scratch, p->batch, emu_par_grain(scratch, row_work), fc_rows_s16, &job);
 }
 
 const EmuKernel emu_k_fully_connected = {NEURON_FULLY_CONNECTED, "FULLY_CONNECTED", fc_prepare,

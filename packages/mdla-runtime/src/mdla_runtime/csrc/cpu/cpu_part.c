@@ -17,6 +17,7 @@
 #include "adaptive_pool.h"
 #include "arith.h"
 #include "batch_matmul.h"
+#include "cpu_split.h"
 #include "max_pool_3d.h"
 #include "float_ops.h"
 #include "gru.h"
@@ -76,9 +77,9 @@ struct mdla_cpu_part {
     NeuronModel model; /* opnds: every manifest operand; ops: this partition's, in order */
     step *steps;
     uint32_t n_steps;
-    uint8_t *scratch;
+    uint8_t *scratch;  /* scratch_len bytes per thread (LAYER_NORM's float row included) */
     size_t scratch_len;
-    float *row; /* LAYER_NORM's scratch row */
+    EmuPool *pool;     /* MDLA_CPU_THREADS - 1 workers; NULL: one thread */
     float *gru; /* GRU's scratch (mdla_cpu_gru_scratch) */
     size_t gru_len;
     const void **args;
@@ -648,11 +649,13 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
         }
     }
     if (ok) {
-        cp->scratch = malloc(cp->scratch_len ? cp->scratch_len : 1);
-        cp->row = malloc(row * sizeof *cp->row);
+        if (row * sizeof(float) > cp->scratch_len) cp->scratch_len = row * sizeof(float);
+        cp->scratch_len = (cp->scratch_len + 63) / 64 * 64; /* each thread's on its own lines */
+        cp->pool = emu_pool_create(mdla_cpu_env_threads());
+        cp->scratch = malloc(cp->scratch_len * (size_t)emu_pool_threads(cp->pool));
         cp->args = calloc(cp->max_args + 1, sizeof *cp->args);
         cp->gru = malloc(cp->gru_len ? cp->gru_len * sizeof *cp->gru : 1);
-        if (!cp->scratch || !cp->row || !cp->args || !cp->gru) ok = failf(err, 4, -1, "out of memory");
+        if (!cp->scratch || !cp->args || !cp->gru) ok = failf(err, 4, -1, "out of memory");
     }
     if (!ok) {
         mdla_cpu_free(cp);
@@ -664,15 +667,16 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
 
 void mdla_cpu_run(mdla_cpu_part *cp, void *const *data) {
     const mdla_manifest *m = cp->m;
-    EmuScratch scratch = {cp->scratch, cp->scratch_len, NULL};
+    EmuScratch scratch = {cp->scratch, cp->scratch_len, cp->pool};
     for (uint32_t k = 0; k < cp->n_steps; k++) {
         const step *s = &cp->steps[k];
         const mdla_operation *op = &m->operations[s->op];
         const int8_t *x = data[op->inputs[0]];
         int8_t *y = data[op->outputs[0]];
         if (s->kind == STEP_LAYER_NORM) {
-            mdla_cpu_layer_norm(x, s->rows, s->n, s->s_in, s->z_in, s->w, s->b, s->eps, s->s_out,
-                                s->z_out, cp->row, y);
+            const mdla_ln_job job = {x, s->n, s->s_in, s->z_in, s->w, s->b, s->eps, s->s_out,
+                                     s->z_out, y};
+            mdla_cpu_layer_norm_split(&scratch, s->rows, &job);
         } else if (s->kind == STEP_GROUP_NORM) {
             mdla_cpu_group_norm(x, s->shape, s->groups, s->s_in, s->z_in, s->w, s->b, s->eps,
                                 s->s_out, s->z_out, y);
@@ -684,7 +688,7 @@ void mdla_cpu_run(mdla_cpu_part *cp, void *const *data) {
             mdla_cpu_adaptive_pool(x, s->pool[0], s->pool[1], s->pool[2], s->pool[3], s->pool[4],
                                    s->pool[5], s->pool_max, y);
         } else if (s->kind == STEP_TABLE) {
-            mdla_cpu_apply_table(x, s->count, s->table, y);
+            mdla_cpu_apply_table_split(&scratch, x, s->count, s->table, y);
         } else if (s->kind == STEP_ARGMAX) {
             run_argmax(s, x, y);
         } else if (s->kind == STEP_DEQUANTIZE) {
@@ -722,7 +726,7 @@ void mdla_cpu_free(mdla_cpu_part *cp) {
     free(cp->model.opnds);
     free(cp->model.ops);
     free(cp->scratch);
-    free(cp->row);
+    emu_pool_free(cp->pool);
     free(cp->gru);
     free(cp->args);
     free(cp);

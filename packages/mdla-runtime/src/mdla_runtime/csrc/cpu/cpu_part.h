@@ -15,8 +15,9 @@
  *   float32      a float region (cpu/gru.c): DEQUANTIZE (int8 -> float32), then GRU and
  *                FULLY_CONNECTED_F32 on float32 tensors (a float32 model output possible).
  *
- * One thread; requantization in the manifest's rounding; int32 accumulators never wrap (the
- * CPU's requantization is int64, the target's "saturate").
+ * One thread unless MDLA_CPU_THREADS says more (cpu_split.h); requantization in the manifest's
+ * rounding; int32 accumulators never wrap (the CPU's requantization is int64, the target's
+ * "saturate").
  */
 #ifndef MDLA_CPU_PART_H
 #define MDLA_CPU_PART_H

@@ -9,8 +9,8 @@
  *
  *   clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
  *         -I csrc -I $EMU -I $EMU/kernels -I $EMU/abi -I GENERATED -DMDLA_FUZZ_LIBFUZZER \
- *         fuzz_engine.c manifest*.c mdla_msgpack.c model.c cpu/cpu_part.c cpu/float_ops.c \
- *         cpu/gru.c $EMU/kernels/*.c $EMU/abi/*.c emu_targets.c -lm -pthread -o fuzz_engine
+ *         fuzz_engine.c manifest*.c mdla_msgpack.c model.c cpu/cpu_part.c cpu/cpu_split.c \
+ *         cpu/float_ops.c cpu/gru.c $EMU/kernels/*.c $EMU/abi/*.c emu_targets.c -lm -pthread -o fuzz_engine
  *                                                        (EMU: mdla_emu's csrc/)
  *
  * Without -fsanitize=fuzzer (no MDLA_FUZZ_LIBFUZZER) the same file builds a driver that runs

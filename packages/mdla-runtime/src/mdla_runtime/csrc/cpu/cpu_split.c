@@ -1,0 +1,47 @@
+/*
+ * cpu_split.c: LAYER_NORM and the table group cut over a cpu partition's threads (cpu_split.h).
+ */
+#include "cpu_split.h"
+
+#include <stdlib.h>
+
+#include "float_ops.h"
+
+int mdla_cpu_env_threads(void) {
+    const char *v = getenv("MDLA_CPU_THREADS");
+    if (v == NULL || *v == '\0') return 1;
+    char *end = NULL;
+    const long n = strtol(v, &end, 10);
+    if (*end != '\0' || n < 1) return 1;
+    return n > EMU_MAX_THREADS ? EMU_MAX_THREADS : (int)n;
+}
+
+static void ln_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+    const mdla_ln_job *j = ctx;
+    const size_t first = (size_t)begin * j->n;
+    mdla_cpu_layer_norm(j->x + first, (size_t)(end - begin), j->n, j->s_in, j->z_in, j->w, j->b,
+                        j->eps, j->s_out, j->z_out, (float *)scratch, j->y + first);
+}
+
+void mdla_cpu_layer_norm_split(EmuScratch *s, size_t rows, const mdla_ln_job *job) {
+    /* a row costs a few float operations per element: 4 units each */
+    emu_parallel_for(s, (int64_t)rows, emu_par_grain(s, 4 * (int64_t)job->n), ln_rows, job);
+}
+
+typedef struct {
+    const int8_t *x;
+    const int8_t *table;
+    int8_t *y;
+} TableJob;
+
+static void table_range(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+    (void)scratch;
+    const TableJob *j = ctx;
+    mdla_cpu_apply_table(j->x + begin, (size_t)(end - begin), j->table, j->y + begin);
+}
+
+void mdla_cpu_apply_table_split(EmuScratch *s, const int8_t *x, size_t count,
+                                const int8_t table[256], int8_t *y) {
+    const TableJob job = {x, table, y};
+    emu_parallel_for(s, (int64_t)count, emu_par_grain(s, 1), table_range, &job);
+}
