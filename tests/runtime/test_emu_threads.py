@@ -10,7 +10,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mdla_ir.builders import act, as_floats, const, qp, random_codes, random_qgraph, single_op_qgraph
+from mdla_ir.builders import (
+    act,
+    as_floats,
+    const,
+    qp,
+    random_codes,
+    random_qgraph,
+    single_op_qgraph,
+)
 from mdla_ir.graph import Graph
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
