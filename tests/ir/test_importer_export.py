@@ -364,7 +364,9 @@ def test_export_records_torchs_source_lines_without_a_traceback_per_node(
     monkeypatch.setattr(graph_module, "_exec_with_source", counted("compile", compile_source))
     program = export_program(model.module, [x])
     assert calls["compile"] <= 1  # not once per pass of export's (six)
-    assert calls["traceback"] <= 2  # not one per node (several hundred)
+    # a few (torch captures one per export stage; how many varies with what ran before in the
+    # process), never one per node (several hundred)
+    assert calls["traceback"] < 10
     assert [(n.name, source_line(n)) for n in program.graph_module.graph.nodes] == want
     assert program.graph_module.code
     assert calls["compile"] <= 2
