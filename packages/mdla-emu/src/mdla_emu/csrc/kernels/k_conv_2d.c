@@ -175,13 +175,14 @@ typedef struct {
     const ConvParams *p;
     const int8_t *in;
     int8_t *out;
+    int32_t tile; /* output pixels per tile: the prepared size or less (conv_tile) */
 } ConvJob;
 
-/* GEMM tiles [begin, end): tile t covers output pixels [t * tile_rows, (t + 1) * tile_rows). */
+/* GEMM tiles [begin, end): tile t covers output pixels [t * tile, (t + 1) * tile). */
 static void conv_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     const ConvJob *job = ctx;
     const ConvParams *p = job->p;
-    const int32_t tile = p->tile_rows;
+    const int32_t tile = job->tile;
     int16_t *cols = (int16_t *)scratch;
     int32_t *acc = (int32_t *)(scratch + (size_t)tile * p->kpad * sizeof(int16_t));
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
@@ -214,11 +215,11 @@ static void conv_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scr
     }
 }
 
-/* conv_tiles on the uint8 path: tile t covers pixels [t * tile_u8, (t + 1) * tile_u8). */
+/* conv_tiles on the uint8 path. */
 static void conv_tiles_u8(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     const ConvJob *job = ctx;
     const ConvParams *p = job->p;
-    const int32_t tile = p->tile_u8;
+    const int32_t tile = job->tile;
     uint8_t *cols = scratch;
     int32_t *acc = (int32_t *)(scratch + (size_t)tile * p->kpad4);
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
@@ -258,16 +259,29 @@ static void conv_tiles_u8(const void *ctx, int64_t begin, int64_t end, uint8_t *
     }
 }
 
+/* The prepared tile (which sizes the scratch), or less in whole register blocks of `block`
+ * rows when that leaves a thread without a tile (a late 7x7 or 14x14 layer is one prepared
+ * tile). Each pixel's sums and requantization are the same whatever tile holds it. */
+static int32_t conv_tile(int32_t prepared, int32_t block, int64_t pixels, int threads) {
+    const int64_t per = (pixels + threads - 1) / threads;
+    const int64_t tile = (per + block - 1) / block * block;
+    return tile < prepared ? (int32_t)tile : prepared;
+}
+
 static void conv_eval(const void *params, const void *const *inputs, void *output,
                       EmuScratch *scratch) {
     const ConvParams *p = params;
-    const ConvJob job = {p, inputs[0], output};
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
+    const int threads = emu_pool_threads(scratch->pool);
     if (p->u8) {
-        emu_parallel_for(scratch, (pixels + p->tile_u8 - 1) / p->tile_u8, 1, conv_tiles_u8, &job);
+        const ConvJob job = {p, inputs[0], output,
+                             conv_tile(p->tile_u8, EMU_U8_MR, pixels, threads)};
+        emu_parallel_for(scratch, (pixels + job.tile - 1) / job.tile, 1, conv_tiles_u8, &job);
         return;
     }
-    emu_parallel_for(scratch, (pixels + p->tile_rows - 1) / p->tile_rows, 1, conv_tiles, &job);
+    const ConvJob job = {p, inputs[0], output,
+                         conv_tile(p->tile_rows, EMU_GEMM_MR, pixels, threads)};
+    emu_parallel_for(scratch, (pixels + job.tile - 1) / job.tile, 1, conv_tiles, &job);
 }
 
 static int conv_prepare_checked(const NeuronModel *m, const EmuOperation *op, EmuNumerics num,
