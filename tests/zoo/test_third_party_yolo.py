@@ -15,10 +15,10 @@ import torch
 
 import mdla_ir
 import mdla_legalize
-from mdla_ir import IRError
 from mdla_ir.importer import import_torch
 from mdla_ir.partitions import CPU
 from tests.models_third_party import build
+from tests.zoo.emulated import compile_auto
 
 TARGET = mdla_legalize.load_target("mdla3.5")
 DECODE = ("view", "cat", "dfl", "chunk", "sub", "add", "div", "mul", "sigmoid")
@@ -69,15 +69,14 @@ def test_yolo11n_places_its_attention_and_decode_on_the_cpu() -> None:
     assert all(o.name.startswith(("model.10.m.0.attn.", "model.23.")) for o in on_cpu)
 
 
-@pytest.mark.parametrize(
-    ("name", "extra", "raises", "match"),
-    [
-        # the keypoints' in-place y[:, 2::3] = ...: a copy into a strided view
-        ("yolov8n-pose", (), IRError, r"aten\.copy\.default"),
-    ],
-)
-def test_yolo_not_placed_yet(
-    name: str, extra: tuple[str, ...], raises: type[Exception], match: str
-) -> None:
-    with pytest.raises(raises, match=match):
-        _place(name, extra)
+def test_yolo_pose_decodes_its_keypoints_and_runs_bit_exact() -> None:
+    """The keypoint decode writes into strided views (`y[:, 2::3] = y[:, 2::3].sigmoid()`):
+    export's slice_scatter is a CONCATENATION of the untouched slices and the source, and the
+    sigmoid joins the others through a requantizing MUL. With --cpu auto the whole model
+    compiles, its first output carries the 17 x 3 keypoint values per anchor, and the emulator
+    equals run_int8 bit for bit."""
+    compiled, outputs = compile_auto("yolo:yolov8n-pose", side=64)
+    assert outputs[0].shape == (1, 4 + 1 + 17 * 3, 8 * 8 + 4 * 4 + 2 * 2)
+    names = " ".join(o.name for o in compiled.device_graph.ops)
+    assert "__setitem.interleaved" in names
+    assert ".requantize" in names

@@ -49,6 +49,7 @@ from mdla_ir.importer.pools import f_avgpool2d
 from mdla_ir.importer.prelu import f_leaky_relu, f_prelu
 from mdla_ir.importer.reduce import aten_extreme, reduction
 from mdla_ir.importer.resample import _resize
+from mdla_ir.importer.scatter import aten_copy, aten_where, select_scatter, slice_scatter
 from mdla_ir.importer.shaped import emit_shaped
 from mdla_ir.importer.shuffle import f_pixel_shuffle
 from mdla_ir.importer.stacked import stack
@@ -451,6 +452,10 @@ ATEN: dict[Any, Converter] = {
     aten.reciprocal.default: _reciprocal,
     aten.cat.default: _cat,
     aten.stack.default: stack,
+    aten.copy.default: aten_copy,
+    aten.slice_scatter.default: slice_scatter,
+    aten.select_scatter.default: select_scatter,
+    aten.where.self: aten_where,
     aten.scaled_dot_product_attention.default: scaled_dot_product_attention,
     aten.view.default: _reshape,
     aten._unsafe_view.default: _reshape,

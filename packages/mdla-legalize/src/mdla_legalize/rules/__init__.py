@@ -16,6 +16,7 @@ from mdla_legalize.rules.lift import LIFT
 from mdla_legalize.rules.movement import MOVEMENT
 from mdla_legalize.rules.padding import PADDING
 from mdla_legalize.rules.reduce import REDUCE
+from mdla_legalize.rules.requantize import REQUANTIZE
 from mdla_legalize.rules.strided import COMPOSE, STRIDED
 from mdla_legalize.rules.subtract import SUBTRACT
 
@@ -32,6 +33,7 @@ MODEL_RULES: list[Rule] = (
     + SUBTRACT
     + POOLS
     + LIFT
+    + REQUANTIZE
 )
 DEVICE_RULES: list[Rule] = REDUCE + FRAMES + MOVEMENT + PADDING
 ALL_RULES: list[Rule] = MODEL_RULES + DEVICE_RULES
@@ -54,6 +56,7 @@ __all__ = [
     "PATTERNS",
     "POOLS",
     "REDUCE",
+    "REQUANTIZE",
     "SELECTIONS",
     "STRIDED",
     "SUBTRACT",
