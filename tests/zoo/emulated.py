@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import torch
 
 import mdla_compile
 from mdla_compile import Compiled, CompileOptions
@@ -21,10 +22,17 @@ def compile_auto(name: str, side: int = 64) -> tuple[Compiled, list[np.ndarray]]
     """`name` built, compiled with `--cpu auto` on two random calibration inputs; the compiled
     model and the outputs of its emulator run, which equal run_int8's raw int8 outputs."""
     module, example = build(name, side)
+    return compile_module_auto(name.split(":")[1].replace("/", "_"), module, example)
+
+
+def compile_module_auto(
+    name: str, module: torch.nn.Module, example: tuple[torch.Tensor, ...]
+) -> tuple[Compiled, list[np.ndarray]]:
+    """`compile_auto` of a module built already."""
     rng = np.random.default_rng(0)
     shape = tuple(example[0].shape)
     calib = [[rng.uniform(0, 1, shape).astype(np.float32)] for _ in range(2)]
-    model = Model(name.split(":")[1].replace("/", "_"), module, example, preprocess=None)
+    model = Model(name, module, example, preprocess=None)
     compiled = mdla_compile.compile(CompileOptions(model, calib=calib, count=2, cpu=("auto",)))
     x = [rng.uniform(0, 1, shape).astype(np.float32)]
     want = run_int8(compiled.qgraph, x, raw=True)
