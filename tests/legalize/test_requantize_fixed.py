@@ -11,6 +11,7 @@ from torch import nn
 import mdla_ir
 import mdla_legalize
 import mdla_quant
+from mdla_quant.float_region import float_concats
 
 TARGET = mdla_legalize.load_target("mdla3.5")
 
@@ -45,3 +46,25 @@ def test_a_model_output_concatenation_is_left_alone() -> None:
     graph = mdla_ir.from_torch(Joined(out=True).eval(), (torch.randn(1, 3, 8, 8),))
     device = mdla_legalize.rewrite(graph, TARGET)
     assert "requantize" not in " ".join(o.name for o in device.ops)
+
+
+class Nested(nn.Module):
+    """YOLO-seg's output: cat((boxes, probabilities)) joined with more columns at the output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c = nn.Conv2d(3, 4, 1), nn.Conv2d(3, 4, 1), nn.Conv2d(3, 2, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        inner = torch.cat([self.a(x) * 40.0, torch.sigmoid(self.b(x))], 1)
+        return torch.cat([inner, self.c(x)], 1)
+
+
+def test_a_float_concatenation_on_the_cpu_still_sees_the_fixed_range() -> None:
+    """On the CPU the inner concatenation joins in float32 (each input its own scale): the
+    requantizing MUL by 1 does not hide that one input is a sigmoid's."""
+    graph = mdla_ir.from_torch(Nested().eval(), (torch.randn(1, 3, 8, 8),))
+    placed = mdla_legalize.place(graph, TARGET, "mtk-mdla", ["cat*"])
+    inner = next(o for o in placed.graph.ops if o.kind.name == "CONCATENATION")
+    assert any(".requantize" in placed.graph.producers()[n].name for n in inner.inputs)
+    assert inner.name in float_concats(placed.graph)

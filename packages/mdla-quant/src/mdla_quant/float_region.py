@@ -65,7 +65,7 @@ def float_concats(graph: Graph) -> set[str]:
         if op.name not in outer:
             continue
         origins = [producer.get(name) for name in op.inputs]
-        fixed = [_origin(producer, name) in FIXED_RANGE for name in op.inputs]
+        fixed = [_origin(graph, producer, name) in FIXED_RANGE for name in op.inputs]
         if any(o is not None and o.name in found for o in origins) or (
             any(fixed) and not all(fixed)
         ):
@@ -73,12 +73,20 @@ def float_concats(graph: Graph) -> set[str]:
     return found
 
 
-def _origin(producer: dict[str, Op], name: str) -> OpKind | None:
-    """The kind of the op that computed `name`'s values (past reshapes and transposes)."""
+def _origin(graph: Graph, producer: dict[str, Op], name: str) -> OpKind | None:
+    """The kind of the op that computed `name`'s values (past reshapes, transposes and the
+    MUL by 1 that requantizes a fixed-range op's values for a concatenation on the MDLA)."""
     op = producer.get(name)
-    while op is not None and op.kind in _KEEPS_VALUES:
+    while op is not None and (op.kind in _KEEPS_VALUES or _times_one(graph, op)):
         op = producer.get(op.inputs[0])
     return None if op is None else op.kind
+
+
+def _times_one(graph: Graph, op: Op) -> bool:
+    if op.kind is not OpKind.MUL or len(op.inputs) != 2:
+        return False
+    data = graph.tensors[op.inputs[1]].data
+    return data is not None and bool(np.all(np.asarray(data) == 1))
 
 
 def float_tensors(graph: Graph) -> set[str]:
