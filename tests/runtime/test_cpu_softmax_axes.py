@@ -93,8 +93,8 @@ def placed(
         # softmax(dim=2) over NCHW's H: NHWC axis 1, between two NPU partitions
         (softmax_over_height, ["SOFTMAX"], 1, 4, ["mtk-mdla", "cpu", "mtk-mdla"]),
         # softmax(dim=1) over a [1, T, F] sequence: the middle axis of a rank-3 tensor (its
-        # Linears over a rank-3 tensor do not map: on the cpu too)
-        (softmax_over_time, ["SOFTMAX,FULLY_CONNECTED"], 1, 3, ["cpu"]),
+        # Linears over the last axis are 1x1 CONV_2Ds of the sequence's image: on the NPU)
+        (softmax_over_time, ["SOFTMAX"], 1, 3, ["mtk-mdla", "cpu", "mtk-mdla"]),
     ],
 )
 def test_a_models_softmax_off_the_last_axis_runs_on_the_cpu(
