@@ -251,7 +251,7 @@ _ENTRIES: tuple[OpSchema, ...] = (
                   "CONV_2D, flat_channel_shuffle_to_selection any other (viewed as 4-D)")),
     _op(K.EXP, UNARY, groups="table cpu", outputs="y:a", emu=False),
     _op(K.LOG, UNARY, groups="table cpu", outputs="y:a", emu=False),
-    _op(K.QUANTIZE, ("x:*",), emu=False,
+    _op(K.QUANTIZE, ("x:*",),
         none={"int8": "only the int8 <-> int16 requantization QuantConfig.a16 inserts, which "
                       "is a 16x8 kernel (mdla_quant.kernels.a16_ops); no int8 -> int8 form",
               "cpu": "the quantizer inserts it (int8 <-> int16, for QuantConfig.a16) after "

@@ -115,9 +115,15 @@ static bool padding_ok(const NeuronModel *m, const EmuOperation *op, int mode) {
     return w.pad_top == t && w.pad_bottom == b && w.pad_left == l && w.pad_right == r;
 }
 
-/* An int16 activation (TENSOR_QUANT16_SYMM: the 16x8 ops of QuantConfig.a16) among the
- * operation's operands: the ABI form is valid, but the emulator has no 16x8 kernels yet. */
+/* The ops with a 16x8 kernel (int16 activations, TENSOR_QUANT16_SYMM: QuantConfig.a16). */
+static bool has_16x8(int32_t code) {
+    return code == NEURON_QUANTIZE || code == NEURON_RESHAPE;
+}
+
+/* An int16 activation among the operands of an operation the emulator has no 16x8 kernel for:
+ * the ABI form is valid, but the int8 kernel would misread its bytes. */
 static bool has_int16(const NeuronModel *m, const EmuOperation *op) {
+    if (has_16x8(op->code)) return false;
     for (uint32_t i = 0; i < op->n_in; i++)
         if (m->opnds[op->in[i]].type == NEURON_TENSOR_QUANT16_SYMM) return true;
     for (uint32_t i = 0; i < op->n_out; i++)
