@@ -1,0 +1,12 @@
+"""`workbench sweep`: a grid of quantization configurations, each compiled and scored on
+held-out inputs as its own task (a local process pool), the rows in one SQLite table.
+
+    grid.py     methods x techniques -> QuantConfigs
+    bundle.py   the bytes a task reads (spec file, weights, calibration, held-out inputs)
+    task.py     one task: compile, score, the row (or its error)
+    score.py    agreement (Wilson intervals: stats.py), SQNR, emulated latency
+    table.py    the SQLite table
+    pool.py     the local pool of processes
+    driver.py   held-out inputs, jobs, skipping done rows, progress
+    report.py   the rows printed and as JSON
+"""
