@@ -15,6 +15,7 @@ from workbench.errors import USAGE, WorkbenchError, reported
 from workbench.output import json_output
 from workbench.sweep import driver, grid, report
 from workbench.sweep.pool import cores, run_local
+from workbench.sweep.ray_pool import run_ray
 from workbench.sweep.table import Table, TableError
 
 EPILOG = """Examples:
@@ -48,6 +49,15 @@ class SweepFlags:
     workers: Annotated[
         int, typer.Option("--workers", min=1, help="Local processes (default: one per core).")
     ] = 0
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="auto|ADDRESS",
+            help="Run the tasks on a Ray cluster (`auto`: the running one; needs "
+            "mdla-workbench[ray]) instead of local processes.",
+        ),
+    ] = None
     task_timeout: Annotated[
         float | None,
         typer.Option("--task-timeout", min=1, help="Seconds a configuration may take."),
@@ -77,14 +87,19 @@ def sweep_command(
             raise WorkbenchError(str(exc), USAGE) from exc
         held = driver.holdout_of(opts, sweep.holdout, sweep.holdout_count)
         jobs, bundle = driver.plan(opts, points, held, sweep.task_timeout)
-        n = sweep.workers or cores()
-
+        runner = _runner(sweep)
         try:
             with Table.open(table) as t:
-                rows, ran = driver.execute(
-                    jobs, bundle, t, lambda todo, b, on: run_local(todo, b, on, n)
-                )
+                rows, ran = driver.execute(jobs, bundle, t, runner)
         except TableError as exc:
             raise WorkbenchError(str(exc)) from exc
         report.show(rows, ran)
         emit(report.document(rows, ran, str(table)))
+
+
+def _runner(sweep: SweepFlags) -> driver.Runner:
+    """Ray tasks with --ray, else a local pool of --workers processes (one per core)."""
+    address, n = sweep.ray, sweep.workers or cores()
+    if address:
+        return lambda todo, bundle, on_row: run_ray(todo, bundle, on_row, address)
+    return lambda todo, bundle, on_row: run_local(todo, bundle, on_row, n)

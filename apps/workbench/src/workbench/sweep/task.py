@@ -108,6 +108,9 @@ def _measure(job: Job, bundle: Bundle, tmp: Path) -> dict[str, Any]:
     start = time.perf_counter()
     compiled = mdla_compile.compile(options)
     seconds = time.perf_counter() - start
+    prov = compiled.qgraph.provenance  # the spec the user named, not this task's copy of it
+    named = dataclasses.replace(prov, spec=str(job.options.model))
+    compiled.qgraph = compiled.qgraph.with_(provenance=named)
     manifest = compiled.save(tmp / "model.mdla", store_float=False)
     digest = hashlib.sha256((tmp / "model.mdla").read_bytes()).hexdigest()
     inputs = held_out(compiled, bundle.holdout, tmp)
