@@ -1,5 +1,6 @@
 """`workbench sweep` on the local pool: a 2 x 1 grid of the tiny model scored on held-out
-random inputs, one SQLite row each; run again, it runs nothing and shows the same rows."""
+random inputs, one SQLite row each; run again, it runs nothing and shows the same rows, and
+--pick writes the cheapest configuration meeting its condition (none meeting it: exit 1)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,20 @@ def test_sweep_writes_one_row_per_configuration_and_resumes(tmp_path: Path) -> N
     assert "ETA" in first.stderr
     with sqlite3.connect(table) as db:
         assert db.execute("SELECT count(*) FROM sweep").fetchone() == (2,)
-    again = runner.invoke(app, ["sweep", *ARGS, "--table", str(table)])
+    out, png = tmp_path / "picked.mdla", tmp_path / "front.png"
+    pick = ["--pick", "agreement>=0.5", "-o", str(out), "--plot", str(png)]
+    again = runner.invoke(app, ["sweep", *ARGS, "--table", str(table), *pick])
     assert again.exit_code == 0, again.output
     redo = json.loads(again.stdout.strip().splitlines()[-1])
+    assert redo["picked"]["key"] in {r["key"] for r in doc["rows"]}
+    assert "picked" in again.stderr
+    assert "the cheapest" in again.stderr
+    assert out.stat().st_size > 0
+    assert png.read_bytes().startswith(b"\x89PNG")
+    none = ["--pick", "agreement>1", "-o", str(tmp_path / "none.mdla")]
+    unmet = runner.invoke(app, ["sweep", *ARGS, "--table", str(table), *none])
+    assert unmet.exit_code == 1, unmet.output
+    assert "error: no configuration meets agreement>1; the best achieved:" in unmet.stderr
+    assert not (tmp_path / "none.mdla").exists()
     assert redo["ran"] == 0
     assert redo["rows"] == doc["rows"]

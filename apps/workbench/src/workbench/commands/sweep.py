@@ -13,7 +13,7 @@ from workbench.commands.binding import options
 from workbench.commands.options import CompileFlags, Debug, JsonOut
 from workbench.errors import USAGE, WorkbenchError, reported
 from workbench.output import json_output
-from workbench.sweep import driver, grid, report
+from workbench.sweep import choose, driver, grid, report
 from workbench.sweep.pool import cores, run_local
 from workbench.sweep.ray_pool import run_ray
 from workbench.sweep.table import Table, TableError
@@ -58,6 +58,21 @@ class SweepFlags:
             "mdla-workbench[ray]) instead of local processes.",
         ),
     ] = None
+    pick: Annotated[
+        str | None,
+        typer.Option(
+            "--pick",
+            metavar="CONDITION",
+            help="Write the cheapest configuration meeting CONDITION (e.g. "
+            "'agreement>=0.99'; metrics agreement, decided, sqnr, latency, compile; several "
+            "joined by commas) to -o.",
+        ),
+    ] = None
+    out: Annotated[Path | None, typer.Option("-o", "--out", help="The .mdla --pick writes.")] = None
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="PNG of agreement vs latency, the Pareto front in red."),
+    ] = None
     task_timeout: Annotated[
         float | None,
         typer.Option("--task-timeout", min=1, help="Seconds a configuration may take."),
@@ -85,6 +100,7 @@ def sweep_command(
             points = grid.grid(opts.quant, sweep.methods, sweep.techniques)
         except grid.GridError as exc:
             raise WorkbenchError(str(exc), USAGE) from exc
+        wanted = choose.conditions(sweep.pick, sweep.out)
         held = driver.holdout_of(opts, sweep.holdout, sweep.holdout_count)
         jobs, bundle = driver.plan(opts, points, held, sweep.task_timeout)
         runner = _runner(sweep)
@@ -94,7 +110,18 @@ def sweep_command(
         except TableError as exc:
             raise WorkbenchError(str(exc)) from exc
         report.show(rows, ran)
-        emit(report.document(rows, ran, str(table)))
+        doc = report.document(rows, ran, str(table))
+        if sweep.plot is not None:
+            choose.write_plot(rows, sweep.plot, f"{model}: {len(rows)} configurations")
+        if sweep.pick is not None and sweep.out is not None:
+            try:
+                chosen, why = choose.write_pick(rows, jobs, wanted, sweep.out)
+            except WorkbenchError:
+                emit(doc)  # the table still, when no configuration meets --pick
+                raise
+            typer.echo(why, err=True)
+            doc["picked"] = {"key": chosen.key, "why": why, "out": str(sweep.out)}
+        emit(doc)
 
 
 def _runner(sweep: SweepFlags) -> driver.Runner:

@@ -11,6 +11,7 @@ from typing import Any
 from rich.table import Table as RichTable
 
 from workbench.commands.options import console
+from workbench.sweep.pareto import describe, front
 from workbench.sweep.table import Row
 
 
@@ -49,6 +50,11 @@ def show(rows: Sequence[Row], ran: int) -> None:
             r.error,
         )
     console().print(table)
+    best = front(rows)
+    if best:
+        console().print("Pareto front (agreement, latency, compile time):", markup=False)
+        for r in best:
+            console().print(f"  {describe(r)}", markup=False)
 
 
 def as_dict(row: Row) -> dict[str, Any]:
@@ -59,4 +65,9 @@ def as_dict(row: Row) -> dict[str, Any]:
 
 
 def document(rows: Sequence[Row], ran: int, table: str) -> dict[str, Any]:
-    return {"table": table, "ran": ran, "rows": [as_dict(r) for r in sorted(rows, key=order)]}
+    return {
+        "table": table,
+        "ran": ran,
+        "rows": [as_dict(r) for r in sorted(rows, key=order)],
+        "front": [r.key for r in front(rows)],
+    }
