@@ -17,7 +17,7 @@ from workbench.cli import app
 from workbench.commands.options import MethodName, RoundingName, quant_config
 
 COMMANDS = ["compile", "check", "run", "bisect", "validate", "witness", "devices", "export", "tui"]
-COMMANDS += ["doctor", "engine", "inspect"]
+COMMANDS += ["doctor", "engine", "inspect", "sweep"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

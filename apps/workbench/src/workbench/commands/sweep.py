@@ -32,11 +32,22 @@ class SweepFlags:
     """The grid, the held-out inputs and where the tasks run."""
 
     methods: Annotated[
-        str, typer.Option("--methods", help="Calibration methods, comma-separated.")
+        str,
+        typer.Option(
+            "--methods",
+            show_default=False,
+            help="Calibration methods, comma-separated (default: all four, minmax, "
+            "percentile, mse, entropy).",
+        ),
     ] = "minmax,percentile,mse,entropy"
     techniques: Annotated[
         str,
-        typer.Option("--techniques", help=f"Of {', '.join(grid.TECHNIQUES)}, comma-separated."),
+        typer.Option(
+            "--techniques",
+            show_default=False,
+            help=f"Of {', '.join(grid.TECHNIQUES)}, comma-separated (default: none, cle, "
+            "cle+adaround).",
+        ),
     ] = "none,cle,cle+adaround"
     holdout: Annotated[
         Path | None,
