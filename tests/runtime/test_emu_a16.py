@@ -23,7 +23,7 @@ from mdla_runtime.engine.target import Target, open_target
 from mdla_target import target_path
 
 # the ops whose 16x8 kernel the emulator has
-EMU_16X8 = (OpKind.RESHAPE,)
+EMU_16X8 = (OpKind.RESHAPE, OpKind.ADD)
 SEEDS = range(4)
 
 

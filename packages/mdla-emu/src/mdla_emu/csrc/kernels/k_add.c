@@ -10,13 +10,61 @@
  *     out = clamp(MBQM(a +- b, Mo, eo) + z_out, act_min, act_max)
  * out depends on the two int8 codes only, so prepare freezes it into a 256 x 256 table.
  * |x - z| <= 255: (x - z) * 2^20 < 2^28 and a +- b < 2^29, within int32.
+ *
+ * 16x8 (int16 operands, TENSOR_QUANT16_SYMM, zero points 0; TFLite add.cc with
+ * pot_scale_int16 = false): the same formula with left_shift = 15, computed per element, the
+ * clamp CalculateActivationRangeQuantized over [-32768, 32767]. |x| <= 2^15: x * 2^15 <= 2^30.
  */
 #include "kernels.h"
 
+/* The 16x8 form's frozen multipliers. */
+typedef struct {
+    int64_t m1, m2, mo;
+    int e1, e2, eo, sign, rounding;
+    int32_t lo, hi;
+    bool wrap;
+} Add16;
+
 typedef struct {
     EmuBroadcast bc;
+    bool wide; /* int16: `w` holds the arithmetic, `out` is unused */
+    Add16 w;
     int8_t out[256][256]; /* indexed by (code1 + 128, code2 + 128) */
 } AddParams;
+
+/* CalculateActivationRangeQuantized over [-32768, 32767], zero point 0. */
+static void activation_range16(int32_t fuse, float scale, int32_t *lo, int32_t *hi) {
+    const int32_t q0 = emu_quantize_bound(0.0f, scale, 0);
+    *lo = -32768;
+    *hi = 32767;
+    if (fuse == 1 || fuse == 3) *lo = q0 > -32768 ? q0 : -32768;
+    if (fuse == 2) {
+        const int32_t qm1 = emu_quantize_bound(-1.0f, scale, 0);
+        *lo = qm1 > -32768 ? qm1 : -32768;
+    }
+    const int32_t top = fuse == 2 ? emu_quantize_bound(1.0f, scale, 0)
+                                  : (fuse == 3 ? emu_quantize_bound(6.0f, scale, 0) : 32767);
+    *hi = top < 32767 ? top : 32767;
+}
+
+static int add16_prepare(const EmuOperand *x1, const EmuOperand *x2, const EmuOperand *y,
+                         int32_t fuse, EmuNumerics num, int sign, AddParams *p) {
+    EMU_CHECK(x1->type == NEURON_TENSOR_QUANT16_SYMM && x2->type == NEURON_TENSOR_QUANT16_SYMM);
+    EMU_CHECK(x1->zero_point == 0 && x2->zero_point == 0 && y->zero_point == 0);
+    Add16 *w = &p->w;
+    const double s1 = x1->scale, s2 = x2->scale;
+    const double twice = 2.0 * (s1 > s2 ? s1 : s2);
+    EMU_CHECK(emu_quantize_multiplier(s1 / twice, num.rounding, &w->m1, &w->e1) &&
+              emu_quantize_multiplier(s2 / twice, num.rounding, &w->m2, &w->e2) &&
+              emu_quantize_multiplier(twice / (32768.0 * (double)y->scale), num.rounding,
+                                      &w->mo, &w->eo));
+    w->sign = sign;
+    w->rounding = num.rounding;
+    w->wrap = num.wrap;
+    activation_range16(fuse, y->scale, &w->lo, &w->hi);
+    p->wide = true;
+    return NEURON_NO_ERROR;
+}
 
 static int add_sub_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, int sign,
                            void **out) {
@@ -25,12 +73,18 @@ static int add_sub_prepare(const NeuronModel *m, const EmuOperation *op, EmuNume
                      *y = &m->opnds[op->out[0]];
     int32_t fuse = 0;
     EMU_CHECK(emu_scalar_i32(m, op->in[2], &fuse) == NEURON_NO_ERROR && fuse >= 0 && fuse <= 3);
-    EMU_CHECK(emu_is_int8_act(y->type));
+    const bool wide = y->type == NEURON_TENSOR_QUANT16_SYMM;
+    EMU_CHECK(wide || emu_is_int8_act(y->type));
     AddParams *p = calloc(1, sizeof *p);
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
-    if (emu_broadcast_prepare(x1, x2, y, &p->bc) != NEURON_NO_ERROR) {
+    if (emu_broadcast_prepare(x1, x2, y, &p->bc) != NEURON_NO_ERROR ||
+        (wide && add16_prepare(x1, x2, y, fuse, num, sign, p) != NEURON_NO_ERROR)) {
         free(p);
         return NEURON_BAD_DATA;
+    }
+    if (wide) {
+        *out = p;
+        return NEURON_NO_ERROR;
     }
     const double s1 = x1->scale, s2 = x2->scale;
     const double twice = 2.0 * (s1 > s2 ? s1 : s2);
@@ -73,9 +127,38 @@ static void add_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *o
     for (uint32_t i = 0; i < count; i++) out[i] = p->out[a[i * a_step] + 128][b[i * b_step] + 128];
 }
 
+/* The 16x8 run: emu_broadcast_run's offsets count elements from the int8 views of the three
+ * buffers' bases, so each pointer is rebased on its int16 buffer. */
+typedef struct {
+    const Add16 *w;
+    const int8_t *a0, *b0, *out0;
+    const int16_t *a, *b;
+    int16_t *out;
+} Add16Job;
+
+static void add16_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *out,
+                      uint32_t count, uint32_t a_step, uint32_t b_step) {
+    const Add16Job *j = ctx;
+    const Add16 *w = j->w;
+    const int16_t *x1 = j->a + (a - j->a0), *x2 = j->b + (b - j->b0);
+    int16_t *y = j->out + (out - j->out0);
+    for (uint32_t i = 0; i < count; i++) {
+        const int64_t u = emu_mbqm((int64_t)x1[i * a_step] * 32768, w->m1, w->e1, w->rounding);
+        const int64_t v = emu_mbqm((int64_t)x2[i * b_step] * 32768, w->m2, w->e2, w->rounding);
+        const int64_t h = emu_mbqm_acc(w->sign > 0 ? u + v : u - v, w->mo, w->eo, w->rounding,
+                                       w->wrap);
+        y[i] = (int16_t)emu_clamp(h, w->lo, w->hi);
+    }
+}
+
 static void add_eval(const void *params, const void *const *inputs, void *output,
                      EmuScratch *scratch) {
     const AddParams *p = params;
+    if (p->wide) {
+        const Add16Job job = {&p->w, inputs[0], inputs[1], output, inputs[0], inputs[1], output};
+        emu_broadcast_run(&p->bc, scratch, &job, inputs[0], inputs[1], output, add16_run);
+        return;
+    }
     emu_broadcast_run(&p->bc, scratch, p, inputs[0], inputs[1], output, add_run);
 }
 
