@@ -44,6 +44,27 @@ def convnext_block() -> tuple[nn.Module, torch.Tensor]:
     return ConvNeXtBlock().eval(), torch.zeros(1, 8, 8, 8)
 
 
+class NormAndDilatedPool(nn.Module):
+    """A patchify conv, a LayerNorm over channels and a dilated max pool (which does not
+    import: no exact route for a dilated MAX_POOL_2D)."""
+
+    def __init__(self, c: int = 8) -> None:
+        super().__init__()
+        self.patch = nn.Conv2d(3, c, 4, 4)
+        self.norm = nn.LayerNorm(c)
+        self.pool = nn.MaxPool2d(3, 1, padding=1, dilation=2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t = self.norm(self.patch(x).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        out: torch.Tensor = self.pool(t)
+        return out
+
+
+def norm_and_dilated_pool() -> tuple[nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    return NormAndDilatedPool().eval(), torch.zeros(1, 3, 16, 16)
+
+
 def attention() -> tuple[nn.Module, torch.Tensor]:
     torch.manual_seed(0)
     return Attention().eval(), torch.zeros(1, 3, 16, 16)

@@ -145,7 +145,8 @@ def _max_pool2d(
         raise Unsupported(
             f"max pooling with dilation {pair(dilation)} (MAX_POOL_2D has no dilation, and "
             "neither the MDLA nor the CPU (`--cpu`) has a dilated pool)",
-            "use dilation=1 (a larger kernel covers the same span), which maps",
+            "no exact route yet: a model trained with dilation=1 maps (an undilated pool over "
+            "the same span takes the max of every element in it, which is not the same result)",
         )
     s = pair(stride) if stride not in (None, [], ()) else k
     size = c.tensors[c.ref(x)].shape[2:]
