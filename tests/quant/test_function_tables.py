@@ -14,7 +14,7 @@ from torch import nn
 
 import mdla_ir
 from mdla_ir.affine import dequantize_output, quantize_input
-from mdla_ir.attrs import FunctionAttrs
+from mdla_ir.attrs import FunctionAttrs, WhereAttrs
 from mdla_ir.builders import act, qp, single_op_qgraph
 from mdla_ir.functions import FUNCTIONS, evaluate
 from mdla_ir.ops import OpKind
@@ -27,6 +27,7 @@ ATTRS = {
     OpKind.ELU: FunctionAttrs(alpha=0.5),
     OpKind.CELU: FunctionAttrs(alpha=0.7),
     OpKind.SOFTPLUS: FunctionAttrs(beta=2.0, threshold=5.0),
+    OpKind.WHERE: WhereAttrs("ge", 0.25, 1.0, 0.0, 0.1, -0.5),
 }
 TORCH: dict[OpKind, Any] = {
     OpKind.ELU: lambda x: F.elu(x, 0.5),
@@ -42,6 +43,7 @@ TORCH: dict[OpKind, Any] = {
     OpKind.SQRT: torch.sqrt,
     OpKind.RSQRT: torch.rsqrt,
     OpKind.RECIPROCAL: torch.reciprocal,
+    OpKind.WHERE: lambda x: torch.where(x >= 0.25, x, 0.1 * x - 0.5),
 }
 CODES = np.arange(-128, 128)
 
@@ -60,7 +62,7 @@ def test_the_table_is_the_function_of_every_code(kind: OpKind) -> None:
     for _ in range(5):
         s_in, z_in = np.float32(rng.uniform(0.005, 0.1)), int(rng.integers(-128, 128))
         s_out, z_out = np.float32(rng.uniform(0.005, 0.1)), int(rng.integers(-128, 128))
-        attrs = ATTRS.get(kind, FunctionAttrs())
+        attrs: Any = ATTRS.get(kind, FunctionAttrs())
         table = function_table(kind, attrs, s_in, z_in, s_out, z_out)
         xs = dequantize_output(CODES, float(s_in), z_in)
         assert np.array_equal(table, quantize_input(evaluate(kind, xs, attrs), s_out, z_out))

@@ -18,7 +18,7 @@ import mdla_ir
 import mdla_legalize
 import mdla_quant
 from mdla_emu import build_emulator
-from mdla_ir.attrs import FunctionAttrs
+from mdla_ir.attrs import Attrs, FunctionAttrs, WhereAttrs
 from mdla_ir.builders import act, qp, single_op_qgraph
 from mdla_ir.functions import FUNCTIONS
 from mdla_ir.graph import Graph
@@ -34,8 +34,8 @@ from tests.runtime.test_tflite_host_ops import operators
 
 
 class AllFunctions(nn.Module):
-    """Every function of the table group, each after a conv; log, sqrt, rsqrt and the
-    reciprocal of an exp."""
+    """Every function of the table group, each after a conv; log, sqrt, rsqrt, the
+    reciprocal and a torch.where of an exp."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -49,6 +49,7 @@ class AllFunctions(nn.Module):
         ys = [a(self.convs[i % 4](x)) for i, a in enumerate(self.acts)]
         pos = torch.exp(self.convs[0](x) * 0.5)
         ys += [pos.log(), torch.sqrt(pos), torch.rsqrt(pos), torch.reciprocal(pos)]
+        ys.append(torch.where(pos > 1.0, pos, 0.5 * pos))
         return torch.cat(ys, 1)
 
 
@@ -60,7 +61,7 @@ def test_every_function_runs_on_the_engines_cpu_bit_exact(tmp_path: Path) -> Non
     placed = mdla_legalize.place(graph, mdla_legalize.load_target("mdla3.5"), "mtk-mdla", ["auto"])
     on_cpu = {o.kind for o in placed.ops if o.device == CPU}
     assert on_cpu == {k.name for k in FUNCTIONS}  # Tanhshrink stays TANHSHRINK: no rule splits it
-    assert placed.notes[0].startswith("--cpu auto: placed 13 op(s) on the CPU (CELU, ELU, EXP,")
+    assert placed.notes[0].startswith("--cpu auto: placed 14 op(s) on the CPU (CELU, ELU, EXP,")
     rng = np.random.default_rng(1)
     calib = [[rng.normal(size=(1, 4, 6, 6)).astype(np.float32)] for _ in range(4)]
     qgraph = mdla_quant.quantize(placed.graph, calib)
@@ -76,7 +77,7 @@ def test_every_function_runs_on_the_engines_cpu_bit_exact(tmp_path: Path) -> Non
         code, out, err = engine(path, tmp_path, xs, "--lib", lib, "--json")
         assert code == 0, out + err
         parts = json.loads(out)["partitions"]
-        assert sum(p["ops"] for p in parts if p["device"] == CPU) == 13
+        assert sum(p["ops"] for p in parts if p["device"] == CPU) == 14
         want = run_int8(qgraph, xs, raw=True)
         for got, w in zip(outputs(path, tmp_path, want), want, strict=True):
             np.testing.assert_array_equal(got, w)
@@ -86,7 +87,9 @@ def table_graph(kind: OpKind, seed: int) -> Graph:
     rng = np.random.default_rng(seed)
     x_q = qp(float(rng.uniform(0.01, 0.1)), int(rng.integers(-60, 60)))
     y_q = qp(float(rng.uniform(0.01, 0.1)), int(rng.integers(-60, 60)))
-    attrs = None if kind.is_neuron else FunctionAttrs(alpha=0.8, beta=1.5, threshold=4.0)
+    attrs: Attrs | None = None if kind.is_neuron else FunctionAttrs(0.8, 1.5, 4.0)
+    if kind is OpKind.WHERE:
+        attrs = WhereAttrs("le", 0.1, -2.0, 0.5, 0.25, 0.0)
     g = single_op_qgraph(kind, [act("x", (1, 16, 16, 1), x_q)], (1, 16, 16, 1), y_q, attrs)
     return with_tables(g)
 

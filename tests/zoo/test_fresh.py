@@ -14,7 +14,6 @@ def _fails(reason: str) -> pytest.MarkDecorator:
 
 
 FAILING = {
-    "where_gates": _fails("torch.where on a comparison: the IR has no comparison or select"),
     "dilated_max_pool": _fails("max pooling with dilation: no route (refused with a fix)"),
 }
 

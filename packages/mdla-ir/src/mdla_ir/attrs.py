@@ -320,6 +320,20 @@ class FunctionAttrs(Attrs):
     input_scale: float = _f("float", 1.0)
 
 
+@dataclass(frozen=True, slots=True)
+class WhereAttrs(Attrs):
+    """WHERE's select on one tensor (mdla_ir.functions): y = then_scale * x + then_offset
+    where `x compare threshold` holds, else else_scale * x + else_offset; compare is one of
+    gt ge lt le eq ne."""
+
+    compare: str = _f("str", "gt")
+    threshold: float = _f("float", 0.0)
+    then_scale: float = _f("float", 1.0)
+    then_offset: float = _f("float", 0.0)
+    else_scale: float = _f("float", 0.0)
+    else_offset: float = _f("float", 0.0)
+
+
 FUSED_FAMILIES = (FuseAttrs, ConvAttrs, PoolAttrs)
 
 

@@ -16,6 +16,12 @@ what the manifest carries (no engine evaluates these functions). Each is evaluat
     SOFTSIGN     x / (1 + |x|)
     EXP, LOG, SQRT, RSQRT   exp(x), log(x), sqrt(x), 1 / sqrt(x)
     RECIPROCAL   1 / x   (a DIV by an activation is a MUL by it)
+    WHERE        then_scale * x + then_offset if x <compare> threshold
+                 else else_scale * x + else_offset   (torch.where / masked_fill on one tensor)
+
+WHERE compares the float32 value (an int8 code's dequantized value) with the float32 threshold,
+as torch compares a float32 tensor with a number: a value equal to the threshold is not greater
+and not less. Its coefficients are float32 too, as torch's float32 arithmetic holds them.
 
 A result that is not a number (the log or square root of a negative value) is 0; an infinite
 one saturates when quantized. GELU belongs to the group too; its table reads the C library's
@@ -29,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from mdla_ir.attrs import Attrs, FunctionAttrs
+from mdla_ir.attrs import Attrs, FunctionAttrs, WhereAttrs
 from mdla_ir.kinds import OpKind
 
 F64 = np.ndarray[Any, np.dtype[np.float64]]
-Function = Callable[[F64, FunctionAttrs], F64]
+Function = Callable[[F64, Any], F64]
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
@@ -66,11 +72,31 @@ FUNCTIONS: dict[OpKind, Function] = {
     OpKind.RSQRT: lambda x, a: 1.0 / np.sqrt(x),
     OpKind.RECIPROCAL: lambda x, a: 1.0 / x,
 }
+COMPARES: dict[str, Callable[[F64, float], Any]] = {
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "eq": np.equal,
+    "ne": np.not_equal,
+}
+
+
+def where(x: F64, a: WhereAttrs) -> F64:
+    """WHERE's function of `x` (module docstring)."""
+    coefficients = (a.threshold, a.then_scale, a.then_offset, a.else_scale, a.else_offset)
+    t, p, q, r, s = (float(np.float32(v)) for v in coefficients)
+    taken = COMPARES[a.compare](np.asarray(x, np.float32).astype(np.float64), t)
+    return np.asarray(np.where(taken, p * x + q, r * x + s))
+
+
+FUNCTIONS[OpKind.WHERE] = where
 
 
 def evaluate(kind: OpKind, x: np.ndarray[Any, Any], attrs: Attrs) -> np.ndarray[Any, Any]:
     """`kind`'s function of `x` in float64, rounded to float32 (NaN becomes 0)."""
-    params = attrs if isinstance(attrs, FunctionAttrs) else FunctionAttrs()
+    own = isinstance(attrs, FunctionAttrs | WhereAttrs)
+    params: Any = attrs if own else FunctionAttrs()
     with np.errstate(all="ignore"):
         y = FUNCTIONS[kind](np.asarray(x, dtype=np.float64), params)
         out = np.asarray(y, dtype=np.float64).astype(np.float32)

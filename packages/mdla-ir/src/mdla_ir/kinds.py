@@ -83,6 +83,7 @@ class OpKind(Enum):
     CLAMP = -28  # clamp(x, lo, hi): RELU/RELU6/fused RELU1 compositions
     AVERAGE_POOL_3D = -85  # AvgPool3d: legalized to AVERAGE_POOL_2Ds over frames
     RECIPROCAL = -65  # 1 / x, a CPU table: legalize makes a DIV by an activation a MUL by it
+    WHERE = -95  # where(x cmp t, a*x + b, c*x + d): torch.where/masked_fill on x, a CPU table
 
     @property
     def is_neuron(self) -> bool:

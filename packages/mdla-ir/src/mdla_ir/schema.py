@@ -39,6 +39,7 @@ from mdla_ir.attrs import (
     SoftmaxAttrs,
     StridedSliceAttrs,
     TransposeAttrs,
+    WhereAttrs,
 )
 from mdla_ir.forms import (  # re-exported: the schema's readers take them from here
     BOOL as BOOL,
@@ -310,6 +311,7 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.REDUCE_MIN, (), MeanAttrs, none=_pre("reduce_min_to_pool")),
     _op(K.CLAMP, (), ClampAttrs, none=_pre("clamp_to_relus")),
     _op(K.RECIPROCAL, (), FunctionAttrs, "table cpu"),
+    _op(K.WHERE, (), WhereAttrs, "table cpu"),
 )  # fmt: skip
 
 SCHEMA: dict[OpKind, OpSchema] = {
@@ -367,6 +369,7 @@ HOST_BY_CODE: dict[int, OpSchema] = {
             "pad_h:i pad_w:i",
         ),
         _host(K.RECIPROCAL, HOST_OP_BASE + 22, TABLE_FORM),
+        _host(K.WHERE, HOST_OP_BASE + 23, TABLE_FORM),
     )
     if e.code is not None
 }

@@ -121,6 +121,7 @@ def _binary(a: Attrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     OpKind.SQRT,
     OpKind.RSQRT,
     OpKind.RECIPROCAL,
+    OpKind.WHERE,
     OpKind.CHANNEL_SHUFFLE,
     OpKind.QUANTIZE,
     OpKind.DEQUANTIZE,

@@ -66,6 +66,7 @@ AGNOSTIC = (
             OpKind.SQRT,
             OpKind.RSQRT,
             OpKind.RECIPROCAL,
+            OpKind.WHERE,
         }
     )
 )

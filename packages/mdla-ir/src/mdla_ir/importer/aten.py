@@ -71,6 +71,7 @@ from mdla_ir.importer.tables import (
 from mdla_ir.importer.transpose3d import WHY
 from mdla_ir.importer.transpose_conv import f_conv_transpose2d
 from mdla_ir.importer.unshuffle import m_pixel_unshuffle
+from mdla_ir.importer.where import compare, masked_fill, where
 from mdla_ir.ops import OpKind
 
 aten = torch.ops.aten
@@ -538,4 +539,12 @@ ATEN: dict[Any, Converter] = {
     aten.zeros_like.default: filled(0.0),
     aten.ones_like.default: filled(1.0),
     aten.pixel_unshuffle.default: m_pixel_unshuffle,
+    **{
+        getattr(getattr(aten, n), form): compare(n)
+        for n in ("gt", "ge", "lt", "le", "eq", "ne")
+        for form in ("Scalar", "Tensor")
+    },
+    **{getattr(aten.where, f): where for f in ("self", "ScalarOther", "ScalarSelf", "Scalar")},
+    aten.masked_fill.Scalar: masked_fill,
+    aten.masked_fill.Tensor: masked_fill,
 }

@@ -54,6 +54,8 @@ class Ctx:
     names: dict[str, int] = field(default_factory=dict)
     unsupported: list[str] = field(default_factory=list)
     node: fx.Node | None = None
+    # a comparison of a tensor with a number: (tensor, gt|ge|lt|le|eq|ne, number), no op
+    predicates: dict[fx.Node, tuple[fx.Node, str, float]] = field(default_factory=dict)
 
     # -- values ------------------------------------------------------------------------------
     def is_tensor(self, a: Any) -> bool:
@@ -63,6 +65,11 @@ class Ctx:
         """Tensor name for an argument: a traced tensor, or a scalar turned into a constant."""
         if self.is_tensor(a):
             return self.refs[a]
+        if a in self.predicates:
+            raise Unsupported(
+                "a comparison used as a tensor",
+                "use it as the condition of torch.where or masked_fill on the compared tensor",
+            )
         value = self.value(a)
         if isinstance(value, torch.Tensor):
             value = value.detach().numpy()

@@ -63,6 +63,7 @@ from mdla_ir.importer.strided import flip, m_mode_pad, roll
 from mdla_ir.importer.transpose3d import refuse_conv_transpose3d
 from mdla_ir.importer.transpose_conv import f_conv_transpose2d, m_conv_transpose2d
 from mdla_ir.importer.unshuffle import m_pixel_unshuffle
+from mdla_ir.importer.where import compare, masked_fill, where, where_method
 from mdla_ir.ops import OpKind
 
 
@@ -364,6 +365,10 @@ FUNCTIONS: dict[Any, Converter] = {
     F.normalize: f_normalize,
     F.pixel_unshuffle: m_pixel_unshuffle,
     torch.pixel_unshuffle: m_pixel_unshuffle,
+    **{getattr(operator, n): compare(n) for n in ("gt", "ge", "lt", "le", "eq", "ne")},
+    **{getattr(torch, n): compare(n) for n in ("gt", "ge", "lt", "le", "eq", "ne")},
+    torch.where: where,
+    torch.masked_fill: masked_fill,
 }
 
 METHODS: dict[str, Converter] = {
@@ -415,4 +420,7 @@ METHODS: dict[str, Converter] = {
     "abs": absolute,
     "pow": power,
     "square": square,
+    **{n: compare(n) for n in ("gt", "ge", "lt", "le", "eq", "ne")},
+    "where": where_method,
+    "masked_fill": masked_fill,
 }

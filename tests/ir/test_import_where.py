@@ -1,0 +1,97 @@
+"""torch.where and masked_fill on a comparison of one tensor with a number, on both import
+paths: each is one WHERE (a table of the compared tensor) and the float IR computes what torch
+does; the comparison itself emits no op. A condition or branch of another form is refused by
+name, with the forms that map."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import mdla_ir
+from mdla_ir import OpKind, UnsupportedError
+from mdla_ir.attrs import WhereAttrs
+from mdla_ir.functions import where
+
+PATHS = ("fx", "export")
+Fn = Callable[[torch.Tensor], torch.Tensor]
+
+
+class Apply(nn.Module):
+    """`fn` on a conv's output (a conv first, so the graph is not all constants)."""
+
+    def __init__(self, fn: Fn) -> None:
+        super().__init__()
+        self.fn, self.conv = fn, nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(self.conv(x))
+
+
+CASES: list[tuple[Fn, WhereAttrs]] = [
+    (lambda y: torch.where(y > 0, y, 0.1 * y), WhereAttrs("gt", 0.0, 1.0, 0.0, 0.1, 0.0)),
+    (
+        lambda y: torch.where(y > 0.2, y, torch.zeros_like(y)),
+        WhereAttrs("gt", 0.2, 1.0, 0.0, 0.0, 0.0),
+    ),
+    (lambda y: y.masked_fill(y < 0, 0.0), WhereAttrs("lt", 0.0, 0.0, 0.0, 1.0, 0.0)),
+    (  # the number on the left: read as y >= 0.5
+        lambda y: torch.where(0.5 <= y, 2.0, y * 3.0),  # noqa: SIM300
+        WhereAttrs("ge", 0.5, 0.0, 2.0, 3.0, 0.0),
+    ),
+    (lambda y: torch.where(y != 0, y, -1.0), WhereAttrs("ne", 0.0, 1.0, 0.0, 0.0, -1.0)),
+    (lambda y: y.where(y >= -0.1, 0.0), WhereAttrs("ge", -0.1, 1.0, 0.0, 0.0, 0.0)),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_where_on_one_tensor_is_one_table(path: str, case: int) -> None:
+    fn, attrs = CASES[case]
+    torch.manual_seed(case)
+    module, x = Apply(fn).eval(), torch.randn(1, 3, 6, 6)
+    graph = mdla_ir.from_torch(module, (x,), name="where", path=path)
+    kinds = [o.kind for o in graph.ops]
+    assert kinds == [OpKind.CONV_2D, OpKind.WHERE]
+    got = graph.ops[1].attrs
+    assert isinstance(got, WhereAttrs)
+    assert got.compare == attrs.compare
+    np.testing.assert_allclose(
+        [got.threshold, got.then_scale, got.then_offset, got.else_scale, got.else_offset],
+        [attrs.threshold, attrs.then_scale, attrs.then_offset, attrs.else_scale, attrs.else_offset],
+        rtol=1e-6,
+    )
+    with torch.no_grad():
+        want = module(x).numpy()
+    np.testing.assert_allclose(mdla_ir.run_float(graph, [x.numpy()])[0], want, atol=1e-6)
+
+
+def test_a_value_equal_to_the_threshold_is_neither_greater_nor_less() -> None:
+    xs = np.array([-0.5, 0.25, 0.2500001, 1.0])
+    gt = where(xs, WhereAttrs("gt", 0.25, 1.0, 0.0, 0.0, 9.0))
+    ge = where(xs, WhereAttrs("ge", 0.25, 1.0, 0.0, 0.0, 9.0))
+    np.testing.assert_array_equal(gt, [9.0, 9.0, xs[2], 1.0])
+    np.testing.assert_array_equal(ge, [9.0, 0.25, xs[2], 1.0])
+
+
+REFUSED: list[tuple[Fn, str]] = [
+    (lambda y: (y > 0) * y, "comparison used as a tensor"),
+    (lambda y: torch.where(y > y.mean(), y, 0.0), "not of a tensor with a number"),
+    (lambda y: torch.where(y > 0, torch.sigmoid(y), y), "branch that is not x"),
+    (lambda y: torch.where(y[:, :1] > 0, y, 0.0), "broadcasts the compared tensor"),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("case", range(len(REFUSED)))
+def test_other_forms_are_refused_with_the_forms_that_map(path: str, case: int) -> None:
+    fn, why = REFUSED[case]
+    with pytest.raises(UnsupportedError) as info:
+        mdla_ir.from_torch(Apply(fn).eval(), (torch.randn(1, 3, 6, 6),), name="w", path=path)
+    assert why in str(info.value)
+    assert "fix: " in str(info.value)
+    assert "torch.where" in str(info.value)
