@@ -61,18 +61,20 @@ def compare(name: str) -> Any:
         assert node is not None
         a = args[0] if args else kw.get("input", kw.get("self"))
         b = args[1] if len(args) > 1 else kw.get("other")
-        if c.is_tensor(a) and _number(c, b) is not None and not _constant(c, a):
-            c.predicates[node] = (a, name, _number(c, b))
-        elif c.is_tensor(b) and _number(c, a) is not None and not _constant(c, b):
-            c.predicates[node] = (b, _FLIPPED[name], _number(c, a))
+        left, right = _number(c, a), _number(c, b)
+        if isinstance(a, fx.Node) and right is not None and _variable(c, a):
+            c.predicates[node] = (a, name, right)
+        elif isinstance(b, fx.Node) and left is not None and _variable(c, b):
+            c.predicates[node] = (b, _FLIPPED[name], left)
         else:
             raise Unsupported(f"a comparison ({name}) that is not of a tensor with a number", _FIX)
 
     return convert
 
 
-def _constant(c: Ctx, a: Any) -> bool:
-    return c.tensors[c.refs[a]].data is not None
+def _variable(c: Ctx, a: Any) -> bool:
+    """Whether `a` is a tensor the model computes (not a constant)."""
+    return c.is_tensor(a) and c.tensors[c.refs[a]].data is None
 
 
 def _branch(c: Ctx, a: Any, x: fx.Node) -> tuple[float, float]:
