@@ -58,8 +58,9 @@ def test_a_crash_is_a_row(bench: ModuleType, monkeypatch: pytest.MonkeyPatch) ->
 
 
 class _Gate(nn.Module):
-    """A comparison picks between two branches (`torch.where`): the IR holds no comparison on
-    either path, and fx traces it (so the refusal is the ATen importer's, not a trace's)."""
+    """A comparison of two tensors picks between two branches (`torch.where`): the IR holds no
+    such comparison on either path, and fx traces it (so the refusal is the ATen importer's,
+    not a trace's)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -67,7 +68,7 @@ class _Gate(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.conv(x)
-        return torch.where(y > 0, y, y * 0.5)
+        return torch.where(y > y * 0.5, y, y * 0.5)
 
 
 def test_a_model_export_captures_but_cannot_map_is_an_import_refusal(

@@ -206,7 +206,7 @@ def test_a_program_with_ops_fx_files_could_not_take_round_trips(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(
-    ("key", "op"), [("cumsum", "aten.cumsum.default"), ("branchy", "aten.gt.Scalar")]
+    ("key", "op"), [("cumsum", "aten.cumsum.default"), ("branchy", "higher_order.cond")]
 )
 def test_an_unmapped_aten_op_of_a_program_is_named(
     files: dict[str, Path], key: str, op: str

@@ -71,7 +71,7 @@ from mdla_ir.importer.tables import (
 from mdla_ir.importer.transpose3d import WHY
 from mdla_ir.importer.transpose_conv import f_conv_transpose2d
 from mdla_ir.importer.unshuffle import m_pixel_unshuffle
-from mdla_ir.importer.where import compare, masked_fill, where
+from mdla_ir.importer.where import compare, masked_fill, on_predicate, where
 from mdla_ir.ops import OpKind
 
 aten = torch.ops.aten
@@ -456,7 +456,7 @@ ATEN: dict[Any, Converter] = {
     aten.copy.default: aten_copy,
     aten.slice_scatter.default: slice_scatter,
     aten.select_scatter.default: select_scatter,
-    aten.where.self: aten_where,
+    aten.where.self: on_predicate(where, aten_where),
     aten.scaled_dot_product_attention.default: scaled_dot_product_attention,
     aten.view.default: _reshape,
     aten._unsafe_view.default: _reshape,
@@ -544,7 +544,7 @@ ATEN: dict[Any, Converter] = {
         for n in ("gt", "ge", "lt", "le", "eq", "ne")
         for form in ("Scalar", "Tensor")
     },
-    **{getattr(aten.where, f): where for f in ("self", "ScalarOther", "ScalarSelf", "Scalar")},
+    **{getattr(aten.where, f): where for f in ("ScalarOther", "ScalarSelf", "Scalar")},
     aten.masked_fill.Scalar: masked_fill,
     aten.masked_fill.Tensor: masked_fill,
 }

@@ -123,6 +123,18 @@ def where(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
     _emit(c, a["condition"], a["input"], a["other"])
 
 
+def on_predicate(mapped: Any, other: Any) -> Any:
+    """`mapped` when the call's condition (its first argument) is a comparison, else `other`
+    (aten.where.self: a constant condition is export's select_scatter, importer/scatter.py)."""
+
+    def convert(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+        cond = args[0] if args else kw.get("condition")
+        chosen = mapped if isinstance(cond, fx.Node) and cond in c.predicates else other
+        chosen(c, m, args, kw)
+
+    return convert
+
+
 def where_method(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
     """Tensor.where (self, condition, other): self where condition holds, else other."""
     a = dict(zip(("self", "condition", "other"), args, strict=False)) | kw
