@@ -14,6 +14,7 @@ import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
 import mdla_ir
+from mdla_ir.errors import IRError
 from mdla_ir.importer import import_torch
 from mdla_ir.testing import relative_error
 from tests.models import MODELS, load
@@ -392,3 +393,23 @@ class _Constants(nn.Module):
 def test_ops_on_constants_fold_to_constants() -> None:
     graph = _check(_Constants(), (1, 3, 3, 3))
     assert set(graph.count()) == {"CONV_2D", "MUL", "ADD"}
+
+
+class _RaisesInTorch(nn.Module):
+    """A pool whose padding torch refuses at run time: no importer can make it run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pool = nn.MaxPool2d(3, 1, padding=2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.pool(x)
+        return out
+
+
+def test_a_model_torch_cannot_run_is_named_as_such_not_an_internal_error() -> None:
+    """Export refuses it, and the fx fallback would fail inside torch's shape propagation
+    with a RuntimeError (an internal error to the user); the importer says torch itself
+    cannot run the model on its example input, in torch's words, as an IRError (exit 1)."""
+    with pytest.raises(IRError, match=r"raises on its example input \(1, 3, 8, 8\) in torch"):
+        mdla_ir.from_torch(_RaisesInTorch().eval(), (torch.zeros(1, 3, 8, 8),))

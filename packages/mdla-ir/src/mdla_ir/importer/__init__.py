@@ -194,12 +194,29 @@ def import_torch(
         if path == "export":
             raise
         why = _why_not_export(exc)
+        _check_runs(module, examples, name)
         try:
             graph = _from_fx(module, examples, name)
         except IRError as fx_exc:
             raise _both_failed(why, fx_exc) from fx_exc
         return _imported(graph, optimize, "fx", f"{why}; imported via torch.fx")
     return _imported(graph, optimize, "export", "imported via torch.export")
+
+
+def _check_runs(module: nn.Module, examples: list[torch.Tensor], name: str) -> None:
+    """A model torch itself cannot run on the example inputs is the user's to fix: say so
+    (with torch's own words) instead of letting the fx tracer's shape propagation fail deep
+    inside torch. Only on the fallback path, where export has already refused it."""
+    try:
+        with torch.no_grad():
+            module(*examples)
+    except Exception as exc:  # any exception of the user's forward is the answer
+        shapes = ", ".join(str(tuple(x.shape)) for x in examples)
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise IRError(
+            f"`{name}` raises on its example input {shapes} in torch itself: "
+            f"{type(exc).__name__}: {first} (fix the model, or give the input shape it takes)"
+        ) from exc
 
 
 def _imported(graph: Graph, optimize: bool, path: str, note: str) -> Imported:
