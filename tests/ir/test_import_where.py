@@ -80,6 +80,7 @@ def test_a_value_equal_to_the_threshold_is_neither_greater_nor_less() -> None:
 
 REFUSED: list[tuple[Fn, str]] = [
     (lambda y: (y > 0) * y, "comparison used as a tensor"),
+    (lambda y: (y > 0).float() * y, "is `torch.where(x > t, x, 0.0)`"),
     (lambda y: torch.where(y > y.mean(), y, 0.0), "not of a tensor with a number"),
     (lambda y: torch.where(y > 0, torch.sigmoid(y), y), "branch that is not x"),
     (lambda y: torch.where(y[:, :1] > 0, y, 0.0), "broadcasts the compared tensor"),
@@ -95,3 +96,10 @@ def test_other_forms_are_refused_with_the_forms_that_map(path: str, case: int) -
     assert why in str(info.value)
     assert "fix: " in str(info.value)
     assert "torch.where" in str(info.value)
+
+
+def test_float_of_a_float_tensor_is_the_identity_on_fx() -> None:
+    """(the identity folds away)"""
+    module, x = Apply(lambda y: y.float() * 2.0).eval(), torch.randn(1, 3, 6, 6)
+    graph = mdla_ir.from_torch(module, (x,), name="f", path="fx")
+    assert [o.kind for o in graph.ops] == [OpKind.CONV_2D, OpKind.MUL]

@@ -68,7 +68,8 @@ class Ctx:
         if a in self.predicates:
             raise Unsupported(
                 "a comparison used as a tensor",
-                "use it as the condition of torch.where or masked_fill on the compared tensor",
+                "use it as the condition of torch.where or masked_fill on the compared tensor "
+                "(`(x > t).float() * x` is `torch.where(x > t, x, 0.0)`)",
             )
         value = self.value(a)
         if isinstance(value, torch.Tensor):

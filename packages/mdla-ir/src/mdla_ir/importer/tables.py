@@ -63,7 +63,7 @@ from mdla_ir.importer.strided import flip, m_mode_pad, roll
 from mdla_ir.importer.transpose3d import refuse_conv_transpose3d
 from mdla_ir.importer.transpose_conv import f_conv_transpose2d, m_conv_transpose2d
 from mdla_ir.importer.unshuffle import m_pixel_unshuffle
-from mdla_ir.importer.where import compare, masked_fill, where, where_method
+from mdla_ir.importer.where import compare, masked_fill, to_float, where, where_method
 from mdla_ir.ops import OpKind
 
 
@@ -423,4 +423,5 @@ METHODS: dict[str, Converter] = {
     **{n: compare(n) for n in ("gt", "ge", "lt", "le", "eq", "ne")},
     "where": where_method,
     "masked_fill": masked_fill,
+    "float": to_float,
 }

@@ -146,3 +146,9 @@ def masked_fill(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> No
     where mask holds, else x."""
     a = dict(zip(("input", "mask", "value"), args, strict=False)) | kw
     _emit(c, a["mask"], a["value"], a.get("input", a.get("self")))
+
+
+def to_float(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    """Tensor.float: the identity on a float32 tensor; of a comparison, refused with the
+    torch.where that computes `(x > t).float() * x`."""
+    c.emit(OpKind.IDENTITY, [c.ref(args[0])])
