@@ -162,4 +162,19 @@ static inline void emu_activation_range(int32_t fuse, float scale, int32_t zp, i
     }
 }
 
+/* CalculateActivationRangeQuantized over [-32768, 32767], zero point 0. */
+static inline void emu_activation_range16(int32_t fuse, float scale, int32_t *lo, int32_t *hi) {
+    const int32_t q0 = emu_quantize_bound(0.0f, scale, 0);
+    *lo = -32768;
+    *hi = 32767;
+    if (fuse == 1 || fuse == 3) *lo = q0 > -32768 ? q0 : -32768;
+    if (fuse == 2) {
+        const int32_t qm1 = emu_quantize_bound(-1.0f, scale, 0);
+        *lo = qm1 > -32768 ? qm1 : -32768;
+    }
+    const int32_t top = fuse == 2 ? emu_quantize_bound(1.0f, scale, 0)
+                                  : (fuse == 3 ? emu_quantize_bound(6.0f, scale, 0) : 32767);
+    *hi = top < 32767 ? top : 32767;
+}
+
 #endif /* MDLA_EMU_ARITH_H */

@@ -32,21 +32,6 @@ typedef struct {
     int8_t out[256][256]; /* indexed by (code1 + 128, code2 + 128) */
 } AddParams;
 
-/* CalculateActivationRangeQuantized over [-32768, 32767], zero point 0. */
-static void activation_range16(int32_t fuse, float scale, int32_t *lo, int32_t *hi) {
-    const int32_t q0 = emu_quantize_bound(0.0f, scale, 0);
-    *lo = -32768;
-    *hi = 32767;
-    if (fuse == 1 || fuse == 3) *lo = q0 > -32768 ? q0 : -32768;
-    if (fuse == 2) {
-        const int32_t qm1 = emu_quantize_bound(-1.0f, scale, 0);
-        *lo = qm1 > -32768 ? qm1 : -32768;
-    }
-    const int32_t top = fuse == 2 ? emu_quantize_bound(1.0f, scale, 0)
-                                  : (fuse == 3 ? emu_quantize_bound(6.0f, scale, 0) : 32767);
-    *hi = top < 32767 ? top : 32767;
-}
-
 static int add16_prepare(const EmuOperand *x1, const EmuOperand *x2, const EmuOperand *y,
                          int32_t fuse, EmuNumerics num, int sign, AddParams *p) {
     EMU_CHECK(x1->type == NEURON_TENSOR_QUANT16_SYMM && x2->type == NEURON_TENSOR_QUANT16_SYMM);
@@ -61,7 +46,7 @@ static int add16_prepare(const EmuOperand *x1, const EmuOperand *x2, const EmuOp
     w->sign = sign;
     w->rounding = num.rounding;
     w->wrap = num.wrap;
-    activation_range16(fuse, y->scale, &w->lo, &w->hi);
+    emu_activation_range16(fuse, y->scale, &w->lo, &w->hi);
     p->wide = true;
     return NEURON_NO_ERROR;
 }

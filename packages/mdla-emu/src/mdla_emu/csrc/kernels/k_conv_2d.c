@@ -44,6 +44,7 @@ typedef struct {
     int32_t kpad4, cpad16, tile_u8; /* depth to 4, co to EMU_U8_NR, rows per tile */
     int8_t *packed;
     int32_t *init;
+    EmuConv16 *wide; /* int16 activations (k_conv16.c): every other field unused */
 } ConvParams;
 
 static void conv_free(void *p) {
@@ -53,6 +54,7 @@ static void conv_free(void *p) {
     free(cp->packed16);
     free(cp->packed);
     free(cp->init);
+    emu_conv16_free(cp->wide);
     emu_requant_free(&cp->rq);
     free(cp);
 }
@@ -121,6 +123,7 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumeric
 
 static size_t conv_scratch(const void *params) {
     const ConvParams *p = params;
+    if (p->wide != NULL) return 0;
     if (p->u8)
         return (size_t)p->tile_u8 * p->kpad4 + (size_t)p->tile_u8 * p->cpad16 * sizeof(int32_t);
     return (size_t)p->tile_rows * p->kpad * sizeof(int16_t) +
@@ -271,6 +274,10 @@ static int32_t conv_tile(int32_t prepared, int32_t block, int64_t pixels, int th
 static void conv_eval(const void *params, const void *const *inputs, void *output,
                       EmuScratch *scratch) {
     const ConvParams *p = params;
+    if (p->wide != NULL) {
+        emu_conv16_eval(p->wide, inputs[0], output);
+        return;
+    }
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
     const int threads = emu_pool_threads(scratch->pool);
     if (p->u8) {
@@ -287,6 +294,17 @@ static void conv_eval(const void *params, const void *const *inputs, void *outpu
 static int conv_prepare_checked(const NeuronModel *m, const EmuOperation *op, EmuNumerics num,
                                 void **out) {
     *out = NULL;
+    if (m->opnds[op->in[0]].type == NEURON_TENSOR_QUANT16_SYMM) {
+        ConvParams *p = calloc(1, sizeof *p);
+        if (p == NULL) return NEURON_OUT_OF_MEMORY;
+        const int rc = emu_conv16_prepare(m, op, false, &p->wide);
+        if (rc != NEURON_NO_ERROR) {
+            free(p);
+            return rc;
+        }
+        *out = p;
+        return NEURON_NO_ERROR;
+    }
     int rc = conv_prepare(m, op, num, out);
     if (rc != NEURON_NO_ERROR && *out != NULL) {
         conv_free(*out);

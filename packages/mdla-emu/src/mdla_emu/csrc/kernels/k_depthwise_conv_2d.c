@@ -29,6 +29,7 @@ typedef struct {
     int isa;          /* emu_isa() at prepare for multiplier 1, else EMU_ISA_PORTABLE */
     int32_t *filter32; /* [KH*KW][co] as EmuDwRow.filter (isa above portable only) */
     EmuRequant rq;
+    EmuConv16 *wide; /* int16 activations (k_conv16.c): every other field unused */
 } DwParams;
 
 static void dw_release(void *params) {
@@ -37,6 +38,7 @@ static void dw_release(void *params) {
     free(p->filter);
     free(p->wrep);
     free(p->filter32);
+    emu_conv16_free(p->wide);
     emu_requant_free(&p->rq);
     free(p);
 }
@@ -97,7 +99,9 @@ static int dw_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics 
     DwParams *p = calloc(1, sizeof *p);
     *out = NULL;
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
-    int rc = dw_fill(m, op, num, p);
+    int rc = m->opnds[op->in[0]].type == NEURON_TENSOR_QUANT16_SYMM
+                 ? emu_conv16_prepare(m, op, true, &p->wide)
+                 : dw_fill(m, op, num, p);
     if (rc != NEURON_NO_ERROR) {
         dw_release(p);
         return rc;
@@ -113,6 +117,7 @@ static size_t dw_taps_bytes(const DwParams *p) {
 
 static size_t dw_scratch(const void *params) {
     const DwParams *p = params;
+    if (p->wide != NULL) return 0;
     return (size_t)p->ow * p->co * sizeof(int32_t) + dw_taps_bytes(p) +
            (size_t)p->co * sizeof(int16_t);
 }
@@ -220,6 +225,10 @@ static void dw_task(const void *ctx, int64_t begin, int64_t end, uint8_t *scratc
 static void dw_eval(const void *params, const void *const *inputs, void *output,
                     EmuScratch *scratch) {
     const DwParams *p = params;
+    if (p->wide != NULL) {
+        emu_conv16_eval(p->wide, inputs[0], output);
+        return;
+    }
     const DwJob job = {p, inputs[0], output};
     emu_parallel_for(scratch, (int64_t)p->n * p->oh, 1, dw_task, &job);
 }
