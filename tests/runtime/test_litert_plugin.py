@@ -152,12 +152,14 @@ def test_the_every_kind_model_holds_each_kind_the_exporter_writes() -> None:
     for is in the every_kind model but
     DEPTH_TO_SPACE and a RELU6 of its own (the plugin lowers neither: it sends its placeholder,
     see the test below; RELU6 fused into a conv is here), SUB (no MDLA maps it) and
-    FULLY_CONNECTED (legalize makes it a 1x1 CONV_2D for the MDLA, silicon fact 3); the
-    exporter's host ops are a CPU partition's."""
+    FULLY_CONNECTED (legalize makes it a 1x1 CONV_2D for the MDLA, silicon fact 3) and
+    QUANTIZE (its only kernel is the int8 <-> int16 requantization of a 16x8 graph; this model
+    is int8); the exporter's host ops are a CPU partition's."""
     graph, _ = _mixed("every_kind")
     exported = {k for k in OpKind if emitter(k) is not None and k not in HOST_KINDS}
     exported = {k for k in exported if SCHEMA[k].emu}  # an NPU kernel (not a CPU-only kind)
     left_out = {OpKind.DEPTH_TO_SPACE, OpKind.RELU6, OpKind.SUB, OpKind.FULLY_CONNECTED}
+    left_out |= {OpKind.QUANTIZE}
     assert {op.kind for op in graph.ops} == exported - left_out
 
 
