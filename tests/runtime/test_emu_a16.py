@@ -25,7 +25,13 @@ from mdla_runtime.engine.target import Target, open_target
 from mdla_target import target_path
 
 # the ops whose 16x8 kernel the emulator has
-EMU_16X8 = (OpKind.RESHAPE, OpKind.ADD, OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D)
+EMU_16X8 = (
+    OpKind.RESHAPE,
+    OpKind.ADD,
+    OpKind.CONV_2D,
+    OpKind.DEPTHWISE_CONV_2D,
+    OpKind.CONCATENATION,
+)
 SEEDS = range(6)
 
 

@@ -118,7 +118,8 @@ static bool padding_ok(const NeuronModel *m, const EmuOperation *op, int mode) {
 /* The ops with a 16x8 kernel (int16 activations, TENSOR_QUANT16_SYMM: QuantConfig.a16). */
 static bool has_16x8(int32_t code) {
     return code == NEURON_QUANTIZE || code == NEURON_RESHAPE || code == NEURON_ADD ||
-           code == NEURON_CONV_2D || code == NEURON_DEPTHWISE_CONV_2D;
+           code == NEURON_CONV_2D || code == NEURON_DEPTHWISE_CONV_2D ||
+           code == NEURON_CONCATENATION;
 }
 
 /* An int16 activation among the operands of an operation the emulator has no 16x8 kernel for:

@@ -1,5 +1,6 @@
 /*
- * CONCATENATION, int8 (TFLite reference_ops Concatenation): values move unchanged.
+ * CONCATENATION, int8 or int16 (16x8, TENSOR_QUANT16_SYMM; TFLite reference_ops
+ * Concatenation): values move unchanged, 1 or 2 bytes each.
  *
  *     out[..., offset_i + j, ...] = x_i[..., j, ...]     along `axis`
  * Every input shares the output's scale and zero point (LiteRT rejects int8 inputs whose params
@@ -25,13 +26,15 @@ static int concat_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumer
     const EmuOperand *y = &m->opnds[op->out[0]];
     int32_t axis = 0;
     EMU_CHECK(emu_scalar_i32(m, op->in[n], &axis) == NEURON_NO_ERROR);
-    EMU_CHECK(emu_is_int8_act(y->type) && y->rank >= 1);
+    const bool wide = y->type == NEURON_TENSOR_QUANT16_SYMM;
+    EMU_CHECK((wide || emu_is_int8_act(y->type)) && y->rank >= 1);
     EMU_CHECK(axis >= -(int32_t)y->rank && axis < (int32_t)y->rank);
     const uint32_t ax = (uint32_t)(axis < 0 ? axis + (int32_t)y->rank : axis);
     uint64_t along = 0;
     for (uint32_t i = 0; i < n; i++) {
         const EmuOperand *x = &m->opnds[op->in[i]];
         EMU_CHECK(x->rank == y->rank); /* one shared scale: a device constraint (device.c) */
+        EMU_CHECK(!wide || (x->type == y->type && emu_same_quant(x, y))); /* device.c: int8 */
         for (uint32_t d = 0; d < y->rank; d++) EMU_CHECK(d == ax || x->dims[d] == y->dims[d]);
         along += x->dims[ax];
     }
@@ -40,7 +43,7 @@ static int concat_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumer
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
     p->n_inputs = n;
     p->outer = 1;
-    uint64_t inner = 1;
+    uint64_t inner = emu_type_size(y->type); /* bytes of one element, then of the inner dims */
     for (uint32_t d = 0; d < ax; d++) p->outer *= y->dims[d];
     for (uint32_t d = ax + 1; d < y->rank; d++) inner *= y->dims[d];
     for (uint32_t i = 0; i < n; i++) p->run[i] = m->opnds[op->in[i]].dims[ax] * inner;
