@@ -62,3 +62,29 @@ def test_sighup_and_sigterm_remove_the_temp_dir(sig: signal.Signals, delay: floa
     assert not workdir.exists()
     if "\x1b[?1049h" in err:  # Textual entered the alternate screen: it left it again
         assert "\x1b[?1049l" in err.rpartition("\x1b[?1049h")[2]
+
+
+def test_an_interrupted_start_leaves_the_alternate_screen(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A signal can end Textual while its driver is entering application mode, before it
+    leaves the alternate screen again (the pty test above caught it once on a loaded machine):
+    the command leaves it itself, so the user's terminal is never left blank."""
+    import io
+
+    import typer
+
+    from workbench.commands import tui as command
+    from workbench.tui.app import WorkbenchApp
+
+    def interrupted_run(app: WorkbenchApp) -> None:
+        app.interrupted = True  # what the signal handler records
+
+    stream = io.StringIO()
+    monkeypatch.setattr(WorkbenchApp, "run", interrupted_run)
+    monkeypatch.setattr(sys, "__stderr__", stream)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(typer.Exit) as exc:
+        command.open_tui()
+    assert exc.value.exit_code == 130
+    assert stream.getvalue() == "\x1b[?1049l"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -72,7 +73,21 @@ def open_tui(
             if app.interrupted:  # the loop ended cleanly: now say so, exit 130
                 raise KeyboardInterrupt
         finally:  # also after Ctrl-C (SIGINT), SIGHUP or SIGTERM: no temp dir or SSH left
+            if app.interrupted:
+                leave_alternate_screen()
             app.cleanup()
+
+
+def leave_alternate_screen() -> None:
+    """A signal that lands while Textual is entering application mode can end the app before
+    its driver leaves the alternate screen (seen on a loaded machine: mouse reporting undone,
+    the alternate screen not), which would leave the user's terminal on a blank screen. The
+    escape goes where Textual's driver writes (stderr); leaving an alternate screen that was
+    already left does nothing."""
+    stream = sys.__stderr__
+    if stream is not None:
+        stream.write("\x1b[?1049l")
+        stream.flush()
 
 
 @contextmanager
