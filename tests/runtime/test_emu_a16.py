@@ -31,6 +31,7 @@ EMU_16X8 = (
     OpKind.CONV_2D,
     OpKind.DEPTHWISE_CONV_2D,
     OpKind.CONCATENATION,
+    OpKind.MUL,
 )
 SEEDS = range(6)
 

@@ -119,7 +119,7 @@ static bool padding_ok(const NeuronModel *m, const EmuOperation *op, int mode) {
 static bool has_16x8(int32_t code) {
     return code == NEURON_QUANTIZE || code == NEURON_RESHAPE || code == NEURON_ADD ||
            code == NEURON_CONV_2D || code == NEURON_DEPTHWISE_CONV_2D ||
-           code == NEURON_CONCATENATION;
+           code == NEURON_CONCATENATION || code == NEURON_MUL;
 }
 
 /* An int16 activation among the operands of an operation the emulator has no 16x8 kernel for:

@@ -12,6 +12,9 @@
  * values by construction, without the int64 requantization per element. Above
  * EMU_ISA_PORTABLE (simd.h, chosen at prepare), double rounding with s <= 0 runs the formula
  * itself in vector lanes instead (emu_mul_narrow_*: why it is the same integers is there).
+ *
+ * 16x8 (int16 operands, TENSOR_QUANT16_SYMM, zero points 0): the same multiplier, per element
+ * out = clamp(MBQM(x1 * x2, M, s), act_min, act_max) over [-32768, 32767]; |x1 x2| <= 2^30.
  */
 #include "kernels.h"
 #include "simd.h"
@@ -25,6 +28,7 @@ typedef struct {
     int8_t *table; /* [256][256]: mul_one of every pair of codes (NULL above portable) */
     int isa;        /* emu_isa() when the formula is narrow (double, s <= 0), else portable */
     EmuMulNarrow nk;
+    bool wide; /* int16 (16x8): per element, table and isa unused */
 } MulParams;
 
 /* The formula of the header for one pair of codes. */
@@ -46,7 +50,10 @@ static int mul_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics
                      *y = &m->opnds[op->out[0]];
     int32_t fuse = 0;
     EMU_CHECK(emu_scalar_i32(m, op->in[2], &fuse) == NEURON_NO_ERROR && fuse >= 0 && fuse <= 3);
-    EMU_CHECK(emu_is_int8_act(y->type));
+    const bool wide = y->type == NEURON_TENSOR_QUANT16_SYMM;
+    EMU_CHECK(wide ? (x1->type == y->type && x2->type == y->type && x1->zero_point == 0 &&
+                      x2->zero_point == 0 && y->zero_point == 0)
+                   : emu_is_int8_act(y->type));
     MulParams *p = calloc(1, sizeof *p);
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
     if (emu_broadcast_prepare(x1, x2, y, &p->bc) != NEURON_NO_ERROR) {
@@ -63,6 +70,13 @@ static int mul_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics
     p->z1 = x1->zero_point;
     p->z2 = x2->zero_point;
     p->z_out = y->zero_point;
+    p->wide = wide;
+    if (wide) {
+        emu_activation_range16(fuse, y->scale, &p->lo, &p->hi);
+        p->isa = EMU_ISA_PORTABLE;
+        *out = p;
+        return NEURON_NO_ERROR;
+    }
     emu_activation_range(fuse, y->scale, y->zero_point, &p->lo, &p->hi);
     p->isa = num.rounding == EMU_ROUND_DOUBLE && p->s <= 0 ? emu_isa() : EMU_ISA_PORTABLE;
     if (p->isa != EMU_ISA_PORTABLE) { /* mul_run never reads the table: no 64K evaluations */
@@ -99,9 +113,35 @@ static void mul_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *o
         out[i] = table[(a[i * a_step] + 128) * 256 + (b[i * b_step] + 128)];
 }
 
+/* The 16x8 run: the broadcast's int8 offsets rebased on the int16 buffers (as k_add.c). */
+typedef struct {
+    const MulParams *p;
+    const int8_t *a0, *b0, *out0;
+    const int16_t *a, *b;
+    int16_t *out;
+} Mul16Job;
+
+static void mul16_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *out,
+                      uint32_t count, uint32_t a_step, uint32_t b_step) {
+    const Mul16Job *j = ctx;
+    const MulParams *p = j->p;
+    const int16_t *x1 = j->a + (a - j->a0), *x2 = j->b + (b - j->b0);
+    int16_t *y = j->out + (out - j->out0);
+    for (uint32_t i = 0; i < count; i++) {
+        const int64_t prod = (int64_t)x1[i * a_step] * x2[i * b_step];
+        y[i] = (int16_t)emu_clamp(emu_mbqm_acc(prod, p->m, p->s, p->rounding, p->wrap), p->lo,
+                                  p->hi);
+    }
+}
+
 static void mul_eval(const void *params, const void *const *inputs, void *output,
                      EmuScratch *scratch) {
     const MulParams *p = params;
+    if (p->wide) {
+        const Mul16Job job = {p, inputs[0], inputs[1], output, inputs[0], inputs[1], output};
+        emu_broadcast_run(&p->bc, scratch, &job, inputs[0], inputs[1], output, mul16_run);
+        return;
+    }
     emu_broadcast_run(&p->bc, scratch, p, inputs[0], inputs[1], output, mul_run);
 }
 
