@@ -43,6 +43,7 @@ from workbench.commands.options import (
 )
 from workbench.commands.run_table import print_table
 from workbench.errors import BAD_INPUT, USAGE, WorkbenchError, reported
+from workbench.keypoints import Keypoints
 from workbench.output import dumps, steps
 from workbench.partition_report import run_fields, run_lines
 from workbench.proof import shown
@@ -271,7 +272,7 @@ def run_command(
         for line in run_lines(results):
             typer.echo(line)
         Boxes.print(results, manifest.provenance.random_weights)
-        for line in job.class_maps.lines(results):
+        for line in [*job.class_maps.lines(results), *Keypoints.lines(results)]:
             console().print(line, markup=False)
         if save_outputs is not None:
             console().print(f"outputs saved: {save_outputs}", markup=False)
@@ -326,6 +327,9 @@ class _Job:
             self.manifest, self.weights, self.model, self.folder, floats, self.preprocess()
         )
         boxes = Boxes(self.manifest, self.weights, self.model, self.folder, floats)
+        points = Keypoints(
+            self.manifest, self.weights, self.model, self.folder, floats, self.preprocess()
+        )
         paths = ins.expand(images) if images else []  # a picture is named after its image
         todo = manifest_samples(self.manifest, images, self.contract)
         tick = s.bar("running", total=len(todo))
@@ -345,6 +349,7 @@ class _Job:
             image = paths[k] if k < len(paths) else name
             entry |= self.class_maps.entry(image, x, r.outputs)
             entry |= boxes.entry(image, x, r.outputs)
+            entry |= points.entry(image, x, r.outputs)
             if self.saved is not None:
                 self.saved.add(name, r.outputs, r.raw_outputs, floats.float_outputs(x))
             results.append(entry)
