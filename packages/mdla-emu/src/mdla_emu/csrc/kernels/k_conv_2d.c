@@ -44,7 +44,7 @@ typedef struct {
     int32_t kpad4, cpad16, tile_u8; /* depth to 4, co to EMU_U8_NR, rows per tile */
     int8_t *packed;
     int32_t *init;
-    EmuConv16 *wide; /* int16 activations (k_conv16.c): every other field unused */
+    EmuConv16 *wide; /* int16 activations (conv16.c): every other field unused */
 } ConvParams;
 
 static void conv_free(void *p) {

@@ -29,7 +29,7 @@ typedef struct {
     int isa;          /* emu_isa() at prepare for multiplier 1, else EMU_ISA_PORTABLE */
     int32_t *filter32; /* [KH*KW][co] as EmuDwRow.filter (isa above portable only) */
     EmuRequant rq;
-    EmuConv16 *wide; /* int16 activations (k_conv16.c): every other field unused */
+    EmuConv16 *wide; /* int16 activations (conv16.c): every other field unused */
 } DwParams;
 
 static void dw_release(void *params) {

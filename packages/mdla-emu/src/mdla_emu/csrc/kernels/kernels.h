@@ -154,7 +154,7 @@ int emu_window_output(const EmuOperand *x, const EmuWindow *win, uint32_t channe
                       const EmuOperand *y, int32_t *oh, int32_t *ow);
 int emu_pooling_prepare(const NeuronModel *m, const EmuOperation *op, void **out);
 
-/* CONV_2D and DEPTHWISE_CONV_2D on int16 activations (16x8, k_conv16.c): the int8 kernels'
+/* CONV_2D and DEPTHWISE_CONV_2D on int16 activations (16x8, conv16.c): the int8 kernels'
  * prepare hands an int16-input operation to emu_conv16_prepare and keep its result. */
 typedef struct EmuConv16 EmuConv16;
 int emu_conv16_prepare(const NeuronModel *m, const EmuOperation *op, bool depthwise,
