@@ -78,9 +78,11 @@ def test_probe_over_ssh_has_a_bar_with_eta(
     args = ["probe", "--on", url(sshd, phone), "--only", "ADD", "--devices", "mtk-mdla"]
     result = CliRunner().invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
-    assert len(json.loads(result.stdout)["probes"]) == 2
-    bar = next(line for line in result.stderr.splitlines() if "probed ADD/broadcast" in line)
-    assert "2/2" in bar
+    probes = json.loads(result.stdout)["probes"]
+    roles = sorted(p["role"] for p in probes)  # ADD's two int8 forms and its two 16x8 cases
+    assert roles == ["base", "broadcast", "int16", "int16"]
+    bar = next(line for line in result.stderr.splitlines() if "probed ADD/" in line)
+    assert "4/4" in bar  # the last probe's line
     assert bar.count("0:00:") == 2  # elapsed and the remaining time (ETA) columns
     assert "127.0.0.1: connect" in result.stderr
 
