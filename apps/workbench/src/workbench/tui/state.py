@@ -31,6 +31,7 @@ from mdla_compile import (
 )
 from mdla_ir import Graph
 from mdla_ir.devices import DEFAULT_TARGET
+from mdla_ir.errors import IRError
 from workbench import pipeline, witnessing
 from workbench.bisection import kind_name
 from workbench.errors import USAGE, WorkbenchError
@@ -156,7 +157,9 @@ class Session:
                 self.rows = rows_from_graph(seen[0].graph, target=options.target)
                 self.note = f"{seen[0].graph.name}: as imported (it does not legalize)"
             raise
-        except RuntimeError as exc:  # torch's, while importing: the input shape, most likely
+        except (RuntimeError, IRError) as exc:  # torch's, while importing (the importer's
+            # IRError when torch cannot run the model says so from torch's RuntimeError): the
+            # input shape, most likely
             said = None if seen else restore.shape_error(options, exc)
             if said is None:
                 raise
