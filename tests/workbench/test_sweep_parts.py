@@ -17,7 +17,7 @@ from tests.workbench.conftest import UNMAPPABLE
 from workbench.errors import WorkbenchError
 from workbench.sweep import driver, grid
 from workbench.sweep.bundle import Holdout, bundle_of
-from workbench.sweep.stats import margin, wilson
+from workbench.sweep.stats import margin
 from workbench.sweep.table import Row, Table, TableError
 from workbench.sweep.task import (
     HeldOutError,
@@ -27,6 +27,7 @@ from workbench.sweep.task import (
     deadline,
     run_task,
 )
+from workbench.tuning import wilson
 
 
 @pytest.mark.parametrize(

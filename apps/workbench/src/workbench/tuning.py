@@ -104,6 +104,8 @@ def split_calibration(calib: str, source: Source, count: int, held_out: int) -> 
 def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson's score interval for k successes in n trials:
     (p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n), p = k/n; (0, 1) when n = 0."""
+    if not 0 <= k <= n:
+        raise ValueError(f"wilson: {k} successes in {n} trials")
     if n == 0:
         return (0.0, 1.0)
     p, z2 = k / n, z * z

@@ -18,8 +18,9 @@ from mdla_compile.images import read_image
 from mdla_ir.provenance import BOXES, LOGITS
 from workbench import validation
 from workbench.sweep.bundle import Holdout
-from workbench.sweep.stats import DECIDED, margin, wilson
+from workbench.sweep.stats import DECIDED, margin
 from workbench.sweep.task import HOLDOUT_SEED, median
+from workbench.tuning import wilson
 
 Array = np.ndarray[Any, Any]
 Inputs = list[tuple[str, list[Array]]]
