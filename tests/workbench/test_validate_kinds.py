@@ -4,6 +4,7 @@ alone for anything else (a detector's head maps): never a "top-1" over a flatten
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ import mdla_compile
 import mdla_ir
 import mdla_quant
 import mdla_runtime
+from mdla_ir.provenance import BOXES
+from mdla_zoo.detection import DECODERS
 from workbench import images as imgs
 from workbench import pipeline, validation
 from workbench.cli import app
@@ -80,6 +83,19 @@ def test_a_class_map_is_judged_pixel_by_pixel(seg: pipeline.Compiled, tmp_path: 
     )
     assert lines[1].startswith("INT8 reference `aux` [1, 3, 112, 112]: cosine ")
     assert not any("top-1" in line for line in lines)
+
+
+def test_a_graph_recording_no_kinds_gets_compiles_guess(seg: pipeline.Compiled) -> None:
+    """No recorded kinds: the kinds compile would record, a detector's spec included (its
+    outputs are boxes, which no shape says)."""
+    prov = seg.qgraph.provenance
+    bare = dataclasses.replace(prov, output_kinds=())
+    unrecorded = dataclasses.replace(seg, qgraph=seg.qgraph.with_(provenance=bare))
+    assert validation.graph_kinds(unrecorded) == prov.output_kinds == (CLASS_MAP, TENSOR)
+    spec = next(iter(DECODERS))
+    detector = dataclasses.replace(bare, spec=spec)
+    unrecorded = dataclasses.replace(seg, qgraph=seg.qgraph.with_(provenance=detector))
+    assert validation.graph_kinds(unrecorded) == (BOXES, BOXES)
 
 
 def test_a_detector_is_judged_by_its_boxes_then_cosine_per_output() -> None:

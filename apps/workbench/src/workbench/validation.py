@@ -29,6 +29,7 @@ import mdla_ir
 import mdla_quant
 import mdla_runtime
 from mdla_compile import kinds
+from mdla_compile.compiled import decided_kinds
 from mdla_ir.provenance import BOXES, CLASSMAP, KEYPOINTS, LOGITS, RAW
 from workbench import agreement as ag
 from workbench import dense
@@ -49,14 +50,9 @@ def output_kind(shape: Sequence[int], input_shape: Sequence[int]) -> str:
 
 def graph_kinds(compiled: Compiled) -> tuple[str, ...]:
     """The kind of each output of `compiled`: what its int8 graph records (compile's guess with
-    the `--output-kind` overrides), else the guess."""
-    recorded = compiled.qgraph.provenance.output_kinds
-    if recorded:
-        return recorded
-    shape = compiled.source.input_shapes[0]
-    return tuple(
-        output_kind(tuple(compiled.qgraph.model_shape(o)), shape) for o in compiled.qgraph.outputs
-    )
+    the `--output-kind` overrides), else compile's own guess (`decided_kinds`)."""
+    prov = compiled.qgraph.provenance
+    return prov.output_kinds or decided_kinds(compiled.qgraph, prov, ())
 
 
 @dataclass
