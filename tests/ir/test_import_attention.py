@@ -11,9 +11,7 @@ from torch import nn
 
 import mdla_ir
 from mdla_ir import IRError
-from mdla_ir.testing import relative_error
-
-PATHS = ("fx", "export")
+from tests.ir.both_paths import PATHS, computes_like_torch
 
 
 class Attention(nn.Module):
@@ -40,12 +38,7 @@ class Attention(nn.Module):
 def test_attention_is_two_batch_matmuls_around_a_softmax(
     path: str, mask: bool, scale: float | None
 ) -> None:
-    module = Attention(mask, scale).eval()
-    x = torch.randn(2, 6, 16)
-    graph = mdla_ir.from_torch(module, (x,), path=path)
-    with torch.no_grad():
-        want = module(x).numpy()
-    assert relative_error(mdla_ir.run_float(graph, [x.numpy()])[0], want) <= 1e-5
+    graph = computes_like_torch(Attention(mask, scale).eval(), torch.randn(2, 6, 16), path, 1e-5)
     counts = graph.count()
     assert counts["BATCH_MATMUL"] == 2
     assert counts["SOFTMAX"] == 1

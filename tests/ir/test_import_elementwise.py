@@ -5,31 +5,13 @@ with no such form are refused by name, with the ones that map."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 import torch
 import torch.nn.functional as F  # noqa: N812
-from torch import nn
 
 import mdla_ir
 from mdla_ir import OpKind, UnsupportedError
-from mdla_ir.testing import relative_error
-
-PATHS = ("fx", "export")
-Fn = Callable[[torch.Tensor], torch.Tensor]
-
-
-class Apply(nn.Module):
-    """`fn` on a conv's output (a conv first, so the graph is not all constants)."""
-
-    def __init__(self, fn: Fn) -> None:
-        super().__init__()
-        self.fn, self.conv = fn, nn.Conv2d(3, 4, 3, padding=1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fn(self.conv(x))
-
+from tests.ir.both_paths import PATHS, Apply, Fn, computes_like_torch
 
 CASES: list[tuple[Fn, dict[OpKind, int]]] = [
     (lambda y: -y, {OpKind.MUL: 1}),
@@ -61,12 +43,7 @@ def test_elementwise_arithmetic_imports_exactly(
     fn: Fn, kinds: dict[OpKind, int], path: str
 ) -> None:
     torch.manual_seed(0)
-    module = Apply(fn).eval()
-    x = torch.randn(1, 3, 6, 8)
-    graph = mdla_ir.from_torch(module, (x,), optimize=False, path=path)
-    with torch.no_grad():
-        want = module(x).numpy()
-    assert relative_error(mdla_ir.run_float(graph, [x.numpy()])[0], want) <= 1e-6
+    graph = computes_like_torch(Apply(fn).eval(), torch.randn(1, 3, 6, 8), path, 1e-6, False)
     got = {k: n for k, n in graph.count().items() if k != "CONV_2D"}
     assert got == {k.name: n for k, n in kinds.items()}
 
@@ -85,11 +62,7 @@ def test_an_exponent_without_a_form_is_refused_with_those_that_map(path: str) ->
 def test_normalize_divides_by_the_clamped_norm(path: str, p: float) -> None:
     torch.manual_seed(0)
     module = Apply(lambda y: F.normalize(y, p=p, dim=1)).eval()
-    x = torch.randn(1, 3, 6, 8)
-    graph = mdla_ir.from_torch(module, (x,), optimize=False, path=path)
-    with torch.no_grad():
-        want = module(x).numpy()
-    assert relative_error(mdla_ir.run_float(graph, [x.numpy()])[0], want) <= 1e-5
+    graph = computes_like_torch(module, torch.randn(1, 3, 6, 8), path, 1e-5, False)
     kinds = graph.count()
     assert kinds["REDUCE_SUM"] == 1
     assert kinds["DIV"] == 1

@@ -12,9 +12,8 @@ from torch import nn
 
 import mdla_ir
 from mdla_ir import OpKind
-from mdla_ir.testing import relative_error
+from tests.ir.both_paths import PATHS, computes_like_torch
 
-PATHS = ("fx", "export")
 Fn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
@@ -45,12 +44,7 @@ CASES: list[tuple[Fn, dict[OpKind, int]]] = [
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize(("fn", "kinds"), CASES)
 def test_extremes_of_two_tensors(fn: Fn, kinds: dict[OpKind, int], path: str) -> None:
-    module = Pair(fn).eval()
-    x = torch.randn(1, 4, 6, 8)
-    graph = mdla_ir.from_torch(module, (x,), optimize=False, path=path)
-    with torch.no_grad():
-        want = module(x).numpy()
-    assert relative_error(mdla_ir.run_float(graph, [x.numpy()])[0], want) <= 1e-6
+    graph = computes_like_torch(Pair(fn).eval(), torch.randn(1, 4, 6, 8), path, 1e-6, False)
     got = {k: n for k, n in graph.count().items() if k != "MUL"}
     assert got == {k.name: n for k, n in kinds.items()}
 

@@ -5,32 +5,15 @@ name, with the forms that map."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
 import torch
-from torch import nn
 
 import mdla_ir
 from mdla_ir import OpKind, UnsupportedError
 from mdla_ir.attrs import WhereAttrs
 from mdla_ir.functions import where
-
-PATHS = ("fx", "export")
-Fn = Callable[[torch.Tensor], torch.Tensor]
-
-
-class Apply(nn.Module):
-    """`fn` on a conv's output (a conv first, so the graph is not all constants)."""
-
-    def __init__(self, fn: Fn) -> None:
-        super().__init__()
-        self.fn, self.conv = fn, nn.Conv2d(3, 4, 3, padding=1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fn(self.conv(x))
-
+from tests.ir.both_paths import PATHS, Apply, Fn
 
 CASES: list[tuple[Fn, WhereAttrs]] = [
     (lambda y: torch.where(y > 0, y, 0.1 * y), WhereAttrs("gt", 0.0, 1.0, 0.0, 0.1, 0.0)),
