@@ -108,18 +108,29 @@ class Ctx:
         return name
 
     # -- ops ---------------------------------------------------------------------------------
-    def emit(self, kind: OpKind, inputs: Sequence[str | None], **attrs: Any) -> None:
+    def out_meta(self) -> Any:
+        """The current node's one output tensor's metadata (shape, dtype)."""
         node = self.node
         assert node is not None
         meta = node.meta.get("tensor_meta")
         if meta is None or not hasattr(meta, "shape"):
             raise Unsupported("produces something other than one tensor")
+        return meta
+
+    def out_shape(self) -> tuple[int, ...]:
+        """The current node's one output tensor's shape."""
+        return tuple(int(d) for d in self.out_meta().shape)
+
+    def emit(self, kind: OpKind, inputs: Sequence[str | None], **attrs: Any) -> None:
+        node = self.node
+        assert node is not None
+        meta = self.out_meta()
         # ARGMAX's int64 indices are held as float32 class numbers (exact below 2^24)
         index = kind is OpKind.ARGMAX and meta.dtype == torch.int64
         if meta.dtype != torch.float32 and not index:
             raise Unsupported(f"produces a {meta.dtype} tensor (only float32 is imported)")
         out = self.fresh(node.name, self.tensors)
-        self.tensors[out] = Tensor(out, tuple(int(d) for d in meta.shape))
+        self.tensors[out] = Tensor(out, self.out_shape())
         op_names = {o.name for o in self.ops}
         self.ops.append(
             Op(

@@ -28,15 +28,6 @@ from mdla_ir.ops import OpKind
 _POWERS = "exponents 1, 2, 3, 4, 0.5, -0.5 and -1 map"
 
 
-def _shape(c: Ctx) -> tuple[int, ...]:
-    node = c.node
-    assert node is not None
-    meta = node.meta.get("tensor_meta")
-    if meta is None or not hasattr(meta, "shape"):
-        raise Unsupported("produces something other than one tensor")
-    return tuple(int(d) for d in meta.shape)
-
-
 def _input(c: Ctx, args: tuple[Any, ...], kw: dict[str, Any]) -> str:
     return c.ref(args[0] if args else kw.get("input", kw.get("self")))
 
@@ -48,11 +39,15 @@ def neg(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
 
 def absolute(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
     """torch.abs / Tensor.abs, aten.abs: relu(x) + relu(-x)."""
-    x, shape = _input(c, args, kw), _shape(c)
+    c.emit(OpKind.ADD, _signed_parts(c, _input(c, args, kw), c.out_shape()), fuse="NONE")
+
+
+def _signed_parts(c: Ctx, x: str, shape: tuple[int, ...]) -> list[str]:
+    """relu(x) and relu(-x), whose sum is |x|."""
     minus = emit_shaped(c, OpKind.MUL, [x, c.ref(-1.0)], shape, "neg", fuse="NONE")
     low = emit_shaped(c, OpKind.RELU, [minus], shape, "negative")
     high = emit_shaped(c, OpKind.RELU, [x], shape, "positive")
-    c.emit(OpKind.ADD, [high, low], fuse="NONE")
+    return [high, low]
 
 
 def _exponent(c: Ctx, args: tuple[Any, ...], kw: dict[str, Any]) -> float:
@@ -91,7 +86,7 @@ def _product(c: Ctx, x: str, n: int) -> None:
     if n == 2:
         c.emit(OpKind.MUL, [x, x], fuse="NONE")
         return
-    sq = emit_shaped(c, OpKind.MUL, [x, x], _shape(c), "square", fuse="NONE")
+    sq = emit_shaped(c, OpKind.MUL, [x, x], c.out_shape(), "square", fuse="NONE")
     c.emit(OpKind.MUL, [sq, x if n == 3 else sq], fuse="NONE")
 
 
@@ -112,7 +107,7 @@ def filled(fill: float | None) -> Any:
             raise Unsupported(f"a tensor of {dtype} (only float32 is imported)")
         given = args[1] if len(args) > 1 else kw.get("fill_value")
         value = fill if fill is not None else c.value(given)
-        data = np.full(_shape(c), float(value), np.float32)
+        data = np.full(c.out_shape(), float(value), np.float32)
         c.refs[node] = c.const(node.name, data)
 
     return convert
@@ -124,15 +119,13 @@ def f_normalize(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> No
     p, eps = float(c.value(a.get("p", 2.0))), float(c.value(a.get("eps", 1e-12)))
     if a.get("out") is not None or p not in (1.0, 2.0):
         raise Unsupported(f"F.normalize with p={p:g}", "p=2 (the default) and p=1 map")
-    x, shape = c.ref(a["input"]), _shape(c)
+    x, shape = c.ref(a["input"]), c.out_shape()
     dim = int(c.value(a.get("dim", 1))) % len(shape)
     if p == 2.0:
         terms = emit_shaped(c, OpKind.MUL, [x, x], shape, "square", fuse="NONE")
     else:
-        minus = emit_shaped(c, OpKind.MUL, [x, c.ref(-1.0)], shape, "neg", fuse="NONE")
-        low = emit_shaped(c, OpKind.RELU, [minus], shape, "negative")
-        high = emit_shaped(c, OpKind.RELU, [x], shape, "positive")
-        terms = emit_shaped(c, OpKind.ADD, [high, low], shape, "abs", fuse="NONE")
+        parts = _signed_parts(c, x, shape)
+        terms = emit_shaped(c, OpKind.ADD, parts, shape, "abs", fuse="NONE")
     kept = tuple(1 if i == dim else d for i, d in enumerate(shape))
     norm = emit_shaped(c, OpKind.REDUCE_SUM, [terms], kept, "sum", axes=(dim,), keepdims=True)
     if p == 2.0:

@@ -15,21 +15,12 @@ from mdla_ir.importer.shaped import emit_shaped
 from mdla_ir.ops import OpKind
 
 
-def _out_shape(c: Ctx) -> tuple[int, ...]:
-    node = c.node
-    assert node is not None
-    meta = node.meta.get("tensor_meta")
-    if meta is None or not hasattr(meta, "shape"):
-        raise Unsupported("produces something other than one tensor")
-    return tuple(int(d) for d in meta.shape)
-
-
 def elementwise_extreme(
     c: Ctx, a: str, b: str, top: bool, suffix: str, last: bool, shape: tuple[int, ...] = ()
 ) -> str:
     """max(a, b) (top) or min(a, b) as SUB, RELU, then ADD/SUB: the last op is the node's
     (else its output has `shape`, the node's by default)."""
-    shape = shape or _out_shape(c)
+    shape = shape or c.out_shape()
     pair = (b, a) if top else (a, b)
     diff = emit_shaped(c, OpKind.SUB, pair, shape, f"{suffix}.diff", fuse="NONE")
     gap = emit_shaped(c, OpKind.RELU, [diff], shape, f"{suffix}.relu")
