@@ -80,36 +80,11 @@ def _permute(shape: Sequence[int], perm: Perm) -> tuple[int, ...]:
     return tuple(shape[p] for p in perm)
 
 
-def sequence_perms(graph: Graph) -> dict[str, Perm]:
-    """A 1-D (N, C, L) graph input or output that meets the model only through RESHAPEs to or
-    from its H = 1 image (N, C, 1, L) is held (N, L, C) on the device: the memory order of the
-    image's NHWC (N, 1, L, C), so its RESHAPEs stay RESHAPEs and no TRANSPOSE is needed (the
-    boundary records the permutation, as it does for images)."""
-    found: dict[str, Perm] = {}
-    users = graph.consumers()
-    makers = {o: op for op in graph.ops for o in op.outputs}
-    for name in (*graph.inputs, *graph.outputs):
-        shape = graph.tensors[name].shape
-        if len(shape) != 3 or shape[1] == 1:  # one channel: (N, 1, L) is already that order
-            continue
-        image = (shape[0], shape[1], 1, shape[2])
-        ends = [*users.get(name, ())] + ([makers[name]] if name in makers else [])
-        others = [graph.tensors[n].shape for op in ends for n in (*op.inputs, *op.outputs)]
-        if (
-            ends
-            and all(op.kind is OpKind.RESHAPE for op in ends)
-            and all(s in (shape, image) for s in others)
-        ):
-            found[name] = (0, 2, 1)
-    return found
-
-
 class _Layout:
     def __init__(self, graph: Graph) -> None:
         self.g = graph
         self.rw = Rewriter(graph)
         self.perm = {n: perm_of(t.shape) for n, t in graph.tensors.items() if not t.is_const}
-        self.perm |= sequence_perms(graph)
         self.perm |= sequence_tensors(graph)
         self.perm |= dict.fromkeys(channels_last_tensors(graph), (0, 1, 2, 3))
         for n, p in self.perm.items():
