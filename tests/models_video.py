@@ -11,19 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
-import mdla_ir
-import mdla_legalize
-from mdla_ir.testing import relative_error
-from mdla_quant import QuantConfig, quantize, run_int8
-from mdla_quant.reference import quantize_inputs
-from mdla_runtime import load, open_target, save
-from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
-from tests.models_rewrites import _bn_stats, inputs
+from tests.models_rewrites import Result, _bn_stats, module_end_to_end
 
 
 class MyConv3d(nn.Conv3d):
@@ -141,12 +133,6 @@ CASES = {
 }
 
 
-@dataclass(frozen=True)
-class Result:
-    float_error: float
-    kinds: dict[str, int]
-
-
 def build(name: str, seed: int = 0) -> nn.Module:
     torch.manual_seed(seed)
     return _bn_stats(CASES[name].make(), seed)
@@ -160,24 +146,5 @@ def end_to_end(name: str, tmp: Path, path: str) -> Result:
 def run_module(
     module: nn.Module, shape: tuple[int, ...], name: str, tmp: Path, path: str
 ) -> Result:
-    """end_to_end of any module on inputs of `shape`."""
-    graph = mdla_ir.from_torch(module, torch.zeros(shape), name=name, path=path)
-    device = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
-    (x,) = inputs(shape, 1, 7)
-    with torch.no_grad():
-        want = module(torch.from_numpy(x[0])).numpy()
-    err = relative_error(mdla_ir.run_float(device, x)[0], want)
-    assert err <= 1e-4, f"{name}: float IR vs torch relative error {err:.3g}"
-    qgraph = quantize(device, inputs(shape, 4, 0), QuantConfig())
-    manifest = load(save(qgraph, tmp / f"{name}.mdla"))
-    emu = open_target("emu")
-    assert emu.supported(manifest) == {"mtk-mdla": [True] * len(qgraph.ops)}
-    ref = run_int8(qgraph, x, raw=True)
-    result = emu.run(manifest, x)
-    assert result.device == "mtk-mdla"
-    for got, exp in zip(result.raw_outputs, ref, strict=True):
-        np.testing.assert_array_equal(got.reshape(exp.shape), exp)
-    codes = list(quantize_inputs(qgraph, x).values())
-    for got, exp in zip(run_tflite_reference(tflite_bytes(qgraph), codes), ref, strict=True):
-        np.testing.assert_array_equal(got.reshape(exp.shape), exp)
-    return Result(err, qgraph.count())
+    """end_to_end of any module on inputs of `shape` (`models_rewrites.module_end_to_end`)."""
+    return module_end_to_end(module, shape, name, tmp, path)
