@@ -26,6 +26,7 @@ from mdla_runtime import open_target
 from mdla_zoo import Model
 from tests import models_fresh as a
 from tests import models_fresh_more as b
+from tests.models_rewrites import _bn_stats
 from workbench.errors import UNSUPPORTED, exit_code, one_line
 
 Array = np.ndarray[Any, Any]
@@ -92,26 +93,14 @@ CASES: dict[str, Case] = {
     "spatial_mean_gate": Case(b.SpatialMeanGate),
 }
 
-NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
-
 
 def build(name: str, seed: int = 0) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     """The model (seeded weights, non-trivial BatchNorm statistics, eval mode) and its example
     inputs (zeros)."""
     torch.manual_seed(seed)
     case = CASES[name]
-    module = case.make()
-    g = torch.Generator().manual_seed(seed)
-    for m in module.modules():
-        if isinstance(m, NORMS):
-            n = m.num_features
-            assert m.running_mean is not None
-            assert m.running_var is not None
-            m.running_mean.copy_(torch.randn(n, generator=g) * 0.1)
-            m.running_var.copy_(torch.rand(n, generator=g) + 0.5)
-            m.weight.data.copy_(torch.rand(n, generator=g) + 0.5)
-            m.bias.data.copy_(torch.randn(n, generator=g) * 0.1)
-    return module.eval(), tuple(torch.zeros(s) for s in case.shapes)
+    module = _bn_stats(case.make(), seed)
+    return module, tuple(torch.zeros(s) for s in case.shapes)
 
 
 def inputs(shapes: tuple[tuple[int, ...], ...], n: int, seed: int) -> list[list[Array]]:
