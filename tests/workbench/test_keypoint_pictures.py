@@ -4,11 +4,14 @@ maps to; the input folder is left as it was."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
@@ -102,3 +105,27 @@ def test_run_draws_keypoints_on_the_photo(tmp_path: Path) -> None:
                 for x, y in points:
                     px, py = math.floor(x), math.floor(y)
                     assert tuple(png[py, left + px]) == colour, (d["output"], key, px, py)
+
+
+def test_a_keypoint_png_that_cannot_be_written_is_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mdla = tmp_path / "kp.mdla"
+    compiled = CliRunner().invoke(
+        app, [COMPILE[0], SEG, *COMPILE[1:], "-o", str(mdla), "--output-kind", "out=keypoints"]
+    )
+    assert compiled.exit_code == 0, compiled.output
+    photo = tmp_path / "cat.png"
+    Image.fromarray(read_image("chelsea")[..., :3]).save(photo)
+
+    def full(_fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["run", str(mdla), str(photo), "--out-dir", str(out)])
+    assert result.exit_code == 1, result.output
+    png = out / "cat.segmenter.out.keypoints.png"  # the first keypoint output
+    assert f"error: cannot write the keypoints PNG `{png}`: " in result.output
+    assert "No space left on device" in result.output
+    assert not png.exists()

@@ -169,7 +169,7 @@ def draw(
 ) -> Image.Image:
     """The photo with the best k boxes outlined 2 px wide in `colour` (pixels x0..x1-1 and
     y0..y1-1 of the rounded box), each labelled inside its top-left corner."""
-    img = Image.fromarray(np.ascontiguousarray(photo[..., :3]).astype(np.uint8)).convert("RGB")
+    img = photo_image(photo)
     pen = ImageDraw.Draw(img)
     for b, s, c in zip(dets.boxes[:k], dets.scores[:k], dets.labels[:k], strict=True):
         x0, y0, x1, y1 = (round(float(v)) for v in b)
@@ -188,6 +188,21 @@ def side_by_side(left: Image.Image, right: Image.Image) -> Image.Image:
     return out
 
 
+def photo_image(photo: Array) -> Image.Image:
+    """The photo's first three channels as an 8-bit RGB image to draw on."""
+    return Image.fromarray(np.ascontiguousarray(photo[..., :3]).astype(np.uint8)).convert("RGB")
+
+
+def write_panels(path: Path, fp32: Image.Image | None, int8: Image.Image, what: str) -> None:
+    """FP32's panel on the left and INT8's on the right (INT8's alone without FP32's), written
+    atomically as the PNG `path`; an OSError is one line naming `what` and the path."""
+    img = int8 if fp32 is None else side_by_side(fp32, int8)
+    try:
+        write_atomic(path, png_bytes(img))
+    except OSError as exc:
+        raise WorkbenchError(f"cannot write the {what} PNG `{path}`: {exc}", BAD_INPUT) from None
+
+
 def write_png(
     path: Path,
     photo: Array,
@@ -196,9 +211,5 @@ def write_png(
     labels: Sequence[str],
 ) -> None:
     """FP32 boxes on the left and INT8 boxes on the right; INT8 alone without FP32."""
-    right = draw(photo, int8, labels, INT8_COLOUR)
-    img = right if fp32 is None else side_by_side(draw(photo, fp32, labels, FP32_COLOUR), right)
-    try:
-        write_atomic(path, png_bytes(img))
-    except OSError as exc:
-        raise WorkbenchError(f"cannot write the boxes PNG `{path}`: {exc}", BAD_INPUT) from None
+    left = None if fp32 is None else draw(photo, fp32, labels, FP32_COLOUR)
+    write_panels(path, left, draw(photo, int8, labels, INT8_COLOUR), "boxes")

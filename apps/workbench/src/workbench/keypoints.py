@@ -26,12 +26,9 @@ from PIL import Image, ImageDraw
 from mdla_compile import kinds
 from mdla_ir import Preprocess
 from mdla_ir.provenance import KEYPOINTS
-from mdla_runtime.atomic import write_atomic
 from workbench import agreement as ag
-from workbench.boxes import FP32_COLOUR, INT8_COLOUR, side_by_side
+from workbench.boxes import FP32_COLOUR, INT8_COLOUR, photo_image, write_panels
 from workbench.dense import ClassMaps, Sample
-from workbench.errors import BAD_INPUT, WorkbenchError
-from workbench.images import png_bytes
 from workbench.outputs import picture
 from workbench.overlay import crop_box
 
@@ -55,7 +52,7 @@ def on_photo(
 
 def draw(photo: Array, points: Array, colour: tuple[int, int, int]) -> Image.Image:
     """The photo with each point a filled disc in `colour`, its index beside it."""
-    img = Image.fromarray(np.ascontiguousarray(photo[..., :3]).astype(np.uint8)).convert("RGB")
+    img = photo_image(photo)
     pen = ImageDraw.Draw(img)
     for k, (x, y) in enumerate(points):
         px, py = math.floor(float(x)), math.floor(float(y))
@@ -88,13 +85,9 @@ class Keypoints(ClassMaps):
             what = self.manifest.outputs[i].name or f"output{i}"
             q = on_photo(int8_outputs[i], hw, self.preprocess, input_hw)
             f = None if floats is None else on_photo(floats[i], hw, self.preprocess, input_hw)
-            right = draw(photo, q, INT8_COLOUR)
-            img = right if f is None else side_by_side(draw(photo, f, FP32_COLOUR), right)
             path = picture(self.folder, image, self.manifest.name, f"{what}.keypoints")
-            try:
-                write_atomic(path, png_bytes(img))
-            except OSError as exc:
-                raise WorkbenchError(f"cannot write `{path}`: {exc}", BAD_INPUT) from None
+            left = None if f is None else draw(photo, f, FP32_COLOUR)
+            write_panels(path, left, draw(photo, q, INT8_COLOUR), "keypoints")
             points = {"int8": np.round(q, 1).tolist()}
             points["fp32"] = None if f is None else np.round(f, 1).tolist()
             drawn.append({"output": what, "png": str(path), **points})
