@@ -112,21 +112,12 @@ static void add_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *o
     for (uint32_t i = 0; i < count; i++) out[i] = p->out[a[i * a_step] + 128][b[i * b_step] + 128];
 }
 
-/* The 16x8 run: emu_broadcast_run's offsets count elements from the int8 views of the three
- * buffers' bases, so each pointer is rebased on its int16 buffer. */
-typedef struct {
-    const Add16 *w;
-    const int8_t *a0, *b0, *out0;
-    const int16_t *a, *b;
-    int16_t *out;
-} Add16Job;
-
+/* The 16x8 run: the broadcast hands it int16 runs (bc.elem = 2). */
 static void add16_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *out,
                       uint32_t count, uint32_t a_step, uint32_t b_step) {
-    const Add16Job *j = ctx;
-    const Add16 *w = j->w;
-    const int16_t *x1 = j->a + (a - j->a0), *x2 = j->b + (b - j->b0);
-    int16_t *y = j->out + (out - j->out0);
+    const Add16 *w = ctx;
+    const int16_t *x1 = (const int16_t *)(const void *)a, *x2 = (const int16_t *)(const void *)b;
+    int16_t *y = (int16_t *)(void *)out;
     for (uint32_t i = 0; i < count; i++) {
         const int64_t u = emu_mbqm((int64_t)x1[i * a_step] * 32768, w->m1, w->e1, w->rounding);
         const int64_t v = emu_mbqm((int64_t)x2[i * b_step] * 32768, w->m2, w->e2, w->rounding);
@@ -139,12 +130,10 @@ static void add16_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t 
 static void add_eval(const void *params, const void *const *inputs, void *output,
                      EmuScratch *scratch) {
     const AddParams *p = params;
-    if (p->wide) {
-        const Add16Job job = {&p->w, inputs[0], inputs[1], output, inputs[0], inputs[1], output};
-        emu_broadcast_run(&p->bc, scratch, &job, inputs[0], inputs[1], output, add16_run);
-        return;
-    }
-    emu_broadcast_run(&p->bc, scratch, p, inputs[0], inputs[1], output, add_run);
+    if (p->wide)
+        emu_broadcast_run(&p->bc, scratch, &p->w, inputs[0], inputs[1], output, add16_run);
+    else
+        emu_broadcast_run(&p->bc, scratch, p, inputs[0], inputs[1], output, add_run);
 }
 
 const EmuKernel emu_k_add = {NEURON_ADD, "ADD", add_prepare, add_eval, NULL, free};

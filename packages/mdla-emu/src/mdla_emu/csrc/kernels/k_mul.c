@@ -113,20 +113,12 @@ static void mul_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *o
         out[i] = table[(a[i * a_step] + 128) * 256 + (b[i * b_step] + 128)];
 }
 
-/* The 16x8 run: the broadcast's int8 offsets rebased on the int16 buffers (as k_add.c). */
-typedef struct {
-    const MulParams *p;
-    const int8_t *a0, *b0, *out0;
-    const int16_t *a, *b;
-    int16_t *out;
-} Mul16Job;
-
+/* The 16x8 run: the broadcast hands it int16 runs (bc.elem = 2). */
 static void mul16_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *out,
                       uint32_t count, uint32_t a_step, uint32_t b_step) {
-    const Mul16Job *j = ctx;
-    const MulParams *p = j->p;
-    const int16_t *x1 = j->a + (a - j->a0), *x2 = j->b + (b - j->b0);
-    int16_t *y = j->out + (out - j->out0);
+    const MulParams *p = ctx;
+    const int16_t *x1 = (const int16_t *)(const void *)a, *x2 = (const int16_t *)(const void *)b;
+    int16_t *y = (int16_t *)(void *)out;
     for (uint32_t i = 0; i < count; i++) {
         const int64_t prod = (int64_t)x1[i * a_step] * x2[i * b_step];
         y[i] = (int16_t)emu_clamp(emu_mbqm_acc(prod, p->m, p->s, p->rounding, p->wrap), p->lo,
@@ -137,12 +129,8 @@ static void mul16_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t 
 static void mul_eval(const void *params, const void *const *inputs, void *output,
                      EmuScratch *scratch) {
     const MulParams *p = params;
-    if (p->wide) {
-        const Mul16Job job = {p, inputs[0], inputs[1], output, inputs[0], inputs[1], output};
-        emu_broadcast_run(&p->bc, scratch, &job, inputs[0], inputs[1], output, mul16_run);
-        return;
-    }
-    emu_broadcast_run(&p->bc, scratch, p, inputs[0], inputs[1], output, mul_run);
+    emu_broadcast_run(&p->bc, scratch, p, inputs[0], inputs[1], output,
+                      p->wide ? mul16_run : mul_run);
 }
 
 const EmuKernel emu_k_mul = {NEURON_MUL, "MUL", mul_prepare, mul_eval, NULL, mul_free};

@@ -342,6 +342,7 @@ int emu_broadcast_prepare(const EmuOperand *a, const EmuOperand *b, const EmuOpe
         sa *= da;
         sb *= db;
     }
+    bc->elem = (uint32_t)emu_type_size(y->type);
     return NEURON_NO_ERROR;
 }
 
@@ -371,7 +372,7 @@ static void broadcast_rows(const void *job, int64_t begin, int64_t end, uint8_t 
             oa += idx[i] * bc->stride_a[i];
             ob += idx[i] * bc->stride_b[i];
         }
-        j->fn(j->ctx, j->a + oa, j->b + ob, j->out + o * inner, inner,
+        j->fn(j->ctx, j->a + oa * bc->elem, j->b + ob * bc->elem, j->out + o * inner * bc->elem, inner,
               (uint32_t)bc->stride_a[r - 1], (uint32_t)bc->stride_b[r - 1]);
         for (int i = (int)r - 2; i >= 0; i--) { /* odometer over the outer dims */
             if (++idx[i] < bc->dims[i]) break;

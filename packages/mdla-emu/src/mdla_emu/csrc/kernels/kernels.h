@@ -91,11 +91,14 @@ void emu_requant_rows(const EmuRequant *rq, const int32_t *acc, size_t acc_strid
 typedef struct {
     uint32_t dims[EMU_MAX_RANK];
     uint64_t stride_a[EMU_MAX_RANK], stride_b[EMU_MAX_RANK]; /* 0 along a broadcast dim */
+    uint32_t elem; /* bytes per element of the three tensors (the output's type) */
 } EmuBroadcast;
 int emu_broadcast_prepare(const EmuOperand *a, const EmuOperand *b, const EmuOperand *y,
                           EmuBroadcast *bc);
 /* Calls fn(ctx, a_offset, b_offset, out_offset, count, a_step, b_step) per innermost run; the
- * runs split over the scratch's threads when there is enough work. */
+ * runs split over the scratch's threads when there is enough work. The pointers are to each
+ * run's first element (bc->elem bytes each: an int16 run casts them back); steps count
+ * elements. */
 typedef void (*EmuRunFn)(const void *ctx, const int8_t *a, const int8_t *b, int8_t *out,
                          uint32_t count, uint32_t a_step, uint32_t b_step);
 void emu_broadcast_run(const EmuBroadcast *bc, EmuScratch *s, const void *ctx, const int8_t *a,
