@@ -138,7 +138,9 @@ typedef struct {
 #define EMU_MAX_THREADS 64
 /* fn(ctx, begin, end, scratch): compute items [begin, end) with this thread's scratch. */
 typedef void (*EmuTaskFn)(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch);
-int emu_env_threads(void); /* MDLA_EMU_THREADS, default 1 */
+/* The thread count the environment variable `var` asks for (MDLA_EMU_THREADS for an execution,
+ * MDLA_CPU_THREADS for a cpu partition): 1..EMU_MAX_THREADS, default 1. */
+int emu_env_threads(const char *var);
 EmuPool *emu_pool_create(int threads); /* NULL for one thread (or when no thread starts) */
 void emu_pool_free(EmuPool *pool);
 int emu_pool_threads(const EmuPool *pool);

@@ -46,7 +46,7 @@ int NeuronExecution_create(NeuronCompilation *compilation, NeuronExecution **exe
     e->temps = calloc(n, sizeof *e->temps);
     e->in_set = calloc(m->n_inputs + 1, sizeof *e->in_set);
     e->out_set = calloc(m->n_outputs + 1, sizeof *e->out_set);
-    e->pool = emu_pool_create(emu_env_threads());
+    e->pool = emu_pool_create(emu_env_threads("MDLA_EMU_THREADS"));
     e->scratch_len = (compilation->scratch + 63) / 64 * 64; /* each thread's on its own lines */
     e->scratch = malloc(e->scratch_len ? e->scratch_len * emu_pool_threads(e->pool) : 1);
     for (uint32_t k = 0; k < m->n_ops; k++)

@@ -73,8 +73,8 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-int emu_env_threads(void) {
-    const char *v = getenv("MDLA_EMU_THREADS");
+int emu_env_threads(const char *var) {
+    const char *v = getenv(var);
     if (v == NULL || *v == '\0') return 1;
     char *end = NULL;
     const long n = strtol(v, &end, 10);

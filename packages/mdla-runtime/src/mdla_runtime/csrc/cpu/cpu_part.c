@@ -651,7 +651,7 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
     if (ok) {
         if (row * sizeof(float) > cp->scratch_len) cp->scratch_len = row * sizeof(float);
         cp->scratch_len = (cp->scratch_len + 63) / 64 * 64; /* each thread's on its own lines */
-        cp->pool = emu_pool_create(mdla_cpu_env_threads());
+        cp->pool = emu_pool_create(emu_env_threads("MDLA_CPU_THREADS"));
         cp->scratch = malloc(cp->scratch_len * (size_t)emu_pool_threads(cp->pool));
         cp->args = calloc(cp->max_args + 1, sizeof *cp->args);
         cp->gru = malloc(cp->gru_len ? cp->gru_len * sizeof *cp->gru : 1);

@@ -3,18 +3,7 @@
  */
 #include "cpu_split.h"
 
-#include <stdlib.h>
-
 #include "float_ops.h"
-
-int mdla_cpu_env_threads(void) {
-    const char *v = getenv("MDLA_CPU_THREADS");
-    if (v == NULL || *v == '\0') return 1;
-    char *end = NULL;
-    const long n = strtol(v, &end, 10);
-    if (*end != '\0' || n < 1) return 1;
-    return n > EMU_MAX_THREADS ? EMU_MAX_THREADS : (int)n;
-}
 
 static void ln_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     const mdla_ln_job *j = ctx;

@@ -14,8 +14,6 @@
 
 #include "emu.h"
 
-int mdla_cpu_env_threads(void); /* MDLA_CPU_THREADS, 1..EMU_MAX_THREADS, default 1 */
-
 /* One LAYER_NORM's operands (float_ops.h mdla_cpu_layer_norm). */
 typedef struct {
     const int8_t *x;
