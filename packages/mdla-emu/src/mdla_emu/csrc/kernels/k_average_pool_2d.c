@@ -33,13 +33,10 @@ static void avg_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scrat
     int32_t *acc = (int32_t *)scratch;
     for (int64_t row = begin; row < end; row++) {
         const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);
-        const int32_t y0 = oy * w->stride_h - w->pad_top;
-        const int32_t ys = y0 < 0 ? 0 : y0;
-        const int32_t ye = y0 + w->filter_h < p->h ? y0 + w->filter_h : p->h;
+        int32_t ys, ye, xs, xe;
+        emu_window_span(oy, w->stride_h, w->pad_top, w->filter_h, p->h, &ys, &ye);
         for (int32_t ox = 0; ox < p->ow; ox++) {
-            const int32_t x0 = ox * w->stride_w - w->pad_left;
-            const int32_t xs = x0 < 0 ? 0 : x0;
-            const int32_t xe = x0 + w->filter_w < p->w ? x0 + w->filter_w : p->w;
+            emu_window_span(ox, w->stride_w, w->pad_left, w->filter_w, p->w, &xs, &xe);
             memset(acc, 0, (size_t)p->c * sizeof *acc);
             for (int32_t iy = ys; iy < ye; iy++)
                 for (int32_t ix = xs; ix < xe; ix++) {

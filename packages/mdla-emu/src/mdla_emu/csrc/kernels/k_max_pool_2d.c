@@ -23,13 +23,10 @@ EMU_BODY void max_rows(const EmuPoolingParams *p, const int8_t *restrict in,
     const int8_t lo = (int8_t)p->lo, hi = (int8_t)p->hi; /* within [-128, 127] */
     for (int64_t row = begin; row < end; row++) {
         const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);
-        const int32_t y0 = oy * w->stride_h - w->pad_top;
-        const int32_t ys = y0 < 0 ? 0 : y0;
-        const int32_t ye = y0 + w->filter_h < p->h ? y0 + w->filter_h : p->h;
+        int32_t ys, ye, xs, xe;
+        emu_window_span(oy, w->stride_h, w->pad_top, w->filter_h, p->h, &ys, &ye);
         for (int32_t ox = 0; ox < p->ow; ox++) {
-            const int32_t x0 = ox * w->stride_w - w->pad_left;
-            const int32_t xs = x0 < 0 ? 0 : x0;
-            const int32_t xe = x0 + w->filter_w < p->w ? x0 + w->filter_w : p->w;
+            emu_window_span(ox, w->stride_w, w->pad_left, w->filter_w, p->w, &xs, &xe);
             int8_t *restrict dst = out + (((size_t)b * p->oh + oy) * p->ow + ox) * c;
             for (int32_t k = 0; k < c; k++) dst[k] = lo; /* max(v, lo) clamps from below */
             for (int32_t iy = ys; iy < ye; iy++)

@@ -153,6 +153,14 @@ typedef struct {
 } EmuPoolingParams;
 /* The NHWC output of a windowed op: oh, ow from the window (emu_out_size), and `y` must be
  * [N, oh, ow, channels]; NEURON_BAD_DATA when the window leaves no output or y disagrees. */
+/* The input rows (or columns) [*start, *end) of an image `size` long that the window of output
+ * o covers (a pooling window's taps inside the image). */
+static inline void emu_window_span(int32_t o, int32_t stride, int32_t pad, int32_t filter,
+                                   int32_t size, int32_t *start, int32_t *end) {
+    const int32_t first = o * stride - pad;
+    *start = first < 0 ? 0 : first;
+    *end = first + filter < size ? first + filter : size;
+}
 int emu_window_output(const EmuOperand *x, const EmuWindow *win, uint32_t channels,
                       const EmuOperand *y, int32_t *oh, int32_t *ow);
 int emu_pooling_prepare(const NeuronModel *m, const EmuOperation *op, void **out);
