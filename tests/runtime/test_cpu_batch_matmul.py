@@ -1,6 +1,7 @@
 """BATCH_MATMUL of two int8 activations (mdla_quant.kernels.batch_matmul): bit-exact with
 LiteRT's BUILTIN_REF BATCH_MATMUL (adj_x, adj_y, a broadcast batch), and on the engine's cpu
-device (csrc/cpu/batch_matmul.c) bit-exact with run_int8 when `--cpu BATCH_MATMUL` places it."""
+device (the emulator's k_batch_matmul.c, as cpu_part.c runs it) bit-exact with run_int8 when
+`--cpu BATCH_MATMUL` places it."""
 
 from __future__ import annotations
 

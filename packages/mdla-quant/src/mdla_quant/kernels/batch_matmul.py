@@ -1,5 +1,6 @@
 """BATCH_MATMUL of two int8 activations (TFLite reference_ops BatchMatMul, int8), as a CPU
-partition runs it (the engine's csrc/cpu/batch_matmul.c computes the same):
+partition runs it (the emulator's csrc/kernels/k_batch_matmul.c, which the engine's cpu
+partitions also run, computes the same):
 
     acc[b, i, j] = sum_k (lhs[b, i, k] - z_l) * (rhs[b, k, j] - z_r)      (int32, checked)
     d = (double)((float)s_l * (float)s_r) / (double)(float)s_out;  (M, s) = QuantizeMultiplier(d)

@@ -16,7 +16,6 @@
 
 #include "adaptive_pool.h"
 #include "arith.h"
-#include "batch_matmul.h"
 #include "cpu_split.h"
 #include "max_pool_3d.h"
 #include "float_ops.h"
@@ -36,7 +35,6 @@ enum {
     STEP_CONCAT_F32,
     STEP_GROUP_NORM,
     STEP_ADAPTIVE_AVG,
-    STEP_BATCH_MATMUL,
     STEP_MAX_POOL_3D
 };
 
@@ -68,8 +66,6 @@ typedef struct {
     bool pool_max; /* ADAPTIVE_MAX_POOL_2D */
     /* MAX_POOL_3D: in (n t h w c), out (t h w), kernel, stride, padding (t h w) */
     size_t p3_in[5], p3_out[3], p3_k[3], p3_s[3], p3_p[3];
-    /* BATCH_MATMUL */
-    mdla_cpu_matmul mm;
 } step;
 
 struct mdla_cpu_part {
@@ -430,49 +426,6 @@ static int manifest_rounding(const mdla_manifest *m) {
                                                                           : EMU_ROUND_DOUBLE;
 }
 
-/* The product of a matrix operand's batch axes (all but its last two dims). */
-static size_t batch_of(const mdla_operand *t) {
-    size_t b = 1;
-    for (uint32_t d = 0; d + 2 < t->rank; d++) b *= t->dims[d];
-    return b;
-}
-
-/* BATCH_MATMUL lhs rhs [adj_x [adj_y]] -> y, int8 activations (batch_matmul.h). */
-static bool prepare_batch_matmul(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
-                                 int rounding, mdla_cpu_error *err) {
-    const mdla_manifest *m = cp->m;
-    const long i = (long)s->op;
-    if (op->n_inputs < 2 || op->n_inputs > 4 || op->n_outputs != 1)
-        return failf(err, 1, i, "BATCH_MATMUL wants lhs, rhs [, adj_x [, adj_y]] and 1 output");
-    const mdla_operand *a = &m->operands[op->inputs[0]], *b = &m->operands[op->inputs[1]],
-                       *y = &m->operands[op->outputs[0]];
-    if (!is_int8(a) || !is_int8(b) || !is_int8(y) || a->rank < 2 || b->rank < 2 || y->rank < 2)
-        return failf(err, 1, i, "BATCH_MATMUL wants int8 lhs, rhs and y of rank >= 2");
-    mdla_cpu_matmul *p = &s->mm;
-    p->adj_x = op->n_inputs > 2 && m->operands[op->inputs[2]].b8;
-    p->adj_y = op->n_inputs > 3 && m->operands[op->inputs[3]].b8;
-    const uint32_t ar = a->rank, br = b->rank;
-    p->m = p->adj_x ? a->dims[ar - 1] : a->dims[ar - 2];
-    p->k = p->adj_x ? a->dims[ar - 2] : a->dims[ar - 1];
-    p->n = p->adj_y ? b->dims[br - 2] : b->dims[br - 1];
-    const size_t k2 = p->adj_y ? b->dims[br - 1] : b->dims[br - 2];
-    p->bl = batch_of(a);
-    p->br = batch_of(b);
-    p->batch = batch_of(y);
-    if (k2 != p->k || y->dims[y->rank - 2] != p->m || y->dims[y->rank - 1] != p->n ||
-        (p->bl != p->batch && p->bl != 1) || (p->br != p->batch && p->br != 1))
-        return failf(err, 1, i, "BATCH_MATMUL's shapes do not multiply (or batches broadcast "
-                     "other than from 1)");
-    p->z_l = a->zero_point;
-    p->z_r = b->zero_point;
-    p->z_out = y->zero_point;
-    p->rounding = rounding;
-    const double d = (double)(a->scale * b->scale) / (double)y->scale;
-    if (!emu_quantize_multiplier(d, rounding, &p->mult, &p->shift))
-        return failf(err, 1, i, "BATCH_MATMUL's scales give no int32 multiplier");
-    return true;
-}
-
 /* Whether host op `code` is of the table group: its one form is `x:a table:a` (the schema's
  * TABLE_FORM), whatever its name (GELU, ELU, EXP, ...). */
 static bool is_table_op(int32_t code) {
@@ -637,9 +590,6 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
             ok = prepare_concat_f32(cp, op, s, err);
         } else if (host) {
             ok = failf(err, 3, (long)s->op, "the cpu device has no kernel for host op %s", host);
-        } else if (op->code == NEURON_BATCH_MATMUL) {
-            s->kind = STEP_BATCH_MATMUL;
-            ok = prepare_batch_matmul(cp, op, s, manifest_rounding(m), err);
         } else if (op->code == NEURON_DEQUANTIZE) {
             s->kind = STEP_DEQUANTIZE;
             ok = prepare_dequantize(cp, op, s, err);
@@ -682,8 +632,6 @@ void mdla_cpu_run(mdla_cpu_part *cp, void *const *data) {
                                 s->s_out, s->z_out, y);
         } else if (s->kind == STEP_MAX_POOL_3D) {
             mdla_cpu_max_pool_3d(x, s->p3_in, s->p3_out, s->p3_k, s->p3_s, s->p3_p, y);
-        } else if (s->kind == STEP_BATCH_MATMUL) {
-            mdla_cpu_batch_matmul(&s->mm, x, data[op->inputs[1]], y);
         } else if (s->kind == STEP_ADAPTIVE_AVG) {
             mdla_cpu_adaptive_pool(x, s->pool[0], s->pool[1], s->pool[2], s->pool[3], s->pool[4],
                                    s->pool[5], s->pool_max, y);
