@@ -23,6 +23,7 @@ from mdla_quant.quantize import quantize
 from mdla_runtime import save
 from mdla_runtime.engine.target import Target, open_target
 from mdla_target import target_path
+from tests.runtime.test_emu_support import DEVICES, NO_ERROR, NeuronModelBuilder
 
 # the ops whose 16x8 kernel the emulator has
 EMU_16X8 = (
@@ -107,3 +108,26 @@ def test_the_emulators_16x8_kernel_equals_run_int8(
         assert (OpKind.QUANTIZE, "int16") in kinds
         compared += emulated_equals_run_int8(quantize_maps, qgraph, samples, tmp_path)
     assert compared > 25 * len(SEEDS)
+
+
+QUANT16_SYMM = 7
+
+
+@pytest.mark.parametrize(
+    ("kind", "supported"), [(OpKind.ADD, True), (OpKind.MUL, True), (OpKind.SUB, False)]
+)
+def test_int16_operands_map_only_where_a_16x8_kernel_is(kind: OpKind, supported: bool) -> None:
+    """SUB shares ADD's kernel, whose prepare takes int16, but SUB is not among the ops with a
+    16x8 kernel (device.c): an int16 SUB is a valid model the emulator does not map."""
+    b = NeuronModelBuilder()
+    try:
+        x1 = b.operand(QUANT16_SYMM, (1, 4, 4, 8), 0.01, 0)
+        x2 = b.operand(QUANT16_SYMM, (1, 4, 4, 8), 0.02, 0)
+        y = b.operand(QUANT16_SYMM, (1, 4, 4, 8), 0.03, 0)
+        assert b.operation(kind.value, [x1, x2, b.i32(0)], [y]) == NO_ERROR
+        assert b.identify([x1, x2], [y]) == NO_ERROR
+        assert b.finish() == NO_ERROR
+        assert b.supported(["mtk-mdla"]) == [supported]
+        assert b.supported(list(DEVICES)) == [supported]
+    finally:
+        b.free()
