@@ -34,12 +34,6 @@ def top1(f: Array, q: Array) -> float:
     return float(np.argmax(f) == np.argmax(q))
 
 
-def sqnr_db(f: Array, q: Array) -> float:
-    f64, q64 = np.asarray(f, np.float64).ravel(), np.asarray(q, np.float64).ravel()
-    err = float((f64 - q64) @ (f64 - q64))
-    return math.inf if err == 0 else 10 * math.log10(float(f64 @ f64) / err)
-
-
 def iou(a: Array, b: Array) -> float:
     """IoU of two (x1, y1, x2, y2) boxes."""
     w = min(a[2], b[2]) - max(a[0], b[0])
