@@ -50,6 +50,14 @@ def on_photo(
     return np.stack([x0 + cells[:, 0] * (x1 - x0) / w, y0 + cells[:, 1] * (y1 - y0) / h], axis=1)
 
 
+def line(points: Sequence[Sequence[float]] | Array, shown: int) -> str:
+    """`K keypoints (x, y): (x, y) ... +M more`, the first `shown` of the K points written out
+    (`run`'s table and the TUI's Run screen)."""
+    cells = " ".join(f"({p[0]:g}, {p[1]:g})" for p in points[:shown])
+    more = len(points) - shown
+    return f"{len(points)} keypoints (x, y): {cells}" + (f" +{more} more" if more > 0 else "")
+
+
 def draw(photo: Array, points: Array, colour: tuple[int, int, int]) -> Image.Image:
     """The photo with each point a filled disc in `colour`, its index beside it."""
     img = photo_image(photo)

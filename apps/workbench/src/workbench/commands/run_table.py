@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
+from workbench import keypoints
 from workbench.commands.options import console
 
 SHOWN_KEYPOINTS = 5  # keypoints in the table (--json has them all)
@@ -16,10 +17,7 @@ def what(e: dict[str, Any]) -> str:
     if "top5" in e:
         return ", ".join(f"{t['label']} {t['p']:.2f}" for t in e["top5"])
     if "keypoints" in e:
-        points = e["keypoints"]
-        cells = " ".join(f"({p[0]:g}, {p[1]:g})" for p in points[:SHOWN_KEYPOINTS])
-        more = len(points) - SHOWN_KEYPOINTS
-        return f"{len(points)} keypoints (x, y): {cells}" + (f" +{more} more" if more > 0 else "")
+        return keypoints.line(e["keypoints"], SHOWN_KEYPOINTS)
     return f"shape {e['output']['shape']}, mean {e['output']['mean']:.4g}"
 
 

@@ -27,7 +27,7 @@ from mdla_ir import Graph, provenance
 from mdla_zoo.detection import SSDDecoder, detect
 from mdla_zoo.yolo import YoloDecoder
 from workbench import agreement as ag
-from workbench import dense, validation
+from workbench import dense, keypoints, validation
 from workbench.boxes import Boxes
 from workbench.images import top_k
 
@@ -71,10 +71,7 @@ def summary(
             return boxes_line(decoder.detect(outputs), labels)
         return boxes_line(detect(decoder, outputs), labels)
     if kind == provenance.KEYPOINTS:
-        points = ag.keypoints(np.asarray(outputs[0]))[0]
-        shown = " ".join(f"({x:g}, {y:g})" for x, y in points[:SHOWN])
-        more = len(points) - SHOWN
-        return f"{len(points)} keypoints (x, y): {shown}" + (f" +{more} more" if more > 0 else "")
+        return keypoints.line(ag.keypoints(np.asarray(outputs[0]))[0], SHOWN)
     out = np.asarray(outputs[0], np.float64)
     return (
         f"{'×'.join(map(str, out.shape))}: mean {out.mean():.4g}, min {out.min():.4g}, "
