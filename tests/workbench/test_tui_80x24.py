@@ -9,10 +9,9 @@ from types import SimpleNamespace
 
 from tests.workbench.snapshots import screen_text
 from tests.workbench.test_tui import fake_trial
-from tests.workbench.tui_pilot import installed, settle, sync, tiny
+from tests.workbench.tui_pilot import calibrate, installed, settle, sync, tiny
 from workbench import pipeline, tuning
 from workbench.tui import spark
-from workbench.tui.calibrate import CalibrateScreen
 from workbench.tui.witness import WitnessScreen
 
 __all__ = ["tiny"]  # the module-scoped fixture
@@ -36,9 +35,7 @@ async def test_calibrate_numbers_whole_and_op_names_at_80x24(tiny: pipeline.Comp
     bad, previous = _layer(-0.1234, -123.4, 12345.0), _layer(-1.0, 36.6, 0.1)
     app = installed(tiny)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("3")
-        screen = app.screen
-        assert isinstance(screen, CalibrateScreen)
+        screen = await calibrate(pilot, app)
         screen.show(tuning.compare(bad, previous))
         await settle(pilot, app)
         row = _row(screen_text(app), "depthwise.conv")

@@ -10,9 +10,8 @@ from textual.widgets import Input
 
 import mdla_runtime
 from mdla_compile.report import a16_share
-from tests.workbench.tui_pilot import installed, sync, text, tiny, wait_for
+from tests.workbench.tui_pilot import calibrate, installed, sync, text, tiny, wait_for
 from workbench import pipeline
-from workbench.tui.calibrate import CalibrateScreen
 
 __all__ = ["tiny"]  # the module-scoped fixture
 
@@ -23,9 +22,7 @@ async def test_auto_int16_is_chosen_within_the_budget_and_kept(
 ) -> None:
     app = installed(tiny)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("3")
-        screen = app.screen
-        assert isinstance(screen, CalibrateScreen)
+        screen = await calibrate(pilot, app)
         screen.query_one("#a16", Input).value = "auto:30%"
         await pilot.press("a")
         await wait_for(pilot, lambda: "top-1 agreement" in text(app, "#result"))
@@ -48,9 +45,7 @@ async def test_auto_int16_is_chosen_within_the_budget_and_kept(
 async def test_a_bad_budget_is_refused_before_any_work(tiny: pipeline.Compiled) -> None:
     app = installed(tiny)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("3")
-        screen = app.screen
-        assert isinstance(screen, CalibrateScreen)
+        screen = await calibrate(pilot, app)
         screen.query_one("#a16", Input).value = "auto:200%"
         await pilot.press("a")
         await pilot.pause()

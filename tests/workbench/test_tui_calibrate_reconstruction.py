@@ -15,9 +15,8 @@ from textual.widgets import Input, Select
 import mdla_quant
 import mdla_runtime
 from mdla_quant.sequential import WEIGHTED_KINDS
-from tests.workbench.tui_pilot import installed, sync, text, tiny, wait_for
+from tests.workbench.tui_pilot import calibrate, installed, sync, text, tiny, wait_for
 from workbench import pipeline, tuning
-from workbench.tui.calibrate import CalibrateScreen
 
 __all__ = ["tiny"]  # the module-scoped fixture
 
@@ -41,9 +40,7 @@ async def test_block_reconstruction_is_quantized_with_and_saved(
     monkeypatch.setattr(tuning, "trial", spy)
     app = installed(tiny)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("3")
-        screen = app.screen
-        assert isinstance(screen, CalibrateScreen)
+        screen = await calibrate(pilot, app)
         select = screen.query_one("#reconstruction", Select)
         assert select.value == "layer"  # AdaRound's default
         screen.query_one("#adaround", Input).value = "3"
@@ -76,9 +73,7 @@ async def test_block_without_adaround_is_refused_with_quantconfigs_message(
 ) -> None:
     app = installed(tiny)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("3")
-        screen = app.screen
-        assert isinstance(screen, CalibrateScreen)
+        screen = await calibrate(pilot, app)
         screen.query_one("#reconstruction", Select).value = "block"  # adaround iters: 0
         await pilot.press("a")
         await pilot.pause()

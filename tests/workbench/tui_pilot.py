@@ -15,6 +15,7 @@ from textual.widgets import Static
 from tests.workbench.conftest import TINY
 from workbench import pipeline
 from workbench.tui.app import WorkbenchApp
+from workbench.tui.calibrate import CalibrateScreen
 from workbench.tui.state import Session, tui_options
 
 
@@ -75,3 +76,11 @@ def installed(compiled: pipeline.Compiled) -> WorkbenchApp:
     app.session.spec, app.session.options = TINY, tui_options(TINY)
     app.session.install(compiled)
     return app
+
+
+async def calibrate(pilot: Pilot[None], app: WorkbenchApp) -> CalibrateScreen:
+    """Switch to the Calibrate screen (key 3) and return it."""
+    await pilot.press("3")
+    screen = app.screen
+    assert isinstance(screen, CalibrateScreen)
+    return screen
