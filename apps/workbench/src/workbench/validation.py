@@ -28,7 +28,6 @@ import numpy as np
 import mdla_ir
 import mdla_quant
 import mdla_runtime
-from mdla_compile import kinds
 from mdla_compile.compiled import decided_kinds
 from mdla_ir.provenance import BOXES, CLASSMAP, KEYPOINTS, LOGITS, RAW
 from workbench import agreement as ag
@@ -40,12 +39,6 @@ from workbench.pipeline import Compiled
 Array = np.ndarray[Any, Any]
 CLASSIFIER, CLASS_MAP, TENSOR = LOGITS, CLASSMAP, RAW
 KEYS = ("ref", "device")
-
-
-def output_kind(shape: Sequence[int], input_shape: Sequence[int]) -> str:
-    """Compile's guess for an output of `shape` of a model whose first input has `input_shape`
-    (a graph that records no kinds: `kinds.one_guess`)."""
-    return kinds.one_guess(kinds.Out("", tuple(shape)), input_shape)
 
 
 def graph_kinds(compiled: Compiled) -> tuple[str, ...]:
