@@ -33,7 +33,7 @@ def judge(
     (simulated: `simulate_a16`)."""
     rounded = with_int8_weights(graph, q)
     ref = [mdla_ir.run_float(graph, [x])[0][0] for x in held]
-    test = [simulate_a16(rounded, q, [x], int16)[0][0] for x in held]
+    test = [outs[0] for outs in simulate_a16(rounded, q, [[x] for x in held], int16)]
     decided = np.array([margin(z) >= 0.05 for z in ref])
     same = np.array([np.argmax(a) == np.argmax(b) for a, b in zip(ref, test, strict=True)])
     signal = sum(float((r.astype(np.float64) ** 2).sum()) for r in ref)

@@ -12,8 +12,9 @@ import pytest
 from mdla_ir import Graph, OpKind, QuantParams, run_float
 from mdla_ir.testing import GraphBuilder
 from mdla_quant import QuantConfig, QuantError, quantize, run_int8
-from mdla_quant.sensitivity import candidates, sensitivity
-from mdla_quant.simulate import activation_grids, int16_grid, simulate
+from mdla_quant import sensitivity as sensitivity_module
+from mdla_quant.sensitivity import candidates, sensitivity, simulate_a16
+from mdla_quant.simulate import activation_grids, int16_grid, simulate, with_int8_weights
 
 Array = np.ndarray[Any, Any]
 
@@ -92,6 +93,29 @@ def test_gains_are_against_all_int8(pair: tuple[Graph, Graph]) -> None:
     found = sensitivity(graph, q, inputs(8, 9), tensors=["h"])
     (gain,) = found.gains
     assert gain.gain_db == pytest.approx(gain.sqnr_db - found.sqnr_db)
+
+
+def test_the_boundaries_are_built_once_per_candidate_not_per_input(
+    pair: tuple[Graph, Graph], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph, q = pair
+    built: list[tuple[str, ...]] = []
+    real = sensitivity_module.requantize_boundaries
+
+    def counted(g: Graph, names: tuple[str, ...]) -> tuple[Graph, frozenset[str]]:
+        built.append(names)
+        return real(g, names)
+
+    monkeypatch.setattr(sensitivity_module, "requantize_boundaries", counted)
+    found = sensitivity(graph, q, inputs(6, 9), tensors=["h", "h2"])
+    assert len(built) == 1 + len(found.gains)  # all-int8, then each candidate's unit
+    batch = inputs(3, 4)
+    rounded = with_int8_weights(graph, q)
+    together = simulate_a16(rounded, q, batch, ("h",))
+    assert len(together) == 3
+    for x, outs in zip(batch, together, strict=True):
+        (alone,) = simulate_a16(rounded, q, [x], ("h",))
+        assert all(np.array_equal(a, b) for a, b in zip(alone, outs, strict=True))
 
 
 def test_bad_requests_are_refused(pair: tuple[Graph, Graph]) -> None:

@@ -115,12 +115,13 @@ def unit(graph: Graph, name: str, allowed: Collection[str]) -> tuple[str, ...]:
 
 
 def simulate_a16(
-    rounded: Graph, qgraph: Graph, inputs: Sequence[Any], names: Collection[str]
-) -> list[Array]:
-    """`simulate` (weights already rounded: `with_int8_weights`) with `names` int16 as
-    `mdla_quant.a16` builds them: a QUANTIZE at each int8/int16 boundary
+    rounded: Graph, qgraph: Graph, batch: Sequence[Sequence[Any]], names: Collection[str]
+) -> list[list[Array]]:
+    """`simulate` (weights already rounded: `with_int8_weights`) of each input list of `batch`
+    with `names` int16 as `mdla_quant.a16` builds them: a QUANTIZE at each int8/int16 boundary
     (`requantize_boundaries`), the int16 tensors and their int16 copies on the 16x8 grid of the
-    tensor's int8 range, the int8 copies on its int8 grid."""
+    tensor's int8 range, the int8 copies on its int8 grid. The boundaries and grids are built
+    once for the whole batch."""
     run, wide = requantize_boundaries(rounded, tuple(names))
     grids = activation_grids(rounded, qgraph)
 
@@ -136,8 +137,11 @@ def simulate_a16(
         out: Array = ((level - zero) * scale).astype(np.float32)
         return out
 
-    values = evaluate(run, list(inputs), replace=to_grid)
-    return [to_model_layout(run, n, values[n]) for n in run.outputs]
+    outs = []
+    for inputs in batch:
+        values = evaluate(run, list(inputs), replace=to_grid)
+        outs.append([to_model_layout(run, n, values[n]) for n in run.outputs])
+    return outs
 
 
 def sensitivity(
@@ -172,7 +176,7 @@ def sensitivity(
     rounded = with_int8_weights(graph, qgraph)  # once, not per run
 
     def measure(int16: Collection[str]) -> tuple[float, float | None]:
-        test = [simulate_a16(rounded, qgraph, x, int16) for x in held_out]
+        test = simulate_a16(rounded, qgraph, held_out, int16)
         agree = _agreement(ref, test, decided) if decided is not None else None
         return _sqnr(ref, test), agree
 
