@@ -11,7 +11,9 @@ from mdla_ir import OpKind
 from mdla_quant import run_int8
 from mdla_quant.a16 import int16_params
 from mdla_quant.config import QuantConfig
-from mdla_quant.errors import QuantError
+from mdla_quant.errors import KernelError, QuantError
+from mdla_quant.kernels.a16_common import activation_range16, int16_arg
+from mdla_quant.kernels.registry import activation_range
 from mdla_quant.quantize import quantize
 from tests.quant.test_quantize import net, samples
 
@@ -104,3 +106,28 @@ def test_the_weight_techniques_keep_the_16x8_form(extra: dict[str, object]) -> N
     assert q.tensors["c2"].dtype == "int16"
     assert q.tensors["b2"].dtype == "int64"  # bias correction rewrites it, in its dtype
     run_int8(q, samples(1, seed=2)[0])
+
+
+@pytest.mark.parametrize(
+    ("fuse", "int16", "int8"),
+    [
+        ("NONE", (-32768, 32767), (-128, 127)),
+        ("RELU", (0, 32767), (3, 127)),
+        ("RELU6", (0, 24000), (3, 27)),
+        ("RELU1", (-4000, 4000), (-1, 7)),
+    ],
+)
+def test_the_16x8_activation_range_is_the_int8_one_over_int16(
+    fuse: str, int16: tuple[int, int], int8: tuple[int, int]
+) -> None:
+    op = mdla_ir.Op(OpKind.ADD, "add", ("a", "b"), ("y",), {"fuse": fuse})
+    assert activation_range16(op, mdla_ir.QuantParams((0.00025,), (0,))) == int16
+    assert activation_range(op, mdla_ir.QuantParams((0.25,), (3,))) == int8
+
+
+def test_the_16x8_helpers_refuse_int8_operands_and_a_zero_point() -> None:
+    op = mdla_ir.Op(OpKind.ADD, "add", ("a", "b"), ("y",), {"fuse": "NONE"})
+    with pytest.raises(KernelError, match=r"input 1 must be int16 \(the op runs 16x8\), got int8"):
+        int16_arg(op, [np.zeros(2, np.int16), np.zeros(2, np.int8)], 1)
+    with pytest.raises(KernelError, match="output is int16 with zero point 3"):
+        activation_range16(op, mdla_ir.QuantParams((0.5,), (3,)))

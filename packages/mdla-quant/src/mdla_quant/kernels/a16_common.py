@@ -14,8 +14,16 @@ import numpy as np
 
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
-from mdla_quant.arith import Array, round_half_away
-from mdla_quant.kernels.registry import A16_KERNELS, Kernel, fail, kernel, per_tensor
+from mdla_quant.arith import Array
+from mdla_quant.kernels.registry import (
+    A16_KERNELS,
+    Kernel,
+    activation_range,
+    fail,
+    kernel,
+    per_tensor,
+    typed_arg,
+)
 
 INT16_MIN, INT16_MAX = -32768, 32767
 
@@ -26,12 +34,7 @@ def kernel16(*kinds: OpKind) -> Callable[[Kernel], Kernel]:
 
 
 def int16_arg(op: Op, args: Sequence[Array], i: int) -> Array:
-    if len(args) <= i:
-        raise fail(op, f"expected at least {i + 1} input(s), got {len(args)}")
-    x = args[i]
-    if x.dtype != np.int16:
-        raise fail(op, f"input {i} must be int16 (the op runs 16x8), got {x.dtype}")
-    return x
+    return typed_arg(op, args, i, np.int16, " (the op runs 16x8)")
 
 
 def sym16(op: Op, q: QuantParams | None, what: str) -> np.float32:
@@ -49,21 +52,9 @@ def same16(op: Op, in_q: QuantParams | None, out_q: QuantParams, what: str) -> N
 
 
 def activation_range16(op: Op, out_q: QuantParams) -> tuple[int, int]:
-    """CalculateActivationRangeQuantized over [-32768, 32767]: Q(f) = (int)roundf(f / s)."""
-    scale = sym16(op, out_q, "output")
-
-    def q(f: float) -> int:
-        return int(round_half_away(np.float32(f) / scale))
-
-    bounds = {
-        "NONE": (INT16_MIN, INT16_MAX),
-        "RELU": (max(INT16_MIN, q(0.0)), INT16_MAX),
-        "RELU6": (max(INT16_MIN, q(0.0)), min(INT16_MAX, q(6.0))),
-        "RELU1": (max(INT16_MIN, q(-1.0)), min(INT16_MAX, q(1.0))),
-    }
-    if op.fuse not in bounds:
-        raise fail(op, f"unknown fused activation `{op.fuse}` (expected NONE, RELU, RELU1, RELU6)")
-    return bounds[op.fuse]
+    """`activation_range` over [-32768, 32767], for a symmetric output (zero point 0)."""
+    sym16(op, out_q, "output")
+    return activation_range(op, out_q, (INT16_MIN, INT16_MAX))
 
 
 def bias64(op: Op, args: Sequence[Array], channels: int) -> Array | None:

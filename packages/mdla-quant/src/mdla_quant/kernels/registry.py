@@ -67,35 +67,44 @@ def same_params(op: Op, in_q: QuantParams | None, out_q: QuantParams, what: str)
     return z_out
 
 
-def activation_range(op: Op, out_q: QuantParams) -> tuple[int, int]:
-    """CalculateActivationRangeQuantized: Q(f) = z + (int)roundf(f / s) in float32.
+def activation_range(
+    op: Op, out_q: QuantParams, bounds: tuple[int, int] = (-128, 127)
+) -> tuple[int, int]:
+    """CalculateActivationRangeQuantized: Q(f) = z + (int)roundf(f / s) in float32, within
+    `bounds` (the output type's range: int8's, or int16's for the 16x8 kernels).
 
-    NONE [-128, 127]; RELU [max(-128, Q(0)), 127]; RELU6 [max(-128, Q(0)), min(127, Q(6))];
-    RELU1 [max(-128, Q(-1)), min(127, Q(1))].
+    NONE [lo, hi]; RELU [max(lo, Q(0)), hi]; RELU6 [max(lo, Q(0)), min(hi, Q(6))];
+    RELU1 [max(lo, Q(-1)), min(hi, Q(1))].
     """
     scale, zp = per_tensor(op, out_q, "output")
+    lo, hi = bounds
 
     def q(f: float) -> int:
         return zp + int(round_half_away(np.float32(f) / scale))
 
     fuse = op.fuse
     if fuse == "NONE":
-        return -128, 127
+        return lo, hi
     if fuse == "RELU":
-        return max(-128, q(0.0)), 127
+        return max(lo, q(0.0)), hi
     if fuse == "RELU6":
-        return max(-128, q(0.0)), min(127, q(6.0))
+        return max(lo, q(0.0)), min(hi, q(6.0))
     if fuse == "RELU1":
-        return max(-128, q(-1.0)), min(127, q(1.0))
+        return max(lo, q(-1.0)), min(hi, q(1.0))
     raise fail(op, f"unknown fused activation `{fuse}` (expected NONE, RELU, RELU1, RELU6)")
 
 
 def int8_arg(op: Op, args: Sequence[Array], i: int) -> Array:
+    return typed_arg(op, args, i, np.int8)
+
+
+def typed_arg(op: Op, args: Sequence[Array], i: int, dtype: type, why: str = "") -> Array:
+    """Input `i`, which must be of `dtype` (`why` says why in the error)."""
     if len(args) <= i:
         raise fail(op, f"expected at least {i + 1} input(s), got {len(args)}")
     x = args[i]
-    if x.dtype != np.int8:
-        raise fail(op, f"input {i} must be int8, got {x.dtype}")
+    if x.dtype != dtype:
+        raise fail(op, f"input {i} must be {np.dtype(dtype).name}{why}, got {x.dtype}")
     return x
 
 
