@@ -13,7 +13,7 @@ from mdla_quant.a16 import int16_params
 from mdla_quant.config import QuantConfig
 from mdla_quant.errors import KernelError, QuantError
 from mdla_quant.kernels.a16_common import activation_range16, int16_arg
-from mdla_quant.kernels.registry import activation_range
+from mdla_quant.kernels.registry import A16_KERNELS, INT8_KERNELS, Kernel, activation_range
 from mdla_quant.quantize import quantize
 from tests.quant.test_quantize import net, samples
 
@@ -131,3 +131,16 @@ def test_the_16x8_helpers_refuse_int8_operands_and_a_zero_point() -> None:
         int16_arg(op, [np.zeros(2, np.int16), np.zeros(2, np.int8)], 1)
     with pytest.raises(KernelError, match="output is int16 with zero point 3"):
         activation_range16(op, mdla_ir.QuantParams((0.5,), (3,)))
+
+
+@pytest.mark.parametrize(("table", "dtype"), [(INT8_KERNELS, np.int8), (A16_KERNELS, np.int16)])
+def test_a_depthwise_filter_larger_than_the_padded_input_is_refused(
+    table: dict[OpKind, Kernel], dtype: type
+) -> None:
+    op = mdla_ir.Op(OpKind.DEPTHWISE_CONV_2D, "dw", ("x", "w"), ("y",), {"padding": (0, 0, 1, 1)})
+    q = mdla_ir.QuantParams((0.5,), (0,))
+    args = [np.zeros((1, 2, 2, 3), dtype), np.ones((1, 3, 3, 3), np.int8)]
+    with pytest.raises(
+        KernelError, match=r"filter 3x3 does not fit the padded input \(1, 2, 4, 3\)"
+    ):
+        table[OpKind.DEPTHWISE_CONV_2D](op, args, [q, q], q, "double", "saturate")

@@ -24,6 +24,7 @@ from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, f32, mbqm64, round_half_away, saturate16
 from mdla_quant.kernels.a16_common import activation_range16, bias64, int16_arg, kernel16, sym16
 from mdla_quant.kernels.conv import channel_multipliers
+from mdla_quant.kernels.depthwise_conv import depthwise_acc, depthwise_out_hw
 from mdla_quant.kernels.registry import fail, int8_arg, spatial_pad, windows
 
 MAX_TAPS16 = 2**31
@@ -84,17 +85,8 @@ def depthwise_conv_2d_16x8(
         raise fail(op, f"input {x.shape} does not match filter (1,KH,KW,C*m) {w.shape}")
     a = ConvAttrs.of(op)
     xp = np.repeat(spatial_pad(x, a.padding, 0), oc // x.shape[3], axis=3)  # c*m+k reads c
-    (sh, sw), (dh, dw) = a.stride, a.dilation
-    n, hp, wp, _ = xp.shape
-    oh, ow = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
-    if oh <= 0 or ow <= 0:
-        raise fail(op, f"filter {kh}x{kw} does not fit the padded input {xp.shape}")
-    acc = np.zeros((n, oh, ow, oc), np.int64)
-    for i in range(kh):
-        for j in range(kw):
-            y0, x0 = i * dh, j * dw
-            tap = xp[:, y0 : y0 + sh * (oh - 1) + 1 : sh, x0 : x0 + sw * (ow - 1) + 1 : sw]
-            acc += tap.astype(np.int64) * w[0, i, j].astype(np.int64)
+    out_hw = depthwise_out_hw(op, xp, (kh, kw), a.stride, a.dilation)
+    acc = depthwise_acc(xp, w[0], a.stride, a.dilation, out_hw)
     return _requantize(op, acc, args, arg_q, out_q)
 
 

@@ -12,6 +12,8 @@ fused form of `plan.py` where it applies and the definition on the int64 accumul
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from mdla_ir.attrs import ConvAttrs
@@ -45,20 +47,41 @@ def depthwise_conv_2d(
     if mult > 1:
         xp = np.repeat(xp, mult, axis=3)  # channel c*m + k reads input channel c
     (sh, sw), (dh, dw) = a.stride, a.dilation
-    n, hp, wp, _ = xp.shape
-    oh, ow = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
-    if oh <= 0 or ow <= 0:
-        raise fail(op, f"filter {kh}x{kw} does not fit the padded input {xp.shape}")
+    oh, ow = depthwise_out_hw(op, xp, (kh, kw), a.stride, a.dilation)
     plan = conv_plan(op, w[0], args, arg_q, out_q, rounding, accumulator)
-    out = np.empty((n, oh, ow, oc), np.int8)
     if plan.requant is not None:
+        out = np.empty((xp.shape[0], oh, ow, oc), np.int8)
         depthwise(plan, plan.requant, xp, (sh, sw), (dh, dw), out)
         return out
-    raw = np.zeros((n, oh, ow, oc), dtype=np.int64)
+    raw = depthwise_acc(xp, w[0], a.stride, a.dilation, (oh, ow))
+    return requantize(op, exact_acc(plan, raw), args, arg_q, out_q, rounding, accumulator)
+
+
+def depthwise_out_hw(
+    op: Op, xp: Array, k: tuple[int, int], stride: Sequence[int], dilation: Sequence[int]
+) -> tuple[int, int]:
+    """(OH, OW) of a `k` filter over the padded `xp` (N, HP, WP, C)."""
+    (kh, kw), (sh, sw), (dh, dw) = k, stride, dilation
+    oh, ow = (
+        (xp.shape[1] - dh * (kh - 1) - 1) // sh + 1,
+        (xp.shape[2] - dw * (kw - 1) - 1) // sw + 1,
+    )
+    if oh <= 0 or ow <= 0:
+        raise fail(op, f"filter {kh}x{kw} does not fit the padded input {xp.shape}")
+    return oh, ow
+
+
+def depthwise_acc(
+    xp: Array, w: Array, stride: Sequence[int], dilation: Sequence[int], out: tuple[int, int]
+) -> Array:
+    """The int64 sum over taps of w[i, j] * xp[tap]: `xp` padded, channels repeated to the
+    filter's (N, HP, WP, OC), `w` (KH, KW, OC), `out` the (OH, OW) it gives."""
+    (sh, sw), (dh, dw), (oh, ow) = stride, dilation, out
+    acc = np.zeros((xp.shape[0], oh, ow, w.shape[2]), dtype=np.int64)
     wq = w.astype(np.int64)
-    for i in range(kh):
-        for j in range(kw):
+    for i in range(w.shape[0]):
+        for j in range(w.shape[1]):
             y0, x0 = i * dh, j * dw
             tap = xp[:, y0 : y0 + sh * (oh - 1) + 1 : sh, x0 : x0 + sw * (ow - 1) + 1 : sw]
-            raw += tap.astype(np.int64) * wq[0, i, j]
-    return requantize(op, exact_acc(plan, raw), args, arg_q, out_q, rounding, accumulator)
+            acc += tap.astype(np.int64) * wq[i, j]
+    return acc
