@@ -14,10 +14,11 @@ import numpy as np
 
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
-from mdla_quant.arith import Array
+from mdla_quant.arith import Array, saturate16
 from mdla_quant.kernels.registry import (
     A16_KERNELS,
     Kernel,
+    Width,
     activation_range,
     fail,
     kernel,
@@ -45,16 +46,21 @@ def sym16(op: Op, q: QuantParams | None, what: str) -> np.float32:
     return scale
 
 
-def same16(op: Op, in_q: QuantParams | None, out_q: QuantParams, what: str) -> None:
-    """Ops that move int16 values unchanged need the input's scale on the output."""
+def same16(op: Op, in_q: QuantParams | None, out_q: QuantParams, what: str) -> int:
+    """Ops that move int16 values unchanged need the input's scale on the output; returns the
+    zero point (0)."""
     if sym16(op, in_q, what) != sym16(op, out_q, "output"):
         raise fail(op, f"{what} and output scales differ; the quantizer must tie them")
+    return 0
 
 
 def activation_range16(op: Op, out_q: QuantParams) -> tuple[int, int]:
     """`activation_range` over [-32768, 32767], for a symmetric output (zero point 0)."""
     sym16(op, out_q, "output")
     return activation_range(op, out_q, (INT16_MIN, INT16_MAX))
+
+
+INT16 = Width(int16_arg, same16, activation_range16, saturate16, INT16_MIN)
 
 
 def bias64(op: Op, args: Sequence[Array], channels: int) -> Array | None:
@@ -67,4 +73,13 @@ def bias64(op: Op, args: Sequence[Array], channels: int) -> Array | None:
     return bias
 
 
-__all__ = ["Kernel", "activation_range16", "bias64", "int16_arg", "kernel16", "same16", "sym16"]
+__all__ = [
+    "INT16",
+    "Kernel",
+    "activation_range16",
+    "bias64",
+    "int16_arg",
+    "kernel16",
+    "same16",
+    "sym16",
+]

@@ -11,27 +11,31 @@ MUL (reference_integer_ops/mul.h, int16): out = clamp(MBQM(x1 * x2, QM(s1 * s2 /
 QUANTIZE (quantize.cc, reference Requantize), int8 <-> int16:
     out = clamp(MBQM(x - z_in, QM(s_in / s_out)) + z_out)            (double from float32)
 RESHAPE, CONCATENATION, PAD, MAX_POOL_2D, TRANSPOSE, RESIZE_NEAREST_NEIGHBOR: the values move
-    unchanged (input params = output's; the resize's source indices are `kernels/resize_nearest`'s).
+    unchanged (input params = output's; the resize's source indices are `kernels/resize_nearest`'s);
+    all but the resize run the int8 kernels' bodies on int16 (`registry.Width`, `INT16`).
 MEAN (reference/reduce.h QuantizedMeanOrSum, int16 in and out): the int8 formula of
     `kernels/mean.py` with zero points 0: (M, s) = QM(s_in / s_out); k = min(floor(log2 n), 32,
     31 + s); out = clamp(MBQM(sum x, floor(M 2^k / n), s - k)); the int32 sum is exact for
     n <= 2^16 elements (|x| <= 2^15).
 AVERAGE_POOL_2D (reference_integer_ops/pooling.h, int16): acc = sum of the taps inside the image
-    (int32), n their count, out = (acc > 0 ? (acc + n/2) / n : (acc - n/2) / n), C truncation.
+    (int32), n their count, out = (acc > 0 ? (acc + n/2) / n : (acc - n/2) / n), C truncation
+    (the int8 kernel's body, `kernels/pooling.py`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from mdla_ir.attrs import AxisAttrs, MeanAttrs, PadAttrs, ReshapeAttrs, ResizeAttrs, TransposeAttrs
+from mdla_ir.attrs import MeanAttrs, ResizeAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.interp.resample import nearest_index
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, f32, mbqm, quantize_multiplier, saturate, saturate16
-from mdla_quant.kernels.a16_common import activation_range16, int16_arg, kernel16, same16, sym16
-from mdla_quant.kernels.pooling import _geometry
-from mdla_quant.kernels.registry import fail, per_tensor, spatial_pad, windows
+from mdla_quant.kernels.a16_common import INT16, activation_range16, int16_arg, kernel16, sym16
+from mdla_quant.kernels.movement import concatenation_body, pad_body, reshape_body
+from mdla_quant.kernels.pooling import average_pool_body, max_pool_body
+from mdla_quant.kernels.registry import fail, for_width, per_tensor
+from mdla_quant.kernels.transpose import transpose_body
 
 LEFT_SHIFT16 = 15
 
@@ -106,72 +110,6 @@ def quantize_8_16(
     return saturate16(out)
 
 
-def _moved(op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams) -> Array:
-    x = int16_arg(op, args, 0)
-    same16(op, arg_q[0], out_q, "input")
-    return x
-
-
-@kernel16(OpKind.RESHAPE)
-def reshape_16(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, *_: str
-) -> Array:
-    x = _moved(op, args, arg_q, out_q)
-    try:
-        return x.reshape(ReshapeAttrs.of(op).shape)
-    except ValueError as exc:
-        raise fail(op, f"cannot reshape {x.shape} to {ReshapeAttrs.of(op).shape}") from exc
-
-
-@kernel16(OpKind.CONCATENATION)
-def concatenation_16(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, *_: str
-) -> Array:
-    xs = [int16_arg(op, args, i) for i in range(len(args))]
-    for i, q in enumerate(arg_q):
-        same16(op, q, out_q, f"input {i}")
-    try:
-        return np.concatenate(xs, axis=AxisAttrs.of(op).axis)
-    except (ValueError, np.exceptions.AxisError) as exc:
-        raise fail(op, f"cannot concatenate shapes {[x.shape for x in xs]}: {exc}") from exc
-
-
-@kernel16(OpKind.PAD)
-def pad_16(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, *_: str
-) -> Array:
-    x = _moved(op, args, arg_q, out_q)
-    pads = list(PadAttrs.of(op).pads)
-    if len(pads) != x.ndim or any(len(p) != 2 or min(p) < 0 for p in pads):
-        raise fail(op, f"pads {pads} must give (before, after) >= 0 for each of {x.ndim} dims")
-    return np.pad(x, pads, constant_values=0)
-
-
-@kernel16(OpKind.MAX_POOL_2D)
-def max_pool_16(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, *_: str
-) -> Array:
-    x = _moved(op, args, arg_q, out_q)
-    kernel_hw, stride, padding = _geometry(op, x)
-    xp = spatial_pad(x, padding, -32768)  # never wins: every window has a real tap
-    lo, hi = activation_range16(op, out_q)
-    return saturate16(windows(xp, kernel_hw, stride).max(axis=(4, 5)).astype(np.int64), lo, hi)
-
-
-@kernel16(OpKind.AVERAGE_POOL_2D)
-def average_pool_16(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, *_: str
-) -> Array:
-    x = _moved(op, args, arg_q, out_q)
-    kernel_hw, stride, padding = _geometry(op, x)
-    acc = windows(spatial_pad(x.astype(np.int64), padding, 0), kernel_hw, stride).sum(axis=(4, 5))
-    inside = spatial_pad(np.ones((1, x.shape[1], x.shape[2], 1), np.int64), padding, 0)
-    n = windows(inside, kernel_hw, stride).sum(axis=(4, 5))
-    avg = np.sign(acc) * ((np.abs(acc) + n // 2) // n)  # == C's (acc +- n/2) / n
-    lo, hi = activation_range16(op, out_q)
-    return saturate16(avg, lo, hi)
-
-
 @kernel16(OpKind.MEAN)
 def mean_16(
     op: Op,
@@ -195,22 +133,12 @@ def mean_16(
     return saturate16(mbqm(total, m2, s2, rounding, accumulator))
 
 
-@kernel16(OpKind.TRANSPOSE)
-def transpose_16(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, *_: str
-) -> Array:
-    x = _moved(op, args, arg_q, out_q)
-    perm = tuple(TransposeAttrs.of(op).perm)
-    if sorted(perm) != list(range(x.ndim)):
-        raise fail(op, f"perm {perm} is not a permutation of the {x.ndim} axes of {x.shape}")
-    return np.ascontiguousarray(x.transpose(perm))
-
-
 @kernel16(OpKind.RESIZE_NEAREST_NEIGHBOR)
 def resize_nearest_16(
     op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, *_: str
 ) -> Array:
-    x = _moved(op, args, arg_q, out_q)
+    x = int16_arg(op, args, 0)
+    INT16.same(op, arg_q[0], out_q, "input")
     a = ResizeAttrs.of(op)
     (oh, ow), align, half = a.size, a.align_corners, a.half_pixel_centers
     if x.ndim != 4 or (align and half) or min(oh, ow) < 1:
@@ -218,3 +146,15 @@ def resize_nearest_16(
     rows = nearest_index(x.shape[1], oh, align, half)
     cols = nearest_index(x.shape[2], ow, align, half)
     return np.asarray(x[:, rows][:, :, cols])
+
+
+# The value-moving ops: the int8 kernels' bodies on int16 (`Width`).
+for kind, body in (
+    (OpKind.RESHAPE, reshape_body),
+    (OpKind.CONCATENATION, concatenation_body),
+    (OpKind.PAD, pad_body),
+    (OpKind.TRANSPOSE, transpose_body),
+    (OpKind.MAX_POOL_2D, max_pool_body),
+    (OpKind.AVERAGE_POOL_2D, average_pool_body),
+):
+    kernel16(kind)(for_width(body, INT16))

@@ -10,12 +10,13 @@ messages naming the op) is split from computation, as in TFLite's Prepare/Eval.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
-from mdla_quant.arith import Array, round_half_away
+from mdla_quant.arith import Array, round_half_away, saturate
 from mdla_quant.errors import KernelError
 
 Kernel = Callable[[Op, list[Array], list[QuantParams | None], QuantParams, str, str], Array]
@@ -106,6 +107,36 @@ def typed_arg(op: Op, args: Sequence[Array], i: int, dtype: type, why: str = "")
     if x.dtype != dtype:
         raise fail(op, f"input {i} must be {np.dtype(dtype).name}{why}, got {x.dtype}")
     return x
+
+
+@dataclass(frozen=True, slots=True)
+class Width:
+    """The activation type a kernel body serves where int8 and 16x8 differ only in it: `arg`
+    checks an operand's dtype, `same` that an input moved unchanged has the output's params
+    (returning the zero point), `clamp_range` is the fused activation's range, `narrow`
+    clamps and casts, `lowest` the type's minimum. int8's is `INT8`, 16x8's `a16_common.INT16`."""
+
+    arg: Callable[[Op, Sequence[Array], int], Array]
+    same: Callable[[Op, QuantParams | None, QuantParams, str], int]
+    clamp_range: Callable[[Op, QuantParams], tuple[int, int]]
+    narrow: Callable[[Array, int, int], Array]
+    lowest: int
+
+
+INT8 = Width(int8_arg, same_params, activation_range, saturate, -128)
+WidthBody = Callable[[Op, list[Array], list[QuantParams | None], QuantParams, Width], Array]
+
+
+def for_width(body: WidthBody, width: Width) -> Kernel:
+    """The kernel running `body` on `width`'s type (rounding and accumulator unused)."""
+
+    def run(
+        op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams, *_: str
+    ) -> Array:
+        return body(op, args, arg_q, out_q, width)
+
+    run.__name__ = run.__qualname__ = body.__name__.removesuffix("_body")
+    return run
 
 
 def spatial_pad(x: Array, padding: Sequence[int], value: int) -> Array:
