@@ -16,8 +16,9 @@ import pytest
 
 from mdla_emu import build_emulator
 from mdla_ir import Graph, OpKind
+from mdla_ir.testing import GraphBuilder
 from mdla_quant import run_int8
-from mdla_quant.a16_cases import BUILDERS, GraphBuilder
+from mdla_quant.a16_cases import BUILDERS
 from mdla_quant.config import QuantConfig
 from mdla_quant.quantize import quantize
 from mdla_runtime import save

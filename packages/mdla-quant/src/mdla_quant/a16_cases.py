@@ -9,52 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from mdla_ir import Graph, Op, OpKind, Tensor
-from mdla_ir.shapes import infer
-from mdla_ir.verify import verify
+from mdla_ir import Graph, OpKind
+from mdla_ir.builder import GraphBuilder
 
 Rng = np.random.Generator
-
-
-class GraphBuilder:
-    """A float NHWC graph op by op, output shapes from the shape rules (the product-side twin
-    of `mdla_ir.testing.GraphBuilder`, which product code may not import)."""
-
-    def __init__(self, name: str, layout: str = "NHWC", seed: int = 0) -> None:
-        self.name, self.layout, self.rng = name, layout, np.random.default_rng(seed)
-        self.tensors: dict[str, Tensor] = {}
-        self.ops: list[Op] = []
-        self.inputs: list[str] = []
-
-    def input(self, name: str, shape: tuple[int, ...]) -> str:
-        self.tensors[name] = Tensor(name, shape)
-        self.inputs.append(name)
-        return name
-
-    def const(self, name: str, shape: tuple[int, ...]) -> str:
-        data = self.rng.standard_normal(shape).astype(np.float32)
-        self.tensors[name] = Tensor(name, shape, "float32", data=data)
-        return name
-
-    def op(self, kind: OpKind, inputs: list[str], name: str, **attrs: Any) -> str:
-        shapes = infer(kind, attrs, [self.tensors[i].shape for i in inputs], self.layout)
-        if shapes is None:
-            raise ValueError(f"no shape rule for {kind.name}")
-        self.tensors[name] = Tensor(name, tuple(shapes[0]))
-        self.ops.append(Op(kind, name, tuple(inputs), (name,), attrs))
-        return name
-
-    def build(self, *outputs: str) -> Graph:
-        return verify(
-            Graph(
-                self.name,
-                dict(self.tensors),
-                tuple(self.ops),
-                tuple(self.inputs),
-                outputs,
-                layout=self.layout,
-            )
-        )
 
 
 FUSES = ("NONE", "RELU", "RELU6")
