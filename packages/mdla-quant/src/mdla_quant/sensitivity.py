@@ -32,9 +32,8 @@ import numpy as np
 from mdla_ir import Graph, evaluate, run_float
 from mdla_ir.interp import to_model_layout
 from mdla_quant.a16 import requantize_boundaries
-from mdla_quant.arith import round_half_away
 from mdla_quant.errors import QuantError
-from mdla_quant.simulate import activation_grids, int16_grid, with_int8_weights
+from mdla_quant.simulate import activation_grids, int16_grid, on_grid, with_int8_weights
 
 Array = np.ndarray[Any, Any]
 INT8_MAX = 127
@@ -132,10 +131,7 @@ def simulate_a16(
         grid = grids[base]
         if name in wide and grid[3] == INT8_MAX:
             grid = int16_grid(grid[0], grid[1])
-        scale, zero, qmin, qmax = grid
-        level = np.clip(round_half_away(value.astype(np.float64) / scale) + zero, qmin, qmax)
-        out: Array = ((level - zero) * scale).astype(np.float32)
-        return out
+        return on_grid(value, grid)
 
     outs = []
     for inputs in batch:

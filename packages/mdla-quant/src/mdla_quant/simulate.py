@@ -105,6 +105,14 @@ def activation_grids(graph: Graph, qgraph: Graph, int16: Collection[str] = ()) -
     return grids
 
 
+def on_grid(value: Array, grid: Grid) -> Array:
+    """`value` rounded to `grid` (see the module docstring)."""
+    scale, zero, qmin, qmax = grid
+    level = np.clip(round_half_away(value.astype(np.float64) / scale) + zero, qmin, qmax)
+    out: Array = ((level - zero) * scale).astype(np.float32)
+    return out
+
+
 def simulate(
     graph: Graph,
     qgraph: Graph,
@@ -122,12 +130,7 @@ def simulate(
     grids = activation_grids(graph, qgraph, int16) if activations else {}
 
     def to_grid(name: str, value: Array) -> Array:
-        if name not in grids:
-            return value
-        scale, zero, qmin, qmax = grids[name]
-        level = np.clip(round_half_away(value.astype(np.float64) / scale) + zero, qmin, qmax)
-        out: Array = ((level - zero) * scale).astype(np.float32)
-        return out
+        return on_grid(value, grids[name]) if name in grids else value
 
     values = evaluate(run, inputs, replace=to_grid)
     return [to_model_layout(run, n, values[n]) for n in run.outputs]
