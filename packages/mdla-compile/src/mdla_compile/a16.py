@@ -63,8 +63,8 @@ def choose_a16(
     """The `auto` choice for the legalized `graph` (see the module docstring)."""
     fit, held = split(calibration)
     probe = dataclasses.replace(config, a16=(), adaround=0, reconstruction="layer")
-    q8 = mdla_quant.quantize(graph, fit, probe)
-    rounded = mdla_quant.float_rewrites(graph, fit, probe)
+    rounded = mdla_quant.float_rewrites(graph, fit, probe)  # equalized once, not again in quantize
+    q8 = mdla_quant.quantize(rounded, fit, dataclasses.replace(probe, equalize=False))
     allowed = [n for n in a16_candidates(graph) if n in q8.tensors]
     found = sensitivity(rounded, q8, held, tensors=allowed, allowed=allowed)
     return choose(found, tensor_costs(graph), budget, allowed=allowed)
