@@ -49,3 +49,34 @@ def test_attention_is_two_batch_matmuls_around_a_softmax(
 def test_a_causal_mask_is_refused_with_the_way_round(path: str) -> None:
     with pytest.raises(IRError, match=r"causal attention mask .*fix: give a float mask"):
         mdla_ir.from_torch(Attention(causal=True).eval(), (torch.randn(2, 6, 16),), path=path)
+
+
+class Masked(nn.Module):
+    """SDPA with a buffer mask (`mask`) and a dropout probability, over a Linear's heads."""
+
+    def __init__(self, mask: torch.Tensor | None, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(16, 48)
+        self.register_buffer("mask", mask)
+        self.dropout = dropout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, 2, c // 2).permute(2, 0, 3, 1, 4).unbind(0)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask, dropout_p=self.dropout)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_boolean_mask_is_refused_not_added_to_the_scores(path: str) -> None:
+    """A boolean mask selects the scores it keeps; added as 0/1 it would compute another
+    function (the fx path once imported it so, 55% off torch)."""
+    module = Masked(torch.rand(6, 6) > 0.3).eval()
+    with pytest.raises(IRError, match=r"mask that is not a float tensor.*fix: give a float mask"):
+        mdla_ir.from_torch(module, (torch.randn(2, 6, 16),), path=path)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_attention_dropout_is_refused_with_eval_mode(path: str) -> None:
+    module = Masked(None, dropout=0.1).eval()
+    with pytest.raises(IRError, match=r"attention dropout .*fix: put the model in eval mode"):
+        mdla_ir.from_torch(module, (torch.randn(2, 6, 16),), path=path)

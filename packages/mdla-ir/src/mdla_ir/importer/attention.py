@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 import numpy as np
+from torch import fx
 
 from mdla_ir.importer.context import Ctx, Unsupported
 from mdla_ir.importer.shaped import emit_shaped
@@ -32,9 +33,15 @@ def _arguments(c: Ctx, args: tuple[Any, ...], kw: dict[str, Any]) -> dict[str, A
     if bool(c.value(a.get("is_causal", False))):
         raise Unsupported("a causal attention mask (is_causal=True)", _MASK_FIX)
     mask = a.get("attn_mask")
-    if mask is not None and not c.is_tensor(mask):
+    if mask is not None and not (c.is_tensor(mask) and _floating(mask)):
         raise Unsupported("an attention mask that is not a float tensor", _MASK_FIX)
     return a
+
+
+def _floating(a: Any) -> bool:
+    """Whether the tensor node `a` holds floats (a boolean mask selects; it is not added)."""
+    meta = a.meta.get("tensor_meta", a.meta.get("val")) if isinstance(a, fx.Node) else None
+    return bool(getattr(getattr(meta, "dtype", None), "is_floating_point", False))
 
 
 def scaled_dot_product_attention(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
