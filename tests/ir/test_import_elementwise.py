@@ -57,6 +57,21 @@ def test_an_exponent_without_a_form_is_refused_with_those_that_map(path: str) ->
     assert "exponents 1, 2, 3, 4, 0.5, -0.5 and -1 map" in str(info.value)
 
 
+REFUSED_POWERS: list[tuple[Fn, str]] = [
+    (lambda y: y ** y.relu(), "pow with a tensor exponent"),
+    (lambda y: 2.0**y, "a number raised to a tensor's power"),
+]
+
+
+@pytest.mark.parametrize(("fn", "why"), REFUSED_POWERS)
+def test_a_power_of_another_form_is_refused_with_the_exponents_that_map(fn: Fn, why: str) -> None:
+    """(fx: export names these ATen overloads, pow.Tensor_Tensor and pow.Scalar, unmapped)"""
+    with pytest.raises(UnsupportedError) as info:
+        mdla_ir.from_torch(Apply(fn).eval(), (torch.randn(1, 3, 6, 8),), path="fx")
+    assert why in str(info.value)
+    assert "exponents 1, 2, 3, 4, 0.5, -0.5 and -1 map" in str(info.value)
+
+
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("p", [1.0, 2.0])
 def test_normalize_divides_by_the_clamped_norm(path: str, p: float) -> None:
