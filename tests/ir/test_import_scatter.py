@@ -82,3 +82,18 @@ def test_where_on_an_activation_is_refused_with_the_way_round() -> None:
     inputs = (torch.randn(1, 3, 4, 4), torch.rand(1, 3, 4, 4) > 0.5)
     with pytest.raises(IRError, match=r"condition computed from activations.*fix: "):
         mdla_ir.from_torch(Gate().eval(), inputs, path="export")
+
+
+def test_a_constant_condition_varying_along_two_axes_is_refused_with_the_way_round() -> None:
+    """(one varying axis is slices and a concatenation; a checkerboard is no such thing)"""
+
+    class Checkered(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("keep", (torch.arange(6).reshape(6, 1) + torch.arange(6)) % 2 == 0)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.where(self.keep, x, x * 0.5)
+
+    with pytest.raises(IRError, match=r"varies along axes \[2, 3\].*fix: .*a \* mask"):
+        mdla_ir.from_torch(Checkered().eval(), (torch.randn(1, 3, 6, 6),), path="export")

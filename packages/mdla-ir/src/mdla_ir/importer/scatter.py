@@ -154,9 +154,8 @@ def aten_where(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> Non
             "on the MDLA)",
             "compute the condition from constants, or blend: a * mask + b * (1 - mask)",
         )
-    node = c.node
+    node, shape = c.node, c.out_shape()
     assert node is not None
-    shape = tuple(int(d) for d in node.meta["tensor_meta"].shape)
     mask = np.broadcast_to(c.values[cond].numpy().astype(bool), shape)
     x, y = _full(c, a, shape), _full(c, b, shape)
     axes = _varying(mask)
@@ -164,7 +163,10 @@ def aten_where(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> Non
         c.refs[node] = x if mask.all() else y
         return
     if len(axes) > 1:
-        raise Unsupported(f"a torch.where whose constant condition varies along axes {axes}")
+        raise Unsupported(
+            f"a torch.where whose constant condition varies along axes {axes}",
+            "vary it along one axis, or blend: a * mask + b * (1 - mask)",
+        )
     line = mask[tuple(slice(None) if i == axes[0] else 0 for i in range(len(shape)))]
     pieces = [
         _slice(c, x if take else y, axes[0], lo, hi, f"part{k}")
