@@ -144,3 +144,14 @@ def test_a_depthwise_filter_larger_than_the_padded_input_is_refused(
         KernelError, match=r"filter 3x3 does not fit the padded input \(1, 2, 4, 3\)"
     ):
         table[OpKind.DEPTHWISE_CONV_2D](op, args, [q, q], q, "double", "saturate")
+
+
+@pytest.mark.parametrize(("table", "dtype"), [(INT8_KERNELS, np.int8), (A16_KERNELS, np.int16)])
+def test_a_depthwise_filter_not_a_multiple_of_the_channels_is_refused(
+    table: dict[OpKind, Kernel], dtype: type
+) -> None:
+    op = mdla_ir.Op(OpKind.DEPTHWISE_CONV_2D, "dw", ("x", "w"), ("y",), {})
+    q = mdla_ir.QuantParams((0.5,), (0,))
+    args = [np.zeros((1, 4, 4, 3), dtype), np.ones((1, 3, 3, 4), np.int8)]
+    with pytest.raises(KernelError, match=r"input \(1, 4, 4, 3\) does not match filter"):
+        table[OpKind.DEPTHWISE_CONV_2D](op, args, [q, q], q, "double", "saturate")

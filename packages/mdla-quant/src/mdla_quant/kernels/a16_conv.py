@@ -24,7 +24,11 @@ from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, f32, mbqm64, round_half_away, saturate16
 from mdla_quant.kernels.a16_common import activation_range16, bias64, int16_arg, kernel16, sym16
 from mdla_quant.kernels.conv import channel_multipliers
-from mdla_quant.kernels.depthwise_conv import depthwise_acc, depthwise_out_hw
+from mdla_quant.kernels.depthwise_conv import (
+    depthwise_acc,
+    depthwise_filter,
+    depthwise_out_hw,
+)
 from mdla_quant.kernels.registry import fail, int8_arg, spatial_pad, windows
 
 MAX_TAPS16 = 2**31
@@ -80,9 +84,7 @@ def depthwise_conv_2d_16x8(
     accumulator: str,
 ) -> Array:
     x, w = int16_arg(op, args, 0), int8_arg(op, args, 1)
-    _, kh, kw, oc = w.shape
-    if x.ndim != 4 or w.shape[0] != 1 or oc % x.shape[3] != 0:
-        raise fail(op, f"input {x.shape} does not match filter (1,KH,KW,C*m) {w.shape}")
+    kh, kw, oc = depthwise_filter(op, x, w)
     a = ConvAttrs.of(op)
     xp = np.repeat(spatial_pad(x, a.padding, 0), oc // x.shape[3], axis=3)  # c*m+k reads c
     out_hw = depthwise_out_hw(op, xp, (kh, kw), a.stride, a.dilation)

@@ -35,9 +35,7 @@ def depthwise_conv_2d(
     accumulator: str,
 ) -> Array:
     x, w = int8_arg(op, args, 0), int8_arg(op, args, 1)
-    _, kh, kw, oc = w.shape
-    if x.ndim != 4 or w.shape[0] != 1 or oc % x.shape[3] != 0:
-        raise fail(op, f"input {x.shape} does not match filter (1,KH,KW,C*m) {w.shape}")
+    kh, kw, oc = depthwise_filter(op, x, w)
     mult = oc // x.shape[3]
     a = ConvAttrs.of(op)
     if a.multiplier is not None and a.multiplier != mult:
@@ -55,6 +53,14 @@ def depthwise_conv_2d(
         return out
     raw = depthwise_acc(xp, w[0], a.stride, a.dilation, (oh, ow))
     return requantize(op, exact_acc(plan, raw), args, arg_q, out_q, rounding, accumulator)
+
+
+def depthwise_filter(op: Op, x: Array, w: Array) -> tuple[int, int, int]:
+    """(KH, KW, OC) of filter `w` (1, KH, KW, C*m) for the NHWC input `x` (C channels)."""
+    _, kh, kw, oc = w.shape
+    if x.ndim != 4 or w.shape[0] != 1 or oc % x.shape[3] != 0:
+        raise fail(op, f"input {x.shape} does not match filter (1,KH,KW,C*m) {w.shape}")
+    return kh, kw, oc
 
 
 def depthwise_out_hw(
