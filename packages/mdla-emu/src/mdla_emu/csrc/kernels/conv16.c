@@ -19,7 +19,7 @@ struct EmuConv16 {
     int32_t n, h, w, ci, oh, ow, co, kh, kw;
     bool depthwise;
     EmuWindow win;
-    int8_t *filter;
+    const int8_t *filter; /* the constant operand's data */
     int64_t *m16;
     int32_t *total, *bias;
     int32_t lo, hi;
@@ -27,7 +27,6 @@ struct EmuConv16 {
 
 void emu_conv16_free(EmuConv16 *p) {
     if (p == NULL) return;
-    free(p->filter);
     free(p->m16);
     free(p->total);
     free(p->bias);
@@ -75,16 +74,14 @@ int emu_conv16_prepare(const NeuronModel *m, const EmuOperation *op, bool depthw
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
     *p = (EmuConv16){(int32_t)x->dims[0], (int32_t)x->dims[1], (int32_t)x->dims[2],
                      (int32_t)x->dims[3], oh, ow, (int32_t)co, win.filter_h, win.filter_w,
-                     depthwise, win, NULL, NULL, NULL, NULL, 0, 0};
-    p->filter = malloc(emu_elements(f));
+                     depthwise, win, f->value, NULL, NULL, NULL, 0, 0};
     p->m16 = malloc((size_t)co * sizeof *p->m16);
     p->total = malloc((size_t)co * sizeof *p->total);
     p->bias = calloc(co, sizeof *p->bias);
-    if (p->filter == NULL || p->m16 == NULL || p->total == NULL || p->bias == NULL) {
+    if (p->m16 == NULL || p->total == NULL || p->bias == NULL) {
         emu_conv16_free(p);
         return NEURON_OUT_OF_MEMORY;
     }
-    memcpy(p->filter, f->value, emu_elements(f));
     const int rc = conv16_quant(m, op, p);
     if (rc != NEURON_NO_ERROR) {
         emu_conv16_free(p);
