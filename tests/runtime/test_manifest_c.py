@@ -106,3 +106,18 @@ def test_both_readers_take_the_import_path_and_files_without_one(
     path = tmp_path / "m.mdla"
     path.write_bytes(blob)
     assert check(path)[0] == 0
+
+
+@pytest.mark.parametrize("a16", [["conv1"], ["conv1", "conv2"], []])
+def test_both_readers_take_an_a16_list_of_names(tmp_path: Path, a16: list[str]) -> None:
+    """`model.quant.a16` is an array of strings (the C checker's "strs" kind): a valid list
+    passes both readers (the malformed cases only show that a wrong one fails)."""
+    header, data = split(sample_manifest())
+    header["model"]["quant"]["a16"] = a16
+    blob = pack(header, data)
+    quant = parse(blob).provenance.quant
+    assert quant is not None
+    assert quant.a16 == tuple(a16)
+    path = tmp_path / "m.mdla"
+    path.write_bytes(blob)
+    assert check(path)[0] == 0
