@@ -19,15 +19,9 @@ static size_t avg_scratch(const void *params) {
     return (size_t)((const EmuPoolingParams *)params)->c * sizeof(int32_t);
 }
 
-typedef struct {
-    const EmuPoolingParams *p;
-    const int8_t *in;
-    int8_t *out;
-} AvgJob;
-
 /* Output rows [begin, end) of the n * oh rows, with this thread's channel sums. */
 static void avg_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
-    const AvgJob *j = ctx;
+    const EmuPoolJob *j = ctx;
     const EmuPoolingParams *p = j->p;
     const EmuWindow *w = &p->win;
     int32_t *acc = (int32_t *)scratch;
@@ -56,11 +50,7 @@ static void avg_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scrat
 
 static void avg_eval(const void *params, const void *const *inputs, void *output,
                      EmuScratch *scratch) {
-    const EmuPoolingParams *p = params;
-    const AvgJob job = {p, inputs[0], output};
-    const int64_t row_work = (int64_t)p->ow * p->c * p->win.filter_h * p->win.filter_w;
-    emu_parallel_for(scratch, (int64_t)p->n * p->oh, emu_par_grain(scratch, row_work), avg_rows,
-                     &job);
+    emu_pooling_run(params, inputs[0], output, scratch, avg_rows);
 }
 
 const EmuKernel emu_k_average_pool_2d = {NEURON_AVERAGE_POOL_2D, "AVERAGE_POOL_2D", avg_prepare,

@@ -43,25 +43,15 @@ EMU_DISPATCHED((const EmuPoolingParams *p, const int8_t *in, int8_t *out, int64_
                 int64_t end),
                max_rows, (p, in, out, begin, end))
 
-typedef struct {
-    const EmuPoolingParams *p;
-    const int8_t *in;
-    int8_t *out;
-} MaxJob;
-
 static void max_task(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     (void)scratch;
-    const MaxJob *j = ctx;
+    const EmuPoolJob *j = ctx;
     EMU_CALL(max_rows, (j->p, j->in, j->out, begin, end));
 }
 
 static void max_eval(const void *params, const void *const *inputs, void *output,
                      EmuScratch *scratch) {
-    const EmuPoolingParams *p = params;
-    const MaxJob job = {p, inputs[0], output};
-    const int64_t row_work = (int64_t)p->ow * p->c * p->win.filter_h * p->win.filter_w;
-    emu_parallel_for(scratch, (int64_t)p->n * p->oh, emu_par_grain(scratch, row_work), max_task,
-                     &job);
+    emu_pooling_run(params, inputs[0], output, scratch, max_task);
 }
 
 const EmuKernel emu_k_max_pool_2d = {NEURON_MAX_POOL_2D, "MAX_POOL_2D", max_prepare, max_eval,

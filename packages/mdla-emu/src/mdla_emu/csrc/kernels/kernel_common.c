@@ -430,6 +430,13 @@ void emu_lut_eval(const void *params, const void *const *inputs, void *output,
     emu_parallel_for(scratch, (int64_t)p->count, emu_par_grain(scratch, 1), lut_range, &job);
 }
 
+void emu_pooling_run(const EmuPoolingParams *p, const int8_t *in, int8_t *out, EmuScratch *s,
+                     EmuTaskFn rows) {
+    const EmuPoolJob job = {p, in, out};
+    const int64_t row_work = (int64_t)p->ow * p->c * p->win.filter_h * p->win.filter_w;
+    emu_parallel_for(s, (int64_t)p->n * p->oh, emu_par_grain(s, row_work), rows, &job);
+}
+
 int emu_pooling_prepare(const NeuronModel *m, const EmuOperation *op, void **out) {
     *out = NULL;
     EmuWindow win;

@@ -164,6 +164,15 @@ static inline void emu_window_span(int32_t o, int32_t stride, int32_t pad, int32
 int emu_window_output(const EmuOperand *x, const EmuWindow *win, uint32_t channels,
                       const EmuOperand *y, int32_t *oh, int32_t *ow);
 int emu_pooling_prepare(const NeuronModel *m, const EmuOperation *op, void **out);
+/* A pooling eval: `rows` (ctx an EmuPoolJob) over the n * oh output rows, cut over s's threads
+ * (a row's work: ow * c * its window's taps). */
+typedef struct {
+    const EmuPoolingParams *p;
+    const int8_t *in;
+    int8_t *out;
+} EmuPoolJob;
+void emu_pooling_run(const EmuPoolingParams *p, const int8_t *in, int8_t *out, EmuScratch *s,
+                     EmuTaskFn rows);
 
 /* CONV_2D and DEPTHWISE_CONV_2D on int16 activations (16x8, conv16.c): the int8 kernels'
  * prepare hands an int16-input operation to emu_conv16_prepare and keep its result. */
