@@ -84,8 +84,9 @@ def plan(
     bundle = bundle_of(options, holdout)
     jobs = []
     for p in points:
-        opts = dataclasses.replace(options, quant=p.config)
-        jobs.append(Job(job_key(opts, bundle), p.method, p.technique, opts, timeout))
+        opts = dataclasses.replace(options, quant=p.config, a16=p.a16)
+        key = job_key(opts, bundle)
+        jobs.append(Job(key, p.method, p.technique, opts, timeout, p.variant))
     return jobs, bundle
 
 
@@ -105,7 +106,7 @@ class Progress:
     def __call__(self, row: Row) -> None:
         self.done += 1
         what = f"error: {row.error}" if row.error else _measures(row)
-        line = f"[{self.done}/{self.total}] {row.method} {row.technique}: {what}; ETA {self.eta()}"
+        line = f"[{self.done}/{self.total}] {row.label}: {what}; ETA {self.eta()}"
         self.stream.write(line + "\n")
         self.stream.flush()
 

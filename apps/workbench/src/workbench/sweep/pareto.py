@@ -100,7 +100,7 @@ def pick(rows: Sequence[Row], conditions: Sequence[Condition]) -> tuple[Row | No
         return None, f"no configuration meets {wanted}; the best achieved: {describe(top)}"
     chosen = min(meeting, key=lambda r: (r.latency_ms or 0.0, r.compile_s or 0.0))
     why = (
-        f"{chosen.method} {chosen.technique}: the cheapest (emulated latency, then compile "
+        f"{chosen.label}: the cheapest (emulated latency, then compile "
         f"time) of the {len(meeting)} of {len(ok)} configurations meeting {wanted}: "
         f"{describe(chosen)}"
     )
@@ -109,7 +109,4 @@ def pick(rows: Sequence[Row], conditions: Sequence[Condition]) -> tuple[Row | No
 
 def describe(r: Row) -> str:
     agree = f"agreement {r.agree_all:.2%} ({r.all_k}/{r.all_n})" if r.agree_all is not None else ""
-    return (
-        f"{r.method} {r.technique}, {agree}, {r.latency_ms or 0:.3f} ms, "
-        f"compile {r.compile_s or 0:.1f} s"
-    )
+    return f"{r.label}, {agree}, {r.latency_ms or 0:.3f} ms, compile {r.compile_s or 0:.1f} s"

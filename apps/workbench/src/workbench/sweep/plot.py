@@ -58,7 +58,7 @@ def pareto_png(rows: Sequence[Row], title: str) -> bytes:
         radius = 3 + 9 * (r.compile_s or 0.0) / longest
         colour = FRONT if r in best else OTHER
         draw.ellipse((x - radius, y - radius, x + radius, y + radius), fill=colour)
-        draw.text((x + radius + 3, y - 6), f"{r.method} {r.technique}", fill=INK, font=font)
+        draw.text((x + radius + 3, y - 6), f"{r.label}", fill=INK, font=font)
     return _png(img)
 
 

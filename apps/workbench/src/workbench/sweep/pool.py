@@ -15,7 +15,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 
 from workbench.sweep.bundle import Bundle
 from workbench.sweep.table import Row
-from workbench.sweep.task import Job, config_json, run_task
+from workbench.sweep.task import Job, base_row, run_task
 
 OnRow = Callable[[Row], None]
 _BUNDLE: list[Bundle] = []  # a pool worker's bundle, set once by `_init`
@@ -40,8 +40,7 @@ def _pooled(job: Job) -> Row:
 
 def failed(job: Job, message: str) -> Row:
     """The error row of a task that produced no row of its own (its worker died)."""
-    spec = str(job.options.model)
-    return Row(job.key, spec, job.method, job.technique, config_json(job), error=message)
+    return base_row(job, error=message)
 
 
 def _row(future: Future[Row], job: Job) -> Row:

@@ -34,14 +34,16 @@ def _db(value: float | None) -> str:
 
 
 def show(rows: Sequence[Row], ran: int) -> None:
-    heads = ("method", "technique", "decided (95% CI)", "all (95% CI)", "SQNR dB")
+    variants = any(r.variant for r in rows)  # an a16 or field axis: a column of its own
+    heads = ("method", "technique", *(("variant",) if variants else ()), "decided (95% CI)")
     table = RichTable(title=f"sweep: {len(rows)} configurations, {ran} run now")
-    for col in (*heads, "compile s", "latency ms", "error"):
+    for col in (*heads, "all (95% CI)", "SQNR dB", "compile s", "latency ms", "error"):
         table.add_column(col)
     for r in sorted(rows, key=order):
         table.add_row(
             r.method,
             r.technique,
+            *((r.variant,) if variants else ()),
             _rate(r.agree_decided, r.decided_lo, r.decided_hi, r.decided_k, r.decided_n),
             _rate(r.agree_all, r.all_lo, r.all_hi, r.all_k, r.all_n),
             _db(r.sqnr_db),

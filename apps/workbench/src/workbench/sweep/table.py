@@ -28,7 +28,7 @@ class Row:
     spec: str
     method: str
     technique: str
-    config: str  # the QuantConfig as JSON
+    config: str  # the QuantConfig as JSON (as compiled: `a16` the tensors --a16 chose)
     kind: str = ""  # what the first output is (logits, classmap, ...): what agreement means
     agree_all: float | None = None  # mean agreement with FP32 over the held-out inputs
     all_k: int = 0  # inputs whose top-1 agrees (a classifier) ...
@@ -46,21 +46,42 @@ class Row:
     manifest_sha256: str = ""  # of the .mdla bytes
     error: str = ""  # one line: what failed (then the measures are empty)
     worker: str = ""  # where it ran (host:pid), not compared
+    # Added after the first tables (an older table gains them, empty, when opened):
+    variant: str = ""  # the a16 and field-axis values (`a16=auto:10% percentile=99.9`)
+    cpu_s: float | None = None  # the task's CPU seconds (its process and children), any row
 
     @property
     def ok(self) -> bool:
         return not self.error
 
+    @property
+    def label(self) -> str:
+        """`method technique [variant]`: which configuration this is."""
+        return " ".join(x for x in (self.method, self.technique, self.variant) if x)
+
 
 COLUMNS = tuple(f.name for f in dataclasses.fields(Row))
 
 
+def _column(f: dataclasses.Field[object]) -> str:
+    kind = "INTEGER" if "int" in str(f.type) else "REAL" if "float" in str(f.type) else "TEXT"
+    default = f" DEFAULT {f.default!r}" if isinstance(f.default, str) else ""
+    return f"{f.name} {kind}" + (" PRIMARY KEY" if f.name == "key" else default)
+
+
 def _schema() -> str:
-    cols = []
-    for f in dataclasses.fields(Row):
-        kind = "INTEGER" if "int" in str(f.type) else "REAL" if "float" in str(f.type) else "TEXT"
-        cols.append(f"{f.name} {kind}" + (" PRIMARY KEY" if f.name == "key" else ""))
-    return f"CREATE TABLE IF NOT EXISTS {NAME} ({', '.join(cols)})"
+    cols = ", ".join(_column(f) for f in dataclasses.fields(Row))
+    return f"CREATE TABLE IF NOT EXISTS {NAME} ({cols})"
+
+
+def _upgrade(db: sqlite3.Connection, have: list[str]) -> list[str]:
+    """An older sweep table (its columns a prefix of ours) given the columns added since."""
+    if not have or tuple(have) != COLUMNS[: len(have)]:
+        return have
+    for f in dataclasses.fields(Row)[len(have) :]:
+        db.execute(f"ALTER TABLE {NAME} ADD COLUMN {_column(f)}")
+    db.commit()
+    return list(COLUMNS)
 
 
 class TableError(ValueError):
@@ -78,7 +99,7 @@ class Table:
         try:
             db = sqlite3.connect(path)
             db.execute(_schema())
-            have = [r[1] for r in db.execute(f"PRAGMA table_info({NAME})")]
+            have = _upgrade(db, [r[1] for r in db.execute(f"PRAGMA table_info({NAME})")])
         except sqlite3.DatabaseError as exc:
             raise TableError(f"--table {path}: not an SQLite file ({exc})") from exc
         if tuple(have) != COLUMNS:

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import resource
 import signal
 import socket
 import statistics
@@ -28,6 +29,7 @@ import numpy as np
 
 import mdla_compile
 from mdla_compile import CompileOptions
+from mdla_quant import QuantConfig
 from workbench.sweep.bundle import Bundle, materialize
 from workbench.sweep.table import Row
 
@@ -42,6 +44,7 @@ class Job:
     technique: str
     options: CompileOptions
     timeout: float | None = None  # seconds; None: no limit
+    variant: str = ""  # the grid point's a16 and field-axis values
 
 
 class TaskTimeoutError(Exception):
@@ -64,21 +67,39 @@ def job_key(options: CompileOptions, bundle: Bundle) -> str:
 
 
 def config_json(job: Job) -> str:
-    return json.dumps(dataclasses.asdict(job.options.quant), sort_keys=True, default=list)
+    return quant_json(job.options.quant)
+
+
+def quant_json(config: QuantConfig) -> str:
+    return json.dumps(dataclasses.asdict(config), sort_keys=True, default=list)
+
+
+def base_row(job: Job, **measures: Any) -> Row:
+    """The row of `job` with `measures` (the keys, configuration and labels always)."""
+    spec = str(job.options.model)
+    row = Row(job.key, spec, job.method, job.technique, config_json(job), variant=job.variant)
+    return dataclasses.replace(row, **measures)
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its children that ended (a C build, say)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def run_task(job: Job, bundle: Bundle) -> Row:
     """The row of `job`: its measures, or the one-line error of whatever it raised."""
     where = f"{socket.gethostname()}:{os.getpid()}"
-    base = Row(job.key, str(job.options.model), job.method, job.technique, config_json(job))
+    cpu = cpu_seconds()
     try:
         with deadline(job.timeout), tempfile.TemporaryDirectory(prefix="mdla-sweep-") as tmp:
             measured = _measure(job, bundle, Path(tmp))
     except Exception as exc:  # the task's failure is the row's content
         from workbench.errors import one_line
 
-        return dataclasses.replace(base, error=one_line(exc) or type(exc).__name__, worker=where)
-    return dataclasses.replace(base, worker=where, **measured)
+        error = one_line(exc) or type(exc).__name__
+        return base_row(job, error=error, worker=where, cpu_s=cpu_seconds() - cpu)
+    return base_row(job, worker=where, cpu_s=cpu_seconds() - cpu, **measured)
 
 
 @contextmanager
@@ -115,7 +136,9 @@ def _measure(job: Job, bundle: Bundle, tmp: Path) -> dict[str, Any]:
     digest = hashlib.sha256((tmp / "model.mdla").read_bytes()).hexdigest()
     inputs = held_out(compiled, bundle.holdout, tmp)
     check_disjoint(compiled.calibration, inputs)
-    return {**score(compiled, manifest, inputs), "compile_s": seconds, "manifest_sha256": digest}
+    measured = {"compile_s": seconds, "manifest_sha256": digest}
+    # the configuration compiled: --a16's entry resolved to the tensors held in int16
+    return {**score(compiled, manifest, inputs), **measured, "config": quant_json(compiled.config)}
 
 
 def _digest(xs: Sequence[Array]) -> str:
