@@ -1,6 +1,6 @@
 """The 16x8 probes (int8 -> QUANTIZE -> the op on int16 -> QUANTIZE -> int8): the catalogue holds
-them, the emulator (no 16x8 kernels yet) does not map them, and their cells become the target's
-`int16` facts: probed bit-exact, or failed."""
+them, the emulator maps them, and their cells become the target's `int16` facts (probed
+bit-exact, or failed), QUANTIZE's int8 <-> int16 form's among them."""
 
 from __future__ import annotations
 
@@ -24,10 +24,29 @@ def test_the_catalogue_holds_a_16x8_case_per_op() -> None:
         assert g.tensors[g.inputs[0]].dtype == g.tensors[g.outputs[0]].dtype == "int8"
 
 
-def test_the_emulator_does_not_map_them_yet() -> None:
+def test_the_emulator_maps_them_bit_exact() -> None:
+    """mdla3.5 maps QUANTIZE's int8 <-> int16 form (assumed) and the emulator has the kernels."""
     m = run_probes(open_target("emu"), catalogue(["CONV_2D/16x8 case 0"]), ("mtk-mdla",), repeat=1)
     (result,) = m.results
-    assert not maps(result.cells["mtk-mdla"])
+    cell = result.cells["mtk-mdla"]
+    assert maps(cell)
+    assert cell.exact
+
+
+def test_the_int16_probes_settle_quantizes_int16_form(tmp_path: Path) -> None:
+    ops = ("CONV_2D", "ADD", "QUANTIZE")
+    cells = {"ADD/16x8 case 0": NO, "QUANTIZE/float boundary": NO}
+    ran = load_target(write_target(matrix(cells, ops), tmp_path / "a.toml"))
+    spec = ran.op("npu", OpKind.QUANTIZE)
+    assert not spec.supported  # its float <-> int8 form's own fact stays
+    assert spec.maps(wide=True)
+    assert "3 of 4 16x8 variants ran on npu alone" in spec.int16_source
+    none = load_target(write_target(matrix({"int16": NO}, ("ADD",)), tmp_path / "n.toml"))
+    spec = none.op("npu", OpKind.QUANTIZE)
+    assert not spec.maps(wide=True)
+    assert "no 16x8 variant ran on npu" in spec.int16_source
+    int8 = load_target(write_target(matrix({}, ("RELU",)), tmp_path / "i.toml"))
+    assert OpKind.QUANTIZE not in int8.device("npu").ops  # no int16 probe: nothing known
 
 
 def test_cells_become_the_int16_facts(tmp_path: Path) -> None:

@@ -1,10 +1,8 @@
 """The emulator's 16x8 kernels (int16 activations, QuantConfig.a16) agree with run_int8 byte for
 byte: each product-code case (`mdla_quant.a16_cases`) gets an int8 tail (a RESHAPE) so its
-int16 result leaves through a QUANTIZE int16 -> int8, as the .mdla's I/O is int8. mdla3.5 says
-QUANTIZE does not map on the MDLA (measured at the float <-> int8 host boundary; int8 <-> int16 is
-unmeasured), so the emulator here is built for a copy of the target file in which it maps, and
-in which convolutions take any padding (the random cases pad arbitrarily, which mdla3.5 maps only
-after the legalizer's PAD)."""
+int16 result leaves through a QUANTIZE int16 -> int8, as the .mdla's I/O is int8. The emulator
+is the shipped one (mdla3.5, whose QUANTIZE maps its int8 <-> int16 form, assumed), and a
+windowed case is legalized for it first (its arbitrary pads become the legalizer's PAD)."""
 
 from __future__ import annotations
 
@@ -16,14 +14,16 @@ import pytest
 
 from mdla_emu import build_emulator
 from mdla_ir import Graph, OpKind
+from mdla_ir.partitions import partitions
 from mdla_ir.testing import GraphBuilder
+from mdla_legalize import legalize
 from mdla_quant import run_int8
 from mdla_quant.a16_cases import BUILDERS
 from mdla_quant.config import QuantConfig
 from mdla_quant.quantize import quantize
 from mdla_runtime import save
 from mdla_runtime.engine.target import Target, open_target
-from mdla_target import target_path
+from mdla_target import load_target, target_path
 from tests.runtime.test_emu_support import DEVICES, NO_ERROR, NeuronModelBuilder
 
 # the ops whose 16x8 kernel the emulator has
@@ -36,29 +36,13 @@ EMU_16X8 = (
     OpKind.MUL,
 )
 SEEDS = range(6)
-
-
-UNMAPPED = """[op.mtk-mdla.QUANTIZE]
-supported = false
-reason = "QUANTIZE is not MDLA-resident: the host owns the int8 I/O boundary"
-source = "measured on MT6886 (silicon fact 2)"
-"""
-MAPPED = """[op.mtk-mdla.QUANTIZE]
-int16 = true
-int16_source = "assumed: a test target in which int8 <-> int16 requantization maps"
-source = "assumed: a test target"
-"""
+WINDOWED = (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.AVERAGE_POOL_2D, OpKind.MAX_POOL_2D)
 
 
 @pytest.fixture(scope="module")
-def quantize_maps(tmp_path_factory: pytest.TempPathFactory) -> Target:
-    """The emulator built for mdla3.5 with QUANTIZE mapped on the MDLA, any conv padding."""
-    text = target_path("mdla3.5").read_text(encoding="utf-8")
-    assert UNMAPPED in text
-    path = tmp_path_factory.mktemp("target") / "mdla3.5-quantize.toml"
-    text = text.replace(UNMAPPED, MAPPED, 1).replace('padding = "same-valid"', 'padding = "any"')
-    path.write_text(text, encoding="utf-8")
-    return open_target(f"lib:{build_emulator(str(path))}")
+def emu() -> Target:
+    """The shipped emulator (mdla3.5)."""
+    return open_target("emu")
 
 
 def tailed_case(kind: OpKind, seed: int) -> tuple[Graph, tuple[str, ...], list[list[Any]]]:
@@ -68,6 +52,8 @@ def tailed_case(kind: OpKind, seed: int) -> tuple[Graph, tuple[str, ...], list[l
     y = BUILDERS[kind](b, rng, b.input("x", (1, 7, 7, 4)))
     size = int(np.prod(b.tensors[y].shape))
     graph = b.build(b.op(OpKind.RESHAPE, [y], name="tail", shape=(1, size)))
+    if kind in WINDOWED:  # arbitrary pads: the legalizer's PAD in front
+        graph = legalize(graph, load_target("mdla3.5"), "mtk-mdla")
     inputs = graph.inputs
     samples = [
         [rng.uniform(-1 - k, 1 + k, graph.tensors[n].shape).astype(np.float32) for n in inputs]
@@ -97,7 +83,7 @@ def emulated_equals_run_int8(
 
 @pytest.mark.parametrize("kind", EMU_16X8, ids=lambda k: k.name)
 def test_the_emulators_16x8_kernel_equals_run_int8(
-    kind: OpKind, quantize_maps: Target, tmp_path: Path
+    kind: OpKind, emu: Target, tmp_path: Path
 ) -> None:
     compared = 0
     for seed in SEEDS:
@@ -107,7 +93,7 @@ def test_the_emulators_16x8_kernel_equals_run_int8(
         kinds = [(op.kind, qgraph.tensors[op.inputs[0]].dtype) for op in qgraph.ops]
         assert (OpKind.QUANTIZE, "int8") in kinds
         assert (OpKind.QUANTIZE, "int16") in kinds
-        compared += emulated_equals_run_int8(quantize_maps, qgraph, samples, tmp_path)
+        compared += emulated_equals_run_int8(emu, qgraph, samples, tmp_path)
     assert compared > 25 * len(SEEDS)
 
 
@@ -132,3 +118,36 @@ def test_int16_operands_map_only_where_a_16x8_kernel_is(kind: OpKind, supported:
         assert b.supported(list(DEVICES)) == [supported]
     finally:
         b.free()
+
+
+MAPPED = 'int16 = true\nint16_source = "assumed: the int8 <-> int16 requantization'
+UNMAPPED = 'int16 = false\nint16_source = "a test target: a phone measured it does not map'
+
+
+@pytest.fixture(scope="module")
+def requantize_unmapped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Target]:
+    """mdla3.5 as a phone that measured QUANTIZE's int8 <-> int16 form not to map would say,
+    and the emulator built for it."""
+    text = target_path("mdla3.5").read_text(encoding="utf-8")
+    assert text.count(MAPPED) == 1
+    path = tmp_path_factory.mktemp("target") / "mdla3.5-no-requantize.toml"
+    path.write_text(text.replace(MAPPED, UNMAPPED), encoding="utf-8")
+    return path, open_target(f"lib:{build_emulator(str(path))}")
+
+
+@pytest.mark.parametrize("kind", [OpKind.ADD, OpKind.CONV_2D], ids=lambda k: k.name)
+def test_a_requantization_the_target_does_not_map_runs_on_the_cpu(
+    kind: OpKind, requantize_unmapped: tuple[Path, Target], emu: Target, tmp_path: Path
+) -> None:
+    path, target = requantize_unmapped
+    graph, a16, samples = tailed_case(kind, 0)
+    config = QuantConfig(a16=a16, method="minmax", target=str(path))
+    qgraph = quantize(graph, samples, config)
+    requant = [op.name for op in qgraph.ops if op.kind is OpKind.QUANTIZE]
+    assert len(requant) >= 2
+    assert qgraph.provenance.cpu_ops == tuple(requant)
+    assert sum(p.on_cpu for p in partitions(qgraph)) == 2  # into the op, and out of it
+    assert emulated_equals_run_int8(target, qgraph, samples, tmp_path) >= len(samples)
+    plain = quantize(graph, samples, QuantConfig(a16=a16, method="minmax"))
+    assert plain.provenance.cpu_ops == ()  # the shipped target maps them (assumed)
+    assert emulated_equals_run_int8(emu, plain, samples, tmp_path) >= len(samples)

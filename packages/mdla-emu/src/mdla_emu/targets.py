@@ -60,6 +60,7 @@ def _row(spec: OpSpec, where: str) -> str:
     fields = [
         f"{spec.kind.value} /* {spec.kind.name} */",
         _flag(spec.supported),
+        _flag(spec.int16),
         _flag(spec.per_channel),
         str(PADDING[spec.padding]),
         _flag(spec.broadcast),

@@ -252,11 +252,9 @@ _ENTRIES: tuple[OpSchema, ...] = (
                   "CONV_2D, flat_channel_shuffle_to_selection any other (viewed as 4-D)")),
     _op(K.EXP, UNARY, groups="table cpu", outputs="y:a", emu=False),
     _op(K.LOG, UNARY, groups="table cpu", outputs="y:a", emu=False),
-    _op(K.QUANTIZE, ("x:*",),
+    _op(K.QUANTIZE, ("x:*",), groups="cpu",
         none={"int8": "only the int8 <-> int16 requantization QuantConfig.a16 inserts, which "
                       "is a 16x8 kernel (mdla_quant.kernels.a16_ops); no int8 -> int8 form",
-              "cpu": "the quantizer inserts it (int8 <-> int16, for QuantConfig.a16) after "
-                     "legalization; a CPU partition has no 16x8 kernel yet",
               "import": "no importer emits it; the quantizer inserts it for QuantConfig.a16"}),
     _op(K.PRELU, ("x:a alpha:a",), groups="binary cpu", outputs="y:a"),
     _op(K.RSQRT, UNARY, groups="table cpu", outputs="y:a", emu=False),

@@ -23,11 +23,13 @@ WEIGHTED = frozenset(
 def op_problems(graph: Graph, op: Op, target: Target, device: str, ctx: Ctx) -> list[str]:
     """Every reason `op` does not map on `device` (empty when it maps)."""
     spec = target.op(device, op.kind)
-    if not spec.supported:
-        return [spec.reason or f"no {op.kind.name} on {device}"]
+    acts = [n for n in (*op.inputs, *op.outputs) if not graph.tensors[n].is_const]
+    wide = any(graph.tensors[n].dtype == "int16" for n in acts)  # its 16x8 form
+    if not spec.maps(wide):
+        no16 = f"no int16 (16x8) form of {op.kind.name} on {device} (no `int16 = true`)"
+        return [no16 if wide else spec.reason or f"no {op.kind.name} on {device}"]
     dev = target.device(device)
     found: list[str] = form_problems(op)  # what lowering to .mdla refuses (mdla_ir.lowerable)
-    acts = [n for n in (*op.inputs, *op.outputs) if not graph.tensors[n].is_const]
     for n in acts:
         shape = graph.tensors[n].shape
         if len(shape) > dev.max_rank:

@@ -15,6 +15,7 @@ kernel yet (`kernels/a16_*.py`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -93,6 +94,20 @@ def requantize_boundaries(graph: Graph, names: tuple[str, ...]) -> tuple[Graph, 
     if not copies:
         return graph, frozenset(wide)
     return graph.with_(tensors=tensors, ops=tuple(ops)), frozenset(wide)
+
+
+def place_requantizations(graph: Graph, target: Target, device: str) -> Graph:
+    """`graph` (from `requantize_boundaries`) with its int8 <-> int16 QUANTIZE ops placed on the
+    host CPU (`provenance.cpu_ops`) where `target` does not map that form on `device`: they are
+    the quantizer's own, and the CPU runs them (the emulator's 16x8 QUANTIZE kernel)."""
+    if target.op(device, OpKind.QUANTIZE).maps(wide=True):
+        return graph
+    mine = tuple(op.name for op in graph.ops if op.kind is OpKind.QUANTIZE)
+    if not mine:
+        return graph
+    cpu = set(graph.provenance.cpu_ops) | set(mine)
+    placed = tuple(op.name for op in graph.ops if op.name in cpu)
+    return graph.with_(provenance=dataclasses.replace(graph.provenance, cpu_ops=placed))
 
 
 def int16_params(lo: float, hi: float) -> QuantParams:

@@ -43,7 +43,14 @@ from mdla_ir.devices import DEFAULT_TARGET
 from mdla_ir.partitions import CPU_FLOAT, CPU_FLOAT32
 from mdla_ir.provenance import Accumulator, Numerics, Rounding
 from mdla_ir.selection import is_selection
-from mdla_quant.a16 import check_a16, const16, int16_quant, is_wide, requantize_boundaries
+from mdla_quant.a16 import (
+    check_a16,
+    const16,
+    int16_quant,
+    is_wide,
+    place_requantizations,
+    requantize_boundaries,
+)
 from mdla_quant.adaround import LayerProgress, adaround
 from mdla_quant.arith import round_half_away
 from mdla_quant.bias_absorption import absorb_high_biases
@@ -327,6 +334,7 @@ def quantize(
     check_a16(graph, config.a16, target, config.device)
     graph = float_rewrites(graph, calibration, config)
     graph, wide = requantize_boundaries(graph, config.a16)
+    graph = place_requantizations(graph, target, config.device)
     hists, samples = calibrate(graph, calibration, config.bins, progress)
     acts = _activation_quant(graph, hists, config, target, wide)
     tensors: dict[str, Tensor] = {

@@ -45,6 +45,11 @@ class OpSpec:
     int16: bool = False  # takes int16 activations (TFLite's 16x8: QuantConfig.a16)
     int16_source: str = ""  # where that fact comes from ("assumed: ..." until a probe measures)
 
+    def maps(self, wide: bool = False) -> bool:
+        """Whether the op's int8 form (`supported`) or, `wide`, its 16x8 form (`int16`) maps: an
+        entry may map only its 16x8 form (QUANTIZE's int8 <-> int16 requantization)."""
+        return self.int16 if wide else self.supported
+
     def attribute_source(self, attr: str) -> str:
         """The source of a non-default value of `attr` (one of ATTRIBUTE_SOURCES), if recorded."""
         return str(getattr(self, f"{attr}_source", "")) if attr in ATTRIBUTE_SOURCES else ""

@@ -12,6 +12,8 @@ Facts come from the probe variants (model.ROLES); "maps" means the model compile
     fixed_output_*     the free-output-scale variant does not map: the base variant's output
     dilation           every dilation variant maps, bit-exact (`dilation_source`: probed)
     int16              every 16x8 variant maps, bit-exact (`int16_source`: probed)
+    QUANTIZE's int16   some 16x8 variant maps: each has a QUANTIZE int8 -> int16 and one back
+                       (its int8 <-> int16 form; its float <-> int8 form is not probed)
     [arith] accumulator  the reference ("wrap" or "saturate") the accumulator probe's output
                        equals on the first device that ran it (else "saturate", assumed)
 
@@ -22,7 +24,8 @@ record, written by `mdla_target.write_target`; `mdla_target.load_target(path)` r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import mdla_target
@@ -156,13 +159,12 @@ def to_target(matrix: Matrix, name: str, description: str = "") -> Target:
     for dev in matrix.devices:
         source = matrix.source(dev)
         entries = ((op, op_entry(op, matrix.by_op(op), dev, source)) for op in ops)
+        specs = {OpKind[op]: spec for op, spec in entries if spec is not None}
+        requant = requantize_entry(matrix.results, dev, source, specs.get(OpKind.QUANTIZE))
+        if requant is not None:
+            specs[OpKind.QUANTIZE] = requant
         devices[dev] = DeviceSpec(
-            dev,
-            4,
-            65535,
-            DTYPES,
-            source + "; only int8 probed; rank/dim limits not probed",
-            {OpKind[op]: spec for op, spec in entries if spec is not None},
+            dev, 4, 65535, DTYPES, source + "; only int8 probed; rank/dim limits not probed", specs
         )
     accumulator, acc_source = accumulator_fact(matrix)
     return Target(
@@ -172,6 +174,32 @@ def to_target(matrix: Matrix, name: str, description: str = "") -> Target:
         accumulator=accumulator,
         accumulator_source=acc_source,
     )
+
+
+def requantize_entry(
+    results: Sequence[ProbeResult], device: str, source: str, old: OpSpec | None
+) -> OpSpec | None:
+    """QUANTIZE's int16 fact from the 16x8 probes (None: none ran): an int16 probe that ran on
+    `device` alone ran its two QUANTIZEs (int8 -> int16, int16 -> int8) there."""
+    cells = [r.cells.get(device) for r in results if r.probe.role == "int16" and not r.skipped]
+    if not cells:
+        return old
+    ran = sum(maps(c) for c in cells)
+    why = (
+        f"{ran} of {len(cells)} 16x8 variants ran on {device} alone, each with a QUANTIZE "
+        "int8 -> int16 and one back"
+        if ran
+        else f"no 16x8 variant ran on {device} (its QUANTIZEs or its op do not map)"
+    )
+    base = old or OpSpec(
+        OpKind.QUANTIZE,
+        device,
+        False,
+        source,
+        reason="the float <-> int8 form is not probed (the manifest's I/O is int8)",
+        dtypes=DTYPES,
+    )
+    return dataclasses.replace(base, int16=ran > 0, int16_source=f"{source}: {why}")
 
 
 def accumulator_fact(matrix: Matrix) -> tuple[str, str]:

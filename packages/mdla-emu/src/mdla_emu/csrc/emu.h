@@ -173,7 +173,8 @@ enum { EMU_PAD_ANY = 0, EMU_PAD_EXPLICIT = 1, EMU_PAD_SAME_VALID = 2 };
 
 typedef struct {
     int32_t code;
-    bool supported;
+    bool supported; /* the int8 form maps */
+    bool int16;     /* the 16x8 form (int16 activations) maps */
     bool per_channel;
     int padding;
     bool broadcast;

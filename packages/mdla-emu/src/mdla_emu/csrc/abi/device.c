@@ -3,8 +3,9 @@
  *
  * The op table of each device is generated (emu_targets.c) from the target data file that
  * mdla_target holds (targets/mdla3.5.toml): one source of truth. An op maps on a device
- * when the table lists it as supported, the emulator has an int8 kernel for it, and it meets the
- * entry's constraints:
+ * when the table lists its form as supported (`supported` for int8 activations, `int16` for an
+ * operation with an int16 activation, whose 16x8 kernel the emulator has), the emulator has a
+ * kernel for it, and it meets the entry's constraints:
  *   dtypes             int8 activations need "int8" among the entry's dtypes
  *   max_rank, max_dim  every activation operand within the device's limits
  *   per_channel        per-channel weights only where the entry says so (silicon fact 3)
@@ -122,15 +123,19 @@ static bool has_16x8(int32_t code) {
            code == NEURON_CONCATENATION || code == NEURON_MUL;
 }
 
-/* An int16 activation among the operands of an operation the emulator has no 16x8 kernel for:
- * the ABI form is valid, but the int8 kernel would misread its bytes. */
-static bool has_int16(const NeuronModel *m, const EmuOperation *op) {
-    if (has_16x8(op->code)) return false;
+/* An int16 activation among the operation's operands (its 16x8 form). */
+static bool wide_form(const NeuronModel *m, const EmuOperation *op) {
     for (uint32_t i = 0; i < op->n_in; i++)
         if (m->opnds[op->in[i]].type == NEURON_TENSOR_QUANT16_SYMM) return true;
     for (uint32_t i = 0; i < op->n_out; i++)
         if (m->opnds[op->out[i]].type == NEURON_TENSOR_QUANT16_SYMM) return true;
     return false;
+}
+
+/* An int16 activation among the operands of an operation the emulator has no 16x8 kernel for:
+ * the ABI form is valid, but the int8 kernel would misread its bytes. */
+static bool has_int16(const NeuronModel *m, const EmuOperation *op) {
+    return !has_16x8(op->code) && wide_form(m, op);
 }
 
 int emu_op_validate(const NeuronModel *m, const EmuOperation *op) {
@@ -146,8 +151,8 @@ int emu_op_validate(const NeuronModel *m, const EmuOperation *op) {
 
 bool emu_op_supported(const EmuTargetDevice *d, const NeuronModel *m, const EmuOperation *op) {
     const EmuTargetOp *e = entry(d, op->code);
-    if (e == NULL || !e->supported || emu_kernel(op->code) == NULL) return false;
-    if (has_int16(m, op)) return false;
+    if (e == NULL || emu_kernel(op->code) == NULL) return false;
+    if (wide_form(m, op) ? !e->int16 || !has_16x8(op->code) : !e->supported) return false;
     for (uint32_t i = 0; i < op->n_in; i++) {
         const EmuOperand *o = &m->opnds[op->in[i]];
         if (o->lifetime != EMU_CONST && !within_limits(d, e, o)) return false;
