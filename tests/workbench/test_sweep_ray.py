@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -78,3 +79,76 @@ def test_a_ray_task_that_raises_is_an_error_row(cluster: None, tmp_path: Path) -
     assert ran == 1
     assert rows[0].error
     assert rows[0].agree_all is None
+
+
+SPEC = '''import os
+import signal
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+LOG = Path({log!r})
+
+
+def build():
+    """The first {kills} calls are killed (SIGKILL) mid-task, later ones sleep {sleep} s and
+    build; each logs `kill PID` or `build PID`."""
+    kills = LOG.read_text().count("kill") if LOG.exists() else 0
+    with LOG.open("a") as f:
+        f.write(f"{{'kill' if kills < {kills} else 'build'}} {{os.getpid()}}\\n")
+    if kills < {kills}:
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep({sleep})
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU()).eval(), torch.zeros(1, 3, 8, 8)
+'''
+
+
+def _spec(tmp_path: Path, kills: int, sleep: float = 0) -> tuple[str, Path]:
+    log = tmp_path / "attempts.log"
+    path = tmp_path / "killed.py"
+    path.write_text(SPEC.format(log=str(log), kills=kills, sleep=sleep))
+    return f"{path}:build", log
+
+
+def _ray_rows(spec: str, tmp_path: Path, timeout: float | None = None) -> list[Row]:
+    options = CompileOptions(spec, calib="random", count=1)
+    points = grid.grid(options.quant, "minmax", "none")
+    jobs, bundle = driver.plan(options, points, Holdout(random=1), timeout)
+    with Table.open(tmp_path / "t.sqlite") as t:
+        rows, _ = driver.execute(jobs, bundle, t, _on_ray([]))
+    return rows
+
+
+def test_a_ray_worker_killed_mid_task_is_retried_once_and_the_row_produced(
+    cluster: None, tmp_path: Path
+) -> None:
+    spec, log = _spec(tmp_path, kills=1)
+    (row,) = _ray_rows(spec, tmp_path)
+    lines = [line.split() for line in log.read_text().splitlines()]
+    killed = [pid for what, pid in lines if what == "kill"]
+    built = {pid for what, pid in lines if what == "build"}
+    assert row.ok, row.error
+    assert row.sqnr_db is not None  # scored (a raw output: SQNR, no agreement)
+    assert len(row.manifest_sha256) == 64
+    assert len(killed) == 1
+    assert row.worker.rsplit(":", 1)[1] in built  # the retry's process made the row
+    assert killed[0] not in built
+
+
+def test_a_ray_worker_killed_twice_is_an_error_row(cluster: None, tmp_path: Path) -> None:
+    spec, log = _spec(tmp_path, kills=2)
+    (row,) = _ray_rows(spec, tmp_path)
+    assert log.read_text().split()[::2] == ["kill", "kill"]  # the run and one retry, no more
+    assert row.error.startswith("the Ray task failed:"), row.error
+    assert row.agree_all is None
+
+
+def test_task_timeout_holds_under_ray(cluster: None, tmp_path: Path) -> None:
+    spec, _ = _spec(tmp_path, kills=0, sleep=60)
+    start = time.monotonic()
+    (row,) = _ray_rows(spec, tmp_path, timeout=2)
+    assert row.error == "timed out after 2 s (--task-timeout)", row.error
+    assert time.monotonic() - start < 40

@@ -104,8 +104,8 @@ def run_task(job: Job, bundle: Bundle) -> Row:
 
 @contextmanager
 def deadline(seconds: float | None) -> Iterator[None]:
-    """TaskTimeoutError after `seconds` (a real-time alarm: the main thread of a worker process;
-    elsewhere, or with None, no limit)."""
+    """TaskTimeoutError after `seconds` (a real-time alarm in the main thread, where a pool
+    worker and a Ray worker both run their tasks; in another thread, or with None, no limit)."""
     if not seconds or threading.current_thread() is not threading.main_thread():
         yield
         return
