@@ -141,7 +141,9 @@ typedef void (*EmuTaskFn)(const void *ctx, int64_t begin, int64_t end, uint8_t *
 /* The thread count the environment variable `var` asks for (MDLA_EMU_THREADS for an execution,
  * MDLA_CPU_THREADS for a cpu partition): 1..EMU_MAX_THREADS, default 1. */
 int emu_env_threads(const char *var);
-EmuPool *emu_pool_create(int threads); /* NULL for one thread (or when no thread starts) */
+/* A pool of threads - 1 workers (the caller is the first thread), started now and serving every
+ * emu_parallel_for until emu_pool_free; NULL for one thread (or when no thread starts). */
+EmuPool *emu_pool_create(int threads);
 void emu_pool_free(EmuPool *pool);
 int emu_pool_threads(const EmuPool *pool);
 /* Run fn over [0, count) in contiguous chunks of whole grains, one per thread; returns when
@@ -150,6 +152,9 @@ void emu_parallel_for(EmuScratch *s, int64_t count, int64_t grain, EmuTaskFn fn,
                       const void *ctx);
 /* The least work a thread takes (MDLA_EMU_MIN_WORK overrides; tests set 1 to cut everything). */
 #define EMU_MIN_WORK 16384
+/* How long an idle thread spins for the next job (or the caller for the workers) before it
+ * sleeps, in microseconds (MDLA_EMU_SPIN_US overrides; 0 sleeps at once). */
+#define EMU_SPIN_US 200
 /* Items per grain when each item is `work_per_item` units: the pool's minimum work, rounded up. */
 int64_t emu_par_grain(const EmuScratch *s, int64_t work_per_item);
 

@@ -28,6 +28,10 @@ struct NeuronCompilation {
     uint8_t token[NEURON_BYTE_SIZE_OF_CACHE_TOKEN];
     char *report_path;        /* createForDebug: the model's NeuronDebug_setReportPath (owned) */
     NeuronModel *expanded;    /* the model a compiled-network extension operation carried */
+    /* MDLA_EMU_THREADS - 1 workers, started by the first execution and shared by all (NULL: one
+     * thread); `threads` is their count with the caller, 0 until then (execution.c) */
+    EmuPool *pool;
+    int threads;
 };
 
 struct NeuronExecution {
@@ -35,9 +39,8 @@ struct NeuronExecution {
     void **data;      /* per operand: its bytes during compute */
     void **temps;     /* per operand: the owned temporary, else NULL */
     bool *in_set, *out_set;
-    uint8_t *scratch; /* threads * scratch_len bytes */
+    uint8_t *scratch; /* the compilation's threads * scratch_len bytes */
     size_t scratch_len;
-    EmuPool *pool;
     const void **args; /* the input pointers of one operation */
     uint32_t max_in;
     /* hints (execution_ext.c): stored, traced and checked, none changes a result */
@@ -46,6 +49,8 @@ struct NeuronExecution {
     uint64_t loop_timeout;
 };
 
+/* The compilation's pool and thread count, started by its first execution (execution.c). */
+int emu_compilation_threads(NeuronCompilation *c);
 /* Run every operation (NeuronExecution_compute and startComputeWithDependencies). */
 int emu_execute(NeuronExecution *execution);
 

@@ -5,9 +5,14 @@
  * model input/output index, type NULL (or a type equal to the operand's) and the exact byte
  * size; buffers must outlive the execution. Temporaries live in the execution. A compute on an
  * APU device (mtk-mdla, mtk-dsp) resumes the fake APU runtime-PM node for its duration.
- * MDLA_EMU_THREADS=n (default 1) gives the execution n - 1 worker threads for the ops with
- * enough work (kernels/pool.c) and n scratch areas; results are the same for every n.
+ * MDLA_EMU_THREADS=n (default 1) gives the compilation n - 1 worker threads for the ops with
+ * enough work (kernels/pool.c), started by its first execution (which reads the variable) and
+ * shared by every later one; each execution has n scratch areas. Results are the same for
+ * every n.
  */
+#define _POSIX_C_SOURCE 200809L
+
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,10 +28,20 @@ void NeuronExecution_free(NeuronExecution *execution) {
     free(e->data);
     free(e->in_set);
     free(e->out_set);
-    emu_pool_free(e->pool);
     free(e->scratch);
     free(e->args);
     free(e);
+}
+
+int emu_compilation_threads(NeuronCompilation *c) {
+    static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER; /* executions made concurrently */
+    pthread_mutex_lock(&once);
+    if (c->threads == 0) {
+        c->pool = emu_pool_create(emu_env_threads("MDLA_EMU_THREADS"));
+        c->threads = emu_pool_threads(c->pool);
+    }
+    pthread_mutex_unlock(&once);
+    return c->threads;
 }
 
 int NeuronExecution_create(NeuronCompilation *compilation, NeuronExecution **execution) {
@@ -46,9 +61,9 @@ int NeuronExecution_create(NeuronCompilation *compilation, NeuronExecution **exe
     e->temps = calloc(n, sizeof *e->temps);
     e->in_set = calloc(m->n_inputs + 1, sizeof *e->in_set);
     e->out_set = calloc(m->n_outputs + 1, sizeof *e->out_set);
-    e->pool = emu_pool_create(emu_env_threads("MDLA_EMU_THREADS"));
+    const int threads = emu_compilation_threads(compilation);
     e->scratch_len = (compilation->scratch + 63) / 64 * 64; /* each thread's on its own lines */
-    e->scratch = malloc(e->scratch_len ? e->scratch_len * emu_pool_threads(e->pool) : 1);
+    e->scratch = malloc(e->scratch_len ? e->scratch_len * (size_t)threads : 1);
     for (uint32_t k = 0; k < m->n_ops; k++)
         if (m->ops[k].n_in > e->max_in) e->max_in = m->ops[k].n_in;
     e->args = calloc(e->max_in + 1, sizeof *e->args);
@@ -125,7 +140,7 @@ int emu_execute(NeuronExecution *execution) {
     for (uint32_t i = 0; i < m->n_outputs; i++)
         if (!e->out_set[i]) return NEURON_BAD_STATE;
     if (c->apu) emu_apu_begin();
-    EmuScratch scratch = {e->scratch, e->scratch_len, e->pool};
+    EmuScratch scratch = {e->scratch, e->scratch_len, c->pool};
     EmuReport report = emu_report_open(c);
     for (uint32_t k = 0; k < m->n_ops; k++) {
         const EmuOperation *op = &m->ops[k];

@@ -1,43 +1,89 @@
 /*
- * pool.c: the worker threads an execution splits its kernels over (MDLA_EMU_THREADS).
+ * pool.c: the worker threads kernels split their work over (MDLA_EMU_THREADS for an
+ * emulator compilation, MDLA_CPU_THREADS for an engine's cpu partition).
  *
- * emu_parallel_for cuts [0, count) into one contiguous chunk per thread; chunk t runs on
- * thread t (the caller is thread 0) with its own scratch. Each output element is computed by
- * the same code whatever the cut, so results do not depend on the thread count.
+ * A pool lives as long as its owner (a compilation, a cpu partition): its threads start once
+ * and serve every execution. emu_parallel_for cuts [0, count) into one contiguous chunk per
+ * thread, always the same cut; each chunk is computed by whichever thread claims it first (the
+ * caller claims too, so it always takes a share, and it takes every chunk no worker has
+ * claimed by the time its own is done: a descheduled worker never holds the op up) with the
+ * scratch of the chunk's index. Each output element is computed by the same code whatever the
+ * cut and whoever runs it, so results do not depend on the thread count.
+ *
+ * Hand-off: the caller publishes a job by moving `state` to a new generation; a worker waiting
+ * for one spins for up to MDLA_EMU_SPIN_US (default EMU_SPIN_US; past its first few hundred
+ * pauses it yields the core each turn) before it sleeps on a condition variable, and the caller
+ * waits for chunks in flight the same way. Between the split ops of one execution nobody
+ * sleeps, so a split op costs a cache-line hand-off, not a futex wake-up (tens of microseconds
+ * on a virtual machine's idle core). The sleep side is Dekker-safe: a sleeper announces itself
+ * (sleepers, caller_sleeping) under the lock before it re-checks, and the waker reads that
+ * announcement after its own sequentially consistent write.
  *
  * A job splits only when it holds more than one grain; kernels size grains with emu_par_grain
  * so a thread takes at least MDLA_EMU_MIN_WORK (default EMU_MIN_WORK) units of work (about one
- * output byte's worth each): below that, waking a worker costs more than it saves.
+ * output byte's worth each): below that, handing a chunk over costs more than it saves. Two
+ * executions of one compilation computing at once share its pool: the one that finds it busy
+ * runs its op on its own thread.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "kernels.h"
+
+#define CHUNK_BITS 8 /* state = generation << CHUNK_BITS | next unclaimed chunk */
+#define PAUSES 256   /* spin turns with a pause before each turn yields the core */
 
 struct EmuPool {
     pthread_mutex_t lock;
     pthread_cond_t work, done;
     pthread_t *threads;
-    int n;                 /* threads, the caller included */
-    int64_t min_work;      /* MDLA_EMU_MIN_WORK at creation */
-    int started;           /* workers running */
-    uint64_t generation;   /* bumped per job */
-    int pending;           /* workers still on the current job */
-    bool quit;
-    /* the current job */
+    int n;            /* threads, the caller included */
+    int started;      /* workers running */
+    int64_t min_work; /* MDLA_EMU_MIN_WORK at creation */
+    int64_t spin_ns;  /* MDLA_EMU_SPIN_US at creation, in ns */
+    uint64_t gen;     /* the caller's count of jobs */
+    atomic_flag busy; /* a job is running (another execution's op runs inline) */
+    /* the current job, published with its generation */
     EmuTaskFn fn;
     const void *ctx;
     int64_t count, grain;
     uint8_t *scratch;
     size_t scratch_len;
+    /* the hand-off words, on their own cache lines */
+    _Alignas(64) atomic_uint_fast64_t state;
+    atomic_int sleepers; /* workers asleep (or about to be) */
+    atomic_bool quit;
+    _Alignas(64) atomic_int remaining; /* chunks of the current job not finished */
+    atomic_bool caller_sleeping;
 };
 
 typedef struct {
     EmuPool *pool;
-    int index;
 } Worker;
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* One turn of a spin-wait: a pause at first, then a yield (another thread may want the core). */
+static void backoff(unsigned turn) {
+    if (turn >= PAUSES) {
+        sched_yield();
+        return;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 /* Chunk t of n over [0, count), in whole grains. */
 static void chunk(int64_t count, int64_t grain, int t, int n, int64_t *begin, int64_t *end) {
@@ -48,46 +94,94 @@ static void chunk(int64_t count, int64_t grain, int t, int n, int64_t *begin, in
     if (*end > count) *end = count;
 }
 
-static void run_chunk(EmuPool *p, int t) {
-    int64_t begin, end;
-    chunk(p->count, p->grain, t, p->n, &begin, &end);
-    if (begin < end) p->fn(p->ctx, begin, end, p->scratch + (size_t)t * p->scratch_len);
+/* Claim the next chunk of job `gen`: its index, or -1 when none is left (or the job is over). */
+static int claim(EmuPool *p, uint64_t gen) {
+    uint_fast64_t s = atomic_load_explicit(&p->state, memory_order_acquire);
+    for (;;) {
+        const int c = (int)(s & ((1u << CHUNK_BITS) - 1));
+        if (s >> CHUNK_BITS != gen || c >= p->n) return -1;
+        if (atomic_compare_exchange_weak_explicit(&p->state, &s, s + 1, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return c;
+    }
+}
+
+/* Run every chunk of job `gen` this thread can claim; the last one finished wakes the caller. */
+static void run_chunks(EmuPool *p, uint64_t gen) {
+    int c;
+    while ((c = claim(p, gen)) >= 0) {
+        int64_t begin, end;
+        chunk(p->count, p->grain, c, p->n, &begin, &end);
+        if (begin < end) p->fn(p->ctx, begin, end, p->scratch + (size_t)c * p->scratch_len);
+        if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->caller_sleeping)) {
+            pthread_mutex_lock(&p->lock);
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->lock);
+        }
+    }
+}
+
+static uint64_t generation(EmuPool *p) {
+    return atomic_load_explicit(&p->state, memory_order_acquire) >> CHUNK_BITS;
+}
+
+/* The next job's generation after `seen`; `seen` itself when the pool quits. */
+static uint64_t await_job(EmuPool *p, uint64_t seen) {
+    const int64_t end = now_ns() + p->spin_ns;
+    for (unsigned turn = 0; generation(p) == seen && !atomic_load(&p->quit); turn++) {
+        if (turn % 64 == 63 && now_ns() >= end) break;
+        backoff(turn);
+    }
+    uint64_t g = generation(p);
+    if (g != seen || atomic_load(&p->quit)) return atomic_load(&p->quit) ? seen : g;
+    pthread_mutex_lock(&p->lock);
+    atomic_fetch_add(&p->sleepers, 1);
+    while ((g = generation(p)) == seen && !atomic_load(&p->quit))
+        pthread_cond_wait(&p->work, &p->lock);
+    atomic_fetch_sub(&p->sleepers, 1);
+    pthread_mutex_unlock(&p->lock);
+    return atomic_load(&p->quit) ? seen : g;
 }
 
 static void *worker_main(void *arg) {
     EmuPool *p = ((Worker *)arg)->pool;
-    const int t = ((Worker *)arg)->index;
     free(arg);
     uint64_t seen = 0;
-    pthread_mutex_lock(&p->lock);
     for (;;) {
-        while (!p->quit && p->generation == seen) pthread_cond_wait(&p->work, &p->lock);
-        if (p->quit) break;
-        seen = p->generation;
-        pthread_mutex_unlock(&p->lock);
-        run_chunk(p, t);
-        pthread_mutex_lock(&p->lock);
-        if (--p->pending == 0) pthread_cond_signal(&p->done);
+        const uint64_t g = await_job(p, seen);
+        if (g == seen) break; /* quit */
+        seen = g;
+        run_chunks(p, g);
     }
-    pthread_mutex_unlock(&p->lock);
     return NULL;
 }
 
-int emu_env_threads(const char *var) {
-    const char *v = getenv(var);
-    if (v == NULL || *v == '\0') return 1;
-    char *end = NULL;
-    const long n = strtol(v, &end, 10);
-    if (*end != '\0' || n < 1) return 1;
-    return n > EMU_MAX_THREADS ? EMU_MAX_THREADS : (int)n;
+/* The caller's wait for the chunks other threads still run: spin, then sleep. */
+static void await_done(EmuPool *p) {
+    const int64_t end = now_ns() + p->spin_ns;
+    for (unsigned turn = 0; atomic_load(&p->remaining) > 0; turn++) {
+        if (turn % 64 == 63 && now_ns() >= end) break;
+        backoff(turn);
+    }
+    if (atomic_load(&p->remaining) == 0) return;
+    pthread_mutex_lock(&p->lock);
+    atomic_store(&p->caller_sleeping, true);
+    while (atomic_load(&p->remaining) > 0) pthread_cond_wait(&p->done, &p->lock);
+    atomic_store(&p->caller_sleeping, false);
+    pthread_mutex_unlock(&p->lock);
 }
 
-static int64_t env_min_work(void) {
-    const char *v = getenv("MDLA_EMU_MIN_WORK");
-    if (v == NULL || *v == '\0') return EMU_MIN_WORK;
+static int64_t env_int(const char *var, int64_t fallback, int64_t min) {
+    const char *v = getenv(var);
+    if (v == NULL || *v == '\0') return fallback;
     char *end = NULL;
     const long long n = strtoll(v, &end, 10);
-    return *end != '\0' || n < 1 ? EMU_MIN_WORK : (int64_t)n;
+    return *end != '\0' || n < min ? fallback : (int64_t)n;
+}
+
+int emu_env_threads(const char *var) {
+    const int64_t n = env_int(var, 1, 1);
+    return n > EMU_MAX_THREADS ? EMU_MAX_THREADS : (int)n;
 }
 
 int64_t emu_par_grain(const EmuScratch *s, int64_t work_per_item) {
@@ -96,11 +190,26 @@ int64_t emu_par_grain(const EmuScratch *s, int64_t work_per_item) {
     return (min + work_per_item - 1) / work_per_item;
 }
 
+static void start_workers(EmuPool *p, int threads) {
+    for (int t = 1; t < threads; t++) {
+        Worker *w = malloc(sizeof *w);
+        if (w == NULL) break;
+        w->pool = p;
+        if (pthread_create(&p->threads[t], NULL, worker_main, w) != 0) {
+            free(w);
+            break;
+        }
+        p->started++;
+        p->n++;
+    }
+}
+
 EmuPool *emu_pool_create(int threads) {
     if (threads <= 1) return NULL;
     EmuPool *p = calloc(1, sizeof *p);
     if (p == NULL) return NULL;
-    p->min_work = env_min_work();
+    p->min_work = env_int("MDLA_EMU_MIN_WORK", EMU_MIN_WORK, 1);
+    p->spin_ns = env_int("MDLA_EMU_SPIN_US", EMU_SPIN_US, 0) * 1000;
     p->threads = calloc((size_t)threads, sizeof *p->threads);
     if (p->threads == NULL || pthread_mutex_init(&p->lock, NULL) != 0) {
         free(p->threads);
@@ -109,19 +218,14 @@ EmuPool *emu_pool_create(int threads) {
     }
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done, NULL);
+    atomic_flag_clear(&p->busy);
+    atomic_init(&p->state, 0);
+    atomic_init(&p->sleepers, 0);
+    atomic_init(&p->quit, false);
+    atomic_init(&p->remaining, 0);
+    atomic_init(&p->caller_sleeping, false);
     p->n = 1;
-    for (int t = 1; t < threads; t++) {
-        Worker *w = malloc(sizeof *w);
-        if (w == NULL) break;
-        w->pool = p;
-        w->index = t;
-        if (pthread_create(&p->threads[t], NULL, worker_main, w) != 0) {
-            free(w);
-            break;
-        }
-        p->started++;
-        p->n++;
-    }
+    start_workers(p, threads);
     if (p->n == 1) {
         emu_pool_free(p);
         return NULL;
@@ -131,8 +235,8 @@ EmuPool *emu_pool_create(int threads) {
 
 void emu_pool_free(EmuPool *p) {
     if (p == NULL) return;
+    atomic_store(&p->quit, true);
     pthread_mutex_lock(&p->lock);
-    p->quit = true;
     pthread_cond_broadcast(&p->work);
     pthread_mutex_unlock(&p->lock);
     for (int t = 1; t <= p->started; t++) pthread_join(p->threads[t], NULL);
@@ -149,23 +253,25 @@ void emu_parallel_for(EmuScratch *s, int64_t count, int64_t grain, EmuTaskFn fn,
                       const void *ctx) {
     EmuPool *p = s->pool;
     if (grain < 1) grain = 1;
-    if (p == NULL || count <= grain) {
+    if (p == NULL || count <= grain || atomic_flag_test_and_set(&p->busy)) {
         if (count > 0) fn(ctx, 0, count, s->scratch);
         return;
     }
-    pthread_mutex_lock(&p->lock);
     p->fn = fn;
     p->ctx = ctx;
     p->count = count;
     p->grain = grain;
     p->scratch = s->scratch;
     p->scratch_len = s->scratch_len;
-    p->pending = p->n - 1;
-    p->generation++;
-    pthread_cond_broadcast(&p->work);
-    pthread_mutex_unlock(&p->lock);
-    run_chunk(p, 0);
-    pthread_mutex_lock(&p->lock);
-    while (p->pending > 0) pthread_cond_wait(&p->done, &p->lock);
-    pthread_mutex_unlock(&p->lock);
+    atomic_store(&p->remaining, p->n);
+    const uint64_t gen = ++p->gen;
+    atomic_store(&p->state, (uint_fast64_t)gen << CHUNK_BITS);
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->lock);
+        pthread_cond_broadcast(&p->work);
+        pthread_mutex_unlock(&p->lock);
+    }
+    run_chunks(p, gen);
+    await_done(p);
+    atomic_flag_clear(&p->busy);
 }

@@ -1,0 +1,146 @@
+"""The emulator's worker pool (kernels/pool.c) as a process: a compilation starts its
+MDLA_EMU_THREADS - 1 workers once, at its first execution, every later execution reuses them and
+freeing the compilation joins them; two executions of one compilation computing at the same
+time give the one-thread bytes; and nothing leaks under valgrind with the workers running."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mdla_emu.emulator import CSRC, build_emulator
+from tests.runtime.test_emu_api import conv_model
+from tests.runtime.test_emu_support import DEVICES, NO_ERROR, compile_model
+from tests.runtime.test_emu_system import DRIVER, ROOT
+
+COUNTED = textwrap.dedent(
+    """
+    import json, os, sys
+    import numpy as np
+    sys.path.insert(0, sys.argv[1])
+    from tests.runtime.test_emu_api import conv_model
+    from tests.runtime.test_emu_support import DEVICES, compile_model
+
+    def tasks():
+        return len(os.listdir("/proc/self/task"))
+
+    b, shape = conv_model(h=24)
+    b.finish()
+    x = np.random.default_rng(0).integers(-128, 128, (1, 24, 24, 4), dtype=np.int8)
+    seen = {"start": tasks()}
+    rc, comp = compile_model(b, DEVICES, [shape])
+    seen["compiled"] = tasks()
+    outs = [comp.run([x])[0].tobytes() for _ in range(6)]
+    seen["six runs"] = tasks()
+    comp.free()
+    seen["freed"] = tasks()
+    seen["same bytes"] = len(set(outs)) == 1
+    print(json.dumps(seen))
+    """
+)
+
+
+def counted(threads: str) -> dict[str, object]:
+    env = os.environ | {"MDLA_EMU_THREADS": threads, "MDLA_EMU_MIN_WORK": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-c", COUNTED, str(ROOT)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    seen: dict[str, object] = json.loads(proc.stdout.splitlines()[-1])
+    return seen
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_a_compilation_starts_its_workers_once_and_joins_them_when_freed() -> None:
+    seen = counted("3")
+    start = seen["start"]
+    assert isinstance(start, int)
+    # no thread before the first execution, two workers for all six, none after the free
+    assert seen == {
+        "start": start,
+        "compiled": start,
+        "six runs": start + 2,
+        "freed": start,
+        "same bytes": True,
+    }
+    assert counted("1")["six runs"] == start
+
+
+def test_concurrent_executions_of_one_compilation_share_its_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ctypes lets go of the GIL: the executions compute at the same time, and the one that
+    finds the pool busy runs its op on its own thread."""
+    b, shape = conv_model(h=128)
+    assert b.finish() == NO_ERROR
+    rng = np.random.default_rng(3)
+    xs = [rng.integers(-128, 128, (1, 128, 128, 4), dtype=np.int8) for _ in range(4)]
+    monkeypatch.setenv("MDLA_EMU_THREADS", "1")
+    rc, one = compile_model(b, DEVICES, [shape])
+    assert rc == NO_ERROR
+    want = [one.run([x])[0].tobytes() for x in xs]
+    one.free()
+    monkeypatch.setenv("MDLA_EMU_THREADS", "2")
+    monkeypatch.setenv("MDLA_EMU_MIN_WORK", "1")
+    rc, comp = compile_model(b, DEVICES, [shape])
+    assert rc == NO_ERROR
+    got: dict[int, list[bytes]] = {}
+
+    def runs(k: int) -> None:
+        got[k] = [comp.run([xs[k]])[0].tobytes() for _ in range(10)]
+
+    workers = [threading.Thread(target=runs, args=(k,)) for k in range(len(xs))]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    comp.free()
+    b.free()
+    for k, w in enumerate(want):
+        assert set(got[k]) == {w}, f"input {k}"
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_workers_leak_nothing_under_valgrind(tmp_path: Path) -> None:
+    lib = build_emulator()
+    src = tmp_path / "driver.c"
+    src.write_text(DRIVER)
+    exe = tmp_path / "driver"
+    cc = os.environ.get("CC") or shutil.which("cc") or "gcc"
+    flags = ["-std=c11", "-Wall", "-Werror", f"-I{CSRC}", f"-Wl,-rpath,{lib.parent}"]
+    subprocess.run(
+        [cc, *flags, str(src), "-o", str(exe), str(lib)],
+        check=True,
+        capture_output=True,
+    )
+    env = os.environ | {
+        "MDLA_EMU_SYSFS": str(tmp_path / "apu"),
+        "MDLA_EMU_THREADS": "3",
+        "MDLA_EMU_MIN_WORK": "1",
+    }
+    leaks = ["--leak-check=full", "--show-leak-kinds=all", "--errors-for-leak-kinds=all"]
+    proc = subprocess.run(
+        ["valgrind", *leaks, "--error-exitcode=9", str(exe)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("ok")
+    assert "All heap blocks were freed" in proc.stderr
