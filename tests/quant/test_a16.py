@@ -8,6 +8,7 @@ import pytest
 
 import mdla_ir
 from mdla_ir import OpKind
+from mdla_ir.builder import GraphBuilder
 from mdla_quant import run_int8
 from mdla_quant.a16 import int16_params
 from mdla_quant.config import QuantConfig
@@ -49,8 +50,11 @@ def test_quantize_keeps_graph_inputs_int8() -> None:
 
 
 def test_quantize_refuses_an_op_without_a_16x8_kernel() -> None:
-    with pytest.raises(QuantError, match=r"`sig` \(LOGISTIC\) has no int16 \(16x8\) kernel"):
-        quantize(net(), samples(2), QuantConfig(a16=("sig",)))
+    b = GraphBuilder(layout="NHWC")
+    graph = b.build(b.op(OpKind.HARD_SWISH, [b.input("x", (1, 4, 4, 3))], name="hs"))
+    data = [[np.linspace(-4, 4, 48, dtype=np.float32).reshape(1, 4, 4, 3)]]
+    with pytest.raises(QuantError, match=r"`hs` \(HARD_SWISH\) has no int16 \(16x8\) kernel"):
+        quantize(graph, data, QuantConfig(a16=("hs",)))
 
 
 def test_int16_tensors_are_symmetric_with_int64_bias_and_quantize_at_each_boundary() -> None:

@@ -34,6 +34,8 @@ EMU_16X8 = (
     OpKind.DEPTHWISE_CONV_2D,
     OpKind.CONCATENATION,
     OpKind.MUL,
+    OpKind.LOGISTIC,
+    OpKind.TANH,
 )
 SEEDS = range(6)
 WINDOWED = (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.AVERAGE_POOL_2D, OpKind.MAX_POOL_2D)

@@ -79,11 +79,18 @@ def test_every_entry_says_where_its_fact_comes_from() -> None:
 
 def test_the_16x8_ops_are_int16_on_the_mdla_and_assumed() -> None:
     target = load_target("mdla3.5")
-    for kind in (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.ADD, OpKind.MEAN):
+    for kind in (
+        OpKind.CONV_2D,
+        OpKind.DEPTHWISE_CONV_2D,
+        OpKind.ADD,
+        OpKind.MEAN,
+        OpKind.LOGISTIC,
+        OpKind.TANH,
+    ):
         spec = target.op("mtk-mdla", kind)
         assert spec.int16
         assert spec.int16_source.startswith("assumed:")  # until a phone measures it
-    assert not target.op("mtk-mdla", OpKind.LOGISTIC).int16  # no 16x8 kernel yet
+    assert not target.op("mtk-mdla", OpKind.HARD_SWISH).int16  # no 16x8 kernel yet
 
 
 def test_scale_constraints_for_the_quantizer() -> None:

@@ -26,12 +26,14 @@ from mdla_quant.arith import round_half_away
 from mdla_quant.errors import QuantError
 from mdla_quant.floors import expand_tiny_range
 from mdla_quant.kernels import A16_KERNELS
+from mdla_quant.kernels.a16_act import FIXED_OUTPUT16 as ACT16_OUTPUT
 from mdla_quant.observers import Histogram
 from mdla_target.target import Target
 
 # The ops that can run with an int16 output (every 16x8 kernel but the requantization itself).
 A16_OPS: frozenset[OpKind] = frozenset(A16_KERNELS) - {OpKind.QUANTIZE}
 INT16_MAX = 32767
+FIXED_OUTPUT16 = {OpKind.LOGISTIC: ACT16_OUTPUT, OpKind.TANH: ACT16_OUTPUT}
 
 
 def check_a16(
@@ -134,6 +136,14 @@ def int16_quant(
         old = full.get(root(name), (h.lo, h.hi))
         full[root(name)] = (min(old[0], h.lo), max(old[1], h.hi))
     return {n: int16_params(*full[root(n)]) for n in wide}
+
+
+def fixed_output(op: Op, int8: tuple[float, int], wide: frozenset[str]) -> tuple[float, int]:
+    """The (scale, zero point) a fixed-output op's output takes: the target's int8 params, or
+    the 16x8 kernel's where that output is int16 (LOGISTIC, TANH: 1/32768, 0)."""
+    if op.outputs[0] in wide and op.kind in FIXED_OUTPUT16:
+        return FIXED_OUTPUT16[op.kind]
+    return int8
 
 
 def is_wide(op: Op, tensors: Mapping[str, Tensor]) -> bool:

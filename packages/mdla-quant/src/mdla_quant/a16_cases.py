@@ -80,6 +80,8 @@ BUILDERS: dict[OpKind, Callable[[GraphBuilder, Rng, str], str]] = {
         align_corners=bool(r.integers(2)),
         half_pixel_centers=False,
     ),
+    OpKind.LOGISTIC: lambda b, r, x: b.op(OpKind.LOGISTIC, [x], name="y"),
+    OpKind.TANH: lambda b, r, x: b.op(OpKind.TANH, [x], name="y"),
     OpKind.CONCATENATION: lambda b, r, x: b.op(
         OpKind.CONCATENATION, [x, b.input("x2", (1, 7, 7, 3))], name="y", axis=3
     ),

@@ -46,6 +46,7 @@ from mdla_ir.selection import is_selection
 from mdla_quant.a16 import (
     check_a16,
     const16,
+    fixed_output,
     int16_quant,
     is_wide,
     place_requantizations,
@@ -164,7 +165,7 @@ def _activation_quant(
         if spec.shared_scale:
             groups.union([*acts, op.outputs[0]])
         if spec.fixed_output is not None:
-            scale, zp = spec.fixed_output
+            scale, zp = fixed_output(op, spec.fixed_output, wide)
             fixed[op.outputs[0]] = QuantParams((scale,), (zp,))
         if op.kind is OpKind.ARGMAX:
             fixed[op.outputs[0]] = INDEX_Q

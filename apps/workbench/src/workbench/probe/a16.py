@@ -31,6 +31,8 @@ KINDS = (
     OpKind.RESHAPE,
     OpKind.PAD,
     OpKind.RESIZE_NEAREST_NEIGHBOR,
+    OpKind.LOGISTIC,
+    OpKind.TANH,
 )
 
 

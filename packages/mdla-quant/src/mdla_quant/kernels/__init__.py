@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mdla_quant.kernels import (  # noqa: F401  (register kernels)
+    a16_act,
     a16_conv,
     a16_ops,
     adaptive_pool,

@@ -120,7 +120,8 @@ static bool padding_ok(const NeuronModel *m, const EmuOperation *op, int mode) {
 static bool has_16x8(int32_t code) {
     return code == NEURON_QUANTIZE || code == NEURON_RESHAPE || code == NEURON_ADD ||
            code == NEURON_CONV_2D || code == NEURON_DEPTHWISE_CONV_2D ||
-           code == NEURON_CONCATENATION || code == NEURON_MUL;
+           code == NEURON_CONCATENATION || code == NEURON_MUL || code == NEURON_LOGISTIC ||
+           code == NEURON_TANH;
 }
 
 /* An int16 activation among the operation's operands (its 16x8 form). */
@@ -178,7 +179,7 @@ bool emu_op_supported(const EmuTargetDevice *d, const NeuronModel *m, const EmuO
         }
     }
     if (e->keeps_input_scale && !emu_same_quant(&m->opnds[op->in[0]], out)) return false;
-    if (e->has_fixed_output &&
+    if (e->has_fixed_output && out->type != NEURON_TENSOR_QUANT16_SYMM && /* int16: prepare's */
         (out->scale != e->fixed_output_scale || out->zero_point != e->fixed_output_zero_point))
         return false;
     return emu_op_validate(m, op) == NEURON_NO_ERROR; /* what compilation prepares */
