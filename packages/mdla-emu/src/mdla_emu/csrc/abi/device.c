@@ -118,10 +118,16 @@ static bool padding_ok(const NeuronModel *m, const EmuOperation *op, int mode) {
 
 /* The ops with a 16x8 kernel (int16 activations, TENSOR_QUANT16_SYMM: QuantConfig.a16). */
 static bool has_16x8(int32_t code) {
-    return code == NEURON_QUANTIZE || code == NEURON_RESHAPE || code == NEURON_ADD ||
-           code == NEURON_CONV_2D || code == NEURON_DEPTHWISE_CONV_2D ||
-           code == NEURON_CONCATENATION || code == NEURON_MUL || code == NEURON_LOGISTIC ||
-           code == NEURON_TANH;
+    switch (code) {
+    case NEURON_QUANTIZE: case NEURON_RESHAPE: case NEURON_ADD: case NEURON_SUB:
+    case NEURON_CONV_2D: case NEURON_DEPTHWISE_CONV_2D: case NEURON_FULLY_CONNECTED:
+    case NEURON_CONCATENATION: case NEURON_MUL: case NEURON_MEAN: case NEURON_AVERAGE_POOL_2D:
+    case NEURON_MAX_POOL_2D: case NEURON_PAD: case NEURON_TRANSPOSE:
+    case NEURON_RESIZE_NEAREST_NEIGHBOR: case NEURON_LOGISTIC: case NEURON_TANH:
+        return true;
+    default:
+        return false;
+    }
 }
 
 /* An int16 activation among the operation's operands (its 16x8 form). */

@@ -1,10 +1,10 @@
 /*
- * AVERAGE_POOL_2D, int8 (TFLite reference_integer_ops/pooling.h AveragePool).
+ * AVERAGE_POOL_2D, int8 or int16 (16x8) (TFLite reference_integer_ops/pooling.h AveragePool).
  *
  *   acc = sum of the raw int8 taps inside the image,  n = their count (padding excluded)
  *   out = clamp(acc > 0 ? (acc + n/2) / n : (acc - n/2) / n, act_min, act_max)
  *         (C truncating division: round half away from zero)
- * Input and output share scale and zero point (no requantization). |acc| <= 128 * KH * KW.
+ * Input and output share scale and zero point (no requantization). |acc| <= 2^15 * KH * KW.
  */
 #include <string.h>
 
@@ -34,15 +34,24 @@ static void avg_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scrat
             memset(acc, 0, (size_t)p->c * sizeof *acc);
             for (int32_t iy = ys; iy < ye; iy++)
                 for (int32_t ix = xs; ix < xe; ix++) {
-                    const int8_t *src = j->in + (((size_t)b * p->h + iy) * p->w + ix) * p->c;
-                    for (int32_t c = 0; c < p->c; c++) acc[c] += src[c];
+                    const size_t at = (((size_t)b * p->h + iy) * p->w + ix) * p->c;
+                    if (p->wide) {
+                        const int16_t *src = (const int16_t *)j->in + at;
+                        for (int32_t c = 0; c < p->c; c++) acc[c] += src[c];
+                    } else {
+                        const int8_t *src = (const int8_t *)j->in + at;
+                        for (int32_t c = 0; c < p->c; c++) acc[c] += src[c];
+                    }
                 }
             const int32_t n = (ye - ys) * (xe - xs);
-            int8_t *dst = j->out + (((size_t)b * p->oh + oy) * p->ow + ox) * p->c;
+            const size_t at = (((size_t)b * p->oh + oy) * p->ow + ox) * p->c;
             for (int32_t c = 0; c < p->c; c++) {
                 const int32_t a = acc[c];
-                const int32_t avg = a > 0 ? (a + n / 2) / n : (a - n / 2) / n;
-                dst[c] = (int8_t)emu_clamp(avg, p->lo, p->hi);
+                const int32_t avg = emu_clamp(a > 0 ? (a + n / 2) / n : (a - n / 2) / n, p->lo, p->hi);
+                if (p->wide)
+                    ((int16_t *)j->out)[at + c] = (int16_t)avg;
+                else
+                    ((int8_t *)j->out)[at + c] = (int8_t)avg;
             }
         }
     }

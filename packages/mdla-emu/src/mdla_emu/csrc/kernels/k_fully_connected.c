@@ -27,6 +27,7 @@ typedef struct {
     int32_t kpad4, cpad;
     int8_t *packed;
     int32_t *init;
+    EmuFc16 *wide; /* int16 activations (fc16.c): every other field unused */
 } FcParams;
 
 static void fc_release(void *params) {
@@ -36,6 +37,7 @@ static void fc_release(void *params) {
     free(p->real);
     free(p->packed);
     free(p->init);
+    emu_fc16_free(p->wide);
     emu_requant_free(&p->rq);
     free(p);
 }
@@ -84,7 +86,9 @@ static int fc_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics 
     FcParams *p = calloc(1, sizeof *p);
     *out = NULL;
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
-    int rc = fc_fill(m, op, num, p);
+    int rc = m->opnds[op->in[0]].type == NEURON_TENSOR_QUANT16_SYMM
+                 ? emu_fc16_prepare(m, op, &p->wide)
+                 : fc_fill(m, op, num, p);
     if (rc != NEURON_NO_ERROR) {
         fc_release(p);
         return rc;
@@ -103,6 +107,7 @@ static size_t fc_acc_offset(const FcParams *p) {
 
 static size_t fc_scratch(const void *params) {
     const FcParams *p = params;
+    if (p->wide != NULL) return 0;
     return fc_acc_offset(p) + (size_t)(p->u8 ? EMU_U8_MR : 1) * p->units * sizeof(int32_t);
 }
 
@@ -168,6 +173,10 @@ static void fc_rows_s16(const void *ctx, int64_t begin, int64_t end, uint8_t *sc
 static void fc_eval(const void *params, const void *const *inputs, void *output,
                     EmuScratch *scratch) {
     const FcParams *p = params;
+    if (p->wide != NULL) {
+        emu_fc16_eval(p->wide, inputs[0], output);
+        return;
+    }
     const FcJob job = {p, inputs[0], output};
     const int64_t row_work = (int64_t)p->in * p->units / 16; /* a MAC costs less than a byte */
     if (p->u8) {

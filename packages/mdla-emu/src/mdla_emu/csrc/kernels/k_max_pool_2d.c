@@ -1,5 +1,5 @@
 /*
- * MAX_POOL_2D, int8 (TFLite reference_integer_ops/pooling.h MaxPool).
+ * MAX_POOL_2D, int8 or int16 (16x8) (TFLite reference_integer_ops/pooling.h MaxPool).
  *
  *   out = clamp(max of the taps inside the image, act_min, act_max)
  * Input and output share scale and zero point. Every window holds at least one image tap
@@ -43,10 +43,39 @@ EMU_DISPATCHED((const EmuPoolingParams *p, const int8_t *in, int8_t *out, int64_
                 int64_t end),
                max_rows, (p, in, out, begin, end))
 
+/* The int16 rows (16x8): the same walk, one plain loop. */
+static void max_rows16(const EmuPoolingParams *p, const int16_t *in, int16_t *out,
+                       int64_t begin, int64_t end) {
+    const EmuWindow *w = &p->win;
+    const int32_t c = p->c;
+    for (int64_t row = begin; row < end; row++) {
+        const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);
+        int32_t ys, ye, xs, xe;
+        emu_window_span(oy, w->stride_h, w->pad_top, w->filter_h, p->h, &ys, &ye);
+        for (int32_t ox = 0; ox < p->ow; ox++) {
+            emu_window_span(ox, w->stride_w, w->pad_left, w->filter_w, p->w, &xs, &xe);
+            int16_t *dst = out + (((size_t)b * p->oh + oy) * p->ow + ox) * c;
+            for (int32_t k = 0; k < c; k++) dst[k] = (int16_t)p->lo;
+            for (int32_t iy = ys; iy < ye; iy++)
+                for (int32_t ix = xs; ix < xe; ix++) {
+                    const int16_t *src = in + (((size_t)b * p->h + iy) * p->w + ix) * c;
+                    for (int32_t k = 0; k < c; k++) dst[k] = src[k] > dst[k] ? src[k] : dst[k];
+                }
+            for (int32_t k = 0; k < c; k++) dst[k] = dst[k] < p->hi ? dst[k] : (int16_t)p->hi;
+        }
+    }
+}
+
 static void max_task(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     (void)scratch;
     const EmuPoolJob *j = ctx;
-    EMU_CALL(max_rows, (j->p, j->in, j->out, begin, end));
+    if (j->p->wide) {
+        max_rows16(j->p, j->in, j->out, begin, end);
+        return;
+    }
+    const int8_t *in = j->in;
+    int8_t *out = j->out;
+    EMU_CALL(max_rows, (j->p, in, out, begin, end));
 }
 
 static void max_eval(const void *params, const void *const *inputs, void *output,

@@ -7,6 +7,8 @@
  *     out = clamp(MBQM(sum x - z_in * n, M', s') + z_out)
  * Operands: input, axes TENSOR_INT32 1-D (negative axes wrap, repeats ignored), keep_dims i32
  * (positive keeps). n <= 2^23 keeps the int32 sum exact: |sum| <= 2^23 * 255 < 2^31.
+ * 16x8 (int16 in and out, TENSOR_QUANT16_SYMM, zero points 0): the same formula over int16 codes,
+ * clamped to [-32768, 32767]; n <= 2^16 keeps the sum within int32 (|x| <= 2^15).
  */
 #include <string.h>
 
@@ -21,6 +23,7 @@ typedef struct {
     int s, rounding;
     bool wrap; /* the accumulator fact (arith.h) */
     int32_t z_in, z_out;
+    bool wide; /* int16 codes */
 } MeanParams;
 
 static int mean_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
@@ -29,7 +32,9 @@ static int mean_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumeric
                      *y = &m->opnds[op->out[0]];
     int32_t keep = 0;
     EMU_CHECK(emu_scalar_i32(m, op->in[2], &keep) == NEURON_NO_ERROR);
-    EMU_CHECK(emu_is_int8_act(y->type) && x->rank >= 1);
+    const bool wide = y->type == NEURON_TENSOR_QUANT16_SYMM && x->type == y->type;
+    EMU_CHECK((emu_is_int8_act(y->type) || (wide && x->zero_point == 0 && y->zero_point == 0)) &&
+              x->rank >= 1);
     EMU_CHECK(axes->has_value && !axes->omitted && axes->rank == 1 && axes->dims[0] >= 1);
     MeanParams *p = calloc(1, sizeof *p);
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
@@ -48,7 +53,8 @@ static int mean_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumeric
         if (!p->reduced[d]) want[want_rank++] = x->dims[d];
         else if (keep > 0) want[want_rank++] = 1;
     }
-    ok = ok && p->n <= (UINT64_C(1) << 23) &&
+    p->wide = wide;
+    ok = ok && p->n <= (UINT64_C(1) << (wide ? 16 : 23)) &&
          (emu_dims_are(y, want_rank, want) || (want_rank == 0 && y->rank == 1 && y->dims[0] == 1));
     if (!ok) {
         free(p);
@@ -82,9 +88,22 @@ static size_t mean_scratch(const void *params) {
 
 typedef struct {
     const MeanParams *p;
-    const int8_t *x;
+    const void *x; /* int8_t, or int16_t where p->wide */
     int64_t ostride[EMU_MAX_RANK];
 } MeanJob;
+
+/* Adds one row of `inner` codes (ELEM) at `row` into the sums at o, o + step, ... */
+#define MEAN_ROW(ELEM)                                                                          \
+    do {                                                                                        \
+        const ELEM *restrict v = (const ELEM *)j->x + (uint64_t)r * inner;                      \
+        if (step == 0) {                                                                        \
+            int64_t run = 0;                                                                    \
+            for (uint32_t k = 0; k < inner; k++) run += v[k];                                   \
+            sum[o] += run;                                                                      \
+        } else {                                                                                \
+            for (uint32_t k = 0; k < inner; k++) sum[o + (int64_t)k * step] += v[k];            \
+        }                                                                                       \
+    } while (0)
 
 /* Adds input rows [begin, end) (rows of the innermost dim) into this thread's sums. The
  * output element of input coordinates idx is sum_d idx[d] * ostride[d] (the kept coordinates
@@ -104,14 +123,10 @@ static void mean_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scra
         o += (int64_t)idx[d] * j->ostride[d];
     }
     for (int64_t r = begin; r < end; r++) {
-        const int8_t *restrict row = j->x + (uint64_t)r * inner;
-        if (step == 0) {
-            int64_t run = 0;
-            for (uint32_t k = 0; k < inner; k++) run += row[k];
-            sum[o] += run;
-        } else {
-            for (uint32_t k = 0; k < inner; k++) sum[o + (int64_t)k * step] += row[k];
-        }
+        if (p->wide)
+            MEAN_ROW(int16_t);
+        else
+            MEAN_ROW(int8_t);
         for (int d = (int)last - 1; d >= 0; d--) {
             o += j->ostride[d];
             if (++idx[d] < p->dims[d]) break;
@@ -126,7 +141,6 @@ static void mean_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scra
 static void mean_eval(const void *params, const void *const *inputs, void *output,
                       EmuScratch *scratch) {
     const MeanParams *p = params;
-    int8_t *y = output;
     MeanJob job = {p, inputs[0], {0}};
     int64_t kept = 1;
     for (int d = (int)p->rank - 1; d >= 0; d--) {
@@ -149,7 +163,10 @@ static void mean_eval(const void *params, const void *const *inputs, void *outpu
     for (uint64_t o = 0; o < p->out_count; o++) {
         const int64_t shifted = sum[o] - (int64_t)p->z_in * (int64_t)p->n;
         const int64_t h = emu_mbqm_acc(shifted, p->m, p->s, p->rounding, p->wrap);
-        y[o] = (int8_t)emu_clamp(emu_add_offset(h, p->z_out, p->wrap), -128, 127);
+        if (p->wide)
+            ((int16_t *)output)[o] = (int16_t)emu_clamp(h, -32768, 32767);
+        else
+            ((int8_t *)output)[o] = (int8_t)emu_clamp(emu_add_offset(h, p->z_out, p->wrap), -128, 127);
     }
 }
 

@@ -52,6 +52,7 @@ static int resize_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumer
     EmuResize r;
     int rc = emu_resize_prepare(m, op, &r);
     if (rc != NEURON_NO_ERROR) return rc;
+    EMU_CHECK(r.size == 1); /* int8 only: no 16x8 form */
     const int32_t oh = r.oh, ow = r.ow;
     ResizeParams *p = calloc(1, sizeof *p);
     if (p == NULL) return NEURON_OUT_OF_MEMORY;

@@ -1,5 +1,5 @@
 /*
- * RESIZE_NEAREST_NEIGHBOR, int8 NHWC (TFLite reference_ops::ResizeNearestNeighbor).
+ * RESIZE_NEAREST_NEIGHBOR, int8 or int16 (16x8) NHWC (TFLite reference_ops::ResizeNearestNeighbor).
  *
  * Per axis, in float32:  scale = (in-1)/(out-1) with align_corners and out > 1, else in/out
  *                        src = min(f((dst + o) * scale), in - 1)    o = 0.5 with half_pixel_centers
@@ -73,7 +73,7 @@ static void nearest_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *s
     (void)scratch;
     const NearestJob *j = ctx;
     const NearestParams *p = j->p;
-    const size_t c = (size_t)p->r.c;
+    const size_t c = (size_t)p->r.c * p->r.size; /* bytes per pixel */
     for (int64_t r = begin; r < end; r++) {
         const int32_t b = (int32_t)(r / p->r.oh), oy = (int32_t)(r % p->r.oh);
         const int8_t *row = j->x + ((size_t)b * p->r.h + p->rows[oy]) * p->r.w * c;

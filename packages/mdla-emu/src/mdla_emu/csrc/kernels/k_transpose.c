@@ -1,5 +1,6 @@
 /*
- * TRANSPOSE, int8 (the twin of mdla_quant/kernels/transpose.py, numpy's x.transpose(perm)).
+ * TRANSPOSE, int8 or int16 (16x8: TENSOR_QUANT16_SYMM) (the twin of
+ * mdla_quant/kernels/transpose.py, numpy's x.transpose(perm)).
  *
  *     out[i_0, ..., i_{r-1}] = in[j]   with j[perm[k]] = i_k,   out.dims[k] = in.dims[perm[k]]
  * Codes move unchanged: input and output share scale and zero point, so it is exact by
@@ -14,6 +15,7 @@
 
 typedef struct {
     uint32_t rank;
+    bool wide; /* int16 elements */
     uint64_t count;
     uint32_t dims[EMU_MAX_RANK];   /* output dims */
     uint64_t stride[EMU_MAX_RANK]; /* input stride of output axis k: in_stride[perm[k]] */
@@ -26,7 +28,8 @@ static int transpose_prepare(const NeuronModel *m, const EmuOperation *op, EmuNu
     EMU_CHECK(op->n_in == 2 && op->n_out == 1);
     const EmuOperand *x = &m->opnds[op->in[0]], *perm = &m->opnds[op->in[1]],
                      *y = &m->opnds[op->out[0]];
-    EMU_CHECK(emu_is_int8_act(x->type) && x->type == y->type && emu_same_quant(x, y));
+    EMU_CHECK((emu_is_int8_act(x->type) || x->type == NEURON_TENSOR_QUANT16_SYMM) &&
+              x->type == y->type && emu_same_quant(x, y));
     EMU_CHECK(x->rank >= 1 && x->rank <= EMU_MAX_RANK && y->rank == x->rank);
     EMU_CHECK(perm->type == NEURON_TENSOR_INT32 && perm->has_value && !perm->omitted &&
               perm->rank == 1 && perm->dims[0] == x->rank &&
@@ -43,6 +46,7 @@ static int transpose_prepare(const NeuronModel *m, const EmuOperation *op, EmuNu
     TransposeParams *p = calloc(1, sizeof *p);
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
     p->rank = x->rank;
+    p->wide = x->type == NEURON_TENSOR_QUANT16_SYMM;
     p->count = emu_elements(x);
     for (uint32_t k = 0; k < x->rank; k++) {
         const int32_t a = pv[k];
@@ -59,28 +63,36 @@ static int transpose_prepare(const NeuronModel *m, const EmuOperation *op, EmuNu
 }
 
 /* Walks the output in row-major order with an odometer over its index; the input offset is
- * the sum of index * stride, kept incrementally. */
+ * the sum of index * stride, kept incrementally. ELEM is the element type. */
+#define TRANSPOSE_WALK(ELEM)                                                                     \
+    do {                                                                                         \
+        const ELEM *x = inputs[0];                                                               \
+        ELEM *y = output;                                                                        \
+        uint32_t idx[EMU_MAX_RANK] = {0};                                                        \
+        uint64_t off = 0;                                                                        \
+        const uint32_t last = p->rank - 1;                                                       \
+        for (uint64_t i = 0; i < p->count; i++) {                                                \
+            y[i] = x[off];                                                                       \
+            uint32_t k = last;                                                                   \
+            for (;;) {                                                                           \
+                idx[k]++;                                                                        \
+                off += p->stride[k];                                                             \
+                if (idx[k] < p->dims[k] || k == 0) break;                                        \
+                off -= (uint64_t)idx[k] * p->stride[k];                                          \
+                idx[k] = 0;                                                                      \
+                k--;                                                                             \
+            }                                                                                    \
+        }                                                                                        \
+    } while (0)
+
 static void transpose_eval(const void *params, const void *const *inputs, void *output,
                            EmuScratch *scratch) {
     (void)scratch;
     const TransposeParams *p = params;
-    const int8_t *x = inputs[0];
-    int8_t *y = output;
-    uint32_t idx[EMU_MAX_RANK] = {0};
-    uint64_t off = 0;
-    const uint32_t last = p->rank - 1;
-    for (uint64_t i = 0; i < p->count; i++) {
-        y[i] = x[off];
-        uint32_t k = last;
-        for (;;) {
-            idx[k]++;
-            off += p->stride[k];
-            if (idx[k] < p->dims[k] || k == 0) break;
-            off -= (uint64_t)idx[k] * p->stride[k];
-            idx[k] = 0;
-            k--;
-        }
-    }
+    if (p->wide)
+        TRANSPOSE_WALK(int16_t);
+    else
+        TRANSPOSE_WALK(int8_t);
 }
 
 const EmuKernel emu_k_transpose = {NEURON_TRANSPOSE, "TRANSPOSE", transpose_prepare,

@@ -430,7 +430,7 @@ void emu_lut_eval(const void *params, const void *const *inputs, void *output,
     emu_parallel_for(scratch, (int64_t)p->count, emu_par_grain(scratch, 1), lut_range, &job);
 }
 
-void emu_pooling_run(const EmuPoolingParams *p, const int8_t *in, int8_t *out, EmuScratch *s,
+void emu_pooling_run(const EmuPoolingParams *p, const void *in, void *out, EmuScratch *s,
                      EmuTaskFn rows) {
     const EmuPoolJob job = {p, in, out};
     const int64_t row_work = (int64_t)p->ow * p->c * p->win.filter_h * p->win.filter_w;
@@ -442,7 +442,8 @@ int emu_pooling_prepare(const NeuronModel *m, const EmuOperation *op, void **out
     EmuWindow win;
     EMU_TRY(emu_window(m, op, &win));
     const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
-    EMU_CHECK(emu_is_int8_act(y->type) && emu_same_quant(x, y));
+    const bool wide = y->type == NEURON_TENSOR_QUANT16_SYMM && x->type == y->type;
+    EMU_CHECK((emu_is_int8_act(y->type) || (wide && y->zero_point == 0)) && emu_same_quant(x, y));
     EMU_CHECK(win.pad_top < win.filter_h && win.pad_bottom < win.filter_h &&
               win.pad_left < win.filter_w && win.pad_right < win.filter_w);
     int32_t oh, ow;
@@ -450,8 +451,11 @@ int emu_pooling_prepare(const NeuronModel *m, const EmuOperation *op, void **out
     EmuPoolingParams *p = calloc(1, sizeof *p);
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
     *p = (EmuPoolingParams){(int32_t)x->dims[0], (int32_t)x->dims[1], (int32_t)x->dims[2],
-                   (int32_t)x->dims[3], oh, ow, 0, 0, win};
-    emu_activation_range(win.fuse, y->scale, y->zero_point, &p->lo, &p->hi);
+                   (int32_t)x->dims[3], oh, ow, 0, 0, win, wide};
+    if (wide)
+        emu_activation_range16(win.fuse, y->scale, &p->lo, &p->hi);
+    else
+        emu_activation_range(win.fuse, y->scale, y->zero_point, &p->lo, &p->hi);
     *out = p;
     return NEURON_NO_ERROR;
 }
@@ -468,7 +472,8 @@ int emu_window_output(const EmuOperand *x, const EmuWindow *win, uint32_t channe
     return NEURON_NO_ERROR;
 }
 
-/* RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR: int8 in and out with equal parameters, NHWC;
+/* RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR: int8 (or int16: `size` 2) in and out with equal
+ * parameters, NHWC;
  * the output size from INT32 sizes or FLOAT32 scales (scaled and bounded in float, before any
  * conversion: 40000 * 60000 does not fit an int32); the align_corners / half_pixel_centers
  * flags (not both); the output dims checked. */
@@ -478,7 +483,9 @@ int emu_resize_prepare(const NeuronModel *m, const EmuOperation *op, EmuResize *
     for (uint32_t i = 3; i < op->n_in; i++)
         EMU_CHECK(emu_scalar_bool(m, op->in[i], &flags[i - 3]) == NEURON_NO_ERROR);
     if (flags[0]) return EMU_UNSUPPORTED; /* the emulator computes NHWC only */
-    EMU_CHECK(x->rank == 4 && emu_is_int8_act(y->type) && emu_same_quant(x, y));
+    const bool wide = y->type == NEURON_TENSOR_QUANT16_SYMM && x->type == y->type;
+    EMU_CHECK(x->rank == 4 && (emu_is_int8_act(y->type) || wide) && emu_same_quant(x, y));
+    r->size = wide ? 2 : 1;
     if (m->opnds[op->in[1]].type == NEURON_INT32) {
         EMU_CHECK(emu_scalar_i32(m, op->in[1], &r->ow) == NEURON_NO_ERROR &&
                   emu_scalar_i32(m, op->in[2], &r->oh) == NEURON_NO_ERROR);

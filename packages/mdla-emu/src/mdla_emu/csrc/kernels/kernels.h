@@ -121,6 +121,7 @@ bool emu_dims_are(const EmuOperand *o, uint32_t rank, const uint32_t *dims);
 typedef struct {
     int32_t n, h, w, c, oh, ow;
     bool align_corners, half_pixel;
+    uint32_t size; /* bytes per element: 1 (int8), 2 (int16, 16x8) */
 } EmuResize;
 int emu_resize_prepare(const NeuronModel *m, const EmuOperation *op, EmuResize *r);
 
@@ -146,10 +147,12 @@ extern const EmuKernel emu_k_strided_slice; /* k_strided_slice.c, likewise */
 
 
 /* AVERAGE_POOL_2D and MAX_POOL_2D: the frozen geometry of a pool whose input and output share
- * scale and zero point, and whose every window holds an image tap (pads < the window). */
+ * scale and zero point, and whose every window holds an image tap (pads < the window); `wide`:
+ * int16 activations (16x8, zero point 0; lo, hi over the int16 range). */
 typedef struct {
     int32_t n, h, w, c, oh, ow, lo, hi;
     EmuWindow win;
+    bool wide;
 } EmuPoolingParams;
 /* The NHWC output of a windowed op: oh, ow from the window (emu_out_size), and `y` must be
  * [N, oh, ow, channels]; NEURON_BAD_DATA when the window leaves no output or y disagrees. */
@@ -168,10 +171,10 @@ int emu_pooling_prepare(const NeuronModel *m, const EmuOperation *op, void **out
  * (a row's work: ow * c * its window's taps). */
 typedef struct {
     const EmuPoolingParams *p;
-    const int8_t *in;
-    int8_t *out;
+    const void *in; /* int8_t, or int16_t where p->wide */
+    void *out;
 } EmuPoolJob;
-void emu_pooling_run(const EmuPoolingParams *p, const int8_t *in, int8_t *out, EmuScratch *s,
+void emu_pooling_run(const EmuPoolingParams *p, const void *in, void *out, EmuScratch *s,
                      EmuTaskFn rows);
 
 /* CONV_2D and DEPTHWISE_CONV_2D on int16 activations (16x8, conv16.c): the int8 kernels'
@@ -181,5 +184,10 @@ int emu_conv16_prepare(const NeuronModel *m, const EmuOperation *op, bool depthw
                        EmuConv16 **out);
 void emu_conv16_eval(const EmuConv16 *p, const int16_t *in, int16_t *out);
 void emu_conv16_free(EmuConv16 *p);
+/* FULLY_CONNECTED on int16 activations (16x8, fc16.c), handed over likewise. */
+typedef struct EmuFc16 EmuFc16;
+int emu_fc16_prepare(const NeuronModel *m, const EmuOperation *op, EmuFc16 **out);
+void emu_fc16_eval(const EmuFc16 *p, const int16_t *in, int16_t *out);
+void emu_fc16_free(EmuFc16 *p);
 
 #endif /* MDLA_EMU_KERNELS_H */
