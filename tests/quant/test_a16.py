@@ -11,6 +11,7 @@ from mdla_ir import OpKind
 from mdla_ir.builder import GraphBuilder
 from mdla_quant import run_int8
 from mdla_quant.a16 import int16_params
+from mdla_quant.compare import compare
 from mdla_quant.config import QuantConfig
 from mdla_quant.errors import KernelError, QuantError
 from mdla_quant.kernels.a16_common import activation_range16, int16_arg
@@ -159,3 +160,14 @@ def test_a_depthwise_filter_not_a_multiple_of_the_channels_is_refused(
     args = [np.zeros((1, 4, 4, 3), dtype), np.ones((1, 3, 3, 4), np.int8)]
     with pytest.raises(KernelError, match=r"input \(1, 4, 4, 3\) does not match filter"):
         table[OpKind.DEPTHWISE_CONV_2D](op, args, [q, q], q, "double", "saturate")
+
+
+def test_compare_reads_an_a16_graph_past_its_requantizations() -> None:
+    """compare() (what `compile` reports per layer) skips the QUANTIZE ops a16 inserts."""
+    graph = net()
+    q = quantize(graph, samples(4), QuantConfig(a16=("c2", "ap")))
+    assert any(op.kind is OpKind.QUANTIZE for op in q.ops)
+    report = compare(graph, q, samples(2))
+    assert {t.name for t in report.tensors} == {o for op in graph.ops for o in op.outputs}
+    int8 = compare(graph, quantize(graph, samples(4)), samples(2))
+    assert report.stat("ap").sqnr_db > int8.stat("ap").sqnr_db + 3  # the int16 pool

@@ -99,7 +99,9 @@ class CompareReport:
 
 def compare(graph: Graph, qgraph: Graph, inputs: Iterable[Sequence[Any] | Array]) -> CompareReport:
     """Per-tensor agreement of `qgraph` (int8) with `graph` (float) over `inputs`."""
-    inserted = {op.name for op in qgraph.ops if op.kind is OpKind.DEQUANTIZE}  # float regions
+    # the quantizer's own: a float region's DEQUANTIZE, a16's int8 <-> int16 QUANTIZE
+    mine = (OpKind.DEQUANTIZE, OpKind.QUANTIZE)
+    inserted = {op.name for op in qgraph.ops if op.kind in mine} - {op.name for op in graph.ops}
     if [op.name for op in graph.ops] != [op.name for op in qgraph.ops if op.name not in inserted]:
         raise QuantError(
             f"`{qgraph.name}` is not the quantized form of `{graph.name}`: their "

@@ -1,0 +1,42 @@
+"""`compile --a16 auto` then `run --on emu`, end to end on the shipped target: the emulator's
+output (the bytes `run` saves) equals run_int8's on the compiled graph, bit for bit, and the
+int16 activations the choice made are in the file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from typer.testing import CliRunner
+
+import mdla_runtime
+from mdla_compile import CompileOptions, compile
+from mdla_quant import run_int8
+from tests.workbench.conftest import TINY
+from workbench.cli import app
+
+
+def test_an_auto_a16_compile_runs_on_the_emulator_as_run_int8(tmp_path: Path) -> None:
+    options = CompileOptions(TINY, calib="random", count=8, a16="auto:100%")
+    compiled = compile(options)
+    assert compiled.a16, "the choice is empty: nothing int16 to run"
+    qgraph = compiled.qgraph
+    assert any(qgraph.tensors[c.tensor].dtype == "int16" for c in compiled.a16)
+    path = tmp_path / "tiny.mdla"
+    compiled.save(path)
+    ins, out = tmp_path / "ins", tmp_path / "out.npz"
+    args = ["run", str(path), "--on", "emu", "--json"]  # a random input (no preprocessing)
+    result = CliRunner().invoke(app, [*args, "--save-inputs", str(ins), "--save-outputs", str(out)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["runs"][0]["device"] == "mtk-mdla"
+    manifest = mdla_runtime.load(path)
+    sent = (ins / "random" / "input_0.bin").read_bytes()
+    (spec,) = manifest.inputs
+    scale, zp = spec.scale, spec.zero_point
+    nhwc = np.frombuffer(sent, np.int8).reshape(qgraph.tensors[qgraph.inputs[0]].shape)
+    real = (nhwc.astype(np.float32) - np.float32(zp)) * np.float32(scale)
+    (want,) = run_int8(qgraph, [real.transpose(0, 3, 1, 2)], raw=True)  # model layout: NCHW
+    with np.load(out) as saved:
+        (key,) = [k for k in saved.files if k.endswith("/int8")]
+        np.testing.assert_array_equal(saved[key].reshape(want.shape), want)
