@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -144,3 +145,32 @@ def test_workers_leak_nothing_under_valgrind(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("ok")
     assert "All heap blocks were freed" in proc.stderr
+
+
+def thread_starts(args: list[str], tmp: Path) -> int:
+    """How many threads the engine run `args` starts (clone calls, as strace -f records them)."""
+    log = tmp / "strace.txt"
+    env = os.environ | {"MDLA_EMU_THREADS": "2", "MDLA_CPU_THREADS": "2"}
+    trace = ["strace", "-f", "-qq", "-e", "trace=clone,clone3", "-o", str(log)]
+    proc = subprocess.run(
+        [*trace, *args], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return sum(1 for line in log.read_text().splitlines() if re.search(r"\bclone3?\(", line))
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_the_engine_starts_its_threads_once_whatever_the_repeat(tmp_path: Path) -> None:
+    """Two mtk-mdla partitions (a compilation each: one worker each, at its first execution)
+    around a cpu partition (one worker, when the engine prepares it): three threads for one run
+    as for five, where a pool per execution started two more per run."""
+    from mdla_runtime import save
+    from mdla_runtime.build import engine_path
+    from mdla_runtime.testing import partitioned_qgraph
+    from tests.runtime.test_engine import inputs_for
+
+    path = save(partitioned_qgraph(), tmp_path / "parts.mdla")
+    args = [str(engine_path()), str(path), "--lib", str(build_emulator())]
+    args += inputs_for(path, tmp_path)
+    assert thread_starts([*args, "--repeat", "1"], tmp_path) == 3
+    assert thread_starts([*args, "--repeat", "5", "--warmup", "1"], tmp_path) == 3
