@@ -1,7 +1,8 @@
 """The emulator's worker pool (kernels/pool.c) as a process: a compilation starts its
 MDLA_EMU_THREADS - 1 workers once, at its first execution, every later execution reuses them and
-freeing the compilation joins them; two executions of one compilation computing at the same
-time give the one-thread bytes; and nothing leaks under valgrind with the workers running."""
+freeing the compilation joins them; mdla-engine starts as many threads for five runs as for
+one; two executions of one compilation computing at the same time give the one-thread bytes;
+and nothing leaks under valgrind with the workers running."""
 
 from __future__ import annotations
 
@@ -174,3 +175,69 @@ def test_the_engine_starts_its_threads_once_whatever_the_repeat(tmp_path: Path) 
     args += inputs_for(path, tmp_path)
     assert thread_starts([*args, "--repeat", "1"], tmp_path) == 3
     assert thread_starts([*args, "--repeat", "5", "--warmup", "1"], tmp_path) == 3
+
+
+CUTS = textwrap.dedent(
+    """
+    #include <stdio.h>
+    #include <stdlib.h>
+    #include <pthread.h>
+    #include "kernels.h"
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static int64_t seen[EMU_MAX_THREADS][2];
+    static int n_seen;
+    static void record(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+        (void)ctx; (void)scratch;
+        pthread_mutex_lock(&mu);
+        seen[n_seen][0] = begin; seen[n_seen][1] = end; n_seen++;
+        pthread_mutex_unlock(&mu);
+    }
+    static int by_begin(const void *a, const void *b) {
+        return (int)(((const int64_t *)a)[0] - ((const int64_t *)b)[0]);
+    }
+    int main(int argc, char **argv) {
+        EmuPool *pool = emu_pool_create(atoi(argv[1]));
+        static uint8_t scratch[EMU_MAX_THREADS * 64];
+        EmuScratch s = {scratch, 64, pool};
+        for (int i = 2; i + 1 < argc; i += 2) {
+            n_seen = 0;
+            emu_parallel_for(&s, atoll(argv[i]), atoll(argv[i + 1]), record, NULL);
+            qsort(seen, (size_t)n_seen, sizeof seen[0], by_begin);
+            for (int k = 0; k < n_seen; k++)
+                printf("%s%lld-%lld", k ? " " : "", (long long)seen[k][0], (long long)seen[k][1]);
+            printf("\\n");
+        }
+        emu_pool_free(pool);
+        return 0;
+    }
+    """
+)
+
+
+def cuts(tmp: Path, threads: int, jobs: list[tuple[int, int]]) -> list[str]:
+    """The chunks emu_parallel_for hands out at `threads` for each (count, grain) job."""
+    from mdla_emu.build import generated_dir
+
+    src, exe = tmp / "cuts.c", tmp / "cuts"
+    src.write_text(CUTS)
+    cc = os.environ.get("CC") or shutil.which("cc") or "gcc"
+    flags = ["-std=c11", "-pthread", "-Wall", "-Werror", f"-I{CSRC}", f"-I{CSRC / 'kernels'}"]
+    pool = CSRC / "kernels" / "pool.c"
+    subprocess.run(
+        [cc, *flags, f"-I{generated_dir()}", str(src), str(pool), "-o", str(exe)],
+        check=True,
+        capture_output=True,
+    )
+    args = [str(v) for job in jobs for v in job]
+    proc = subprocess.run([str(exe), str(threads), *args], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+def test_chunks_are_equal_and_each_holds_a_grain(tmp_path: Path) -> None:
+    """(count, grain): 10 items in grains of 4 go out as two halves, not 8 + 2; 7 items hold
+    one whole grain only, so the caller computes them alone; grain 1 cuts one per thread."""
+    jobs = [(10, 4), (7, 4), (12, 1), (2, 1), (0, 1)]
+    assert cuts(tmp_path, 2, jobs) == ["0-5 5-10", "0-7", "0-6 6-12", "0-1 1-2", ""]
+    assert cuts(tmp_path, 3, jobs) == ["0-5 5-10", "0-7", "0-4 4-8 8-12", "0-1 1-2", ""]
+    assert cuts(tmp_path, 1, jobs) == ["0-10", "0-7", "0-12", "0-2", ""]

@@ -146,8 +146,9 @@ int emu_env_threads(const char *var);
 EmuPool *emu_pool_create(int threads);
 void emu_pool_free(EmuPool *pool);
 int emu_pool_threads(const EmuPool *pool);
-/* Run fn over [0, count) in contiguous chunks of whole grains, one per thread; returns when
- * all are done. */
+/* Run fn over [0, count) in equal contiguous chunks, one per thread as long as each holds a
+ * grain (one chunk, on the caller, when the job holds less than two); returns when all are
+ * done. */
 void emu_parallel_for(EmuScratch *s, int64_t count, int64_t grain, EmuTaskFn fn,
                       const void *ctx);
 /* The least work a thread takes (MDLA_EMU_MIN_WORK overrides; tests set 1 to cut everything). */

@@ -4,11 +4,12 @@
  *
  * A pool lives as long as its owner (a compilation, a cpu partition): its threads start once
  * and serve every execution. emu_parallel_for cuts [0, count) into one contiguous chunk per
- * thread, always the same cut; each chunk is computed by whichever thread claims it first (the
- * caller claims too, so it always takes a share, and it takes every chunk no worker has
- * claimed by the time its own is done: a descheduled worker never holds the op up) with the
- * scratch of the chunk's index. Each output element is computed by the same code whatever the
- * cut and whoever runs it, so results do not depend on the thread count.
+ * thread (fewer when the job holds fewer grains), equal to an item; each chunk is computed by
+ * whichever thread claims it first (the caller claims too, so it always takes a share, and it
+ * takes every chunk no worker has claimed by the time its own is done: a descheduled worker
+ * never holds the op up) with the scratch of the chunk's index. Each output element is
+ * computed by the same code whatever the cut and whoever runs it, so results do not depend on
+ * the thread count.
  *
  * Hand-off: the caller publishes a job by moving `state` to a new generation; a worker waiting
  * for one spins for up to MDLA_EMU_SPIN_US (default EMU_SPIN_US; past its first few hundred
@@ -19,7 +20,7 @@
  * (sleepers, caller_sleeping) under the lock before it re-checks, and the waker reads that
  * announcement after its own sequentially consistent write.
  *
- * A job splits only when it holds more than one grain; kernels size grains with emu_par_grain
+ * A job splits only when it holds two grains or more; kernels size grains with emu_par_grain
  * so a thread takes at least MDLA_EMU_MIN_WORK (default EMU_MIN_WORK) units of work (about one
  * output byte's worth each): below that, handing a chunk over costs more than it saves. Two
  * executions of one compilation computing at once share its pool: the one that finds it busy
@@ -35,8 +36,12 @@
 
 #include "kernels.h"
 
-#define CHUNK_BITS 8 /* state = generation << CHUNK_BITS | next unclaimed chunk */
-#define PAUSES 256   /* spin turns with a pause before each turn yields the core */
+/* state = generation << GEN_SHIFT | chunks << CHUNK_BITS | next unclaimed chunk */
+#define CHUNK_BITS 8
+#define GEN_SHIFT (2 * CHUNK_BITS)
+#define CHUNK_MASK ((1u << CHUNK_BITS) - 1)
+#define PAUSES 256 /* spin turns with a pause before each turn yields the core */
+_Static_assert(EMU_MAX_THREADS < (1 << CHUNK_BITS), "a chunk count fits its field");
 
 struct EmuPool {
     pthread_mutex_t lock;
@@ -51,7 +56,7 @@ struct EmuPool {
     /* the current job, published with its generation */
     EmuTaskFn fn;
     const void *ctx;
-    int64_t count, grain;
+    int64_t count;
     uint8_t *scratch;
     size_t scratch_len;
     /* the hand-off words, on their own cache lines */
@@ -85,21 +90,25 @@ static void backoff(unsigned turn) {
 #endif
 }
 
-/* Chunk t of n over [0, count), in whole grains. */
-static void chunk(int64_t count, int64_t grain, int t, int n, int64_t *begin, int64_t *end) {
-    const int64_t grains = (count + grain - 1) / grain;
-    *begin = grains * t / n * grain;
-    *end = grains * (t + 1) / n * grain;
-    if (*begin > count) *begin = count;
-    if (*end > count) *end = count;
+/* How many chunks [0, count) is cut into: one per thread, as long as each holds a grain. */
+static int chunks_of(int64_t count, int64_t grain, int n) {
+    const int64_t whole = count / grain;
+    return whole < n ? (int)whole : n;
+}
+
+/* Chunk t of k over [0, count): equal to an item, so no thread waits on a bigger share. */
+static void chunk(int64_t count, int t, int k, int64_t *begin, int64_t *end) {
+    *begin = count * t / k;
+    *end = count * (t + 1) / k;
 }
 
 /* Claim the next chunk of job `gen`: its index, or -1 when none is left (or the job is over). */
-static int claim(EmuPool *p, uint64_t gen) {
+static int claim(EmuPool *p, uint64_t gen, int *chunks) {
     uint_fast64_t s = atomic_load_explicit(&p->state, memory_order_acquire);
     for (;;) {
-        const int c = (int)(s & ((1u << CHUNK_BITS) - 1));
-        if (s >> CHUNK_BITS != gen || c >= p->n) return -1;
+        const int c = (int)(s & CHUNK_MASK);
+        *chunks = (int)((s >> CHUNK_BITS) & CHUNK_MASK);
+        if (s >> GEN_SHIFT != gen || c >= *chunks) return -1;
         if (atomic_compare_exchange_weak_explicit(&p->state, &s, s + 1, memory_order_acq_rel,
                                                   memory_order_acquire))
             return c;
@@ -108,10 +117,10 @@ static int claim(EmuPool *p, uint64_t gen) {
 
 /* Run every chunk of job `gen` this thread can claim; the last one finished wakes the caller. */
 static void run_chunks(EmuPool *p, uint64_t gen) {
-    int c;
-    while ((c = claim(p, gen)) >= 0) {
+    int c, chunks;
+    while ((c = claim(p, gen, &chunks)) >= 0) {
         int64_t begin, end;
-        chunk(p->count, p->grain, c, p->n, &begin, &end);
+        chunk(p->count, c, chunks, &begin, &end);
         if (begin < end) p->fn(p->ctx, begin, end, p->scratch + (size_t)c * p->scratch_len);
         if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->caller_sleeping)) {
             pthread_mutex_lock(&p->lock);
@@ -122,7 +131,7 @@ static void run_chunks(EmuPool *p, uint64_t gen) {
 }
 
 static uint64_t generation(EmuPool *p) {
-    return atomic_load_explicit(&p->state, memory_order_acquire) >> CHUNK_BITS;
+    return atomic_load_explicit(&p->state, memory_order_acquire) >> GEN_SHIFT;
 }
 
 /* The next job's generation after `seen`; `seen` itself when the pool quits. */
@@ -136,7 +145,8 @@ static uint64_t await_job(EmuPool *p, uint64_t seen) {
     if (g != seen || atomic_load(&p->quit)) return atomic_load(&p->quit) ? seen : g;
     pthread_mutex_lock(&p->lock);
     atomic_fetch_add(&p->sleepers, 1);
-    while ((g = generation(p)) == seen && !atomic_load(&p->quit))
+    /* a sequentially consistent load after the announcement (Dekker, against the caller's) */
+    while ((g = atomic_load(&p->state) >> GEN_SHIFT) == seen && !atomic_load(&p->quit))
         pthread_cond_wait(&p->work, &p->lock);
     atomic_fetch_sub(&p->sleepers, 1);
     pthread_mutex_unlock(&p->lock);
@@ -253,19 +263,19 @@ void emu_parallel_for(EmuScratch *s, int64_t count, int64_t grain, EmuTaskFn fn,
                       const void *ctx) {
     EmuPool *p = s->pool;
     if (grain < 1) grain = 1;
-    if (p == NULL || count <= grain || atomic_flag_test_and_set(&p->busy)) {
+    const int chunks = p == NULL ? 1 : chunks_of(count, grain, p->n);
+    if (chunks <= 1 || atomic_flag_test_and_set(&p->busy)) {
         if (count > 0) fn(ctx, 0, count, s->scratch);
         return;
     }
     p->fn = fn;
     p->ctx = ctx;
     p->count = count;
-    p->grain = grain;
     p->scratch = s->scratch;
     p->scratch_len = s->scratch_len;
-    atomic_store(&p->remaining, p->n);
+    atomic_store(&p->remaining, chunks);
     const uint64_t gen = ++p->gen;
-    atomic_store(&p->state, (uint_fast64_t)gen << CHUNK_BITS);
+    atomic_store(&p->state, (uint_fast64_t)gen << GEN_SHIFT | (uint_fast64_t)chunks << CHUNK_BITS);
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->lock);
         pthread_cond_broadcast(&p->work);
