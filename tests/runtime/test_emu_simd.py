@@ -198,3 +198,61 @@ def test_conv_gemm_shapes_bit_exact(name: str, isa_path: str) -> None:
     codes[0][..., -1] = 127
     (want,) = run_int8(g, as_floats(g, codes), raw=True)
     np.testing.assert_array_equal(np.asarray(run_single_op(g, codes)), want, err_msg=name)
+
+
+# CONV_2D on the rows GEMM (gemm_rows.c, conv_rows.c: x86-64 with AVX-512 VNNI): the implicit
+# GEMM (ci a multiple of 4: taps read in place, outside taps from a zero-point row), the im2col
+# rows of codes otherwise (whole kernel rows copied as one run, edges tap by tap), the row sums
+# of the w + 128 operand swap, register blocks cut at the tile's end, more than one tile, odd
+# column counts (masked stores) and the requantization in the tile (double rounding) or after
+# it (single rounding: the wide pipeline).
+# (n, h, w, c, o, k, stride, dilation, (top, bottom, left, right), z_in)
+ROWS = {
+    "imp_3x3_c4_o33_zmin": (1, 9, 8, 4, 33, 3, 1, 1, (1, 1, 1, 1), -128),
+    "imp_3x3_s2_c8_o48_zmax": (2, 10, 9, 8, 48, 3, 2, 1, (1, 0, 1, 0), 127),
+    "imp_5x5_dil2_c12_o17": (1, 12, 12, 12, 17, 5, 1, 2, (4, 4, 3, 5), -5),
+    "imp_2x2_s2_c20_o31_edge": (1, 7, 7, 20, 31, 2, 2, 1, (0, 1, 0, 1), 90),
+    "imp_3x3_c64_o1_skew_pad": (1, 6, 5, 64, 1, 3, 1, 1, (2, 0, 0, 2), 3),
+    "imp_3x3_c16_o40_two_tiles": (1, 20, 20, 16, 40, 3, 1, 1, (1, 1, 1, 1), 0),
+    "pw_c4_o17_299px": (1, 13, 23, 4, 17, 1, 1, 1, (0, 0, 0, 0), 127),
+    "col_7x7_s2_c3_stem": (1, 23, 21, 3, 16, 7, 2, 1, (3, 3, 3, 3), -128),
+    "col_3x3_dil2_c5_o9": (1, 9, 10, 5, 9, 3, 1, 2, (2, 1, 2, 1), 64),
+}
+
+
+def test_the_rows_gemm_follows_the_cpu_and_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ready = ctypes.CDLL(str(build_emulator())).emu_gemm_rows_ready
+    ready.restype = ctypes.c_bool
+    flags = set(Path("/proc/cpuinfo").read_text().split())
+    vnni = (
+        platform.machine() == "x86_64"
+        and {
+            "avx512f",
+            "avx512bw",
+            "avx512vl",
+            "avx512_vnni",
+        }
+        <= flags
+    )
+    monkeypatch.delenv("MDLA_EMU_PORTABLE", raising=False)
+    monkeypatch.delenv("MDLA_EMU_ISA", raising=False)
+    assert ready() is vnni
+    monkeypatch.setenv("MDLA_EMU_ISA", "avx2")
+    assert ready() is False
+    monkeypatch.delenv("MDLA_EMU_ISA")
+    monkeypatch.setenv("MDLA_EMU_PORTABLE", "1")
+    assert ready() is False
+
+
+@pytest.mark.parametrize("name", ROWS)
+def test_conv_rows_shapes_bit_exact(name: str, isa_path: str, rounding: str) -> None:
+    g = conv_graph(ROWS[name], seed=len(name))
+    codes = random_codes(g, np.random.default_rng(9))
+    codes[0][..., 0] = -128
+    codes[0][..., -1] = 127
+    (want,) = run_int8(g, as_floats(g, codes), raw=True, rounding=rounding)
+    assert np.unique(want).size > 4, "a case whose outputs are all clamped tests nothing"
+    got = np.asarray(run_single_op(g, codes))
+    np.testing.assert_array_equal(got, want, err_msg=f"{name}, {isa_path}, {rounding}")

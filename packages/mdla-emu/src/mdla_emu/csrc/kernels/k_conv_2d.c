@@ -16,36 +16,23 @@
  * (z_in - z_in) * w = 0) and the zero point moves into each column's initial value; the same
  * integers, so the same acc. A pointwise tile whose depth is a multiple of 4 reads its whole
  * 8-row blocks in place (emu_gemm_u8_codes: the offset added after the load), copying only the
- * last < 8 rows.
+ * last < 8 rows. On x86-64 with AVX-512 VNNI (emu_gemm_rows_ready()) the rows path of
+ * conv_rows.c replaces this one: an implicit GEMM (no im2col when ci is a multiple of 4) with
+ * the requantization in the register tile.
  * Without it, on a CPU with AVX2 (emu_isa(), simd.h) the int16
  * tiles run emu_gemm_s16_avx2 (the same sums in int32 lanes, exact as simd.h says) on a filter
  * packed for it instead of emu_gemm_s16_blocked.
  */
 #include <string.h>
 
+#include "conv.h"
 #include "gemm.h"
-#include "kernels.h"
+#include "gemm_rows.h"
 #include "simd.h"
 
 #define TILE_BYTES 32768    /* im2col bytes per GEMM tile: its rows stay in L1 */
 #define TILE_U8_BYTES 65536 /* the same for the uint8 path's tile (kept in L2) */
 
-typedef struct {
-    int32_t n, h, w, ci, oh, ow, co, kh, kw, depth;
-    int32_t kpad, copad, tile_rows; /* depth and co padded; output pixels per tile */
-    bool pointwise; /* 1x1, stride 1, no padding: output pixel q reads input pixel q */
-    EmuWindow win;
-    int32_t z_in;
-    int16_t *filter; /* [copad][kpad], widened and zero-padded once (NULL when packed16) */
-    int16_t *packed16; /* emu_gemm_s16_avx2's filter (simd.h), when emu_isa() has AVX2 */
-    EmuRequant rq;
-    /* the uint8 fast path (gemm.h); filter is NULL when it is taken */
-    bool u8;
-    int32_t kpad4, cpad16, tile_u8; /* depth to 4, co to EMU_U8_NR, rows per tile */
-    int8_t *packed;
-    int32_t *init;
-    EmuConv16 *wide; /* int16 activations (conv16.c): every other field unused */
-} ConvParams;
 
 static void conv_free(void *p) {
     ConvParams *cp = p;
@@ -54,6 +41,8 @@ static void conv_free(void *p) {
     free(cp->packed16);
     free(cp->packed);
     free(cp->init);
+    free(cp->zrow);
+    free(cp->rqc);
     emu_conv16_free(cp->wide);
     emu_requant_free(&cp->rq);
     free(cp);
@@ -91,6 +80,7 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumeric
                    win.pad_top == 0 && win.pad_bottom == 0 && win.pad_left == 0 &&
                    win.pad_right == 0;
     const int8_t *wv = f->value;
+    if (emu_gemm_rows_ready()) return emu_conv_rows_prepare(p, wv);
     p->u8 = emu_gemm_u8_ready();
     if (p->u8) {
         p->kpad4 = emu_round_up(depth, EMU_U8_KB);
@@ -124,6 +114,7 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumeric
 static size_t conv_scratch(const void *params) {
     const ConvParams *p = params;
     if (p->wide != NULL) return 0;
+    if (p->rows) return emu_conv_rows_scratch(p);
     if (p->u8)
         return (size_t)p->tile_u8 * p->kpad4 + (size_t)p->tile_u8 * p->cpad16 * sizeof(int32_t);
     return (size_t)p->tile_rows * p->kpad * sizeof(int16_t) +
@@ -154,8 +145,8 @@ static void im2col_row(const ConvParams *p, const int8_t *in, int32_t b, int32_t
 
 /* The 8-bit im2col row (gemm.h): u = in + OFF, z_in + OFF outside the image (OFF =
  * EMU_U8_OFFSET); the padding up to kpad4 meets zero weights, so any byte does (zero). */
-static void im2col_row_u8(const ConvParams *p, const int8_t *in, int32_t b, int32_t oy,
-                          int32_t ox, uint8_t *restrict col) {
+void emu_conv_im2col_u8(const ConvParams *p, const int8_t *in, int32_t b, int32_t oy, int32_t ox,
+                        uint8_t *restrict col) {
     const EmuWindow *w = &p->win;
     const int32_t ci = p->ci;
     for (int32_t i = 0; i < p->kh; i++) {
@@ -174,12 +165,6 @@ static void im2col_row_u8(const ConvParams *p, const int8_t *in, int32_t b, int3
     memset(col + p->depth, 0, (size_t)(p->kpad4 - p->depth));
 }
 
-typedef struct {
-    const ConvParams *p;
-    const int8_t *in;
-    int8_t *out;
-    int32_t tile; /* output pixels per tile: the prepared size or less (conv_tile) */
-} ConvJob;
 
 /* GEMM tiles [begin, end): tile t covers output pixels [t * tile, (t + 1) * tile). */
 static void conv_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
@@ -249,7 +234,7 @@ static void conv_tiles_u8(const void *ctx, int64_t begin, int64_t end, uint8_t *
             memset(dst + ci, 0, (size_t)(kpad4 - ci));
         }
         for (int32_t r = 0; !p->pointwise && r < rows; r++) {
-            im2col_row_u8(p, job->in, b, oy, ox, cols + (size_t)r * p->kpad4);
+            emu_conv_im2col_u8(p, job->in, b, oy, ox, cols + (size_t)r * p->kpad4);
             if (++ox == p->ow) {
                 ox = 0;
                 if (++oy == p->oh) oy = 0, b++;
@@ -283,7 +268,8 @@ static void conv_eval(const void *params, const void *const *inputs, void *outpu
     if (p->u8) {
         const ConvJob job = {p, inputs[0], output,
                              conv_tile(p->tile_u8, EMU_U8_MR, pixels, threads)};
-        emu_parallel_for(scratch, (pixels + job.tile - 1) / job.tile, 1, conv_tiles_u8, &job);
+        emu_parallel_for(scratch, (pixels + job.tile - 1) / job.tile, 1,
+                         p->rows ? emu_conv_rows_tiles : conv_tiles_u8, &job);
         return;
     }
     const ConvJob job = {p, inputs[0], output,

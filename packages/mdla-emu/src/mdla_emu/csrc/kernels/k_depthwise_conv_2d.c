@@ -74,7 +74,8 @@ static int dw_fill(const NeuronModel *m, const EmuOperation *op, EmuNumerics num
     if (p->isa != EMU_ISA_PORTABLE) {
         p->filter32 = malloc(taps * p->co * sizeof *p->filter32);
         if (p->filter32 == NULL) return NEURON_OUT_OF_MEMORY;
-        for (size_t i = 0; i < taps * p->co; i++) p->filter32[i] = wv[i];
+        for (size_t i = 0; i < taps * p->co; i++) /* simd.h: w's int16, a zero int16 */
+            p->filter32[i] = (int32_t)(uint16_t)(int16_t)wv[i];
         return NEURON_NO_ERROR;
     }
     if (p->mult == 1 && win.stride_w == 1) {
@@ -198,9 +199,15 @@ EMU_BODY void dw_rows(const DwJob *job, int64_t begin, int64_t end, uint8_t *scr
     EmuDwRow d = {NULL, p->filter32, p->h, p->w, p->ci, w->filter_h, w->filter_w,
                   w->stride_h, w->stride_w, w->dilation_h, w->dilation_w, w->pad_top,
                   w->pad_left, p->z_in, p->ow};
+    const EmuDwRq rq = {p->rq.bias32, p->rq.m32, p->rq.right32, p->rq.mask32,
+                        p->rq.z_out, p->rq.lo, p->rq.hi};
     for (int64_t row = begin; row < end; row++) {
         const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);
         d.image = job->in + (size_t)b * p->h * p->w * p->ci;
+        if (p->isa == EMU_ISA_AVX512 && p->rq.narrow) {
+            emu_dw_row_rq_avx512(&d, &rq, oy, job->out + (size_t)row * p->ow * p->co, taps);
+            continue;
+        }
         if (p->isa == EMU_ISA_AVX512)
             emu_dw_row_avx512(&d, oy, acc, taps);
         else if (p->isa == EMU_ISA_AVX2)

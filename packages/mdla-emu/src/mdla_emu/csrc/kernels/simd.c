@@ -1,7 +1,7 @@
 /*
  * simd.c: emu_isa() and the kernels of simd.h in AVX2 and AVX-512 intrinsics: the narrow
- * requantization (and MUL's formula on it), the multiplier-1 depthwise row, the int16 GEMM for
- * CPUs without VNNI and the VBMI table lookup. Each function's exactness argument is beside
+ * requantization (and MUL's formula on it), the int16 GEMM for CPUs without VNNI and the VBMI
+ * table lookup (the multiplier-1 depthwise row: simd_dw.c). Each function's exactness argument is beside
  * its declaration in simd.h; the requantization's, the subtle one, is here.
  *
  * Why the vector requantization is the C one (requant_narrow, kernel_common.c) lane for lane:
@@ -45,8 +45,9 @@ void emu_gemm_s16_avx2_pack(const int8_t *w, int32_t cols, int32_t wdepth, int32
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
+#include "simd_x86.h"
+
 #define EMU_T_AVX2 __attribute__((target("avx2")))
-#define EMU_T_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 #define EMU_T_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
 
 static int cpu_isa;
@@ -110,22 +111,6 @@ EMU_T_AVX2 void emu_requant_narrow_avx2(const int32_t *acc, const int32_t *bias,
 #undef LD
 }
 
-/* 16 lanes of v (simd.c header for why this is requant_narrow); lo and hi minus z. */
-EMU_T_AVX512 static inline __m512i narrow16(__m512i v, __m512i m, __m512i right, __m512i msk,
-                                            __m512i z, __m512i lo, __m512i hi) {
-    const __m512i round = _mm512_set1_epi64(INT64_C(1) << 30);
-    const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(v, m), round);
-    const __m512i odd = _mm512_add_epi64(
-        _mm512_mul_epi32(_mm512_srli_epi64(v, 32), _mm512_srli_epi64(m, 32)), round);
-    const __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, _mm512_srli_epi64(even, 31),
-                                              _mm512_slli_epi64(odd, 1));
-    const __m512i rem = _mm512_and_si512(h, msk);
-    const __m512i thr = _mm512_sub_epi32(_mm512_srai_epi32(msk, 1), _mm512_srai_epi32(h, 31));
-    __m512i t = _mm512_srav_epi32(h, right);
-    t = _mm512_mask_add_epi32(t, _mm512_cmpgt_epi32_mask(rem, thr), t, _mm512_set1_epi32(1));
-    return _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(t, lo), hi), z);
-}
-
 /* narrow16 on memory: `k` the lanes to load and store. */
 EMU_T_AVX512 static inline void narrow16_mem(const int32_t *acc, const int32_t *bias,
                                              const int32_t *mult, const int32_t *right,
@@ -133,7 +118,7 @@ EMU_T_AVX512 static inline void narrow16_mem(const int32_t *acc, const int32_t *
                                              __m512i hi, int8_t *out, __mmask16 k) {
     const __m512i v =
         _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc), _mm512_maskz_loadu_epi32(k, bias));
-    const __m512i q = narrow16(v, _mm512_maskz_loadu_epi32(k, mult),
+    const __m512i q = emu_narrow16(v, _mm512_maskz_loadu_epi32(k, mult),
                                _mm512_maskz_loadu_epi32(k, right),
                                _mm512_maskz_loadu_epi32(k, mask), z, lo, hi);
     _mm512_mask_cvtepi32_storeu_epi8(out, k, q);
@@ -248,91 +233,11 @@ EMU_T_AVX512 void emu_mul_narrow_avx512(const EmuMulNarrow *k, const int8_t *a,
         const __mmask16 c = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
         const __m512i x = codes16(a + i * a_step, a_step, c, z1);
         const __m512i y = codes16(b + i * b_step, b_step, c, z2);
-        _mm512_mask_cvtepi32_storeu_epi8(out + i, c,
-                                         narrow16(_mm512_mullo_epi32(x, y), m, r, msk, z, lo, hi));
+        const __m512i q = emu_narrow16(_mm512_mullo_epi32(x, y), m, r, msk, z, lo, hi);
+        _mm512_mask_cvtepi32_storeu_epi8(out + i, c, q);
     }
 }
 
-/* The taps of output pixel (oy, ox) inside the image: pairs (input offset, filter offset) in
- * `taps`, their count returned. */
-static inline int32_t dw_taps(const EmuDwRow *d, int32_t oy, int32_t ox, int32_t *taps) {
-    int32_t n = 0;
-    for (int32_t i = 0; i < d->kh; i++) {
-        const int32_t iy = oy * d->stride_h + i * d->dil_h - d->pad_top;
-        if (iy < 0 || iy >= d->h) continue;
-        for (int32_t j = 0; j < d->kw; j++) {
-            const int32_t ix = ox * d->stride_w + j * d->dil_w - d->pad_left;
-            if (ix < 0 || ix >= d->w) continue;
-            taps[2 * n] = (iy * d->w + ix) * d->c;
-            taps[2 * n + 1] = (i * d->kw + j) * d->c;
-            n++;
-        }
-    }
-    return n;
-}
-
-EMU_T_AVX2 void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
-    const int32_t c = d->c;
-    const __m256i z = _mm256_set1_epi32(d->z);
-    for (int32_t ox = 0; ox < d->ow; ox++) {
-        const int32_t n = dw_taps(d, oy, ox, taps);
-        int32_t *out = acc + (size_t)ox * c;
-        int32_t k = 0;
-        for (; k + 8 <= c; k += 8) {
-            __m256i s = _mm256_setzero_si256();
-            for (int32_t t = 0; t < n; t++) {
-                const __m256i x = _mm256_cvtepi8_epi32(
-                    _mm_loadl_epi64((const __m128i *)(const void *)(d->image + taps[2 * t] + k)));
-                const __m256i w = _mm256_loadu_si256(
-                    (const __m256i *)(const void *)(d->filter + taps[2 * t + 1] + k));
-                s = _mm256_add_epi32(s, _mm256_mullo_epi32(_mm256_sub_epi32(x, z), w));
-            }
-            _mm256_storeu_si256((__m256i *)(void *)(out + k), s);
-        }
-        for (; k < c; k++) {
-            int32_t s = 0;
-            for (int32_t t = 0; t < n; t++)
-                s += (d->image[taps[2 * t] + k] - d->z) * d->filter[taps[2 * t + 1] + k];
-            out[k] = s;
-        }
-    }
-}
-
-/* `nb` blocks of 16 channels from channel k of one pixel, every tap in registers. */
-EMU_T_AVX512 static inline __attribute__((always_inline)) void
-dw_blocks16(const EmuDwRow *d, const int32_t *taps, int32_t n, int32_t k, int nb, __mmask16 m,
-            int32_t *out) {
-    const __m512i z = _mm512_set1_epi32(d->z);
-    __m512i s[4];
-    for (int b = 0; b < nb; b++) s[b] = _mm512_setzero_si512();
-    for (int32_t t = 0; t < n; t++) {
-        const int8_t *x = d->image + taps[2 * t] + k;
-        const int32_t *w = d->filter + taps[2 * t + 1] + k;
-        for (int b = 0; b < nb; b++) {
-            const __m512i xv = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, x + 16 * b));
-            const __m512i wv = _mm512_maskz_loadu_epi32(m, w + 16 * b);
-            s[b] = _mm512_add_epi32(s[b], _mm512_mullo_epi32(_mm512_sub_epi32(xv, z), wv));
-        }
-    }
-    for (int b = 0; b < nb; b++) _mm512_mask_storeu_epi32(out + k + 16 * b, m, s[b]);
-}
-
-EMU_T_AVX512 void emu_dw_row_avx512(const EmuDwRow *d, int32_t oy, int32_t *acc,
-                                    int32_t *taps) {
-    const int32_t c = d->c;
-    for (int32_t ox = 0; ox < d->ow; ox++) {
-        const int32_t n = dw_taps(d, oy, ox, taps);
-        int32_t *out = acc + (size_t)ox * c;
-        int32_t k = 0;
-        for (; k + 64 <= c; k += 64) dw_blocks16(d, taps, n, k, 4, (__mmask16)0xFFFF, out);
-        for (; k + 32 <= c; k += 32) dw_blocks16(d, taps, n, k, 2, (__mmask16)0xFFFF, out);
-        for (; k < c; k += 16) {
-            const int32_t r = c - k;
-            const __mmask16 m = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1u);
-            dw_blocks16(d, taps, n, k, 1, m, out);
-        }
-    }
-}
 EMU_T_VBMI void emu_lut_vbmi(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n) {
     const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64),
                   t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
@@ -373,15 +278,6 @@ void emu_mul_narrow_avx512(const EmuMulNarrow *k, const int8_t *a, const int8_t 
 void emu_lut_vbmi(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n) {
     (void)table, (void)x, (void)y, (void)n;
     abort(); /* unreachable: emu_lut_vbmi_ready() is false here */
-}
-
-void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
-    (void)d, (void)oy, (void)acc, (void)taps;
-    abort(); /* unreachable: emu_isa() is EMU_ISA_PORTABLE here */
-}
-
-void emu_dw_row_avx512(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
-    emu_dw_row_avx2(d, oy, acc, taps);
 }
 
 void emu_requant_narrow_avx2(const int32_t *acc, const int32_t *bias, const int32_t *mult,

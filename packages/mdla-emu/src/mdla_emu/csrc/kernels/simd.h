@@ -39,14 +39,25 @@ void emu_requant_narrow_avx512(const int32_t *acc, const int32_t *bias, const in
  * for ox < ow, c < c. Per output pixel the taps inside the image are listed once; then, per
  * block of channels (16 or 8 int32 lanes), every tap is added into one register, which is
  * stored once. Exact: |x - z| <= 255, |w| <= 127 and at most 2^16 taps (prepare), so each
- * int32 lane holds the true sum, whatever the order of the additions. */
+ * int32 lane holds the true sum, whatever the order of the additions. Each product is one
+ * vpmaddwd: the lane x - z (int32, so its two int16 halves are x - z, which fits int16, and
+ * its sign) against the filter's lane (w as int16, then a zero int16) adds (x - z) * w + 0. */
 typedef struct {
     const int8_t *image; /* [h][w][c] of one batch item */
-    const int32_t *filter; /* [kh * kw][c], widened */
+    const int32_t *filter; /* [kh * kw][c]: lane (int32)(uint16_t)w, w's int16 in the low half */
     int32_t h, w, c, kh, kw, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, z, ow;
 } EmuDwRow;
 void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
 void emu_dw_row_avx512(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
+/* emu_dw_row_avx512 with the narrow requantization (kernels.h EmuRequant.narrow) on the
+ * registers: out[ox][c] = requant_narrow(acc[ox][c] + bias[c]) per channel's constants, int8,
+ * no int32 row (the same integers: simd.c's header). */
+typedef struct {
+    const int32_t *bias, *mult, *right, *mask; /* per channel */
+    int32_t z, lo, hi;
+} EmuDwRq;
+void emu_dw_row_rq_avx512(const EmuDwRow *d, const EmuDwRq *rq, int32_t oy, int8_t *out,
+                          int32_t *taps);
 
 /* MUL (k_mul.c) in double rounding with a shift s <= 0, n elements:
  *   out[i] = clamp(RDBPOT(SRDHM((a[i * a_step] - z1) * (b[i * b_step] - z2), mult), right)

@@ -1,0 +1,51 @@
+/*
+ * conv.h: CONV_2D's frozen parameters (k_conv_2d.c), shared with the x86-64 rows path
+ * (conv_rows.c: the implicit GEMM with the requantization in the register tile).
+ */
+#ifndef MDLA_EMU_CONV_H
+#define MDLA_EMU_CONV_H
+
+#include "kernels.h"
+
+typedef struct {
+    int32_t n, h, w, ci, oh, ow, co, kh, kw, depth;
+    int32_t kpad, copad, tile_rows; /* depth and co padded; output pixels per tile */
+    bool pointwise; /* 1x1, stride 1, no padding: output pixel q reads input pixel q */
+    EmuWindow win;
+    int32_t z_in;
+    int16_t *filter; /* [copad][kpad], widened and zero-padded once (NULL when packed16) */
+    int16_t *packed16; /* emu_gemm_s16_avx2's filter (simd.h), when emu_isa() has AVX2 */
+    EmuRequant rq;
+    /* the uint8 fast path (gemm.h); filter is NULL when it is taken */
+    bool u8;
+    int32_t kpad4, cpad16, tile_u8; /* depth to 4, co to EMU_U8_NR, rows per tile */
+    int8_t *packed;
+    int32_t *init; /* the rows path: plus the bias when rq.narrow */
+    /* the rows path (conv_rows.c, when emu_gemm_rows_ready() at prepare; u8 is true too) */
+    bool rows;
+    bool implicit; /* ci a multiple of 4: rows point into the input (no im2col) */
+    int32_t nseg, seg; /* segments per row and their bytes (gemm_rows.h) */
+    uint8_t *zrow; /* seg bytes of the input zero point's code: taps outside the image */
+    int32_t *rqc; /* rq.narrow: mult, right, mask, cpad16 each (EmuGemmRq) */
+    EmuConv16 *wide; /* int16 activations (conv16.c): every other field unused */
+} ConvParams;
+
+typedef struct {
+    const ConvParams *p;
+    const int8_t *in;
+    int8_t *out;
+    int32_t tile; /* output pixels per tile: the prepared size or less (conv_tile) */
+} ConvJob;
+
+/* The 8-bit im2col row of output pixel (b, oy, ox) (k_conv_2d.c). */
+void emu_conv_im2col_u8(const ConvParams *p, const int8_t *in, int32_t b, int32_t oy, int32_t ox,
+                        uint8_t *restrict col);
+
+/* The rows path: after the common fields and rq are set, pack the filter w [co][depth] and
+ * freeze its constants; its scratch bytes for `tile` rows; the tiles [begin, end) of a
+ * ConvJob (an EmuTaskFn). */
+int emu_conv_rows_prepare(ConvParams *p, const int8_t *w);
+size_t emu_conv_rows_scratch(const ConvParams *p);
+void emu_conv_rows_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch);
+
+#endif /* MDLA_EMU_CONV_H */

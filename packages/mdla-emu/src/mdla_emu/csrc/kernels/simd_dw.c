@@ -1,0 +1,140 @@
+/*
+ * simd_dw.c: the multiplier-1 DEPTHWISE_CONV_2D rows of simd.h (emu_dw_row_*) in AVX2 and
+ * AVX-512 intrinsics; their exactness is beside their declarations in simd.h, the narrow
+ * requantization's in simd.c's header.
+ */
+#include <stdlib.h>
+
+#include "simd.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "simd_x86.h"
+
+#define EMU_T_AVX2 __attribute__((target("avx2")))
+
+/* The taps of output pixel (oy, ox) inside the image: pairs (input offset, filter offset) in
+ * `taps`, their count returned. */
+static inline int32_t dw_taps(const EmuDwRow *d, int32_t oy, int32_t ox, int32_t *taps) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < d->kh; i++) {
+        const int32_t iy = oy * d->stride_h + i * d->dil_h - d->pad_top;
+        if (iy < 0 || iy >= d->h) continue;
+        for (int32_t j = 0; j < d->kw; j++) {
+            const int32_t ix = ox * d->stride_w + j * d->dil_w - d->pad_left;
+            if (ix < 0 || ix >= d->w) continue;
+            taps[2 * n] = (iy * d->w + ix) * d->c;
+            taps[2 * n + 1] = (i * d->kw + j) * d->c;
+            n++;
+        }
+    }
+    return n;
+}
+
+EMU_T_AVX2 void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
+    const int32_t c = d->c;
+    const __m256i z = _mm256_set1_epi32(d->z);
+    for (int32_t ox = 0; ox < d->ow; ox++) {
+        const int32_t n = dw_taps(d, oy, ox, taps);
+        int32_t *out = acc + (size_t)ox * c;
+        int32_t k = 0;
+        for (; k + 8 <= c; k += 8) {
+            __m256i s = _mm256_setzero_si256();
+            for (int32_t t = 0; t < n; t++) {
+                const __m256i x = _mm256_cvtepi8_epi32(
+                    _mm_loadl_epi64((const __m128i *)(const void *)(d->image + taps[2 * t] + k)));
+                const __m256i w = _mm256_loadu_si256(
+                    (const __m256i *)(const void *)(d->filter + taps[2 * t + 1] + k));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_sub_epi32(x, z), w));
+            }
+            _mm256_storeu_si256((__m256i *)(void *)(out + k), s);
+        }
+        for (; k < c; k++) {
+            int32_t s = 0;
+            for (int32_t t = 0; t < n; t++) /* the filter's low 16 bits: w as int16 */
+                s += (d->image[taps[2 * t] + k] - d->z) *
+                     (int16_t)(uint16_t)(uint32_t)d->filter[taps[2 * t + 1] + k];
+            out[k] = s;
+        }
+    }
+}
+
+/* `nb` blocks of 16 channels from channel k of one pixel, every tap in registers; stored as
+ * int32 sums to acc, or requantized (rq) to int8 at out. */
+EMU_T_AVX512 static inline __attribute__((always_inline)) void
+dw_blocks16(const EmuDwRow *d, const int32_t *taps, int32_t n, int32_t k, int nb, __mmask16 m,
+            int32_t *acc, const EmuDwRq *rq, int8_t *out) {
+    const __m512i z = _mm512_set1_epi32(d->z);
+    __m512i s[4];
+    for (int b = 0; b < nb; b++) s[b] = _mm512_setzero_si512();
+    for (int32_t t = 0; t < n; t++) {
+        const int8_t *x = d->image + taps[2 * t] + k;
+        const int32_t *w = d->filter + taps[2 * t + 1] + k;
+        for (int b = 0; b < nb; b++) {
+            const __m512i xv = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, x + 16 * b));
+            const __m512i wv = _mm512_maskz_loadu_epi32(m, w + 16 * b);
+            s[b] = _mm512_add_epi32(s[b], _mm512_madd_epi16(_mm512_sub_epi32(xv, z), wv));
+        }
+    }
+    if (rq == NULL) {
+        for (int b = 0; b < nb; b++) _mm512_mask_storeu_epi32(acc + k + 16 * b, m, s[b]);
+        return;
+    }
+    const __m512i vz = _mm512_set1_epi32(rq->z), lo = _mm512_set1_epi32(rq->lo - rq->z),
+                  hi = _mm512_set1_epi32(rq->hi - rq->z);
+    for (int b = 0; b < nb; b++) {
+        const int32_t c = k + 16 * b;
+        const __m512i v = _mm512_add_epi32(s[b], _mm512_maskz_loadu_epi32(m, rq->bias + c));
+        const __m512i q = emu_narrow16(v, _mm512_maskz_loadu_epi32(m, rq->mult + c),
+                                       _mm512_maskz_loadu_epi32(m, rq->right + c),
+                                       _mm512_maskz_loadu_epi32(m, rq->mask + c), vz, lo, hi);
+        _mm512_mask_cvtepi32_storeu_epi8(out + c, m, q);
+    }
+}
+
+/* emu_dw_row_avx512 with the output either int32 sums (rq NULL) or requantized int8. */
+EMU_T_AVX512 static inline __attribute__((always_inline)) void
+dw_row16(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps, const EmuDwRq *rq,
+         int8_t *out) {
+    const int32_t c = d->c;
+    for (int32_t ox = 0; ox < d->ow; ox++) {
+        const int32_t n = dw_taps(d, oy, ox, taps);
+        int32_t *a = acc + (size_t)ox * c;
+        int8_t *o = out + (size_t)ox * c;
+        int32_t k = 0;
+        for (; k + 64 <= c; k += 64) dw_blocks16(d, taps, n, k, 4, (__mmask16)0xFFFF, a, rq, o);
+        for (; k + 32 <= c; k += 32) dw_blocks16(d, taps, n, k, 2, (__mmask16)0xFFFF, a, rq, o);
+        for (; k < c; k += 16) {
+            const int32_t r = c - k;
+            const __mmask16 m = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1u);
+            dw_blocks16(d, taps, n, k, 1, m, a, rq, o);
+        }
+    }
+}
+
+EMU_T_AVX512 void emu_dw_row_avx512(const EmuDwRow *d, int32_t oy, int32_t *acc,
+                                    int32_t *taps) {
+    dw_row16(d, oy, acc, taps, NULL, NULL);
+}
+
+EMU_T_AVX512 void emu_dw_row_rq_avx512(const EmuDwRow *d, const EmuDwRq *rq, int32_t oy,
+                                       int8_t *out, int32_t *taps) {
+    dw_row16(d, oy, NULL, taps, rq, out);
+}
+#else
+void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
+    (void)d, (void)oy, (void)acc, (void)taps;
+    abort(); /* unreachable: emu_isa() is EMU_ISA_PORTABLE here */
+}
+
+void emu_dw_row_avx512(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
+    emu_dw_row_avx2(d, oy, acc, taps);
+}
+
+void emu_dw_row_rq_avx512(const EmuDwRow *d, const EmuDwRq *rq, int32_t oy, int8_t *out,
+                          int32_t *taps) {
+    (void)d, (void)rq, (void)oy, (void)out, (void)taps;
+    abort(); /* unreachable: emu_isa() is EMU_ISA_PORTABLE here */
+}
+#endif
