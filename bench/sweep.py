@@ -1,24 +1,29 @@
 """`workbench sweep`'s fan-out: the same grid run with 1 local worker, 2 local workers and
-(with --ray) Ray on this machine, each into its own fresh table; wall time per run, and the
-load average before and after each (on a shared machine a ratio says little: read the load).
+(with --ray) Ray on this machine, each into its own fresh table. Per run: wall seconds, the
+tasks' CPU seconds (each task measures its own process), CPU / wall (how many cores the run
+kept busy), and the load average before and after (on a shared machine the wall ratio says
+little: read the CPU columns and the load).
 
     .venv/bin/python bench/sweep.py                               # tiny model, 2 x 2 grid
     .venv/bin/python bench/sweep.py --model efficientnet_lite0 --calib samples --count 3 \
         --holdout-count 3 --methods minmax,percentile,mse,entropy \
-        --techniques none,cle,cle+adaround --ray
+        --techniques none,cle,cle+adaround --a16 'auto:10%;auto:25%' --ray
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from mdla_compile import CompileOptions
-from workbench.sweep import driver, grid
+from workbench.sweep import choose, driver, grid, gridfile, report
 from workbench.sweep.bundle import Bundle
 from workbench.sweep.pool import OnRow, run_local
 from workbench.sweep.ray_pool import run_ray
@@ -28,19 +33,43 @@ from workbench.sweep.task import Job
 TINY = str(Path(__file__).resolve().parents[1] / "tests" / "workbench" / "tiny_model.py") + ":tiny"
 
 
-def timed(name: str, jobs: list[Job], bundle: Bundle, runner: driver.Runner, tmp: Path) -> float:
-    before = os.getloadavg()[0]
+@dataclass(frozen=True)
+class Run:
+    name: str
+    wall_s: float
+    task_cpu_s: float  # the tasks' own CPU seconds, summed
+    all_cpu_s: float | None  # this process and its ended children (a local pool's workers,
+    # their start and imports too); None for Ray (its workers are not our children)
+    tasks: int
+    errors: int
+    load: tuple[float, float]  # 1-minute load average before, after
+
+    def line(self) -> str:
+        busy = self.task_cpu_s / self.wall_s if self.wall_s else 0.0
+        every = "   -   " if self.all_cpu_s is None else f"{self.all_cpu_s:7.1f}"
+        return (
+            f"{self.name:10s} wall {self.wall_s:7.1f} s  task CPU {self.task_cpu_s:7.1f} s "
+            f"(CPU/wall {busy:4.2f})  all CPU {every} s  {self.tasks} tasks, {self.errors} errors  "
+            f"load {self.load[0]:.1f} -> {self.load[1]:.1f} on {os.cpu_count()} cores"
+        )
+
+
+def all_cpu() -> float:
+    """CPU seconds of this process and of its children that ended."""
+    me, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def timed(name: str, jobs: list[Job], bundle: Bundle, runner: driver.Runner, table: Path) -> Run:
+    before, cpu0 = os.getloadavg()[0], all_cpu()
     start = time.perf_counter()
-    with Table.open(tmp / f"{name}.sqlite") as t:
+    with Table.open(table) as t:
         rows, ran = driver.execute(jobs, bundle, t, runner, progress=False)
     seconds = time.perf_counter() - start
+    every = None if name == "ray" else all_cpu() - cpu0
+    cpu = sum(r.cpu_s or 0.0 for r in rows)
     errors = sum(1 for r in rows if r.error)
-    after = os.getloadavg()[0]
-    print(
-        f"{name:10s} {seconds:8.1f} s  {ran} tasks, {errors} errors  "
-        f"load {before:.1f} -> {after:.1f} on {os.cpu_count()} cores"
-    )
-    return seconds
+    return Run(name, seconds, cpu, every, ran, errors, (before, os.getloadavg()[0]))
 
 
 def local(n: int) -> driver.Runner:
@@ -58,28 +87,53 @@ def on_ray(jobs: Sequence[Job], bundle: Bundle, on_row: OnRow) -> None:
     run_ray(jobs, bundle, on_row, "auto")
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--model", default=TINY)
     p.add_argument("--calib", default="random")
     p.add_argument("--count", type=int, default=2)
     p.add_argument("--holdout-count", type=int, default=4)
     p.add_argument("--methods", default="minmax,mse")
     p.add_argument("--techniques", default="none,cle")
+    p.add_argument("--a16", default=None, help="entries separated by `;` (sweep's --a16)")
+    p.add_argument("--runs", default="1,2", help="local worker counts to run, e.g. 1,2")
     p.add_argument("--ray", action="store_true", help="also run the grid on a local Ray")
-    a = p.parse_args()
+    p.add_argument("--plot", type=Path, help="the last run's Pareto PNG (and its table shown)")
+    p.add_argument("--json", type=Path, help="write the runs' figures here as JSON")
+    return p.parse_args()
+
+
+def show(table: Path, png: Path, title: str) -> None:
+    """The table as `workbench sweep` prints it, and its Pareto PNG."""
+    with Table.open(table) as t:
+        rows = t.rows()
+    report.show(rows, len(rows))
+    choose.write_plot(rows, png, title)
+
+
+def main() -> None:
+    a = arguments()
     options = CompileOptions(a.model, calib=a.calib, count=a.count)
-    points = grid.grid(options.quant, a.methods, a.techniques)
+    points = grid.points(options.quant, gridfile.flag_axes(a.methods, a.techniques, a.a16))
     holdout = driver.holdout_of(options, None, a.holdout_count)
     jobs, bundle = driver.plan(options, points, holdout, None)
-    print(f"{a.model}: {len(jobs)} configurations, {holdout.size} held-out inputs")
+    print(f"{a.model}: {len(jobs)} configurations, {holdout.size} held-out inputs", flush=True)
+    runs: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="bench-sweep-") as tmp:
-        one = timed("1 worker", jobs, bundle, local(1), Path(tmp))
-        two = timed("2 workers", jobs, bundle, local(2), Path(tmp))
-        print(f"2 workers / 1 worker: {one / two:.2f}x faster (see the load above)")
-        if a.ray:
-            ray_s = timed("ray", jobs, bundle, on_ray, Path(tmp))
-            print(f"ray / 2 local workers: {ray_s / two:.2f}x the time")
+        plan = [(f"{n} worker{'s' * (n > 1)}", local(n)) for n in map(int, a.runs.split(","))]
+        plan += [("ray", on_ray)] if a.ray else []
+        for name, runner in plan:
+            table = Path(tmp) / f"{name.replace(' ', '-')}.sqlite"
+            runs.append(timed(name, jobs, bundle, runner, table))
+            print(runs[-1].line(), flush=True)
+        if a.plot is not None:
+            show(table, a.plot, f"{a.model}: {len(jobs)} configurations")
+    for run in runs[1:]:
+        print(f"{run.name} vs {runs[0].name}: wall {runs[0].wall_s / run.wall_s:.2f}x faster")
+    driver_cpu = resource.getrusage(resource.RUSAGE_SELF)
+    print(f"driver CPU {driver_cpu.ru_utime + driver_cpu.ru_stime:.1f} s")
+    if a.json is not None:
+        a.json.write_text(json.dumps([r.__dict__ for r in runs], indent=1))
 
 
 if __name__ == "__main__":

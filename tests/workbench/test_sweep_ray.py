@@ -1,6 +1,6 @@
-"""`workbench sweep --ray`: the same tasks as Ray remote tasks on a local Ray cluster this
-module starts (2 CPUs, no dashboard). Ray is a test dependency (requirements-dev.txt): without
-it these tests fail, they are not skipped."""
+"""`workbench sweep --ray` (and `validate --dataset --ray`'s shards): the same tasks as Ray
+remote tasks on a local Ray cluster this module starts (2 CPUs, no dashboard). Ray is a test
+dependency (requirements-dev.txt): without it these tests fail, they are not skipped."""
 
 from __future__ import annotations
 
@@ -14,9 +14,13 @@ from typing import Any
 import pytest
 import ray
 
+import mdla_compile
 from mdla_compile import CompileOptions
-from tests.workbench.conftest import TINY, UNMAPPABLE
-from workbench.sweep import driver, grid
+from mdla_compile.inputs import input_files
+from tests.workbench.conftest import TINY, TINY_IMAGES, UNMAPPABLE
+from tests.workbench.test_validate_shards import assert_same_validation, dataset
+from workbench.documents import validation_doc
+from workbench.sweep import driver, fanout, grid, shards
 from workbench.sweep.bundle import Bundle, Holdout
 from workbench.sweep.pool import OnRow, run_local
 from workbench.sweep.ray_pool import run_ray
@@ -152,3 +156,17 @@ def test_task_timeout_holds_under_ray(cluster: None, tmp_path: Path) -> None:
     (row,) = _ray_rows(spec, tmp_path, timeout=2)
     assert row.error == "timed out after 2 s (--task-timeout)", row.error
     assert time.monotonic() - start < 40
+
+
+def test_validate_shards_on_ray_give_the_one_shard_figures(cluster: None, tmp_path: Path) -> None:
+    compiled = mdla_compile.compile(CompileOptions(TINY_IMAGES, count=2))
+    files = input_files(dataset(tmp_path / "ds", 5))
+    blob = shards.shared_of(compiled, TINY_IMAGES)
+    whole = shards.merge([shards.run_shard(blob, s) for s in shards.shards_of(files, 5)])
+    parts = fanout.map_ray(shards.run_shard, blob, shards.shards_of(files, 2), "auto")
+    assert len(parts) == 3
+    assert len(whole.rows) == 5
+    assert_same_validation(
+        validation_doc(whole, TINY_IMAGES, "emu"),
+        validation_doc(shards.merge(parts), TINY_IMAGES, "emu"),
+    )

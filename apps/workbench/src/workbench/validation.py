@@ -155,6 +155,7 @@ class Validation:
     worst: list[Any] = field(default_factory=list)  # mdla_quant TensorStats
     device: str = ""
     latency_ms: tuple[float, float] = (0.0, 0.0)
+    latencies: list[float] = field(default_factory=list)  # each run's, in image order
 
     @property
     def kind(self) -> str:
@@ -211,6 +212,7 @@ def validate(
         result.rows.append(row)
     if latencies:
         result.latency_ms = (float(np.median(latencies)), min(latencies))
+        result.latencies = latencies
     inputs = [xs for _, xs in samples]
     report = mdla_quant.compare(compiled.device_graph, compiled.qgraph, inputs)
     result.worst = report.worst(worst)

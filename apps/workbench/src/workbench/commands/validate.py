@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,9 +18,11 @@ from workbench import validation
 from workbench.commands.binding import options
 from workbench.commands.options import CompileFlags, Debug, JsonOut, On, console
 from workbench.documents import validation_doc
-from workbench.errors import reported
+from workbench.errors import USAGE, WorkbenchError, reported
 from workbench.output import json_output, open_target, steps
 from workbench.progress import compile_progress
+from workbench.sweep import fanout, shards
+from workbench.sweep.pool import cores
 
 EPILOG = """Examples:
 
@@ -30,7 +33,46 @@ EPILOG = """Examples:
   workbench validate efficientnet_lite0 --on ssh://u0_a123@phone:8022 --method mse
 
   workbench validate convnext_tiny --cpu LAYER_NORM,GELU   # NPU + CPU partitions
+
+  workbench validate efficientnet_lite0 --dataset val/ --workers 2   # in shards, both cores
 """
+
+
+@dataclass(frozen=True)
+class ShardFlags:
+    """A large evaluation in shards, as `sweep` runs its tasks."""
+
+    dataset: Annotated[
+        Path | None,
+        typer.Option(
+            "--dataset",
+            metavar="DIR",
+            help="Validate every input in DIR in shards, on local processes or --ray (the "
+            "emulator; the same figures as giving DIR as IMAGES).",
+        ),
+    ] = None
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers", min=1, help="--dataset: local processes (default: one per core)."
+        ),
+    ] = None
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="auto|ADDRESS",
+            help="--dataset: the shards as tasks on a Ray cluster (needs mdla-workbench[ray]).",
+        ),
+    ] = None
+    shard_size: Annotated[
+        int | None,
+        typer.Option(
+            "--shard-size",
+            min=1,
+            help="--dataset: inputs per shard (default: a quarter of an even share per worker).",
+        ),
+    ] = None
 
 
 def db(value: float) -> str:
@@ -50,6 +92,7 @@ def validate_command(
     ] = None,
     *,
     flags: CompileFlags,
+    shard: ShardFlags,
     on: On = "emu",
     as_json: JsonOut = False,
     debug: Debug = False,
@@ -60,19 +103,61 @@ def validate_command(
     head maps get these alone), and the five worst layers. Takes compile's model specs, input
     options and --cpu (ops the NPU lacks on the phone's CPU, as `compile --cpu` places them)."""
     with reported(debug), json_output(as_json) as emit:
+        files = _dataset(shard, images or [], on)  # refused before a minute of compiling
         with steps() as s:
             compiled = mdla_compile.compile(flags.options(model), on_event=compile_progress(s))
-        inputs = _inputs(compiled, model, images or [])
-        tgt = open_target(on)  # an SSH phone: its connect on stderr
-        with (
-            tempfile.TemporaryDirectory(prefix="workbench-validate-") as tmp,
-            steps() as s,
-            s.step(f"comparing FP32 and INT8 on {len(inputs)} input(s)"),
-        ):
-            manifest = compiled.save(Path(tmp) / "model.mdla", store_float=False)  # compiled has it
-            result = validation.validate(compiled, inputs, tgt, manifest)
+        if files is not None:
+            result = _sharded(compiled, model, files, shard)
+        else:
+            result = _validate(compiled, model, images or [], on)
         _print(result, model, on)
         emit(validation_doc(result, model, on))
+
+
+def _validate(
+    compiled: mdla_compile.Compiled, model: str, images: list[str], on: str
+) -> validation.Validation:
+    inputs = _inputs(compiled, model, images)
+    tgt = open_target(on)  # an SSH phone: its connect on stderr
+    with (
+        tempfile.TemporaryDirectory(prefix="workbench-validate-") as tmp,
+        steps() as s,
+        s.step(f"comparing FP32 and INT8 on {len(inputs)} input(s)"),
+    ):
+        manifest = compiled.save(Path(tmp) / "model.mdla", store_float=False)  # compiled has it
+        return validation.validate(compiled, inputs, tgt, manifest)
+
+
+def _dataset(flags: ShardFlags, images: list[str], on: str) -> list[Path] | None:
+    """--dataset DIR's input files (None without it)."""
+    if flags.dataset is None:
+        return None
+    if images or on != "emu":
+        raise WorkbenchError(
+            "--dataset DIR validates DIR's inputs on the emulator: drop the IMAGES arguments "
+            "and --on (or validate them without --dataset)",
+            USAGE,
+        )
+    return ins.input_files(flags.dataset)
+
+
+def _sharded(
+    compiled: mdla_compile.Compiled, model: str, files: list[Path], flags: ShardFlags
+) -> validation.Validation:
+    """--dataset DIR: the inputs in shards, validated on workers and merged."""
+    workers = flags.workers or cores()
+    size = flags.shard_size or max(1, math.ceil(len(files) / (4 * workers)))
+    parts = shards.shards_of(files, size)
+    blob = shards.shared_of(compiled, model)
+    where = f"Ray ({flags.ray})" if flags.ray else f"{min(workers, len(parts))} process(es)"
+    with steps() as s, s.step(f"{len(files)} input(s) in {len(parts)} shard(s) on {where}"):
+        if flags.ray:
+            done = fanout.map_ray(shards.run_shard, blob, parts, flags.ray)
+        elif workers == 1:
+            done = [shards.run_shard(blob, p) for p in parts]
+        else:
+            done = fanout.map_local(shards.run_shard, blob, parts, workers)
+    return shards.merge(done)
 
 
 def _inputs(

@@ -1,0 +1,70 @@
+"""One function over many items, in order, on a local pool of processes or as Ray tasks: what
+`validate --dataset` shards with (the sweep's tasks keep their own runners, which write each
+row as it finishes). `shared` (bytes, e.g. a pickled compile) reaches each local worker once,
+through its initializer, and each Ray task through the object store.
+
+    results = map_local(fn, shared, items, workers=2)     # fn(shared, item), module-level
+    results = map_ray(fn, shared, items, "auto")
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import TypeVar
+
+from workbench.sweep.ray_pool import RETRIES, connect
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+_SHARED: list[bytes] = []  # a pool worker's `shared`, set once by `_init`
+
+
+def _init(shared: bytes) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    _SHARED[:] = [shared]
+
+
+def _call(fn: Callable[[bytes, Item], Result], item: Item) -> Result:
+    return fn(_SHARED[0], item)
+
+
+def map_local(
+    fn: Callable[[bytes, Item], Result], shared: bytes, items: Sequence[Item], workers: int
+) -> list[Result]:
+    """[fn(shared, item) for item in items] on `workers` spawned processes; the first error
+    raised is raised here (Ctrl-C ends the workers)."""
+    pool = ProcessPoolExecutor(
+        max_workers=max(1, min(workers, len(items))),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init,
+        initargs=(shared,),
+    )
+    try:
+        futures = [pool.submit(_call, fn, item) for item in items]
+        return [f.result() for f in futures]
+    except BaseException:
+        for process in list(pool._processes.values()):
+            process.terminate()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def map_ray(
+    fn: Callable[[bytes, Item], Result], shared: bytes, items: Sequence[Item], address: str
+) -> list[Result]:
+    """The same as Ray tasks (one CPU each, a lost worker's task retried once)."""
+    ray = connect(address)
+    remote = ray.remote(num_cpus=1, max_retries=RETRIES)(fn)
+    ref = ray.put(shared)
+    refs = [remote.remote(ref, item) for item in items]
+    try:
+        results: list[Result] = ray.get(refs)
+    except BaseException:
+        for r in refs:
+            ray.cancel(r, force=True)
+        raise
+    return results
