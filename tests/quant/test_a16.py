@@ -40,6 +40,15 @@ def test_quantize_refuses_an_unknown_tensor() -> None:
         quantize(net(), samples(2), QuantConfig(a16=("nope",)))
 
 
+@pytest.mark.parametrize(
+    ("gains", "why"),
+    [((1.0,), "1 values for 2 a16 names"), (("1",), "expected a sequence of dB values")],
+)
+def test_the_recorded_gains_are_one_number_per_name(gains: tuple[object, ...], why: str) -> None:
+    with pytest.raises(QuantError, match=why):
+        QuantConfig(a16=("c", "c2"), a16_gain_db=gains)  # type: ignore[arg-type]
+
+
 def test_quantize_refuses_a_constant() -> None:
     with pytest.raises(QuantError, match="`w`, not an op output"):
         quantize(net(), samples(2), QuantConfig(a16=("w",)))

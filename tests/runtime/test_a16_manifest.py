@@ -25,7 +25,8 @@ from tests.quant.test_quantize import net, samples
 
 @functools.cache
 def quantize_net() -> Graph:
-    return quantize(net(), samples(4), QuantConfig(a16=("c2", "ap")))
+    config = QuantConfig(a16=("c2", "ap"), a16_gain_db=(0.5, 0.125), a16_mode="auto:10%")
+    return quantize(net(), samples(4), config)
 
 
 @pytest.fixture(scope="module")

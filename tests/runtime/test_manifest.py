@@ -201,6 +201,26 @@ def test_the_int16_activation_names_round_trip_and_are_absent_when_none(tmp_path
     assert "a16" not in parse(sample_manifest()).model["quant"]  # int8 files: byte for byte
 
 
+def test_the_int16_choice_and_its_gains_round_trip_and_are_absent_when_none(
+    tmp_path: Path,
+) -> None:
+    graph = sample_graph()
+    quant = graph.provenance.quant
+    assert quant is not None
+    chosen = dataclasses.replace(
+        quant, a16=("x", "y"), a16_gain_db=(0.25, 1.5), a16_mode="auto:25%"
+    )
+    prov = dataclasses.replace(graph.provenance, quant=chosen)
+    m = load(save(graph.with_(provenance=prov), tmp_path / "a16.mdla"))
+    assert m.provenance.quant == chosen
+    assert m.model["quant"]["a16_gain_db"] == [0.25, 1.5]
+    assert m.model["quant"]["a16_mode"] == "auto:25%"
+    named = dataclasses.replace(quant, a16=("x",))  # named by hand: no gains, no mode
+    m = load(save(graph.with_(provenance=dataclasses.replace(prov, quant=named)), tmp_path / "n"))
+    assert {"a16_gain_db", "a16_mode"}.isdisjoint(m.model["quant"])
+    assert m.provenance.quant == named
+
+
 def test_a_format_1_file_says_rebuild() -> None:
     header, data = split(sample_manifest())
     with pytest.raises(errors.FutureVersionError) as info:

@@ -11,7 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 import mdla_runtime
+from mdla_compile.a16 import resolve
 from mdla_quant import QuantConfig, quantize
+from mdla_quant.precision import parse_a16
 from tests.quant.test_sensitivity import inputs, mlp
 from tests.workbench.conftest import TINY
 from workbench.cli import app
@@ -53,6 +55,9 @@ def test_auto_chooses_within_the_budget_and_the_manifest_records_it(tmp_path: Pa
     assert doc["calibration"]["a16_share"] <= 0.30
     for name in chosen:
         assert f"int16 `{name}`: +" in result.stderr  # each with its gain and cost
+    quant = mdla_runtime.load(out).provenance.quant
+    assert quant.a16_mode == "auto:30%"
+    assert len(quant.a16_gain_db) == len(chosen)
 
 
 def test_inspect_lists_the_int16_activations(tmp_path: Path) -> None:
@@ -66,3 +71,29 @@ def test_inspect_lists_the_int16_activations(tmp_path: Path) -> None:
     assert "2 activations (16x8): h, h2" in result.stdout
     doc = json.loads(CliRunner().invoke(app, ["inspect", str(path), "--json"]).stdout)
     assert doc["quant"]["a16"] == ["h", "h2"]
+
+
+def test_inspect_says_why_each_chosen_activation_is_int16(tmp_path: Path) -> None:
+    config = QuantConfig(
+        method="minmax", a16=("h", "h2"), a16_gain_db=(1.25, 0.5), a16_mode="auto:25%"
+    )
+    path = tmp_path / "mlp.mdla"
+    mdla_runtime.save(quantize(mlp(), inputs(8, 1), config), path)
+    result = CliRunner().invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "2 activations (16x8), by --a16 auto:25%, each for its gain:" in result.stdout
+    assert "h  +1.25 dB output SQNR" in result.stdout
+    assert "h2  +0.50 dB output SQNR" in result.stdout
+    doc = json.loads(CliRunner().invoke(app, ["inspect", str(path), "--json"]).stdout)
+    assert doc["quant"]["a16_gain_db"] == [1.25, 0.5]
+    assert doc["quant"]["a16_mode"] == "auto:25%"
+
+
+def test_a_new_request_replaces_the_recorded_choice_and_its_gains() -> None:
+    """A config read back from a chosen file carries gains; naming other tensors drops them."""
+    recorded = QuantConfig(a16=("h", "h2"), a16_gain_db=(1.0, 2.0), a16_mode="auto:25%")
+    config, picked = resolve(parse_a16("h2"), mlp(), inputs(4, 1), recorded, lambda e: None)
+    assert picked == ()
+    assert config.a16 == ("h2",)
+    assert config.a16_gain_db == ()
+    assert config.a16_mode == "h2"

@@ -62,7 +62,9 @@ def choose_a16(
 ) -> tuple[Choice, ...]:
     """The `auto` choice for the legalized `graph` (see the module docstring)."""
     fit, held = split(calibration)
-    probe = dataclasses.replace(config, a16=(), adaround=0, reconstruction="layer")
+    probe = dataclasses.replace(
+        config, a16=(), a16_gain_db=(), a16_mode="", adaround=0, reconstruction="layer"
+    )
     rounded = mdla_quant.float_rewrites(graph, fit, probe)  # equalized once, not again in quantize
     q8 = mdla_quant.quantize(rounded, fit, dataclasses.replace(probe, equalize=False))
     allowed = [n for n in a16_candidates(graph) if n in q8.tensors]
@@ -81,7 +83,9 @@ def resolve(
     if request is None:
         return config, ()
     if not request.auto:
-        return dataclasses.replace(config, a16=select(graph, request.patterns)), ()
+        names = select(graph, request.patterns)
+        mode = ",".join(request.patterns)
+        return dataclasses.replace(config, a16=names, a16_gain_db=(), a16_mode=mode), ()
     picked = choose_a16(graph, calibration, config, request.budget)
     for c in picked:
         emit(
@@ -97,4 +101,10 @@ def resolve(
             "activation bytes"
         )
     )
-    return dataclasses.replace(config, a16=tuple(c.tensor for c in picked)), picked
+    chosen = dataclasses.replace(
+        config,
+        a16=tuple(c.tensor for c in picked),
+        a16_gain_db=tuple(round(c.gain_db, 4) for c in picked),
+        a16_mode=f"auto:{request.budget * 100:g}%",
+    )
+    return chosen, picked

@@ -97,6 +97,10 @@ class QuantRecord:
     # Activation tensors held in int16 (TFLite's 16x8: symmetric, zero point 0, int8 weights,
     # int64 bias), by graph tensor name; () = all int8.
     a16: tuple[str, ...] = ()
+    # Why those: each name's measured gain in output SQNR (dB, `--a16 auto`'s simulation; () when
+    # they were named, not chosen), and the request that chose them ("auto:25%", the patterns).
+    a16_gain_db: tuple[float, ...] = ()
+    a16_mode: str = ""
 
     def __post_init__(self) -> None:
         if self.rounding not in ROUNDINGS:
@@ -104,6 +108,15 @@ class QuantRecord:
         if isinstance(self.a16, str) or not all(isinstance(n, str) for n in self.a16):
             raise ValueError(f"a16 {self.a16!r}: expected a sequence of tensor names")
         object.__setattr__(self, "a16", tuple(self.a16))  # a manifest's list, a CLI's list
+        gains = self.a16_gain_db
+        if isinstance(gains, str) or not all(isinstance(g, (int, float)) for g in gains):
+            raise ValueError(f"a16_gain_db {gains!r}: expected a sequence of dB values")
+        if gains and len(gains) != len(self.a16):
+            raise ValueError(
+                f"a16_gain_db has {len(gains)} values for {len(self.a16)} a16 names: give one "
+                "per name, or none"
+            )
+        object.__setattr__(self, "a16_gain_db", tuple(float(g) for g in gains))
 
 
 @dataclass(frozen=True, slots=True)

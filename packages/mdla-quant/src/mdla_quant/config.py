@@ -35,6 +35,9 @@ class QuantConfig(QuantRecord):
     a16          names of the activation tensors held in int16 (TFLite's 16x8 scheme: symmetric,
                  zero point 0, int8 weights, int64 bias); QUANTIZE ops convert where an int16
                  tensor meets int8 (names are checked against the graph by `quantize`)
+    a16_gain_db, a16_mode   why those names (recorded, not used by `quantize`): each one's
+                 measured output-SQNR gain in dB, one per a16 name or none, and the request
+                 that chose them (`--a16 auto:25%`'s "auto:25%", or its name patterns)
     target, device   whose scale constraints apply (fixed output scales, shared scales)
 
     The fields and their defaults are `mdla_ir.QuantRecord`'s (what a graph's provenance

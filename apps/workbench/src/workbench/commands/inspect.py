@@ -97,6 +97,20 @@ def describe(path: Path) -> dict[str, Any]:
 IMPORTERS = {"export": "torch.export", "fx": "torch.fx"}  # model.import_path
 
 
+def _int16_rows(t: Table, q: dict[str, Any]) -> None:
+    """The int16 activations, the request that chose them, and why each one: its measured gain
+    (a name without a gain was named, not chosen)."""
+    names, gains = list(q["a16"]), list(q.get("a16_gain_db") or ())
+    how = f", by --a16 {q['a16_mode']}" if q.get("a16_mode") else ""
+    if not gains:
+        shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        _row(t, "int16", f"{len(names)} activations (16x8){how}: {shown}")
+        return
+    _row(t, "int16", f"{len(names)} activations (16x8){how}, each for its gain:")
+    for name, gain in zip(names, gains, strict=True):
+        _row(t, "", f"{name}  {gain:+.2f} dB output SQNR")
+
+
 def _short(values: list[float]) -> str:
     return "[" + ", ".join(f"{v:.4g}" for v in values) + "]"
 
@@ -160,9 +174,7 @@ def inspect_command(
             + (f", {', '.join(extras)}" if extras else ""),
         )
         if q.get("a16"):
-            names = list(q["a16"])
-            shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
-            _row(t, "int16", f"{len(names)} activations (16x8): {shown}")
+            _int16_rows(t, q)
     else:
         _row(t, "quantization", f"{info['rounding']} rounding (no quantization record)")
     rules = info["rules"]

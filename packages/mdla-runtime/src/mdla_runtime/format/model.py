@@ -11,7 +11,10 @@
     labels              [str]   class labels, [] if none                        (required)
     quant               map     the QuantConfig: QUANT_KEYS (QUANT_REQUIRED required), its
                                 rounding equal to model.rounding; a16 [str] the int16
-                                activations (absent when none)                  (optional)
+                                activations, a16_gain_db [float] each one's measured gain
+                                (dB; as many as a16), a16_mode str the request that chose
+                                them ("auto:25%", name patterns) (each absent when none)
+                                                                                (optional)
     preprocess          map     mode str, size [uint], mean [float], std [float]; optional:
                                 channels str ("rgb" | "bgr"), resize uint (short side before
                                 the centre crop; 0 = whole image, no crop)      (optional)
@@ -77,7 +80,14 @@ MODEL_KEYS = (
 )
 MODEL_REQUIRED = MODEL_KEYS[:11]
 # The quant map holds QuantRecord's fields, each checked as its annotation says (int -> uint).
-_KINDS = {"str": "str", "float": "float", "bool": "bool", "int": "uint", "tuple[str, ...]": "strs"}
+_KINDS = {
+    "str": "str",
+    "float": "float",
+    "bool": "bool",
+    "int": "uint",
+    "tuple[str, ...]": "strs",
+    "tuple[float, ...]": "floats",
+}
 QUANT_TYPES = {f.name: _KINDS[str(f.type)] for f in fields(QuantRecord)}
 QUANT_KEYS = tuple(QUANT_TYPES)
 # The fields of format 2's first files are required; those QuantRecord gained later are optional
@@ -152,6 +162,10 @@ def check_model(c: Checker, model: Any) -> None:
         if model["quant"]["rounding"] != model["rounding"]:
             f = "model.quant.rounding"
             raise BadHeaderError(f, c.at(f), "disagrees with model.rounding")
+        gains = model["quant"].get("a16_gain_db")
+        if gains is not None and len(gains) != len(model["quant"].get("a16", [])):
+            f = "model.quant.a16_gain_db"
+            raise BadHeaderError(f, c.at(f), "expected one gain per model.quant.a16 name")
     if "preprocess" in model:
         pre = model["preprocess"]
         c.keys(pre, "model.preprocess", PREPROCESS_KEYS, PREPROCESS_REQUIRED)
@@ -238,8 +252,10 @@ def model_section(name: str, prov: Provenance, content_hash: str) -> dict[str, A
         model["quant"] = {k: getattr(q, k) for k in QUANT_KEYS}
         model["quant"]["percentile"] = float(q.percentile)
         model["quant"]["a16"] = list(q.a16)
-        if not q.a16:  # the int8 files of before int16 activations stay byte for byte
-            del model["quant"]["a16"]
+        model["quant"]["a16_gain_db"] = [float(g) for g in q.a16_gain_db]
+        for key in ("a16", "a16_gain_db", "a16_mode"):
+            if not model["quant"][key]:  # int8 files of before int16 activations: byte for byte
+                del model["quant"][key]
     if prov.preprocess is not None:
         p = prov.preprocess
         model["preprocess"] = {

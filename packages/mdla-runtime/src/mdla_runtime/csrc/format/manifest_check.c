@@ -177,6 +177,10 @@ bool chk_model(checker *c, uint32_t model, mdla_str *rounding) {
         const mp_node *qr = chk_node(c, mp_get(c->doc, quant, "rounding"));
         if (!same_str(qr, r))
             return chk_fail(c, "BadHeader", "model.quant.rounding", qr->offset, "disagrees with model.rounding");
+        const uint32_t gains = mp_get(c->doc, quant, "a16_gain_db"), names = mp_get(c->doc, quant, "a16");
+        if (gains && chk_node(c, gains)->count != (names ? chk_node(c, names)->count : 0))
+            return chk_fail(c, "BadHeader", "model.quant.a16_gain_db", chk_node(c, gains)->offset,
+                            "expected one gain per model.quant.a16 name");
     }
     uint32_t pre = mp_get(c->doc, model, "preprocess");
     if (pre) {
