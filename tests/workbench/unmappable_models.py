@@ -45,14 +45,14 @@ def convnext_block() -> tuple[nn.Module, torch.Tensor]:
 
 
 class NormAndDilatedPool(nn.Module):
-    """A patchify conv, a LayerNorm over channels and a dilated max pool (which does not
-    import: no exact route for a dilated MAX_POOL_2D)."""
+    """A patchify conv, a LayerNorm over channels and a max pool dilated by different rates on
+    H and W (which does not import: its phase split takes one rate)."""
 
     def __init__(self, c: int = 8) -> None:
         super().__init__()
         self.patch = nn.Conv2d(3, c, 4, 4)
         self.norm = nn.LayerNorm(c)
-        self.pool = nn.MaxPool2d(3, 1, padding=1, dilation=2)
+        self.pool = nn.MaxPool2d(3, 1, padding=1, dilation=(2, 1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         t = self.norm(self.patch(x).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)

@@ -19,6 +19,7 @@ from mdla_ir.importer.context import (
     same_pads,
     triple,
 )
+from mdla_ir.importer.dilated_pool import dilated_max_pool2d, one_dilation
 from mdla_ir.importer.strided import mode_pad
 from mdla_ir.ops import OpKind
 
@@ -141,16 +142,14 @@ def _max_pool2d(
 ) -> None:
     """MAX_POOL_2D (average pools are `pools.py`'s: their divisor needs more care)."""
     k = pair(kernel)
-    if any(d != 1 and n != 1 for d, n in zip(pair(dilation), k, strict=True)):
-        raise Unsupported(
-            f"max pooling with dilation {pair(dilation)} (MAX_POOL_2D has no dilation, and "
-            "neither the MDLA nor the CPU (`--cpu`) has a dilated pool)",
-            "no exact route yet: a model trained with dilation=1 maps (an undilated pool over "
-            "the same span takes the max of every element in it, which is not the same result)",
-        )
+    rate = one_dilation(k, pair(dilation))
     s = pair(stride) if stride not in (None, [], ()) else k
     size = c.tensors[c.ref(x)].shape[2:]
-    pads = _pool_pads(size, k, s, pair(padding), bool(ceil_mode))
+    span = tuple((kk - 1) * rate + 1 for kk in k)
+    pads = _pool_pads(size, span, s, pair(padding), bool(ceil_mode))
+    if rate > 1:
+        dilated_max_pool2d(c, c.ref(x), k, s, pads, rate)
+        return
     c.emit(OpKind.MAX_POOL_2D, [c.ref(x)], kernel=k, stride=s, padding=pads, fuse="NONE")
 
 
