@@ -293,6 +293,8 @@ def _from_fx(module: nn.Module, examples: list[torch.Tensor], name: str) -> Grap
             c.refs[node] = c.const(node.name, prop.folded[node].numpy().astype(np.float32))
         elif node in prop.values and not _holds_tensor(prop.values[node]):
             continue  # a compile-time value (x.size(0), shape arithmetic): no op
+        elif node in prop.constant and node.users and all(u in prop.folded for u in node.users):
+            continue  # constants only, read only by folded calls (meshgrid's getitems): no op
         elif node.target is operator.getitem and node.args[0] in failed:
             failed.add(node)  # its producer is already reported
             _placeholder_for(c, node)

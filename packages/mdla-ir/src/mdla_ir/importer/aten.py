@@ -41,6 +41,7 @@ from mdla_ir.importer.context import (
 )
 from mdla_ir.importer.conv1d import f_adaptive_avgpool1d, f_avgpool1d, f_maxpool1d, m_conv1d
 from mdla_ir.importer.elementwise import absolute, filled, neg, power, square
+from mdla_ir.importer.index_put import index_put
 from mdla_ir.importer.layers import _max_pool2d, _pad4, adaptive, f_conv2d, f_linear, is_const
 from mdla_ir.importer.norms import aten_instance_norm, aten_native_group_norm, f_group_norm
 from mdla_ir.importer.pairwise import aten_clamp_one, aten_clamp_tensor, pairwise
@@ -456,6 +457,7 @@ ATEN: dict[Any, Converter] = {
     aten.copy.default: aten_copy,
     aten.slice_scatter.default: slice_scatter,
     aten.select_scatter.default: select_scatter,
+    aten.index_put.default: index_put,
     aten.where.self: on_predicate(where, aten_where),
     aten.scaled_dot_product_attention.default: scaled_dot_product_attention,
     aten.view.default: _reshape,

@@ -12,6 +12,7 @@ stretches between written positions and the source's single positions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from mdla_ir.ops import OpKind
 Shape = tuple[int, ...]
 
 
-def _full(c: Ctx, x: Any, shape: Shape) -> str:
+def full_as(c: Ctx, x: Any, shape: Shape) -> str:
     """`x` (a tensor of `shape`, or a constant that broadcasts to it) as a tensor of `shape`."""
     name = c.ref(x)
     t = c.tensors[name]
@@ -47,7 +48,7 @@ def aten_copy(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None
         expand(c, m, (src, list(shape)), {})
         return
     assert c.node is not None
-    c.refs[c.node] = _full(c, src, shape)
+    c.refs[c.node] = full_as(c, src, shape)
 
 
 def _slice(c: Ctx, x: str, axis: int, lo: int, hi: int, suffix: str) -> str:
@@ -59,7 +60,7 @@ def _slice(c: Ctx, x: str, axis: int, lo: int, hi: int, suffix: str) -> str:
     return emit_shaped(c, OpKind.SLICE, [x], size, suffix, begin=begin, size=size)
 
 
-def _runs(size: int, written: range) -> list[tuple[bool, int, int]]:
+def _runs(size: int, written: Sequence[int]) -> list[tuple[bool, int, int]]:
     """(from the source?, first, end) stretches of the output along the axis, in order."""
     at = {i: j for j, i in enumerate(written)}
     runs: list[tuple[bool, int, int]] = []
@@ -78,8 +79,10 @@ def _concat(c: Ctx, parts: list[str], axis: int, shape: Shape, suffix: str) -> s
     return emit_shaped(c, OpKind.CONCATENATION, parts, shape, suffix, axis=axis)
 
 
-def _blocks(c: Ctx, base: str, src: str, axis: int, written: range) -> str | None:
+def _blocks(c: Ctx, base: str, src: str, axis: int, written: Sequence[int]) -> str | None:
     """One position of every block of `step` written: through (blocks, step); else None."""
+    if not isinstance(written, range):
+        return None
     shape, step = c.tensors[base].shape, written.step
     size = shape[axis]
     if step < 2 or written.start >= step or size % step or len(written) != size // step:
@@ -96,8 +99,9 @@ def _blocks(c: Ctx, base: str, src: str, axis: int, written: range) -> str | Non
     return _concat(c, kept, axis + 1, blocks, "interleaved")
 
 
-def scatter(c: Ctx, base: str, src: str, axis: int, written: range) -> None:
-    """The current node: `base` with the positions `written` along `axis` taken from `src`."""
+def scatter(c: Ctx, base: str, src: str, axis: int, written: Sequence[int]) -> None:
+    """The current node: `base` with the positions `written` along `axis` taken from `src`
+    (its j-th position along `axis` goes to written[j])."""
     shape = c.tensors[base].shape
     out = _blocks(c, base, src, axis, written)
     if out is None:
@@ -157,7 +161,7 @@ def aten_where(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> Non
     node, shape = c.node, c.out_shape()
     assert node is not None
     mask = np.broadcast_to(c.values[cond].numpy().astype(bool), shape)
-    x, y = _full(c, a, shape), _full(c, b, shape)
+    x, y = full_as(c, a, shape), full_as(c, b, shape)
     axes = _varying(mask)
     if not axes:
         c.refs[node] = x if mask.all() else y

@@ -29,6 +29,7 @@ from mdla_ir.importer.conv1d import (
     m_maxpool1d,
 )
 from mdla_ir.importer.elementwise import absolute, f_normalize, filled, neg, power, square
+from mdla_ir.importer.index_put import index_put
 from mdla_ir.importer.layers import (
     adaptive,
     f_conv2d,
@@ -369,6 +370,7 @@ FUNCTIONS: dict[Any, Converter] = {
     **{getattr(torch, n): compare(n) for n in ("gt", "ge", "lt", "le", "eq", "ne")},
     torch.where: where,
     torch.masked_fill: masked_fill,
+    torch.index_put: index_put,
 }
 
 METHODS: dict[str, Converter] = {
@@ -423,5 +425,7 @@ METHODS: dict[str, Converter] = {
     **{n: compare(n) for n in ("gt", "ge", "lt", "le", "eq", "ne")},
     "where": where_method,
     "masked_fill": masked_fill,
+    "index_put": index_put,
+    "index_put_": index_put,
     "float": to_float,
 }
