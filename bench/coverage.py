@@ -351,6 +351,9 @@ def main() -> None:
     )
     parser.add_argument("--path", default="auto", help="with --third-party: fx, export or auto")
     parser.add_argument(
+        "--exact", action="store_true", help="with --third-party: compile, emulate, compare"
+    )
+    parser.add_argument(
         "--fresh", action="store_true", help="the fresh hand-written set: end-to-end verdicts"
     )
     args = parser.parse_args()
@@ -360,7 +363,7 @@ def main() -> None:
     if args.third_party:  # its own table: import + legalize (+ placement) verdicts
         sizes = [int(g) for g in args.size if "=" not in g]
         names = [] if args.models is MODELS else args.models
-        third_party.main(names, sizes[-1] if sizes else 128, args.path)
+        third_party.main(names, sizes[-1] if sizes else 128, args.path, args.exact)
         return
     size_of = _sizes(args.size)
     _warm_up()

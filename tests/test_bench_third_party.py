@@ -78,3 +78,29 @@ def test_a_model_export_captures_but_cannot_map_is_an_import_refusal(
     row = bench.judge("timm:gate", side=16)
     assert (row.path, row.verdict) == ("-", "import")
     assert row.message.startswith("torch.export captured it, but the ATen importer does not map")
+
+
+def test_the_bit_exact_column_compiles_and_emulates(bench: ModuleType) -> None:
+    """`--exact`: a model that maps is compiled and its emulator run equals run_int8; one that
+    does not map gets no compile (`-`)."""
+    row = bench.judge("timm:lcnet_050", side=64, path="auto", exact=True)
+    assert (row.verdict, row.exact) == ("maps", "yes")
+    assert bench.render(row).startswith("| timm:lcnet_050 (64) | export | maps | 1 | yes | ")
+    assert bench.summary([row]).endswith("; 1 of 1 compiled bit-exact (emulator == run_int8)")
+    plain = bench.judge("timm:lcnet_050", side=64, path="auto")
+    assert plain.exact == "-"
+    assert "compiled bit-exact" not in bench.summary([plain])
+
+
+def test_a_difference_is_a_no_and_a_failure_an_error(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench, "emulated_equals_int8", lambda *_a: False)
+    assert bench.judge("timm:lcnet_050", side=64, exact=True).exact == "NO"
+
+    def fail(*_a: object) -> bool:
+        raise RuntimeError("emulator refused it")
+
+    monkeypatch.setattr(bench, "emulated_equals_int8", fail)
+    row = bench.judge("timm:lcnet_050", side=64, exact=True)
+    assert (row.exact, row.message) == ("error", "RuntimeError: emulator refused it")
