@@ -8,8 +8,9 @@ Part 2, the four torchvision models (random init, seed 0, BatchNorm statistics s
 data): logits cosine and SQNR per method, and the worst layers.
 Or, with --techniques MODELS, a table per calibration method x weight technique (none,
 cross-layer equalization with high-bias absorption, bias correction, AdaRound, CLE + AdaRound,
-that + bias correction, that with block reconstruction) on the real-weight EfficientNet-Lites,
-judged on held-out inputs; --quick is a brief run of it.
+that + bias correction, that with block reconstruction, CLE + AdaRound with `--a16 auto`'s
+int16 activations) on the real-weight EfficientNet-Lites, judged on held-out inputs; --quick is
+a brief run of it.
 
     .venv/bin/python bench/accuracy.py [--crops 200] [--calib 32]
     .venv/bin/python bench/accuracy.py --techniques efficientnet_lite0,efficientnet_lite1 \
@@ -21,6 +22,7 @@ judged on held-out inputs; --quick is a brief run of it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import numpy as np
@@ -125,9 +127,35 @@ def sweep(first: Compiled, config: QuantConfig) -> Compiled:
 
 
 def setting_of(method: str, technique: str, iters: int) -> QuantConfig:
-    """The QuantConfig of a calibration method and a TECHNIQUES entry (-1: AdaRound `iters`)."""
+    """The QuantConfig of a calibration method and a TECHNIQUES entry (-1: AdaRound `iters`;
+    its `a16` request is left to `with_a16`)."""
     options = {k: (iters if v == -1 else v) for k, v in TECHNIQUES[technique].items()}
+    options.pop("a16", None)
     return QuantConfig(method=method, **options)
+
+
+def with_a16(first: Compiled, config: QuantConfig, technique: str) -> QuantConfig:
+    """`config` with the int16 tensors a TECHNIQUES entry's `a16` request (`auto[:BUDGET]`)
+    chooses on `first`'s device graph and calibration, as `workbench compile --a16` does."""
+    text = TECHNIQUES[technique].get("a16")
+    if not isinstance(text, str):
+        return config
+    from mdla_compile.a16 import a16_request, choose_a16
+
+    request = a16_request(text)
+    assert request is not None
+    assert request.auto
+    picked = choose_a16(first.device_graph, first.calibration, config, request.budget)
+    share = sum(c.share for c in picked)
+    print(f"  {technique}: {len(picked)} int16 tensors, {share:.1%} of activation bytes:")
+    for c in picked:
+        print(f"    {c.tensor:<40} +{c.gain_db:.2f} dB (simulated)", flush=True)
+    return dataclasses.replace(
+        config,
+        a16=tuple(c.tensor for c in picked),
+        a16_gain_db=tuple(round(c.gain_db, 4) for c in picked),
+        a16_mode=text,
+    )
 
 
 def margin(logits: np.ndarray) -> float:
@@ -179,6 +207,7 @@ TECHNIQUES = {  # -1: the --adaround iterations
     "CLE+AdaRound": {"adaround": -1, "equalize": True},
     "CLE+Ada+bias": {"adaround": -1, "equalize": True, "bias_correction": True},
     "CLE+Ada+block": {"adaround": -1, "equalize": True, "reconstruction": "block"},
+    "CLE+Ada+a16": {"adaround": -1, "equalize": True, "a16": "auto"},
 }
 
 
@@ -284,7 +313,7 @@ def techniques(
         )
         for method in methods:
             for name in chosen:
-                config = setting_of(method, name, iters)
+                config = with_a16(first, setting_of(method, name, iters), name)
                 setting = sweep(first, config)
                 q, t_q = setting.qgraph, setting.seconds["quantize"]
                 int8 = [run_int8(q, [x])[0][0] for x in held]

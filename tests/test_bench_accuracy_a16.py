@@ -1,0 +1,37 @@
+"""bench/accuracy.py's `CLE+Ada+a16` technique: its QuantConfig is CLE + AdaRound without a16,
+and `with_a16` adds what `--a16 auto` chooses on the compile's graph and calibration, with the
+gains and the request recorded (as `workbench compile --a16 auto` does)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from mdla_compile import CompileOptions
+from mdla_compile import compile as compile_model
+from mdla_compile.a16 import choose_a16
+from mdla_quant import QuantConfig
+from mdla_zoo import load_model
+from tests.scripts import load_script
+from tests.workbench.conftest import TINY
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def test_the_a16_technique_adds_the_auto_choice_to_cle_and_adaround() -> None:
+    bench = load_script("bench_accuracy", BENCH / "accuracy.py")
+    config = bench.setting_of("minmax", "CLE+Ada+a16", 7)
+    assert config == QuantConfig(method="minmax", adaround=7, equalize=True)
+    model = load_model(TINY)
+    rng = np.random.default_rng(0)
+    shape = tuple(model.example_inputs[0].shape)
+    calib = [[rng.uniform(-1, 1, shape).astype(np.float32)] for _ in range(8)]
+    first = compile_model(CompileOptions(model, calib=calib, count=8, quant=QuantConfig()))
+    chosen = bench.with_a16(first, config, "CLE+Ada+a16")
+    picked = choose_a16(first.device_graph, first.calibration, config, 0.25)
+    assert picked  # the tiny model has tensors worth int16
+    assert chosen.a16 == tuple(c.tensor for c in picked)
+    assert chosen.a16_gain_db == tuple(round(c.gain_db, 4) for c in picked)
+    assert chosen.a16_mode == "auto"
+    assert bench.with_a16(first, config, "CLE+AdaRound") is config
