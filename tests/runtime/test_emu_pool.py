@@ -1,8 +1,9 @@
-"""The emulator's worker pool (kernels/pool.c) as a process: a compilation starts its
-MDLA_EMU_THREADS - 1 workers once, at its first execution, every later execution reuses them and
-freeing the compilation joins them; mdla-engine starts as many threads for five runs as for
-one; two executions of one compilation computing at the same time give the one-thread bytes;
-and nothing leaks under valgrind with the workers running."""
+"""The emulator's worker pool (kernels/pool.c) as a process: the first execution of a
+compilation starts the process's MDLA_EMU_THREADS - 1 workers, every later execution and every
+other compilation reuses them and freeing the last compilation joins them; mdla-engine starts
+as many threads for five runs as for one; two executions of one compilation computing at the
+same time give the one-thread bytes; nothing leaks under valgrind with the workers running;
+and the chunks a job is cut into are equal and hold a grain each."""
 
 from __future__ import annotations
 
@@ -43,8 +44,13 @@ COUNTED = textwrap.dedent(
     seen["compiled"] = tasks()
     outs = [comp.run([x])[0].tobytes() for _ in range(6)]
     seen["six runs"] = tasks()
+    rc, other = compile_model(b, DEVICES, [shape])
+    outs.append(other.run([x])[0].tobytes())
+    seen["a second compilation"] = tasks()
     comp.free()
-    seen["freed"] = tasks()
+    seen["first freed"] = tasks()
+    other.free()
+    seen["both freed"] = tasks()
     seen["same bytes"] = len(set(outs)) == 1
     print(json.dumps(seen))
     """
@@ -67,16 +73,19 @@ def counted(threads: str) -> dict[str, object]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
-def test_a_compilation_starts_its_workers_once_and_joins_them_when_freed() -> None:
+def test_compilations_share_workers_started_once_and_joined_with_the_last() -> None:
     seen = counted("3")
     start = seen["start"]
     assert isinstance(start, int)
-    # no thread before the first execution, two workers for all six, none after the free
+    # no thread before the first execution, two workers for all six runs and for a second
+    # compilation's too, kept while one of them lives, none after both are freed
     assert seen == {
         "start": start,
         "compiled": start,
         "six runs": start + 2,
-        "freed": start,
+        "a second compilation": start + 2,
+        "first freed": start + 2,
+        "both freed": start,
         "same bytes": True,
     }
     assert counted("1")["six runs"] == start
@@ -162,9 +171,9 @@ def thread_starts(args: list[str], tmp: Path) -> int:
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 def test_the_engine_starts_its_threads_once_whatever_the_repeat(tmp_path: Path) -> None:
-    """Two mtk-mdla partitions (a compilation each: one worker each, at its first execution)
-    around a cpu partition (one worker, when the engine prepares it): three threads for one run
-    as for five, where a pool per execution started two more per run."""
+    """Two mtk-mdla partitions (two compilations sharing the emulator's one worker) around a cpu
+    partition (the engine's one worker): two threads for one run as for five, where a pool per
+    execution started two more per run and a pool per compilation one per partition."""
     from mdla_runtime import save
     from mdla_runtime.build import engine_path
     from mdla_runtime.testing import partitioned_qgraph
@@ -173,8 +182,8 @@ def test_the_engine_starts_its_threads_once_whatever_the_repeat(tmp_path: Path) 
     path = save(partitioned_qgraph(), tmp_path / "parts.mdla")
     args = [str(engine_path()), str(path), "--lib", str(build_emulator())]
     args += inputs_for(path, tmp_path)
-    assert thread_starts([*args, "--repeat", "1"], tmp_path) == 3
-    assert thread_starts([*args, "--repeat", "5", "--warmup", "1"], tmp_path) == 3
+    assert thread_starts([*args, "--repeat", "1"], tmp_path) == 2
+    assert thread_starts([*args, "--repeat", "5", "--warmup", "1"], tmp_path) == 2
 
 
 CUTS = textwrap.dedent(
@@ -196,7 +205,7 @@ CUTS = textwrap.dedent(
         return (int)(((const int64_t *)a)[0] - ((const int64_t *)b)[0]);
     }
     int main(int argc, char **argv) {
-        EmuPool *pool = emu_pool_create(atoi(argv[1]));
+        EmuPool *pool = emu_pool_acquire(atoi(argv[1]));
         static uint8_t scratch[EMU_MAX_THREADS * 64];
         EmuScratch s = {scratch, 64, pool};
         for (int i = 2; i + 1 < argc; i += 2) {
@@ -207,7 +216,7 @@ CUTS = textwrap.dedent(
                 printf("%s%lld-%lld", k ? " " : "", (long long)seen[k][0], (long long)seen[k][1]);
             printf("\\n");
         }
-        emu_pool_free(pool);
+        emu_pool_release(pool);
         return 0;
     }
     """

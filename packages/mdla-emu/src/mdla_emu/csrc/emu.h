@@ -141,10 +141,11 @@ typedef void (*EmuTaskFn)(const void *ctx, int64_t begin, int64_t end, uint8_t *
 /* The thread count the environment variable `var` asks for (MDLA_EMU_THREADS for an execution,
  * MDLA_CPU_THREADS for a cpu partition): 1..EMU_MAX_THREADS, default 1. */
 int emu_env_threads(const char *var);
-/* A pool of threads - 1 workers (the caller is the first thread), started now and serving every
- * emu_parallel_for until emu_pool_free; NULL for one thread (or when no thread starts). */
-EmuPool *emu_pool_create(int threads);
-void emu_pool_free(EmuPool *pool);
+/* The process's pool of threads - 1 workers (the caller is the first thread) for an owner to
+ * pass to emu_parallel_for: started by the first owner, shared by all, joined when the last
+ * releases it; NULL for one thread (or when no thread starts). */
+EmuPool *emu_pool_acquire(int threads);
+void emu_pool_release(EmuPool *pool);
 int emu_pool_threads(const EmuPool *pool);
 /* Run fn over [0, count) in equal contiguous chunks, one per thread as long as each holds a
  * grain (one chunk, on the caller, when the job holds less than two); returns when all are

@@ -138,7 +138,7 @@ int NeuronCompilation_finish(NeuronCompilation *compilation) {
 void NeuronCompilation_free(NeuronCompilation *compilation) {
     EMU_TRACE();
     if (compilation == NULL) return;
-    emu_pool_free(compilation->pool);
+    emu_pool_release(compilation->pool);
     release_params(compilation);
     emu_model_release(compilation->model);
     emu_compilation_release_ext(compilation);

@@ -28,8 +28,9 @@ struct NeuronCompilation {
     uint8_t token[NEURON_BYTE_SIZE_OF_CACHE_TOKEN];
     char *report_path;        /* createForDebug: the model's NeuronDebug_setReportPath (owned) */
     NeuronModel *expanded;    /* the model a compiled-network extension operation carried */
-    /* MDLA_EMU_THREADS - 1 workers, started by the first execution and shared by all (NULL: one
-     * thread); `threads` is their count with the caller, 0 until then (execution.c) */
+    /* the process's pool of MDLA_EMU_THREADS - 1 workers, acquired by the first execution and
+     * released with the compilation (NULL: one thread); `threads` is their count with the
+     * caller, 0 until then (execution.c) */
     EmuPool *pool;
     int threads;
 };

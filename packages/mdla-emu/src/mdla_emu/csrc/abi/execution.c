@@ -6,9 +6,9 @@
  * size; buffers must outlive the execution. Temporaries live in the execution. A compute on an
  * APU device (mtk-mdla, mtk-dsp) resumes the fake APU runtime-PM node for its duration.
  * MDLA_EMU_THREADS=n (default 1) gives the compilation n - 1 worker threads for the ops with
- * enough work (kernels/pool.c), started by its first execution (which reads the variable) and
- * shared by every later one; each execution has n scratch areas. Results are the same for
- * every n.
+ * enough work: the process's pool for n (kernels/pool.c), acquired by its first execution (which
+ * reads the variable) and shared with every later one and every other compilation at n; each
+ * execution has n scratch areas. Results are the same for every n.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -37,7 +37,7 @@ int emu_compilation_threads(NeuronCompilation *c) {
     static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER; /* executions made concurrently */
     pthread_mutex_lock(&once);
     if (c->threads == 0) {
-        c->pool = emu_pool_create(emu_env_threads("MDLA_EMU_THREADS"));
+        c->pool = emu_pool_acquire(emu_env_threads("MDLA_EMU_THREADS"));
         c->threads = emu_pool_threads(c->pool);
     }
     pthread_mutex_unlock(&once);

@@ -2,14 +2,17 @@
  * pool.c: the worker threads kernels split their work over (MDLA_EMU_THREADS for an
  * emulator compilation, MDLA_CPU_THREADS for an engine's cpu partition).
  *
- * A pool lives as long as its owner (a compilation, a cpu partition): its threads start once
- * and serve every execution. emu_parallel_for cuts [0, count) into one contiguous chunk per
- * thread (fewer when the job holds fewer grains), equal to an item; each chunk is computed by
- * whichever thread claims it first (the caller claims too, so it always takes a share, and it
- * takes every chunk no worker has claimed by the time its own is done: a descheduled worker
- * never holds the op up) with the scratch of the chunk's index. Each output element is
- * computed by the same code whatever the cut and whoever runs it, so results do not depend on
- * the thread count.
+ * A process has one pool per thread count, shared by its owners (the compilations of an
+ * emulator, the cpu partitions of an engine) and freed with the last: its threads start once
+ * and serve every execution of every owner, so an engine that alternates between 40 mtk-mdla
+ * partitions and 40 cpu ones has one worker on each side, not 80 spinning.
+ *
+ * emu_parallel_for cuts [0, count) into one contiguous chunk per thread (fewer when the job
+ * holds fewer grains), equal to an item; each chunk is computed by whichever thread claims it
+ * first (the caller claims too, so it always takes a share, and it takes every chunk no worker
+ * has claimed by the time its own is done: a descheduled worker never holds the op up) with
+ * the scratch of the chunk's index. Each output element is computed by the same code whatever
+ * the cut and whoever runs it, so results do not depend on the thread count.
  *
  * Hand-off: the caller publishes a job by moving `state` to a new generation; a worker waiting
  * for one spins for up to MDLA_EMU_SPIN_US (default EMU_SPIN_US; past its first few hundred
@@ -23,8 +26,8 @@
  * A job splits only when it holds two grains or more; kernels size grains with emu_par_grain
  * so a thread takes at least MDLA_EMU_MIN_WORK (default EMU_MIN_WORK) units of work (about one
  * output byte's worth each): below that, handing a chunk over costs more than it saves. Two
- * executions of one compilation computing at once share its pool: the one that finds it busy
- * runs its op on its own thread.
+ * executions computing at once share the pool: the one that finds it busy runs its op on its
+ * own thread.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -48,6 +51,7 @@ struct EmuPool {
     pthread_cond_t work, done;
     pthread_t *threads;
     int n;            /* threads, the caller included */
+    int asked;        /* the count it was acquired for (n is less when a thread failed) */
     int started;      /* workers running */
     int64_t min_work; /* MDLA_EMU_MIN_WORK at creation */
     int64_t spin_ns;  /* MDLA_EMU_SPIN_US at creation, in ns */
@@ -214,8 +218,9 @@ static void start_workers(EmuPool *p, int threads) {
     }
 }
 
-EmuPool *emu_pool_create(int threads) {
-    if (threads <= 1) return NULL;
+static void pool_free(EmuPool *p);
+
+static EmuPool *pool_create(int threads) {
     EmuPool *p = calloc(1, sizeof *p);
     if (p == NULL) return NULL;
     p->min_work = env_int("MDLA_EMU_MIN_WORK", EMU_MIN_WORK, 1);
@@ -235,16 +240,16 @@ EmuPool *emu_pool_create(int threads) {
     atomic_init(&p->remaining, 0);
     atomic_init(&p->caller_sleeping, false);
     p->n = 1;
+    p->asked = threads;
     start_workers(p, threads);
     if (p->n == 1) {
-        emu_pool_free(p);
+        pool_free(p);
         return NULL;
     }
     return p;
 }
 
-void emu_pool_free(EmuPool *p) {
-    if (p == NULL) return;
+static void pool_free(EmuPool *p) {
     atomic_store(&p->quit, true);
     pthread_mutex_lock(&p->lock);
     pthread_cond_broadcast(&p->work);
@@ -255,6 +260,31 @@ void emu_pool_free(EmuPool *p) {
     pthread_mutex_destroy(&p->lock);
     free(p->threads);
     free(p);
+}
+
+/* The process's pools, one per thread count, and how many owners hold each. */
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static EmuPool *shared[EMU_MAX_THREADS + 1];
+static int owners[EMU_MAX_THREADS + 1];
+
+EmuPool *emu_pool_acquire(int threads) {
+    if (threads <= 1) return NULL;
+    if (threads > EMU_MAX_THREADS) threads = EMU_MAX_THREADS;
+    pthread_mutex_lock(&shared_lock);
+    if (owners[threads] == 0) shared[threads] = pool_create(threads);
+    EmuPool *p = shared[threads];
+    if (p != NULL) owners[threads]++;
+    pthread_mutex_unlock(&shared_lock);
+    return p;
+}
+
+void emu_pool_release(EmuPool *p) {
+    if (p == NULL) return;
+    pthread_mutex_lock(&shared_lock);
+    const bool last = --owners[p->asked] == 0;
+    if (last) shared[p->asked] = NULL;
+    pthread_mutex_unlock(&shared_lock);
+    if (last) pool_free(p);
 }
 
 int emu_pool_threads(const EmuPool *p) { return p == NULL ? 1 : p->n; }

@@ -75,7 +75,7 @@ struct mdla_cpu_part {
     uint32_t n_steps;
     uint8_t *scratch;  /* scratch_len bytes per thread (LAYER_NORM's float row included) */
     size_t scratch_len;
-    EmuPool *pool;     /* MDLA_CPU_THREADS - 1 workers; NULL: one thread */
+    EmuPool *pool;     /* the engine's MDLA_CPU_THREADS - 1 workers (shared); NULL: one thread */
     float *gru; /* GRU's scratch (mdla_cpu_gru_scratch) */
     size_t gru_len;
     const void **args;
@@ -601,7 +601,7 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
     if (ok) {
         if (row * sizeof(float) > cp->scratch_len) cp->scratch_len = row * sizeof(float);
         cp->scratch_len = (cp->scratch_len + 63) / 64 * 64; /* each thread's on its own lines */
-        cp->pool = emu_pool_create(emu_env_threads("MDLA_CPU_THREADS"));
+        cp->pool = emu_pool_acquire(emu_env_threads("MDLA_CPU_THREADS"));
         cp->scratch = malloc(cp->scratch_len * (size_t)emu_pool_threads(cp->pool));
         cp->args = calloc(cp->max_args + 1, sizeof *cp->args);
         cp->gru = malloc(cp->gru_len ? cp->gru_len * sizeof *cp->gru : 1);
@@ -674,7 +674,7 @@ void mdla_cpu_free(mdla_cpu_part *cp) {
     free(cp->model.opnds);
     free(cp->model.ops);
     free(cp->scratch);
-    emu_pool_free(cp->pool);
+    emu_pool_release(cp->pool);
     free(cp->gru);
     free(cp->args);
     free(cp);
