@@ -28,6 +28,7 @@ typedef struct {
     int32_t period;
     int isa;          /* emu_isa() at prepare for multiplier 1, else EMU_ISA_PORTABLE */
     int32_t *filter32; /* [KH*KW][co] as EmuDwRow.filter (isa above portable only) */
+    int32_t *zw;       /* [co] as EmuDwRow.zw (likewise) */
     EmuRequant rq;
     EmuConv16 *wide; /* int16 activations (conv16.c): every other field unused */
 } DwParams;
@@ -38,6 +39,7 @@ static void dw_release(void *params) {
     free(p->filter);
     free(p->wrep);
     free(p->filter32);
+    free(p->zw);
     emu_conv16_free(p->wide);
     emu_requant_free(&p->rq);
     free(p);
@@ -73,9 +75,12 @@ static int dw_fill(const NeuronModel *m, const EmuOperation *op, EmuNumerics num
     p->isa = p->mult == 1 ? emu_isa() : EMU_ISA_PORTABLE;
     if (p->isa != EMU_ISA_PORTABLE) {
         p->filter32 = malloc(taps * p->co * sizeof *p->filter32);
-        if (p->filter32 == NULL) return NEURON_OUT_OF_MEMORY;
-        for (size_t i = 0; i < taps * p->co; i++) /* simd.h: w's int16, a zero int16 */
+        p->zw = calloc((size_t)p->co, sizeof *p->zw);
+        if (p->filter32 == NULL || p->zw == NULL) return NEURON_OUT_OF_MEMORY;
+        for (size_t i = 0; i < taps * p->co; i++) { /* simd.h: w's int16, a zero int16 */
             p->filter32[i] = (int32_t)(uint16_t)(int16_t)wv[i];
+            p->zw[i % (size_t)p->co] -= p->z_in * wv[i];
+        }
         return NEURON_NO_ERROR;
     }
     if (p->mult == 1 && win.stride_w == 1) {
@@ -198,7 +203,7 @@ EMU_BODY void dw_rows(const DwJob *job, int64_t begin, int64_t end, uint8_t *scr
     const EmuWindow *w = &p->win;
     EmuDwRow d = {NULL, p->filter32, p->h, p->w, p->ci, w->filter_h, w->filter_w,
                   w->stride_h, w->stride_w, w->dilation_h, w->dilation_w, w->pad_top,
-                  w->pad_left, p->z_in, p->ow};
+                  w->pad_left, p->z_in, p->ow, p->zw};
     const EmuDwRq rq = {p->rq.bias32, p->rq.m32, p->rq.right32, p->rq.mask32,
                         p->rq.z_out, p->rq.lo, p->rq.hi};
     for (int64_t row = begin; row < end; row++) {

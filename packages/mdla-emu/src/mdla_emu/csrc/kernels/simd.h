@@ -46,6 +46,9 @@ typedef struct {
     const int8_t *image; /* [h][w][c] of one batch item */
     const int32_t *filter; /* [kh * kw][c]: lane (int32)(uint16_t)w, w's int16 in the low half */
     int32_t h, w, c, kh, kw, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, z, ow;
+    /* [c]: -z * sum over the kh * kw taps of w[t][c] (int32: |.| <= 128 * 127 * 2^16 < 2^31),
+     * for pixels whose every tap lies inside the image (AVX-512: no x - z per tap); or NULL */
+    const int32_t *zw;
 } EmuDwRow;
 void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
 void emu_dw_row_avx512(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);

@@ -61,20 +61,27 @@ EMU_T_AVX2 void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int
 }
 
 /* `nb` blocks of 16 channels from channel k of one pixel, every tap in registers; stored as
- * int32 sums to acc, or requantized (rq) to int8 at out. */
+ * int32 sums to acc, or requantized (rq) to int8 at out. `fold`: every tap of the window lies
+ * inside the image, so the sums start at d->zw (-z * sum_t w[t][c]) and add x * w per tap:
+ * sum_t x w - z sum_t w = sum_t (x - z) w, the same integers (simd.h). */
 EMU_T_AVX512 static inline __attribute__((always_inline)) void
 dw_blocks16(const EmuDwRow *d, const int32_t *taps, int32_t n, int32_t k, int nb, __mmask16 m,
-            int32_t *acc, const EmuDwRq *rq, int8_t *out) {
-    const __m512i z = _mm512_set1_epi32(d->z);
+            bool fold, int32_t *acc, const EmuDwRq *rq, int8_t *out) {
+    const __m512i z = _mm512_set1_epi32(fold ? 0 : d->z);
     __m512i s[4];
-    for (int b = 0; b < nb; b++) s[b] = _mm512_setzero_si512();
+    for (int b = 0; b < nb; b++)
+        s[b] = fold ? _mm512_maskz_loadu_epi32(m, d->zw + k + 16 * b) : _mm512_setzero_si512();
     for (int32_t t = 0; t < n; t++) {
         const int8_t *x = d->image + taps[2 * t] + k;
         const int32_t *w = d->filter + taps[2 * t + 1] + k;
         for (int b = 0; b < nb; b++) {
-            const __m512i xv = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, x + 16 * b));
+            const __m128i x8 = m == (__mmask16)0xFFFF
+                                   ? _mm_loadu_si128((const __m128i *)(const void *)(x + 16 * b))
+                                   : _mm_maskz_loadu_epi8(m, x + 16 * b);
+            __m512i xv = _mm512_cvtepi8_epi32(x8);
+            if (!fold) xv = _mm512_sub_epi32(xv, z);
             const __m512i wv = _mm512_maskz_loadu_epi32(m, w + 16 * b);
-            s[b] = _mm512_add_epi32(s[b], _mm512_madd_epi16(_mm512_sub_epi32(xv, z), wv));
+            s[b] = _mm512_add_epi32(s[b], _mm512_madd_epi16(xv, wv));
         }
     }
     if (rq == NULL) {
@@ -93,6 +100,19 @@ dw_blocks16(const EmuDwRow *d, const int32_t *taps, int32_t n, int32_t k, int nb
     }
 }
 
+/* Every channel of one output pixel, in blocks of 64, 32, then 16 (the last one masked). */
+EMU_T_AVX512 static inline __attribute__((always_inline)) void
+dw_pixel16(const EmuDwRow *d, const int32_t *taps, int32_t n, bool fold, int32_t *a,
+           const EmuDwRq *rq, int8_t *o) {
+    const int32_t c = d->c;
+    const __mmask16 all = (__mmask16)0xFFFF;
+    int32_t k = 0;
+    for (; k + 64 <= c; k += 64) dw_blocks16(d, taps, n, k, 4, all, fold, a, rq, o);
+    for (; k + 32 <= c; k += 32) dw_blocks16(d, taps, n, k, 2, all, fold, a, rq, o);
+    for (; k + 16 <= c; k += 16) dw_blocks16(d, taps, n, k, 1, all, fold, a, rq, o);
+    if (k < c) dw_blocks16(d, taps, n, k, 1, (__mmask16)((1u << (c - k)) - 1u), fold, a, rq, o);
+}
+
 /* emu_dw_row_avx512 with the output either int32 sums (rq NULL) or requantized int8. */
 EMU_T_AVX512 static inline __attribute__((always_inline)) void
 dw_row16(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps, const EmuDwRq *rq,
@@ -102,14 +122,10 @@ dw_row16(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps, const EmuDw
         const int32_t n = dw_taps(d, oy, ox, taps);
         int32_t *a = acc + (size_t)ox * c;
         int8_t *o = out + (size_t)ox * c;
-        int32_t k = 0;
-        for (; k + 64 <= c; k += 64) dw_blocks16(d, taps, n, k, 4, (__mmask16)0xFFFF, a, rq, o);
-        for (; k + 32 <= c; k += 32) dw_blocks16(d, taps, n, k, 2, (__mmask16)0xFFFF, a, rq, o);
-        for (; k < c; k += 16) {
-            const int32_t r = c - k;
-            const __mmask16 m = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1u);
-            dw_blocks16(d, taps, n, k, 1, m, a, rq, o);
-        }
+        if (d->zw != NULL && n == d->kh * d->kw)
+            dw_pixel16(d, taps, n, true, a, rq, o);
+        else
+            dw_pixel16(d, taps, n, false, a, rq, o);
     }
 }
 
