@@ -10,8 +10,8 @@
  * emu_parallel_for cuts [0, count) into one contiguous chunk per thread (fewer when the job
  * holds fewer grains), equal to an item; each chunk is computed by whichever thread claims it
  * first (the caller claims too, so it always takes a share, and it takes every chunk no worker
- * has claimed by the time its own is done: a descheduled worker never holds the op up) with
- * the scratch of the chunk's index. Each output element is computed by the same code whatever
+ * has claimed by the time its own is done: a worker that wakes late never holds the op up)
+ * with the scratch of the chunk's index. Each output element is computed by the same code whatever
  * the cut and whoever runs it, so results do not depend on the thread count.
  *
  * Hand-off: the caller publishes a job by moving `state` to a new generation; a worker waiting
