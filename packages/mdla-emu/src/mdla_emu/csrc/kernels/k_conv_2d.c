@@ -247,12 +247,16 @@ static void conv_tiles_u8(const void *ctx, int64_t begin, int64_t end, uint8_t *
     }
 }
 
-/* The prepared tile (which sizes the scratch), or less in whole register blocks of `block`
- * rows when that leaves a thread without a tile (a late 7x7 or 14x14 layer is one prepared
- * tile). Each pixel's sums and requantization are the same whatever tile holds it. */
+/* The prepared tile (which sizes the scratch) on one thread; on more, at most that in whole
+ * register blocks of `block` rows, sized so the tiles come in a multiple of the thread count and
+ * are about equal: each thread gets as many (a 28x28 layer was 256 + 256 pixels against
+ * 256 + 16; a late 7x7 or 14x14 layer is one prepared tile). Each pixel's sums and
+ * requantization are the same whatever tile holds it. */
 static int32_t conv_tile(int32_t prepared, int32_t block, int64_t pixels, int threads) {
-    const int64_t per = (pixels + threads - 1) / threads;
-    const int64_t tile = (per + block - 1) / block * block;
+    if (threads <= 1) return pixels < prepared ? (int32_t)((pixels + block - 1) / block * block)
+                                               : prepared;
+    const int64_t tiles = ((pixels + prepared - 1) / prepared + threads - 1) / threads * threads;
+    const int64_t tile = ((pixels + tiles - 1) / tiles + block - 1) / block * block;
     return tile < prepared ? (int32_t)tile : prepared;
 }
 
