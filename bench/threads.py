@@ -106,12 +106,14 @@ def measure(manifest: Any, x: np.ndarray, env: dict[str, str], repeat: int) -> d
 
 def hand_off(n: int, side: int, repeat: int) -> None:
     shape = (1, side, side, 32)
-    tmp = Path(tempfile.mkdtemp(prefix="mdla-threads-"))
-    manifest = load(save(add_chain(n, shape), tmp / "adds.mdla"))
     x = np.random.default_rng(0).uniform(-3, 3, shape).astype(np.float32)
     os.environ["MDLA_EMU_MIN_WORK"] = "1"
-    got = {name: measure(manifest, x, env, repeat) for name, env in WAYS.items()}
-    os.environ.pop("MDLA_EMU_MIN_WORK")
+    try:
+        with tempfile.TemporaryDirectory(prefix="mdla-threads-") as tmp:
+            manifest = load(save(add_chain(n, shape), Path(tmp) / "adds.mdla"))
+            got = {name: measure(manifest, x, env, repeat) for name, env in WAYS.items()}
+    finally:
+        os.environ.pop("MDLA_EMU_MIN_WORK")
     base = got["1 thread"]
     print(f"hand-off: {n} ADDs of {shape}, every one split (MDLA_EMU_MIN_WORK=1)")
     print(f"{'':14}{'wall best':>10}{'median':>9}{'CPU/run':>9}  per op: wall over ideal, CPU")
@@ -122,9 +124,6 @@ def hand_off(n: int, side: int, repeat: int) -> None:
             f"{name:14}{m['best']:8.2f}ms{m['median']:7.2f}ms{m['cpu']:7.2f}ms"
             f"  {extra[0]:+6.1f} us, {extra[1]:+6.1f} us"
         )
-    for f in tmp.iterdir():
-        f.unlink()
-    tmp.rmdir()
 
 
 def models(specs: list[str], repeat: int) -> None:
