@@ -190,6 +190,13 @@ def machine() -> str:
 
 
 def bench_model(spec: str, ns: list[int], rounds: int, repeat: int) -> Row:
+    # the compiled files live only as long as the row's measurement (a dir left per model
+    # would fill /tmp over repeated runs)
+    with tempfile.TemporaryDirectory(prefix="mdla-perf-") as tmp:
+        return _bench_model(spec, ns, rounds, repeat, Path(tmp))
+
+
+def _bench_model(spec: str, ns: list[int], rounds: int, repeat: int, tmp: Path) -> Row:
     row = Row(spec)
     model = load_model(spec, seed=0)
     if spec not in REAL_WEIGHTS:
@@ -198,7 +205,6 @@ def bench_model(spec: str, ns: list[int], rounds: int, repeat: int) -> Row:
     photos = [f() for f in PHOTOS.values()]
     pool = crops(photos, max(ns), seed=1, side=side)
     ex = model.example_inputs
-    tmp = Path(tempfile.mkdtemp(prefix="mdla-perf-"))
     # the int8 models, built once (untimed) at the smallest N: also the warm-up, so neither
     # compile timing below pays the one-time imports (torch.fx tracing loads torch._dynamo)
     calib = [[c] for c in pool[: ns[0]]]

@@ -84,3 +84,27 @@ def test_ratios_are_medians_of_per_round_ratios(perf: ModuleType) -> None:
     row = perf.Row("m", times={"emu1": [10.0, 30.0, 12.0], "xnnpack": [5.0, 5.0, 4.0]})
     assert row.ratio("emu1", "xnnpack") == "3.00"  # ratios 2, 6, 3: median 3 (not 17.3 / 4.7)
     assert row.ratio("emu1", "torch_int8") == "-"  # a backend that refused the model
+
+
+def test_a_models_compiled_files_are_removed_after_its_row(
+    perf: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each row compiles into a temporary folder; a folder left per model filled /tmp over
+    repeated bench runs. It must exist while the row is measured and be gone after, also when
+    the measurement raises."""
+    seen: list[Path] = []
+
+    def measure(spec: str, ns: list[int], rounds: int, repeat: int, tmp: Path) -> str:
+        assert tmp.is_dir()
+        (tmp / "m.mdla").write_bytes(b"x")
+        seen.append(tmp)
+        if spec == "boom":
+            raise RuntimeError("the model failed")
+        return spec
+
+    monkeypatch.setattr(perf, "_bench_model", measure)
+    assert perf.bench_model("tiny", [1], 1, 1) == "tiny"
+    with pytest.raises(RuntimeError):
+        perf.bench_model("boom", [1], 1, 1)
+    assert len(seen) == 2
+    assert not any(p.exists() for p in seen)
