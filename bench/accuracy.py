@@ -304,8 +304,8 @@ def techniques(
         fp32 = [mdla_ir.run_float(graph, [x])[0][0] for x in held]
         decided = np.array([margin(z) >= 0.05 for z in fp32])
         energy = sum(float((z.astype(np.float64) ** 2).sum()) for z in fp32)
-        first, second = (np.array([np.argsort(z)[-k] for z in fp32]) for k in (1, 2))
-        gaps = np.array([z[a] - z[b] for z, a, b in zip(fp32, first, second, strict=True)])
+        top1, top2 = (np.array([np.argsort(z)[-k] for z in fp32]) for k in (1, 2))
+        gaps = np.array([z[a] - z[b] for z, a, b in zip(fp32, top1, top2, strict=True)])
         print(
             f"{spec}: FP32's top-1 leads its runner-up by less than 0.05 / 0.1 / 0.2 in the "
             f"logits on {(gaps < 0.05).sum()} / {(gaps < 0.1).sum()} / {(gaps < 0.2).sum()} of "
@@ -325,7 +325,7 @@ def techniques(
                     for a, b in zip(int8, fp32, strict=True)
                 )
                 k_d, n_d = int(same[decided].sum()), int(decided.sum())
-                lead = np.array([z[a] - z[b] for z, a, b in zip(int8, first, second, strict=True)])
+                lead = np.array([z[a] - z[b] for z, a, b in zip(int8, top1, top2, strict=True)])
                 bound = ""
                 if ceiling:
                     rounded = float_rewrites(graph, calib, config)

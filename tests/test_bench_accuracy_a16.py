@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from mdla_compile import CompileOptions
 from mdla_compile import compile as compile_model
@@ -35,3 +36,16 @@ def test_the_a16_technique_adds_the_auto_choice_to_cle_and_adaround() -> None:
     assert chosen.a16_gain_db == tuple(round(c.gain_db, 4) for c in picked)
     assert chosen.a16_mode == "auto"
     assert bench.with_a16(first, config, "CLE+AdaRound") is config
+
+
+def test_the_techniques_table_prints_a_row_per_technique(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The table runs end to end (it compiles once and re-quantizes per technique), the a16
+    row with its chosen tensors."""
+    bench = load_script("bench_accuracy", BENCH / "accuracy.py")
+    bench.techniques([TINY], 4, 4, 1, "crops", ["minmax"], ["none", "CLE+Ada+a16"])
+    out = capsys.readouterr().out
+    rows = [line.split()[2] for line in out.splitlines() if line.startswith(f"{TINY} minmax ")]
+    assert rows == ["none", "CLE+Ada+a16"]
+    assert "CLE+Ada+a16: " in out
