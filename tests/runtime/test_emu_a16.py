@@ -189,3 +189,22 @@ def test_quantize_maps_only_its_int16_form_where_the_target_says(
         assert b.supported(devices) == [maps]
     finally:
         b.free()
+
+
+@pytest.mark.parametrize("channels", [40, 100])
+def test_a_deep_16x8_conv_sums_its_tap_blocks_exactly(
+    channels: int, emu: Target, tmp_path: Path
+) -> None:
+    """3x3 x `channels` taps: 360 and 900, over the GEMM's 256-tap int32 blocks (conv16.c)."""
+    rng = np.random.default_rng(channels)
+    b = GraphBuilder(f"emu_a16_deep{channels}", layout="NHWC", seed=channels)
+    x = b.input("x", (1, 9, 9, channels))
+    w = b.const("w", (7, 3, 3, channels))
+    y = b.op(
+        OpKind.CONV_2D, [x, w, b.const("bias", (7,))], name="y", stride=(1, 1), padding=(1, 1, 1, 1)
+    )
+    graph = b.build(b.op(OpKind.RESHAPE, [y], name="tail", shape=(1, 81 * 7)))
+    graph = place(graph, load_target("mdla3.5"), "mtk-mdla", ["auto"]).graph
+    samples = [[rng.uniform(-3, 3, (1, 9, 9, channels)).astype(np.float32)] for _ in range(3)]
+    qgraph = quantize(graph, samples, QuantConfig(a16=("y",), method="minmax"))
+    assert emulated_equals_run_int8(emu, qgraph, samples, tmp_path) == 3 * 81 * 7

@@ -9,11 +9,21 @@
  *   out = clamp((int32)((acc * M16 + 2^(14 - s_o)) >> (15 - s_o)), act_min, act_max)
  *
  * A conv's filter is [O, KH, KW, I]; a depthwise's [1, KH, KW, O], output channel o reading
- * input channel o / multiplier. One plain loop per output element (no fast path).
+ * input channel o / multiplier. A depthwise runs one plain loop per output element.
+ *
+ * A conv runs as a GEMM on int16 codes: tiles of CONV16_TILE output pixels, each pixel's taps
+ * laid out as an im2col row of depth = KH*KW*I int16 codes (a tap outside the image is 0, the
+ * real zero: zero point 0), cut into blocks of kb = min(CONV16_KB, depth rounded up to 4) taps
+ * (the last padded with zeros, the filter widened to int16 and padded likewise at prepare). Per block emu_gemm_s16 sums in int32,
+ * exactly: |x| <= 2^15 and |w| <= 2^7, so |sum| <= 2^8 * 2^22 = 2^30; the blocks add in int64,
+ * as the reference's int64 accumulator, so every sum is the plain loop's integer.
  */
 #include <string.h>
 
 #include "kernels.h"
+
+#define CONV16_TILE 32 /* output pixels per GEMM tile */
+#define CONV16_KB 256  /* taps per int32 block: |sum| <= 2^30 */
 
 struct EmuConv16 {
     int32_t n, h, w, ci, oh, ow, co, kh, kw;
@@ -23,6 +33,8 @@ struct EmuConv16 {
     int64_t *m16;
     int32_t *total, *bias;
     int32_t lo, hi;
+    int32_t depth, kb, blocks; /* a conv's GEMM: KH*KW*I taps in `blocks` blocks of kb */
+    int16_t *wide;             /* [blocks][co][kb]: the filter widened, zero-padded */
 };
 
 void emu_conv16_free(EmuConv16 *p) {
@@ -30,7 +42,22 @@ void emu_conv16_free(EmuConv16 *p) {
     free(p->m16);
     free(p->total);
     free(p->bias);
+    free(p->wide);
     free(p);
+}
+
+/* A conv's filter as GEMM blocks (see the header). */
+static int conv16_widen(EmuConv16 *p) {
+    p->depth = p->kh * p->kw * p->ci;
+    p->kb = p->depth < CONV16_KB ? emu_round_up(p->depth, 4) : CONV16_KB;
+    p->blocks = (p->depth + p->kb - 1) / p->kb;
+    p->wide = calloc((size_t)p->blocks * p->co * p->kb, sizeof *p->wide);
+    if (p->wide == NULL) return NEURON_OUT_OF_MEMORY;
+    for (int32_t o = 0; o < p->co; o++)
+        for (int32_t k = 0; k < p->depth; k++)
+            p->wide[((size_t)(k / p->kb) * p->co + o) * p->kb + k % p->kb] =
+                p->filter[(size_t)o * p->depth + k];
+    return NEURON_NO_ERROR;
 }
 
 static int conv16_quant(const NeuronModel *m, const EmuOperation *op, EmuConv16 *p) {
@@ -74,7 +101,7 @@ int emu_conv16_prepare(const NeuronModel *m, const EmuOperation *op, bool depthw
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
     *p = (EmuConv16){(int32_t)x->dims[0], (int32_t)x->dims[1], (int32_t)x->dims[2],
                      (int32_t)x->dims[3], oh, ow, (int32_t)co, win.filter_h, win.filter_w,
-                     depthwise, win, f->value, NULL, NULL, NULL, 0, 0};
+                     depthwise, win, f->value, NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL};
     p->m16 = malloc((size_t)co * sizeof *p->m16);
     p->total = malloc((size_t)co * sizeof *p->total);
     p->bias = calloc(co, sizeof *p->bias);
@@ -82,7 +109,8 @@ int emu_conv16_prepare(const NeuronModel *m, const EmuOperation *op, bool depthw
         emu_conv16_free(p);
         return NEURON_OUT_OF_MEMORY;
     }
-    const int rc = conv16_quant(m, op, p);
+    int rc = conv16_quant(m, op, p);
+    if (rc == NEURON_NO_ERROR && !depthwise) rc = conv16_widen(p);
     if (rc != NEURON_NO_ERROR) {
         emu_conv16_free(p);
         return rc;
@@ -115,7 +143,14 @@ static int64_t conv16_acc(const EmuConv16 *p, const int16_t *in, int32_t b, int3
     return acc;
 }
 
-void emu_conv16_eval(const EmuConv16 *p, const int16_t *in, int16_t *out) {
+/* The requantized output of one sum (header formula). */
+static int16_t conv16_out(const EmuConv16 *p, int64_t acc, int32_t o) {
+    const int32_t t = p->total[o];
+    const int64_t v = emu_wrap32((acc * p->m16[o] + (INT64_C(1) << (t - 1))) >> t);
+    return (int16_t)emu_clamp(v, p->lo, p->hi);
+}
+
+static void dw16_eval(const EmuConv16 *p, const int16_t *in, int16_t *out) {
     const EmuWindow *w = &p->win;
     size_t k = 0;
     for (int32_t b = 0; b < p->n; b++)
@@ -124,9 +159,97 @@ void emu_conv16_eval(const EmuConv16 *p, const int16_t *in, int16_t *out) {
                 for (int32_t o = 0; o < p->co; o++) {
                     const int64_t acc = conv16_acc(p, in, b, oy * w->stride_h - w->pad_top,
                                                    ox * w->stride_w - w->pad_left, o);
-                    const int32_t t = p->total[o];
-                    const int64_t v =
-                        emu_wrap32((acc * p->m16[o] + (INT64_C(1) << (t - 1))) >> t);
-                    out[k++] = (int16_t)emu_clamp(v, p->lo, p->hi);
+                    out[k++] = conv16_out(p, acc, o);
                 }
+}
+
+/* A thread's space: the int64 sums, the int32 block sums, the tile's im2col blocks, one row. */
+typedef struct {
+    int64_t *acc;
+    int32_t *part;
+    int16_t *cols, *row;
+} Conv16Space;
+
+static size_t conv16_padded(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+static Conv16Space conv16_space(const EmuConv16 *p, uint8_t *scratch) {
+    const size_t sums = (size_t)CONV16_TILE * p->co, kpad = (size_t)p->blocks * p->kb;
+    Conv16Space s;
+    s.acc = (int64_t *)scratch;
+    s.part = (int32_t *)(scratch + conv16_padded(sums * sizeof(int64_t)));
+    s.cols = (int16_t *)((uint8_t *)s.part + conv16_padded(sums * sizeof(int32_t)));
+    s.row = s.cols + CONV16_TILE * kpad;
+    return s;
+}
+
+size_t emu_conv16_scratch(const EmuConv16 *p) {
+    if (p->depthwise) return 0;
+    const size_t sums = (size_t)CONV16_TILE * p->co, kpad = (size_t)p->blocks * p->kb;
+    return conv16_padded(sums * sizeof(int64_t)) + conv16_padded(sums * sizeof(int32_t)) +
+           (CONV16_TILE + 1) * kpad * sizeof(int16_t);
+}
+
+/* Output pixel q's taps as one row of blocks*CONV16_KB codes, then into the tile's blocks. */
+static void conv16_im2col(const EmuConv16 *p, const int16_t *in, int64_t q, int32_t r,
+                          const Conv16Space *s) {
+    const EmuWindow *w = &p->win;
+    const int32_t ox = (int32_t)(q % p->ow), oy = (int32_t)(q / p->ow % p->oh);
+    const int32_t b = (int32_t)(q / ((int64_t)p->ow * p->oh));
+    const int32_t y0 = oy * w->stride_h - w->pad_top, x0 = ox * w->stride_w - w->pad_left;
+    memset(s->row, 0, (size_t)p->blocks * p->kb * sizeof *s->row);
+    for (int32_t i = 0; i < p->kh; i++) {
+        const int32_t iy = y0 + i * w->dilation_h;
+        if (iy < 0 || iy >= p->h) continue;
+        for (int32_t j = 0; j < p->kw; j++) {
+            const int32_t ix = x0 + j * w->dilation_w;
+            if (ix < 0 || ix >= p->w) continue;
+            memcpy(s->row + ((size_t)i * p->kw + j) * p->ci,
+                   in + (((size_t)b * p->h + iy) * p->w + ix) * p->ci, (size_t)p->ci * 2);
+        }
+    }
+    for (int32_t k = 0; k < p->blocks; k++)
+        memcpy(s->cols + ((size_t)k * CONV16_TILE + r) * p->kb, s->row + (size_t)k * p->kb,
+               (size_t)p->kb * sizeof *s->row);
+}
+
+typedef struct {
+    const EmuConv16 *p;
+    const int16_t *in;
+    int16_t *out;
+    int64_t pixels;
+} Conv16Job;
+
+/* Tiles [begin, end) of CONV16_TILE output pixels. */
+static void conv16_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+    const Conv16Job *j = ctx;
+    const EmuConv16 *p = j->p;
+    const Conv16Space s = conv16_space(p, scratch);
+    for (int64_t tile = begin; tile < end; tile++) {
+        const int64_t q0 = tile * CONV16_TILE;
+        const int32_t rows = (int32_t)(j->pixels - q0 < CONV16_TILE ? j->pixels - q0 : CONV16_TILE);
+        for (int32_t r = 0; r < rows; r++) conv16_im2col(p, j->in, q0 + r, r, &s);
+        for (int32_t r = 0; r < rows; r++)
+            for (int32_t o = 0; o < p->co; o++) s.acc[(size_t)r * p->co + o] = p->bias[o];
+        for (int32_t k = 0; k < p->blocks; k++) {
+            emu_gemm_s16(s.cols + (size_t)k * CONV16_TILE * p->kb,
+                         p->wide + (size_t)k * p->co * p->kb, s.part, rows, p->co, p->kb);
+            for (size_t e = 0; e < (size_t)rows * p->co; e++) s.acc[e] += s.part[e];
+        }
+        int16_t *dst = j->out + (size_t)q0 * p->co;
+        for (int32_t r = 0; r < rows; r++)
+            for (int32_t o = 0; o < p->co; o++)
+                dst[(size_t)r * p->co + o] = conv16_out(p, s.acc[(size_t)r * p->co + o], o);
+    }
+}
+
+void emu_conv16_eval(const EmuConv16 *p, const int16_t *in, int16_t *out, EmuScratch *scratch) {
+    if (p->depthwise) {
+        dw16_eval(p, in, out);
+        return;
+    }
+    const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
+    const Conv16Job job = {p, in, out, pixels};
+    const int64_t tile_work = (int64_t)CONV16_TILE * p->co * p->depth / 16;
+    emu_parallel_for(scratch, (pixels + CONV16_TILE - 1) / CONV16_TILE,
+                     emu_par_grain(scratch, tile_work), conv16_tiles, &job);
 }

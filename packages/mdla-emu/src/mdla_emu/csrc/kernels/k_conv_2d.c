@@ -113,7 +113,7 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumeric
 
 static size_t conv_scratch(const void *params) {
     const ConvParams *p = params;
-    if (p->wide != NULL) return 0;
+    if (p->wide != NULL) return emu_conv16_scratch(p->wide);
     if (p->rows) return emu_conv_rows_scratch(p);
     if (p->u8)
         return (size_t)p->tile_u8 * p->kpad4 + (size_t)p->tile_u8 * p->cpad16 * sizeof(int32_t);
@@ -264,7 +264,7 @@ static void conv_eval(const void *params, const void *const *inputs, void *outpu
                       EmuScratch *scratch) {
     const ConvParams *p = params;
     if (p->wide != NULL) {
-        emu_conv16_eval(p->wide, inputs[0], output);
+        emu_conv16_eval(p->wide, inputs[0], output, scratch);
         return;
     }
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;

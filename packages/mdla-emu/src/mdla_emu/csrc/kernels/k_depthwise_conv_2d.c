@@ -238,7 +238,7 @@ static void dw_eval(const void *params, const void *const *inputs, void *output,
                     EmuScratch *scratch) {
     const DwParams *p = params;
     if (p->wide != NULL) {
-        emu_conv16_eval(p->wide, inputs[0], output);
+        emu_conv16_eval(p->wide, inputs[0], output, scratch);
         return;
     }
     const DwJob job = {p, inputs[0], output};

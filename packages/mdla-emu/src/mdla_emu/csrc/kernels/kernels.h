@@ -182,7 +182,8 @@ void emu_pooling_run(const EmuPoolingParams *p, const void *in, void *out, EmuSc
 typedef struct EmuConv16 EmuConv16;
 int emu_conv16_prepare(const NeuronModel *m, const EmuOperation *op, bool depthwise,
                        EmuConv16 **out);
-void emu_conv16_eval(const EmuConv16 *p, const int16_t *in, int16_t *out);
+void emu_conv16_eval(const EmuConv16 *p, const int16_t *in, int16_t *out, EmuScratch *scratch);
+size_t emu_conv16_scratch(const EmuConv16 *p); /* per thread */
 void emu_conv16_free(EmuConv16 *p);
 /* FULLY_CONNECTED on int16 activations (16x8, fc16.c), handed over likewise. */
 typedef struct EmuFc16 EmuFc16;
