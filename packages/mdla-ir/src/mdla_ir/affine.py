@@ -23,7 +23,13 @@ def round_half_away(x: Array | np.generic | int | float) -> Array:
     or 2^23 (float32), where x is already an integer.
     """
     a = np.asarray(x)
-    return np.asarray(np.sign(a) * np.floor(np.abs(a) + a.dtype.type(0.5)))
+    if a.ndim == 0 or a.dtype not in (np.float32, np.float64):
+        return np.asarray(np.sign(a) * np.floor(np.abs(a) + a.dtype.type(0.5)))
+    out: Array = np.abs(a)  # the same four operations, each after the first into one buffer
+    out += a.dtype.type(0.5)
+    np.floor(out, out=out)
+    np.multiply(np.sign(a), out, out=out)  # (this operand order: a NaN's sign as before)
+    return out
 
 
 def quantize_input(x: Array, scale: np.float32, zero_point: int) -> Array:

@@ -19,10 +19,15 @@ from mdla_ir.ops import OpKind
 
 
 def _pad_nhwc(x: Array, padding: Sequence[int], value: float = 0.0) -> Array:
+    """x inside a border of `value` (what np.pad's constant mode gives, without its per-call
+    Python overhead: the copy is the same values)."""
     t, b, left, r = padding
     if not any(padding):
         return x
-    return np.pad(x, ((0, 0), (t, b), (left, r), (0, 0)), constant_values=value)
+    n, h, w, c = x.shape
+    out = np.full((n, t + h + b, left + w + r, c), value, dtype=x.dtype)
+    out[:, t : t + h, left : left + w] = x
+    return out
 
 
 def windows(
@@ -46,6 +51,11 @@ def conv2d_nhwc(
 ) -> Array:
     """x (N,H,W,C), w (O,KH,KW,C/groups) -> (N,OH,OW,O), float32."""
     o, kh, kw, cg = w.shape
+    if (kh, kw, groups) == (1, 1, 1) and tuple(stride) == (1, 1) and not any(padding):
+        out = pointwise_nhwc(x, w)
+        if bias is not None:
+            out += bias.astype(np.float32)
+        return out
     patches = windows(_pad_nhwc(x, padding), (kh, kw), stride, dilation)
     n, oh, ow = patches.shape[:3]
     og = o // groups
@@ -58,6 +68,16 @@ def conv2d_nhwc(
     if bias is not None:
         out += bias.astype(np.float32)
     return out
+
+
+def pointwise_nhwc(x: Array, w: Array) -> Array:
+    """A 1x1, stride-1, unpadded, ungrouped conv: its im2col matrix is x itself, (N*H*W, C)
+    (each pixel's patch is its one channel vector, in the same order), so the same product
+    is taken without copying the patches."""
+    n, h, wd, c = x.shape
+    cols = np.ascontiguousarray(x).reshape(n * h * wd, c)
+    out = np.asarray(cols @ w.reshape(w.shape[0], c).T).astype(np.float32, copy=False)
+    return out.reshape(n, h, wd, w.shape[0])
 
 
 def depthwise_nhwc(
@@ -78,6 +98,7 @@ def depthwise_nhwc(
     n, hp, wp, _ = xp.shape
     oh, ow = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
     out = np.zeros((n, oh, ow, o), dtype=np.float32)
+    product = np.empty_like(out)  # one buffer for every tap's product (no temporary per tap)
     for i in range(kh):
         for j in range(kw):
             tap = xp[
@@ -85,7 +106,10 @@ def depthwise_nhwc(
                 i * dh : i * dh + sh * (oh - 1) + 1 : sh,
                 j * dw : j * dw + sw * (ow - 1) + 1 : sw,
             ]
-            out += tap * w[0, i, j]
+            if xp.dtype == w.dtype == np.float32:
+                out += np.multiply(tap, w[0, i, j], out=product)
+            else:  # (a wider product is added before it is rounded to float32)
+                out += tap * w[0, i, j]
     if bias is not None:
         out += bias.astype(np.float32)
     return out
@@ -110,7 +134,7 @@ def conv_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
         a.padding,
         a.groups,
     )
-    return [from_nhwc(apply_fuse(y, op.fuse), layout)]
+    return [from_nhwc(apply_fuse(y, op.fuse, in_place=True), layout)]
 
 
 @kernel(OpKind.DEPTHWISE_CONV_2D)
@@ -120,7 +144,7 @@ def depthwise_conv_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]
         w = w.transpose(1, 2, 3, 0)
     a = ConvAttrs.of(op)
     y = depthwise_nhwc(to_nhwc(x, layout), w, b, a.stride, a.dilation, a.padding)
-    return [from_nhwc(apply_fuse(y, op.fuse), layout)]
+    return [from_nhwc(apply_fuse(y, op.fuse, in_place=True), layout)]
 
 
 @kernel(OpKind.FULLY_CONNECTED)
@@ -130,7 +154,7 @@ def fully_connected(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     y = (x @ w.T).astype(np.float32)
     if b is not None:
         y += b
-    return [apply_fuse(y, op.fuse)]
+    return [apply_fuse(y, op.fuse, in_place=True)]
 
 
 @kernel(OpKind.BATCH_MATMUL)

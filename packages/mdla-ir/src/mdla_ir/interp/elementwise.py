@@ -48,8 +48,17 @@ def prelu(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
 
 def sigmoid(x: Array) -> Array:
     """1 / (1 + exp(-x)), evaluated without overflow for large |x|."""
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(np.float32)
+    if x.dtype != np.float32:
+        e = np.exp(-np.abs(x))
+        return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(np.float32)
+    e = np.abs(x)  # float32: the same operations, into two buffers
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    d = e + 1.0  # (1.0 + e: the same sum)
+    out = np.divide(e, d, out=e)
+    np.divide(1.0, d, out=d)
+    np.copyto(out, d, where=x >= 0)
+    return out
 
 
 def _relu6(x: Array) -> Array:

@@ -37,12 +37,15 @@ def from_nhwc(x: Array, layout: str) -> Array:
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if layout == "NCHW" else x
 
 
-def apply_fuse(x: Array, fuse: str) -> Array:
-    """Neuron fused activations: NONE, RELU (max(x,0)), RELU1 (clip -1..1), RELU6 (clip 0..6)."""
+def apply_fuse(x: Array, fuse: str, in_place: bool = False) -> Array:
+    """Neuron fused activations: NONE, RELU (max(x,0)), RELU1 (clip -1..1), RELU6 (clip 0..6).
+
+    `in_place` (for an x the kernel just made and owns) writes the same values into x."""
+    out = x if in_place else None
     if fuse == "RELU":
-        return np.maximum(x, 0)
+        return np.maximum(x, 0, out=out)
     if fuse == "RELU6":
-        return np.clip(x, 0, 6)
+        return np.clip(x, 0, 6, out=out)
     if fuse == "RELU1":
-        return np.clip(x, -1, 1)
+        return np.clip(x, -1, 1, out=out)
     return x

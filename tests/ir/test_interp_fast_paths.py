@@ -1,0 +1,134 @@
+"""The float interpreter's copy-saving forms compute the definition's values bit for bit.
+
+Each form is held against the formulation it replaced, written out here: a 1x1 conv's product
+without the im2col copy, padding without np.pad, depthwise taps multiplied into one reused
+buffer, fused activations written in place, the logistic in two buffers and `round_half_away`
+in one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mdla_ir.affine import round_half_away
+from mdla_ir.interp.conv import _pad_nhwc, conv2d_nhwc, depthwise_nhwc, windows
+from mdla_ir.interp.elementwise import sigmoid
+from mdla_ir.interp.registry import apply_fuse
+
+
+def im2col_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """The general path's product for a 1x1, stride-1, unpadded conv: patches copied first."""
+    o, kh, kw, c = w.shape
+    patches = windows(x, (kh, kw), (1, 1), (1, 1))
+    n, oh, ow = patches.shape[:3]
+    cols = patches.transpose(0, 1, 2, 4, 5, 3).reshape(n * oh * ow, kh * kw * c)
+    out = np.empty((n, oh, ow, o), np.float32)
+    out[...] = (cols @ w.reshape(o, -1).T).reshape(n, oh, ow, o)
+    if bias is not None:
+        out += bias.astype(np.float32)
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 7, 7, 320), (2, 14, 9, 24), (1, 1, 1, 1280)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_pointwise_conv_is_the_im2col_product(shape: tuple[int, ...], with_bias: bool) -> None:
+    rng = np.random.default_rng(len(shape) + shape[-1])
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((48, 1, 1, shape[-1])).astype(np.float32)
+    b = rng.standard_normal(48).astype(np.float32) if with_bias else None
+    got = conv2d_nhwc(x, w, b, (1, 1), (1, 1), (0, 0, 0, 0), 1)
+    assert got.dtype == np.float32
+    assert got.tobytes() == im2col_conv(x, w, b).tobytes()
+    strided = x[:, :, ::2]  # a non-contiguous input takes the same product
+    got = conv2d_nhwc(strided, w, b, (1, 1), (1, 1), (0, 0, 0, 0), 1)
+    assert got.tobytes() == im2col_conv(np.ascontiguousarray(strided), w, b).tobytes()
+
+
+@pytest.mark.parametrize("padding", [(1, 1, 1, 1), (0, 2, 1, 0), (3, 0, 0, 0)])
+@pytest.mark.parametrize("value", [0.0, -np.inf])
+def test_padding_is_np_pad(padding: tuple[int, int, int, int], value: float) -> None:
+    x = np.random.default_rng(1).standard_normal((2, 5, 4, 3)).astype(np.float32)
+    t, b, left, r = padding
+    want = np.pad(x, ((0, 0), (t, b), (left, r), (0, 0)), constant_values=value)
+    got = _pad_nhwc(x, padding, value)
+    assert got.dtype == want.dtype
+    assert got.tobytes() == want.tobytes()
+
+
+def depthwise_definition(x: np.ndarray, w: np.ndarray, stride: int) -> np.ndarray:
+    """`out += tap * w` with a fresh product per tap, zero-initialized, as before."""
+    xp = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    n, hp, wp, c = xp.shape
+    oh, ow = (hp - 3) // stride + 1, (wp - 3) // stride + 1
+    out = np.zeros((n, oh, ow, c), np.float32)
+    for i in range(3):
+        for j in range(3):
+            out += (
+                xp[
+                    :,
+                    i : i + stride * (oh - 1) + 1 : stride,
+                    j : j + stride * (ow - 1) + 1 : stride,
+                ]
+                * w[0, i, j]
+            )
+    return out
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("wdtype", [np.float32, np.float64])
+def test_depthwise_taps_in_one_buffer_are_the_definition(stride: int, wdtype: type) -> None:
+    rng = np.random.default_rng(stride)
+    x = rng.standard_normal((2, 9, 11, 16)).astype(np.float32)
+    w = rng.standard_normal((1, 3, 3, 16)).astype(wdtype)
+    got = depthwise_nhwc(x, w, None, (stride, stride), (1, 1), (1, 1, 1, 1))
+    assert got.dtype == np.float32
+    assert got.tobytes() == depthwise_definition(x, w, stride).tobytes()
+
+
+@pytest.mark.parametrize("fuse", ["NONE", "RELU", "RELU6", "RELU1"])
+def test_fused_activation_in_place_is_the_same_values(fuse: str) -> None:
+    x = np.random.default_rng(2).standard_normal(1000).astype(np.float32) * 8
+    x[:4] = [np.nan, -0.0, np.inf, -np.inf]
+    want = apply_fuse(x, fuse)
+    owned = x.copy()
+    got = apply_fuse(owned, fuse, in_place=True)
+    assert got is owned
+    assert got.tobytes() == want.tobytes()
+
+
+def definition(x: np.ndarray) -> np.ndarray:
+    return np.asarray(np.sign(x) * np.floor(np.abs(x) + x.dtype.type(0.5)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_round_half_away_in_one_buffer_is_the_definition(dtype: type) -> None:
+    rng = np.random.default_rng(3)
+    bits = rng.integers(0, 2**63, 200_000, dtype=np.uint64)
+    random = (
+        bits.astype(np.uint32).view(np.float32) if dtype is np.float32 else bits.view(np.float64)
+    )
+    specials = [0.0, -0.0, 0.5, -0.5, 2.5, -2.5, np.nan, -np.nan, np.inf, -np.inf, 2.0**52 + 1]
+    halves = (rng.integers(-99, 99, 999) / 2).astype(dtype)
+    x = np.concatenate([np.array(specials, dtype), random, -random, halves])
+    assert x.dtype == dtype
+    with np.errstate(invalid="ignore"):
+        got, want = round_half_away(x), definition(x)
+    assert got.dtype == want.dtype
+    assert got.tobytes() == want.tobytes()
+
+
+def sigmoid_definition(x: np.ndarray) -> np.ndarray:
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(np.float32)
+
+
+def test_sigmoid_in_two_buffers_is_the_definition() -> None:
+    rng = np.random.default_rng(4)
+    specials = [0.0, -0.0, np.nan, np.inf, -np.inf, 88.7, -88.7, 104.0, -104.0, 1e-40]
+    x = np.concatenate([np.array(specials), rng.standard_normal(100_000) * 12]).astype(np.float32)
+    before = x.copy()
+    got = sigmoid(x[::-1])  # a strided view, as a kernel may be given
+    assert got.dtype == np.float32
+    assert got.tobytes() == sigmoid_definition(x[::-1]).tobytes()
+    assert x.tobytes() == before.tobytes()  # the input is left as it was
