@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 
 import mdla_runtime
 from mdla_compile import CompileOptions, compile
+from mdla_ir import OpKind
+from mdla_ir.partitions import partitions
 from mdla_quant import run_int8
 from tests.workbench.conftest import TINY
 from workbench.cli import app
@@ -40,3 +42,23 @@ def test_an_auto_a16_compile_runs_on_the_emulator_as_run_int8(tmp_path: Path) ->
     with np.load(out) as saved:
         (key,) = [k for k in saved.files if k.endswith("/int8")]
         np.testing.assert_array_equal(saved[key].reshape(want.shape), want)
+
+
+def test_cpu_quantize_runs_the_requantizations_on_the_cpu(tmp_path: Path) -> None:
+    """`--cpu QUANTIZE`: a16's QUANTIZE ops (which the placement never sees: the quantizer
+    inserts them) run in CPU partitions, and the emulator's result is run_int8's."""
+    options = CompileOptions(TINY, calib="random", count=4, a16="pool", cpu=("QUANTIZE",))
+    compiled = compile(options)
+    qgraph = compiled.qgraph
+    requant = tuple(op.name for op in qgraph.ops if op.kind is OpKind.QUANTIZE)
+    assert requant
+    assert qgraph.provenance.cpu_ops == requant
+    on_cpu = [p.on_cpu for p in partitions(qgraph)]
+    assert True in on_cpu
+    assert False in on_cpu
+    path = tmp_path / "tiny.mdla"
+    compiled.save(path)
+    sample = compiled.calibration[0]
+    got = mdla_runtime.open_target("emu").run(mdla_runtime.load(path), sample).raw_outputs
+    for g, w in zip(got, run_int8(qgraph, sample, raw=True), strict=True):
+        np.testing.assert_array_equal(g.reshape(w.shape), w)

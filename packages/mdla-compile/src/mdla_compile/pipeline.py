@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import mdla_legalize
 from mdla_compile import events as ev
 from mdla_compile.a16 import a16_request
 from mdla_compile.a16 import resolve as resolve_a16
@@ -21,6 +22,8 @@ from mdla_compile.options import CompileOptions
 from mdla_compile.placement import legalize_graph, place_graph
 from mdla_compile.source import Source, load_source
 from mdla_ir import Graph
+from mdla_legalize.partition import LATER
+from mdla_quant.a16 import requantizations_on_cpu
 
 
 def compile(options: CompileOptions, on_event: ev.OnEvent | None = None) -> Compiled:
@@ -54,6 +57,8 @@ def compile(options: CompileOptions, on_event: ev.OnEvent | None = None) -> Comp
             layer_progress=lambda i, n, name: emit(ev.AdaRoundLayer(i, n, name)),
             output_kinds=options.output_kinds,
         )
+    if LATER in mdla_legalize.parse_cpu(options.cpu):  # a16's QUANTIZE ops: on the CPU
+        compiled.qgraph = requantizations_on_cpu(compiled.qgraph)
     compiled.options, compiled.seconds, compiled.a16 = options, seconds, chosen
     return compiled
 

@@ -108,6 +108,11 @@ def parse_cpu(spec: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(tokens)
 
 
+# Ops the quantizer inserts after placement (QuantConfig.a16's int8 <-> int16 QUANTIZE): the
+# token selects nothing here; compile places them when it quantizes (mdla_compile.pipeline).
+LATER = OpKind.QUANTIZE.name
+
+
 def _selects(token: str, name: str, kind: OpKind) -> bool:
     if token in OpKind.__members__:
         return kind is OpKind[token]
@@ -122,7 +127,7 @@ def _explicit(graph: Graph, tokens: Sequence[str]) -> dict[str, str]:
     """{op name: why} of the ops the tokens other than `auto` select (each must select one)."""
     chosen: dict[str, str] = {}
     for token in tokens:
-        if token == AUTO:
+        if token in (AUTO, LATER):
             continue
         hits = [op.name for op in graph.ops if _selects(token, op.name, op.kind)]
         if not hits:

@@ -104,6 +104,12 @@ def place_requantizations(graph: Graph, target: Target, device: str) -> Graph:
     the quantizer's own, and the CPU runs them (the emulator's 16x8 QUANTIZE kernel)."""
     if target.op(device, OpKind.QUANTIZE).maps(wide=True):
         return graph
+    return requantizations_on_cpu(graph)
+
+
+def requantizations_on_cpu(graph: Graph) -> Graph:
+    """`graph` with every QUANTIZE (a16's int8 <-> int16 requantizations) placed on the host
+    CPU (`provenance.cpu_ops`): `--cpu QUANTIZE`, or a target that does not map them."""
     mine = tuple(op.name for op in graph.ops if op.kind is OpKind.QUANTIZE)
     if not mine:
         return graph
