@@ -1,14 +1,16 @@
-"""Import time of the bar models: torch.fx vs torch.export (`--import auto`), CPU time.
+"""Import time of the bar models: torch.fx, auto (the default) and torch.export, CPU time.
 
     .venv/bin/python bench/import_time.py [--repeat 3] [--models a,b] [--uncut]
 
 One row per model: the best of `--repeat` imports on each path (process CPU time, so other
-jobs on the machine inflate wall time, not these figures), their ratio, and where the export
-path's time goes: `torch.export.export`, `run_decompositions`, and mapping the ATen graph
-(plus the passes both paths run). The machine's load average is printed with the table.
-`--uncut` adds a column: the auto import with the export's two cuts undone (torch's whole
-stack trace per node instead of `importer/lines.py`'s one frame, and a recompile of the graph
-module after each of export's passes instead of a lazy one), timed beside the others.
+jobs on the machine inflate wall time, not these figures): `--import fx`, `--import auto` and
+its ratio to fx, the path auto took (fx where fx traces, maps and has no in-place hazard), and
+`--import export` and its ratio to fx; then where the export path's time goes:
+`torch.export.export`, `run_decompositions`, and mapping the ATen graph (plus the passes both
+paths run). The machine's load average is printed with the table.
+`--uncut` adds a column: the export import with its two cuts undone (torch's whole stack trace
+per node instead of `importer/lines.py`'s one frame, and a recompile of the graph module after
+each of export's passes instead of a lazy one), timed beside the others.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from mdla_ir import importer  # noqa: E402
 from mdla_ir.importer import exported, import_torch  # noqa: E402
 from tests.models import MODELS, load  # noqa: E402
 
-STAGES = ("export", "decompose", "map")
+STAGES = ("export", "decompose", "map")  # of the export import
 _PATCHED = (  # (stage, module, function): wherever the importer calls it by that name
     ("export", torch.export, "export"),
     ("decompose", exported, "decompose"),
@@ -105,16 +107,21 @@ def row(spec: str, repeat: int, uncut: bool = False) -> str:
 
     def imp_uncut() -> Any:
         with _uncut():
-            return imp("auto")()
+            return imp("export")()
 
-    imp("auto")()  # warm: first-call costs (torch.export's lazy imports, dynamo's caches)
+    imp("export")()  # warm: first-call costs (torch.export's lazy imports, dynamo's caches)
     fx = _best(imp("fx"), repeat)
     auto = _best(imp("auto"), repeat)
+    export = _best(imp("export"), repeat)
     extra = f"  {_best(imp_uncut, repeat):7.2f}" if uncut else ""
+    used = import_torch(*args, name=spec, path="auto")
     with _Stages() as stages:
-        used = import_torch(*args, name=spec, path="auto")
+        import_torch(*args, name=spec, path="export")
     parts = "  ".join(f"{stages.seconds[s]:6.2f}" for s in STAGES)
-    return f"{spec:20} {fx:7.2f} {auto:7.2f} {auto / fx:6.2f}x  {used.path:6}  {parts}{extra}"
+    return (
+        f"{spec:20} {fx:7.2f} {auto:7.2f} {auto / fx:6.2f}x  {used.path:6} "
+        f"{export:7.2f} {export / fx:6.2f}x  {parts}{extra}"
+    )
 
 
 def main() -> None:
@@ -128,7 +135,8 @@ def main() -> None:
     print("CPU seconds, best of", opts.repeat, "(torch threads: 1)")
     head = "  ".join(f"{s:>6}" for s in STAGES)
     uncut = f"  {'uncut':>7}" if opts.uncut else ""
-    print(f"{'model':20} {'fx':>7} {'auto':>7} {'ratio':>7}  {'path':6}  {head}{uncut}")
+    ratios = f"{'auto':>7} {'/fx':>7}  {'path':6} {'export':>7} {'/fx':>7}"
+    print(f"{'model':20} {'fx':>7} {ratios}  {head}{uncut}")
     for spec in opts.models.split(","):
         print(row(spec, opts.repeat, opts.uncut), flush=True)
     print(f"load average at end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")

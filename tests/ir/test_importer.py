@@ -113,7 +113,7 @@ CASES: dict[str, tuple[nn.Module, tuple[int, ...], dict[str, int]]] = {
     "scalar_arith": (
         Fn(lambda x: (x + 3.0) * 0.5 - 1.0 / (x * x + 1.0)),
         X4,
-        {"ADD": 2, "MUL": 2, "SUB": 1, "RECIPROCAL": 1},  # export: `1.0 / y` is reciprocal(y)
+        {"ADD": 2, "MUL": 2, "SUB": 1, "RECIPROCAL": 1},  # torch: `1.0 / y` is reciprocal(y)
     ),
     "dropout_identity": (nn.Sequential(nn.Dropout(0.3), nn.Identity(), nn.Dropout2d()), X4, {}),
     "matmul": (
@@ -151,7 +151,7 @@ def test_construct(case: str) -> None:
     assert relative_error(got, want) <= 1e-5
 
 
-@pytest.mark.parametrize("path", ["fx", "auto"])
+@pytest.mark.parametrize("path", ["fx", "export"])
 def test_stochastic_depth_is_dropped(path: str) -> None:
     """fx keeps it as a leaf (DROPOUT until the passes); torch.export traces it away."""
     from torchvision.ops import StochasticDepth

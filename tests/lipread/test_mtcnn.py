@@ -125,22 +125,22 @@ def test_pyramid_graph_is_bit_exact_on_the_emulator(cache: Path, tmp_path: Path)
 
 
 def test_pnet_pyramid_compiles_alike_through_torch_export_and_fx() -> None:
-    """The P-Net pyramid (one net's parameters read on every level) compiles through the
-    default import (torch.export, which lifts each parameter once for all levels) to the same
-    ops and the same int8 outputs as through torch.fx (a copy per level)."""
+    """The P-Net pyramid (one net's parameters read on every level) compiles through
+    torch.export (which lifts each parameter once for all levels) to the same ops and the same
+    int8 outputs as through torch.fx (a copy per level), the path the default import takes."""
     import mdla_ir
     import mdla_legalize
     from mdla_ir.devices import DEFAULT_TARGET
 
     name, module, calib = mtcnn_jobs(SIZE)[0]
     example = tuple(torch.from_numpy(x) for x in calib[0])
-    assert mdla_ir.import_torch(module, example).path == "export"
-    graph = mdla_ir.from_torch(module, example, name="pnet_fx", path="fx")
+    assert mdla_ir.import_torch(module, example).path == "fx"
+    graph = mdla_ir.from_torch(module, example, name="pnet_export", path="export")
     legal = mdla_legalize.legalize(graph, mdla_legalize.load_target(DEFAULT_TARGET))
-    by_fx = quantize(legal, calib[:2], QuantConfig(method="minmax"))
+    by_export = quantize(legal, calib[:2], QuantConfig(method="minmax"))
     default = quantized(name, module, calib[:2])
-    assert [(o.kind, o.attrs) for o in default.ops] == [(o.kind, o.attrs) for o in by_fx.ops]
-    for a, b in zip(run_int8(default, calib[-1]), run_int8(by_fx, calib[-1]), strict=True):
+    assert [(o.kind, o.attrs) for o in default.ops] == [(o.kind, o.attrs) for o in by_export.ops]
+    for a, b in zip(run_int8(default, calib[-1]), run_int8(by_export, calib[-1]), strict=True):
         np.testing.assert_array_equal(a, b)
 
 

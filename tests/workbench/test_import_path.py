@@ -1,6 +1,6 @@
 """`--import fx|export|auto` (check, compile, validate, tune, bisect, export; auto by default):
-a model torch.fx cannot trace imports through torch.export, and the note, the compile report
-and --json say which path imported it and why."""
+a model torch.fx cannot trace imports through torch.export, one it can through torch.fx, and the
+compile report and --json say which path imported it and why."""
 
 from __future__ import annotations
 
@@ -42,12 +42,23 @@ class ExportShy(nn.Module):
         return torch.relu(self.conv(x))
 
 
+class ShyWriter(ExportShy):
+    def forward(self, x):
+        y = super().forward(x)
+        y.clamp_(max=1.0)
+        return y
+
+
 def untraceable():
     return Untraceable().eval(), torch.zeros(1, 3, 16, 16)
 
 
 def shy():
     return ExportShy().eval(), torch.zeros(1, 3, 16, 16)
+
+
+def shy_writer():
+    return ShyWriter().eval(), torch.zeros(1, 3, 16, 16)
 """
 
 
@@ -68,23 +79,31 @@ def test_fx_cannot_trace_it_and_export_imports_it(runner: CliRunner, models: Pat
     assert auto.stderr == ""  # no note: export imported it (--json says so)
 
 
+FX_SUFFICED = (
+    "torch.fx traced the whole module with no in-place aliasing, so torch.export was not needed"
+)
+
+
 def test_check_json_says_the_path(runner: CliRunner, models: Path) -> None:
     result = runner.invoke(app, ["check", f"{models}:shy", "--json"])
     assert result.exit_code == 0, result.output + result.stderr
-    found = json.loads(result.stdout)["import"]
-    assert found["path"] == "fx"
-    assert found["note"].startswith("torch.export refused: RuntimeError: no export here at ")
+    assert json.loads(result.stdout)["import"] == {"path": "fx", "note": FX_SUFFICED}
     result = runner.invoke(app, ["check", f"{models}:untraceable", "--json"])
+    found = json.loads(result.stdout)["import"]
+    assert found["path"] == "export"
+    assert found["note"].startswith("torch.fx cannot trace `import_models_untraceable` at ")
+    assert found["note"].endswith("; imported via torch.export")
+    result = runner.invoke(app, ["check", f"{models}:untraceable", "--json", "--import", "export"])
     assert json.loads(result.stdout)["import"] == {"path": "export", "note": None}
 
 
-def test_auto_says_why_export_was_refused(runner: CliRunner, models: Path) -> None:
-    result = runner.invoke(app, ["check", f"{models}:shy", "--import", "auto"])
-    assert result.exit_code == 0, result.output + result.stderr
-    (note,) = [line for line in result.stderr.splitlines() if line.startswith("note:")]
-    assert note.startswith("note: torch.export refused: RuntimeError: no export here at ")
-    assert "import_models.py:" in note
-    assert note.endswith("; imported via torch.fx")
+def test_auto_names_both_reasons_when_neither_path_will_do(runner: CliRunner, models: Path) -> None:
+    """Export refuses it, and fx's graph would drop its unassigned `clamp_`."""
+    result = runner.invoke(app, ["check", f"{models}:shy_writer"])
+    assert result.exit_code == 3, result.output + result.stderr
+    text = result.output + result.stderr
+    assert "torch.export refused: RuntimeError: no export here at import_models.py:" in text
+    assert "in-place op: `clamp_` writes in place into `relu`" in text
 
 
 def test_compile_takes_the_path_too(runner: CliRunner, models: Path, tmp_path: Path) -> None:
@@ -97,18 +116,18 @@ def test_compile_takes_the_path_too(runner: CliRunner, models: Path, tmp_path: P
     assert out.is_file()
 
 
-def test_compile_reports_the_fallback(runner: CliRunner, models: Path, tmp_path: Path) -> None:
+def test_compile_reports_the_path_auto_took(
+    runner: CliRunner, models: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "s.mdla"
     args = ["compile", f"{models}:shy", "--calib", "random", "--count", "2", "-o", str(out)]
     result = runner.invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output + result.stderr
-    found = json.loads(result.stdout)["import"]
-    assert found["path"] == "fx"
-    assert "no export here at import_models.py:" in found["note"]
+    assert json.loads(result.stdout)["import"] == {"path": "fx", "note": FX_SUFFICED}
     text = runner.invoke(app, args)
     assert text.exit_code == 0, text.output + text.stderr
     (row,) = [ln for ln in text.stdout.splitlines() if ln.split()[:1] == ["import"]]
-    assert row.split()[1:3] == ["torch.fx", "(torch.export"]
+    assert row.split()[1:4] == ["torch.fx", "(torch.fx", "traced"]
 
 
 def test_the_mdla_records_the_path_and_run_reimports_by_it(
@@ -122,7 +141,7 @@ def test_the_mdla_records_the_path_and_run_reimports_by_it(
     from workbench import pipeline
 
     out, x = tmp_path / "s.mdla", tmp_path / "x.npy"
-    spec = f"{models}:shy"  # export refuses it: imported via torch.fx
+    spec = f"{models}:shy"  # export refuses it; auto imports it via torch.fx
     args = ["compile", spec, "--calib", "random", "--count", "2", "-o", str(out)]
     assert runner.invoke(app, args).exit_code == 0
     assert mdla_runtime.load(out).provenance.import_path == "fx"

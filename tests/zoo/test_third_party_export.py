@@ -23,8 +23,9 @@ def test_imports_through_export_and_legalizes(name: str, fx_traces: bool) -> Non
     if not fx_traces:
         with pytest.raises(mdla_ir.IRError, match=r"torch\.fx cannot trace"):
             mdla_ir.from_torch(module, example, path="fx")
-    imported = import_torch(module, example, name=name.split(":")[1], path="auto")
+    imported = import_torch(module, example, name=name.split(":")[1], path="export")
     assert (imported.path, imported.note) == ("export", "imported via torch.export")
+    assert import_torch(module, example, path="auto").path == ("fx" if fx_traces else "export")
     (x,) = example
     with torch.no_grad():
         want = module(x).numpy()

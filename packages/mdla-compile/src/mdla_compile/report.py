@@ -45,7 +45,7 @@ class Report:
     fp32: Path | None = None  # the float graph stored beside the .mdla, when written
     fp32_size: int = 0
     import_path: str = ""  # "export" or "fx" (Source.import_path)
-    import_note: str = ""  # why auto fell back to fx
+    import_note: str = ""  # why auto took the path it took
     a16_share: float = 0.0  # the int16 tensors' share of activation bytes (config.a16)
 
     @property

@@ -42,7 +42,7 @@ class Source:
     postprocess: Postprocess | None = None  # a detector's CPU decoding (mdla_zoo.Model.decoder)
     recorded_spec: str = ""  # the spec the manifest records (`recorded_spec`), if not `spec`
     import_path: str = ""  # the path that imported it: "export" or "fx" (mdla_ir.Imported)
-    import_note: str = ""  # why, when auto fell back to fx ("" otherwise)
+    import_note: str = ""  # why auto took the path it took ("" for an explicit --import)
 
     @property
     def image_size(self) -> tuple[int, int]:
@@ -76,8 +76,8 @@ def load_source(
 ) -> Source:
     """Resolve and import a model spec (torchvision name, efficientnet_lite0, file.py:name,
     a model file), or a model already built; `contract` (the input options) and `args`
-    (`--arg key=value`) apply; `import_path` is `mdla_ir.import_torch`'s path (its note joins
-    the notes)."""
+    (`--arg key=value`) apply; `import_path` is `mdla_ir.import_torch`'s path (under auto, its
+    note says which path it took and why: `Source.import_note`)."""
     if not isinstance(spec, str):
         return _source(spec, spec.name, None, contract or Contract(), {}, import_path)
     if is_manifest(spec):
@@ -106,7 +106,7 @@ def _source(
     """`model` imported (`name`: the graph's; None: its module's class name)."""
     imported = mdla_ir.import_torch(model.module, model.example_inputs, name=name, path=import_path)
     graph = imported.graph
-    fell_back = imported.path == "fx" and bool(imported.note)  # why export did not import it
+    chosen = import_path == "auto"  # auto says which path it took and why
     shapes = tuple(tuple(int(d) for d in x.shape) for x in model.example_inputs)
     labels = contract.labels if contract.labels is not None else model.labels
     post = model.decoder.record() if model.decoder is not None else None
@@ -117,11 +117,11 @@ def _source(
         model.preprocess,
         labels,
         model.random_weights,
-        notes=model.notes + ((f"note: {imported.note}",) if fell_back else ()),
+        notes=model.notes,
         postprocess=post,
         recorded_spec=recorded_spec(spec, kwargs),
         import_path=imported.path,
-        import_note=imported.note if fell_back else "",
+        import_note=imported.note if chosen else "",
     )
     record = apply_contract(contract, preprocess_record(source), shapes, spec)
     if not contract.touches_images:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from mdla_ir.graph import Graph
 
 PATHS = ("fx", "export", "auto")  # the ways into the IR (mdla_ir.importer)
-DEFAULT_PATH = "auto"  # torch.export first, torch.fx where export refuses or does not map
+DEFAULT_PATH = "auto"  # torch.fx where it traces, maps and has no in-place hazard, else export
 
 
 @dataclass(frozen=True)

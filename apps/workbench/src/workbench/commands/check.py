@@ -126,7 +126,7 @@ class Spec:
 
 
 def import_record(source: pipeline.Source) -> dict[str, str | None]:
-    """--json's `import`: the path that imported the model and, if auto fell back, why."""
+    """--json's `import`: the path that imported the model and, when auto chose it, why."""
     return {"path": source.import_path or None, "note": source.import_note or None}
 
 

@@ -111,6 +111,10 @@ def _tensor_slice(c: Ctx, x: Any, index: Any) -> None:
         strided_slice(c, x, axes, drop=bool(dropped))
         return
     begin, size = [a[0] for a in axes], [a[1] for a in axes]
+    if not dropped and all(a == (0, d, 1) for a, d in zip(axes, shape, strict=True)):
+        assert c.node is not None  # torch returns the tensor itself for a slice of it all
+        c.refs[c.node] = c.ref(x)
+        return
     if not dropped:
         c.emit(OpKind.SLICE, [c.ref(x)], begin=tuple(begin), size=tuple(size))
         return

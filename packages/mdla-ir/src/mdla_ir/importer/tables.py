@@ -56,6 +56,7 @@ from mdla_ir.importer.pool3d import (
 from mdla_ir.importer.pools import f_avgpool2d, m_avgpool2d
 from mdla_ir.importer.prelu import f_leaky_relu, f_prelu, m_leaky_relu, m_prelu
 from mdla_ir.importer.reduce import extreme, pick_values, reduction, values_attr
+from mdla_ir.importer.reflected import commuted, truediv
 from mdla_ir.importer.resample import f_interpolate, m_upsample
 from mdla_ir.importer.shuffle import f_pixel_shuffle, m_pixel_shuffle
 from mdla_ir.importer.slicing import narrow, split_pieces
@@ -253,15 +254,15 @@ MODULES: dict[type, Converter] = {
 }
 
 FUNCTIONS: dict[Any, Converter] = {
-    operator.add: binary(OpKind.ADD),
+    operator.add: commuted(OpKind.ADD),
     operator.iadd: binary(OpKind.ADD),
     torch.add: binary(OpKind.ADD),
     operator.sub: binary(OpKind.SUB),
     torch.sub: binary(OpKind.SUB),
-    operator.mul: binary(OpKind.MUL),
+    operator.mul: commuted(OpKind.MUL),
     operator.imul: binary(OpKind.MUL),
     torch.mul: binary(OpKind.MUL),
-    operator.truediv: binary(OpKind.DIV),
+    operator.truediv: truediv,
     torch.div: binary(OpKind.DIV),
     torch.cat: _cat,
     torch.stack: stack,
