@@ -91,7 +91,7 @@ def test_f_batch_norm_in_eval_folds_into_the_conv_like_batchnorm2d() -> None:
     assert graph.ops[0].fuse == "RELU"
 
 
-@pytest.mark.parametrize("path", ["fx", "auto"])
+@pytest.mark.parametrize("path", ["fx", "export"])
 def test_f_batch_norm_keeps_its_op_before_passes(path: str) -> None:
     """fx keeps the nn.Identity as an op (a leaf module); torch.export never sees it."""
     m = _randomized(nn.Sequential(nn.Conv2d(3, 8, 3), BatchNormAct(8, nn.Hardswish)))

@@ -91,7 +91,7 @@ def test_check_json_says_the_path(runner: CliRunner, models: Path) -> None:
     result = runner.invoke(app, ["check", f"{models}:untraceable", "--json"])
     found = json.loads(result.stdout)["import"]
     assert found["path"] == "export"
-    assert found["note"].startswith("torch.fx cannot trace `import_models_untraceable` at ")
+    assert found["note"].startswith("torch.fx cannot trace `untraceable` at import_models.py:")
     assert found["note"].endswith("; imported via torch.export")
     result = runner.invoke(app, ["check", f"{models}:untraceable", "--json", "--import", "export"])
     assert json.loads(result.stdout)["import"] == {"path": "export", "note": None}

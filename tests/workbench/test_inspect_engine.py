@@ -31,7 +31,7 @@ def test_inspect_json_holds_the_contract_and_the_record(
     assert info["quant"]["method"] == "percentile"
     assert info["preprocess"]["mode"] == "imagenet"
     assert info["bytes"]["file"] == artifacts["images"].stat().st_size
-    assert info["compiled_from"]["import_path"] == m.provenance.import_path == "export"
+    assert info["compiled_from"]["import_path"] == m.provenance.import_path == "fx"  # auto's
 
 
 def test_inspect_text_names_what_a_user_asks_first(
@@ -42,7 +42,7 @@ def test_inspect_text_names_what_a_user_asks_first(
     for row in ("size", "ops", "input", "output", "quantization", "rules fired", "preprocess"):
         assert row in result.stdout
     assert "none (raw tensors in)" in result.stdout  # the tiny model takes raw tensors
-    assert "imported via torch.export" in result.stdout  # the path the file records
+    assert "imported via torch.fx" in result.stdout  # the path the file records
 
 
 def test_inspect_a_bad_file_is_one_line_exit_1(runner: CliRunner, tmp_path: Path) -> None:
