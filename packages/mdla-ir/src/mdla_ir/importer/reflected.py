@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from mdla_ir.importer.context import Converter, Ctx
-from mdla_ir.importer.shaped import emit_shaped
 from mdla_ir.ops import OpKind
 
 
@@ -33,8 +32,9 @@ def truediv(c: Ctx, m: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
     if not _reflected(c, args):
         c.emit(OpKind.DIV, [c.ref(a), c.ref(b)], fuse="NONE")
         return
+    assert c.node is not None
+    c.emit(OpKind.RECIPROCAL, [c.ref(b)])  # the number / x has x's shape: the node's
     if c.value(a) == 1 and not isinstance(c.value(a), bool):
-        c.emit(OpKind.RECIPROCAL, [c.ref(b)])
         return
-    inverse = emit_shaped(c, OpKind.RECIPROCAL, [c.ref(b)], c.tensors[c.ref(b)].shape, "reciprocal")
-    c.emit(OpKind.MUL, [inverse, c.ref(a)], fuse="NONE")
+    # both named by the node, as export names its two (legalize's DIV split uses `.reciprocal`)
+    c.emit(OpKind.MUL, [c.refs[c.node], c.ref(a)], fuse="NONE")
