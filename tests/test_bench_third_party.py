@@ -58,9 +58,9 @@ def test_a_crash_is_a_row(bench: ModuleType, monkeypatch: pytest.MonkeyPatch) ->
 
 
 class _Gate(nn.Module):
-    """A comparison of two tensors picks between two branches (`torch.where`): the IR holds no
-    such comparison on either path, and fx traces it (so the refusal is the ATen importer's,
-    not a trace's)."""
+    """A comparison with a tensor that broadcasts (`y > y.mean()`) picks between two branches
+    (`torch.where`): SELECT takes tensors of one shape on either path, and fx traces it (so the
+    refusal is the ATen importer's, not a trace's)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -68,7 +68,7 @@ class _Gate(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.conv(x)
-        return torch.where(y > y * 0.5, y, y * 0.5)
+        return torch.where(y > y.mean(), y, y * 0.5)
 
 
 def test_a_model_export_captures_but_cannot_map_is_an_import_refusal(

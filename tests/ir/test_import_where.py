@@ -64,9 +64,8 @@ def test_a_value_equal_to_the_threshold_is_neither_greater_nor_less() -> None:
 REFUSED: list[tuple[Fn, str]] = [
     (lambda y: (y > 0) * y, "comparison used as a tensor"),
     (lambda y: (y > 0).float() * y, "is `torch.where(x > t, x, 0.0)`"),
-    (lambda y: torch.where(y > y.mean(), y, 0.0), "not of a tensor with a number"),
-    (lambda y: torch.where(y > 0, torch.sigmoid(y), y), "branch that is not x"),
-    (lambda y: torch.where(y[:, :1] > 0, y, 0.0), "broadcasts the compared tensor"),
+    (lambda y: torch.where(y > y.mean(), y, 0.0), "broadcasts"),
+    (lambda y: torch.where(y[:, :1] > 0, y, 0.0), "broadcasts"),
 ]
 
 
@@ -79,6 +78,16 @@ def test_other_forms_are_refused_with_the_forms_that_map(path: str, case: int) -
     assert why in str(info.value)
     assert "fix: " in str(info.value)
     assert "torch.where" in str(info.value)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_branch_that_is_another_tensor_is_a_select(path: str) -> None:
+    module = Apply(lambda y: torch.where(y > 0, torch.sigmoid(y), y * y)).eval()
+    graph = mdla_ir.from_torch(module, (torch.randn(1, 3, 6, 6),), name="w", path=path)
+    select = next(o for o in graph.ops if o.kind is OpKind.SELECT)
+    assert select.attrs.compare == "gt"
+    assert graph.tensors[select.inputs[1]].data is not None  # the 0 broadcast
+    assert OpKind.WHERE not in {o.kind for o in graph.ops}
 
 
 def test_float_of_a_float_tensor_is_the_identity_on_fx() -> None:

@@ -54,10 +54,10 @@ def test_the_refusal_carries_what_did_import() -> None:
 def test_auto_path_refusal_keeps_the_fx_items() -> None:
     """When export's ATen importer and then torch.fx both refuse, the error is still the
     UnsupportedError of the fx importer: its items (and the partial graph) kept."""
-    model = nn.Sequential(nn.Conv2d(3, 4, 1), nn.Hardshrink()).eval()
+    model = nn.Sequential(nn.Conv2d(3, 4, 1), nn.Upsample(scale_factor=2, mode="bicubic")).eval()
     with pytest.raises(UnsupportedError) as caught:
         mdla_ir.from_torch(model, (torch.rand(1, 3, 8, 8),), path="auto")
     (item,) = caught.value.items
-    assert "`1` (torch.nn.modules.activation.Hardshrink)" in item
+    assert "`1` (torch.nn.modules.upsampling.Upsample)" in item
     assert "torch.fx: cannot import" in str(caught.value)
     assert caught.value.partial is not None

@@ -334,6 +334,16 @@ class WhereAttrs(Attrs):
     else_offset: float = _f("float", 0.0)
 
 
+@dataclass(frozen=True, slots=True)
+class SelectAttrs(Attrs):
+    """SELECT (x, y, a, b): a where `x compare y` holds, else b; compare is one of gt ge lt le
+    eq ne (COMPARES, in the order of their lowered codes)."""
+
+    compare: str = _f("str", "gt")
+
+
+COMPARES = ("gt", "ge", "lt", "le", "eq", "ne")
+
 FUSED_FAMILIES = (FuseAttrs, ConvAttrs, PoolAttrs)
 
 

@@ -84,6 +84,7 @@ class OpKind(Enum):
     AVERAGE_POOL_3D = -85  # AvgPool3d: legalized to AVERAGE_POOL_2Ds over frames
     RECIPROCAL = -65  # 1 / x, a CPU table: legalize makes a DIV by an activation a MUL by it
     WHERE = -95  # where(x cmp t, a*x + b, c*x + d): torch.where/masked_fill on x, a CPU table
+    SELECT = -100  # where(x cmp y, a, b) of four tensors: a CPU partition's (mdla_quant select)
 
     @property
     def is_neuron(self) -> bool:

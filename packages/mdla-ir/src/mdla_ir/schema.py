@@ -34,6 +34,7 @@ from mdla_ir.attrs import (
     PoolAttrs,
     ReshapeAttrs,
     ResizeAttrs,
+    SelectAttrs,
     ShuffleAttrs,
     SliceAttrs,
     SoftmaxAttrs,
@@ -310,6 +311,10 @@ _ENTRIES: tuple[OpSchema, ...] = (
     _op(K.CLAMP, (), ClampAttrs, none=_pre("clamp_to_relus")),
     _op(K.RECIPROCAL, (), FunctionAttrs, "table cpu"),
     _op(K.WHERE, (), WhereAttrs, "table cpu"),
+    _op(K.SELECT, (), SelectAttrs, "cpu",
+        none={"tflite": "LiteRT's GREATER/LESS/EQUAL compare int8 by their own fixed-point "
+                        "rescaling and SELECT_V2 does not requantize its branches: not this "
+                        "kernel's float32 comparison and requantized branches (no exporter)"}),
 )  # fmt: skip
 
 SCHEMA: dict[OpKind, OpSchema] = {
@@ -368,6 +373,7 @@ HOST_BY_CODE: dict[int, OpSchema] = {
         ),
         _host(K.RECIPROCAL, HOST_OP_BASE + 22, TABLE_FORM),
         _host(K.WHERE, HOST_OP_BASE + 23, TABLE_FORM),
+        _host(K.SELECT, HOST_OP_BASE + 24, "x:a y:a a:a b:a compare:i"),
     )
     if e.code is not None
 }

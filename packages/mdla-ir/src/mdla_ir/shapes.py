@@ -122,6 +122,7 @@ def _binary(a: Attrs, shapes: Sequence[Shape], layout: str) -> list[Shape]:
     OpKind.RSQRT,
     OpKind.RECIPROCAL,
     OpKind.WHERE,
+    OpKind.SELECT,
     OpKind.CHANNEL_SHUFFLE,
     OpKind.QUANTIZE,
     OpKind.DEQUANTIZE,

@@ -67,6 +67,7 @@ AGNOSTIC = (
             OpKind.RSQRT,
             OpKind.RECIPROCAL,
             OpKind.WHERE,
+            OpKind.SELECT,
         }
     )
 )
@@ -98,7 +99,7 @@ class _Layout:
         handler = HANDLERS.get(op.kind)
         if handler is not None:
             return handler(self, op)
-        if op.kind in AGNOSTIC or op.kind in BINARY:
+        if op.kind in AGNOSTIC or op.kind in BINARY:  # SELECT's constants follow too
             return [self.operands(op)]
         return self.wrapped(op)
 
@@ -107,7 +108,7 @@ class _Layout:
         rank = max((len(self.g.tensors[n].shape) for n in op.inputs if n in self.perm), default=0)
         seq = [self.perm[n] for n in op.inputs if n in self.perm and len(self.perm[n]) == 3]
         perm = PERMS.get(rank) or (seq[0] if rank == 3 and seq else None)
-        if perm is None or op.kind not in BINARY:
+        if perm is None or (op.kind not in BINARY and op.kind is not OpKind.SELECT):
             return op
         ins: list[str] = []
         for n in op.inputs:

@@ -54,8 +54,8 @@ class Ctx:
     names: dict[str, int] = field(default_factory=dict)
     unsupported: list[str] = field(default_factory=list)
     node: fx.Node | None = None
-    # a comparison of a tensor with a number: (tensor, gt|ge|lt|le|eq|ne, number), no op
-    predicates: dict[fx.Node, tuple[fx.Node, str, float]] = field(default_factory=dict)
+    # a comparison, no op: (tensor, gt|ge|lt|le|eq|ne, a number or the other tensor)
+    predicates: dict[fx.Node, tuple[fx.Node, str, float | fx.Node]] = field(default_factory=dict)
 
     # -- values ------------------------------------------------------------------------------
     def is_tensor(self, a: Any) -> bool:

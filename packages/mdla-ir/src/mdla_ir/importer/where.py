@@ -7,8 +7,9 @@ both import paths:
 A comparison (gt ge lt le eq ne, `t < x` read as `x > t`) emits no op: it is recorded as a
 predicate on x, and a torch.where / masked_fill whose condition it is, and whose branches are
 each x, a number times x, a number, or a constant of one value, is one elementwise function of
-x: WHERE, a 256-entry int8 table on the CPU (exact; mdla_ir.functions). Anything else that uses a
-comparison (a mask of another tensor, `(x > 0).float()`, logical ops) is refused with a fix.
+x: WHERE, a 256-entry int8 table on the CPU (exact; mdla_ir.functions). A comparison of two
+tensors, or branches that are other tensors, make SELECT (`select.py`). Anything else that uses
+a comparison (`(x > 0).float()`, logical ops) is refused with a fix.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ import torch
 from torch import fx
 
 from mdla_ir.importer.context import Ctx, Unsupported
+from mdla_ir.importer.select import select
 from mdla_ir.ops import OpKind
 
 _FLIPPED = {"gt": "lt", "ge": "le", "lt": "gt", "le": "ge", "eq": "eq", "ne": "ne"}
-_FORMS = "a comparison of one tensor with a number, and branches x, c * x, or numbers"
-_FIX = f"torch.where / masked_fill map when they take {_FORMS} (a CPU table: --cpu auto)"
+_FORMS = "a comparison of a computed tensor with a number or a tensor of its shape"
+_FIX = f"torch.where / masked_fill map when they take {_FORMS} (on the CPU: --cpu auto)"
 aten = torch.ops.aten
 _MULS: tuple[Any, ...] = (
     operator.mul,
@@ -66,8 +68,16 @@ def compare(name: str) -> Any:
             c.predicates[node] = (a, name, right)
         elif isinstance(b, fx.Node) and left is not None and _variable(c, b):
             c.predicates[node] = (b, _FLIPPED[name], left)
+        elif (
+            isinstance(a, fx.Node)
+            and isinstance(b, fx.Node)
+            and c.is_tensor(a)
+            and c.is_tensor(b)
+            and (_variable(c, a) or _variable(c, b))
+        ):
+            c.predicates[node] = (a, name, b)  # of two tensors: SELECT (select.py)
         else:
-            raise Unsupported(f"a comparison ({name}) that is not of a tensor with a number", _FIX)
+            raise Unsupported(f"a comparison ({name}) of no tensor the model computes", _FIX)
 
     return convert
 
@@ -100,11 +110,18 @@ def _emit(c: Ctx, cond: Any, then: Any, other: Any) -> None:
     x, name, threshold = predicate
     node = c.node
     assert node is not None
-    meta, x_meta = node.meta.get("tensor_meta"), x.meta.get("tensor_meta")
-    if meta is None or x_meta is None or tuple(meta.shape) != tuple(x_meta.shape):
-        raise Unsupported("a torch.where / masked_fill that broadcasts the compared tensor", _FIX)
-    p, q = _branch(c, then, x)
-    r, s = _branch(c, other, x)
+    if isinstance(threshold, fx.Node):
+        select(c, x, name, threshold, then, other)
+        return
+    if tuple(c.tensors[c.ref(x)].shape) != c.out_shape():
+        select(c, x, name, threshold, then, other)  # the table maps x's own shape only
+        return
+    try:
+        p, q = _branch(c, then, x)
+        r, s = _branch(c, other, x)
+    except Unsupported:  # branches that are not functions of x: the four-tensor form
+        select(c, x, name, threshold, then, other)
+        return
     c.emit(
         OpKind.WHERE,
         [c.ref(x)],

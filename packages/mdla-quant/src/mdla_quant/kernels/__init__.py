@@ -28,6 +28,7 @@ from mdla_quant.kernels import (  # noqa: F401  (register kernels)
     relu,
     resize_bilinear,
     resize_nearest,
+    select,
     softmax,
     strided_slice,
     transpose,

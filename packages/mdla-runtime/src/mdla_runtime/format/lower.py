@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from mdla_ir.attrs import (
+    COMPARES,
     AdaptivePoolAttrs,
     ArgmaxAttrs,
     AttrError,
@@ -40,6 +41,7 @@ from mdla_ir.attrs import (
     PoolAttrs,
     ReshapeAttrs,
     ResizeAttrs,
+    SelectAttrs,
     SoftmaxAttrs,
     StridedSliceAttrs,
     TransposeAttrs,
@@ -384,6 +386,12 @@ def _max_pool_3d(low: Lowered, g: Graph, op: Op) -> Slots:
             "pad_w": a.padding[2]}  # fmt: skip
 
 
+def _select(low: Lowered, g: Graph, op: Op) -> Slots:
+    """Host op: x y a b compare (the index of its comparison in COMPARES; csrc/cpu/select.c)."""
+    x, y, a, b = op.inputs
+    return {"x": x, "y": y, "a": a, "b": b, "compare": COMPARES.index(SelectAttrs.of(op).compare)}
+
+
 _HOST_RULES: dict[OpKind, Rule] = {
     OpKind.LAYER_NORM: _layer_norm,
     **dict.fromkeys(TABLES, _table),  # GELU, ELU, EXP, ...: x table (int8)
@@ -395,6 +403,7 @@ _HOST_RULES: dict[OpKind, Rule] = {
     OpKind.ADAPTIVE_AVG_POOL_2D: _adaptive_avg_pool,  # x out_h out_w
     OpKind.ADAPTIVE_MAX_POOL_2D: _adaptive_avg_pool,  # x out_h out_w
     OpKind.MAX_POOL_3D: _max_pool_3d,  # x kernel stride padding (t, h, w each)
+    OpKind.SELECT: _select,  # x y a b compare
 }
 
 

@@ -18,6 +18,7 @@
 #include "arith.h"
 #include "cpu_split.h"
 #include "max_pool_3d.h"
+#include "select.h"
 #include "float_ops.h"
 #include "gru.h"
 #include "kernels.h"
@@ -35,7 +36,8 @@ enum {
     STEP_CONCAT_F32,
     STEP_GROUP_NORM,
     STEP_ADAPTIVE_AVG,
-    STEP_MAX_POOL_3D
+    STEP_MAX_POOL_3D,
+    STEP_SELECT
 };
 
 typedef struct {
@@ -66,6 +68,9 @@ typedef struct {
     bool pool_max; /* ADAPTIVE_MAX_POOL_2D */
     /* MAX_POOL_3D: in (n t h w c), out (t h w), kernel, stride, padding (t h w) */
     size_t p3_in[5], p3_out[3], p3_k[3], p3_s[3], p3_p[3];
+    /* SELECT: x, y params (s_in, z_in; s_out, z_out), compare, a's table (table), b's */
+    int compare;
+    int8_t table_b[256];
 } step;
 
 struct mdla_cpu_part {
@@ -537,6 +542,50 @@ static bool prepare_kernel(mdla_cpu_part *cp, const mdla_operation *op, step *s,
     return true;
 }
 
+/* An int8 per-tensor operand, computed or constant (SELECT reads either). */
+static bool is_int8_operand(const mdla_operand *o) {
+    return o->type == NEURON_TENSOR_QUANT8_ASYMM_SIGNED && !o->per_channel && !o->has_value;
+}
+
+/* SELECT x y a b compare -> out: four int8 tensors of out's shape, each its own params. */
+static bool prepare_select(const mdla_cpu_part *cp, const mdla_operation *op, step *s,
+                           mdla_cpu_error *err) {
+    const mdla_manifest *m = cp->m;
+    const long i = (long)s->op;
+    if (op->n_inputs != 5 || op->n_outputs != 1)
+        return failf(err, 1, i, "SELECT wants x, y, a, b, compare and 1 output");
+    const mdla_operand *out = &m->operands[op->outputs[0]];
+    const mdla_operand *cmp = &m->operands[op->inputs[4]];
+    if (!is_int8(out)) return failf(err, 1, i, "SELECT wants an int8 output");
+    for (int k = 0; k < 4; k++) {
+        const mdla_operand *o = &m->operands[op->inputs[k]];
+        if (!is_int8_operand(o) || !same_dims(o, out))
+            return failf(err, 1, i, "SELECT's operand %d is not int8 of the output's shape", k);
+    }
+    if (cmp->type != NEURON_INT32 || !cmp->has_value || cmp->i32 < MDLA_CMP_GT ||
+        cmp->i32 > MDLA_CMP_NE)
+        return failf(err, 1, i, "SELECT's compare is not a comparison code (0..5)");
+    const mdla_operand *x = &m->operands[op->inputs[0]], *y = &m->operands[op->inputs[1]];
+    const mdla_operand *a = &m->operands[op->inputs[2]], *b = &m->operands[op->inputs[3]];
+    s->s_in = x->scale;
+    s->z_in = x->zero_point;
+    s->s_out = y->scale;
+    s->z_out = y->zero_point;
+    s->compare = cmp->i32;
+    mdla_cpu_requantize_table(a->scale, a->zero_point, out->scale, out->zero_point, s->table);
+    mdla_cpu_requantize_table(b->scale, b->zero_point, out->scale, out->zero_point, s->table_b);
+    s->count = 1;
+    for (uint32_t d = 0; d < out->rank; d++) s->count *= out->dims[d];
+    return true;
+}
+
+/* The data of operand `k` of `op`: a constant's own, else the run's buffer. */
+static const int8_t *operand_data(const mdla_cpu_part *cp, const mdla_operation *op, int k,
+                                  void *const *data) {
+    const EmuOperand *e = &cp->model.opnds[op->inputs[k]];
+    return e->has_value ? e->value : data[op->inputs[k]];
+}
+
 bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_part **out,
                       mdla_cpu_error *err) {
     memset(err, 0, sizeof *err);
@@ -573,6 +622,9 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
         } else if (host && strcmp(host, "MAX_POOL_3D") == 0) {
             s->kind = STEP_MAX_POOL_3D;
             ok = prepare_max_pool_3d(cp, op, s, err);
+        } else if (host && strcmp(host, "SELECT") == 0) {
+            s->kind = STEP_SELECT;
+            ok = prepare_select(cp, op, s, err);
         } else if (host && is_table_op(op->code)) {
             s->kind = STEP_TABLE;
             ok = prepare_table(cp, op, s, host, err);
@@ -635,6 +687,11 @@ void mdla_cpu_run(mdla_cpu_part *cp, void *const *data) {
         } else if (s->kind == STEP_ADAPTIVE_AVG) {
             mdla_cpu_adaptive_pool(x, s->pool[0], s->pool[1], s->pool[2], s->pool[3], s->pool[4],
                                    s->pool[5], s->pool_max, y);
+        } else if (s->kind == STEP_SELECT) {
+            mdla_cpu_select(operand_data(cp, op, 0, data), s->s_in, s->z_in,
+                            operand_data(cp, op, 1, data), s->s_out, s->z_out, s->compare,
+                            operand_data(cp, op, 2, data), s->table,
+                            operand_data(cp, op, 3, data), s->table_b, s->count, y);
         } else if (s->kind == STEP_TABLE) {
             mdla_cpu_apply_table_split(&scratch, x, s->count, s->table, y);
         } else if (s->kind == STEP_ARGMAX) {
