@@ -78,14 +78,17 @@ def _pad(x: Array, padding: tuple[int, ...]) -> Array:
     return np.pad(x, ((0, 0), (t, b), (left, r), (0, 0))) if any(padding) else x
 
 
-def _rows(rows: Array, parts: list[Array]) -> Array:
-    """Rows `rows` (sorted, global) of the concatenation of `parts`, without building it."""
+def _rows(rows: Array, parts: list[Array], lead: int = 1) -> Array:
+    """Rows `rows` (sorted, global) of the concatenation of `parts`, each read as rows of its
+    first `lead` axes flattened, without building it (a strided window view is gathered at
+    the chosen rows only, not copied whole by a reshape)."""
     out, start = [], 0
     for part in parts:
-        stop = start + len(part)
+        stop = start + int(np.prod(part.shape[:lead]))
         mine = rows[(rows >= start) & (rows < stop)] - start
         if len(mine):
-            out.append(np.asarray(part[mine], np.float32))
+            at = np.unravel_index(mine, part.shape[:lead])
+            out.append(np.asarray(part[at], np.float32))
         start = stop
     return np.concatenate(out)
 
@@ -105,7 +108,7 @@ class _Layer:
         a = ConvAttrs.of(op)
         views = [windows(_pad(x, a.padding), (kh, kw), a.stride, a.dilation) for x in xs]
         # each (N, OH, OW, C, KH, KW) -> (M, C, KH, KW), only the chosen rows kept
-        flat = _rows(rows, [v.reshape(-1, *v.shape[3:]) for v in views])
+        flat = _rows(rows, views, lead=3)
         if op.kind is OpKind.DEPTHWISE_CONV_2D:
             mult = w.shape[3] // flat.shape[1]
             flat = np.repeat(flat, mult, axis=1) if mult > 1 else flat
@@ -121,26 +124,30 @@ class _Layer:
         ]  # each (M, KH*KW*Cg), ordered as w (O, KH, KW, Cg)
         self.w = w.reshape(w.shape[0], -1).T  # (K, O)
 
-    def forward(self, w: Array, idx: Array) -> Array:
+    def take(self, idx: Array) -> list[Array]:
+        """The patch rows `idx`, gathered once for a step's forward and its gradient."""
+        return [c[idx] for c in self.cols]
+
+    def forward(self, w: Array, cols: list[Array]) -> Array:
+        # two operands and a batch axis (o): no BLAS path, so `optimize` would only spend a
+        # path search per call on the same c_einsum
         if self.groups == 0:
-            y: Array = np.einsum("mko,ko->mo", self.cols[0][idx], w, optimize=True)
+            y: Array = np.einsum("mko,ko->mo", cols[0], w)
             return y
         if self.groups == 1:
-            return self.cols[0][idx] @ w
+            return cols[0] @ w
         og = w.shape[1] // self.groups
-        return np.concatenate(
-            [c[idx] @ w[:, g * og : (g + 1) * og] for g, c in enumerate(self.cols)], axis=1
-        )
+        return np.concatenate([c @ w[:, g * og : (g + 1) * og] for g, c in enumerate(cols)], axis=1)
 
-    def grad(self, dy: Array, idx: Array) -> Array:
+    def grad(self, dy: Array, cols: list[Array]) -> Array:
         if self.groups == 0:
-            g: Array = np.einsum("mko,mo->ko", self.cols[0][idx], dy, optimize=True)
+            g: Array = np.einsum("mko,mo->ko", cols[0], dy)
             return g
         if self.groups == 1:
-            return self.cols[0][idx].T @ dy
+            return cols[0].T @ dy
         og = dy.shape[1] // self.groups
         return np.concatenate(
-            [c[idx].T @ dy[:, g * og : (g + 1) * og] for g, c in enumerate(self.cols)], axis=1
+            [c.T @ dy[:, g * og : (g + 1) * og] for g, c in enumerate(cols)], axis=1
         )
 
     out_scale: float = 0.0  # the output's int8 grid when Q is in the loss (0: no Q)
@@ -180,10 +187,9 @@ def _fit(
     """The learned int8 weights (K, O) and the relative errors of nearest and learned rounding."""
     base = np.floor(w / scale)
     rest = w / scale - base
-    all_rows = np.arange(target.shape[0])
 
     def error(q: Array) -> float:
-        y, _ = layer.act(layer.forward(q * scale, all_rows) + bias)
+        y, _ = layer.act(layer.forward(q * scale, layer.cols) + bias)
         return float(np.mean((y - target) ** 2))
 
     energy = float(np.mean(target**2)) or 1.0
@@ -198,11 +204,12 @@ def _fit(
         idx = rng.integers(0, target.shape[0], min(batch, target.shape[0]))
         sig = 1.0 / (1.0 + np.exp(-v))
         h = np.clip(sig * (ZETA - GAMMA) + GAMMA, 0.0, 1.0)
-        q = np.clip(base + h, -127, 127)
-        pre = layer.forward(q * scale, idx) + bias
+        bh = base + h
+        cols = layer.take(idx)
+        pre = layer.forward(np.clip(bh, -127, 127) * scale, cols) + bias
         y, dact = layer.act(pre)
         dy = 2.0 * (y - target[idx]) * dact / (y.size * e_nearest)
-        dq = layer.grad(dy, idx) * scale * ((base + h > -127) & (base + h < 127))
+        dq = layer.grad(dy, cols) * scale * ((bh > -127) & (bh < 127))
         dh = dq
         if t > warm:
             beta = 20.0 + (2.0 - 20.0) * (t - warm) / max(iters - warm, 1)
@@ -293,7 +300,7 @@ def adaround(
         out = q.tensors[op.outputs[0]].quant
         if quantized_output and out is not None and len(out.scale) == 1:
             layer_q.out_scale, layer_q.out_zero = float(out.scale[0]), int(out.zero_point[0])
-        target, _ = layer_f.act(layer_f.forward(w_ko, np.arange(len(pick))) + bias)
+        target, _ = layer_f.act(layer_f.forward(w_ko, layer_f.cols) + bias)
         scale = np.asarray(wt.quant.scale, np.float32)
         scale_ko = scale[None, :] if scale.size > 1 else scale
         nearest, _ = _weight_layout(op, np.asarray(wt.data, np.float32))
