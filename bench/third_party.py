@@ -98,6 +98,7 @@ def judge(name: str, side: int = 128, path: str = "auto", exact: bool = False) -
             row.verdict, row.message = "internal error", f"{type(exc).__name__}: {_first(exc)}"
     if exact and row.verdict.startswith("maps"):
         try:
+            module, example = build(name, side)  # fresh: a traced module may cache fake tensors
             row.exact = "yes" if emulated_equals_int8(name, module, example, path) else "NO"
         except Exception as exc:  # a failed compile or run is the cell's verdict, not a crash
             row.exact, row.message = "error", f"{type(exc).__name__}: {_first(exc)}"
