@@ -85,7 +85,7 @@ def test_the_bit_exact_column_compiles_and_emulates(bench: ModuleType) -> None:
     does not map gets no compile (`-`)."""
     row = bench.judge("timm:lcnet_050", side=64, path="auto", exact=True)
     assert (row.verdict, row.exact) == ("maps", "yes")
-    assert bench.render(row).startswith("| timm:lcnet_050 (64) | export | maps | 1 | yes | ")
+    assert bench.render(row).startswith(f"| timm:lcnet_050 (64) | {row.path} | maps | 1 | yes | ")
     assert bench.summary([row]).endswith("; 1 of 1 compiled bit-exact (emulator == run_int8)")
     plain = bench.judge("timm:lcnet_050", side=64, path="auto")
     assert plain.exact == "-"
