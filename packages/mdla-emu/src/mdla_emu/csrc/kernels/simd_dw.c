@@ -120,8 +120,9 @@ dw_row16(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps, const EmuDw
     const int32_t c = d->c;
     for (int32_t ox = 0; ox < d->ow; ox++) {
         const int32_t n = dw_taps(d, oy, ox, taps);
-        int32_t *a = acc + (size_t)ox * c;
-        int8_t *o = out + (size_t)ox * c;
+        /* one of acc and out is NULL (sums or requantized codes): no offset on a null pointer */
+        int32_t *a = acc != NULL ? acc + (size_t)ox * c : NULL;
+        int8_t *o = out != NULL ? out + (size_t)ox * c : NULL;
         if (d->zw != NULL && n == d->kh * d->kw)
             dw_pixel16(d, taps, n, true, a, rq, o);
         else
