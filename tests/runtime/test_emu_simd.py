@@ -256,3 +256,50 @@ def test_conv_rows_shapes_bit_exact(name: str, isa_path: str, rounding: str) -> 
     assert np.unique(want).size > 4, "a case whose outputs are all clamped tests nothing"
     got = np.asarray(run_single_op(g, codes))
     np.testing.assert_array_equal(got, want, err_msg=f"{name}, {isa_path}, {rounding}")
+
+
+# Requantization multipliers above 1 (shift s > 0: x * 2^s before SRDHM), which the narrow
+# lanes take when (depth * 255 * 128 + max|bias|) * 2^s < 2^31: weights in {-1, 0, 1} and codes
+# near z_in keep the sums small enough that outputs 1.5-6x the sums are not all clamped.
+# (kind, n, h, w, c, o, k, stride, pads, z_in)
+LEFT = {
+    "conv_3x3_c8_o20": (OpKind.CONV_2D, 1, 7, 6, 8, 20, 3, 1, (1, 1, 1, 1), -100),
+    "conv_pw_c12_o17": (OpKind.CONV_2D, 2, 5, 5, 12, 17, 1, 1, (0, 0, 0, 0), 100),
+    "conv_col_c3_o9_s2": (OpKind.CONV_2D, 1, 9, 9, 3, 9, 3, 2, (1, 1, 1, 1), 0),
+    "dw_3x3_c37": (OpKind.DEPTHWISE_CONV_2D, 1, 6, 7, 37, 37, 3, 1, (1, 1, 1, 1), -100),
+    "dw_5x5_s2_c16": (OpKind.DEPTHWISE_CONV_2D, 1, 9, 9, 16, 16, 5, 2, (2, 2, 2, 2), 50),
+}
+
+
+def left_shift_graph(shape: tuple[Any, ...], seed: int) -> Graph:
+    kind, n, h, w, c, o, k, stride, pads, z_in = shape
+    rng = np.random.default_rng(seed)
+    dw = kind is OpKind.DEPTHWISE_CONV_2D
+    wshape = (1, k, k, o) if dw else (o, k, k, c)
+    wt = rng.integers(-1, 2, size=wshape, dtype=np.int8)
+    s_in, s_out = 0.02, 0.01
+    ws = (s_out / s_in * rng.uniform(1.5, 6.0, size=o)).astype(np.float32)  # M * 2^s: 1.5-6
+    bias = rng.integers(-8, 9, size=o).astype(np.int32)
+    oh = out_size(h, k, stride, 1, pads[0], pads[1])
+    ow = out_size(w, k, stride, 1, pads[2], pads[3])
+    tensors = [
+        Tensor("x", (n, h, w, c), "int8", None, qp(s_in, z_in)),
+        Tensor("w", wt.shape, "int8", wt, qp(ws, 0, 3 if dw else 0)),
+        Tensor("bias", bias.shape, "int32", bias, qp(np.float32(s_in) * ws, 0, 0)),
+    ]
+    attrs: dict[str, Any] = {"stride": (stride, stride), "dilation": (1, 1), "padding": pads}
+    attrs |= {"multiplier": 1} if dw else {"groups": 1}
+    return single_op_qgraph(kind, tensors, (n, oh, ow, o), qp(s_out, 3), attrs | {"fuse": "NONE"})
+
+
+@pytest.mark.parametrize("name", LEFT)
+def test_multipliers_above_one_bit_exact(name: str, isa_path: str, rounding: str) -> None:
+    g = left_shift_graph(LEFT[name], seed=len(name))
+    z_in = LEFT[name][-1]
+    rng = np.random.default_rng(3)
+    x = g.tensors[g.inputs[0]]
+    codes = [np.clip(z_in + rng.integers(-6, 7, size=x.shape), -128, 127).astype(np.int8)]
+    (want,) = run_int8(g, as_floats(g, codes), raw=True, rounding=rounding)
+    assert np.unique(want).size > 8, "a case whose outputs are all clamped tests nothing"
+    got = np.asarray(run_single_op(g, codes))
+    np.testing.assert_array_equal(got, want, err_msg=f"{name}, {isa_path}, {rounding}")

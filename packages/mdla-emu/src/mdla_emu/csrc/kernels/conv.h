@@ -26,7 +26,7 @@ typedef struct {
     bool implicit; /* ci a multiple of 4: rows point into the input (no im2col) */
     int32_t nseg, seg; /* segments per row and their bytes (gemm_rows.h) */
     uint8_t *zrow; /* seg bytes of the input zero point's code: taps outside the image */
-    int32_t *rqc; /* rq.narrow: mult, right, mask, cpad16 each (EmuGemmRq) */
+    int32_t *rqc; /* rq.narrow: left, mult, right, mask, cpad16 each (EmuGemmRq) */
     EmuConv16 *wide; /* int16 activations (conv16.c): every other field unused */
 } ConvParams;
 

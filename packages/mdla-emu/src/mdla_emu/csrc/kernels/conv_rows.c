@@ -23,13 +23,14 @@
 /* init += bias (modulo 2^32, gemm_rows.h) and the per-column constants, padding zeros. */
 static int fold_requant(ConvParams *p) {
     const EmuRequant *rq = &p->rq;
-    p->rqc = calloc((size_t)3 * p->cpad16, sizeof *p->rqc);
+    p->rqc = calloc((size_t)4 * p->cpad16, sizeof *p->rqc);
     if (p->rqc == NULL) return NEURON_OUT_OF_MEMORY;
     for (int32_t o = 0; o < p->co; o++) {
         p->init[o] = (int32_t)(uint32_t)((int64_t)p->init[o] + rq->bias32[o]);
-        p->rqc[o] = rq->m32[o];
-        p->rqc[p->cpad16 + o] = rq->right32[o];
-        p->rqc[2 * p->cpad16 + o] = rq->mask32[o];
+        p->rqc[o] = rq->left32[o];
+        p->rqc[p->cpad16 + o] = rq->m32[o];
+        p->rqc[2 * p->cpad16 + o] = rq->right32[o];
+        p->rqc[3 * p->cpad16 + o] = rq->mask32[o];
     }
     return NEURON_NO_ERROR;
 }
@@ -146,7 +147,7 @@ void emu_conv_rows_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *s
     int8_t *cols = (int8_t *)(scratch + table_bytes(p));
     int32_t *acc = (int32_t *)(void *)(cols + (p->implicit ? 0 : (size_t)p->tile_u8 * p->kpad4));
     const EmuGemmRq rq = {p->rqc, p->rqc + p->cpad16, p->rqc + 2 * p->cpad16,
-                          p->rq.z_out, p->rq.lo, p->rq.hi};
+                          p->rqc + 3 * p->cpad16, p->rq.z_out, p->rq.lo, p->rq.hi};
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
     for (int64_t t = begin; t < end; t++) {
         const int64_t start = t * job->tile;

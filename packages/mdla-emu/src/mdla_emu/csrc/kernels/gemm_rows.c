@@ -64,13 +64,15 @@ store_panel(const __m512i *acc, int nr, const EmuGemmRq *rq, int32_t o, __mmask1
             _mm512_mask_storeu_epi32((int32_t *)out + (size_t)r * ldo + o, m, acc[r]);
         return;
     }
-    const __m512i mult = _mm512_loadu_si512(rq->mult + o),
+    const __m512i left = _mm512_loadu_si512(rq->left + o),
+                  mult = _mm512_loadu_si512(rq->mult + o),
                   right = _mm512_loadu_si512(rq->right + o),
                   mask = _mm512_loadu_si512(rq->mask + o), z = _mm512_set1_epi32(rq->z),
                   lo = _mm512_set1_epi32(rq->lo - rq->z), hi = _mm512_set1_epi32(rq->hi - rq->z);
     for (int r = 0; r < nr; r++)
         _mm512_mask_cvtepi32_storeu_epi8((int8_t *)out + (size_t)r * ldo + o, m,
-                                         emu_narrow16(acc[r], mult, right, mask, z, lo, hi));
+                                         emu_narrow16(_mm512_sllv_epi32(acc[r], left), mult,
+                                                      right, mask, z, lo, hi));
 }
 
 /* The store mask of the panel starting at column o: its columns below `cols`. */

@@ -23,10 +23,11 @@
  * so the same sums.
  *
  * Requantization in the tile: when the output pipeline is narrow (kernels.h EmuRequant: double
- * rounding, every s <= 0, |acc| + |bias| < 2^31), the accumulators start at init + bias
+ * rounding, (|acc| + |bias|) * 2^max(s, 0) < 2^31), the accumulators start at init + bias
  * (formed modulo 2^32: int32 lane additions are modulo 2^32 and the true final value fits, so
  * it is reached exactly) and each finished tile runs simd.c's narrow requantization (the same
- * integers as requant_narrow) and stores int8 outputs: no int32 row buffer.
+ * integers as requant_narrow, the left shift included) and stores int8 outputs: no int32 row
+ * buffer.
  */
 #ifndef MDLA_EMU_GEMM_ROWS_H
 #define MDLA_EMU_GEMM_ROWS_H
@@ -37,7 +38,7 @@
 
 /* The narrow requantization per column (cpad entries each: padding columns any value) */
 typedef struct {
-    const int32_t *mult, *right, *mask;
+    const int32_t *left, *mult, *right, *mask;
     int32_t z, lo, hi;
 } EmuGemmRq;
 

@@ -204,7 +204,7 @@ EMU_BODY void dw_rows(const DwJob *job, int64_t begin, int64_t end, uint8_t *scr
     EmuDwRow d = {NULL, p->filter32, p->h, p->w, p->ci, w->filter_h, w->filter_w,
                   w->stride_h, w->stride_w, w->dilation_h, w->dilation_w, w->pad_top,
                   w->pad_left, p->z_in, p->ow, p->zw};
-    const EmuDwRq rq = {p->rq.bias32, p->rq.m32, p->rq.right32, p->rq.mask32,
+    const EmuDwRq rq = {p->rq.bias32, p->rq.left32, p->rq.m32, p->rq.right32, p->rq.mask32,
                         p->rq.z_out, p->rq.lo, p->rq.hi};
     for (int64_t row = begin; row < end; row++) {
         const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);

@@ -74,8 +74,8 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
         const int64_t a = rq->bias[c] < 0 ? -(int64_t)rq->bias[c] : rq->bias[c];
         if (a > max_bias) max_bias = a;
     }
-    rq->narrow = rounding == EMU_ROUND_DOUBLE && taps <= 65536 &&
-                 (int64_t)taps * 255 * 128 + max_bias <= EMU_INT32_MAX;
+    const int64_t bound = (int64_t)taps * 255 * 128 + max_bias; /* |acc + bias| (taps <= 2^16) */
+    rq->narrow = rounding == EMU_ROUND_DOUBLE && taps <= 65536 && bound <= EMU_INT32_MAX;
     for (int32_t c = 0; c < channels; c++) {
         const float s_w = f->channel_count ? f->channel_scales[c] : f->scale;
         const double real = (double)x->scale * (double)s_w / (double)y->scale;
@@ -94,7 +94,7 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
             rq->right[c] = s > 0 ? 0 : -s;
             rq->mask[c] = (INT64_C(1) << rq->right[c]) - 1;
             rq->round[c] = INT64_C(1) << 30;
-            rq->narrow = rq->narrow && s <= 0;
+            rq->narrow = rq->narrow && (s <= 0 || (s <= 30 && (bound << s) <= EMU_INT32_MAX));
         }
     }
     if (rq->narrow) {
@@ -106,16 +106,19 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
         }
         rq->period = 64 / g;
         const size_t len = (size_t)rq->period * channels;
+        rq->left32 = malloc(len * sizeof *rq->left32);
         rq->m32 = malloc(len * sizeof *rq->m32);
         rq->right32 = malloc(len * sizeof *rq->right32);
         rq->mask32 = malloc(len * sizeof *rq->mask32);
         rq->bias32 = malloc(len * sizeof *rq->bias32);
-        if (rq->m32 == NULL || rq->right32 == NULL || rq->mask32 == NULL || rq->bias32 == NULL) {
+        if (rq->left32 == NULL || rq->m32 == NULL || rq->right32 == NULL || rq->mask32 == NULL ||
+            rq->bias32 == NULL) {
             emu_requant_free(rq);
             return NEURON_OUT_OF_MEMORY;
         }
         for (size_t i = 0; i < len; i++) {
             const size_t c = i % (size_t)channels;
+            rq->left32[i] = rq->shift[c] > 0 ? rq->shift[c] : 0;
             rq->m32[i] = (int32_t)rq->mult[c]; /* M_c < 2^31 */
             rq->right32[i] = (int32_t)rq->right[c];
             rq->mask32[i] = (int32_t)rq->mask[c];
@@ -138,6 +141,7 @@ void emu_requant_free(EmuRequant *rq) {
     free(rq->right);
     free(rq->mask);
     free(rq->round);
+    free(rq->left32);
     free(rq->m32);
     free(rq->right32);
     free(rq->mask32);
@@ -168,17 +172,20 @@ EMU_BODY void requant_row_narrow(const EmuRequant *rq, const int32_t *restrict a
                                  int8_t *restrict out, int32_t n) {
     const int32_t z = rq->z_out, lo = rq->lo, hi = rq->hi;
     const int32_t *restrict bias = rq->bias32, *restrict mult = rq->m32,
-                            *restrict right = rq->right32, *restrict mask = rq->mask32;
+                            *restrict right = rq->right32, *restrict mask = rq->mask32,
+                            *restrict left = rq->left32;
+    const EmuNarrow k = {bias, left, mult, right, mask, z, lo, hi};
     if (rq->isa == EMU_ISA_AVX512) { /* the same integers in intrinsics (simd.c) */
-        emu_requant_narrow_avx512(acc, bias, mult, right, mask, z, lo, hi, out, n);
+        emu_requant_narrow_avx512(&k, acc, out, n);
         return;
     }
     if (rq->isa == EMU_ISA_AVX2) {
-        emu_requant_narrow_avx2(acc, bias, mult, right, mask, z, lo, hi, out, n);
+        emu_requant_narrow_avx2(&k, acc, out, n);
         return;
     }
-    for (int32_t c = 0; c < n; c++)
-        out[c] = requant_narrow(acc[c] + bias[c], mult[c], right[c], mask[c], z, lo, hi);
+    for (int32_t c = 0; c < n; c++) /* (acc + bias) * 2^left: no overflow (kernels.h) */
+        out[c] = requant_narrow((acc[c] + bias[c]) * (1 << left[c]), mult[c], right[c], mask[c],
+                                z, lo, hi);
 }
 
 EMU_BODY void requant_row_wide(const EmuRequant *rq, const int32_t *restrict acc,

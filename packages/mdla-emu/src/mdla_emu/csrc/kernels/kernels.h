@@ -60,11 +60,13 @@ typedef struct {
      * double: lmul = 2^max(s,0), right = max(-s,0), mask = 2^right - 1
      * single: right = 31 - s, round = 2^(30 - s)  (lmul, mask unused) */
     int64_t *lmul, *right, *mask, *round;
-    /* narrow (double rounding, every s_c <= 0, and depth * 255 * 128 + max|bias| < 2^31): the
-     * int32 sum acc + bias cannot overflow, so SRDHM is one 32x32->64 product and RDBPOT runs
-     * in int32 (m32 = M_c, right32 = -s_c, mask32 = 2^-s_c - 1). */
+    /* narrow (double rounding and (depth * 255 * 128 + max|bias|) * 2^max(s_c, 0) < 2^31 for
+     * every c): neither the int32 sum acc + bias nor its product by 2^s_c (s_c > 0) can
+     * overflow, so the left shift is exact, SRDHM is one 32x32->64 product and RDBPOT runs in
+     * int32 (left32 = max(s_c, 0), m32 = M_c, right32 = max(-s_c, 0), mask32 =
+     * 2^right32 - 1). */
     bool narrow;
-    int32_t *m32, *right32, *mask32, *bias32;
+    int32_t *left32, *m32, *right32, *mask32, *bias32;
     /* The narrow constants repeat for `period` rows (period * channels is a multiple of 64), so
      * `period` consecutive rows are one flat loop of whole vectors. */
     int32_t period;

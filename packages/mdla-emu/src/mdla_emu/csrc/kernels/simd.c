@@ -5,8 +5,9 @@
  * its declaration in simd.h; the requantization's, the subtle one, is here.
  *
  * Why the vector requantization is the C one (requant_narrow, kernel_common.c) lane for lane:
- * - v = acc + bias in int32: the narrow case is chosen at prepare only when |acc| + |bias| <
- *   2^31, so the int32 add is exact.
+ * - v = (acc + bias) * 2^left in int32: the narrow case is chosen at prepare only when
+ *   (|acc| + |bias|) * 2^left < 2^31, so the int32 add and the left shift (vpsllvd: the two's
+ *   complement bits moved left, exact when nothing overflows) are exact.
  * - SRDHM: M < 2^31 and |v| < 2^31, so v * M is one signed 32x32->64 product (vpmuldq takes the
  *   low int32 of each int64 lane: even lanes as they are, odd lanes after a 32-bit shift) and
  *   v * M + 2^30 cannot overflow int64 (|v * M| < 2^62). The C keeps bits 31..62 of that sum as
@@ -83,60 +84,49 @@ EMU_T_AVX2 static inline void store8(int8_t *out, __m256i q) {
     _mm_storel_epi64((__m128i *)(void *)out, _mm_packs_epi16(w, w));
 }
 
-EMU_T_AVX2 void emu_requant_narrow_avx2(const int32_t *acc, const int32_t *bias,
-                                        const int32_t *mult, const int32_t *right,
-                                        const int32_t *mask, int32_t z, int32_t lo, int32_t hi,
-                                        int8_t *out, int32_t n) {
-    const __m256i vz = _mm256_set1_epi32(z), vlo = _mm256_set1_epi32(lo - z),
-                  vhi = _mm256_set1_epi32(hi - z);
-    int32_t e = 0;
+EMU_T_AVX2 void emu_requant_narrow_avx2(const EmuNarrow *k, const int32_t *acc, int8_t *out,
+                                        int32_t n) {
+    const __m256i vz = _mm256_set1_epi32(k->z), vlo = _mm256_set1_epi32(k->lo - k->z),
+                  vhi = _mm256_set1_epi32(k->hi - k->z);
 #define LD(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
-    for (; e + 8 <= n; e += 8) {
-        const __m256i v = _mm256_add_epi32(LD(acc + e), LD(bias + e));
-        store8(out + e, narrow8(v, LD(mult + e), LD(right + e), LD(mask + e), vz, vlo, vhi));
-    }
-    if (e < n) { /* the last n - e < 8 values, zero-padded: M = 0 is a valid multiplier */
-        const size_t k = (size_t)(n - e);
-        int32_t a[8] = {0}, b[8] = {0}, m[8] = {0}, r[8] = {0}, s[8] = {0};
+    for (int32_t e = 0; e < n; e += 8) {
+        /* the last n - e < 8 values zero-padded: M = 0 and no shift are valid constants */
+        int32_t a[8] = {0}, b[8] = {0}, l[8] = {0}, m[8] = {0}, r[8] = {0}, s[8] = {0};
+        const int32_t *pa = acc + e, *pb = k->bias + e, *pl = k->left + e, *pm = k->mult + e,
+                      *pr = k->right + e, *ps = k->mask + e;
+        const size_t c = (size_t)(n - e < 8 ? n - e : 8);
+        if (c < 8) {
+            memcpy(a, pa, c * sizeof *a), memcpy(b, pb, c * sizeof *b);
+            memcpy(l, pl, c * sizeof *l), memcpy(m, pm, c * sizeof *m);
+            memcpy(r, pr, c * sizeof *r), memcpy(s, ps, c * sizeof *s);
+            pa = a, pb = b, pl = l, pm = m, pr = r, ps = s;
+        }
+        const __m256i v = _mm256_sllv_epi32(_mm256_add_epi32(LD(pa), LD(pb)), LD(pl));
         int8_t o[8];
-        memcpy(a, acc + e, k * sizeof *a);
-        memcpy(b, bias + e, k * sizeof *b);
-        memcpy(m, mult + e, k * sizeof *m);
-        memcpy(r, right + e, k * sizeof *r);
-        memcpy(s, mask + e, k * sizeof *s);
-        const __m256i v = _mm256_add_epi32(LD(a), LD(b));
-        store8(o, narrow8(v, LD(m), LD(r), LD(s), vz, vlo, vhi));
-        memcpy(out + e, o, k);
+        store8(o, narrow8(v, LD(pm), LD(pr), LD(ps), vz, vlo, vhi));
+        memcpy(out + e, o, c);
     }
 #undef LD
 }
 
-/* narrow16 on memory: `k` the lanes to load and store. */
-EMU_T_AVX512 static inline void narrow16_mem(const int32_t *acc, const int32_t *bias,
-                                             const int32_t *mult, const int32_t *right,
-                                             const int32_t *mask, __m512i z, __m512i lo,
-                                             __m512i hi, int8_t *out, __mmask16 k) {
-    const __m512i v =
-        _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc), _mm512_maskz_loadu_epi32(k, bias));
-    const __m512i q = emu_narrow16(v, _mm512_maskz_loadu_epi32(k, mult),
-                               _mm512_maskz_loadu_epi32(k, right),
-                               _mm512_maskz_loadu_epi32(k, mask), z, lo, hi);
-    _mm512_mask_cvtepi32_storeu_epi8(out, k, q);
+/* narrow16 on memory: `m` the lanes to load and store. */
+EMU_T_AVX512 static inline void narrow16_mem(const EmuNarrow *k, const int32_t *acc, int32_t e,
+                                             __m512i z, __m512i lo, __m512i hi, int8_t *out,
+                                             __mmask16 m) {
+#define LD(p) _mm512_maskz_loadu_epi32(m, (p) + e)
+    const __m512i v = _mm512_sllv_epi32(_mm512_add_epi32(LD(acc), LD(k->bias)), LD(k->left));
+    const __m512i q = emu_narrow16(v, LD(k->mult), LD(k->right), LD(k->mask), z, lo, hi);
+#undef LD
+    _mm512_mask_cvtepi32_storeu_epi8(out + e, m, q);
 }
 
-EMU_T_AVX512 void emu_requant_narrow_avx512(const int32_t *acc, const int32_t *bias,
-                                            const int32_t *mult, const int32_t *right,
-                                            const int32_t *mask, int32_t z, int32_t lo,
-                                            int32_t hi, int8_t *out, int32_t n) {
-    const __m512i vz = _mm512_set1_epi32(z), vlo = _mm512_set1_epi32(lo - z),
-                  vhi = _mm512_set1_epi32(hi - z);
+EMU_T_AVX512 void emu_requant_narrow_avx512(const EmuNarrow *k, const int32_t *acc, int8_t *out,
+                                            int32_t n) {
+    const __m512i vz = _mm512_set1_epi32(k->z), vlo = _mm512_set1_epi32(k->lo - k->z),
+                  vhi = _mm512_set1_epi32(k->hi - k->z);
     int32_t e = 0;
-    for (; e + 16 <= n; e += 16)
-        narrow16_mem(acc + e, bias + e, mult + e, right + e, mask + e, vz, vlo, vhi, out + e,
-                     (__mmask16)0xFFFF);
-    if (e < n)
-        narrow16_mem(acc + e, bias + e, mult + e, right + e, mask + e, vz, vlo, vhi, out + e,
-                     (__mmask16)((1u << (n - e)) - 1u));
+    for (; e + 16 <= n; e += 16) narrow16_mem(k, acc, e, vz, vlo, vhi, out, (__mmask16)0xFFFF);
+    if (e < n) narrow16_mem(k, acc, e, vz, vlo, vhi, out, (__mmask16)((1u << (n - e)) - 1u));
 }
 /* 4 rows x `np` (1..3) panels of 8 columns; `m` stores the columns below cols. */
 EMU_T_AVX2 static inline __attribute__((always_inline)) void
@@ -280,18 +270,13 @@ void emu_lut_vbmi(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n) {
     abort(); /* unreachable: emu_lut_vbmi_ready() is false here */
 }
 
-void emu_requant_narrow_avx2(const int32_t *acc, const int32_t *bias, const int32_t *mult,
-                             const int32_t *right, const int32_t *mask, int32_t z, int32_t lo,
-                             int32_t hi, int8_t *out, int32_t n) {
-    (void)acc, (void)bias, (void)mult, (void)right, (void)mask, (void)z, (void)lo, (void)hi;
-    (void)out, (void)n;
+void emu_requant_narrow_avx2(const EmuNarrow *k, const int32_t *acc, int8_t *out, int32_t n) {
+    (void)k, (void)acc, (void)out, (void)n;
     abort(); /* unreachable: emu_isa() is EMU_ISA_PORTABLE here */
 }
 
-void emu_requant_narrow_avx512(const int32_t *acc, const int32_t *bias, const int32_t *mult,
-                               const int32_t *right, const int32_t *mask, int32_t z, int32_t lo,
-                               int32_t hi, int8_t *out, int32_t n) {
-    emu_requant_narrow_avx2(acc, bias, mult, right, mask, z, lo, hi, out, n);
+void emu_requant_narrow_avx512(const EmuNarrow *k, const int32_t *acc, int8_t *out, int32_t n) {
+    emu_requant_narrow_avx2(k, acc, out, n);
 }
 #endif
 

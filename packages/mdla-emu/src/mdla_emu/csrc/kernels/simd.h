@@ -21,16 +21,16 @@ enum { EMU_ISA_PORTABLE = 0, EMU_ISA_AVX2 = 1, EMU_ISA_AVX512 = 2 };
 int emu_isa(void);
 
 /* The narrow requantization of kernels.h (requant_narrow in kernel_common.c), `n` values:
- *   v = acc[e] + bias[e];  h = SRDHM(v, mult[e]);  t = RDBPOT(h, right[e]) (mask = 2^right - 1)
- *   out[e] = clamp(clamp(t, +-2^16) + z, lo, hi)
+ *   v = (acc[e] + bias[e]) * 2^left[e];  h = SRDHM(v, mult[e]);
+ *   t = RDBPOT(h, right[e]) (mask = 2^right - 1);  out[e] = clamp(clamp(t, +-2^16) + z, lo, hi)
  * in int32 lanes, the SRDHM product in int64 lanes (even and odd lanes apart). Only for
  * EMU_ISA_AVX2 / EMU_ISA_AVX512 (as emu_isa() returned); the same integers as the C. */
-void emu_requant_narrow_avx2(const int32_t *acc, const int32_t *bias, const int32_t *mult,
-                             const int32_t *right, const int32_t *mask, int32_t z, int32_t lo,
-                             int32_t hi, int8_t *out, int32_t n);
-void emu_requant_narrow_avx512(const int32_t *acc, const int32_t *bias, const int32_t *mult,
-                               const int32_t *right, const int32_t *mask, int32_t z, int32_t lo,
-                               int32_t hi, int8_t *out, int32_t n);
+typedef struct {
+    const int32_t *bias, *left, *mult, *right, *mask; /* per element e */
+    int32_t z, lo, hi;
+} EmuNarrow;
+void emu_requant_narrow_avx2(const EmuNarrow *k, const int32_t *acc, int8_t *out, int32_t n);
+void emu_requant_narrow_avx512(const EmuNarrow *k, const int32_t *acc, int8_t *out, int32_t n);
 
 /* DEPTHWISE_CONV_2D with multiplier 1 (k_depthwise_conv_2d.c), one output row:
  *   acc[ox][c] = sum over the taps (i, j) inside the image of
@@ -53,10 +53,10 @@ typedef struct {
 void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
 void emu_dw_row_avx512(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
 /* emu_dw_row_avx512 with the narrow requantization (kernels.h EmuRequant.narrow) on the
- * registers: out[ox][c] = requant_narrow(acc[ox][c] + bias[c]) per channel's constants, int8,
+ * registers: out[ox][c] = requant_narrow((acc[ox][c] + bias[c]) * 2^left[c]), int8,
  * no int32 row (the same integers: simd.c's header). */
 typedef struct {
-    const int32_t *bias, *mult, *right, *mask; /* per channel */
+    const int32_t *bias, *left, *mult, *right, *mask; /* per channel */
     int32_t z, lo, hi;
 } EmuDwRq;
 void emu_dw_row_rq_avx512(const EmuDwRow *d, const EmuDwRq *rq, int32_t oy, int8_t *out,

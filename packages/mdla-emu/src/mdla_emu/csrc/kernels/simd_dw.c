@@ -92,7 +92,9 @@ dw_blocks16(const EmuDwRow *d, const int32_t *taps, int32_t n, int32_t k, int nb
                   hi = _mm512_set1_epi32(rq->hi - rq->z);
     for (int b = 0; b < nb; b++) {
         const int32_t c = k + 16 * b;
-        const __m512i v = _mm512_add_epi32(s[b], _mm512_maskz_loadu_epi32(m, rq->bias + c));
+        const __m512i v = _mm512_sllv_epi32(
+            _mm512_add_epi32(s[b], _mm512_maskz_loadu_epi32(m, rq->bias + c)),
+            _mm512_maskz_loadu_epi32(m, rq->left + c));
         const __m512i q = emu_narrow16(v, _mm512_maskz_loadu_epi32(m, rq->mult + c),
                                        _mm512_maskz_loadu_epi32(m, rq->right + c),
                                        _mm512_maskz_loadu_epi32(m, rq->mask + c), vz, lo, hi);
