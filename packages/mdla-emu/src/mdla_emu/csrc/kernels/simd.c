@@ -1,8 +1,8 @@
 /*
  * simd.c: emu_isa() and the kernels of simd.h in AVX2 and AVX-512 intrinsics: the narrow
  * requantization (and MUL's formula on it), the int16 GEMM for CPUs without VNNI and the VBMI
- * table lookup (the multiplier-1 depthwise row: simd_dw.c). Each function's exactness argument is beside
- * its declaration in simd.h; the requantization's, the subtle one, is here.
+ * table lookup (the multiplier-1 depthwise row: simd_dw.c). Each function's exactness argument
+ * is beside its declaration in simd.h; the requantization's, the subtle one, is here.
  *
  * Why the vector requantization is the C one (requant_narrow, kernel_common.c) lane for lane:
  * - v = (acc + bias) * 2^left in int32: the narrow case is chosen at prepare only when
