@@ -70,10 +70,13 @@ static void im2col_codes(const ConvParams *p, const int8_t *in, int32_t b, int32
     for (int32_t i = 0; i < p->kh; i++) {
         const int32_t iy = oy * w->stride_h + i * w->dilation_h - w->pad_top;
         int8_t *restrict dst = col + (size_t)i * run;
-        const int8_t *src = in + ((size_t)b * p->h + iy) * p->w * ci;
         if (iy < 0 || iy >= p->h) {
             memset(dst, (uint8_t)(int8_t)p->z_in, (size_t)run);
-        } else if (whole) {
+            continue;
+        }
+        /* formed only for a row inside the image: above it, b * h + iy would wrap */
+        const int8_t *src = in + ((size_t)b * p->h + (size_t)iy) * p->w * ci;
+        if (whole) {
             memcpy(dst, src + (size_t)ix0 * ci, (size_t)run);
         } else {
             for (int32_t j = 0; j < p->kw; j++) {
