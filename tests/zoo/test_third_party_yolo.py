@@ -80,3 +80,14 @@ def test_yolo_pose_decodes_its_keypoints_and_runs_bit_exact() -> None:
     names = " ".join(o.name for o in compiled.device_graph.ops)
     assert "__setitem.interleaved" in names
     assert ".requantize" in names
+
+
+def test_yolo_detect_compiles_as_brought_with_cpu_auto_bit_exact() -> None:
+    """Detect's output joins its boxes in pixels with its class probabilities: `--cpu auto`
+    places that concatenation on the CPU (one int8 scale holds neither both), where it joins
+    them in float32; the rest compiles, and the emulator equals run_int8 bit for bit."""
+    compiled, outputs = compile_auto("yolo:yolov8n", side=64)
+    assert outputs[0].shape == (1, 84, 8 * 8 + 4 * 4 + 2 * 2)
+    floats = [o for o in compiled.qgraph.ops if o.kind.name == "CONCATENATION_F32"]
+    assert floats
+    assert {o.name for o in floats} <= set(compiled.qgraph.provenance.cpu_ops)

@@ -7,10 +7,16 @@
 A `cpu` token that selects nothing is an OptionError; an op left on the NPU that does not map
 is a LegalizeError, as without `cpu` (no automatic fallback); an op that maps but was named is
 placed on the CPU with a warning (`Placement.warnings`).
+
+`--cpu auto` also places a model-output CONCATENATION that joins a fixed-range op's values with
+others (a detector's boxes in pixels beside its class probabilities): it maps on the NPU, but
+no one int8 scale holds both ([0, 1) at 1/256 against 0-480 px), so the quantizer would refuse
+it there; on the CPU it joins them in float32 (`mdla_quant.float_region`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,9 +26,10 @@ import mdla_ir
 import mdla_legalize
 import mdla_quant
 from mdla_compile.errors import OptionError
-from mdla_ir import Graph
+from mdla_ir import Graph, OpKind
 from mdla_ir.devices import DEFAULT_TARGET, NPU
 from mdla_legalize import Placement
+from mdla_quant.float_region import float_concats
 
 
 def rule_names() -> list[str]:
@@ -47,9 +54,32 @@ def place_graph(
     """Legalize and place `graph` (mdla_legalize.place); a bad `cpu` token is an OptionError."""
     tgt = mdla_legalize.load_target(target)
     try:
-        return mdla_legalize.place(graph, tgt, device, cpu, skip_rules)
+        placed = mdla_legalize.place(graph, tgt, device, cpu, skip_rules)
+        if mdla_legalize.AUTO not in mdla_legalize.parse_cpu(cpu):
+            return placed
+        mixed = mixed_output_concats(placed.graph)
+        if not mixed:
+            return placed
+        again = mdla_legalize.place(graph, tgt, device, [*cpu, *mixed], skip_rules)
     except (mdla_legalize.PlacementSpecError, mdla_legalize.UnknownRuleError) as exc:
         raise OptionError(str(exc)) from None
+    note = (
+        f"--cpu {mdla_legalize.AUTO}: placed {len(mixed)} output concatenation(s) on the CPU "
+        f"({', '.join(f'`{m}`' for m in mixed)}): each joins a fixed-range op's values with "
+        "others, which no one int8 scale holds; the CPU joins them in float32"
+    )
+    return dataclasses.replace(again, notes=(*again.notes, note))
+
+
+def mixed_output_concats(graph: Graph) -> list[str]:
+    """The CONCATENATIONs left on the NPU that the quantizer would make float32 if they ran on
+    the CPU (`mdla_quant.float_concats`: model outputs joining fixed-range values with others),
+    and that it must refuse where they are."""
+    concats = tuple(op.name for op in graph.ops if op.kind is OpKind.CONCATENATION)
+    on_cpu = set(graph.provenance.cpu_ops)
+    prov = dataclasses.replace(graph.provenance, cpu_ops=(*graph.provenance.cpu_ops, *concats))
+    floats = float_concats(graph.with_(provenance=prov))
+    return [op.name for op in graph.ops if op.name in floats and op.name not in on_cpu]
 
 
 def output_cosine(float_graph: Graph, qgraph: Graph, sample: list[Any]) -> float:

@@ -232,7 +232,8 @@ def _check_fits(graph: Graph, name: str, fixed_by: str, h: Histogram, q: QuantPa
             f"graph `{graph.name}`: `{name}` (range [{h.lo:.4g}, {h.hi:.4g}]) shares a scale with "
             f"`{fixed_by}`, whose output params are fixed to [{lo:.4g}, {hi:.4g}] by the target; "
             "the device cannot requantize between them (separate the two, e.g. concatenate "
-            "before the fixed-output op)"
+            "before the fixed-output op; a concatenation that makes a model output of them "
+            "joins them in float32 on the CPU: --cpu auto places it there)"
         )
 
 
