@@ -264,13 +264,14 @@ def fit_block(
         idx = rng.integers(0, patches_q.rows, min(batch, patches_q.rows))
         sigs = [1.0 / (1.0 + np.exp(-v)) for v in vs]
         hs = [np.clip(sg * (ZETA - GAMMA) + GAMMA, 0.0, 1.0) for sg in sigs]
-        ws = [np.clip(b0 + h, -127, 127) * s for b0, h, s in zip(base, hs, scales, strict=True)]
+        bhs = [b0 + h for b0, h in zip(base, hs, strict=True)]
+        ws = [np.clip(bh, -127, 127) * s for bh, s in zip(bhs, scales, strict=True)]
         y, cache = patches_q.forward(ws, bs, grids, idx)
         dy = 2.0 * (y - target[idx]) / (y.size * e_start)
         grads = patches_q.backward(ws, cache, dy)
         beta = 20.0 + (2.0 - 20.0) * (t - warm) / max(iters - warm, 1)
-        for j, (gw, h, sg, b0, s) in enumerate(zip(grads, hs, sigs, base, scales, strict=True)):
-            dh = gw * s * ((b0 + h > -127) & (b0 + h < 127))
+        for j, (gw, h, sg, bh, s) in enumerate(zip(grads, hs, sigs, bhs, scales, strict=True)):
+            dh = gw * s * ((bh > -127) & (bh < 127))
             if t > warm:
                 u = 2.0 * h - 1.0
                 dh = dh - lam * beta * np.abs(u) ** (beta - 1.0) * np.sign(u) * 2.0 / h.size
