@@ -3,6 +3,7 @@ and a model that fails gives a row naming the stage and the error instead of a c
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -91,6 +92,7 @@ def test_the_fresh_table_gives_a_verdict_per_model(
 ) -> None:
     bench.fresh_table(["functional_conv", "dilated_max_pool"])
     out = capsys.readouterr().out
-    assert "| functional_conv | export | npu | 1 |  |" in out
-    assert "| dilated_max_pool | export | npu | 1 |  |" in out
+    # the path is whichever auto took (torch.fx where its graph is export's)
+    assert re.search(r"^\| functional_conv \| (fx|export) \| npu \| 1 \|  \|$", out, re.M)
+    assert re.search(r"^\| dilated_max_pool \| (fx|export) \| npu \| 1 \|  \|$", out, re.M)
     assert "2/2 end to end, bit-exact on the emulator" in out

@@ -132,3 +132,11 @@ def test_sigmoid_in_two_buffers_is_the_definition() -> None:
     assert got.dtype == np.float32
     assert got.tobytes() == sigmoid_definition(x[::-1]).tobytes()
     assert x.tobytes() == before.tobytes()  # the input is left as it was
+
+
+@pytest.mark.parametrize("x", [np.float32(0.0445), np.asarray(np.float32(-3.0))])
+def test_sigmoid_of_a_scalar_is_the_definition(x: np.ndarray) -> None:
+    """A global pool's scalar reaches the kernel as a numpy scalar or a 0-d array, for which
+    a ufunc returns a scalar that out= cannot take."""
+    got = sigmoid(x)
+    assert np.asarray(got).tobytes() == sigmoid_definition(np.asarray(x)).tobytes()

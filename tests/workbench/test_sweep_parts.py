@@ -16,6 +16,7 @@ from mdla_quant import QuantConfig
 from tests.workbench.conftest import UNMAPPABLE
 from workbench.errors import WorkbenchError
 from workbench.sweep import driver, grid
+from workbench.sweep import task as task_module
 from workbench.sweep.bundle import Holdout, bundle_of
 from workbench.sweep.stats import margin
 from workbench.sweep.table import Row, Table, TableError
@@ -133,6 +134,25 @@ def test_deadline_raises_task_timeout() -> None:
     with pytest.raises(TaskTimeoutError, match=r"timed out after 0\.2 s"), deadline(0.2):
         time.sleep(5)
     assert time.monotonic() - start < 2
+
+
+def test_a_timeout_that_user_code_wraps_is_still_the_timeout_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The alarm can fire inside the model spec's build(), whose loader re-raises it as its own
+    error: the row must still say the task timed out, not that the spec failed."""
+    options = CompileOptions(UNMAPPABLE, calib="random", count=1)
+    bundle = bundle_of(options, Holdout(random=1))
+
+    def measure(*_args: object) -> dict[str, object]:
+        try:
+            raise TaskTimeoutError("timed out after 2 s (--task-timeout)")
+        except TaskTimeoutError as exc:
+            raise RuntimeError("model spec `x.py:build` failed while calling build()") from exc
+
+    monkeypatch.setattr(task_module, "_measure", measure)
+    row = run_task(Job("k", "percentile", "none", options), bundle)
+    assert row.error == "timed out after 2 s (--task-timeout)"
 
 
 def test_a_task_that_raises_is_an_error_row() -> None:

@@ -97,9 +97,23 @@ def run_task(job: Job, bundle: Bundle) -> Row:
     except Exception as exc:  # the task's failure is the row's content
         from workbench.errors import one_line
 
-        error = one_line(exc) or type(exc).__name__
+        late = timed_out(exc)  # the alarm may land inside code that wraps what it raises
+        error = str(late) if late else one_line(exc) or type(exc).__name__
         return base_row(job, error=error, worker=where, cpu_s=cpu_seconds() - cpu)
     return base_row(job, worker=where, cpu_s=cpu_seconds() - cpu, **measured)
+
+
+def timed_out(exc: BaseException) -> TaskTimeoutError | None:
+    """The TaskTimeoutError that `exc` is or was raised from (a model spec's loader, say,
+    re-raises what its build() raised as its own error), or None."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, TaskTimeoutError):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
 
 
 @contextmanager

@@ -52,10 +52,12 @@ def sigmoid(x: Array) -> Array:
     if x.dtype != np.float32:
         e = np.exp(-np.abs(x))
         return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(np.float32)
-    e = np.abs(x)  # float32: the same operations, into two buffers
+    # float32: the same operations, into two buffers (given as out=, so that a 0-d value, a
+    # scalar's, stays an array: a ufunc returns a numpy scalar for it, which out= refuses)
+    e = np.abs(x, out=np.empty(np.shape(x), np.float32))
     np.negative(e, out=e)
     np.exp(e, out=e)
-    d = e + 1.0  # (1.0 + e: the same sum)
+    d = np.add(e, 1.0, out=np.empty_like(e))  # (1.0 + e: the same sum)
     out = np.divide(e, d, out=e)
     np.divide(1.0, d, out=d)
     np.copyto(out, d, where=x >= 0)
