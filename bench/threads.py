@@ -128,11 +128,15 @@ def hand_off(n: int, side: int, repeat: int) -> None:
 
 def models(specs: list[str], repeat: int) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
+    import torch
     from accuracy import PHOTOS, crops
     from perf import REAL_WEIGHTS, in_child, mdla_compile
 
     from mdla_zoo import load_model, recalibrate_batchnorm
 
+    # one torch thread, as bench/perf.py's main sets: each compile runs in a forked child, and a
+    # child forked after torch ran its OpenMP team waits forever at that team's next barrier
+    torch.set_num_threads(1)
     print(f"{'model':28}{'1t best/median':>16}{'2t best/median':>16}{'2t/1t':>7}{'CPU 1t/2t':>14}")
     for spec in specs:
         model = load_model(spec, seed=0)

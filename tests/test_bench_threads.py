@@ -37,3 +37,20 @@ def test_the_hand_off_table_has_a_line_per_way(capsys: pytest.CaptureFixture[str
     bench.hand_off(4, 8, 4)
     lines = capsys.readouterr().out.splitlines()
     assert [line.split("  ")[0] for line in lines[2:]] == list(bench.WAYS)
+
+
+def test_the_model_rows_run_torch_on_one_thread(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each model's compile runs in a forked child; after torch has used its OpenMP team in
+    the parent (the batch-norm recalibration), a forked child waits forever at that team's
+    next barrier (seen: the idle run hung in `gomp_team_barrier_wait_end`)."""
+    import torch
+
+    bench = load_script("bench_threads", BENCH / "threads.py")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        bench.models([], 1)  # the header only: no model to build
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    assert "2t/1t" in capsys.readouterr().out
