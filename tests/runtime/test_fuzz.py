@@ -176,6 +176,20 @@ def test_engine_harness_runs_every_seed_clean(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 
+REGRESSIONS = Path(__file__).parent / "fuzz_regressions"
+
+
+def test_engine_harness_runs_the_inputs_it_once_crashed_on_clean(tmp_path: Path) -> None:
+    """Inputs libFuzzer found crashing the engine, kept as files and replayed every run.
+    conv_rows_null_requant.mdla: a CONV_2D whose requantization is not narrow, where the rows
+    GEMM's per-channel table is NULL and conv_rows still formed its four offsets from it
+    (UBSan: applying non-zero offset 64 to null pointer)."""
+    blobs = [path.read_bytes() for path in sorted(REGRESSIONS.glob("*.mdla"))]
+    assert blobs
+    proc = run_driver(_write(tmp_path, blobs, "crash"))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
 def _with_quant(blob: bytes, scales: dict[int, float]) -> bytes:
     header, data = split(blob)
     for index, scale in scales.items():
