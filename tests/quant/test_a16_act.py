@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import re
 from typing import Any
 
 import numpy as np
 import pytest
 
+from mdla_emu.emulator import CSRC
 from mdla_ir import Graph, OpKind, QuantParams
 from mdla_ir.builder import GraphBuilder
 from mdla_quant import run_int8
 from mdla_quant.config import QuantConfig
-from mdla_quant.kernels.a16_act import input_rescale, sigmoid16, tanh16
+from mdla_quant.kernels.a16_act import SIGMOID_TABLE, input_rescale, sigmoid16, tanh16
 from mdla_quant.quantize import quantize
 from tests.quant.test_a16_oracle import every_tensor
 from tests.runtime.test_emu_support import DEVICES, NO_ERROR, NeuronModelBuilder, compile_model, emu
@@ -125,3 +127,13 @@ def test_the_emulators_int16_kernel_equals_run_int8(kind: OpKind) -> None:
             run_int8(qgraph, sample, raw=True, observe=ours.__setitem__)
             got = emulated(kind, x16.scale[0], ours["x/a16"])
             np.testing.assert_array_equal(got, ours["y"], err_msg=f"seed {seed}")
+
+
+def test_the_emulator_reads_the_same_sigmoid_table() -> None:
+    """LiteRT's 256 tuned constants stand twice, as data: in run_int8's kernel and in the
+    emulator's C (which imports nothing of mdla_quant). An entry that differs changes only
+    the inputs that read it, which random cases may miss: compare them all."""
+    source = (CSRC / "kernels" / "k_logistic.c").read_text()
+    body = source[source.index("sigmoid_table[256] = {") :].split("};", 1)[0]
+    c_table = [int(v) for v in re.findall(r"\d+", body.split("{", 1)[1])]
+    assert c_table == SIGMOID_TABLE.tolist()

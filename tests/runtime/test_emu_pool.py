@@ -23,7 +23,7 @@ import pytest
 from mdla_emu.emulator import CSRC, build_emulator
 from tests.runtime.test_emu_api import conv_model
 from tests.runtime.test_emu_support import DEVICES, NO_ERROR, compile_model
-from tests.runtime.test_emu_system import DRIVER, ROOT
+from tests.runtime.test_emu_system import ROOT, driver_under_valgrind
 
 COUNTED = textwrap.dedent(
     """
@@ -127,31 +127,7 @@ def test_concurrent_executions_of_one_compilation_share_its_pool(
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_workers_leak_nothing_under_valgrind(tmp_path: Path) -> None:
-    lib = build_emulator()
-    src = tmp_path / "driver.c"
-    src.write_text(DRIVER)
-    exe = tmp_path / "driver"
-    cc = os.environ.get("CC") or shutil.which("cc") or "gcc"
-    flags = ["-std=c11", "-Wall", "-Werror", f"-I{CSRC}", f"-Wl,-rpath,{lib.parent}"]
-    subprocess.run(
-        [cc, *flags, str(src), "-o", str(exe), str(lib)],
-        check=True,
-        capture_output=True,
-    )
-    env = os.environ | {
-        "MDLA_EMU_SYSFS": str(tmp_path / "apu"),
-        "MDLA_EMU_THREADS": "3",
-        "MDLA_EMU_MIN_WORK": "1",
-    }
-    leaks = ["--leak-check=full", "--show-leak-kinds=all", "--errors-for-leak-kinds=all"]
-    proc = subprocess.run(
-        ["valgrind", *leaks, "--error-exitcode=9", str(exe)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = driver_under_valgrind(tmp_path, {"MDLA_EMU_THREADS": "3", "MDLA_EMU_MIN_WORK": "1"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("ok")
     assert "All heap blocks were freed" in proc.stderr

@@ -165,46 +165,34 @@ DRIVER = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
-def test_no_leaks_under_valgrind(tmp_path: Path) -> None:
+def driver_under_valgrind(
+    tmp_path: Path, env: dict[str, str], timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """DRIVER built against the emulator library and run under valgrind's full leak check,
+    with `env` added to the environment (the sysfs root is the test's own)."""
     lib = build_emulator()
     src = tmp_path / "driver.c"
     src.write_text(DRIVER)
     exe = tmp_path / "driver"
     cc = os.environ.get("CC") or shutil.which("cc") or "gcc"
+    flags = ["-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{CSRC}", f"-Wl,-rpath,{lib.parent}"]
     subprocess.run(
-        [
-            cc,
-            "-std=c11",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            f"-I{CSRC}",
-            str(src),
-            "-o",
-            str(exe),
-            str(lib),
-            f"-Wl,-rpath,{lib.parent}",
-        ],
-        check=True,
-        capture_output=True,
+        [cc, *flags, str(src), "-o", str(exe), str(lib)], check=True, capture_output=True
     )
-    env = {**os.environ, "MDLA_EMU_SYSFS": str(tmp_path / "apu")}
-    proc = subprocess.run(
-        [
-            "valgrind",
-            "--leak-check=full",
-            "--show-leak-kinds=all",
-            "--errors-for-leak-kinds=all",
-            "--error-exitcode=9",
-            str(exe),
-        ],
-        env=env,
+    leaks = ["--leak-check=full", "--show-leak-kinds=all", "--errors-for-leak-kinds=all"]
+    return subprocess.run(
+        ["valgrind", *leaks, "--error-exitcode=9", str(exe)],
+        env=os.environ | {"MDLA_EMU_SYSFS": str(tmp_path / "apu")} | env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_no_leaks_under_valgrind(tmp_path: Path) -> None:
+    proc = driver_under_valgrind(tmp_path, {}, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("ok")
     assert "All heap blocks were freed" in proc.stderr

@@ -72,7 +72,8 @@ FUNCTIONS: dict[OpKind, Function] = {
     OpKind.RSQRT: lambda x, a: 1.0 / np.sqrt(x),
     OpKind.RECIPROCAL: lambda x, a: 1.0 / x,
 }
-COMPARES: dict[str, Callable[[F64, float], Any]] = {
+# each comparison by its name: WHERE against its threshold, SELECT (interp) of two tensors
+COMPARES: dict[str, np.ufunc] = {
     "gt": np.greater,
     "ge": np.greater_equal,
     "lt": np.less,

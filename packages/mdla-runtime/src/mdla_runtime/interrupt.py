@@ -19,6 +19,9 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import TypeVar
+
+E = TypeVar("E", bound=BaseException)
 
 INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 _SIGINT = threading.Event()  # set by the guard's handler: a Ctrl-C came in this command
@@ -42,16 +45,20 @@ def check() -> None:
 def interrupted(exc: BaseException) -> bool:
     """Whether `exc` comes of a Ctrl-C: a KeyboardInterrupt in its cause or context chain, or
     any error after a Ctrl-C the guard remembered (a library swallowed it, then failed)."""
-    if _SIGINT.is_set():
-        return True
+    return _SIGINT.is_set() or in_chain(exc, KeyboardInterrupt) is not None
+
+
+def in_chain(exc: BaseException, kind: type[E]) -> E | None:
+    """The first `kind` among `exc` and the exceptions it was raised from or while handling
+    (its cause, else its context, and theirs), or None."""
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
-        if isinstance(cur, KeyboardInterrupt):
-            return True
+        if isinstance(cur, kind):
+            return cur
         seen.add(id(cur))
         cur = cur.__cause__ or cur.__context__
-    return False
+    return None
 
 
 def importing(frame: FrameType | None) -> bool:

@@ -9,26 +9,19 @@ through its initializer, and each Ray task through the object store.
 
 from __future__ import annotations
 
-import multiprocessing
-import signal
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
 
+from workbench.sweep.pool import shared as worker_shared
+from workbench.sweep.pool import spawned
 from workbench.sweep.ray_pool import RETRIES, connect
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
-_SHARED: list[bytes] = []  # a pool worker's `shared`, set once by `_init`
-
-
-def _init(shared: bytes) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
-    _SHARED[:] = [shared]
 
 
 def _call(fn: Callable[[bytes, Item], Result], item: Item) -> Result:
-    return fn(_SHARED[0], item)
+    return fn(worker_shared(), item)
 
 
 def map_local(
@@ -36,21 +29,9 @@ def map_local(
 ) -> list[Result]:
     """[fn(shared, item) for item in items] on `workers` spawned processes; the first error
     raised is raised here (Ctrl-C ends the workers)."""
-    pool = ProcessPoolExecutor(
-        max_workers=max(1, min(workers, len(items))),
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init,
-        initargs=(shared,),
-    )
-    try:
+    with spawned(workers, len(items), shared) as pool:
         futures = [pool.submit(_call, fn, item) for item in items]
         return [f.result() for f in futures]
-    except BaseException:
-        for process in list(pool._processes.values()):
-            process.terminate()
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def map_ray(

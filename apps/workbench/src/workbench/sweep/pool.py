@@ -10,15 +10,17 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from typing import Any
 
 from workbench.sweep.bundle import Bundle
 from workbench.sweep.table import Row
 from workbench.sweep.task import Job, base_row, run_task
 
 OnRow = Callable[[Row], None]
-_BUNDLE: list[Bundle] = []  # a pool worker's bundle, set once by `_init`
+_SHARED: list[Any] = []  # what every task of a pool worker reads, set once by `_init`
 
 
 def cores() -> int:
@@ -29,13 +31,38 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def _init(bundle: Bundle) -> None:
+def _init(shared: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
-    _BUNDLE[:] = [bundle]
+    _SHARED[:] = [shared]
+
+
+def shared() -> Any:
+    """In a worker of `spawned`: the value its pool was started with."""
+    return _SHARED[0]
+
+
+@contextmanager
+def spawned(workers: int, tasks: int, value: Any) -> Iterator[ProcessPoolExecutor]:
+    """A pool of min(workers, tasks) spawned processes (no forked torch state), each given
+    `value` once (`shared()`); an exception here (Ctrl-C, a failed task) ends them at once."""
+    pool = ProcessPoolExecutor(
+        max_workers=max(1, min(workers, tasks)),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init,
+        initargs=(value,),
+    )
+    try:
+        yield pool
+    except BaseException:
+        for process in list(pool._processes.values()):
+            process.terminate()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _pooled(job: Job) -> Row:
-    return run_task(job, _BUNDLE[0])
+    return run_task(job, shared())
 
 
 def failed(job: Job, message: str) -> Row:
@@ -51,20 +78,8 @@ def _row(future: Future[Row], job: Job) -> Row:
 
 
 def run_local(jobs: Sequence[Job], bundle: Bundle, on_row: OnRow, workers: int) -> None:
-    """Run `jobs` on `workers` processes (spawned: no forked torch state)."""
-    pool = ProcessPoolExecutor(
-        max_workers=max(1, min(workers, len(jobs))),
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init,
-        initargs=(bundle,),
-    )
-    try:
+    """Run `jobs` on `workers` processes, each given the bundle once."""
+    with spawned(workers, len(jobs), bundle) as pool:
         futures = {pool.submit(_pooled, job): job for job in jobs}
         for future in as_completed(futures):
             on_row(_row(future, futures[future]))
-    except BaseException:  # Ctrl-C (or the table failing): end the workers now
-        for process in list(pool._processes.values()):
-            process.terminate()
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)

@@ -30,6 +30,7 @@ import numpy as np
 import mdla_compile
 from mdla_compile import CompileOptions
 from mdla_quant import QuantConfig
+from mdla_runtime.interrupt import in_chain
 from workbench.sweep.bundle import Bundle, materialize
 from workbench.sweep.table import Row
 
@@ -97,23 +98,11 @@ def run_task(job: Job, bundle: Bundle) -> Row:
     except Exception as exc:  # the task's failure is the row's content
         from workbench.errors import one_line
 
-        late = timed_out(exc)  # the alarm may land inside code that wraps what it raises
+        # the alarm may land inside code that wraps what it raises (a spec's loader)
+        late = in_chain(exc, TaskTimeoutError)
         error = str(late) if late else one_line(exc) or type(exc).__name__
         return base_row(job, error=error, worker=where, cpu_s=cpu_seconds() - cpu)
     return base_row(job, worker=where, cpu_s=cpu_seconds() - cpu, **measured)
-
-
-def timed_out(exc: BaseException) -> TaskTimeoutError | None:
-    """The TaskTimeoutError that `exc` is or was raised from (a model spec's loader, say,
-    re-raises what its build() raised as its own error), or None."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        if isinstance(cur, TaskTimeoutError):
-            return cur
-        seen.add(id(cur))
-        cur = cur.__cause__ or cur.__context__
-    return None
 
 
 @contextmanager

@@ -21,6 +21,7 @@ from mdla_ir.attrs import (
     StridedSliceAttrs,
     TransposeAttrs,
 )
+from mdla_ir.functions import COMPARES
 from mdla_ir.graph import Op
 from mdla_ir.interp.registry import Array, apply_fuse, kernel
 from mdla_ir.ops import OpKind
@@ -217,19 +218,9 @@ def pad(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     return [np.pad(args[0], [tuple(p) for p in a.pads], constant_values=a.value)]
 
 
-COMPARE_FNS: dict[str, Callable[[Array, Array], Array]] = {
-    "gt": np.greater,
-    "ge": np.greater_equal,
-    "lt": np.less,
-    "le": np.less_equal,
-    "eq": np.equal,
-    "ne": np.not_equal,
-}
-
-
 @kernel(OpKind.SELECT)
 def select(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     """a where `x compare y` holds (float32, as torch compares float32 tensors), else b."""
     x, y, a, b = (np.asarray(v, np.float32) for v in args)
-    held = COMPARE_FNS[SelectAttrs.of(op).compare](x, y)
+    held = COMPARES[SelectAttrs.of(op).compare](x, y)
     return [np.where(held, a, b).astype(np.float32)]

@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from mdla_ir.attrs import COMPARES, SelectAttrs
+from mdla_ir.functions import COMPARES as COMPARE_FNS
 from mdla_ir.graph import Op, QuantParams
-from mdla_ir.interp.elementwise import COMPARE_FNS
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, saturate
 from mdla_quant.kernels.registry import fail, int8_arg, kernel, per_tensor

@@ -119,11 +119,11 @@ int emu_conv16_prepare(const NeuronModel *m, const EmuOperation *op, bool depthw
     return NEURON_NO_ERROR;
 }
 
-/* acc of output channel o at the window whose top-left tap is (y0, x0) of image b. */
-static int64_t conv16_acc(const EmuConv16 *p, const int16_t *in, int32_t b, int32_t y0,
-                          int32_t x0, int32_t o) {
+/* A depthwise's acc of output channel o (input channel o / multiplier) at the window whose
+ * top-left tap is (y0, x0) of image b; a conv sums its taps in the tiles' GEMM below. */
+static int64_t dw16_acc(const EmuConv16 *p, const int16_t *in, int32_t b, int32_t y0,
+                        int32_t x0, int32_t o) {
     const EmuWindow *w = &p->win;
-    const int32_t mult = p->depthwise ? w->multiplier : 1;
     int64_t acc = p->bias[o];
     for (int32_t i = 0; i < p->kh; i++) {
         const int32_t iy = y0 + i * w->dilation_h;
@@ -132,12 +132,8 @@ static int64_t conv16_acc(const EmuConv16 *p, const int16_t *in, int32_t b, int3
             const int32_t ix = x0 + j * w->dilation_w;
             if (ix < 0 || ix >= p->w) continue;
             const int16_t *px = in + (((size_t)b * p->h + iy) * p->w + ix) * p->ci;
-            if (p->depthwise) {
-                acc += (int64_t)p->filter[((size_t)i * p->kw + j) * p->co + o] * px[o / mult];
-                continue;
-            }
-            const int8_t *wo = p->filter + (((size_t)o * p->kh + i) * p->kw + j) * p->ci;
-            for (int32_t c = 0; c < p->ci; c++) acc += (int64_t)wo[c] * px[c];
+            const int8_t tap = p->filter[((size_t)i * p->kw + j) * p->co + o];
+            acc += (int64_t)tap * px[o / w->multiplier];
         }
     }
     return acc;
@@ -157,8 +153,8 @@ static void dw16_eval(const EmuConv16 *p, const int16_t *in, int16_t *out) {
         for (int32_t oy = 0; oy < p->oh; oy++)
             for (int32_t ox = 0; ox < p->ow; ox++)
                 for (int32_t o = 0; o < p->co; o++) {
-                    const int64_t acc = conv16_acc(p, in, b, oy * w->stride_h - w->pad_top,
-                                                   ox * w->stride_w - w->pad_left, o);
+                    const int64_t acc = dw16_acc(p, in, b, oy * w->stride_h - w->pad_top,
+                                                 ox * w->stride_w - w->pad_left, o);
                     out[k++] = conv16_out(p, acc, o);
                 }
 }
