@@ -5,11 +5,12 @@ dependency (requirements-dev.txt): without it these tests fail, they are not ski
 from __future__ import annotations
 
 import dataclasses
+import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import ray
@@ -170,3 +171,29 @@ def test_validate_shards_on_ray_give_the_one_shard_figures(cluster: None, tmp_pa
         validation_doc(whole, TINY_IMAGES, "emu"),
         validation_doc(shards.merge(parts), TINY_IMAGES, "emu"),
     )
+
+
+THREADS_SPEC = '''import os
+from pathlib import Path
+
+import torch
+from torch import nn
+
+
+def build():
+    """Logs the threads the task runs with: torch's, then MKL's variable."""
+    Path({out!r}).write_text(f"{{torch.get_num_threads()}} {{os.environ.get('MKL_NUM_THREADS')}}")
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU()).eval(), torch.zeros(1, 3, 8, 8)
+'''
+
+
+def test_ray_tasks_run_on_the_threads_of_their_cpus(cluster: None, tmp_path: Path) -> None:
+    seen = tmp_path / "threads.txt"
+    (tmp_path / "threads.py").write_text(THREADS_SPEC.format(out=str(seen)))
+    (row,) = _ray_rows(f"{tmp_path / 'threads.py'}:build", tmp_path)
+    assert row.ok, row.error
+    assert seen.read_text() == "1 1"  # Ray's one CPU per task: torch and MKL on one thread
+    getenv = cast(Callable[[bytes, str], str], os.getenv)  # os.getenv(name, default) there
+    got = fanout.map_ray(getenv, cast(bytes, "OPENBLAS_NUM_THREADS"), ["unset"] * 2, "auto")
+    assert got == ["1", "1"]  # validate's shards likewise

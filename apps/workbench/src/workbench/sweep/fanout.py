@@ -14,7 +14,8 @@ from typing import TypeVar
 
 from workbench.sweep.pool import shared as worker_shared
 from workbench.sweep.pool import spawned
-from workbench.sweep.ray_pool import RETRIES, connect
+from workbench.sweep.ray_pool import CPUS, RETRIES, connect
+from workbench.sweep.threads import limit
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -22,6 +23,12 @@ Result = TypeVar("Result")
 
 def _call(fn: Callable[[bytes, Item], Result], item: Item) -> Result:
     return fn(worker_shared(), item)
+
+
+def _limited(fn: Callable[[bytes, Item], Result], shared: bytes, item: Item) -> Result:
+    """On a Ray worker: fn with the task's CPUs as its threads."""
+    limit(CPUS)
+    return fn(shared, item)
 
 
 def map_local(
@@ -37,11 +44,11 @@ def map_local(
 def map_ray(
     fn: Callable[[bytes, Item], Result], shared: bytes, items: Sequence[Item], address: str
 ) -> list[Result]:
-    """The same as Ray tasks (one CPU each, a lost worker's task retried once)."""
+    """The same as Ray tasks (CPUS each, a lost worker's task retried once)."""
     ray = connect(address)
-    remote = ray.remote(num_cpus=1, max_retries=RETRIES)(fn)
+    remote = ray.remote(num_cpus=CPUS, max_retries=RETRIES)(_limited)
     ref = ray.put(shared)
-    refs = [remote.remote(ref, item) for item in items]
+    refs = [remote.remote(fn, ref, item) for item in items]
     try:
         results: list[Result] = ray.get(refs)
     except BaseException:

@@ -1,6 +1,7 @@
 """The sweep's tasks as Ray remote tasks: the same `run_task`, the bundle put once in the
 object store as bytes (a worker on another node reads no path of the driver's), each row
 returned to the driver (which writes the table), a task whose worker is lost retried once.
+Each task asks Ray for one CPU and runs torch, OpenBLAS and the emulator on that one thread.
 
     run_ray(jobs, bundle, on_row, "auto")     # a running cluster; or its address
 """
@@ -16,12 +17,15 @@ from workbench.sweep.bundle import Bundle
 from workbench.sweep.pool import OnRow, failed
 from workbench.sweep.table import Row
 from workbench.sweep.task import Job, run_task
+from workbench.sweep.threads import limit
 
 RETRIES = 1  # a worker lost mid-task: run once more elsewhere
+CPUS = 1  # each task's CPUs, as Ray schedules them, and so its threads
 
 
 def _task(job: Job, blob: bytes) -> Row:
     """Run on a Ray worker: the bundle comes from the object store as the driver's bytes."""
+    limit(CPUS)
     bundle = pickle.loads(blob)  # the driver's own pickle of a Bundle
     return run_task(job, bundle)
 
@@ -43,9 +47,9 @@ def connect(address: str) -> Any:
 
 
 def run_ray(jobs: Sequence[Job], bundle: Bundle, on_row: OnRow, address: str) -> None:
-    """Run `jobs` as Ray tasks (one CPU each); rows to `on_row` as they finish."""
+    """Run `jobs` as Ray tasks (CPUS each); rows to `on_row` as they finish."""
     ray = connect(address)
-    remote = ray.remote(num_cpus=1, max_retries=RETRIES)(_task)
+    remote = ray.remote(num_cpus=CPUS, max_retries=RETRIES)(_task)
     blob = ray.put(pickle.dumps(bundle))
     pending = {remote.remote(job, blob): job for job in jobs}
     try:
