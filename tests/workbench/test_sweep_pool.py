@@ -11,6 +11,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from tests.workbench.conftest import TINY
+from tests.workbench.test_sweep_cost import INT8_BYTES
 from workbench.cli import app
 
 ARGS = [TINY, "--calib", "random", "--count", "2", "--methods", "minmax,mse"]
@@ -32,6 +33,7 @@ def test_sweep_writes_one_row_per_configuration_and_resumes(tmp_path: Path) -> N
         assert 0 <= row["all_lo"] <= row["agree_all"] <= row["all_hi"] <= 1
         assert len(row["manifest_sha256"]) == 64
         assert row["latency_ms"] > 0
+        assert (row["act_bytes"], row["macs16"]) == (INT8_BYTES, 0)  # the tiny graph, int8
     assert {json.loads(r["config"])["method"] for r in doc["rows"]} == {"minmax", "mse"}
     assert "[2/2]" in first.stderr
     assert "ETA" in first.stderr

@@ -93,14 +93,17 @@ class SweepFlags:
             "--pick",
             metavar="CONDITION",
             help="Write the cheapest configuration meeting CONDITION (e.g. "
-            "'agreement>=0.99'; metrics agreement, decided, sqnr, latency, compile; several "
-            "joined by commas) to -o.",
+            "'agreement>=0.99'; metrics agreement, decided, sqnr, latency, bytes (activation "
+            "traffic), compile; several joined by commas) to -o; cheapest: the least "
+            "activation traffic, then compile time.",
         ),
     ] = None
     out: Annotated[Path | None, typer.Option("-o", "--out", help="The .mdla --pick writes.")] = None
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="PNG of agreement vs latency, the Pareto front in red."),
+        typer.Option(
+            "--plot", help="PNG of agreement vs activation traffic, the Pareto front in red."
+        ),
     ] = None
     task_timeout: Annotated[
         float | None,
@@ -121,9 +124,10 @@ def sweep_command(
     entries, separated by `;`, e.g. 'none;auto:10%'; or --grid FILE; the rest of the
     quantizer's options as given) and score each on held-out inputs: agreement with
     FP32 over all of them and over those FP32 decides (top-1 leads by >= 0.05), with 95 %
-    Wilson intervals, the logits' SQNR, compile seconds, the emulator's latency and the
-    .mdla's hash. Rows are written to --table as tasks finish; a re-run skips the rows
-    already done (an error row runs again)."""
+    Wilson intervals, the logits' SQNR, compile seconds, the activation bytes an inference
+    moves (int16 tensors twice; the Pareto front's cost, the same under any load), the
+    emulator's host latency and the .mdla's hash. Rows are written to --table as tasks
+    finish; a re-run skips the rows already done (an error row runs again)."""
     with reported(debug), json_output(as_json) as emit:
         opts = dataclasses.replace(flags, a16=None).options(model)  # --a16 is an axis here
         points = _points(opts.quant, sweep, flags.a16)

@@ -1,4 +1,5 @@
-"""The sweep's rows as a PNG (Pillow): x the emulated latency, y the agreement with FP32;
+"""The sweep's rows as a PNG (Pillow): x the cost (`pareto.axis`: the activation traffic, or an
+older table's emulated latency), y the agreement with FP32;
 each configuration a dot whose radius grows with its compile time, the Pareto front's dots
 red and joined, the others grey, each labelled `method technique`."""
 
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 
 from PIL import Image, ImageDraw, ImageFont
 
-from workbench.sweep.pareto import front
+from workbench.sweep.pareto import axis, front
 from workbench.sweep.table import Row
 
 SIZE = (900, 520)
@@ -32,17 +33,18 @@ def pareto_png(rows: Sequence[Row], title: str) -> bytes:
     draw.text((LEFT, 12), title, fill=INK, font=font)
     w, h = SIZE[0] - LEFT - RIGHT, SIZE[1] - TOP - BOTTOM
     draw.rectangle((LEFT, TOP, LEFT + w, TOP + h), outline=INK)
-    draw.text((LEFT + w // 2 - 60, SIZE[1] - 20), "emulated latency (ms)", fill=INK, font=font)
+    cost = axis(measured)
+    draw.text((LEFT + w // 2 - 60, SIZE[1] - 20), f"{cost.name} ({cost.unit})", fill=INK, font=font)
     draw.text((6, TOP - 16), "agreement", fill=INK, font=font)
     if not measured:
         draw.text((LEFT + 20, TOP + 20), "no configuration was measured", fill=INK, font=font)
         return _png(img)
-    x0, x1 = _span([r.latency_ms or 0.0 for r in measured])
+    x0, x1 = _span([cost.of(r) * cost.scale for r in measured])
     y0, y1 = _span([r.agree_all or 0.0 for r in measured])
     longest = max(r.compile_s or 0.0 for r in measured) or 1.0
 
     def at(r: Row) -> tuple[float, float]:
-        x = LEFT + ((r.latency_ms or 0.0) - x0) / (x1 - x0) * w
+        x = LEFT + (cost.of(r) * cost.scale - x0) / (x1 - x0) * w
         return x, TOP + h - ((r.agree_all or 0.0) - y0) / (y1 - y0) * h
 
     for i in range(5):  # y gridlines and their values

@@ -1,5 +1,5 @@
-"""A sweep's rows shown: sorted best first (agreement, then latency, then compile time), and
-as one JSON document."""
+"""A sweep's rows shown: sorted best first (agreement, then activation traffic, then latency),
+and as one JSON document."""
 
 from __future__ import annotations
 
@@ -11,15 +11,21 @@ from typing import Any
 from rich.table import Table as RichTable
 
 from workbench.commands.options import console
-from workbench.sweep.pareto import describe, front
+from workbench.sweep.pareto import TRAFFIC, axis, describe, front
 from workbench.sweep.table import Row
 
 
-def order(row: Row) -> tuple[float, float, float, float]:
-    """Sort key: error rows last, then higher agreement (decided, then all), lower latency."""
+def order(row: Row) -> tuple[float, ...]:
+    """Sort key: error rows last, then higher agreement (decided, then all), lower traffic,
+    lower latency."""
     if row.error:
-        return (1.0, 0.0, 0.0, 0.0)
-    return (0.0, -(row.agree_decided or 0.0), -(row.agree_all or 0.0), row.latency_ms or 0.0)
+        return (1.0, 0.0, 0.0, 0.0, 0.0)
+    agree = (-(row.agree_decided or 0.0), -(row.agree_all or 0.0))
+    return (0.0, *agree, float(row.act_bytes or 0), row.latency_ms or 0.0)
+
+
+def _mb(value: int | None) -> str:
+    return "-" if value is None else f"{value * TRAFFIC.scale:.3f}"
 
 
 def _rate(value: float | None, lo: float | None, hi: float | None, k: int, n: int) -> str:
@@ -37,7 +43,8 @@ def show(rows: Sequence[Row], ran: int) -> None:
     variants = any(r.variant for r in rows)  # an a16 or field axis: a column of its own
     heads = ("method", "technique", *(("variant",) if variants else ()), "decided (95% CI)")
     table = RichTable(title=f"sweep: {len(rows)} configurations, {ran} run now")
-    for col in (*heads, "all (95% CI)", "SQNR dB", "compile s", "latency ms", "error"):
+    heads = (*heads, "all (95% CI)", "SQNR dB", "compile s", "traffic MB", "latency ms", "error")
+    for col in heads:
         table.add_column(col)
     for r in sorted(rows, key=order):
         table.add_row(
@@ -48,13 +55,15 @@ def show(rows: Sequence[Row], ran: int) -> None:
             _rate(r.agree_all, r.all_lo, r.all_hi, r.all_k, r.all_n),
             _db(r.sqnr_db),
             "-" if r.compile_s is None else f"{r.compile_s:.1f}",
+            _mb(r.act_bytes),
             "-" if r.latency_ms is None else f"{r.latency_ms:.2f}",
             r.error,
         )
     console().print(table)
     best = front(rows)
     if best:
-        console().print("Pareto front (agreement, latency, compile time):", markup=False)
+        cost = axis(rows).name
+        console().print(f"Pareto front (agreement, {cost}, compile time):", markup=False)
         for r in best:
             console().print(f"  {describe(r)}", markup=False)
 

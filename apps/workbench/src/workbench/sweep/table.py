@@ -42,13 +42,15 @@ class Row:
     decided_hi: float | None = None
     sqnr_db: float | None = None  # first output (the logits), FP32 vs the emulator, all inputs
     compile_s: float | None = None
-    latency_ms: float | None = None  # median emulated run
+    latency_ms: float | None = None  # median emulated run, host wall time (noisy under load)
     manifest_sha256: str = ""  # of the .mdla bytes
     error: str = ""  # one line: what failed (then the measures are empty)
     worker: str = ""  # where it ran (host:pid), not compared
     # Added after the first tables (an older table gains them, empty, when opened):
     variant: str = ""  # the a16 and field-axis values (`a16=auto:10% percentile=99.9`)
     cpu_s: float | None = None  # the task's CPU seconds (its process and children), any row
+    act_bytes: int | None = None  # activation bytes an inference moves (int16 ones twice)
+    macs16: int | None = None  # multiply-accumulates run 16x8 (`cost.traffic`)
 
     @property
     def ok(self) -> bool:

@@ -32,6 +32,7 @@ from mdla_compile import CompileOptions
 from mdla_quant import QuantConfig
 from mdla_runtime.interrupt import in_chain
 from workbench.sweep.bundle import Bundle, materialize
+from workbench.sweep.cost import traffic
 from workbench.sweep.table import Row
 
 Array = np.ndarray[Any, Any]
@@ -140,6 +141,7 @@ def _measure(job: Job, bundle: Bundle, tmp: Path) -> dict[str, Any]:
     inputs = held_out(compiled, bundle.holdout, tmp)
     check_disjoint(compiled.calibration, inputs)
     measured = {"compile_s": seconds, "manifest_sha256": digest}
+    measured |= traffic(compiled.device_graph, compiled.config.a16)
     # the configuration compiled: --a16's entry resolved to the tensors held in int16
     return {**score(compiled, manifest, inputs), **measured, "config": quant_json(compiled.config)}
 
