@@ -15,6 +15,7 @@ from mdla_compile import CompileOptions
 from mdla_quant import QuantConfig
 from tests.workbench.conftest import UNMAPPABLE
 from workbench.errors import WorkbenchError
+from workbench.held_out import wilson
 from workbench.sweep import driver, grid
 from workbench.sweep import task as task_module
 from workbench.sweep.bundle import Holdout, bundle_of
@@ -28,7 +29,6 @@ from workbench.sweep.task import (
     deadline,
     run_task,
 )
-from workbench.tuning import wilson
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from mdla_compile import pipeline as compile_pipeline
 from tests.workbench.conftest import TINY
 from tests.workbench.snapshots import screen_text
 from tests.workbench.tui_pilot import compiled_tiny, installed, settle, sync, text, tiny, wait_for
-from workbench import pipeline, tuning
+from workbench import held_out, pipeline, tuning
 from workbench.commands import tui as tui_command
 from workbench.tui import chart, graph
 from workbench.tui.app import SCREEN_CLASSES, WorkbenchApp
@@ -164,7 +164,7 @@ async def test_calibrate_scores_on_held_out_inputs_only(tiny: pipeline.Compiled)
         ]
         assert new.agreement is not None
         assert new.agreement.n == 4
-        low, high = tuning.wilson(new.agreement.same, 4)
+        low, high = held_out.wilson(new.agreement.same, 4)
         assert f"(95% CI {low * 100:.0f}–{high:.0%})" in text(app, "#result")
         await pilot.press("a")  # the same split again: a delta against the first run
         await wait_for(pilot, lambda: "vs percentile" in text(app, "#result"))

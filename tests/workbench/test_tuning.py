@@ -21,7 +21,7 @@ import mdla_ir
 import mdla_quant
 import mdla_runtime
 from tests.workbench.conftest import TINY, TINY_IMAGES
-from workbench import pipeline, tuning
+from workbench import held_out, pipeline, tuning
 from workbench.cli import app
 from workbench.errors import USAGE, WorkbenchError
 from workbench.tuning_plot import NEW, PREVIOUS, sqnr_png
@@ -53,7 +53,7 @@ def pair(tiny: tuple[pipeline.Source, mdla_ir.Graph]) -> tuning.Comparison:
     ],
 )
 def test_wilson(k: int, n: int, low: float, high: float) -> None:
-    assert tuning.wilson(k, n) == pytest.approx((low, high), abs=1e-4)
+    assert held_out.wilson(k, n) == pytest.approx((low, high), abs=1e-4)
 
 
 def test_random_split_is_disjoint(tiny: tuple[pipeline.Source, mdla_ir.Graph]) -> None:
@@ -125,7 +125,7 @@ def test_scores_are_those_of_the_held_out_inputs(
         )
         for xs in held
     )
-    assert t.agreement == tuning.Agreement(same, 3)
+    assert t.agreement == held_out.Agreement(same, 3)
     assert t.calibration_count == 2
 
 
@@ -211,7 +211,7 @@ def test_tune_command_json(runner: CliRunner, tmp_path: Path) -> None:
     assert doc["new"]["config"]["method"] == "mse"
     assert doc["previous"]["setting"] == "percentile 99.99 double"
     a = doc["new"]["top1_agreement"]
-    assert a["ci95"] == pytest.approx(list(tuning.wilson(a["same"], 3)))
+    assert a["ci95"] == pytest.approx(list(held_out.wilson(a["same"], 3)))
     assert "scored on 3 held-out input(s)" in result.stderr
     assert doc["saved"]["json"] == str(tmp_path / "t.tuning.json")
     saved = json.loads((tmp_path / "t.tuning.json").read_text())

@@ -28,21 +28,19 @@ from typing import Any
 
 import numpy as np
 
-import mdla_ir
 import mdla_quant
 from mdla_compile import Compiled, Source, calibration_inputs, check_output, quantize_graph
 from mdla_compile.compiled import LayerProgress
 from mdla_compile.inputs import input_files
 from mdla_ir import Graph
-from mdla_ir.provenance import BOXES, KEYPOINTS
 from mdla_runtime.atomic import write_atomic
 from workbench import images, pipeline, validation
-from workbench.agreement import KindScore, mean
+from workbench.agreement import KindScore
 from workbench.errors import USAGE, WorkbenchError
+from workbench.held_out import Agreement, describe, measure
 from workbench.output import dumps
 
 Array = np.ndarray[Any, Any]
-Z95 = 1.959963984540054  # the standard normal's 97.5% quantile: a two-sided 95% interval
 SETTING_KEYS = (
     "method",
     "percentile",
@@ -101,35 +99,6 @@ def split_calibration(calib: str, source: Source, count: int, held_out: int) -> 
     return Split(calib, drawn[:count], held)  # a directory stays lazy (read on use)
 
 
-def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson's score interval for k successes in n trials:
-    (p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n), p = k/n; (0, 1) when n = 0."""
-    if not 0 <= k <= n:
-        raise ValueError(f"wilson: {k} successes in {n} trials")
-    if n == 0:
-        return (0.0, 1.0)
-    p, z2 = k / n, z * z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
-@dataclass(frozen=True)
-class Agreement:
-    """Top-1 agreement with FP32 on the held-out inputs: k of n, Wilson 95% interval."""
-
-    same: int
-    n: int
-
-    @property
-    def rate(self) -> float:
-        return self.same / self.n if self.n else 0.0
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        return wilson(self.same, self.n)
-
-
 @dataclass(frozen=True)
 class Layer:
     """One tensor of the device graph, INT8 reference vs float over the held-out inputs."""
@@ -163,20 +132,7 @@ class Trial:
 
     def metric(self) -> str:
         """The first output's agreement with FP32, as its kind measures it."""
-        if self.kind_score is not None:
-            return self.kind_score.text()
-        return self.agreement_metric()
-
-    def agreement_metric(self) -> str:
-        a = self.agreement
-        if a is not None:
-            low, high = a.interval
-            return (
-                f"top-1 agreement {a.same}/{a.n} = {a.rate:.0%} (95% CI {low * 100:.0f}–{high:.0%})"
-            )
-        if self.pixel_agreement is not None:
-            return f"per-pixel argmax agreement {100 * self.pixel_agreement:.2f}%"
-        return f"no agreement metric for a {self.kind} output (cosine and SQNR only)"
+        return describe(self.kind, self.agreement, self.pixel_agreement, self.kind_score)
 
 
 def label(config: mdla_quant.QuantConfig) -> str:
@@ -271,48 +227,25 @@ def trial(
 
 def score(compiled: Compiled, split: Split) -> Trial:
     """`compiled` (calibrated on `split.calibration` only) scored on `split.held_out`."""
-    source, config = compiled.source, compiled.config
     held = [xs for _, xs in split.held_out]
     report = mdla_quant.compare(compiled.device_graph, compiled.qgraph, held)
     layers = tuple(
         Layer(t.name, t.op, t.kind, t.cosine, t.sqnr_db, t.max_abs) for t in report.tensors
     )
-    graph = source.graph
-    kind = validation.graph_kinds(compiled)[0]
-    decoder = validation.decoder_of(compiled) if kind == BOXES else None
-    shares, details, out = [], [], validation.Agreement()
-    for xs in held:
-        fs = [np.asarray(o) for o in mdla_ir.run_float(graph, xs)]
-        qs = [np.asarray(o) for o in mdla_quant.run_int8(compiled.qgraph, xs)]
-        out.add(fs[0], qs[0])
-        share, detail = validation.image_score(kind, fs, qs, decoder)
-        shares.append(share)
-        details += [detail] if detail is not None else []
-    found = [x for x in shares if x is not None]
+    got = measure(compiled, held)
     return Trial(
-        label(config),
-        config,
+        label(compiled.config),
+        compiled.config,
         compiled,
         layers,
-        Agreement(round(sum(found)), len(held)) if kind == validation.CLASSIFIER else None,
-        out.cosine,
+        got.agreement,
+        got.cosine,
         len(split.calibration),
         tuple(name for name, _ in split.held_out),
-        kind,
-        float(np.mean(found)) if kind == validation.CLASS_MAP and found else None,
-        kind_score(kind, found, details, out),
+        got.kind,
+        got.pixel_agreement,
+        got.kind_score,
     )
-
-
-def kind_score(
-    kind: str, found: list[float], details: list[float], out: validation.Agreement
-) -> KindScore | None:
-    """Boxes' F1 and IoU, keypoints' OKS and distance, a raw output's SQNR (else None)."""
-    if kind == validation.TENSOR:
-        return KindScore(kind, out.sqnr_db)
-    if kind in (BOXES, KEYPOINTS):
-        return KindScore(kind, mean(found), mean(details))
-    return None
 
 
 @dataclass(frozen=True)

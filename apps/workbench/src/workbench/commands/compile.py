@@ -14,6 +14,7 @@ import mdla_runtime
 from mdla_compile.calibration import SOURCES
 from mdla_compile.inputs import input_files
 from mdla_runtime.export.writer import check_rounding
+from workbench import held_out as held_out_module
 from workbench.commands.binding import options
 from workbench.commands.options import CompileFlags, Debug, JsonOut, On, console
 from workbench.errors import UNSUPPORTED, WorkbenchError, interrupt_guard, reported
@@ -52,6 +53,15 @@ def compile_command(
             help="Write the .mdla even when the device does not run every op (exit 3 still).",
         ),
     ] = False,
+    held_out: Annotated[
+        int | None,
+        typer.Option(
+            "--held-out",
+            min=0,
+            help="Score INT8 against FP32 on this many inputs of --calib after the --count "
+            f"that calibrate (default: up to {held_out_module.AUTO} when there are; 0: none).",
+        ),
+    ] = None,
     on: On = "emu",
     as_json: JsonOut = False,
     debug: Debug = False,
@@ -64,7 +74,9 @@ def compile_command(
     --preset or --mean/--std, --channels, --resize/--crop, --labels) are stored in the .mdla.
 
     Prints a progress bar over calibration and a summary: ops, ops on mtk-mdla N/N (the
-    device's own support query, --on), file size and the worst-layer SQNR.
+    device's own support query, --on), file size, the worst-layer SQNR and the agreement with
+    FP32 on held-out inputs (the inputs of --calib after the --count that calibrate), with
+    what to try when it is below 99%.
     """
     with reported(debug), interrupt_guard() as interrupted, json_output(as_json) as emit:
         start = time.perf_counter()
@@ -73,6 +85,8 @@ def compile_command(
             mdla_compile.check_output(tflite, ".tflite")
             check_rounding(flags.quant.rounding.value, model)
         opts = flags.options(model)
+        if isinstance(opts.calib, str) and opts.calib != "auto":  # a usage error before work
+            held_out_module.check_wanted(opts.calib, opts.count, held_out)
         note = calibration_note(opts.calib, opts.count)
         if note:
             typer.echo(note, err=True)
@@ -85,9 +99,14 @@ def compile_command(
         if compiled.source.random_weights:  # said once the model compiled, not beside an error
             typer.echo(mdla_compile.random_weights_warning(model), err=True)
         report = compiled.report(on, counted[0])
+        scored = _score_held_out(compiled, opts.calib, opts.count, held_out)
         seconds = time.perf_counter() - start
-        _print(report, seconds)
-        emit({**report.as_dict(), "seconds": round(seconds, 3)})
+        _print(report, seconds, scored)
+        emit({**report.as_dict(), "held_out": _held_out_doc(scored), "seconds": round(seconds, 3)})
+        random = compiled.source.random_weights  # its agreement means nothing to improve
+        advice = scored and not random and held_out_module.hint(scored, compiled.config)
+        if advice:
+            typer.echo(f"note: {advice}", err=True)
         ok, total = counted[0]
         if ok < total and not opts.cpu:  # written because of --force; it still does not map
             typer.echo(
@@ -133,9 +152,43 @@ def _support_vet(
     return vet
 
 
-def _print(report: mdla_compile.Report, seconds: float) -> None:
+def _score_held_out(
+    compiled: mdla_compile.Compiled, calib: object, count: int, wanted: int | None
+) -> held_out_module.Measured | None:
+    """The held-out agreement (None when there are no spare inputs or --held-out 0)."""
+    if not isinstance(calib, str):
+        return None
+    held = held_out_module.held_out_inputs(compiled, calib, count, wanted)
+    if not held:
+        return None
+    with steps() as s, s.step(f"scoring INT8 against FP32 on {len(held)} held-out inputs"):
+        return held_out_module.measure(compiled, held)
+
+
+def _held_out_doc(scored: held_out_module.Measured | None) -> dict[str, object] | None:
+    if scored is None:
+        return None
+    a = scored.agreement
+    return {
+        "inputs": scored.count,
+        "kind": scored.kind,
+        "agreement": scored.share(),
+        "top1_same": None if a is None else a.same,
+        "ci95": None if a is None else list(a.interval),
+        "cosine": scored.cosine,
+        "text": scored.text(),
+    }
+
+
+def _print(
+    report: mdla_compile.Report, seconds: float, scored: held_out_module.Measured | None
+) -> None:
     summary = Table(title=f"compiled {report.graph}", show_header=False, box=None)
     for name, value in report.rows():
         summary.add_row(name, value)
+    held = "not measured (no inputs after --count)"
+    if scored is not None:
+        held = scored.text() + ("" if scored.agreement else f" on {scored.count} inputs")
+    summary.add_row("held out", held)
     summary.add_row("time", f"{seconds:.1f} s")
     console().print(summary)

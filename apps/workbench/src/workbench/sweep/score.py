@@ -17,10 +17,10 @@ from mdla_compile import inputs as ins
 from mdla_compile.images import read_image
 from mdla_ir.provenance import BOXES, LOGITS
 from workbench import validation
+from workbench.held_out import wilson
 from workbench.sweep.bundle import Holdout
 from workbench.sweep.stats import DECIDED, margin
 from workbench.sweep.task import HOLDOUT_SEED, median
-from workbench.tuning import wilson
 
 Array = np.ndarray[Any, Any]
 Inputs = list[tuple[str, list[Array]]]

@@ -1,6 +1,6 @@
 """The margin by which FP32's top-1 leads, which a sweep row's `decided` counts come from (an
 input is decided when it leads by at least 0.05); the rows' Wilson intervals are
-`tuning.wilson`'s."""
+`held_out.wilson`'s."""
 
 from __future__ import annotations
 
