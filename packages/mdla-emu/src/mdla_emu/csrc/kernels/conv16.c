@@ -9,7 +9,9 @@
  *   out = clamp((int32)((acc * M16 + 2^(14 - s_o)) >> (15 - s_o)), act_min, act_max)
  *
  * A conv's filter is [O, KH, KW, I]; a depthwise's [1, KH, KW, O], output channel o reading
- * input channel o / multiplier. A depthwise runs one plain loop per output element.
+ * input channel o / multiplier. A depthwise with multiplier 1 and at most DW16_TAPS taps sums
+ * each output row in int32 (simd.h emu_dw16_row: exact, |sum| <= 2^30), spread over the
+ * emulator's threads; any other runs one plain int64 loop per output element.
  *
  * A conv runs as a GEMM on int16 codes: tiles of CONV16_TILE output pixels, each pixel's taps
  * laid out as an im2col row of depth = KH*KW*I int16 codes (a tap outside the image is 0, the
@@ -21,9 +23,11 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "simd.h"
 
 #define CONV16_TILE 32 /* output pixels per GEMM tile */
 #define CONV16_KB 256  /* taps per int32 block: |sum| <= 2^30 */
+#define DW16_TAPS 256  /* a depthwise's window at most this: its int32 row sums are exact */
 
 struct EmuConv16 {
     int32_t n, h, w, ci, oh, ow, co, kh, kw;
@@ -34,7 +38,9 @@ struct EmuConv16 {
     int32_t *total, *bias;
     int32_t lo, hi;
     int32_t depth, kb, blocks; /* a conv's GEMM: KH*KW*I taps in `blocks` blocks of kb */
-    int16_t *wide;             /* [blocks][co][kb]: the filter widened, zero-padded */
+    int16_t *wide;             /* [blocks][co][kb]: the filter widened, zero-padded; or a
+                                  row-summed depthwise's [KH * KW][co] filter widened */
+    int isa;                   /* a row-summed depthwise: emu_isa() at prepare */
 };
 
 void emu_conv16_free(EmuConv16 *p) {
@@ -44,6 +50,21 @@ void emu_conv16_free(EmuConv16 *p) {
     free(p->bias);
     free(p->wide);
     free(p);
+}
+
+/* A depthwise whose rows emu_dw16_row sums: multiplier 1, at most DW16_TAPS taps. */
+static bool dw16_rows(const EmuConv16 *p) {
+    return p->depthwise && p->win.multiplier == 1 && p->kh * p->kw <= DW16_TAPS;
+}
+
+/* A row-summed depthwise's filter widened to int16, [KH * KW][co] as it was. */
+static int dw16_widen(EmuConv16 *p) {
+    const size_t n = (size_t)p->kh * p->kw * p->co;
+    p->wide = malloc(n * sizeof *p->wide);
+    if (p->wide == NULL) return NEURON_OUT_OF_MEMORY;
+    for (size_t e = 0; e < n; e++) p->wide[e] = p->filter[e];
+    p->isa = emu_isa();
+    return NEURON_NO_ERROR;
 }
 
 /* A conv's filter as GEMM blocks (see the header). */
@@ -101,7 +122,7 @@ int emu_conv16_prepare(const NeuronModel *m, const EmuOperation *op, bool depthw
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
     *p = (EmuConv16){(int32_t)x->dims[0], (int32_t)x->dims[1], (int32_t)x->dims[2],
                      (int32_t)x->dims[3], oh, ow, (int32_t)co, win.filter_h, win.filter_w,
-                     depthwise, win, f->value, NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL};
+                     depthwise, win, f->value, NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL, 0};
     p->m16 = malloc((size_t)co * sizeof *p->m16);
     p->total = malloc((size_t)co * sizeof *p->total);
     p->bias = calloc(co, sizeof *p->bias);
@@ -111,6 +132,7 @@ int emu_conv16_prepare(const NeuronModel *m, const EmuOperation *op, bool depthw
     }
     int rc = conv16_quant(m, op, p);
     if (rc == NEURON_NO_ERROR && !depthwise) rc = conv16_widen(p);
+    if (rc == NEURON_NO_ERROR && dw16_rows(p)) rc = dw16_widen(p);
     if (rc != NEURON_NO_ERROR) {
         emu_conv16_free(p);
         return rc;
@@ -179,6 +201,9 @@ static Conv16Space conv16_space(const EmuConv16 *p, uint8_t *scratch) {
 }
 
 size_t emu_conv16_scratch(const EmuConv16 *p) {
+    if (dw16_rows(p)) /* a row's int32 sums, then its taps */
+        return conv16_padded((size_t)p->ow * p->co * sizeof(int32_t)) +
+               (size_t)2 * p->kh * p->kw * sizeof(int32_t);
     if (p->depthwise) return 0;
     const size_t sums = (size_t)CONV16_TILE * p->co, kpad = (size_t)p->blocks * p->kb;
     return conv16_padded(sums * sizeof(int64_t)) + conv16_padded(sums * sizeof(int32_t)) +
@@ -238,7 +263,39 @@ static void conv16_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *s
     }
 }
 
+/* Output rows [begin, end) of a row-summed depthwise (n * oh rows). */
+static void dw16_row_task(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+    const Conv16Job *j = ctx;
+    const EmuConv16 *p = j->p;
+    const EmuWindow *w = &p->win;
+    int32_t *acc = (int32_t *)scratch;
+    int32_t *taps = (int32_t *)(scratch + conv16_padded((size_t)p->ow * p->co * sizeof *acc));
+    EmuDw16Row d = {NULL,        p->wide,       p->h,          p->w,
+                    p->co,       p->kh,         p->kw,         w->stride_h,
+                    w->stride_w, w->dilation_h, w->dilation_w, w->pad_top,
+                    w->pad_left, p->ow};
+    for (int64_t row = begin; row < end; row++) {
+        const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);
+        d.image = j->in + (size_t)b * p->h * p->w * p->ci;
+        if (p->isa >= EMU_ISA_AVX2)
+            emu_dw16_row_avx2(&d, oy, acc, taps);
+        else
+            emu_dw16_row(&d, oy, acc, taps);
+        int16_t *dst = j->out + (size_t)row * p->ow * p->co;
+        for (size_t x = 0; x < (size_t)p->ow; x++)
+            for (int32_t o = 0; o < p->co; o++)
+                dst[x * p->co + o] = conv16_out(p, (int64_t)p->bias[o] + acc[x * p->co + o], o);
+    }
+}
+
 void emu_conv16_eval(const EmuConv16 *p, const int16_t *in, int16_t *out, EmuScratch *scratch) {
+    if (dw16_rows(p)) {
+        const Conv16Job job = {p, in, out, (int64_t)p->n * p->oh * p->ow};
+        const int64_t row_work = (int64_t)p->ow * p->co * p->kh * p->kw / 16;
+        emu_parallel_for(scratch, (int64_t)p->n * p->oh, emu_par_grain(scratch, row_work),
+                         dw16_row_task, &job);
+        return;
+    }
     if (p->depthwise) {
         dw16_eval(p, in, out);
         return;

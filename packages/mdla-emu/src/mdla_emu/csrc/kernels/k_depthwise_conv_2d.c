@@ -123,7 +123,7 @@ static size_t dw_taps_bytes(const DwParams *p) {
 
 static size_t dw_scratch(const void *params) {
     const DwParams *p = params;
-    if (p->wide != NULL) return 0;
+    if (p->wide != NULL) return emu_conv16_scratch(p->wide);
     return (size_t)p->ow * p->co * sizeof(int32_t) + dw_taps_bytes(p) +
            (size_t)p->co * sizeof(int16_t);
 }

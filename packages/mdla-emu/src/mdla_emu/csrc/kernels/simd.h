@@ -62,6 +62,22 @@ typedef struct {
 void emu_dw_row_rq_avx512(const EmuDwRow *d, const EmuDwRq *rq, int32_t oy, int8_t *out,
                           int32_t *taps);
 
+/* The 16x8 DEPTHWISE_CONV_2D with multiplier 1 (conv16.c), one output row of int32 sums:
+ *   acc[ox][c] = sum over the taps (i, j) inside the image of
+ *                filter[i * kw + j][c] * image[iy][ix][c]     (zero point 0: a tap outside adds 0)
+ * with iy, ix as EmuDwRow's. Exact in int32: |x| <= 2^15, |w| <= 2^7 (int8 widened to int16)
+ * and at most 256 taps (the caller's condition), so every partial sum is at most 2^30 whatever
+ * the order; vpmaddwd adds two taps' products of one channel (|.| <= 2^23) in one int32 lane.
+ * emu_dw16_row is the portable C; emu_dw16_row_avx2 runs only when emu_isa() >= EMU_ISA_AVX2.
+ * `taps` holds 2 * kh * kw int32. */
+typedef struct {
+    const int16_t *image;  /* [h][w][c] of one batch item */
+    const int16_t *filter; /* [kh * kw][c] */
+    int32_t h, w, c, kh, kw, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, ow;
+} EmuDw16Row;
+void emu_dw16_row(const EmuDw16Row *d, int32_t oy, int32_t *acc, int32_t *taps);
+void emu_dw16_row_avx2(const EmuDw16Row *d, int32_t oy, int32_t *acc, int32_t *taps);
+
 /* MUL (k_mul.c) in double rounding with a shift s <= 0, n elements:
  *   out[i] = clamp(RDBPOT(SRDHM((a[i * a_step] - z1) * (b[i * b_step] - z2), mult), right)
  *                  + z, lo, hi),  mask = 2^right - 1,  steps 0 or 1
