@@ -39,6 +39,7 @@ EMU_16X8 = (
     OpKind.MUL,
     OpKind.LOGISTIC,
     OpKind.TANH,
+    OpKind.SOFTMAX,
     OpKind.MEAN,
     OpKind.AVERAGE_POOL_2D,
     OpKind.MAX_POOL_2D,

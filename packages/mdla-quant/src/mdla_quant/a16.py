@@ -27,13 +27,18 @@ from mdla_quant.errors import QuantError
 from mdla_quant.floors import expand_tiny_range
 from mdla_quant.kernels import A16_KERNELS
 from mdla_quant.kernels.a16_act import FIXED_OUTPUT16 as ACT16_OUTPUT
+from mdla_quant.kernels.a16_softmax import FIXED_OUTPUT16 as SOFTMAX16_OUTPUT
 from mdla_quant.observers import Histogram
 from mdla_target.target import Target
 
 # The ops that can run with an int16 output (every 16x8 kernel but the requantization itself).
 A16_OPS: frozenset[OpKind] = frozenset(A16_KERNELS) - {OpKind.QUANTIZE}
 INT16_MAX = 32767
-FIXED_OUTPUT16 = {OpKind.LOGISTIC: ACT16_OUTPUT, OpKind.TANH: ACT16_OUTPUT}
+FIXED_OUTPUT16 = {
+    OpKind.LOGISTIC: ACT16_OUTPUT,
+    OpKind.TANH: ACT16_OUTPUT,
+    OpKind.SOFTMAX: SOFTMAX16_OUTPUT,
+}
 
 
 def check_a16(
@@ -146,7 +151,7 @@ def int16_quant(
 
 def fixed_output(op: Op, int8: tuple[float, int], wide: frozenset[str]) -> tuple[float, int]:
     """The (scale, zero point) a fixed-output op's output takes: the target's int8 params, or
-    the 16x8 kernel's where that output is int16 (LOGISTIC, TANH: 1/32768, 0)."""
+    the 16x8 kernel's where that output is int16 (LOGISTIC, TANH, SOFTMAX: 1/32768, 0)."""
     if op.outputs[0] in wide and op.kind in FIXED_OUTPUT16:
         return FIXED_OUTPUT16[op.kind]
     return int8

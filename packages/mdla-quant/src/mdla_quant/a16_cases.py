@@ -82,6 +82,9 @@ BUILDERS: dict[OpKind, Callable[[GraphBuilder, Rng, str], str]] = {
     ),
     OpKind.LOGISTIC: lambda b, r, x: b.op(OpKind.LOGISTIC, [x], name="y"),
     OpKind.TANH: lambda b, r, x: b.op(OpKind.TANH, [x], name="y"),
+    OpKind.SOFTMAX: lambda b, r, x: b.op(
+        OpKind.SOFTMAX, [x], name="y", axis=int(r.choice([-1, 1])), beta=float(r.uniform(0.5, 2))
+    ),
     OpKind.CONCATENATION: lambda b, r, x: b.op(
         OpKind.CONCATENATION, [x, b.input("x2", (1, 7, 7, 3))], name="y", axis=3
     ),

@@ -33,6 +33,7 @@ KINDS = (
     OpKind.RESIZE_NEAREST_NEIGHBOR,
     OpKind.LOGISTIC,
     OpKind.TANH,
+    OpKind.SOFTMAX,
 )
 
 

@@ -6,6 +6,7 @@ from mdla_quant.kernels import (  # noqa: F401  (register kernels)
     a16_act,
     a16_conv,
     a16_ops,
+    a16_softmax,
     adaptive_pool,
     add,
     argmax,

@@ -155,8 +155,8 @@ def _softmax(w: Writer, op: Op, out: list[int]) -> None:
 
     Exact: TFLite's SOFTMAX normalizes each last-axis row on its own, perm moves `axis` last
     keeping the other axes in order (so the rows of transpose(x, perm) are the rows of x along
-    `axis`), and a TRANSPOSE moves int8 codes unchanged under one scale and zero point; the
-    inverse permutation puts every output code back where the op writes it."""
+    `axis`), and a TRANSPOSE moves codes (int8, or int16 for 16x8) unchanged under one scale
+    and zero point; the inverse permutation puts every output code back where the op writes it."""
     a, x = SoftmaxAttrs.of(op), w.graph.tensors[op.inputs[0]]
     rank = len(x.shape)
     opts = w.options("SoftmaxOptions", beta=a.beta)
@@ -167,9 +167,9 @@ def _softmax(w: Writer, op: Op, out: list[int]) -> None:
     perm = [d for d in range(rank) if d != axis] + [axis]
     inverse = [perm.index(d) for d in range(rank)]
     moved = [x.shape[d] for d in perm]
-    y_q = w.graph.tensors[op.outputs[0]].quant
-    to_last = w.add_tensor(f"{op.name}/axis_last", moved, "int8", x.quant)
-    normed = w.add_tensor(f"{op.name}/softmax_last", moved, "int8", y_q)
+    y = w.graph.tensors[op.outputs[0]]
+    to_last = w.add_tensor(f"{op.name}/axis_last", moved, x.dtype, x.quant)
+    normed = w.add_tensor(f"{op.name}/softmax_last", moved, y.dtype, y.quant)
     t_opts = ("TransposeOptions", w.options("TransposeOptions"))
     w.emit("TRANSPOSE", [w.tensor(x.name), w.const_i32(f"{op.name}/perm", perm)], [to_last], t_opts)
     w.emit("SOFTMAX", [to_last], [normed], ("SoftmaxOptions", opts))

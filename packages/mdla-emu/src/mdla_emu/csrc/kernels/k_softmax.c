@@ -10,6 +10,7 @@
  *           (R, b) = GetReciprocal(S)                        Newton-Raphson, Q0.31
  *           out_j = d_j >= diff_min ? clamp(RDBPOT(SRDHM(R, e_j), b + 23) - 128) : -128
  * Output parameters are fixed: scale 1/256, zero point -128. All in int64, as mdla_quant.
+ * An int16 input runs softmax16.c's 16x8 kernel instead.
  */
 #include "kernels.h"
 
@@ -18,7 +19,14 @@ typedef struct {
     int64_t m;
     int left, rounding;
     int64_t diff_min;
+    EmuSoftmax16 *wide; /* int16 activations (softmax16.c): every other field unused */
 } SoftmaxParams;
+
+static void softmax_release(void *params) {
+    SoftmaxParams *p = params;
+    if (p != NULL) free(p->wide);
+    free(p);
+}
 
 static int64_t sat_shl(int64_t x, int e) {
     const int64_t v = x * (INT64_C(1) << e);
@@ -73,11 +81,20 @@ static int softmax_prepare(const NeuronModel *m, const EmuOperation *op, EmuNume
     EMU_CHECK(emu_scalar_f32(m, op->in[1], &beta) == NEURON_NO_ERROR && beta > 0.0f);
     if (op->n_in > 2) EMU_CHECK(emu_scalar_i32(m, op->in[2], &axis) == NEURON_NO_ERROR);
     EMU_CHECK(x->rank >= 1 && axis >= -(int32_t)x->rank && axis < (int32_t)x->rank);
-    EMU_CHECK(y->scale == 1.0f / 256.0f && y->zero_point == -128);
     EMU_CHECK(emu_dims_are(y, x->rank, x->dims));
     const uint32_t ax = (uint32_t)(axis < 0 ? axis + (int32_t)x->rank : axis);
     SoftmaxParams *p = calloc(1, sizeof *p);
     if (p == NULL) return NEURON_OUT_OF_MEMORY;
+    if (x->type == NEURON_TENSOR_QUANT16_SYMM) {
+        const int rc = emu_softmax16_prepare(m, op, beta, ax, num.rounding, &p->wide);
+        if (rc != NEURON_NO_ERROR) free(p);
+        *out = rc == NEURON_NO_ERROR ? p : NULL;
+        return rc;
+    }
+    if (!(y->scale == 1.0f / 256.0f && y->zero_point == -128)) {
+        free(p);
+        return NEURON_BAD_DATA;
+    }
     p->outer = p->inner = 1;
     for (uint32_t i = 0; i < ax; i++) p->outer *= x->dims[i];
     for (uint32_t i = ax + 1; i < x->rank; i++) p->inner *= x->dims[i];
@@ -99,6 +116,10 @@ static void softmax_eval(const void *params, const void *const *inputs, void *ou
                          EmuScratch *scratch) {
     (void)scratch;
     const SoftmaxParams *p = params;
+    if (p->wide != NULL) {
+        emu_softmax16_eval(p->wide, inputs[0], output);
+        return;
+    }
     const int8_t *x = inputs[0];
     int8_t *y = output;
     for (uint64_t o = 0; o < p->outer; o++)
@@ -134,4 +155,4 @@ static void softmax_eval(const void *params, const void *const *inputs, void *ou
 }
 
 const EmuKernel emu_k_softmax = {NEURON_SOFTMAX, "SOFTMAX", softmax_prepare, softmax_eval, NULL,
-                                 free};
+                                 softmax_release};

@@ -192,5 +192,11 @@ typedef struct EmuFc16 EmuFc16;
 int emu_fc16_prepare(const NeuronModel *m, const EmuOperation *op, EmuFc16 **out);
 void emu_fc16_eval(const EmuFc16 *p, const int16_t *in, int16_t *out);
 void emu_fc16_free(EmuFc16 *p);
+/* SOFTMAX on int16 activations (16x8, softmax16.c), handed over likewise (free() releases it);
+ * `ax` the axis in [0, rank). */
+typedef struct EmuSoftmax16 EmuSoftmax16;
+int emu_softmax16_prepare(const NeuronModel *m, const EmuOperation *op, float beta, uint32_t ax,
+                          int rounding, EmuSoftmax16 **out);
+void emu_softmax16_eval(const EmuSoftmax16 *p, const int16_t *x, int16_t *y);
 
 #endif /* MDLA_EMU_KERNELS_H */
