@@ -49,6 +49,21 @@ def _binary(b: GraphBuilder, rng: Rng, x: str, kind: OpKind) -> str:
     return b.op(kind, [x, other], name="y", fuse=FUSES[int(rng.integers(3))])
 
 
+def _bilinear(b: GraphBuilder, rng: Rng, x: str) -> str:
+    """Up or down, with neither flag, align_corners or half_pixel_centers (the forms the
+    exporter writes)."""
+    flags = int(rng.integers(3))
+    size = ((14, 10), (4, 5), (9, 13))[int(rng.integers(3))]
+    return b.op(
+        OpKind.RESIZE_BILINEAR,
+        [x],
+        name="y",
+        size=size,
+        align_corners=flags == 1,
+        half_pixel_centers=flags == 2,
+    )
+
+
 def _fc(b: GraphBuilder, x: str) -> str:
     flat = b.op(OpKind.RESHAPE, [x], name="flat", shape=(1, 196))
     weights = [b.const("w", (16, 196)), b.const("bias", (16,))]
@@ -80,6 +95,7 @@ BUILDERS: dict[OpKind, Callable[[GraphBuilder, Rng, str], str]] = {
         align_corners=bool(r.integers(2)),
         half_pixel_centers=False,
     ),
+    OpKind.RESIZE_BILINEAR: lambda b, r, x: _bilinear(b, r, x),
     OpKind.LOGISTIC: lambda b, r, x: b.op(OpKind.LOGISTIC, [x], name="y"),
     OpKind.TANH: lambda b, r, x: b.op(OpKind.TANH, [x], name="y"),
     OpKind.SOFTMAX: lambda b, r, x: b.op(

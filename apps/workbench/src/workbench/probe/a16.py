@@ -31,6 +31,7 @@ KINDS = (
     OpKind.RESHAPE,
     OpKind.PAD,
     OpKind.RESIZE_NEAREST_NEIGHBOR,
+    OpKind.RESIZE_BILINEAR,
     OpKind.LOGISTIC,
     OpKind.TANH,
     OpKind.SOFTMAX,

@@ -17,6 +17,9 @@ MEAN (reference/reduce.h QuantizedMeanOrSum, int16 in and out): the int8 formula
     `kernels/mean.py` with zero points 0: (M, s) = QM(s_in / s_out); k = min(floor(log2 n), 32,
     31 + s); out = clamp(MBQM(sum x, floor(M 2^k / n), s - k)); the int32 sum is exact for
     n <= 2^16 elements (|x| <= 2^15).
+RESIZE_BILINEAR (reference_ops ResizeBilinearInteger, int16): the int8 kernel's Q10 weights and
+    rounding of `kernels/resize_bilinear`, the Q20 sum in int64 (|v| <= 2^35); no clamp (the
+    sum is a convex combination of int16 codes).
 AVERAGE_POOL_2D (reference_integer_ops/pooling.h, int16): acc = sum of the taps inside the image
     (int32), n their count, out = (acc > 0 ? (acc + n/2) / n : (acc - n/2) / n), C truncation
     (the int8 kernel's body, `kernels/pooling.py`).
@@ -35,6 +38,7 @@ from mdla_quant.kernels.a16_common import INT16, activation_range16, int16_arg, 
 from mdla_quant.kernels.movement import concatenation_body, pad_body, reshape_body
 from mdla_quant.kernels.pooling import average_pool_body, max_pool_body
 from mdla_quant.kernels.registry import fail, for_width, per_tensor
+from mdla_quant.kernels.resize_bilinear import bilinear
 from mdla_quant.kernels.transpose import transpose_body
 
 LEFT_SHIFT16 = 15
@@ -158,3 +162,21 @@ for kind, body in (
     (OpKind.AVERAGE_POOL_2D, average_pool_body),
 ):
     kernel16(kind)(for_width(body, INT16))
+
+
+@kernel16(OpKind.RESIZE_BILINEAR)
+def resize_bilinear_16(
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
+) -> Array:
+    x = int16_arg(op, args, 0)
+    INT16.same(op, arg_q[0], out_q, "input")
+    a = ResizeAttrs.of(op)
+    (oh, ow), align, half = a.size, a.align_corners, a.half_pixel_centers
+    if x.ndim != 4 or (align and half) or min(oh, ow) < 1:
+        raise fail(op, f"input {x.shape}, size {(oh, ow)}, align {align}, half pixel {half}")
+    return bilinear(x, (oh, ow), align, half, rounding, np.int64).astype(np.int16)

@@ -64,7 +64,7 @@ def lookup(table: Array, v: Array) -> Array:
     """The interpolated read of a 513-entry table at int16 values `v` (int64 in and out)."""
     index, offset = 256 + (v >> 7), v & 127
     base = table[index]
-    return base + (((table[index + 1] - base) * offset + 64) >> 7)
+    return np.asarray(base + (((table[index + 1] - base) * offset + 64) >> 7))
 
 
 def _clamp16(v: Array) -> Array:
@@ -80,7 +80,7 @@ def softmax_rows16(x: Array, m: int, s: int, rounding: str) -> Array:
     shifted = ((total << (c - 1)) + (1 << 13)) >> 14
     r = lookup(RECIPROCAL_TABLE, _clamp16(shifted - 3 * (1 << 15)))
     right = 31 - c
-    return np.clip((e * r + (np.int64(1) << (right - 1))) >> right, 0, 32767)
+    return np.asarray(np.clip((e * r + (np.int64(1) << (right - 1))) >> right, 0, 32767))
 
 
 def input_multiplier(s_in: float, beta: float, rounding: str) -> tuple[int, int]:

@@ -62,6 +62,32 @@ def resize_operands(
     return x, (oh, ow), align, half
 
 
+def bilinear(
+    x: Array, size: tuple[int, int], align: bool, half: bool, rounding: str, wide: type
+) -> Array:
+    """The header's sum and rounding of NHWC codes `x` in integers of type `wide`: int32 for
+    int8 codes, int64 for int16 (|v| <= 2^35, LiteRT's int64 sum)."""
+    y0, y1, dy = _axis(x.shape[1], size[0], align, half)
+    x0, x1, dx = _axis(x.shape[2], size[1], align, half)
+    # The sum computed separably (exact integer algebra, same value):
+    #   h[r, j] = x[r, x0](2^10 - dx) + x[r, x1] dx          |h| <= 2^(bits - 1) * 2^10
+    #   v       = h[y0, j](2^10 - dy) + h[y1, j] dy           |v| <= 2^(bits - 1) * 2^20
+    # so `wide` is exact throughout; only the input rows some output reads are interpolated.
+    rows = np.unique(np.concatenate([y0, y1]))
+    at = np.searchsorted(rows, np.stack([y0, y1]))
+    xr = x[:, rows].astype(wide)
+    fx = dx.astype(wide)[None, None, :, None]
+    h = xr[:, :, x0] * (2**10 - fx) + xr[:, :, x1] * fx
+    fy = dy.astype(wide)[None, :, None, None]
+    q20 = h[:, at[0]] * (2**10 - fy) + h[:, at[1]] * fy
+    if rounding != "single":  # trunc((v +- 2^19) / 2^20) = (v + 2^19 - [v < 0]) >> 20
+        sign_bits = 8 * np.dtype(wide).itemsize - 1
+        np.add(q20, np.right_shift(q20, sign_bits), out=q20)  # (ties away from zero)
+    np.add(q20, 2**19, out=q20)
+    np.right_shift(q20, 20, out=q20)
+    return q20
+
+
 @kernel(OpKind.RESIZE_BILINEAR)
 def resize_bilinear(
     op: Op,
@@ -71,22 +97,5 @@ def resize_bilinear(
     rounding: str,
     accumulator: str,
 ) -> Array:
-    x, (oh, ow), align, half = resize_operands(op, args, arg_q, out_q)
-    y0, y1, dy = _axis(x.shape[1], oh, align, half)
-    x0, x1, dx = _axis(x.shape[2], ow, align, half)
-    # The sum computed separably (exact integer algebra, same value):
-    #   h[r, j] = x[r, x0](2^10 - dx) + x[r, x1] dx          |h| <= 128 * 2^10 = 2^17
-    #   v       = h[y0, j](2^10 - dy) + h[y1, j] dy           |v| <= 2^27
-    # so int32 is exact throughout; only the input rows some output reads are interpolated.
-    rows = np.unique(np.concatenate([y0, y1]))
-    at = np.searchsorted(rows, np.stack([y0, y1]))
-    xr = x[:, rows].astype(np.int32)
-    fx = dx.astype(np.int32)[None, None, :, None]
-    h = xr[:, :, x0] * (2**10 - fx) + xr[:, :, x1] * fx
-    fy = dy.astype(np.int32)[None, :, None, None]
-    q20 = h[:, at[0]] * (2**10 - fy) + h[:, at[1]] * fy
-    if rounding != "single":  # trunc((v +- 2^19) / 2^20) = (v + 2^19 - [v < 0]) >> 20
-        np.add(q20, np.right_shift(q20, 31), out=q20)  # (ties away from zero)
-    np.add(q20, 2**19, out=q20)
-    np.right_shift(q20, 20, out=q20)
-    return saturate(q20)
+    x, size, align, half = resize_operands(op, args, arg_q, out_q)
+    return saturate(bilinear(x, size, align, half, rounding, np.int32))
