@@ -75,17 +75,17 @@ def bilinear(
     # so `wide` is exact throughout; only the input rows some output reads are interpolated.
     rows = np.unique(np.concatenate([y0, y1]))
     at = np.searchsorted(rows, np.stack([y0, y1]))
-    xr = x[:, rows].astype(wide)
-    fx = dx.astype(wide)[None, None, :, None]
+    xr: Array = x[:, rows].astype(wide)
+    fx: Array = dx.astype(wide)[None, None, :, None]
     h = xr[:, :, x0] * (2**10 - fx) + xr[:, :, x1] * fx
-    fy = dy.astype(wide)[None, :, None, None]
+    fy: Array = dy.astype(wide)[None, :, None, None]
     q20 = h[:, at[0]] * (2**10 - fy) + h[:, at[1]] * fy
     if rounding != "single":  # trunc((v +- 2^19) / 2^20) = (v + 2^19 - [v < 0]) >> 20
         sign_bits = 8 * np.dtype(wide).itemsize - 1
         np.add(q20, np.right_shift(q20, sign_bits), out=q20)  # (ties away from zero)
     np.add(q20, 2**19, out=q20)
     np.right_shift(q20, 20, out=q20)
-    return q20
+    return np.asarray(q20)
 
 
 @kernel(OpKind.RESIZE_BILINEAR)
