@@ -10,12 +10,13 @@ import mdla_ir
 from mdla_ir import OpKind
 from mdla_ir.builder import GraphBuilder
 from mdla_quant import run_int8
-from mdla_quant.a16 import int16_params
+from mdla_quant.a16 import check_a16, int16_params
 from mdla_quant.compare import compare
 from mdla_quant.config import QuantConfig
 from mdla_quant.errors import KernelError, QuantError
 from mdla_quant.kernels.a16_common import activation_range16, int16_arg
 from mdla_quant.kernels.registry import A16_KERNELS, INT8_KERNELS, Kernel, activation_range
+from mdla_quant.precision import a16_candidates
 from mdla_quant.quantize import quantize
 from tests.quant.test_quantize import net, samples
 
@@ -65,6 +66,19 @@ def test_quantize_refuses_an_op_without_a_16x8_kernel() -> None:
     data = [[np.linspace(-4, 4, 48, dtype=np.float32).reshape(1, 4, 4, 3)]]
     with pytest.raises(QuantError, match=r"`hs` \(HARD_SWISH\) has no int16 \(16x8\) kernel"):
         quantize(graph, data, QuantConfig(a16=("hs",)))
+
+
+def test_hard_swish_stays_int8_with_the_reason_and_auto_skips_it() -> None:
+    """LiteRT refuses an int16 HARD_SWISH: the refusal says so, and the candidates `--a16 auto`
+    chooses from hold the conv in front of it, not its output."""
+    b = GraphBuilder(layout="NHWC")
+    x = b.input("x", (1, 4, 4, 3))
+    c = b.op(OpKind.CONV_2D, [x, b.const("w", (3, 1, 1, 3)), b.const("bias", (3,))], name="c")
+    hs = b.op(OpKind.HARD_SWISH, [c], name="hs")
+    graph = b.build(b.op(OpKind.CONV_2D, [hs, b.const("w2", (2, 1, 1, 3))], name="c2"))
+    with pytest.raises(QuantError, match=r"LiteRT 2\.3\.0 refuses an int16 HARD_SWISH"):
+        check_a16(graph, ("hs",))
+    assert a16_candidates(graph) == ["c"]
 
 
 def test_int16_tensors_are_symmetric_with_int64_bias_and_quantize_at_each_boundary() -> None:

@@ -47,6 +47,7 @@ EMU_16X8 = (
     OpKind.TRANSPOSE,
     OpKind.RESIZE_NEAREST_NEIGHBOR,
     OpKind.RESIZE_BILINEAR,
+    OpKind.PRELU,
 )
 # mdla3.5 maps no SUB or TRANSPOSE: the case places the op on the CPU (`--cpu KIND`)
 ON_CPU = (OpKind.SUB, OpKind.TRANSPOSE)

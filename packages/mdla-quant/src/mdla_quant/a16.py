@@ -34,6 +34,18 @@ from mdla_target.target import Target
 # The ops that can run with an int16 output (every 16x8 kernel but the requantization itself).
 A16_OPS: frozenset[OpKind] = frozenset(A16_KERNELS) - {OpKind.QUANTIZE}
 INT16_MAX = 32767
+# Ops kept int8 on purpose, with the reason the refusal gives. HARD_SWISH: a 16-bit form of our
+# own would have no reference to be bit-exact with and could not be exported, and its input (a
+# conv's output, typically) can still be int16, requantized to int8 in front of it.
+NO_16X8 = {
+    OpKind.HARD_SWISH: (
+        "(LiteRT 2.3.0 refuses an int16 HARD_SWISH, 'Only float32, uint8 and int8 are "
+        "supported', so nothing could check one and the .tflite export would not load)"
+    )
+}
+# A 16x8 op's constant operands are int16, but for these (op, operand index): PRELU's alpha,
+# which LiteRT's int16 PRELU reads as int8 codes (kernels/a16_ops.py).
+INT8_OPERANDS: frozenset[tuple[OpKind, int]] = frozenset({(OpKind.PRELU, 1)})
 FIXED_OUTPUT16 = {
     OpKind.LOGISTIC: ACT16_OUTPUT,
     OpKind.TANH: ACT16_OUTPUT,
@@ -59,9 +71,10 @@ def check_a16(
             )
         op = made[name]
         if op.kind not in A16_OPS:
+            why = NO_16X8.get(op.kind, "yet")
             raise QuantError(
-                f"`{op.name}` ({op.kind.name}) has no int16 (16x8) kernel yet, and a16 names its "
-                f"output `{name}`: keep that tensor int8 (drop it from a16)"
+                f"`{op.name}` ({op.kind.name}) has no int16 (16x8) kernel {why}, and a16 names "
+                f"its output `{name}`: keep that tensor int8 (drop it from a16)"
             )
         if target is not None:
             _check_target(target, device, op, name)

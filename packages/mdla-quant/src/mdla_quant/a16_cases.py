@@ -96,6 +96,11 @@ BUILDERS: dict[OpKind, Callable[[GraphBuilder, Rng, str], str]] = {
         half_pixel_centers=False,
     ),
     OpKind.RESIZE_BILINEAR: lambda b, r, x: _bilinear(b, r, x),
+    OpKind.PRELU: lambda b, r, x: b.op(
+        OpKind.PRELU,
+        [x, b.const("alpha", ((1, 1, 1, 4), (1, 1, 1, 1))[int(r.integers(2))])],
+        name="y",
+    ),
     OpKind.LOGISTIC: lambda b, r, x: b.op(OpKind.LOGISTIC, [x], name="y"),
     OpKind.TANH: lambda b, r, x: b.op(OpKind.TANH, [x], name="y"),
     OpKind.SOFTMAX: lambda b, r, x: b.op(

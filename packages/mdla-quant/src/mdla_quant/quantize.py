@@ -44,6 +44,7 @@ from mdla_ir.partitions import CPU_FLOAT, CPU_FLOAT32
 from mdla_ir.provenance import Accumulator, Numerics, Rounding
 from mdla_ir.selection import is_selection
 from mdla_quant.a16 import (
+    INT8_OPERANDS,
     check_a16,
     const16,
     fixed_output,
@@ -405,7 +406,7 @@ def _const(
         if is_wide(op, done):  # 16x8: an int64 bias (holding int32 values, as for int8)
             return Tensor(t.name, t.shape, "int64", data=q.astype(np.int64), quant=params)
         return Tensor(t.name, t.shape, "int32", data=q, quant=params)
-    if is_wide(op, done):  # an operand of a 16x8 op (ADD's, MUL's)
+    if is_wide(op, done) and (op.kind, i) not in INT8_OPERANDS:  # of a 16x8 op (ADD's, MUL's)
         return const16(t.name, data)
     params = activation_params(float(data.min(initial=0.0)), float(data.max(initial=0.0)))
     q = np.clip(

@@ -32,6 +32,7 @@ KINDS = (
     OpKind.PAD,
     OpKind.RESIZE_NEAREST_NEIGHBOR,
     OpKind.RESIZE_BILINEAR,
+    OpKind.PRELU,
     OpKind.LOGISTIC,
     OpKind.TANH,
     OpKind.SOFTMAX,

@@ -20,6 +20,10 @@ MEAN (reference/reduce.h QuantizedMeanOrSum, int16 in and out): the int8 formula
 RESIZE_BILINEAR (reference_ops ResizeBilinearInteger, int16): the int8 kernel's Q10 weights and
     rounding of `kernels/resize_bilinear`, the Q20 sum in int64 (|v| <= 2^35); no clamp (the
     sum is a convex combination of int16 codes).
+PRELU (reference_ops BroadcastPrelu4DSlow, int16): `kernels/prelu`'s formula with zero points 0
+    and alpha int8 (asymmetric, as for int8): LiteRT 2.3.0's int16 PRELU reads alpha's data as
+    int8 codes whatever the tensor's type (an int16 alpha gives x times its low bytes), so the
+    quantizer keeps a 16x8 PRELU's alpha int8 (`a16.INT8_OPERANDS`); |x (alpha - z)| < 2^23.
 AVERAGE_POOL_2D (reference_integer_ops/pooling.h, int16): acc = sum of the taps inside the image
     (int32), n their count, out = (acc > 0 ? (acc + n/2) / n : (acc - n/2) / n), C truncation
     (the int8 kernel's body, `kernels/pooling.py`).
@@ -37,7 +41,8 @@ from mdla_quant.arith import Array, f32, mbqm, quantize_multiplier, saturate, sa
 from mdla_quant.kernels.a16_common import INT16, activation_range16, int16_arg, kernel16, sym16
 from mdla_quant.kernels.movement import concatenation_body, pad_body, reshape_body
 from mdla_quant.kernels.pooling import average_pool_body, max_pool_body
-from mdla_quant.kernels.registry import fail, for_width, per_tensor
+from mdla_quant.kernels.prelu import prelu_body
+from mdla_quant.kernels.registry import fail, for_width, per_tensor, typed_arg
 from mdla_quant.kernels.resize_bilinear import bilinear
 from mdla_quant.kernels.transpose import transpose_body
 
@@ -180,3 +185,19 @@ def resize_bilinear_16(
     if x.ndim != 4 or (align and half) or min(oh, ow) < 1:
         raise fail(op, f"input {x.shape}, size {(oh, ow)}, align {align}, half pixel {half}")
     return bilinear(x, (oh, ow), align, half, rounding, np.int64).astype(np.int16)
+
+
+@kernel16(OpKind.PRELU)
+def prelu_16(
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
+) -> Array:
+    x = int16_arg(op, args, 0)
+    alpha = typed_arg(op, args, 1, np.int8, " (a 16x8 PRELU's alpha stays int8)")
+    sym16(op, arg_q[0], "input")
+    sym16(op, out_q, "output")
+    return saturate16(prelu_body(op, x, alpha, arg_q, out_q, rounding, accumulator))

@@ -32,16 +32,16 @@ def prelu_multipliers(
     return quantize_multiplier(real1, rounding), quantize_multiplier(real2, rounding)
 
 
-@kernel(OpKind.PRELU)
-def prelu(
+def prelu_body(
     op: Op,
-    args: list[Array],
+    x: Array,
+    alpha: Array,
     arg_q: list[QuantParams | None],
     out_q: QuantParams,
     rounding: str,
     accumulator: str,
 ) -> Array:
-    x, alpha = int8_arg(op, args, 0), int8_arg(op, args, 1)
+    """The header's out before the final clamp (int64), for int8 or (16x8) int16 codes `x`."""
     (s_in, z_in), (s_a, z_a) = per_tensor(op, arg_q[0], "input"), per_tensor(op, arg_q[1], "alpha")
     s_out, z_out = per_tensor(op, out_q, "output")
     try:
@@ -55,4 +55,17 @@ def prelu(
     a = np.broadcast_to(alpha.astype(np.int64) - z_a, x.shape)
     pos = mbqm(v, m1, e1, rounding, accumulator)
     neg = mbqm(v * a, m2, e2, rounding, accumulator)
-    return saturate(add_offset(np.where(v >= 0, pos, neg), z_out, accumulator))
+    return add_offset(np.where(v >= 0, pos, neg), z_out, accumulator)
+
+
+@kernel(OpKind.PRELU)
+def prelu(
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    rounding: str,
+    accumulator: str,
+) -> Array:
+    x, alpha = int8_arg(op, args, 0), int8_arg(op, args, 1)
+    return saturate(prelu_body(op, x, alpha, arg_q, out_q, rounding, accumulator))

@@ -124,7 +124,7 @@ static bool has_16x8(int32_t code) {
     case NEURON_CONCATENATION: case NEURON_MUL: case NEURON_MEAN: case NEURON_AVERAGE_POOL_2D:
     case NEURON_MAX_POOL_2D: case NEURON_PAD: case NEURON_TRANSPOSE:
     case NEURON_RESIZE_NEAREST_NEIGHBOR: case NEURON_LOGISTIC: case NEURON_TANH:
-    case NEURON_SOFTMAX: case NEURON_RESIZE_BILINEAR:
+    case NEURON_SOFTMAX: case NEURON_RESIZE_BILINEAR: case NEURON_PRELU:
         return true;
     default:
         return false;
