@@ -26,6 +26,10 @@ from mdla_quant.kernels.requant import Requant, block_rows
 
 FLOAT32_EXACT = 2**24
 MAX_SPLITS = 4  # beyond this many float32 GEMMs per block, one float64 GEMM is cheaper
+# BLAS packs the whole (K, O) weight matrix on every call, so a block of a few GEMM rows pays
+# that packing again and again (a 7x7 layer with K = 4608 ran in 2-row blocks at a third of
+# the GEMM's speed): a block has at least this many rows, or the whole output
+MIN_GEMM_ROWS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +117,7 @@ def gemm_conv(plan: Plan, requant: Requant, patches: Array, out: Array) -> None:
     n, oh, ow = patches.shape[:3]
     w = plan.weights.reshape(-1, out.shape[3])
     k, o = w.shape
-    rows = block_rows(ow, max(k, o))
+    rows = gemm_rows(oh, ow, k, o)
     cols = np.empty((rows * ow, k), w.dtype)
     acc = np.empty((rows * ow, o), w.dtype if len(plan.splits) == 1 else np.float64)
     part = np.empty((rows * ow, o), w.dtype) if len(plan.splits) > 1 else acc
@@ -135,6 +139,12 @@ def gemm_conv(plan: Plan, requant: Requant, patches: Array, out: Array) -> None:
             flat = (nr, ow * o)
             scratch = (a[:nr], v[:nr], t[:nr])
             requant.apply(acc[:r].reshape(flat), out[b, y0:y1].reshape(flat), scratch)
+
+
+def gemm_rows(oh: int, ow: int, k: int, o: int) -> int:
+    """Output rows per GEMM block: about 2^16 values of the larger of the im2col and the
+    result rows, but at least MIN_GEMM_ROWS GEMM rows (pixels), or all `oh` rows."""
+    return max(block_rows(ow, max(k, o)), min(oh, -(-MIN_GEMM_ROWS // ow)))
 
 
 def _scratch(shape: tuple[int, int]) -> tuple[Array, Array, Array]:

@@ -9,7 +9,8 @@ op whose output is under a quarter of its table runs the formula directly (a tab
 about one formula evaluation of its 65536 entries, once; a lookup is ~40x cheaper than the
 formula per element).
 
-Tables are indexed by the codes' unsigned bytes (u = q mod 256), so a lookup is one `np.take`.
+Tables are indexed by the codes' unsigned bytes (u = q mod 256), so a binary lookup is one
+`np.take` and a unary one is `bytes.translate` (`lookup_bytes`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,18 @@ def _by_byte(table: Array) -> Array:
     return np.roll(table, -128, axis=tuple(range(table.ndim))).ravel()
 
 
+def lookup_bytes(table: Array, x: Array) -> Array:
+    """table[x mod 256] for int8 `x` and a 256-entry int8 `table`: np.take(table, x.view(uint8)).
+
+    `bytes.translate` maps every byte b of a bytes object to table[b], which is that lookup on
+    the codes' bytes (an int8 array's bytes are its codes mod 256, in C order; the table's bytes
+    are its entries'). It reads each code once and writes one byte, where np.take first widens
+    the 8-bit indices to 64-bit ones: a third of np.take's time. The result is a writable int8
+    array of x's shape."""
+    mapped = bytearray(x.tobytes().translate(table.astype(np.int8).tobytes()))
+    return np.frombuffer(mapped, np.int8).reshape(x.shape)
+
+
 def unary_table(formula: Kernel) -> Kernel:
     """A kernel that looks up `formula`'s 256 outputs (one int8 input)."""
 
@@ -51,7 +64,7 @@ def unary_table(formula: Kernel) -> Kernel:
             params,
             lambda: _by_byte(formula(op, [CODES], arg_q[:1], out_q, rounding, accumulator)),
         )
-        return np.take(table, x.view(np.uint8))
+        return lookup_bytes(table, x)
 
     return _named(run, formula)
 
