@@ -17,11 +17,12 @@ exact int64 accumulator instead (`exact_acc`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from mdla_quant.arith import Array
+from mdla_quant.kernels.registry import windows
 from mdla_quant.kernels.requant import Requant, block_rows
 
 FLOAT32_EXACT = 2**24
@@ -43,15 +44,6 @@ class Plan:
     zero_term: Array  # (C,) int64: z_in * sum over the taps of w
     requant: Requant | None
     splits: tuple[tuple[int, int], ...]
-    tiles: dict[int, Array] = field(default_factory=dict, compare=False, repr=False)
-
-    def tiled(self, reps: int) -> Array:
-        """Depthwise weights (KH, KW, reps * C): each tap's C weights repeated per pixel."""
-        done = self.tiles.get(reps)
-        if done is None:
-            done = np.tile(self.weights, (1, 1, reps))
-            self.tiles[reps] = done
-        return done
 
 
 def tap_ranges(abs_w: Array, limit: int) -> tuple[tuple[int, int], ...] | None:
@@ -163,31 +155,23 @@ def depthwise(
     """out (N, OH, OW, C) int8 from the padded input xp (N, HP, WP, C) int8, channel c of
     the filter (KH, KW, C) over channel c of xp, through `requant` (the plan's).
 
-    Columns are split by stride phase (xp[:, :, p::sw], each contiguous), so every tap reads
-    whole rows of OW * C contiguous values, and the weights are tiled along the row."""
+    The input is converted to the plan's float type once; each block of output rows is one
+    `np.einsum` over the windows' view, sum_{i,j} x[y, x, c, i, j] * w[i, j, c]. Its order of
+    summation is numpy's, and any order gives the same value: every partial sum is an integer
+    of magnitude at most 128 * sum|w_c|, which the plan keeps within 2^24 for float32 (one tap
+    range, `build_plan`) and below 2^53 for float64, so no addition rounds. (One einsum pass
+    reads each tap once; a multiply and an add per tap over whole rows cost twice as much.)"""
     kh, kw, c = plan.weights.shape
-    (sh, sw), (dh, dw) = stride, dilation
     n, oh, ow, _ = out.shape
     dtype = plan.weights.dtype
-    phases = [np.ascontiguousarray(xp[:, :, p::sw], dtype) for p in range(sw)]
-    weights = plan.tiled(ow)
+    taps = windows(np.asarray(xp, dtype), (kh, kw), stride, dilation)  # (N, OH, OW, C, KH, KW)
     rows = block_rows(ow, c)
-    acc, tmp = np.empty((rows, ow * c), dtype), np.empty((rows, ow * c), dtype)
+    acc = np.empty((rows, ow, c), dtype)
     a, v, t = _scratch((rows, ow * c))
     requant = requant.tiled(ow)
     for b in range(n):
         for y0 in range(0, oh, rows):
             nr = min(oh, y0 + rows) - y0
-            for i in range(kh):
-                top = y0 * sh + i * dh
-                for j in range(kw):
-                    phase, col = phases[(j * dw) % sw], (j * dw) // sw
-                    tap = phase[b, top : top + sh * (nr - 1) + 1 : sh, col : col + ow]
-                    tap = tap.reshape(nr, ow * c)
-                    if i == 0 and j == 0:
-                        np.multiply(tap, weights[i, j], out=acc[:nr])
-                    else:
-                        np.multiply(tap, weights[i, j], out=tmp[:nr])
-                        np.add(acc[:nr], tmp[:nr], out=acc[:nr])
+            np.einsum("hwcij,ijc->hwc", taps[b, y0 : y0 + nr], plan.weights, out=acc[:nr])
             dest = out[b, y0 : y0 + nr].reshape(nr, ow * c)
-            requant.apply(acc[:nr], dest, (a[:nr], v[:nr], t[:nr]))
+            requant.apply(acc[:nr].reshape(nr, ow * c), dest, (a[:nr], v[:nr], t[:nr]))
