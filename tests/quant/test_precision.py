@@ -77,4 +77,4 @@ def test_candidates_are_what_the_16x8_kernels_take(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(mdla_quant.a16, "A16_OPS", frozenset())
     assert a16_candidates(graph) == []
     monkeypatch.setattr(mdla_quant.a16, "A16_OPS", frozenset({OpKind.FULLY_CONNECTED}))
-    assert a16_candidates(graph) == ["h", "h2"]  # not the graph's input or output
+    assert a16_candidates(graph) == ["h", "h2", "logits"]  # not the graph's input

@@ -19,7 +19,9 @@ from mdla_quant.quantize import quantize
 from mdla_runtime import load, save
 from mdla_runtime.build import engine_path
 from mdla_runtime.engine.target import open_target
+from mdla_runtime.export.tflite import run_tflite_reference, tflite_bytes
 from mdla_runtime.format import container as fmt
+from mdla_runtime.testing_int16 import int16_output_qgraph
 from tests.quant.test_quantize import net, samples
 
 
@@ -63,3 +65,55 @@ def test_the_emulator_runs_the_mixed_graph_as_run_int8(a16_file: Path) -> None:
         want = run_int8(quantize_net(), sample, raw=True)
         for g, w in zip(got, want, strict=True):
             np.testing.assert_array_equal(g.reshape(w.shape), w)
+
+
+@functools.cache
+def int16_outputs_net() -> Graph:
+    """net() with both graph outputs int16: `cat` (a 16x8 CONCATENATION of a 16x8 pool and a
+    requantized int8 branch) and `th` (a 16x8 TANH, fixed at 1/32768)."""
+    return quantize(net(), samples(4), QuantConfig(a16=("c2", "ap", "cat", "th")))
+
+
+def test_int16_graph_outputs_round_trip_and_run_as_run_int8_and_litert(tmp_path: Path) -> None:
+    qgraph = int16_outputs_net()
+    path = save(qgraph, tmp_path / "out16.mdla")
+    m = load(path)
+    for spec in m.outputs:
+        assert m.operands[spec.operand].type == fmt.TENSOR_QUANT16_SYMM
+        assert spec.zero_point == 0
+        assert spec.scale == qgraph.tensors[spec.name].quant.scale[0]  # type: ignore[union-attr]
+    check = subprocess.run(
+        [str(engine_path()), str(path), "--check", "--json"], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    model = tflite_bytes(qgraph)
+    for sample in samples(3, seed=5):
+        got = open_target("emu").run(m, sample)
+        want = run_int8(qgraph, sample, raw=True)
+        codes: dict[str, np.ndarray] = {}
+        run_int8(qgraph, sample, raw=True, observe=codes.__setitem__)
+        theirs = run_tflite_reference(model, [codes[n] for n in qgraph.inputs])
+        for raw, real, spec, w, t in zip(
+            got.raw_outputs, got.outputs, m.outputs, want, theirs, strict=True
+        ):
+            assert raw.dtype == w.dtype == t.dtype == np.int16
+            np.testing.assert_array_equal(raw.reshape(w.shape), w)
+            np.testing.assert_array_equal(t, w)
+            deq = raw.reshape(w.shape).astype(np.float32) * np.float32(spec.scale)
+            np.testing.assert_array_equal(real.reshape(w.shape), deq)
+
+
+def test_the_smallest_int16_output_file_passes_both_readers_and_runs(tmp_path: Path) -> None:
+    """The graph the malformed int16 I/O cases edit is itself valid: both readers accept it and
+    the emulator's QUANTIZE int8 -> int16 gives run_int8's codes."""
+    qgraph = int16_output_qgraph()
+    path = save(qgraph, tmp_path / "q.mdla")
+    proc = subprocess.run(
+        [str(engine_path()), str(path), "--check", "--json"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    x = np.linspace(-0.2, 0.2, 8, dtype=np.float32).reshape(1, 8)
+    (got,) = open_target("emu").run(load(path), [x]).raw_outputs
+    (want,) = run_int8(qgraph, [x], raw=True)
+    assert got.dtype == np.int16
+    np.testing.assert_array_equal(got.reshape(want.shape), want)

@@ -11,7 +11,8 @@ grows by re-running on it.
 output `name` (in the model's layout):
 
     k/name              float32, dequantized: scale * (int8 - zero_point)
-    k/name/int8         the raw int8 (absent for a float32 output)
+    k/name/int8         the raw int8 (absent for a float32 or int16 output)
+    k/name/int16        the raw int16 of an int16 (16x8, zero point 0) output
     k/name/scale        float32 scalar;   k/name/zero_point  int32 scalar
     k/name/fp32         the FP32 model's output, when `run` computed it
 
@@ -115,8 +116,8 @@ class Saved:
         for i, spec in enumerate(self.manifest.outputs):
             key = f"{k}/{spec.name or f'output{i}'}"
             self.arrays[key] = np.asarray(outputs[i], np.float32)
-            if i < len(raw) and raw[i].dtype == np.int8:
-                self.arrays[f"{key}/int8"] = model_layout(raw[i], spec)
+            if i < len(raw) and raw[i].dtype in (np.int8, np.int16):
+                self.arrays[f"{key}/{raw[i].dtype.name}"] = model_layout(raw[i], spec)
                 self.arrays[f"{key}/scale"] = np.asarray(spec.scale, np.float32)
                 self.arrays[f"{key}/zero_point"] = np.asarray(spec.zero_point, np.int32)
             if floats is not None:

@@ -118,11 +118,10 @@ def select(graph: Graph, patterns: Collection[str]) -> tuple[str, ...]:
 
 def a16_candidates(graph: Graph) -> list[str]:
     """The activations `check_a16` accepts alone (the 16x8 kernels' reach, as
-    `mdla_quant.a16` defines it), in graph order; not the graph's inputs and outputs, which a
-    manifest holds in int8 (or float32)."""
+    `mdla_quant.a16` defines it), in graph order, graph outputs among them (a manifest's
+    output may be int16); not the graph's inputs, which the host quantizes to int8."""
     ok = []
-    ends = {*graph.inputs, *graph.outputs}
-    for name in (n for n in activations(graph) if n not in ends):
+    for name in (n for n in activations(graph) if n not in graph.inputs):
         try:
             check_a16(graph, (name,))
         except QuantError:

@@ -99,11 +99,10 @@ def _agreement(ref: list[list[Array]], test: list[list[Array]], decided: Array |
 
 
 def candidates(graph: Graph, qgraph: Graph) -> list[str]:
-    """The op outputs `qgraph` holds in int8 that are not graph outputs (a manifest's inputs
-    and outputs are int8 or float32), in graph order."""
+    """The op outputs `qgraph` holds in int8, graph outputs among them (a manifest's output
+    may be int16), in graph order; graph inputs stay int8 (the host quantizes them)."""
     grids = activation_grids(graph, qgraph)
-    ends = {*graph.inputs, *graph.outputs}
-    return [n for n in grids if qgraph.tensors[n].dtype == "int8" and n not in ends]
+    return [n for n in grids if qgraph.tensors[n].dtype == "int8" and n not in graph.inputs]
 
 
 def unit(graph: Graph, name: str, allowed: Collection[str]) -> tuple[str, ...]:
@@ -164,7 +163,7 @@ def sensitivity(
             raise QuantError(
                 f"sensitivity of `{graph.name}`: `{name}` is not an int8 activation of "
                 f"`{qgraph.name}` that can be int16: name op outputs held in int8, not the "
-                "graph's outputs"
+                "graph's inputs"
             )
     ok = set(known if allowed is None else allowed)
     ref = [run_float(graph, list(x)) for x in held_out]

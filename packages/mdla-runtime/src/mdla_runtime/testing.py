@@ -589,8 +589,9 @@ def malformed_cases() -> list[Malformed]:
         )
     cases += [Malformed(n, _edit(blob, fn), kind, f) for n, fn, kind, f in edits]
     from mdla_runtime.testing_float import float_region_cases  # imports this module
+    from mdla_runtime.testing_int16 import int16_io_cases  # imports this module
 
-    return cases + partition_cases() + float_region_cases()
+    return cases + partition_cases() + float_region_cases() + int16_io_cases()
 
 
 def chain_qgraph() -> Graph:

@@ -70,7 +70,8 @@ def to_device(q: Array, spec: IOSpec) -> Array:
 
 
 def dequantize_in_place(raw: Array, scale: float, zero_point: int) -> Array:
-    """int8 -> float32 s * (q - z) in one array (`dequantize_output`'s operations, in place)."""
+    """int8 or int16 -> float32 s * (q - z) in one array (`dequantize_output`'s operations,
+    in place)."""
     out = raw.astype(np.float32)
     out -= np.float32(zero_point)
     out *= np.float32(scale)

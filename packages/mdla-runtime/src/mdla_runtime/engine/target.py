@@ -33,7 +33,7 @@ from mdla_runtime.build import engine_path
 from mdla_runtime.engine.host import check_host, dequantize_in_place, quantize_chunked, to_device
 from mdla_runtime.errors import TargetError, TargetSpecError
 from mdla_runtime.format.budget import DEFAULT, Budget
-from mdla_runtime.format.container import TENSOR_FLOAT32
+from mdla_runtime.format.container import TENSOR_FLOAT32, TENSOR_QUANT16_SYMM
 from mdla_runtime.format.manifest import IOSpec, Manifest, load
 
 Array = np.ndarray[Any, Any]
@@ -64,7 +64,7 @@ class PartitionTime:
 @dataclass(frozen=True, slots=True)
 class RunResult:
     outputs: list[Array]  # float32, model layout (dequantized with the I/O contract)
-    raw_outputs: list[Array]  # int8, device layout, as the device produced them
+    raw_outputs: list[Array]  # int8 (int16, float32), device layout, as the device produced them
     latency_ms: tuple[float, float]  # (median, min) over the runs
     device: str
     output_names: tuple[str, ...] = ()
@@ -95,8 +95,12 @@ class RunResult:
 
 
 def output_dtype(m: Manifest, operand: int) -> type[np.generic]:
-    """What a model output's bytes hold: int8, or float32 (TENSOR_FLOAT32, little-endian)."""
-    return np.dtype("<f4").type if m.operands[operand].type == TENSOR_FLOAT32 else np.int8
+    """What a model output's bytes hold: int8, int16 (TENSOR_QUANT16_SYMM, a 16x8 op's output)
+    or float32 (TENSOR_FLOAT32); the wide ones little-endian, as the engine writes them."""
+    t = m.operands[operand].type
+    if t == TENSOR_FLOAT32:
+        return np.dtype("<f4").type
+    return np.dtype("<i2").type if t == TENSOR_QUANT16_SYMM else np.int8
 
 
 def quantize(x: Array, spec: IOSpec) -> Array:
@@ -110,9 +114,9 @@ def quantize(x: Array, spec: IOSpec) -> Array:
 
 
 def dequantize(raw: Array, spec: IOSpec | None, scale: float, zero_point: int) -> Array:
-    """Device-layout int8 -> model-layout floats (s * (q - z)), undoing the boundary perm; a
-    float32 output (a cpu partition's float region) is taken as it is, only the perm undone.
-    The perm moves the raw bytes, before the float32 array is made (`host.py`)."""
+    """Device-layout int8 or int16 -> model-layout floats (s * (q - z)), undoing the boundary
+    perm; a float32 output (a cpu partition's float region) is taken as it is, only the perm
+    undone. The perm moves the raw bytes, before the float32 array is made (`host.py`)."""
     if spec is not None and spec.perm:
         raw = raw.reshape((1,) * (len(spec.perm) - raw.ndim) + raw.shape)
         raw = np.ascontiguousarray(raw.transpose(np.argsort(spec.perm)))

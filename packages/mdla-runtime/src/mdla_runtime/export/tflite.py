@@ -64,7 +64,8 @@ def tflite_bytes(qgraph: Graph) -> bytes:
 def run_tflite_reference(
     model: bytes, inputs: Sequence[np.ndarray[Any, Any]]
 ) -> list[np.ndarray[Any, Any]]:
-    """Run a .tflite model on LiteRT's reference kernels (BUILTIN_REF): int8 in, int8 out.
+    """Run a .tflite model on LiteRT's reference kernels (BUILTIN_REF): int8 in, the graph's
+    outputs out (int8; int16 for a 16x8 output, float32 for a float region's).
 
     `inputs` follow the subgraph's input order; raises ImportError without `ai-edge-litert`.
     """

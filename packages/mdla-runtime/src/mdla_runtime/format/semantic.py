@@ -94,6 +94,7 @@ PER_TENSOR_QUANT = (  # the types that carry one positive scale
     fmt.TENSOR_QUANT16_SYMM,
 )
 IO_TYPES = (fmt.TENSOR_QUANT8_ASYMM_SIGNED, fmt.TENSOR_QUANT8_SYMM)
+OUTPUT_TYPES = (*IO_TYPES, fmt.TENSOR_QUANT16_SYMM)  # an int16 (16x8) op's output, zero point 0
 Entry = Mapping[str, Any]
 
 
@@ -179,10 +180,10 @@ class _Semantics:
         o = self.ops[idx]
         t, dims = o["type"], list(o["dims"])
         real = key == "outputs" and t == fmt.TENSOR_FLOAT32  # a float region's output
-        if t not in IO_TYPES and not real:
+        if t not in (IO_TYPES if key == "inputs" else OUTPUT_TYPES) and not real:
             why = (
                 f"operand {idx} is {fmt.TYPE_NAMES[t]}; model inputs are int8 tensors, "
-                "outputs int8 or float32 tensors"
+                "outputs int8, int16 (TENSOR_QUANT16_SYMM) or float32 tensors"
             )
             self.fail(BadReferenceError, f"{f}.operand", why)
         if key == "inputs" and "data" in o:

@@ -440,8 +440,11 @@ static bool sem_io(sem *s, const char *key, int64_t *seen) {
         mdla_fmt(g, sizeof g, "%s.operand", f);
         uint64_t at = value_at(c, e, "operand");
         const bool real = !inputs && o->type == 3; /* TENSOR_FLOAT32: a float region's output */
-        if (o->type != 14 && o->type != 13 && !real) {
-            mdla_fmt(why, sizeof why, "operand %u is %s; model inputs are int8 tensors, outputs int8 or float32 tensors",
+        const bool wide = !inputs && o->type == 7; /* TENSOR_QUANT16_SYMM: a 16x8 op's output */
+        if (o->type != 14 && o->type != 13 && !real && !wide) {
+            mdla_fmt(why, sizeof why,
+                     "operand %u is %s; model inputs are int8 tensors, outputs int8, int16 (TENSOR_QUANT16_SYMM) or "
+                     "float32 tensors",
                      idx, mdla_type_name(o->type));
             return chk_fail(c, "BadReference", g, at, why);
         }
