@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 
 import mdla_compile
-import mdla_ir
 import mdla_runtime
 from mdla_compile import inputs as ins
 from mdla_compile.images import read_image
@@ -19,6 +18,7 @@ from mdla_ir.provenance import BOXES, LOGITS
 from workbench import validation
 from workbench.held_out import wilson
 from workbench.sweep.bundle import Holdout
+from workbench.sweep.reference import fp32_outputs
 from workbench.sweep.stats import DECIDED, margin
 from workbench.sweep.task import HOLDOUT_SEED, median
 
@@ -57,8 +57,8 @@ def score(
     shares: list[float] = []
     decided: list[float] = []
     latencies: list[float] = []
-    for _name, xs in inputs:
-        fp32 = [np.asarray(o) for o in mdla_ir.run_float(compiled.source.graph, xs)]
+    references = fp32_outputs(compiled.source.graph, [xs for _name, xs in inputs])
+    for (_name, xs), fp32 in zip(inputs, references, strict=True):
         run = target.run(manifest, xs)
         outs = [np.asarray(o) for o in run.outputs]
         latencies.append(run.latency_ms[0])
