@@ -2,17 +2,24 @@
 (with --ray) Ray on this machine, each into its own fresh table. Per run: wall seconds, the
 tasks' CPU seconds (each task measures its own process), CPU / wall (how many cores the run
 kept busy), and the load average before and after (on a shared machine the wall ratio says
-little: read the CPU columns and the load).
+little: read the CPU columns and the load); then the ratios against the issue's targets
+(2 workers >= 1.8x the wall speed of 1; Ray within 15 % of the local pool).
 
     .venv/bin/python bench/sweep.py                               # tiny model, 2 x 2 grid
+    .venv/bin/python bench/sweep.py --preset idle                 # the idle measurement
     .venv/bin/python bench/sweep.py --model efficientnet_lite0 --calib samples --count 3 \
         --holdout-count 3 --methods minmax,percentile,mse,entropy \
         --techniques none,cle,cle+adaround --a16 'auto:10%;auto:25%' --ray
+
+`--preset idle`: lite0, 4 methods x {none, cle} x a16 {none, auto:10%, auto:25%} (24 tasks), 3
+calibration photos and 2 held-out ones, 1 worker, 2 workers and Ray; flags given as well
+override its values. `--tasks` lists each task's CPU and compile seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -31,6 +38,21 @@ from workbench.sweep.table import Table
 from workbench.sweep.task import Job
 
 TINY = str(Path(__file__).resolve().parents[1] / "tests" / "workbench" / "tiny_model.py") + ":tiny"
+PRESETS: dict[str, dict[str, object]] = {
+    "idle": {
+        "model": "efficientnet_lite0",
+        "calib": "samples",
+        "count": 3,
+        "holdout_count": 2,
+        "methods": "minmax,percentile,mse,entropy",
+        "techniques": "none,cle",
+        "a16": "none;auto:10%;auto:25%",
+        "runs": "1,2",
+        "ray": True,
+        "tasks": True,
+    },
+}
+TARGET_WORKERS, TARGET_RAY = 1.8, 0.15  # issue 36: 2 workers' speed-up; Ray's distance
 
 
 @dataclass(frozen=True)
@@ -43,6 +65,7 @@ class Run:
     tasks: int
     errors: int
     load: tuple[float, float]  # 1-minute load average before, after
+    per_task: tuple[tuple[str, float, float], ...] = ()  # label, CPU s, compile s (wall)
 
     def line(self) -> str:
         busy = self.task_cpu_s / self.wall_s if self.wall_s else 0.0
@@ -69,7 +92,8 @@ def timed(name: str, jobs: list[Job], bundle: Bundle, runner: driver.Runner, tab
     every = None if name == "ray" else all_cpu() - cpu0
     cpu = sum(r.cpu_s or 0.0 for r in rows)
     errors = sum(1 for r in rows if r.error)
-    return Run(name, seconds, cpu, every, ran, errors, (before, os.getloadavg()[0]))
+    each = tuple((r.label, r.cpu_s or 0.0, r.compile_s or 0.0) for r in rows)
+    return Run(name, seconds, cpu, every, ran, errors, (before, os.getloadavg()[0]), each)
 
 
 def local(n: int) -> driver.Runner:
@@ -87,8 +111,9 @@ def on_ray(jobs: Sequence[Job], bundle: Bundle, on_row: OnRow) -> None:
     run_ray(jobs, bundle, on_row, "auto")
 
 
-def arguments() -> argparse.Namespace:
+def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--preset", choices=sorted(PRESETS), help="a named measurement's flags")
     p.add_argument("--model", default=TINY)
     p.add_argument("--calib", default="random")
     p.add_argument("--count", type=int, default=2)
@@ -97,10 +122,51 @@ def arguments() -> argparse.Namespace:
     p.add_argument("--techniques", default="none,cle")
     p.add_argument("--a16", default=None, help="entries separated by `;` (sweep's --a16)")
     p.add_argument("--runs", default="1,2", help="local worker counts to run, e.g. 1,2")
-    p.add_argument("--ray", action="store_true", help="also run the grid on a local Ray")
+    p.add_argument(
+        "--ray", action=argparse.BooleanOptionalAction, help="also run the grid on a local Ray"
+    )
     p.add_argument("--plot", type=Path, help="the last run's Pareto PNG (and its table shown)")
     p.add_argument("--json", type=Path, help="write the runs' figures here as JSON")
-    return p.parse_args()
+    p.add_argument(
+        "--tasks", action=argparse.BooleanOptionalAction, help="each task's CPU and compile s"
+    )
+    preset = p.parse_known_args(argv)[0].preset
+    if preset is not None:
+        p.set_defaults(**PRESETS[preset])
+    return p.parse_args(argv)
+
+
+def ratios(runs: Sequence[Run]) -> list[str]:
+    """Each run against the first (wall speed-up, CPU ratio) and Ray against the best local
+    run, with the issue's targets; the verdicts hold only on an otherwise idle machine."""
+    first, lines = runs[0], []
+    for run in runs[1:]:
+        speed = first.wall_s / run.wall_s if run.wall_s else 0.0
+        cpu = run.task_cpu_s / first.task_cpu_s if first.task_cpu_s else 0.0
+        target = f" (target >= {TARGET_WORKERS}x)" if run.name == "2 workers" else ""
+        lines.append(
+            f"{run.name} vs {first.name}: wall {speed:.2f}x faster{target}, task CPU {cpu:.2f}x"
+        )
+    local = [r for r in runs if r.name != "ray"]
+    ray = [r for r in runs if r.name == "ray"]
+    if ray and local:
+        best = min(local, key=lambda r: r.wall_s)
+        off = ray[0].wall_s / best.wall_s - 1 if best.wall_s else 0.0
+        lines.append(
+            f"ray vs {best.name}: wall {off:+.1%} (target within {TARGET_RAY:.0%}), task CPU "
+            f"{ray[0].task_cpu_s:.1f} s against {best.task_cpu_s:.1f} s"
+        )
+    return lines
+
+
+def task_lines(run: Run) -> list[str]:
+    """The run's tasks, longest first, and how many took 10 s of CPU or more."""
+    long = sum(1 for _, cpu, _ in run.per_task if cpu >= 10)
+    head = f"{run.name}: {len(run.per_task)} tasks, {long} of >= 10 s CPU"
+    rows = sorted(run.per_task, key=lambda t: -t[1])
+    return [head] + [
+        f"  {cpu:6.1f} s CPU  compile {wall:6.1f} s  {label}" for label, cpu, wall in rows
+    ]
 
 
 def show(table: Path, png: Path, title: str) -> None:
@@ -128,12 +194,15 @@ def main() -> None:
             print(runs[-1].line(), flush=True)
         if a.plot is not None:
             show(table, a.plot, f"{a.model}: {len(jobs)} configurations")
-    for run in runs[1:]:
-        print(f"{run.name} vs {runs[0].name}: wall {runs[0].wall_s / run.wall_s:.2f}x faster")
+    if a.tasks:
+        for run in runs:
+            print("\n".join(task_lines(run)))
+    print("\n".join(ratios(runs)))
+    print(f"load now {os.getloadavg()[0]:.1f} (1 min) on {os.cpu_count()} cores")
     driver_cpu = resource.getrusage(resource.RUSAGE_SELF)
     print(f"driver CPU {driver_cpu.ru_utime + driver_cpu.ru_stime:.1f} s")
     if a.json is not None:
-        a.json.write_text(json.dumps([r.__dict__ for r in runs], indent=1))
+        a.json.write_text(json.dumps([dataclasses.asdict(r) for r in runs], indent=1))
 
 
 if __name__ == "__main__":
