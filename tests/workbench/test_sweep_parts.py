@@ -4,6 +4,7 @@ the calibration inputs, the task deadline and a task that raises."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
 from pathlib import Path
@@ -134,6 +135,21 @@ def test_deadline_raises_task_timeout() -> None:
     with pytest.raises(TaskTimeoutError, match=r"timed out after 0\.2 s"), deadline(0.2):
         time.sleep(5)
     assert time.monotonic() - start < 2
+
+
+def _sleep_through_one_exception() -> None:
+    with contextlib.suppress(Exception):  # as `torch/__init__.py` loading optional libraries
+        time.sleep(5)
+    time.sleep(5)
+
+
+def test_a_timeout_swallowed_once_comes_again() -> None:
+    """torch's import catches every exception while it loads optional libraries: an alarm
+    landing there must not leave the task without a deadline."""
+    start = time.monotonic()
+    with pytest.raises(TaskTimeoutError, match=r"timed out after 0\.2 s"), deadline(0.2):
+        _sleep_through_one_exception()
+    assert time.monotonic() - start < 3
 
 
 def test_a_timeout_that_user_code_wraps_is_still_the_timeout_row(

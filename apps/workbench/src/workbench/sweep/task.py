@@ -37,6 +37,7 @@ from workbench.sweep.table import Row
 
 Array = np.ndarray[Any, Any]
 HOLDOUT_SEED = 1_000_003  # random held-out inputs; calibration's random inputs use the option's
+AGAIN = 0.5  # seconds between a task's timeout alarms after the first
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,8 @@ def run_task(job: Job, bundle: Bundle) -> Row:
     where = f"{socket.gethostname()}:{os.getpid()}"
     cpu = cpu_seconds()
     try:
-        with deadline(job.timeout), tempfile.TemporaryDirectory(prefix="mdla-sweep-") as tmp:
+        # the deadline ends before the directory's removal (a repeated alarm cannot stop it)
+        with tempfile.TemporaryDirectory(prefix="mdla-sweep-") as tmp, deadline(job.timeout):
             measured = _measure(job, bundle, Path(tmp))
     except Exception as exc:  # the task's failure is the row's content
         from workbench.errors import one_line
@@ -109,7 +111,9 @@ def run_task(job: Job, bundle: Bundle) -> Row:
 @contextmanager
 def deadline(seconds: float | None) -> Iterator[None]:
     """TaskTimeoutError after `seconds` (a real-time alarm in the main thread, where a pool
-    worker and a Ray worker both run their tasks; in another thread, or with None, no limit)."""
+    worker and a Ray worker both run their tasks; in another thread, or with None, no limit),
+    and again every AGAIN seconds until the block ends: code that catches every exception
+    (torch's import, loading its optional CUDA libraries) may swallow the first."""
     if not seconds or threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -118,7 +122,7 @@ def deadline(seconds: float | None) -> Iterator[None]:
         raise TaskTimeoutError(f"timed out after {seconds:g} s (--task-timeout)")
 
     before = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds, AGAIN)
     try:
         yield
     finally:
