@@ -123,10 +123,15 @@ def emulated(codes: np.ndarray, scale: float, beta: float, axis: int) -> np.ndar
         b.free()
 
 
+@pytest.mark.parametrize("rounding", ["double", "single"])
 @pytest.mark.parametrize(("scale", "beta"), [(12 / 32767, 1.0), (3e-3, 0.5), (1e-5, 2.0)])
-def test_the_emulators_int16_softmax_equals_run_int8(scale: float, beta: float) -> None:
+def test_the_emulators_int16_softmax_equals_run_int8(
+    scale: float, beta: float, rounding: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Rows (0, -k) for every k in [0, 32767] (every exp code, every sum's table segment), then
-    random rows of 7 along axis 1; against the kernel run_int8 runs for the op."""
+    random rows of 7 along axis 1; against the kernel run_int8 runs for the op, in both
+    roundings (the input rescale's MultiplyByQuantizedMultiplier)."""
+    monkeypatch.setenv("MDLA_EMU_ROUNDING", rounding)
     k = np.arange(32768, dtype=np.int16)
     pairs = np.stack([np.zeros_like(k), -k], -1).reshape(1, 32768, 2)
     rng = np.random.default_rng(int(scale * 1e6))
@@ -136,7 +141,7 @@ def test_the_emulators_int16_softmax_equals_run_int8(scale: float, beta: float) 
         x = b.input("x", codes.shape)
         op = b.build(b.op(OpKind.SOFTMAX, [x], name="y", axis=axis, beta=beta)).ops[0]
         in_q, out_q = QuantParams((scale,), (0,)), QuantParams((1.0 / 32768,), (0,))
-        want = a16_softmax.softmax16(op, [codes], [in_q], out_q, "double", "saturate")
+        want = a16_softmax.softmax16(op, [codes], [in_q], out_q, rounding, "saturate")
         got = emulated(codes, scale, beta, axis)
         assert axis != -1 or len(np.unique(want)) > 1000  # the sweep spans the output range
         np.testing.assert_array_equal(got, want)
