@@ -97,7 +97,7 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumeric
     p->copad = emu_round_up(p->co, EMU_GEMM_NR);
     const int32_t fit = TILE_BYTES / (p->kpad * (int32_t)sizeof(int16_t)) / EMU_GEMM_MR;
     p->tile_rows = EMU_GEMM_MR * (fit < 1 ? 1 : (fit > 16 ? 16 : fit));
-    if (emu_isa() >= EMU_ISA_AVX2) {
+    if (emu_isa() == EMU_ISA_AVX2 || emu_isa() == EMU_ISA_AVX512) { /* x86 only */
         p->packed16 = malloc(emu_gemm_s16_avx2_size(p->co, p->kpad) * sizeof *p->packed16);
         if (p->packed16 == NULL) return NEURON_OUT_OF_MEMORY;
         emu_gemm_s16_avx2_pack(wv, p->co, depth, p->kpad, p->packed16);

@@ -18,6 +18,7 @@
 
 #include "kernels.h"
 #include "simd.h"
+#include "simd_neon.h"
 
 typedef struct {
     int32_t n, h, w, ci, oh, ow, co, mult;
@@ -217,6 +218,8 @@ EMU_BODY void dw_rows(const DwJob *job, int64_t begin, int64_t end, uint8_t *scr
             emu_dw_row_avx512(&d, oy, acc, taps);
         else if (p->isa == EMU_ISA_AVX2)
             emu_dw_row_avx2(&d, oy, acc, taps);
+        else if (p->isa == EMU_ISA_NEON)
+            emu_dw_row_neon(&d, oy, acc, taps);
         else if (p->wrep != NULL)
             dw_row_flat(p, job->in, b, oy, acc);
         else

@@ -18,6 +18,7 @@
  */
 #include "kernels.h"
 #include "simd.h"
+#include "simd_neon.h"
 
 typedef struct {
     EmuBroadcast bc;
@@ -104,6 +105,8 @@ static void mul_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *o
     if (p->isa != EMU_ISA_PORTABLE) { /* steps are 0 or 1 (emu_broadcast_prepare) */
         if (p->isa == EMU_ISA_AVX512)
             emu_mul_narrow_avx512(&p->nk, a, b, a_step, b_step, count, out);
+        else if (p->isa == EMU_ISA_NEON)
+            emu_mul_narrow_neon(&p->nk, a, b, a_step, b_step, count, out);
         else
             emu_mul_narrow_avx2(&p->nk, a, b, a_step, b_step, count, out);
         return;

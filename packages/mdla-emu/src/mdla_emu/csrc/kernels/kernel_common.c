@@ -13,6 +13,7 @@
 
 #include "kernels.h"
 #include "simd.h"
+#include "simd_neon.h"
 
 #ifdef EMU_DISPATCH
 bool emu_avx512;
@@ -181,6 +182,10 @@ EMU_BODY void requant_row_narrow(const EmuRequant *rq, const int32_t *restrict a
     }
     if (rq->isa == EMU_ISA_AVX2) {
         emu_requant_narrow_avx2(&k, acc, out, n);
+        return;
+    }
+    if (rq->isa == EMU_ISA_NEON) { /* aarch64 (simd_neon.c) */
+        emu_requant_narrow_neon(&k, acc, out, n);
         return;
     }
     for (int32_t c = 0; c < n; c++) /* (acc + bias) * 2^left: no overflow (kernels.h) */
@@ -406,6 +411,7 @@ int emu_lut_alloc(const NeuronModel *m, const EmuOperation *op, EmuLut **lut) {
     if (*lut == NULL) return NEURON_OUT_OF_MEMORY;
     (*lut)->count = emu_elements(x);
     (*lut)->vbmi = emu_lut_vbmi_ready();
+    (*lut)->neon = emu_isa() == EMU_ISA_NEON;
     return NEURON_NO_ERROR;
 }
 
@@ -413,6 +419,10 @@ static void lut_run(const void *params, const int8_t *x, int8_t *y, uint64_t cou
     const EmuLut *p = params;
     if (p->vbmi) {
         emu_lut_vbmi(p->table, x, y, count);
+        return;
+    }
+    if (p->neon) {
+        emu_lut_neon(p->table, x, y, count);
         return;
     }
     for (uint64_t i = 0; i < count; i++) y[i] = p->table[x[i] + 128];

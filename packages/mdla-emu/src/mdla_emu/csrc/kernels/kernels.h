@@ -112,6 +112,7 @@ typedef struct {
     uint64_t count;
     int8_t table[256];
     bool vbmi; /* emu_lut_vbmi_ready() at prepare: eval runs emu_lut_vbmi (simd.h) */
+    bool neon; /* emu_isa() is EMU_ISA_NEON at prepare: eval runs emu_lut_neon (simd_neon.h) */
 } EmuLut;
 int emu_lut_alloc(const NeuronModel *m, const EmuOperation *op, EmuLut **lut);
 void emu_lut_eval(const void *params, const void *const *inputs, void *output,

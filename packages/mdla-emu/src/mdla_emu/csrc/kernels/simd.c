@@ -244,7 +244,11 @@ EMU_T_VBMI void emu_lut_vbmi(const int8_t *table, const int8_t *x, int8_t *y, ui
 
 bool emu_lut_vbmi_ready(void) { return cpu_vbmi && emu_isa() == EMU_ISA_AVX512; }
 #else
+#if defined(__aarch64__) && defined(__ARM_NEON)
+static const int cpu_isa = EMU_ISA_NEON; /* NEON is part of the aarch64 base */
+#else
 static const int cpu_isa = EMU_ISA_PORTABLE;
+#endif
 
 bool emu_lut_vbmi_ready(void) { return false; }
 
@@ -284,8 +288,9 @@ int emu_isa(void) {
     const char *portable = getenv("MDLA_EMU_PORTABLE");
     if (portable != NULL && strcmp(portable, "1") == 0) return EMU_ISA_PORTABLE;
     const char *v = getenv("MDLA_EMU_ISA");
+    if (v != NULL && strcmp(v, "portable") == 0) return EMU_ISA_PORTABLE;
+    if (cpu_isa == EMU_ISA_NEON) return EMU_ISA_NEON; /* no level between NEON and the C */
     int cap = EMU_ISA_AVX512;
-    if (v != NULL && strcmp(v, "portable") == 0) cap = EMU_ISA_PORTABLE;
     if (v != NULL && strcmp(v, "avx2") == 0) cap = EMU_ISA_AVX2;
     return cpu_isa < cap ? cpu_isa : cap;
 }

@@ -6,8 +6,9 @@
  * lowered by the environment, so the tests run every path on one machine:
  *   MDLA_EMU_PORTABLE=1                    the portable C (every hand-written kernel off)
  *   MDLA_EMU_ISA=portable|avx2|avx512      at most that one (never above what the CPU has)
- * On other machines (aarch64, other compilers) it is EMU_ISA_PORTABLE: the C path, which the
- * compiler vectorizes by itself.
+ * On aarch64 it is EMU_ISA_NEON (simd_neon.h: the same kernels in NEON), or EMU_ISA_PORTABLE
+ * under MDLA_EMU_PORTABLE=1 or MDLA_EMU_ISA=portable; on other machines (other compilers) it is
+ * EMU_ISA_PORTABLE: the C path, which the compiler vectorizes by itself.
  */
 #ifndef MDLA_EMU_SIMD_H
 #define MDLA_EMU_SIMD_H
@@ -16,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { EMU_ISA_PORTABLE = 0, EMU_ISA_AVX2 = 1, EMU_ISA_AVX512 = 2 };
+enum { EMU_ISA_PORTABLE = 0, EMU_ISA_AVX2 = 1, EMU_ISA_AVX512 = 2, EMU_ISA_NEON = 3 };
 
 int emu_isa(void);
 
@@ -50,6 +51,9 @@ typedef struct {
      * for pixels whose every tap lies inside the image (AVX-512: no x - z per tap); or NULL */
     const int32_t *zw;
 } EmuDwRow;
+/* The taps of output pixel (oy, ox) inside the image, as pairs (input offset, filter offset)
+ * in `taps` (2 * kh * kw int32); their count is returned. */
+int32_t emu_dw_taps(const EmuDwRow *d, int32_t oy, int32_t ox, int32_t *taps);
 void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
 void emu_dw_row_avx512(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
 /* emu_dw_row_avx512 with the narrow requantization (kernels.h EmuRequant.narrow) on the

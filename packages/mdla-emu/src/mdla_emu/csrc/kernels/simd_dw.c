@@ -7,16 +7,9 @@
 
 #include "simd.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-
-#include "simd_x86.h"
-
-#define EMU_T_AVX2 __attribute__((target("avx2")))
-
 /* The taps of output pixel (oy, ox) inside the image: pairs (input offset, filter offset) in
- * `taps`, their count returned. */
-static inline int32_t dw_taps(const EmuDwRow *d, int32_t oy, int32_t ox, int32_t *taps) {
+ * `taps`, their count returned (simd.h). */
+int32_t emu_dw_taps(const EmuDwRow *d, int32_t oy, int32_t ox, int32_t *taps) {
     int32_t n = 0;
     for (int32_t i = 0; i < d->kh; i++) {
         const int32_t iy = oy * d->stride_h + i * d->dil_h - d->pad_top;
@@ -32,11 +25,18 @@ static inline int32_t dw_taps(const EmuDwRow *d, int32_t oy, int32_t ox, int32_t
     return n;
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "simd_x86.h"
+
+#define EMU_T_AVX2 __attribute__((target("avx2")))
+
 EMU_T_AVX2 void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
     const int32_t c = d->c;
     const __m256i z = _mm256_set1_epi32(d->z);
     for (int32_t ox = 0; ox < d->ow; ox++) {
-        const int32_t n = dw_taps(d, oy, ox, taps);
+        const int32_t n = emu_dw_taps(d, oy, ox, taps);
         int32_t *out = acc + (size_t)ox * c;
         int32_t k = 0;
         for (; k + 8 <= c; k += 8) {
@@ -121,7 +121,7 @@ dw_row16(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps, const EmuDw
          int8_t *out) {
     const int32_t c = d->c;
     for (int32_t ox = 0; ox < d->ow; ox++) {
-        const int32_t n = dw_taps(d, oy, ox, taps);
+        const int32_t n = emu_dw_taps(d, oy, ox, taps);
         /* one of acc and out is NULL (sums or requantized codes): no offset on a null pointer */
         int32_t *a = acc != NULL ? acc + (size_t)ox * c : NULL;
         int8_t *o = out != NULL ? out + (size_t)ox * c : NULL;

@@ -1,0 +1,203 @@
+/*
+ * simd_neon.c: simd_neon.h's kernels in aarch64 NEON intrinsics: the narrow requantization,
+ * the multiplier-1 depthwise row, MUL's formula and the 256-entry table lookup.
+ *
+ * Why the requantization (narrow4) is the C one (requant_narrow, kernel_common.c) lane for lane,
+ * given simd.c's argument for the x86 lanes (the same bounds hold):
+ * - v = (acc + bias) * 2^left: sqshl is not needed; vshlq_s32 by a non-negative count moves the
+ *   two's complement bits left, exact since the narrow case has (|acc| + |bias|) 2^left < 2^31.
+ * - SRDHM: vqrdmulhq_s32(v, M) is sat((2 v M + 2^31) >> 32) with the product in full width,
+ *   i.e. floor((v M + 2^30) / 2^31), the C's h; it saturates only for v = M = -2^31, and
+ *   M is in [0, 2^31).
+ * - RDBPOT: rem = h & mask, thr = (mask >> 1) + (h < 0), t = (h >> right) + (rem > thr), the
+ *   same int32 operations (vshlq_s32 by -right is the arithmetic shift right; h < 0 is
+ *   -(h >> 31); a true compare is -1, so subtracting it adds 1).
+ * - clamp(clamp(t, +-2^16) + z, lo, hi) = clamp(t, lo - z, hi - z) + z (simd.c), in [-128, 127],
+ *   so the two narrowing moves (xtn) to int16 and int8 change nothing.
+ * Tails: the last < 8 values are copied into zero-filled blocks (M = 0, no shift: valid).
+ */
+#include "simd_neon.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+
+typedef struct {
+    int32x4_t z, lo, hi; /* lo and hi minus z */
+} Clamp;
+
+static inline Clamp clamp_of(int32_t z, int32_t lo, int32_t hi) {
+    return (Clamp){vdupq_n_s32(z), vdupq_n_s32(lo - z), vdupq_n_s32(hi - z)};
+}
+
+/* 4 lanes of v = (acc + bias) * 2^left (the header for why this is requant_narrow). */
+static inline int32x4_t narrow4(int32x4_t v, int32x4_t m, int32x4_t right, int32x4_t mask,
+                                const Clamp *c) {
+    const int32x4_t h = vqrdmulhq_s32(v, m);
+    const int32x4_t rem = vandq_s32(h, mask);
+    const int32x4_t thr = vsubq_s32(vshrq_n_s32(mask, 1), vshrq_n_s32(h, 31));
+    int32x4_t t = vshlq_s32(h, vnegq_s32(right));
+    t = vsubq_s32(t, vreinterpretq_s32_u32(vcgtq_s32(rem, thr)));
+    return vaddq_s32(vminq_s32(vmaxq_s32(t, c->lo), c->hi), c->z);
+}
+
+/* Two int32x4 of values in [-128, 127] as 8 int8. */
+static inline int8x8_t pack8(int32x4_t a, int32x4_t b) {
+    return vmovn_s16(vcombine_s16(vmovn_s32(a), vmovn_s32(b)));
+}
+
+/* 8 lanes from e of the constants and acc: all readable (the caller pads the tail). */
+static inline int8x8_t narrow8_mem(const EmuNarrow *k, const int32_t *acc, size_t e,
+                                   const Clamp *c) {
+    int32x4_t q[2];
+    for (size_t h = 0; h < 2; h++) {
+        const size_t i = e + 4 * h;
+        const int32x4_t v = vshlq_s32(vaddq_s32(vld1q_s32(acc + i), vld1q_s32(k->bias + i)),
+                                      vld1q_s32(k->left + i));
+        q[h] = narrow4(v, vld1q_s32(k->mult + i), vld1q_s32(k->right + i),
+                       vld1q_s32(k->mask + i), c);
+    }
+    return pack8(q[0], q[1]);
+}
+
+void emu_requant_narrow_neon(const EmuNarrow *k, const int32_t *acc, int8_t *out, int32_t n) {
+    const Clamp c = clamp_of(k->z, k->lo, k->hi);
+    int32_t e = 0;
+    for (; e + 8 <= n; e += 8) vst1_s8(out + e, narrow8_mem(k, acc, (size_t)e, &c));
+    if (e == n) return;
+    const size_t r = (size_t)(n - e), sz = r * sizeof(int32_t);
+    int32_t a[8] = {0}, b[8] = {0}, l[8] = {0}, m[8] = {0}, s[8] = {0}, w[8] = {0};
+    memcpy(a, acc + e, sz), memcpy(b, k->bias + e, sz), memcpy(l, k->left + e, sz);
+    memcpy(m, k->mult + e, sz), memcpy(s, k->right + e, sz), memcpy(w, k->mask + e, sz);
+    const EmuNarrow tail = {b, l, m, s, w, k->z, k->lo, k->hi};
+    int8_t o[8];
+    vst1_s8(o, narrow8_mem(&tail, a, 0, &c));
+    memcpy(out + e, o, r);
+}
+
+/* `nb` (1 or 2) blocks of 8 channels from channel k of one pixel: every tap added in registers
+ * as (x - z) * w, both int16 (|x - z| <= 255), widened into int32 lanes by smlal. */
+static inline __attribute__((always_inline)) void
+dw_blocks8(const EmuDwRow *d, const int32_t *taps, int32_t n, int32_t k, int nb, int32_t *out) {
+    const int16x8_t z = vdupq_n_s16((int16_t)d->z);
+    int32x4_t s[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
+    for (int32_t t = 0; t < n; t++) {
+        const int8_t *x = d->image + taps[2 * t] + k;
+        const int32_t *w = d->filter + taps[2 * t + 1] + k;
+        for (int b = 0; b < nb; b++) {
+            const int16x8_t xv = vsubq_s16(vmovl_s8(vld1_s8(x + 8 * b)), z);
+            /* the filter lane's low int16 is w (simd.h): xtn keeps it */
+            const int16x4_t w0 = vmovn_s32(vld1q_s32(w + 8 * b));
+            const int16x4_t w1 = vmovn_s32(vld1q_s32(w + 8 * b + 4));
+            s[2 * b] = vmlal_s16(s[2 * b], vget_low_s16(xv), w0);
+            s[2 * b + 1] = vmlal_s16(s[2 * b + 1], vget_high_s16(xv), w1);
+        }
+    }
+    for (int q = 0; q < 2 * nb; q++) vst1q_s32(out + k + 4 * q, s[q]);
+}
+
+void emu_dw_row_neon(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
+    const int32_t c = d->c;
+    for (int32_t ox = 0; ox < d->ow; ox++) {
+        const int32_t n = emu_dw_taps(d, oy, ox, taps);
+        int32_t *out = acc + (size_t)ox * c;
+        int32_t k = 0;
+        for (; k + 16 <= c; k += 16) dw_blocks8(d, taps, n, k, 2, out);
+        for (; k + 8 <= c; k += 8) dw_blocks8(d, taps, n, k, 1, out);
+        for (; k < c; k++) {
+            int32_t s = 0;
+            for (int32_t t = 0; t < n; t++) /* the filter's low 16 bits: w as int16 */
+                s += (d->image[taps[2 * t] + k] - d->z) *
+                     (int16_t)(uint16_t)(uint32_t)d->filter[taps[2 * t + 1] + k];
+            out[k] = s;
+        }
+    }
+}
+
+/* 8 codes from x (step 1, 8 readable) or x[0] (step 0) minus z, as two int32x4. */
+static inline void codes8(const int8_t *x, uint32_t step, int16x8_t z, int32x4_t *lo,
+                          int32x4_t *hi) {
+    const int16x8_t v = vsubq_s16(step == 0 ? vdupq_n_s16(x[0]) : vmovl_s8(vld1_s8(x)), z);
+    *lo = vmovl_s16(vget_low_s16(v));
+    *hi = vmovl_s16(vget_high_s16(v));
+}
+
+/* MUL's 8 outputs from 8 readable codes of each operand (simd.h: the product fits int32). */
+static inline int8x8_t mul8(const EmuMulNarrow *k, const int8_t *a, const int8_t *b,
+                            uint32_t a_step, uint32_t b_step, const Clamp *c) {
+    const int16x8_t z1 = vdupq_n_s16((int16_t)k->z1), z2 = vdupq_n_s16((int16_t)k->z2);
+    const int32x4_t m = vdupq_n_s32(k->mult), r = vdupq_n_s32(k->right),
+                    msk = vdupq_n_s32(k->mask);
+    int32x4_t x0, x1, y0, y1;
+    codes8(a, a_step, z1, &x0, &x1);
+    codes8(b, b_step, z2, &y0, &y1);
+    return pack8(narrow4(vmulq_s32(x0, y0), m, r, msk, c),
+                 narrow4(vmulq_s32(x1, y1), m, r, msk, c));
+}
+
+void emu_mul_narrow_neon(const EmuMulNarrow *k, const int8_t *a, const int8_t *b,
+                         uint32_t a_step, uint32_t b_step, uint32_t n, int8_t *out) {
+    const Clamp c = clamp_of(k->z, k->lo, k->hi);
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8) vst1_s8(out + i, mul8(k, a + i * a_step, b + i * b_step, a_step,
+                                                     b_step, &c));
+    if (i == n) return;
+    int8_t x[8] = {0}, y[8] = {0}, o[8];
+    memcpy(x, a + i * a_step, a_step ? n - i : 1);
+    memcpy(y, b + i * b_step, b_step ? n - i : 1);
+    vst1_s8(o, mul8(k, x, y, a_step, b_step, &c));
+    memcpy(out + i, o, n - i);
+}
+
+/* 16 codes: the index x + 128 is x ^ 0x80; tbl looks it up in the first 64 entries (0 when
+ * the index is >= 64), each tbx in the next 64 (index - 64j wraps to >= 64 below them, where
+ * tbx leaves the lane as it is). */
+static inline uint8x16_t lut16(const uint8x16x4_t t[4], uint8x16_t idx) {
+    const uint8x16_t step = vdupq_n_u8(64);
+    uint8x16_t v = vqtbl4q_u8(t[0], idx);
+    for (int j = 1; j < 4; j++) {
+        idx = vsubq_u8(idx, step);
+        v = vqtbx4q_u8(v, t[j], idx);
+    }
+    return v;
+}
+
+void emu_lut_neon(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n) {
+    uint8x16x4_t t[4];
+    for (int j = 0; j < 4; j++) t[j] = vld1q_u8_x4((const uint8_t *)table + 64 * j);
+    const uint8x16_t flip = vdupq_n_u8(0x80);
+    uint64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const uint8x16_t idx = veorq_u8(vld1q_u8((const uint8_t *)x + i), flip);
+        vst1q_u8((uint8_t *)y + i, lut16(t, idx));
+    }
+    if (i == n) return;
+    uint8_t in[16] = {0}, o[16];
+    memcpy(in, x + i, n - i);
+    vst1q_u8(o, lut16(t, veorq_u8(vld1q_u8(in), flip)));
+    memcpy(y + i, o, n - i);
+}
+#else
+void emu_requant_narrow_neon(const EmuNarrow *k, const int32_t *acc, int8_t *out, int32_t n) {
+    (void)k, (void)acc, (void)out, (void)n;
+    abort(); /* unreachable: emu_isa() is EMU_ISA_NEON only on aarch64 */
+}
+
+void emu_dw_row_neon(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
+    (void)d, (void)oy, (void)acc, (void)taps;
+    abort(); /* unreachable: emu_isa() is EMU_ISA_NEON only on aarch64 */
+}
+
+void emu_mul_narrow_neon(const EmuMulNarrow *k, const int8_t *a, const int8_t *b,
+                         uint32_t a_step, uint32_t b_step, uint32_t n, int8_t *out) {
+    (void)k, (void)a, (void)b, (void)a_step, (void)b_step, (void)n, (void)out;
+    abort(); /* unreachable: emu_isa() is EMU_ISA_NEON only on aarch64 */
+}
+
+void emu_lut_neon(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n) {
+    (void)table, (void)x, (void)y, (void)n;
+    abort(); /* unreachable: emu_isa() is EMU_ISA_NEON only on aarch64 */
+}
+#endif

@@ -1,0 +1,27 @@
+/*
+ * simd_neon.h: the aarch64 NEON twins of simd.h's x86-64 kernels, which are what the engine's
+ * cpu partitions run on the phone's ARM cores. Each computes the same integers as the portable
+ * C and as its x86 twin (the argument is in simd_neon.c's header); the kernels call them when
+ * emu_isa() is EMU_ISA_NEON (aarch64, unless MDLA_EMU_PORTABLE=1 or MDLA_EMU_ISA=portable).
+ * Elsewhere they are never called (their bodies abort).
+ */
+#ifndef MDLA_EMU_SIMD_NEON_H
+#define MDLA_EMU_SIMD_NEON_H
+
+#include "simd.h"
+
+/* simd.h's emu_requant_narrow_avx2, 8 int32 lanes (two q registers) at a time. */
+void emu_requant_narrow_neon(const EmuNarrow *k, const int32_t *acc, int8_t *out, int32_t n);
+
+/* simd.h's emu_dw_row_avx2: the int32 sums of one output row of a multiplier-1 depthwise
+ * convolution, 16 then 8 channels per block (x - z as int16, one widening smlal per product). */
+void emu_dw_row_neon(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
+
+/* simd.h's emu_mul_narrow_avx2: MUL's formula in int32 lanes, 8 elements at a time. */
+void emu_mul_narrow_neon(const EmuMulNarrow *k, const int8_t *a, const int8_t *b,
+                         uint32_t a_step, uint32_t b_step, uint32_t n, int8_t *out);
+
+/* simd.h's emu_lut_vbmi: y[i] = table[x[i] + 128], 16 codes per four 64-byte tbl lookups. */
+void emu_lut_neon(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n);
+
+#endif /* MDLA_EMU_SIMD_NEON_H */
