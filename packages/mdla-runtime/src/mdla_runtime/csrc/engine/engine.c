@@ -39,6 +39,8 @@ static void usage(FILE *f) {
           "  --outdir DIR       write output_<k>.bin (raw int8, device layout) here\n"
           "  --repeat N         run N times; report median and min latency (and all, in --json)\n"
           "  --warmup N         run N times first, untimed (default 0)\n"
+          "  --threads N        threads of the cpu partitions and of the host emulator (1-64;\n"
+          "                     sets MDLA_CPU_THREADS and MDLA_EMU_THREADS; default: theirs, or 1)\n"
           "  --ops N            build only the first N operations (outputs: tensors live at the cut)\n"
           "                     (a partitioned manifest: whole partitions, then the one N cuts\n"
           "                     as a model of its prefix; each on its own device, cpu ones here)\n"
@@ -136,6 +138,10 @@ static void parse_args(engine *e, int argc, char **argv, options *o) {
         else if (!strcmp(a, "--repeat")) o->repeat = number(e, a, argv[++i]);
         else if (!strcmp(a, "--warmup")) o->warmup = strcmp(argv[++i], "0") ? number(e, a, argv[i]) : 0;
         else if (!strcmp(a, "--ops")) o->ops = number(e, a, argv[++i]);
+        else if (!strcmp(a, "--threads")) {
+            o->threads = number(e, a, argv[++i]);
+            if (o->threads > MAX_THREADS) fail(e, EXIT_USAGE, "usage", -1, -1, "%s: at most %d", a, MAX_THREADS);
+        }
         else if (!strcmp(a, "--max-tensor-mb")) o->budget.max_tensor_bytes = mebibytes(e, a, argv[++i]);
         else if (!strcmp(a, "--max-total-mb")) o->budget.max_total_bytes = mebibytes(e, a, argv[++i]);
         else if (!strcmp(a, "--max-op-gops")) o->budget.max_op_ops = billions(e, a, argv[++i]);
@@ -153,6 +159,12 @@ static void parse_args(engine *e, int argc, char **argv, options *o) {
         else o->manifest = a;
     }
     if (!o->manifest && !o->devices) fail(e, EXIT_USAGE, "usage", -1, -1, "no manifest given (see --help)");
+    if (o->threads) { /* read when a cpu partition, or the emulator's execution, is prepared */
+        char n[24];
+        snprintf(n, sizeof n, "%ld", o->threads);
+        setenv("MDLA_CPU_THREADS", n, 1);
+        setenv("MDLA_EMU_THREADS", n, 1);
+    }
 }
 
 static void map_manifest(engine *e) {

@@ -12,13 +12,14 @@
 #include "cpu_part.h"
 
 #define MAX_FILES 64
+#define MAX_THREADS 64 /* --threads: mdla-emu's EMU_MAX_THREADS (kernels/pool.c) */
 #define MAX_DEVICES 16
 
 typedef struct {
     const char *manifest, *lib, *device, *cache, *outdir;
     const char *inputs[MAX_FILES];
     int n_inputs;
-    long repeat, warmup, ops;
+    long repeat, warmup, ops, threads; /* threads: --threads, 0 when not given */
     bool json, check, devices, supported;
     mdla_budget budget; /* --max-tensor-mb, --max-total-mb, --max-header-values, --max-*-gops */
 } options;
