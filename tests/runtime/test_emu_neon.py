@@ -17,12 +17,17 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mdla_ir import OpKind
 from mdla_ir.builders import act, as_floats, random_codes, random_qgraph, single_op_qgraph
 from mdla_ir.graph import Graph
-from mdla_ir.ops import OpKind
+from mdla_ir.testing import GraphBuilder
+from mdla_legalize import place
 from mdla_quant import run_int8
+from mdla_quant.config import QuantConfig
+from mdla_quant.quantize import quantize
 from mdla_runtime import load, save
-from mdla_runtime.engine.target import quantize
+from mdla_runtime.engine.target import quantize as to_codes
+from mdla_target import load_target
 from tests.runtime.cross import CC, QEMU, SYSROOT, build_arm
 from tests.runtime.test_emu_simd import DW_SHAPES, LEFT, dw_graph, left_shift_graph
 from tests.runtime.test_emu_support import DEVICES
@@ -51,11 +56,11 @@ def run_arm(arm: Path, g: Graph, codes: Sequence[Array], tmp: Path, env: dict[st
     args = [str(arm / "mdla-engine"), str(path), "--lib", str(arm / "libneuron_emu.so")]
     args += ["--device", ",".join(DEVICES)]  # some shapes map only on the dsp or the gpu
     for k, (spec, x) in enumerate(zip(load(path).inputs, as_floats(g, codes), strict=True)):
-        (tmp / f"x{k}.bin").write_bytes(quantize(x, spec).tobytes())
+        (tmp / f"x{k}.bin").write_bytes(to_codes(x, spec).tobytes())
         args += ["--input", str(tmp / f"x{k}.bin")]
     qemu(arm, [*args, "--outdir", str(tmp), "--json"], env)
-    shape = g.tensors[g.outputs[0]].shape
-    return np.fromfile(tmp / "output_0.bin", np.int8).reshape(shape)
+    out = g.tensors[g.outputs[0]]
+    return np.fromfile(tmp / "output_0.bin", np.dtype(out.dtype)).reshape(out.shape)
 
 
 def check(arm: Path, g: Graph, codes: Sequence[Array], tmp: Path, what: str) -> None:
@@ -137,3 +142,21 @@ def test_aarch64_elementwise_bit_exact(arm: Path, tmp_path: Path, kind: OpKind) 
         rng = np.random.default_rng(7000 * kind.value + seed)
         g = random_qgraph(kind, rng)
         check(arm, g, random_codes(g, rng), tmp_path / str(seed), f"seed {seed}")
+
+
+def test_aarch64_16x8_depthwise_takes_the_c_rows(arm: Path, tmp_path: Path) -> None:
+    """The 16x8 depthwise's row sums (conv16.c) have an AVX2 twin only: on aarch64, where
+    emu_isa() is NEON, they run the portable C (and equal run_int8)."""
+    h, w, c, k = 8, 7, 33, 5
+    b = GraphBuilder("dw16", layout="NHWC", seed=5)
+    x = b.input("x", (1, h, w, c))
+    attrs = {"stride": (1, 1), "dilation": (1, 1), "padding": (2,) * 4, "multiplier": 1}
+    wgt, bias = b.const("w", (1, k, k, c)), b.const("bias", (c,))
+    y = b.op(OpKind.DEPTHWISE_CONV_2D, [x, wgt, bias], name="y", **attrs)
+    tail = b.op(OpKind.RESHAPE, [y], name="tail", shape=(1, h * w * c))  # an int8 output
+    graph = place(b.build(tail), load_target("mdla3.5"), "mtk-mdla", ["auto"]).graph
+    rng = np.random.default_rng(5)
+    samples = [[rng.uniform(-2 - j, 2 + j, (1, h, w, c)).astype(np.float32)] for j in range(3)]
+    g = quantize(graph, samples, QuantConfig(a16=("y",), method="minmax"))
+    assert g.tensors["y"].dtype == "int16"
+    check(arm, g, random_codes(g, rng), tmp_path, "16x8 depthwise")

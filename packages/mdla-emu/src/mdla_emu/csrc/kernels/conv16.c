@@ -277,7 +277,7 @@ static void dw16_row_task(const void *ctx, int64_t begin, int64_t end, uint8_t *
     for (int64_t row = begin; row < end; row++) {
         const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);
         d.image = j->in + (size_t)b * p->h * p->w * p->ci;
-        if (p->isa >= EMU_ISA_AVX2)
+        if (p->isa == EMU_ISA_AVX2 || p->isa == EMU_ISA_AVX512) /* x86 only: not NEON */
             emu_dw16_row_avx2(&d, oy, acc, taps);
         else
             emu_dw16_row(&d, oy, acc, taps);

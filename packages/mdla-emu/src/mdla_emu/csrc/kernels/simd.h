@@ -72,7 +72,7 @@ void emu_dw_row_rq_avx512(const EmuDwRow *d, const EmuDwRq *rq, int32_t oy, int8
  * with iy, ix as EmuDwRow's. Exact in int32: |x| <= 2^15, |w| <= 2^7 (int8 widened to int16)
  * and at most 256 taps (the caller's condition), so every partial sum is at most 2^30 whatever
  * the order; vpmaddwd adds two taps' products of one channel (|.| <= 2^23) in one int32 lane.
- * emu_dw16_row is the portable C; emu_dw16_row_avx2 runs only when emu_isa() >= EMU_ISA_AVX2.
+ * emu_dw16_row is the portable C; emu_dw16_row_avx2 runs only when emu_isa() is AVX2 or AVX-512.
  * `taps` holds 2 * kh * kw int32. */
 typedef struct {
     const int16_t *image;  /* [h][w][c] of one batch item */
