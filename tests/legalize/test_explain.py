@@ -8,7 +8,9 @@ import mdla_ir
 from mdla_ir import OpKind
 from mdla_ir.testing import GraphBuilder
 from mdla_legalize import LegalizeError, explain, legalize, load_target, to_nhwc
+from mdla_quant import QuantConfig, quantize
 from mdla_zoo import load_model
+from tests.quant.test_quantize import net, samples
 
 TARGET = load_target("mdla3.5")
 
@@ -125,3 +127,21 @@ def test_quantized_dtypes_are_checked() -> None:
     t = graph.tensors["x"]
     graph = graph.with_(tensors={**graph.tensors, "x": t.__class__("x", t.shape, "int32")})
     assert "is int32" in explain(graph, TARGET).ops[0].reason
+
+
+def test_a_quantized_graph_says_why_each_int16_tensor_is_int16() -> None:
+    """The recorded gain of each chosen tensor, the request, and the requantized copies."""
+    config = QuantConfig(a16=("c2", "ap"), a16_gain_db=(0.5, 0.125), a16_mode="auto:10%")
+    report = explain(quantize(net(), samples(4), config), TARGET)
+    why = {o.name: o.int16 for o in report.ops if o.int16}
+    assert why == {
+        "c2": "+0.50 dB output SQNR (measured by --a16 auto:10%)",
+        "ap": "+0.12 dB output SQNR (measured by --a16 auto:10%)",
+        "c/a16/quantize": "a copy of `c` for the 16x8 ops reading it (--a16 auto:10%)",
+    }
+    assert "  int16: `c2` (CONV_2D): +0.50 dB output SQNR" in str(report)
+    named = explain(quantize(net(), samples(4), QuantConfig(a16=("th",))), TARGET)
+    assert {o.name: o.int16 for o in named.ops if o.int16 and o.kind == "TANH"} == {
+        "th": "named by QuantConfig.a16"
+    }
+    assert not [o for o in explain(net(), TARGET).ops if o.int16]  # a float graph: none

@@ -92,6 +92,11 @@ def test_an_int16_graph_output_compiles_runs_and_saves_its_codes(tmp_path: Path)
         np.testing.assert_array_equal(codes.reshape(litert.shape), litert)
         real = saved[key.removesuffix("/int16")]
         np.testing.assert_array_equal(real, codes.astype(np.float32) * np.float32(spec.scale))
+    check = CliRunner().invoke(app, ["check", str(path), "--on", "emu", "--json"])
+    assert check.exit_code == 0, check.output
+    why = {op["name"]: op.get("int16") for op in json.loads(check.stdout)["ops"]}
+    assert why["fc"] == why["fc.flatten"] == "named by --a16 fc*"  # the conv and its reshape
+    assert why["pool"] is None
 
 
 def test_the_adb_route_loads_an_int16_output(tmp_path: Path) -> None:

@@ -10,8 +10,11 @@ from textual.widgets import Input
 
 import mdla_runtime
 from mdla_compile.report import a16_share
+from mdla_quant import QuantConfig, quantize
+from tests.quant.test_quantize import net, samples
 from tests.workbench.tui_pilot import calibrate, installed, sync, text, tiny, wait_for
 from workbench import pipeline
+from workbench.tui.state import describe, rows_from_graph
 
 __all__ = ["tiny"]  # the module-scoped fixture
 
@@ -54,3 +57,14 @@ async def test_a_bad_budget_is_refused_before_any_work(tiny: pipeline.Compiled) 
         assert "not a share of activation bytes" in errors[0]
         assert text(app, "#result") == "open a model, choose settings, press a"
         assert screen.comparison is None
+
+
+def test_an_int16_row_says_why_it_is_int16() -> None:
+    """The op table's detail pane gives the recorded gain and request, as `explain` does."""
+    config = QuantConfig(a16=("c2", "ap"), a16_gain_db=(0.5, 0.125), a16_mode="auto:10%")
+    qgraph = quantize(net(), samples(4), config)
+    rows = {r.name: r for r in rows_from_graph(qgraph, qgraph, target="mdla3.5")}
+    assert rows["c2"].int16 == "+0.50 dB output SQNR (measured by --a16 auto:10%)"
+    assert "int16 (16x8): +0.50 dB output SQNR" in describe(rows["c2"])
+    assert rows["c"].int16 == ""
+    assert "int16" not in describe(rows["c"])

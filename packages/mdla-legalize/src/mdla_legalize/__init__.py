@@ -11,7 +11,7 @@ target.op("mtk-mdla", OpKind.LOGISTIC).fixed_output     # (1/256, -128) for the 
 from __future__ import annotations
 
 from mdla_legalize.errors import LegalizeError, UnknownRuleError
-from mdla_legalize.explain import OpSupport, SupportReport, explain
+from mdla_legalize.explain import OpSupport, SupportReport, explain, int16_reasons, int16_why
 from mdla_legalize.layout import to_nhwc
 from mdla_legalize.legalize import known_rules, legalize, pipeline, rewrite
 from mdla_legalize.partition import Placed, Placement, PlacementSpecError, parse_cpu, place
@@ -32,6 +32,8 @@ __all__ = [
     "Target",
     "UnknownRuleError",
     "explain",
+    "int16_reasons",
+    "int16_why",
     "known_rules",
     "known_targets",
     "legalize",

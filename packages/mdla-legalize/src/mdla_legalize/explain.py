@@ -1,16 +1,21 @@
 """`explain(graph, target, device)`: per op, does it map, why not, and what would fix it.
 
 The fix is the first legalize rule that rewrites the op (tried on the graph as it is, or on its
-NHWC form for the device-layout rules), else "not mappable on this device: <why>".
+NHWC form for the device-layout rules), else "not mappable on this device: <why>". On a graph
+quantized with int16 activations (`QuantConfig.a16`), each op writing one says why it is int16
+(`int16_reasons`): the gain `--a16 auto` measured for it, or the request that named it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mdla_ir import Graph, Op
 from mdla_ir.devices import NPU
 from mdla_ir.passes import Rewriter
+from mdla_ir.provenance import QuantRecord
 from mdla_legalize.constraints import graph_problems, non_default, op_problems
 from mdla_legalize.errors import check_device
 from mdla_legalize.layout import to_nhwc
@@ -29,6 +34,7 @@ class OpSupport:
     fix: str = ""
     assumed: str = ""  # the target entry's source when the op maps on an assumption
     assumed_attr: str = ""  # the attribute whose own source is the assumption ("dilation")
+    int16: str = ""  # why the op's output is int16 (`int16_reasons`); "" when it is not
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +69,7 @@ class SupportReport:
         lines = [f"{self.graph} on {self.target}/{self.device}: {ok}/{len(self.ops)} ops map"]
         lines += [f"  note: {n}" for n in self.notes]
         lines += [f"  assumed: {k} {why}" for k, why in self.assumptions().items()]
+        lines += [f"  int16: `{o.name}` ({o.kind}): {o.int16}" for o in self.ops if o.int16]
         rows = [("#", "op", "kind", "ok", "fix", "reason")]
         rows += [
             (str(o.index), o.name, o.kind, "yes" if o.supported else "NO", _cell(o.fix), o.reason)
@@ -123,20 +130,56 @@ def assumption(op: Op, spec: OpSpec) -> tuple[str, str]:
     return "", spec.source if spec.source.startswith("assumed") else ""
 
 
+def int16_reasons(graph: Graph) -> dict[str, str]:
+    """{op name: why its output is int16} for a graph quantized with `QuantConfig.a16`: a
+    named tensor's measured gain and the `--a16` request (`auto:25%`, or the patterns), as its
+    `quant` record keeps them; a requantized copy (`x/a16`) is there for the 16x8 ops that
+    read `x`. Empty for a float or all-int8 graph."""
+    wide = [
+        (op.name, op.outputs[0])
+        for op in graph.ops
+        if op.outputs[0] in graph.tensors and graph.tensors[op.outputs[0]].dtype == "int16"
+    ]
+    return int16_why(graph.provenance.quant, wide)
+
+
+def int16_why(record: QuantRecord | None, wide: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """{op: why} for the (op, output) pairs `wide` whose outputs are int16 (`int16_reasons`;
+    a manifest's operations give the pairs too)."""
+    if record is None or not record.a16:
+        return {}
+    gains = dict(zip(record.a16, record.a16_gain_db, strict=False))
+    how = f"--a16 {record.a16_mode}" if record.a16_mode else "QuantConfig.a16"
+    found: dict[str, str] = {}
+    for op, name in wide:
+        if name in gains:
+            found[op] = f"+{gains[name]:.2f} dB output SQNR (measured by {how})"
+        elif name in record.a16:
+            found[op] = f"named by {how}"
+        else:
+            found[op] = (
+                f"a copy of `{name.removesuffix('/a16')}` for the 16x8 ops reading it ({how})"
+            )
+    return found
+
+
 def explain(graph: Graph, target: Target, device: str = NPU) -> SupportReport:
     check_device(target, device)  # an unknown device raises, naming the known ones
     ctx = Ctx(Rewriter(graph), target, device)
     rows: list[OpSupport] = []
     tables: list[tuple[Graph, list[Rule]]] | None = None
+    wide = int16_reasons(graph)
     for i, op in enumerate(graph.ops):
         problems = op_problems(graph, op, target, device, ctx)
         if not problems:
             attr, assumed = assumption(op, target.op(device, op.kind))
-            rows.append(OpSupport(i, op.name, op.label, True, assumed=assumed, assumed_attr=attr))
+            row = OpSupport(i, op.name, op.label, True, assumed=assumed, assumed_attr=attr)
+            rows.append(dataclasses.replace(row, int16=wide.get(op.name, "")))
             continue
         if tables is None:
             device_graph = to_nhwc(graph).graph
             tables = [(graph, MODEL_RULES + DEVICE_RULES), (device_graph, DEVICE_RULES)]
         fix = _fix(op, target, device, tables) or (f"not mappable on this device: {problems[0]}")
-        rows.append(OpSupport(i, op.name, op.label, False, "; ".join(problems), fix))
+        row = OpSupport(i, op.name, op.label, False, "; ".join(problems), fix)
+        rows.append(dataclasses.replace(row, int16=wide.get(op.name, "")))
     return SupportReport(graph.name, target.name, device, tuple(rows), tuple(graph_problems(graph)))

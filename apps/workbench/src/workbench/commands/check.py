@@ -21,6 +21,7 @@ from mdla_ir import DEFAULT_PATH, Graph, UnsupportedError
 from mdla_ir.devices import DEFAULT_TARGET, NPU
 from mdla_ir.ops import OpKind
 from mdla_legalize.constructs import help_text as constructs_help
+from mdla_runtime.format.container import TENSOR_QUANT16_SYMM
 from mdla_zoo.names import check_name
 from workbench import contract as ct
 from workbench import pipeline, placement
@@ -319,6 +320,7 @@ def _check_manifest(
         return _check_partitions(manifest, target, doc)
     con = console()
     flags = target.supported(manifest, [device])[device]
+    wide = manifest_int16(manifest)
     doc.update(
         model=manifest.name,
         path=str(manifest.path),
@@ -326,6 +328,7 @@ def _check_manifest(
         supported=sum(flags),
         ops=[
             {"index": i, "name": op.name, "kind": op_kind_name(op.code), "supported": ok}
+            | ({"int16": wide[op.name]} if op.name in wide else {})
             for i, (op, ok) in enumerate(zip(manifest.operations, flags, strict=True))
         ],
     )
@@ -335,9 +338,22 @@ def _check_manifest(
         markup=False,
     )
     for i, (op, ok) in enumerate(zip(manifest.operations, flags, strict=True)):
-        con.print(f"  {i:>4}  {op.name:<40} {op_kind_name(op.code):<22} {'yes' if ok else 'NO'}")
+        why = f"  int16: {wide[op.name]}" if op.name in wide else ""
+        row = f"  {i:>4}  {op.name:<40} {op_kind_name(op.code):<22} {'yes' if ok else 'NO'}"
+        con.print(row + why, markup=False)
     _all_or_nothing(all(flags))
     return all(flags)
+
+
+def manifest_int16(manifest: mdla_runtime.Manifest) -> dict[str, str]:
+    """{op name: why its output is int16} from the file's quant record (`explain`'s words)."""
+    ops = manifest.operands
+    wide = [
+        (op.name, ops[op.outputs[0]].name)
+        for op in manifest.operations
+        if ops[op.outputs[0]].type == TENSOR_QUANT16_SYMM
+    ]
+    return mdla_legalize.int16_why(manifest.provenance.quant, wide)
 
 
 def _check_partitions(

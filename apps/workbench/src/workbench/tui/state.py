@@ -55,6 +55,7 @@ class OpRow:
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
     on_cpu: bool = False
+    int16: str = ""  # why the op's output is int16 (`mdla_legalize.int16_reasons`)
 
 
 def tui_options(spec: str = "", **changes: Any) -> CompileOptions:
@@ -224,6 +225,7 @@ def rows_from_graph(
     one per op left on the NPU, in op order, as `Target.supported` answers a placed model)."""
     tgt = mdla_legalize.load_target(target or graph.provenance.target or DEFAULT_TARGET)
     report = {r.index: r for r in mdla_legalize.explain(graph, tgt).ops}
+    wide = mdla_legalize.int16_reasons(qgraph) if qgraph is not None else {}
     cpu = set(graph.provenance.cpu_ops)
     npu_flags = iter(flags or ())
     rows = []
@@ -251,6 +253,7 @@ def rows_from_graph(
                 op.inputs,
                 op.outputs,
                 on_cpu,
+                wide.get(op.name, ""),
             )
         )
     return rows
@@ -304,6 +307,8 @@ def describe(row: OpRow) -> str:
         lines.append(f"scale {row.scale:.6g}, zero point {row.zero_point}")
     if row.sqnr_db is not None:
         lines.append(f"SQNR {row.sqnr_db:.1f} dB")
+    if row.int16:
+        lines.append(f"int16 (16x8): {row.int16}")
     lines.append(f"in: {', '.join(row.inputs)}")
     lines.append(f"out: {', '.join(row.outputs)}")
     return "\n".join(lines)
