@@ -7,6 +7,8 @@ default minimum is also run, where the small cases stay on one thread.
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -22,7 +24,7 @@ from mdla_ir.builders import (
 from mdla_ir.graph import Graph
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
-from tests.runtime.test_emu_support import run_single_op
+from tests.runtime.test_emu_support import emu, run_single_op
 
 SPLIT = [
     OpKind.ADD,
@@ -85,3 +87,63 @@ def test_thread_count_never_changes_a_byte(
             monkeypatch.setenv("MDLA_EMU_THREADS", str(threads))
             got = np.asarray(run_single_op(g, codes))
             assert got.tobytes() == np.asarray(want).tobytes(), f"seed {seed}, {threads} threads"
+
+
+def binary(kind: OpKind, a: tuple[int, ...], b: tuple[int, ...], rng: np.random.Generator) -> Graph:
+    """`kind` of an a-shaped and a b-shaped activation (numpy broadcasting)."""
+    q1, q2 = qp(0.03, int(rng.integers(-128, 128))), qp(0.05, int(rng.integers(-128, 128)))
+    out = np.broadcast_shapes(a, b)
+    scale = 0.03 * 0.05 * 128 * 128 / 100 if kind is OpKind.MUL else 0.12
+    return single_op_qgraph(
+        kind, [act("x", a, q1), act("y", b, q2)], out, qp(scale, -5), {"fuse": "NONE"}
+    )
+
+
+RUNS = [  # shapes whose broadcast merges into few long runs (a chunk then starts mid-run)
+    ((1, 1, 1, 1001), (1, 1, 1, 1001)),  # one run
+    ((2, 7, 9, 13), (2, 7, 9, 13)),  # one run of every element
+    ((3, 5, 7, 11), (1, 1, 1, 11)),  # 105 runs of 11
+    ((3, 1, 1, 33), (3, 6, 10, 33)),  # h and w merge: 3 runs of 60 broadcast x 33
+    ((4, 6, 1), (1, 6, 25)),  # both ways
+]
+
+
+@pytest.mark.parametrize("kind", [OpKind.ADD, OpKind.SUB, OpKind.MUL], ids=lambda k: k.name)
+def test_elementwise_chunks_cut_inside_runs(kind: OpKind, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The elements, not the runs, are what the threads share: with every op cut
+    (MDLA_EMU_MIN_WORK=1) a thread's chunk starts and ends inside a run, and the bytes stay the
+    one-thread ones and run_int8's."""
+    monkeypatch.setenv("MDLA_EMU_MIN_WORK", "1")
+    rng = np.random.default_rng(4400 + kind.value)
+    for a, b in RUNS:
+        g = binary(kind, a, b, rng)
+        codes = random_codes(g, rng)
+        (want,) = run_int8(g, as_floats(g, codes), raw=True)
+        for threads in (1, 2, 3):
+            monkeypatch.setenv("MDLA_EMU_THREADS", str(threads))
+            got = np.asarray(run_single_op(g, codes))
+            assert got.tobytes() == np.asarray(want).tobytes(), f"{a} {b}, {threads} threads"
+
+
+def splits(g: Graph, rng: np.random.Generator) -> int:
+    """How many jobs the emulator cut over two threads while it ran single-op `g` once."""
+    before = emu().emu_split_jobs()
+    run_single_op(g, random_codes(g, rng))
+    return int(emu().emu_split_jobs() - before)
+
+
+def test_elementwise_ops_with_enough_work_split_at_the_default_minimum(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An ADD of 14 x 14 x 64 (a 256 x 256 table lookup per element: four units of work each)
+    and a same-shape ADD of 20000 elements in one run split at two threads; a 1000-element ADD
+    does not (the hand-off would cost more than half of it)."""
+    emu().emu_split_jobs.restype = ctypes.c_uint64
+    monkeypatch.setenv("MDLA_EMU_MIN_WORK", "")
+    monkeypatch.setenv("MDLA_EMU_THREADS", "2")
+    rng = np.random.default_rng(17)
+    assert splits(binary(OpKind.ADD, (1, 14, 14, 64), (1, 14, 14, 64), rng), rng) == 1
+    assert splits(binary(OpKind.ADD, (1, 20000), (1, 20000), rng), rng) == 1
+    assert splits(binary(OpKind.ADD, (1, 10, 100), (1, 10, 100), rng), rng) == 0
+    monkeypatch.setenv("MDLA_EMU_THREADS", "1")
+    assert splits(binary(OpKind.ADD, (1, 20000), (1, 20000), rng), rng) == 0

@@ -152,6 +152,9 @@ int emu_pool_threads(const EmuPool *pool);
  * done. */
 void emu_parallel_for(EmuScratch *s, int64_t count, int64_t grain, EmuTaskFn fn,
                       const void *ctx);
+/* How many jobs emu_parallel_for has cut over two threads or more in this process (tests ask
+ * which ops split). */
+uint64_t emu_split_jobs(void);
 /* The least work a thread takes (MDLA_EMU_MIN_WORK overrides; tests set 1 to cut everything). */
 #define EMU_MIN_WORK 16384
 /* How long an idle thread spins for the next job (or the caller for the workers) before it

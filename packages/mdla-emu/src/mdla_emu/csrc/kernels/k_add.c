@@ -131,9 +131,11 @@ static void add_eval(const void *params, const void *const *inputs, void *output
                      EmuScratch *scratch) {
     const AddParams *p = params;
     if (p->wide)
-        emu_broadcast_run(&p->bc, scratch, &p->w, inputs[0], inputs[1], output, add16_run);
+        emu_broadcast_run(&p->bc, scratch, EMU_WORK_WIDE, &p->w, inputs[0], inputs[1], output,
+                          add16_run);
     else
-        emu_broadcast_run(&p->bc, scratch, p, inputs[0], inputs[1], output, add_run);
+        emu_broadcast_run(&p->bc, scratch, EMU_WORK_TABLE2, p, inputs[0], inputs[1], output,
+                          add_run);
 }
 
 const EmuKernel emu_k_add = {NEURON_ADD, "ADD", add_prepare, add_eval, NULL, free};

@@ -132,7 +132,10 @@ static void mul16_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t 
 static void mul_eval(const void *params, const void *const *inputs, void *output,
                      EmuScratch *scratch) {
     const MulParams *p = params;
-    emu_broadcast_run(&p->bc, scratch, p, inputs[0], inputs[1], output,
+    const int64_t work = p->wide                     ? EMU_WORK_WIDE
+                         : p->isa == EMU_ISA_PORTABLE ? EMU_WORK_TABLE2
+                                                      : EMU_WORK_LANES;
+    emu_broadcast_run(&p->bc, scratch, work, p, inputs[0], inputs[1], output,
                       p->wide ? mul16_run : mul_run);
 }
 

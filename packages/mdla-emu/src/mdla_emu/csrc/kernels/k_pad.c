@@ -1,7 +1,9 @@
 /*
  * PAD, int8 or int16 (16x8: TENSOR_QUANT16_SYMM, zero point 0) (TFLite reference_ops Pad):
- * out = pad(x, paddings, value = z), z the zero point (real 0). paddings is TENSOR_INT32 [rank, 2] of (before, after), all >= 0. Input and output
- * share scale and zero point. Rows of the last dim are copied whole; the rest is filled.
+ * out = pad(x, paddings, value = z), z the zero point (real 0). paddings is TENSOR_INT32
+ * [rank, 2] of (before, after), all >= 0. Input and output share scale and zero point. Each
+ * output row of the last dim is written once, the rows split over the threads: the input row
+ * copied whole between two fills, or all fill where the row is outside the input.
  */
 #include <string.h>
 
@@ -54,25 +56,37 @@ typedef struct {
     int8_t *y;
 } PadJob;
 
-/* Copies input rows [begin, end) (rows of the innermost dim) to their places in the output. */
+/* Output rows (of the innermost dim) [begin, end), each written once: a row outside the input
+ * in an outer dim is all `value`; one inside is `value` before, the input row, `value` after. */
 static void pad_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     (void)scratch;
     const PadJob *j = ctx;
     const PadParams *p = j->p;
-    const uint32_t r = p->rank, row = p->in_dims[r - 1];
+    const uint32_t r = p->rank, last = r - 1, size = p->size;
+    const size_t row = (size_t)p->in_dims[last] * size, out_row = (size_t)p->out_dims[last] * size;
+    const size_t before = (size_t)p->before[last] * size, after = out_row - before - row;
     uint32_t idx[EMU_MAX_RANK] = {0};
     uint64_t rest = (uint64_t)begin; /* begin < end: no outer dim is 0 */
     for (int d = (int)r - 2; d >= 0; d--) {
-        idx[d] = (uint32_t)(rest % p->in_dims[d]);
-        rest /= p->in_dims[d];
+        idx[d] = (uint32_t)(rest % p->out_dims[d]);
+        rest /= p->out_dims[d];
     }
     for (uint64_t k = (uint64_t)begin; k < (uint64_t)end; k++) {
-        uint64_t off = 0; /* output offset of this input row's first element */
-        for (uint32_t d = 0; d < r; d++)
-            off = off * p->out_dims[d] + (d + 1 < r ? idx[d] + p->before[d] : p->before[d]);
-        memcpy(j->y + off * p->size, j->x + k * row * p->size, (size_t)row * p->size);
+        int8_t *y = j->y + k * out_row;
+        bool inside = true;
+        for (uint32_t d = 0; d < last; d++)
+            inside = inside && idx[d] >= p->before[d] && idx[d] - p->before[d] < p->in_dims[d];
+        if (inside) {
+            uint64_t src = 0; /* the input row at this output row */
+            for (uint32_t d = 0; d < last; d++) src = src * p->in_dims[d] + idx[d] - p->before[d];
+            memset(y, p->value, before);
+            memcpy(y + before, j->x + src * row, row);
+            memset(y + before + row, p->value, after);
+        } else {
+            memset(y, p->value, out_row);
+        }
         for (int d = (int)r - 2; d >= 0; d--) {
-            if (++idx[d] < p->in_dims[d]) break;
+            if (++idx[d] < p->out_dims[d]) break;
             idx[d] = 0;
         }
     }
@@ -82,10 +96,9 @@ static void pad_eval(const void *params, const void *const *inputs, void *output
                      EmuScratch *scratch) {
     const PadParams *p = params;
     const PadJob job = {p, inputs[0], output};
-    memset(output, p->value, p->out_count * p->size);
     uint64_t rows = 1;
-    for (uint32_t d = 0; d + 1 < p->rank; d++) rows *= p->in_dims[d];
-    const int64_t row = p->in_dims[p->rank - 1];
+    for (uint32_t d = 0; d + 1 < p->rank; d++) rows *= p->out_dims[d];
+    const int64_t row = (int64_t)p->out_dims[p->rank - 1] * p->size;
     emu_parallel_for(scratch, (int64_t)rows, emu_par_grain(scratch, row), pad_rows, &job);
 }
 

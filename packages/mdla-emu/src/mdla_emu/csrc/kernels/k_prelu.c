@@ -122,11 +122,12 @@ static void prelu_eval(const void *params, const void *const *inputs, void *outp
                        EmuScratch *scratch) {
     const PreluParams *p = params;
     if (p->alpha16 != NULL) {
-        emu_broadcast_run(&p->bc, scratch, p, inputs[0], (const int8_t *)(const void *)p->alpha16,
-                          output, prelu16_run);
+        emu_broadcast_run(&p->bc, scratch, EMU_WORK_WIDE, p, inputs[0],
+                          (const int8_t *)(const void *)p->alpha16, output, prelu16_run);
         return;
     }
-    emu_broadcast_run(&p->bc, scratch, p, inputs[0], inputs[1], output, prelu_run);
+    emu_broadcast_run(&p->bc, scratch, EMU_WORK_TABLE2, p, inputs[0], inputs[1], output,
+                      prelu_run);
 }
 
 const EmuKernel emu_k_prelu = {NEURON_PRELU, "PRELU", prelu_prepare, prelu_eval, NULL,

@@ -89,7 +89,8 @@ void emu_requant_row(const EmuRequant *rq, const int32_t *acc, int8_t *out);
 void emu_requant_rows(const EmuRequant *rq, const int32_t *acc, size_t acc_stride, int8_t *out,
                       int32_t rows);
 
-/* Numpy broadcasting of two operands to the output, right-aligned to EMU_MAX_RANK dims. */
+/* Numpy broadcasting of two operands to the output (broadcast.c): right-aligned to
+ * EMU_MAX_RANK dims, each merged into the dim inside it where both operands allow. */
 typedef struct {
     uint32_t dims[EMU_MAX_RANK];
     uint64_t stride_a[EMU_MAX_RANK], stride_b[EMU_MAX_RANK]; /* 0 along a broadcast dim */
@@ -97,14 +98,20 @@ typedef struct {
 } EmuBroadcast;
 int emu_broadcast_prepare(const EmuOperand *a, const EmuOperand *b, const EmuOperand *y,
                           EmuBroadcast *bc);
-/* Calls fn(ctx, a_offset, b_offset, out_offset, count, a_step, b_step) per innermost run; the
- * runs split over the scratch's threads when there is enough work. The pointers are to each
- * run's first element (bc->elem bytes each: an int16 run casts them back); steps count
- * elements. */
+/* Calls fn(ctx, a_offset, b_offset, out_offset, count, a_step, b_step) per innermost run (or
+ * the part of one inside a thread's chunk); the elements split over the scratch's threads when
+ * there is enough work, `work` units each (EMU_WORK_*). The pointers are to each run's first
+ * element (bc->elem bytes each: an int16 run casts them back); steps count elements, 0 or 1. */
 typedef void (*EmuRunFn)(const void *ctx, const int8_t *a, const int8_t *b, int8_t *out,
                          uint32_t count, uint32_t a_step, uint32_t b_step);
-void emu_broadcast_run(const EmuBroadcast *bc, EmuScratch *s, const void *ctx, const int8_t *a,
-                       const int8_t *b, int8_t *out, EmuRunFn fn);
+void emu_broadcast_run(const EmuBroadcast *bc, EmuScratch *s, int64_t work, const void *ctx,
+                       const int8_t *a, const int8_t *b, int8_t *out, EmuRunFn fn);
+/* Work units per element of the elementwise runs, against a copied byte's 1 (MDLA_EMU_MIN_WORK
+ * is in these units): a 256 x 256 table lookup of two codes, a vector-lane formula, and the
+ * int16 forms' int64 requantizations per element. */
+#define EMU_WORK_TABLE2 4
+#define EMU_WORK_LANES 1
+#define EMU_WORK_WIDE 16
 
 /* Elementwise int8 -> int8 ops frozen into a 256-entry table (RELU*, LOGISTIC, TANH,
  * HARD_SWISH): prepare checks the shapes and allocates; eval is out[i] = table[in[i] + 128]. */

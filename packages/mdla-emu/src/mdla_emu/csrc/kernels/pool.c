@@ -262,6 +262,11 @@ static void pool_free(EmuPool *p) {
     free(p);
 }
 
+/* Jobs handed to a pool's threads since the library loaded (emu_split_jobs). */
+static atomic_uint_fast64_t split_jobs;
+
+uint64_t emu_split_jobs(void) { return atomic_load_explicit(&split_jobs, memory_order_relaxed); }
+
 /* The process's pools, one per thread count, and how many owners hold each. */
 static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
 static EmuPool *shared[EMU_MAX_THREADS + 1];
@@ -303,6 +308,7 @@ void emu_parallel_for(EmuScratch *s, int64_t count, int64_t grain, EmuTaskFn fn,
     p->count = count;
     p->scratch = s->scratch;
     p->scratch_len = s->scratch_len;
+    atomic_fetch_add_explicit(&split_jobs, 1, memory_order_relaxed);
     atomic_store(&p->remaining, chunks);
     const uint64_t gen = ++p->gen;
     atomic_store(&p->state, (uint_fast64_t)gen << GEN_SHIFT | (uint_fast64_t)chunks << CHUNK_BITS);
