@@ -147,3 +147,31 @@ def test_elementwise_ops_with_enough_work_split_at_the_default_minimum(
     assert splits(binary(OpKind.ADD, (1, 10, 100), (1, 10, 100), rng), rng) == 0
     monkeypatch.setenv("MDLA_EMU_THREADS", "1")
     assert splits(binary(OpKind.ADD, (1, 20000), (1, 20000), rng), rng) == 0
+
+
+PADS = [  # (shape, pads): rows merge where the dims inside them are not padded
+    ((1, 9, 11, 24), ((0, 0), (0, 1), (0, 1), (0, 0))),  # a stride-2 conv's pad: rows of w * c
+    ((2, 5, 7, 3), ((0, 0), (1, 1), (2, 1), (0, 0))),
+    ((3, 4, 5), ((1, 2), (0, 0), (0, 0))),  # one row per outer index: 20 elements each
+    ((2, 3, 5, 6), ((0, 1), (1, 0), (0, 0), (2, 3))),  # the last dim padded: nothing merges
+    ((40,), ((3, 5),)),
+]
+
+
+@pytest.mark.parametrize(("shape", "pads"), PADS, ids=[str(s) for s, _ in PADS])
+def test_pad_writes_every_row_once_at_any_thread_count(
+    shape: tuple[int, ...], pads: tuple[tuple[int, int], ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PAD's fill is written row by row with the copies (no whole-output fill first), over
+    merged rows: at 1, 2 and 3 threads, every row cut, the bytes are run_int8's."""
+    monkeypatch.setenv("MDLA_EMU_MIN_WORK", "1")
+    rng = np.random.default_rng(len(shape) * 100 + sum(map(sum, pads)))
+    q = qp(0.04, int(rng.integers(-128, 128)))
+    out = [d + a + b for d, (a, b) in zip(shape, pads, strict=True)]
+    g = single_op_qgraph(OpKind.PAD, [act("x", shape, q)], out, q, {"pads": pads})
+    codes = random_codes(g, rng)
+    (want,) = run_int8(g, as_floats(g, codes), raw=True)
+    for threads in (1, 2, 3):
+        monkeypatch.setenv("MDLA_EMU_THREADS", str(threads))
+        got = np.asarray(run_single_op(g, codes))
+        assert got.tobytes() == np.asarray(want).tobytes(), f"{threads} threads"

@@ -12,10 +12,22 @@
 typedef struct {
     uint32_t rank;
     uint32_t in_dims[EMU_MAX_RANK], out_dims[EMU_MAX_RANK], before[EMU_MAX_RANK];
-    uint64_t out_count;
     int8_t value;
     uint32_t size; /* bytes per element (an int16 pads with 0: both bytes 0) */
 } PadParams;
+
+/* Merges the innermost dim into the one outside it while the innermost is not padded (an
+ * unpadded channel dim makes [.., w, c] rows of w * c elements): fewer, longer rows. */
+static void pad_collapse(PadParams *p) {
+    while (p->rank > 1) {
+        const uint32_t k = p->rank - 1, inner = p->in_dims[k];
+        if (inner != p->out_dims[k] || (uint64_t)p->out_dims[k - 1] * inner > UINT32_MAX) return;
+        p->in_dims[k - 1] *= inner;
+        p->out_dims[k - 1] *= inner;
+        p->before[k - 1] *= inner;
+        p->rank = k;
+    }
+}
 
 static int pad_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
     (void)num;
@@ -43,9 +55,9 @@ static int pad_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics
         free(p);
         return NEURON_BAD_DATA;
     }
-    p->out_count = emu_elements(y);
     p->value = (int8_t)y->zero_point;
     p->size = wide ? 2 : 1;
+    pad_collapse(p);
     *out = p;
     return NEURON_NO_ERROR;
 }
