@@ -303,3 +303,51 @@ def test_multipliers_above_one_bit_exact(name: str, isa_path: str, rounding: str
     assert np.unique(want).size > 8, "a case whose outputs are all clamped tests nothing"
     got = np.asarray(run_single_op(g, codes))
     np.testing.assert_array_equal(got, want, err_msg=f"{name}, {isa_path}, {rounding}")
+
+
+# The narrow lanes' bound is per channel, from the channel's own weights: |acc + bias| <=
+# 255 * sum |w| + |bias|. Channel 0's bias puts that bound at 2^31 - 1 exactly ("at") or 2 past it
+# ("past": the sum can leave int32, so the layer stays on the int64 rows, which saturate it), with
+# a tiny weight scale, as BatchNorm folding leaves a dead channel; the other channels have
+# multipliers of 1.5-6 (s > 0), which the old bound (taps * 255 * 128 + max|bias|, shifted by the
+# largest s) sent to the int64 rows whatever channel 0's weights. Inputs of -128 against
+# z_in = 127 and weights of 127 reach the bound.
+def edge_graph(kind: OpKind, past: int) -> Graph:
+    rng = np.random.default_rng(7)
+    dw = kind is OpKind.DEPTHWISE_CONV_2D
+    c, o, k = (6, 6, 3) if dw else (16, 6, 1)
+    wt = rng.integers(-1, 2, size=(1, k, k, o) if dw else (o, k, k, c), dtype=np.int8)
+    if dw:
+        wt[..., 0] = 127
+    else:
+        wt[0] = 127
+    s_in, s_out = 0.02, 0.01
+    ws = (s_out / s_in * rng.uniform(1.5, 6.0, size=o)).astype(np.float32)
+    ws[0] = s_out / s_in * 2.0**-26  # M * 2^s of 2^-26: -2^31 gives -29, a wrapped +2^31 35
+    bias = rng.integers(-8, 9, size=o).astype(np.int64)
+    bias[0] = -(2**31 - 1 - 255 * int(np.abs(wt[..., 0] if dw else wt[0]).sum()) + past)
+    pads = (1, 1, 1, 1) if dw else (0, 0, 0, 0)
+    tensors = [
+        Tensor("x", (1, 5, 5, c), "int8", None, qp(s_in, 127)),
+        Tensor("w", wt.shape, "int8", wt, qp(ws, 0, 3 if dw else 0)),
+        Tensor("bias", bias.shape, "int32", bias.astype(np.int32), qp(np.float32(s_in) * ws, 0, 0)),
+    ]
+    attrs: dict[str, Any] = {"stride": (1, 1), "dilation": (1, 1), "padding": pads}
+    attrs |= {"multiplier": 1} if dw else {"groups": 1}
+    return single_op_qgraph(kind, tensors, (1, 5, 5, o), qp(s_out, 3), attrs | {"fuse": "NONE"})
+
+
+@pytest.mark.parametrize("kind", [OpKind.DEPTHWISE_CONV_2D, OpKind.CONV_2D], ids=lambda k: k.name)
+def test_the_narrow_bound_is_each_channels_own(kind: OpKind, isa_path: str) -> None:
+    """ "at" is run_int8's, bit for bit; "past" overflows int32 at the inner pixels, which
+    run_int8 refuses: saturated there (-2^31, not -(2^31 - 1)), it gives "at"'s bytes too."""
+    at = edge_graph(kind, 0)
+    rng = np.random.default_rng(5)
+    x = at.tensors[at.inputs[0]]
+    codes = [np.clip(127 + rng.integers(-6, 1, size=x.shape), -128, 127).astype(np.int8)]
+    codes[0][:, 1:4, 1:4, :] = -128  # x - z_in = -255 under every tap of the inner pixels
+    (want,) = run_int8(at, as_floats(at, codes), raw=True)
+    assert np.unique(want[..., 1:]).size > 8, "outputs all clamped test nothing"
+    np.testing.assert_array_equal(np.asarray(run_single_op(at, codes)), want, err_msg="at")
+    got = np.asarray(run_single_op(edge_graph(kind, 2), codes))
+    np.testing.assert_array_equal(got, want, err_msg=f"past, {isa_path}")

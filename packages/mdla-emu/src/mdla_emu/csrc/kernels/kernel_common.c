@@ -40,6 +40,25 @@ bool emu_dims_are(const EmuOperand *o, uint32_t rank, const uint32_t *dims) {
     return true;
 }
 
+/* bound[c] = 255 * sum |w| over channel c's weights + |bias[c]|: |acc + bias| can be no more
+ * (|x - z_in| <= 255), whatever the input (taps * 255 * 128 + |bias[c]| if the weights do not
+ * have `channels` along `channel_dim`). */
+static void sum_bounds(const EmuOperand *f, int32_t channels, uint32_t channel_dim,
+                       const int32_t *bias, int64_t *bound) {
+    const uint64_t n = emu_elements(f), taps = n / (uint64_t)channels;
+    uint64_t inner = 1;
+    for (uint32_t d = channel_dim + 1; d < f->rank; d++) inner *= f->dims[d];
+    const int8_t *w = f->value;
+    if (channel_dim < f->rank && f->dims[channel_dim] == (uint32_t)channels) {
+        for (uint64_t o = 0; o < taps / inner; o++)
+            for (int32_t c = 0; c < channels; c++)
+                for (uint64_t k = 0; k < inner; k++) bound[c] += 255 * abs(*w++);
+    } else {
+        for (int32_t c = 0; c < channels; c++) bound[c] = (int64_t)taps * 255 * 128;
+    }
+    for (int32_t c = 0; c < channels; c++) bound[c] += bias[c] < 0 ? -(int64_t)bias[c] : bias[c];
+}
+
 int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t bias,
                         uint32_t out, int32_t channels, uint32_t channel_dim, int32_t fuse,
                         EmuNumerics num, EmuRequant *rq) {
@@ -70,17 +89,18 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
     }
     if (!b->omitted) memcpy(rq->bias, b->value, (size_t)channels * sizeof *rq->bias);
     const uint64_t taps = emu_elements(f) / (uint64_t)channels; /* terms of one channel's sum */
-    int64_t max_bias = 0;
-    for (int32_t c = 0; c < channels; c++) {
-        const int64_t a = rq->bias[c] < 0 ? -(int64_t)rq->bias[c] : rq->bias[c];
-        if (a > max_bias) max_bias = a;
+    int64_t *bound = calloc((size_t)channels, sizeof *bound);
+    if (bound == NULL) {
+        emu_requant_free(rq);
+        return NEURON_OUT_OF_MEMORY;
     }
-    const int64_t bound = (int64_t)taps * 255 * 128 + max_bias; /* |acc + bias| (taps <= 2^16) */
-    rq->narrow = rounding == EMU_ROUND_DOUBLE && taps <= 65536 && bound <= EMU_INT32_MAX;
+    sum_bounds(f, channels, channel_dim, rq->bias, bound);
+    rq->narrow = rounding == EMU_ROUND_DOUBLE && taps <= 65536;
     for (int32_t c = 0; c < channels; c++) {
         const float s_w = f->channel_count ? f->channel_scales[c] : f->scale;
         const double real = (double)x->scale * (double)s_w / (double)y->scale;
         if (!emu_quantize_multiplier(real, rounding, &rq->mult[c], &rq->shift[c])) {
+            free(bound);
             emu_requant_free(rq);
             return NEURON_BAD_DATA; /* e.g. s_out = 1e-38: a multiplier of 2^118 */
         }
@@ -95,9 +115,11 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
             rq->right[c] = s > 0 ? 0 : -s;
             rq->mask[c] = (INT64_C(1) << rq->right[c]) - 1;
             rq->round[c] = INT64_C(1) << 30;
-            rq->narrow = rq->narrow && (s <= 0 || (s <= 30 && (bound << s) <= EMU_INT32_MAX));
+            rq->narrow = rq->narrow && (s <= 0 ? bound[c] <= EMU_INT32_MAX
+                                               : s <= 30 && (bound[c] << s) <= EMU_INT32_MAX);
         }
     }
+    free(bound);
     if (rq->narrow) {
         int32_t g = 64, r = channels; /* period = 64 / gcd(channels, 64) */
         while (r != 0) {

@@ -60,9 +60,10 @@ typedef struct {
      * double: lmul = 2^max(s,0), right = max(-s,0), mask = 2^right - 1
      * single: right = 31 - s, round = 2^(30 - s)  (lmul, mask unused) */
     int64_t *lmul, *right, *mask, *round;
-    /* narrow (double rounding and (depth * 255 * 128 + max|bias|) * 2^max(s_c, 0) < 2^31 for
-     * every c): neither the int32 sum acc + bias nor its product by 2^s_c (s_c > 0) can
-     * overflow, so the left shift is exact, SRDHM is one 32x32->64 product and RDBPOT runs in
+    /* narrow (double rounding, depth <= 2^16 and (255 * sum_k |w_ck| + |bias_c|) *
+     * 2^max(s_c, 0) < 2^31 for every c: a bound of |acc + bias| from channel c's own weights,
+     * so one tiny-scaled channel's huge bias does not widen the others): neither the int32 sum
+     * acc + bias nor its product by 2^s_c (s_c > 0) can overflow, so the left shift is exact, SRDHM is one 32x32->64 product and RDBPOT runs in
      * int32 (left32 = max(s_c, 0), m32 = M_c, right32 = max(-s_c, 0), mask32 =
      * 2^right32 - 1). */
     bool narrow;
