@@ -7,6 +7,7 @@ of a [N, T, F] sequence) and for every axis of small 3-D and 4-D tensors."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -61,11 +62,13 @@ def test_softmax_on_every_axis_is_the_references(
     f.write_bytes(quantize(x, load(path).inputs[0]).tobytes())
     args = [str(engine_path()), str(path), "--input", str(f), "--outdir", str(tmp_path)]
     args += ["--lib", str(tmp_path / "no-adapter.so")]  # a cpu-only run opens no adapter
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    got = np.fromfile(tmp_path / "output_0.bin", np.int8).reshape(shape)
     (want,) = run_int8(graph, [x], raw=True)
-    np.testing.assert_array_equal(got, want)
+    for threads in ("1", "2", "3"):  # the rows cut over the cpu partition's threads, every one
+        env = os.environ | {"MDLA_CPU_THREADS": threads, "MDLA_EMU_MIN_WORK": "1"}
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
+        assert proc.returncode == 0, proc.stderr
+        got = np.fromfile(tmp_path / "output_0.bin", np.int8).reshape(shape)
+        np.testing.assert_array_equal(got, want, err_msg=f"{threads} threads")
     # and it is a softmax along `axis`: each row sums to ~1, close to the float one
     xq = (quantize(x, load(path).inputs[0]).astype(np.float32) - 7) * np.float32(0.06)
     e = np.exp(beta * (xq - xq.max(axis=axis, keepdims=True)))

@@ -47,3 +47,28 @@ def test_the_emulators_npu_is_bit_exact(
         (got,) = outputs(path, tmp_path, want)
         np.testing.assert_array_equal(got, want[0])
         assert len(np.unique(got)) > 5  # not all clamped
+
+
+@pytest.mark.parametrize(("lhs", "rhs", "adj_x", "adj_y"), [CASES[1], CASES[5], CASES[7]])
+def test_the_rows_split_over_threads_to_the_same_bytes(
+    tmp_path: Path,
+    lhs: tuple[int, ...],
+    rhs: tuple[int, ...],
+    adj_x: bool,
+    adj_y: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The batch * m output rows are cut over MDLA_EMU_THREADS (every row its own grain under
+    MDLA_EMU_MIN_WORK=1), each thread with its own accumulators: 1, 2 and 3 threads give
+    run_int8's bytes."""
+    g = replace(matmul_graph(lhs, rhs, adj_x, adj_y), provenance=Provenance(device="mtk-mdla"))
+    path = save(g, tmp_path / "mm.mdla")
+    xs = floats_of(g, codes_of(g, 4))
+    want = run_int8(g, xs, raw=True)
+    monkeypatch.setenv("MDLA_EMU_MIN_WORK", "1")
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("MDLA_EMU_THREADS", threads)
+        code, out, err = engine(path, tmp_path, xs, "--lib", str(build_emulator()))
+        assert code == 0, out + err
+        (got,) = outputs(path, tmp_path, want)
+        np.testing.assert_array_equal(got, want[0], err_msg=f"{threads} threads")

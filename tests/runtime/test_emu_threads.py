@@ -36,6 +36,7 @@ SPLIT = [
     OpKind.LOGISTIC,
     OpKind.TANH,
     OpKind.HARD_SWISH,
+    OpKind.SOFTMAX,
     OpKind.AVERAGE_POOL_2D,
     OpKind.MAX_POOL_2D,
     OpKind.MEAN,

@@ -98,18 +98,31 @@ static size_t matmul_scratch(const void *params) {
     return p->n * sizeof(int64_t);
 }
 
+typedef struct {
+    const MatmulParams *p;
+    const int8_t *lhs, *rhs;
+    int8_t *y;
+} MatmulJob;
+
+/* Output rows [begin, end) of the batch * m, each with this thread's n accumulators. */
+static void matmul_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+    const MatmulJob *j = ctx;
+    const MatmulParams *p = j->p;
+    const size_t m = p->m, k = p->k, n = p->n;
+    for (size_t r = (size_t)begin; r < (size_t)end; r++) {
+        const size_t b = r / m;
+        const int8_t *a = j->lhs + (p->bl == 1 ? 0 : b) * m * k;
+        const int8_t *c = j->rhs + (p->br == 1 ? 0 : b) * k * n;
+        matmul_row(p, a, c, r % m, (int64_t *)scratch, j->y + r * n);
+    }
+}
+
 static void matmul_eval(const void *params, const void *const *inputs, void *output,
                         EmuScratch *scratch) {
     const MatmulParams *p = params;
-    const int8_t *lhs = inputs[0], *rhs = inputs[1];
-    int8_t *y = output;
-    int64_t *acc = (int64_t *)scratch->scratch;
-    const size_t m = p->m, k = p->k, n = p->n;
-    for (size_t b = 0; b < p->batch; b++) {
-        const int8_t *a = lhs + (p->bl == 1 ? 0 : b) * m * k;
-        const int8_t *c = rhs + (p->br == 1 ? 0 : b) * k * n;
-        for (size_t i = 0; i < m; i++) matmul_row(p, a, c, i, acc, y + (b * m + i) * n);
-    }
+    const MatmulJob job = {p, inputs[0], inputs[1], output};
+    emu_parallel_for(scratch, (int64_t)(p->batch * p->m), emu_par_grain(scratch, p->k * p->n),
+                     matmul_rows, &job);
 }
 
 const EmuKernel emu_k_batch_matmul = {NEURON_BATCH_MATMUL, "BATCH_MATMUL", matmul_prepare,

@@ -112,46 +112,63 @@ static int softmax_prepare(const NeuronModel *m, const EmuOperation *op, EmuNume
     return NEURON_NO_ERROR;
 }
 
+/* Softmax of one lane: the `len` values `inner` apart from `row`, into the same places of dst. */
+static void softmax_lane(const SoftmaxParams *p, const int8_t *row, int8_t *dst) {
+    int32_t max = -128;
+    for (uint64_t j = 0; j < p->len; j++)
+        if (row[j * p->inner] > max) max = row[j * p->inner];
+    int64_t total = 0;
+    for (uint64_t j = 0; j < p->len; j++) {
+        const int64_t d = row[j * p->inner] - max;
+        if (d >= p->diff_min)
+            total += emu_rdbpot(exp_on_negative_values(emu_mbqm(d, p->m, p->left, p->rounding)),
+                                12);
+    }
+    int clz = 0; /* leading zeros of S as a 32-bit value (S >= 1: the max's term) */
+    while (clz < 32 && !((uint64_t)total & (UINT64_C(1) << (31 - clz)))) clz++;
+    const int64_t shifted =
+        (int64_t)(((uint64_t)total << clz) & UINT64_C(0xFFFFFFFF)) - (INT64_C(1) << 31);
+    const int64_t recip = one_over_one_plus_x(shifted);
+    const int bits = 12 - clz;
+    for (uint64_t j = 0; j < p->len; j++) {
+        const int64_t d = row[j * p->inner] - max;
+        int64_t v = -128;
+        if (d >= p->diff_min) {
+            const int64_t e = exp_on_negative_values(emu_mbqm(d, p->m, p->left, p->rounding));
+            v = emu_rdbpot(emu_srdhm(recip, e), bits + 31 - 8) - 128;
+        }
+        dst[j * p->inner] = (int8_t)emu_clamp(v, -128, 127);
+    }
+}
+
+typedef struct {
+    const SoftmaxParams *p;
+    const int8_t *x;
+    int8_t *y;
+} SoftmaxJob;
+
+/* Lanes [begin, end) of the outer * inner: lane o * inner + i starts at o * len * inner + i. */
+static void softmax_lanes(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+    (void)scratch;
+    const SoftmaxJob *j = ctx;
+    const SoftmaxParams *p = j->p;
+    for (uint64_t r = (uint64_t)begin; r < (uint64_t)end; r++) {
+        const uint64_t at = r / p->inner * p->len * p->inner + r % p->inner;
+        softmax_lane(p, j->x + at, j->y + at);
+    }
+}
+
 static void softmax_eval(const void *params, const void *const *inputs, void *output,
                          EmuScratch *scratch) {
-    (void)scratch;
     const SoftmaxParams *p = params;
     if (p->wide != NULL) {
         emu_softmax16_eval(p->wide, inputs[0], output);
         return;
     }
-    const int8_t *x = inputs[0];
-    int8_t *y = output;
-    for (uint64_t o = 0; o < p->outer; o++)
-        for (uint64_t i = 0; i < p->inner; i++) {
-            const int8_t *row = x + o * p->len * p->inner + i;
-            int8_t *dst = y + o * p->len * p->inner + i;
-            int32_t max = -128;
-            for (uint64_t j = 0; j < p->len; j++)
-                if (row[j * p->inner] > max) max = row[j * p->inner];
-            int64_t total = 0;
-            for (uint64_t j = 0; j < p->len; j++) {
-                const int64_t d = row[j * p->inner] - max;
-                if (d >= p->diff_min)
-                    total += emu_rdbpot(
-                        exp_on_negative_values(emu_mbqm(d, p->m, p->left, p->rounding)), 12);
-            }
-            int clz = 0; /* leading zeros of S as a 32-bit value (S >= 1: the max's term) */
-            while (clz < 32 && !((uint64_t)total & (UINT64_C(1) << (31 - clz)))) clz++;
-            const int64_t shifted =
-                (int64_t)(((uint64_t)total << clz) & UINT64_C(0xFFFFFFFF)) - (INT64_C(1) << 31);
-            const int64_t recip = one_over_one_plus_x(shifted);
-            const int bits = 12 - clz;
-            for (uint64_t j = 0; j < p->len; j++) {
-                const int64_t d = row[j * p->inner] - max;
-                int64_t v = -128;
-                if (d >= p->diff_min) {
-                    const int64_t e = exp_on_negative_values(emu_mbqm(d, p->m, p->left, p->rounding));
-                    v = emu_rdbpot(emu_srdhm(recip, e), bits + 31 - 8) - 128;
-                }
-                dst[j * p->inner] = (int8_t)emu_clamp(v, -128, 127);
-            }
-        }
+    const SoftmaxJob job = {p, inputs[0], output};
+    const int64_t lane_work = (int64_t)p->len * EMU_WORK_EXP;
+    emu_parallel_for(scratch, (int64_t)(p->outer * p->inner), emu_par_grain(scratch, lane_work),
+                     softmax_lanes, &job);
 }
 
 const EmuKernel emu_k_softmax = {NEURON_SOFTMAX, "SOFTMAX", softmax_prepare, softmax_eval, NULL,

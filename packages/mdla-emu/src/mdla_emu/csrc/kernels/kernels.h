@@ -113,6 +113,8 @@ void emu_broadcast_run(const EmuBroadcast *bc, EmuScratch *s, int64_t work, cons
 #define EMU_WORK_TABLE2 4
 #define EMU_WORK_LANES 1
 #define EMU_WORK_WIDE 16
+/* ... and per element of SOFTMAX (two fixed-point exponentials: dozens of int64 operations). */
+#define EMU_WORK_EXP 32
 
 /* Elementwise int8 -> int8 ops frozen into a 256-entry table (RELU*, LOGISTIC, TANH,
  * HARD_SWISH): prepare checks the shapes and allocates; eval is out[i] = table[in[i] + 128]. */
