@@ -2,7 +2,8 @@
 
 - `tables.lookup_bytes` (bytes.translate) against np.take on every code and any layout;
 - `plan.gemm_rows`: a deep, small conv is one GEMM block (BLAS packs its weights once);
-- `plan.depthwise`: one einsum per block of rows, exact at the float32 plan's limit.
+- `plan.depthwise`: one einsum per block of rows, exact at the float32 plan's limit;
+- `Requant`'s float64 stage against `arith.mbqm` on ties and at its 2^53 limit.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import pytest
 from mdla_ir.builders import as_floats
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
+from mdla_quant.arith import add_offset, mbqm, quantize_multiplier
 from mdla_quant.kernels.plan import FLOAT32_EXACT, MIN_GEMM_ROWS, gemm_rows
+from mdla_quant.kernels.requant import Requant
 from mdla_quant.kernels.tables import CODES, lookup_bytes
 from tests.quant.test_fast_kernels import _conv_graph, _definition_conv
 
@@ -81,3 +84,43 @@ def test_depthwise_sums_a_block_in_one_einsum_exact_at_the_float32_limit(
     monkeypatch.undo()
     assert calls == ["hwcij,ijc->hwc"]  # 9 x 2 outputs of 2 channels: one block
     assert np.array_equal(got, _definition_conv(g, x, "double", "saturate"))
+
+
+REALS = [0.0003, 0.011, 0.07, 0.49, 0.5, 1.7]  # e = 11 .. 1, e = 0 with a left shift of 1
+
+
+def _float_bounds(real: list[float], rounding: str, past: int) -> tuple[Array, Array, Array]:
+    """(M, s, bound): the largest |acc| per channel whose |a| = |acc * M' + rounding term|
+    stays below 2^53, plus `past`."""
+    m, s = quantize_multiplier(np.array(real), rounding)
+    if rounding == "single":
+        m2, rnd = m, [1 << (30 - int(k)) for k in s]
+    else:
+        m2, rnd = m << np.maximum(s, 0), [1 << 30] * len(real)
+    bound = [(2**53 - 1 - r) // int(v) + past for v, r in zip(m2, rnd, strict=True)]
+    return m, s, np.array(bound, np.int64)
+
+
+@pytest.mark.parametrize("accumulator", ["saturate", "wrap"])
+@pytest.mark.parametrize("rounding", ["double", "single"])
+def test_the_float64_requant_stage_is_mbqm_up_to_its_limit(rounding: str, accumulator: str) -> None:
+    m, s, bound = _float_bounds(REALS, rounding, 0)
+    rng = np.random.default_rng(7)
+    dense = np.arange(-6000, 6000, dtype=np.int64)[:, None].repeat(len(REALS), axis=1)
+    edges = np.stack([bound, bound - 1, -bound, 1 - bound])
+    rand = rng.integers(-bound, bound + 1, size=(4000, len(REALS)))
+    acc = np.concatenate([dense, edges, rand])
+    zeros = np.zeros(len(REALS), np.int64)
+    rq = Requant.build(m, s, zeros, bound, bound, rounding, 5, (-128, 127), accumulator)
+    assert rq is not None
+    assert rq.fmult is not None  # the float64 passes are taken
+    out = np.empty(acc.shape, np.int8)
+    scratch = (np.empty(acc.shape, np.int64), *(np.empty(acc.shape, np.int32) for _ in "vt"))
+    rq.apply(acc.astype(np.float64), out, scratch)
+    want = add_offset(mbqm(acc, m, s, rounding, accumulator), 5, accumulator)
+    assert np.array_equal(out, np.clip(want, -128, 127).astype(np.int8))
+    # one more |acc| on any channel and the int64 passes are taken
+    m, s, past = _float_bounds(REALS, rounding, 1)
+    rq = Requant.build(m, s, zeros, past, past, rounding, 5, (-128, 127), accumulator)
+    assert rq is not None
+    assert rq.fmult is None

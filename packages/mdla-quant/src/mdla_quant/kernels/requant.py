@@ -36,10 +36,18 @@ bound |r| and |acc| over every possible input: R = 128 * sum|w|, B = max|x - z_i
 - under accumulator "wrap", out and out + z_out stay in int32, so neither single rounding's
   int32 cast nor the output offset's `+=` wraps (under "saturate" both are exact sums in the
   definition and the int8 clamp follows).
+
+Where also R * M', |add1| and |a| stay below 2^53 (most layers: R < 2^22 with M' < 2^31), the
+int64 passes up to v run in float64 instead (`fmult`, `fadd1`): f = r, f *= M' / 2^s1,
+f += add1 / 2^s1, v = floor(f). Each step is exact: r * M' is an integer below 2^53 and the
+scaling by 2^-s1 only moves the exponent, so the product is representable and IEEE returns
+it; the sum's exact value a / 2^s1 is representable too (|a| < 2^53), so the addition does
+not round; floor is exact. So v is the same integer as a >> s1, in cheaper passes.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +56,7 @@ import numpy as np
 from mdla_quant.arith import Array
 
 I64_LIMIT = 2**63 - 1
+F64_EXACT = 2**53  # every integer of smaller magnitude is a float64
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 
 Operand = Array | int  # a per-channel array, or one int where every channel agrees
@@ -66,6 +75,8 @@ class Requant:
     lo: int  # clamp bounds before the output offset: act_min - z_out, act_max - z_out
     hi: int
     z_out: int
+    fmult: Array | None = None  # float64: M' / 2^s1, where the float64 passes are exact
+    fadd1: Array | None = None  # float64: add1 / 2^s1
     tiles: dict[int, Requant] = field(default_factory=dict, compare=False, repr=False)
 
     @staticmethod
@@ -95,6 +106,7 @@ class Requant:
                 return None
             cols.append(consts)
         mult, add1, shift1, mask, add2, shift2 = (list(v) for v in zip(*cols, strict=True))
+        floats = _float_stage(mult, add1, shift1, off, bound, raw_bound)
         return Requant(
             mult=np.array(mult, np.int64),
             add1=np.array(add1, np.int64),
@@ -105,6 +117,8 @@ class Requant:
             lo=act[0] - z_out,
             hi=act[1] - z_out,
             z_out=z_out,
+            fmult=None if floats is None else floats[0],
+            fadd1=None if floats is None else floats[1],
         )
 
     def tiled(self, reps: int) -> Requant:
@@ -128,6 +142,8 @@ class Requant:
                 lo=self.lo,
                 hi=self.hi,
                 z_out=self.z_out,
+                fmult=tile(self.fmult),
+                fadd1=tile(self.fadd1),
             )
             self.tiles[reps] = done
         return done
@@ -138,10 +154,18 @@ class Requant:
 
         `scratch`: an int64 and two int32 buffers of raw's shape (reused across blocks)."""
         a, v, t = scratch
-        np.copyto(a, raw, casting="unsafe")  # float64/32 integers below 2^53: exact
-        np.multiply(a, self.mult, out=a)
-        np.add(a, self.add1, out=a)
-        np.right_shift(a, self.shift1, out=v, casting="unsafe")  # in int32 range (checked)
+        if self.fmult is not None and self.fadd1 is not None:  # exact (module docstring)
+            f = a.view(np.float64)
+            np.copyto(f, raw)
+            np.multiply(f, self.fmult, out=f)
+            np.add(f, self.fadd1, out=f)
+            np.floor(f, out=f)
+            np.copyto(v, f, casting="unsafe")  # integers in int32 range (checked)
+        else:
+            np.copyto(a, raw, casting="unsafe")  # float64/32 integers below 2^53: exact
+            np.multiply(a, self.mult, out=a)
+            np.add(a, self.add1, out=a)
+            np.right_shift(a, self.shift1, out=v, casting="unsafe")  # in int32 (checked)
         if self.sign_mask is not None:
             np.right_shift(v, 31, out=t)
             if not isinstance(self.sign_mask, int):  # some channels have e = 0
@@ -183,6 +207,26 @@ def _channel(
         return None
     out_lo, out_hi = (v_lo - 1 + add2) >> shift2, (v_hi + add2) >> shift2
     return (m2, add1, shift1, mask, add2, shift2), (out_lo, out_hi)
+
+
+def _float_stage(
+    mult: list[int],
+    add1: list[int],
+    shift1: list[int],
+    off: Array,
+    bound: Array,
+    raw_bound: Array,
+) -> tuple[Array, Array] | None:
+    """(M' / 2^s1, add1 / 2^s1) as float64 where every channel's R * M', |add1| and
+    |a| <= bound * M' + rounding term stay below 2^53; None otherwise."""
+    for c, (m2, a1) in enumerate(zip(mult, add1, strict=True)):
+        rnd = a1 - int(off[c]) * m2  # the rounding term folded into add1
+        top = int(bound[c]) * m2 + rnd
+        if max(int(raw_bound[c]) * m2, m2, abs(a1), top) >= F64_EXACT:
+            return None
+    fm = [math.ldexp(float(m2), -k) for m2, k in zip(mult, shift1, strict=True)]
+    fa = [math.ldexp(float(a1), -k) for a1, k in zip(add1, shift1, strict=True)]
+    return np.array(fm, np.float64), np.array(fa, np.float64)
 
 
 def _operand(values: list[int], dtype: Any) -> Operand:
