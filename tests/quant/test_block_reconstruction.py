@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import mdla_ir
 import mdla_runtime
 from mdla_ir import Graph, OpKind
 from mdla_ir.testing import GraphBuilder
-from mdla_quant import QuantConfig, quantize, run_int8
+from mdla_quant import QuantConfig, quantize, run_int8, soft_rounding
 from mdla_quant.adaround import _weight_layout, adaround
 from mdla_quant.block_reconstruction import BlockPatches, find_blocks
 from mdla_quant.errors import QuantError
@@ -249,3 +250,34 @@ def test_the_chosen_roundings_are_pinned(
     assert _int8_digest(q) == before
     qa, _ = adaround(g, q, calib, iters=120, rows=512, batch=128, blocks=blocks)
     assert _int8_digest(qa) == after
+
+
+@pytest.mark.parametrize(("stride", "residual", "after"), [(1, True, "d10d7e03e7d0c848")])
+def test_the_roundings_do_not_depend_on_the_threads(
+    stride: int, residual: bool, after: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The element-wise step cut into blocks of rows (every tensor, however small) over 3
+    threads chooses the pinned roundings: each operation is per element, so the cut cannot
+    matter."""
+    monkeypatch.setattr(soft_rounding, "MIN_CHUNK", 1)
+    monkeypatch.setattr(soft_rounding, "CHUNK", 5)
+    monkeypatch.setattr(soft_rounding, "threads", lambda: 3)
+    g, calib = mbconv(stride=stride, residual=residual, seed=3), samples(8, seed=4)
+    q = quantize(g, calib, QuantConfig(method="minmax"))
+    qa, _ = adaround(g, q, calib, iters=120, rows=512, batch=128, blocks=True)
+    assert _int8_digest(qa) == after
+    soft = soft_rounding.SoftRounding(
+        np.zeros((6, 4), np.float32), np.zeros((6, 4), np.float32), np.float32(1.0), 0.01
+    )
+    assert [len(lane) for lane in soft.lanes] == [2, 2, 1]  # 5 blocks of rows, 3 threads
+
+
+def test_the_thread_budget_is_the_workers_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert soft_rounding.threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", str(cores + 5))
+    assert soft_rounding.threads() == cores
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert soft_rounding.threads() == cores

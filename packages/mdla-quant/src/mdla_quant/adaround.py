@@ -51,6 +51,7 @@ from mdla_quant.block_reconstruction import (
 )
 from mdla_quant.reference import graph_accumulator, graph_numerics, run_op
 from mdla_quant.sequential import WEIGHTED_KINDS, Env, calibration_batch, dequantize, lockstep
+from mdla_quant.soft_rounding import SoftRounding
 
 Array = np.ndarray[Any, Any]
 ZETA, GAMMA = 1.1, -0.1
@@ -106,21 +107,23 @@ class _Layer:
             return
         kh, kw = w.shape[1:3]
         a = ConvAttrs.of(op)
-        views = [windows(_pad(x, a.padding), (kh, kw), a.stride, a.dilation) for x in xs]
-        # each (N, OH, OW, C, KH, KW) -> (M, C, KH, KW), only the chosen rows kept
-        flat = _rows(rows, views, lead=3)
+        # each (N, OH, OW, KH, KW, C): a row's taps read as runs of C contiguous values
+        views = [
+            windows(_pad(x, a.padding), (kh, kw), a.stride, a.dilation).transpose(0, 1, 2, 4, 5, 3)
+            for x in xs
+        ]
+        flat = _rows(rows, views, lead=3)  # (M, KH, KW, C), only the chosen rows
         if op.kind is OpKind.DEPTHWISE_CONV_2D:
-            mult = w.shape[3] // flat.shape[1]
-            flat = np.repeat(flat, mult, axis=1) if mult > 1 else flat
-            self.cols = [flat.reshape(len(rows), -1, kh * kw).transpose(0, 2, 1).copy()]
+            mult = w.shape[3] // flat.shape[3]
+            flat = np.repeat(flat, mult, axis=3) if mult > 1 else flat
+            self.cols = [flat.reshape(len(rows), kh * kw, -1)]
             self.w = w.reshape(kh * kw, -1)  # (K, O)
             self.groups = 0
             return
         self.groups = a.groups
         cg = w.shape[3]
         self.cols = [
-            flat[:, g * cg : (g + 1) * cg].transpose(0, 2, 3, 1).reshape(len(rows), -1)
-            for g in range(self.groups)
+            flat[..., g * cg : (g + 1) * cg].reshape(len(rows), -1) for g in range(self.groups)
         ]  # each (M, KH*KW*Cg), ordered as w (O, KH, KW, Cg)
         self.w = w.reshape(w.shape[0], -1).T  # (K, O)
 
@@ -197,28 +200,17 @@ def _fit(
     if e_nearest == 0.0 or iters <= 0:
         return nearest, e_nearest / energy, e_nearest / energy
     p = np.clip((rest - GAMMA) / (ZETA - GAMMA), 1e-4, 1 - 1e-4)
-    v = np.log(p / (1 - p))
-    m, s2 = np.zeros_like(v), np.zeros_like(v)
+    soft = SoftRounding(base, np.log(p / (1 - p)), scale, lam)
     warm = iters // 5
     for t in range(1, iters + 1):
         idx = rng.integers(0, target.shape[0], min(batch, target.shape[0]))
-        sig = 1.0 / (1.0 + np.exp(-v))
-        h = np.clip(sig * (ZETA - GAMMA) + GAMMA, 0.0, 1.0)
-        bh = base + h
         cols = layer.take(idx)
-        pre = layer.forward(np.clip(bh, -127, 127) * scale, cols) + bias
+        pre = layer.forward(soft.soft(), cols) + bias
         y, dact = layer.act(pre)
         dy = 2.0 * (y - target[idx]) * dact / (y.size * e_nearest)
-        dq = layer.grad(dy, cols) * scale * ((bh > -127) & (bh < 127))
-        dh = dq
-        if t > warm:
-            beta = 20.0 + (2.0 - 20.0) * (t - warm) / max(iters - warm, 1)
-            u = 2.0 * h - 1.0
-            dh = dh - lam * beta * np.abs(u) ** (beta - 1.0) * np.sign(u) * 2.0 / h.size
-        g = dh * (ZETA - GAMMA) * sig * (1.0 - sig) * ((h > 0.0) & (h < 1.0))
-        m = 0.9 * m + 0.1 * g
-        s2 = 0.999 * s2 + 0.001 * g * g
-        v -= 1e-2 * (m / (1 - 0.9**t)) / (np.sqrt(s2 / (1 - 0.999**t)) + 1e-8)
+        beta = 20.0 + (2.0 - 20.0) * (t - warm) / max(iters - warm, 1) if t > warm else None
+        soft.step(layer.grad(dy, cols), t, beta)
+    v = soft.v
     learned = np.clip(base + (_h(v) >= 0.5), -127, 127)
     e_learned = error(learned)
     if e_learned >= e_nearest:

@@ -45,6 +45,7 @@ import numpy as np
 from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.attrs import ConvAttrs
 from mdla_ir.selection import is_selection
+from mdla_quant.soft_rounding import SoftRounding
 
 Array = np.ndarray[Any, Any]
 ZETA, GAMMA = 1.1, -0.1
@@ -252,34 +253,22 @@ def fit_block(
     if e_start == 0.0 or iters <= 0:
         return start, e_start / energy, e_start / energy
     base = [np.floor(w / s) for w, s in zip(floats, scales, strict=True)]
-    vs = []
-    for q0, b0 in zip(start, base, strict=True):  # h = 0.1 / 0.9 where start rounds down / up
+    softs = []
+    for q0, b0, s in zip(start, base, scales, strict=True):  # h = 0.1 / 0.9: start down / up
         h0 = 0.1 + 0.8 * np.clip(q0 - b0, 0.0, 1.0)
         p = np.clip((h0 - GAMMA) / (ZETA - GAMMA), 1e-4, 1 - 1e-4)
-        vs.append(np.log(p / (1 - p)))
-    m1 = [np.zeros_like(v) for v in vs]
-    m2 = [np.zeros_like(v) for v in vs]
+        softs.append(SoftRounding(b0, np.log(p / (1 - p)), s, lam, late_lr=True))
     warm = iters // 5
     for t in range(1, iters + 1):
         idx = rng.integers(0, patches_q.rows, min(batch, patches_q.rows))
-        sigs = [1.0 / (1.0 + np.exp(-v)) for v in vs]
-        hs = [np.clip(sg * (ZETA - GAMMA) + GAMMA, 0.0, 1.0) for sg in sigs]
-        bhs = [b0 + h for b0, h in zip(base, hs, strict=True)]
-        ws = [np.clip(bh, -127, 127) * s for bh, s in zip(bhs, scales, strict=True)]
+        ws = [soft.soft() for soft in softs]
         y, cache = patches_q.forward(ws, bs, grids, idx)
         dy = 2.0 * (y - target[idx]) / (y.size * e_start)
         grads = patches_q.backward(ws, cache, dy)
         beta = 20.0 + (2.0 - 20.0) * (t - warm) / max(iters - warm, 1)
-        for j, (gw, h, sg, bh, s) in enumerate(zip(grads, hs, sigs, bhs, scales, strict=True)):
-            dh = gw * s * ((bh > -127) & (bh < 127))
-            if t > warm:
-                u = 2.0 * h - 1.0
-                dh = dh - lam * beta * np.abs(u) ** (beta - 1.0) * np.sign(u) * 2.0 / h.size
-            g = dh * (ZETA - GAMMA) * sg * (1.0 - sg) * ((h > 0.0) & (h < 1.0))
-            m1[j] = 0.9 * m1[j] + 0.1 * g
-            m2[j] = 0.999 * m2[j] + 0.001 * g * g
-            step = (m1[j] / (1 - 0.9**t)) / (np.sqrt(m2[j] / (1 - 0.999**t)) + 1e-8)
-            vs[j] = vs[j] - 1e-2 * step
+        for soft, gw in zip(softs, grads, strict=True):
+            soft.step(gw, t, beta if t > warm else None)
+    vs = [soft.v for soft in softs]
     learned = []
     for b0, v in zip(base, vs, strict=True):
         h = np.clip(1.0 / (1.0 + np.exp(-v)) * (ZETA - GAMMA) + GAMMA, 0.0, 1.0)
