@@ -51,7 +51,7 @@ from mdla_quant.block_reconstruction import (
 )
 from mdla_quant.reference import graph_accumulator, graph_numerics, run_op
 from mdla_quant.sequential import WEIGHTED_KINDS, Env, calibration_batch, dequantize, lockstep
-from mdla_quant.soft_rounding import SoftRounding
+from mdla_quant.soft_rounding import SoftRounding, by_columns
 
 Array = np.ndarray[Any, Any]
 ZETA, GAMMA = 1.1, -0.1
@@ -135,8 +135,7 @@ class _Layer:
         # two operands and a batch axis (o): no BLAS path, so `optimize` would only spend a
         # path search per call on the same c_einsum
         if self.groups == 0:
-            y: Array = np.einsum("mko,ko->mo", cols[0], w)
-            return y
+            return by_columns("mko,ko->mo", cols[0], w)
         if self.groups == 1:
             return cols[0] @ w
         og = w.shape[1] // self.groups
@@ -144,8 +143,7 @@ class _Layer:
 
     def grad(self, dy: Array, cols: list[Array]) -> Array:
         if self.groups == 0:
-            g: Array = np.einsum("mko,mo->ko", cols[0], dy)
-            return g
+            return by_columns("mko,mo->ko", cols[0], dy)
         if self.groups == 1:
             return cols[0].T @ dy
         og = dy.shape[1] // self.groups

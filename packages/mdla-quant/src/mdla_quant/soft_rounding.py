@@ -57,6 +57,22 @@ def _pool(n: int) -> ThreadPoolExecutor:
     return _POOLS[n]
 
 
+def by_columns(spec: str, a: Array, b: Array) -> Array:
+    """np.einsum(spec, a, b) for a spec whose operands and result all end in the same free
+    axis (a depthwise layer's channels), cut along that axis over the threads: each output
+    element is the same sum over the same terms in the same order however the axis is cut."""
+    n = max(1, min(threads(), a.size // MIN_CHUNK, a.shape[-1]))
+    if n == 1:
+        out: Array = np.einsum(spec, a, b)
+        return out
+    cuts = [a.shape[-1] * i // n for i in range(n + 1)]
+    parts = [
+        _pool(n).submit(np.einsum, spec, a[..., i:j], b[..., i:j])
+        for i, j in itertools.pairwise(cuts)
+    ]
+    return np.concatenate([p.result() for p in parts], axis=-1)
+
+
 class SoftRounding:
     """V, Adam's moments and the step's buffers for one weight tensor (K, O).
 
