@@ -33,10 +33,39 @@ def test_auto_equalizes_the_float_graph_once(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.undo()
     # what quantizing the original graph with `equalize` and rewriting it again would choose
     graph, (fit, held) = outlier_mlp(), split(inputs(64, 2))
-    probe = dataclasses.replace(config, a16=(), adaround=0, reconstruction="layer")
+    probe = dataclasses.replace(config, a16=())
     q8 = mdla_quant.quantize(graph, fit, probe)
     allowed = [n for n in a16_candidates(graph) if n in q8.tensors]
     rounded = mdla_quant.float_rewrites(graph, fit, probe)
     found = sensitivity(rounded, q8, held, allowed, None, allowed)
     assert picked == choose(found, tensor_costs(graph), 0.5, allowed=allowed)
     assert picked  # something gains from 16 bits: the comparison is not of two empty choices
+
+
+def test_auto_measures_on_the_adarounded_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With AdaRound on, the gains are measured on the int8 graph with the AdaRound-ed weights
+    the compile keeps (16 bits on top of them), not on round-to-nearest weights."""
+    seen: list[Graph] = []
+    real = sensitivity
+
+    def spied(graph: Graph, qgraph: Graph, *args: object, **kw: object) -> object:
+        seen.append(qgraph)
+        return real(graph, qgraph, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importlib.import_module("mdla_compile.a16"), "sensitivity", spied)
+    graph, data = outlier_mlp(), inputs(64, 2)
+    config = mdla_quant.QuantConfig(method="minmax", adaround=20)
+    choose_a16(graph, data, config, budget=0.5)
+    (probed,) = seen
+    assert probed.provenance.quant is not None
+    assert probed.provenance.quant.adaround == 20
+    fit, _ = split(data)
+    ada = mdla_quant.quantize(graph, fit, dataclasses.replace(config, a16=()))
+    nearest = mdla_quant.quantize(graph, fit, dataclasses.replace(config, adaround=0))
+    weights = [n for n, t in ada.tensors.items() if t.data is not None and t.dtype == "int8"]
+    assert all((probed.tensors[n].data == ada.tensors[n].data).all() for n in weights)
+    assert any((probed.tensors[n].data != nearest.tensors[n].data).any() for n in weights)
+    seen.clear()
+    choose_a16(graph, data, dataclasses.replace(config, adaround=0), budget=0.5)
+    assert seen[0].provenance.quant is not None
+    assert seen[0].provenance.quant.adaround == 0  # without AdaRound: as before

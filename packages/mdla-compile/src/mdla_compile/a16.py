@@ -2,7 +2,8 @@
 
 auto[:BUDGET]  the calibration set is split (the last quarter held out, at least one
                input; a single input measures on itself): quantize all-int8 on the rest
-               (without AdaRound, which does not move the ranges), measure each tensor's
+               (with the compile's AdaRound when it has one, so each gain is what 16 bits
+               add on top of the weights the compile keeps), measure each tensor's
                simulated gain on the held-out part (`mdla_quant.sensitivity`), and choose
                greedily under BUDGET (`mdla_quant.precision.choose`) among the tensors
                the 16x8 kernels take (`a16_candidates`)
@@ -62,9 +63,7 @@ def choose_a16(
 ) -> tuple[Choice, ...]:
     """The `auto` choice for the legalized `graph` (see the module docstring)."""
     fit, held = split(calibration)
-    probe = dataclasses.replace(
-        config, a16=(), a16_gain_db=(), a16_mode="", adaround=0, reconstruction="layer"
-    )
+    probe = dataclasses.replace(config, a16=(), a16_gain_db=(), a16_mode="")
     rounded = mdla_quant.float_rewrites(graph, fit, probe)  # equalized once, not again in quantize
     q8 = mdla_quant.quantize(rounded, fit, dataclasses.replace(probe, equalize=False))
     allowed = [n for n in a16_candidates(graph) if n in q8.tensors]
