@@ -5,6 +5,8 @@
  *   1 (GELU table): f32 s_in, i32 z_in, f32 s_out, i32 z_out -> 256 int8
  *   2 (LAYER_NORM in float32): u32 rows, u32 n, f32 eps, u32 has_w, u32 has_b, [n f32 w],
  *                   [n f32 b], rows * n f32 -> rows * n f32
+ *   3 (as 2, MDLA_LN_LANES rows side by side: mdla_cpu_layer_norm_lanes): rows is
+ *                   MDLA_LN_LANES
  * Little-endian, packed; exit 1 on a short or malformed file. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,20 @@
 #include "float_ops.h"
 
 static int get(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
+
+/* The rows of x through mdla_cpu_layer_norm_lanes, interleaved there and back. */
+static int lanes(float *x, uint32_t rows, uint32_t n, const float *w, const float *b, float eps) {
+    const size_t l = MDLA_LN_LANES;
+    float *t = malloc(4 * l * n);
+    if (rows != l || !t) return 0;
+    for (size_t r = 0; r < l; r++)
+        for (size_t i = 0; i < n; i++) t[i * l + r] = x[r * n + i];
+    mdla_cpu_layer_norm_lanes(t, n, w, b, eps);
+    for (size_t r = 0; r < l; r++)
+        for (size_t i = 0; i < n; i++) x[r * n + i] = t[i * l + r];
+    free(t);
+    return 1;
+}
 
 int main(int argc, char **argv) {
     if (argc != 3) return 2;
@@ -31,7 +47,7 @@ int main(int argc, char **argv) {
             fwrite(table, 1, 256, out);
             continue;
         }
-        if (op == 2) {
+        if (op == 2 || op == 3) {
             uint32_t rows, n, has_w, has_b;
             float eps;
             if (!get(in, &rows, 4) || !get(in, &n, 4) || !get(in, &eps, 4) ||
@@ -44,7 +60,8 @@ int main(int argc, char **argv) {
             if ((has_w && (!w || !get(in, w, 4 * (size_t)n))) ||
                 (has_b && (!b || !get(in, b, 4 * (size_t)n))) || !x || !get(in, x, 4 * count))
                 return 1;
-            mdla_cpu_layer_norm_f32(x, rows, n, w, b, eps, x);
+            if (op == 3 && !lanes(x, rows, n, w, b, eps)) return 1;
+            if (op == 2) mdla_cpu_layer_norm_f32(x, rows, n, w, b, eps, x);
             fwrite(x, 4, count, out);
             free(w), free(b), free(x);
             continue;
@@ -60,7 +77,7 @@ int main(int argc, char **argv) {
             return 1;
         float *w = has_w ? malloc(4 * (size_t)n) : NULL, *b = has_b ? malloc(4 * (size_t)n) : NULL;
         int8_t *x = malloc((size_t)rows * n), *y = malloc((size_t)rows * n);
-        float *scratch = malloc(4 * (size_t)n);
+        float *scratch = malloc(4 * mdla_cpu_layer_norm_scratch(n));
         if ((has_w && (!w || !get(in, w, 4 * (size_t)n))) ||
             (has_b && (!b || !get(in, b, 4 * (size_t)n))) || !x || !y || !scratch ||
             !get(in, x, (size_t)rows * n))

@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
             float *x = floats(in, t * i), *wi = floats(in, n * 3 * h * i);
             float *wh = floats(in, n * 3 * h * h), *bi = floats(in, n * 3 * h);
             float *bh = floats(in, n * 3 * h), *y = malloc(t * n * h * sizeof *y);
-            float *s = malloc(mdla_cpu_gru_scratch(h) * sizeof *s);
+            float *s = malloc(mdla_cpu_gru_scratch(i, h) * sizeof *s);
             if (!x || !wi || !wh || !bi || !bh || !y || !s) return 1;
             mdla_cpu_gru(x, t, i, h, n, wi, wh, bi, bh, s, y);
             fwrite(y, 4, t * n * h, out);

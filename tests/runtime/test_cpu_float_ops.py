@@ -28,14 +28,15 @@ def cases() -> tuple[bytes, bytes]:
     """Driver records and the reference's expected output bytes."""
     rng = np.random.default_rng(17)
     records, expected = bytearray(), bytearray()
-    for k in range(24):
+    for k in range(24):  # 8 rows at a time side by side (vector lanes), then the last ones
         n = int(rng.choice([1, 2, 7, 96, 384, 768]))
-        rows = int(rng.integers(1, 9))
+        rows = int(rng.integers(1, 26))
         s_in, s_out = (np.float32(rng.uniform(1e-3, 0.5)) for _ in range(2))
         z_in, z_out = (int(rng.integers(-128, 128)) for _ in range(2))
         eps = np.float32(rng.choice([1e-6, 1e-5, 1e-3]))
         has_w, has_b = k % 3 != 1, k % 4 != 2
         w = rng.standard_normal(n).astype(np.float32)
+        w *= np.float32(1e36 if k == 5 else 1.0)  # y / s_out past 2^24 and inf: the clamps
         b = rng.standard_normal(n).astype(np.float32)
         q = rng.integers(-128, 128, (rows, n)).astype(np.int8)
         records += struct.pack("<iIIfifif", 0, rows, n, s_in, z_in, s_out, z_out, eps)
@@ -44,14 +45,15 @@ def cases() -> tuple[bytes, bytes]:
         x = dequantize_output(q, float(s_in), z_in)
         y = layer_norm_f32(x, n, float(eps), w if has_w else None, b if has_b else None)
         expected += quantize_input(y, s_out, z_out).tobytes()
-    for k in range(16):  # the float32 core, compared bit for bit before any rounding to int8
-        n = int(rng.choice([3, 96, 768]))
-        rows, eps = int(rng.integers(1, 5)), np.float32(1e-6)
+    for k in range(32):  # the float32 core, compared bit for bit before any rounding to int8:
+        n = int(rng.choice([3, 96, 768]))  # one row at a time (2), 8 rows in lanes (3)
+        op = 2 + k % 2
+        rows, eps = (int(rng.integers(1, 5)) if op == 2 else 8), np.float32(1e-6)
         x = (rng.standard_normal((rows, n)) * rng.uniform(0.1, 50)).astype(np.float32)
         w = rng.standard_normal(n).astype(np.float32)
         b = rng.standard_normal(n).astype(np.float32)
-        has_w = has_b = k % 2 == 0
-        records += struct.pack("<iIIfII", 2, rows, n, eps, has_w, has_b)
+        has_w = has_b = k % 4 < 2
+        records += struct.pack("<iIIfII", op, rows, n, eps, has_w, has_b)
         records += (w.tobytes() + b.tobytes() if has_w else b"") + x.tobytes()
         y = layer_norm_f32(x, n, float(eps), w if has_w else None, b if has_b else None)
         expected += y.astype("<f4").tobytes()

@@ -359,6 +359,23 @@ void emu_gemm_s16_blocked(const int16_t *a, const int16_t *b, int32_t *out, int3
     EMU_CALL(gemm_blocked, (a, b, out, rows, cols, depth));
 }
 
+int emu_lut_path(void) {
+    if (emu_lut_vbmi_ready()) return EMU_LUT_VBMI;
+    return emu_isa() == EMU_ISA_NEON ? EMU_LUT_NEON : EMU_LUT_C;
+}
+
+void emu_lut_apply(int path, const int8_t *table, const int8_t *x, int8_t *y, uint64_t n) {
+    if (path == EMU_LUT_VBMI) {
+        emu_lut_vbmi(table, x, y, n);
+        return;
+    }
+    if (path == EMU_LUT_NEON) {
+        emu_lut_neon(table, x, y, n);
+        return;
+    }
+    for (uint64_t i = 0; i < n; i++) y[i] = table[x[i] + 128];
+}
+
 int emu_lut_alloc(const NeuronModel *m, const EmuOperation *op, EmuLut **lut) {
     const EmuOperand *x = &m->opnds[op->in[0]], *y = &m->opnds[op->out[0]];
     *lut = NULL;
@@ -367,22 +384,13 @@ int emu_lut_alloc(const NeuronModel *m, const EmuOperation *op, EmuLut **lut) {
     *lut = calloc(1, sizeof **lut);
     if (*lut == NULL) return NEURON_OUT_OF_MEMORY;
     (*lut)->count = emu_elements(x);
-    (*lut)->vbmi = emu_lut_vbmi_ready();
-    (*lut)->neon = emu_isa() == EMU_ISA_NEON;
+    (*lut)->path = emu_lut_path();
     return NEURON_NO_ERROR;
 }
 
 static void lut_run(const void *params, const int8_t *x, int8_t *y, uint64_t count) {
     const EmuLut *p = params;
-    if (p->vbmi) {
-        emu_lut_vbmi(p->table, x, y, count);
-        return;
-    }
-    if (p->neon) {
-        emu_lut_neon(p->table, x, y, count);
-        return;
-    }
-    for (uint64_t i = 0; i < count; i++) y[i] = p->table[x[i] + 128];
+    emu_lut_apply(p->path, p->table, x, y, count);
 }
 
 typedef struct {

@@ -121,10 +121,15 @@ void emu_broadcast_run(const EmuBroadcast *bc, EmuScratch *s, int64_t work, cons
 typedef struct {
     uint64_t count;
     int8_t table[256];
-    bool vbmi; /* emu_lut_vbmi_ready() at prepare: eval runs emu_lut_vbmi (simd.h) */
-    bool neon; /* emu_isa() is EMU_ISA_NEON at prepare: eval runs emu_lut_neon (simd_neon.h) */
+    int path; /* emu_lut_path() at prepare */
 } EmuLut;
 int emu_lut_alloc(const NeuronModel *m, const EmuOperation *op, EmuLut **lut);
+/* How a table is applied: EMU_LUT_VBMI (emu_lut_vbmi_ready(), simd.h), EMU_LUT_NEON (emu_isa()
+ * is EMU_ISA_NEON, simd_neon.h) or the C loop; the same bytes on each. emu_lut_apply:
+ * y[i] = table[x[i] + 128] for i < n on `path` (emu_lut_path()'s answer). */
+enum { EMU_LUT_C = 0, EMU_LUT_VBMI = 1, EMU_LUT_NEON = 2 };
+int emu_lut_path(void);
+void emu_lut_apply(int path, const int8_t *table, const int8_t *x, int8_t *y, uint64_t n);
 void emu_lut_eval(const void *params, const void *const *inputs, void *output,
                   EmuScratch *scratch);
 

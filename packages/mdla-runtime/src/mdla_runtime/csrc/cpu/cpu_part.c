@@ -232,7 +232,7 @@ static bool prepare_gru(mdla_cpu_part *cp, const mdla_operation *op, step *s,
     if (!s->w || !s->w_hh || !s->b || !s->b_hh)
         return failf(err, 1, i, "GRU's weights and biases are not float32 constants of [%zu, 3H, I], "
                      "[%zu, 3H, H] and [%zu, 3H]", s->dirs, s->dirs, s->dirs);
-    size_t need = mdla_cpu_gru_scratch(s->hidden);
+    size_t need = mdla_cpu_gru_scratch(s->in, s->hidden);
     if (need > cp->gru_len) cp->gru_len = need;
     return true;
 }
@@ -651,7 +651,8 @@ bool mdla_cpu_prepare(const mdla_manifest *m, const mdla_partition *p, mdla_cpu_
         }
     }
     if (ok) {
-        if (row * sizeof(float) > cp->scratch_len) cp->scratch_len = row * sizeof(float);
+        const size_t ln = mdla_cpu_layer_norm_scratch(row) * sizeof(float);
+        if (ln > cp->scratch_len) cp->scratch_len = ln;
         cp->scratch_len = (cp->scratch_len + 63) / 64 * 64; /* each thread's on its own lines */
         cp->pool = emu_pool_acquire(emu_env_threads("MDLA_CPU_THREADS"));
         cp->scratch = malloc(cp->scratch_len * (size_t)emu_pool_threads(cp->pool));

@@ -4,6 +4,7 @@
 #include "cpu_split.h"
 
 #include "float_ops.h"
+#include "kernels.h"
 
 static void ln_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     const mdla_ln_job *j = ctx;
@@ -21,16 +22,17 @@ typedef struct {
     const int8_t *x;
     const int8_t *table;
     int8_t *y;
+    int path; /* emu_lut_path(): the emulator's vector lookups of its table ops (kernels.h) */
 } TableJob;
 
 static void table_range(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     (void)scratch;
     const TableJob *j = ctx;
-    mdla_cpu_apply_table(j->x + begin, (size_t)(end - begin), j->table, j->y + begin);
+    emu_lut_apply(j->path, j->table, j->x + begin, j->y + begin, (uint64_t)(end - begin));
 }
 
 void mdla_cpu_apply_table_split(EmuScratch *s, const int8_t *x, size_t count,
                                 const int8_t table[256], int8_t *y) {
-    const TableJob job = {x, table, y};
+    const TableJob job = {x, table, y, emu_lut_path()};
     emu_parallel_for(s, (int64_t)count, emu_par_grain(s, 1), table_range, &job);
 }

@@ -27,9 +27,10 @@ typedef struct {
 } mdla_ln_job;
 
 /* mdla_cpu_layer_norm over `rows` rows, cut over s's threads; each thread's scratch holds
- * at least n floats. */
+ * at least mdla_cpu_layer_norm_scratch(n) floats. */
 void mdla_cpu_layer_norm_split(EmuScratch *s, size_t rows, const mdla_ln_job *job);
-/* mdla_cpu_apply_table cut over s's threads. */
+/* y[i] = table[x[i] + 128] (GELU and the table group) cut over s's threads, each range on the
+ * emulator's table lookup (kernels.h emu_lut_apply: AVX512-VBMI, NEON or C, the same bytes). */
 void mdla_cpu_apply_table_split(EmuScratch *s, const int8_t *x, size_t count,
                                 const int8_t table[256], int8_t *y);
 

@@ -31,7 +31,14 @@ void mdla_cpu_layer_norm_f32(const float *x, size_t rows, size_t n, const float 
                              const float *b, float eps, float *y);
 
 /* DEQUANTIZE -> LAYER_NORM -> QUANTIZE over `rows` rows of `n` int8 values (`x` and `y` hold
- * rows * n); `scratch` holds n floats. */
+ * rows * n); `scratch` holds mdla_cpu_layer_norm_scratch(n) floats. MDLA_LN_LANES rows at a
+ * time are normalized side by side, one row per vector lane, each in the order above: the
+ * same bits as one row at a time (float_ops.c). */
+#define MDLA_LN_LANES 8
+size_t mdla_cpu_layer_norm_scratch(size_t n);
+/* mdla_cpu_layer_norm_f32 of MDLA_LN_LANES rows of n floats, in place, lane-interleaved: value
+ * i of row l at t[i * MDLA_LN_LANES + l]; the same bits as the rows one at a time. */
+void mdla_cpu_layer_norm_lanes(float *t, size_t n, const float *w, const float *b, float eps);
 void mdla_cpu_layer_norm(const int8_t *x, size_t rows, size_t n, float s_in, int32_t z_in,
                          const float *w, const float *b, float eps, float s_out, int32_t z_out,
                          float *scratch, int8_t *y);
@@ -45,8 +52,5 @@ void mdla_cpu_group_norm(const int8_t *x, const size_t shape[4], size_t groups, 
 /* The 256 GELU outputs for the int8 inputs -128..127 (index q + 128). */
 void mdla_cpu_gelu_table(float s_in, int32_t z_in, float s_out, int32_t z_out,
                          int8_t table[256]);
-
-/* y[i] = table[x[i] + 128]: an int8 -> int8 table (GELU's). */
-void mdla_cpu_apply_table(const int8_t *x, size_t count, const int8_t table[256], int8_t *y);
 
 #endif /* MDLA_CPU_FLOAT_OPS_H */

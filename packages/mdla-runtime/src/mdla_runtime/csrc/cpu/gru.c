@@ -89,23 +89,47 @@ static float dot(const float *w, const float *v, size_t n) {
     return acc;
 }
 
-size_t mdla_cpu_gru_scratch(size_t hidden) { return 7 * hidden; }
+size_t mdla_cpu_gru_scratch(size_t in, size_t hidden) {
+    return 7 * hidden + 3 * hidden * (in + hidden);
+}
+
+/* wt = w transposed: w (rows, n) row-major -> wt (n, rows). */
+static void transpose(const float *w, size_t rows, size_t n, float *restrict wt) {
+    for (size_t j = 0; j < rows; j++)
+        for (size_t i = 0; i < n; i++) wt[i * rows + j] = w[j * n + i];
+}
+
+/* out[j] = DOT(w[j], v) + bias[j] for the `rows` rows of w, from wt = w transposed (n, rows):
+ * row j's sum is built in out[j] in DOT's order (w[j][0] v[0], then + w[j][i] v[i] for i = 1,
+ * 2, ...), the rows side by side, so the compiler's vector lanes over j (SSE or AVX on x86-64,
+ * NEON on aarch64) do what DOT does row by row, bit for bit. */
+static void dots(const float *restrict wt, const float *restrict v, size_t n, size_t rows,
+                 const float *restrict bias, float *restrict out) {
+    for (size_t j = 0; j < rows; j++) out[j] = wt[j] * v[0];
+    for (size_t i = 1; i < n; i++) {
+        const float vi = v[i];
+        const float *restrict row = wt + i * rows;
+        for (size_t j = 0; j < rows; j++) {
+            const float p = row[j] * vi;
+            out[j] = out[j] + p;
+        }
+    }
+    for (size_t j = 0; j < rows; j++) out[j] = out[j] + bias[j];
+}
 
 static void direction(const float *x, size_t steps, size_t in, size_t hidden, int reverse,
                       const float *w_ih, const float *w_hh, const float *b_ih,
                       const float *b_hh, float *scratch, float *y, size_t y_stride) {
     const size_t g = 3 * hidden;
     float *gi = scratch, *gh = scratch + g, *h = scratch + 2 * g;
+    float *wt_ih = h + hidden, *wt_hh = wt_ih + g * in; /* 7H floats before them: g, g, H */
+    transpose(w_ih, g, in, wt_ih);
+    transpose(w_hh, g, hidden, wt_hh);
     for (size_t j = 0; j < hidden; j++) h[j] = 0.0f;
     for (size_t s = 0; s < steps; s++) {
         const size_t t = reverse ? steps - 1 - s : s;
-        const float *xt = x + t * in;
-        for (size_t j = 0; j < g; j++) {
-            const float a = dot(w_ih + j * in, xt, in);
-            gi[j] = a + b_ih[j];
-            const float c = dot(w_hh + j * hidden, h, hidden);
-            gh[j] = c + b_hh[j];
-        }
+        dots(wt_ih, x + t * in, in, g, b_ih, gi);
+        dots(wt_hh, h, hidden, g, b_hh, gh);
         for (size_t j = 0; j < hidden; j++) {
             const float pr = gi[j] + gh[j];
             const float r = mdla_cpu_sigmoid(pr);

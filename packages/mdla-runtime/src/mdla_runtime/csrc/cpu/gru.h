@@ -25,8 +25,9 @@ double mdla_cpu_exp(double v);
 float mdla_cpu_sigmoid(float v);
 float mdla_cpu_tanh(float v);
 
-/* The floats of GRU scratch for hidden size H: gi, gh (3H each) and h (H). */
-size_t mdla_cpu_gru_scratch(size_t hidden);
+/* The floats of GRU scratch for input size I and hidden size H: gi, gh (3H each), h (H) and
+ * the weights transposed, [I, 3H] and [H, 3H] (gru.c: the 3H dot products side by side). */
+size_t mdla_cpu_gru_scratch(size_t in, size_t hidden);
 
 /* GRU over x (T, I) -> y (T, dirs * H): weights [dirs, 3H, I] and [dirs, 3H, H], biases
  * [dirs, 3H]; direction 1 reads x reversed in time and writes its states in time order. */
