@@ -3,7 +3,8 @@
 - `tables.lookup_bytes` (bytes.translate) against np.take on every code and any layout;
 - `plan.gemm_rows`: a deep, small conv is one GEMM block (BLAS packs its weights once);
 - `plan.depthwise`: one einsum per block of rows, exact at the float32 plan's limit;
-- `Requant`'s float64 stage against `arith.mbqm` on ties and at its 2^53 limit.
+- `Requant`'s float64 stage against `arith.mbqm` on ties and at its 2^53 limit;
+- a small binary op: the formula on a first sight, its table from the second.
 """
 
 from __future__ import annotations
@@ -13,11 +14,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mdla_ir.builders import as_floats
+from mdla_ir.builders import act, as_floats, qp, single_op_qgraph
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
 from mdla_quant.arith import add_offset, mbqm, quantize_multiplier
+from mdla_quant.kernels import tables
+from mdla_quant.kernels.add import add_sub_formula
+from mdla_quant.kernels.memo import memo
 from mdla_quant.kernels.plan import FLOAT32_EXACT, MIN_GEMM_ROWS, gemm_rows
+from mdla_quant.kernels.registry import INT8_KERNELS
 from mdla_quant.kernels.requant import Requant
 from mdla_quant.kernels.tables import CODES, lookup_bytes
 from tests.quant.test_fast_kernels import _conv_graph, _definition_conv
@@ -124,3 +129,28 @@ def test_the_float64_requant_stage_is_mbqm_up_to_its_limit(rounding: str, accumu
     rq = Requant.build(m, s, zeros, past, past, rounding, 5, (-128, 127), accumulator)
     assert rq is not None
     assert rq.fmult is None
+
+
+def test_a_small_binary_op_builds_its_table_the_second_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(9)
+    q1, q2, out_q = qp(0.07, -20), qp(0.05, 33), qp(0.1, int(rng.integers(-50, 50)))
+    g = single_op_qgraph(
+        OpKind.ADD, [act("a", (1, 5, 5, 8), q1), act("b", (1, 5, 5, 8), q2)], (1, 5, 5, 8), out_q
+    )
+    xs = [rng.integers(-128, 128, size=(1, 5, 5, 8)).astype(np.int8) for _ in "ab"]
+    want = add_sub_formula(g.ops[0], xs, [q1, q2], out_q, "double", "saturate")
+    lookups = []
+
+    def counted(*args: Any) -> Any:
+        lookups.append(args[1])
+        return memo(*args)
+
+    monkeypatch.setattr(tables, "memo", counted)
+    first = INT8_KERNELS[OpKind.ADD](g.ops[0], xs, [q1, q2], out_q, "double", "saturate")
+    assert not lookups  # a first sight: the formula, no table
+    second = INT8_KERNELS[OpKind.ADD](g.ops[0], xs, [q1, q2], out_q, "double", "saturate")
+    assert len(lookups) == 1  # the second: the table
+    assert np.array_equal(first, want)
+    assert np.array_equal(second, want)

@@ -5,9 +5,11 @@ Where an op's output element is a pure function of its input codes and the op's 
 once on every code (256 for one input, 256 x 256 for two) gives a table that reproduces it
 exactly for any input: out = table[x] (one input) or table[x1, x2] (two, broadcast). Tables are
 built on first use and kept per parameter set (`memo`), so a graph pays for each once. A binary
-op whose output is under a quarter of its table runs the formula directly (a table costs
-about one formula evaluation of its 65536 entries, once; a lookup is ~40x cheaper than the
-formula per element).
+op whose output is under a quarter of its table runs the formula directly the first time its
+parameter set is seen, and builds the table the second time (a table costs about one formula
+evaluation of its 65536 entries, once; a lookup is ~40x cheaper than the formula per element,
+and the formula's fixed cost, three QuantizeMultipliers and its int64 passes, is ~0.3 ms: a
+graph run once pays no table for a small op, a graph run again pays it once).
 
 Tables are indexed by the codes' unsigned bytes (u = q mod 256), so a binary lookup is one
 `np.take` and a unary one is `bytes.translate` (`lookup_bytes`).
@@ -15,7 +17,7 @@ Tables are indexed by the codes' unsigned bytes (u = q mod 256), so a binary loo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 import numpy as np
 
@@ -26,7 +28,19 @@ from mdla_quant.kernels.registry import Kernel, binary_operands, unary_operands
 
 CODES = np.arange(-128, 128, dtype=np.int8)
 BINARY_TABLE_SIZE = 256 * 256
-MIN_BINARY_TABLE = BINARY_TABLE_SIZE // 4  # smaller outputs: the formula is cheaper than a build
+MIN_BINARY_TABLE = BINARY_TABLE_SIZE // 4  # smaller outputs: the formula, on a first sight
+MAX_SEEN = 4096  # parameter sets of small binary ops seen once (oldest forgotten first)
+_SEEN: dict[Hashable, None] = {}
+
+
+def seen_before(key: Hashable) -> bool:
+    """Whether `key` was passed here before (and not forgotten); remembers it."""
+    if key in _SEEN:
+        return True
+    while len(_SEEN) >= MAX_SEEN:
+        _SEEN.pop(next(iter(_SEEN)))
+    _SEEN[key] = None
+    return False
 
 
 def _by_byte(table: Array) -> Array:
@@ -81,13 +95,13 @@ def binary_table(formula: Kernel) -> Kernel:
         accumulator: str,
     ) -> Array:
         (x1, _, _), (x2, _, _), _ = binary_operands(op, args, arg_q, out_q)
-        if np.broadcast(x1, x2).size < MIN_BINARY_TABLE:
+        params = (formula, op.kind, op.attrs, arg_q[0], arg_q[1], out_q, rounding, accumulator)
+        if np.broadcast(x1, x2).size < MIN_BINARY_TABLE and not seen_before(params):
             return formula(op, args, arg_q, out_q, rounding, accumulator)
-        params = (formula, op.kind, op.attrs, arg_q[0], arg_q[1], out_q, rounding)
         grid = [CODES[:, None], CODES[None, :]]
         table = memo(
             [],
-            (*params, accumulator),
+            params,
             lambda: _by_byte(formula(op, grid, arg_q[:2], out_q, rounding, accumulator)),
         )
         index = np.left_shift(x1.view(np.uint8), 8, dtype=np.uint16)
