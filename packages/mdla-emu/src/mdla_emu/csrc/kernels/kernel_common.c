@@ -41,22 +41,33 @@ bool emu_dims_are(const EmuOperand *o, uint32_t rank, const uint32_t *dims) {
 }
 
 /* bound[c] = 255 * sum |w| over channel c's weights + |bias[c]|: |acc + bias| can be no more
- * (|x - z_in| <= 255), whatever the input (taps * 255 * 128 + |bias[c]| if the weights do not
- * have `channels` along `channel_dim`). */
+ * (|x - z_in| <= 255), whatever the input. Left as it is (taps * 255 * 128 + |bias[c]|) when the
+ * weights do not have `channels` along `channel_dim`. */
 static void sum_bounds(const EmuOperand *f, int32_t channels, uint32_t channel_dim,
                        const int32_t *bias, int64_t *bound) {
-    const uint64_t n = emu_elements(f), taps = n / (uint64_t)channels;
+    const uint64_t taps = emu_elements(f) / (uint64_t)channels;
     uint64_t inner = 1;
     for (uint32_t d = channel_dim + 1; d < f->rank; d++) inner *= f->dims[d];
+    if (channel_dim >= f->rank || f->dims[channel_dim] != (uint32_t)channels) return;
+    for (int32_t c = 0; c < channels; c++) bound[c] = bias[c] < 0 ? -(int64_t)bias[c] : bias[c];
     const int8_t *w = f->value;
-    if (channel_dim < f->rank && f->dims[channel_dim] == (uint32_t)channels) {
-        for (uint64_t o = 0; o < taps / inner; o++)
-            for (int32_t c = 0; c < channels; c++)
-                for (uint64_t k = 0; k < inner; k++) bound[c] += 255 * abs(*w++);
-    } else {
-        for (int32_t c = 0; c < channels; c++) bound[c] = (int64_t)taps * 255 * 128;
+    for (uint64_t o = 0; o < taps / inner; o++)
+        for (int32_t c = 0; c < channels; c++, w += inner) {
+            int64_t sum = 0; /* a local: int8 loads may alias bound[] */
+            for (uint64_t k = 0; k < inner; k++) sum += abs(w[k]);
+            bound[c] += 255 * sum;
+        }
+}
+
+/* Whether every channel's (acc + bias) * 2^max(s_c, 0) stays in int32 given |acc + bias| <=
+ * bound[c]. */
+static bool narrow_fits(const EmuRequant *rq, const int64_t *bound) {
+    for (int32_t c = 0; c < rq->channels; c++) {
+        const int s = rq->shift[c];
+        if (s <= 0 ? bound[c] > EMU_INT32_MAX : s > 30 || (bound[c] << s) > EMU_INT32_MAX)
+            return false;
     }
-    for (int32_t c = 0; c < channels; c++) bound[c] += bias[c] < 0 ? -(int64_t)bias[c] : bias[c];
+    return true;
 }
 
 int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t bias,
@@ -94,7 +105,10 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
         emu_requant_free(rq);
         return NEURON_OUT_OF_MEMORY;
     }
-    sum_bounds(f, channels, channel_dim, rq->bias, bound);
+    for (int32_t c = 0; c < channels; c++) { /* from the depth alone, before reading weights */
+        const int64_t v = rq->bias[c];
+        bound[c] = (int64_t)taps * 255 * 128 + (v < 0 ? -v : v);
+    }
     rq->narrow = rounding == EMU_ROUND_DOUBLE && taps <= 65536;
     for (int32_t c = 0; c < channels; c++) {
         const float s_w = f->channel_count ? f->channel_scales[c] : f->scale;
@@ -115,9 +129,11 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
             rq->right[c] = s > 0 ? 0 : -s;
             rq->mask[c] = (INT64_C(1) << rq->right[c]) - 1;
             rq->round[c] = INT64_C(1) << 30;
-            rq->narrow = rq->narrow && (s <= 0 ? bound[c] <= EMU_INT32_MAX
-                                               : s <= 30 && (bound[c] << s) <= EMU_INT32_MAX);
         }
+    }
+    if (rq->narrow && !narrow_fits(rq, bound)) { /* the weights' own sums may still fit */
+        sum_bounds(f, channels, channel_dim, rq->bias, bound);
+        rq->narrow = narrow_fits(rq, bound);
     }
     free(bound);
     if (rq->narrow) {
