@@ -135,11 +135,16 @@ def fused_quant(y: Array, fuse: str, grid: tuple[float, int] | None) -> tuple[Ar
     if grid is not None:
         s, z = grid
         lo, hi = max(lo, s * (-128 - z)), min(hi, s * (127 - z))
-    through = ((y > lo) & (y < hi)).astype(y.dtype)
+    inside = np.greater(y, lo)
+    inside &= np.less(y, hi)
     out = np.clip(y, lo, hi)
-    if grid is not None:
-        out = (np.round(out / grid[0] + grid[1]) - grid[1]) * grid[0]
-    return out.astype(y.dtype), through
+    if grid is not None:  # (round(out / s + z) - z) * s, in place
+        np.divide(out, grid[0], out=out)
+        np.add(out, grid[1], out=out)
+        np.round(out, out=out)
+        np.subtract(out, grid[1], out=out)
+        np.multiply(out, grid[0], out=out)
+    return out, inside.astype(y.dtype)
 
 
 class BlockPatches:
@@ -181,8 +186,11 @@ class BlockPatches:
         x0, mask = self.taps[idx], self.mask[idx][..., None]
         k = 0
         if self.expand:
-            z1, d1 = fused_quant(x0 @ ws[0] + bs[0], fuses[0], grids[0])
-            z1, d1 = z1 * mask, d1 * mask
+            a = x0 @ ws[0]
+            a += bs[0]
+            z1, d1 = fused_quant(a, fuses[0], grids[0])
+            np.multiply(z1, mask, out=z1)
+            np.multiply(d1, mask, out=d1)
             k = 1
         else:
             z1, d1 = x0, mask
@@ -202,7 +210,8 @@ class BlockPatches:
         dd = (dp @ ws[k + 1].T) * d2
         grads.insert(0, by_columns("mtc,mc->tc", z1, dd))
         if self.expand:
-            da = dd[:, None, :] * ws[1][None] * d1
+            da = dd[:, None, :] * ws[1][None]
+            np.multiply(da, d1, out=da)
             grads.insert(0, x0.reshape(-1, x0.shape[-1]).T @ da.reshape(-1, da.shape[-1]))
         return grads
 

@@ -1,6 +1,7 @@
 """The per-weight, element-wise half of an AdaRound step (`adaround._fit`, and each layer of
 `block_reconstruction.fit_block`): the soft weight from V, and V's update from the loss
-gradient, in preallocated buffers and split over threads by rows of the (K, O) weights.
+gradient, in preallocated buffers, one cache-sized block of rows of the (K, O) weights at a
+time, the blocks shared out over threads.
 
     sig = sigmoid(V)   h = clip(sig * (zeta - gamma) + gamma, 0, 1)   w~ = s * clip(b + h, +-127)
     dh  = dL/dw~ * s * [-127 < b + h < 127]
@@ -10,12 +11,13 @@ gradient, in preallocated buffers and split over threads by rows of the (K, O) w
 
 Exactness: every line is the float32 operation the allocating form computed, with the same
 operands in the same order (a commuted product or sum is the same IEEE result), written into a
-buffer instead of a new array; every operation is per element, so how the rows are cut between
-threads does not change a bit (`tests/quant/test_block_reconstruction.py` pins the chosen
+buffer instead of a new array; every operation is per element, so how the rows are cut into
+blocks and threads does not change a bit (`tests/quant/test_block_reconstruction.py` pins the chosen
 roundings). The fast paths `x ** e` takes for e in {-1, 0, 0.5, 1, 2} are kept as they were.
 
-Threads: numpy's element-wise loops release the GIL, so row chunks of a large layer run in
-parallel; the thread count is the process's budget (`threads()`), never more than its cores.
+Threads: numpy's element-wise loops release the GIL, so the blocks of a large layer run in
+parallel (as do a depthwise layer's einsums cut by channels, `by_columns`); the thread count
+is the process's budget (`threads()`), never more than its cores.
 """
 
 from __future__ import annotations
