@@ -34,6 +34,7 @@ from lipread.roi import boxes_from_corners
 from lipread.track import MtcnnDetector, track_corners
 from lipread.video import write_video
 from mdla_quant import QuantConfig, quantize, run_int8
+from mdla_runtime.format.container import TENSOR_QUANT8_ASYMM_SIGNED, TENSOR_QUANT16_SYMM
 
 SIZE = (180, 320)  # frames small enough to need no downscale: the detector sees them as is
 
@@ -121,6 +122,29 @@ def test_pyramid_graph_is_bit_exact_on_the_emulator(cache: Path, tmp_path: Path)
     want = run_int8(qgraph, x, raw=True)
     assert len(got) == 2 * len(x)
     for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a.reshape(b.shape), b)
+
+
+def test_onet_box_head_is_int16_and_bit_exact_on_the_emulator(cache: Path, tmp_path: Path) -> None:
+    """O-Net's box regression head (dense5, its PRELU, dense6_2) is int16 in the shipped
+    O-Net (`box_head`), the box output TENSOR_QUANT16_SYMM; the emulator gives run_int8's
+    codes on a calibration batch. The other two outputs stay int8."""
+    name, module, calib = mtcnn_jobs(SIZE)[2]
+    assert name == "onet"
+    manifest = mdla_runtime.load(next(cache.glob("*.onet-*.mdla")))
+    quant = manifest.provenance.quant
+    assert quant is not None
+    assert quant.a16 == (
+        "dense5.as_image", "dense5", "prelu5", "prelu5.as_image.1", "dense6_2.as_image", "dense6_2"
+    )  # fmt: skip
+    types = [manifest.operands[o.operand].type for o in manifest.outputs]
+    assert types == [TENSOR_QUANT16_SYMM, TENSOR_QUANT8_ASYMM_SIGNED, TENSOR_QUANT8_ASYMM_SIGNED]
+    qgraph = quantized(name, module, calib[:1])
+    small = mdla_runtime.load(mdla_runtime.save(qgraph, tmp_path / "onet.mdla"))
+    x = calib[-1]
+    got = mdla_runtime.open_target("emu").run(small, x).raw_outputs
+    for a, b in zip(got, run_int8(qgraph, x, raw=True), strict=True):
+        assert a.dtype == b.dtype
         np.testing.assert_array_equal(a.reshape(b.shape), b)
 
 

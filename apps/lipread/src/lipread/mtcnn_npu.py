@@ -48,7 +48,7 @@ from mdla_runtime.interrupt import check
 Array = np.ndarray[Any, Any]
 RNET_BATCH = 64
 ONET_BATCH = 150
-VERSION = 2  # 2: O-Net calibrated on CROP_SCENES scenes' crops
+VERSION = 3  # 2: O-Net calibrated on CROP_SCENES scenes' crops; 3: its box head int16
 CALIB_FRAMES = 4  # P-Net: frames (each at every pyramid level); R-Net: their crops
 CROP_SCENES = 32  # O-Net: 8 crops a scene (fewer where refine_crop refuses one)
 
@@ -142,9 +142,10 @@ def _calibration(size: tuple[int, int]) -> tuple[list[Array], list[Array], list[
     box regression needs the many crops: the offsets of 32 crops spanned [-0.29, 0.32] of the
     [-0.73, 0.47] that held-out crops reach, and its int8 output grid clipped the rest (box SQNR
     against FP32 on held-out scenes: 14.4 dB from 32 crops, 24.3 dB from 256; bench/accuracy.py
-    --mtcnn). R-Net keeps its 32: its boxes only seed O-Net's crops, and its wider grid from
-    256 crops lowered the cascade's box IoU on tests/lipread/test_mtcnn.py's astronaut (min
-    0.893 -> 0.841 with O-Net's 256) though its own held-out box SQNR rose (19.0 -> 23.0 dB)."""
+    --mtcnn; the rest is the int8 grids of its last layers, `box_head`). R-Net keeps its 32:
+    its boxes only seed O-Net's crops, and its wider grid from 256 crops lowered the cascade's
+    box IoU on tests/lipread/test_mtcnn.py's astronaut (min 0.893 -> 0.841 with O-Net's 256)
+    though its own held-out box SQNR rose (19.0 -> 23.0 dB)."""
     from lipread.render import spoken_sentence
     from lipread.scenes import LEVELS, render_scene
 
@@ -253,11 +254,29 @@ def quantized(name: str, module: Any, calib: list[list[Array]]) -> Any:
         example = tuple(torch.from_numpy(x) for x in calib[0])
         graph = mdla_ir.from_torch(module, example, name=f"mtcnn_{name}")
         legal = mdla_legalize.legalize(graph, mdla_legalize.load_target(DEFAULT_TARGET))
-        return mdla_quant.quantize(legal, calib, mdla_quant.QuantConfig(method="minmax"))
+        a16 = box_head(legal) if name == "onet" else ()
+        return mdla_quant.quantize(legal, calib, mdla_quant.QuantConfig(method="minmax", a16=a16))
     except (mdla_ir.IRError, mdla_legalize.LegalizeError) as exc:
         raise UnsupportedError(f"MTCNN {name} does not compile for mtk-mdla: {exc}") from exc
     except mdla_quant.QuantError as exc:
         raise LipreadError(f"MTCNN {name} INT8 compile failed: {exc}") from exc
+
+
+def box_head(graph: Any, weighted: int = 2) -> tuple[str, ...]:
+    """O-Net's box regression head, held in int16 (`QuantConfig.a16`, 16x8): the 4-wide graph
+    output back through its producers to the output of the `weighted`-th conv / FC (dense6_2,
+    then dense5; the PRELU and RESHAPEs between). With the box head in int8, the int8 grids of
+    those last layers, not the output range, held the box SQNR against FP32 on held-out scenes
+    at 24.3 dB (bench/accuracy.py --mtcnn); int16 there gives 27.0 dB, the face call unchanged."""
+    producer = {op.outputs[0]: op for op in graph.ops}
+    (box,) = [n for n in graph.outputs if graph.tensors[n].shape[-1] == 4]
+    names, found, name = [], 0, box
+    while found < weighted and name in producer:
+        op = producer[name]
+        names.append(name)
+        found += op.kind.name in ("CONV_2D", "FULLY_CONNECTED")
+        name = op.inputs[0]
+    return tuple(reversed(names))
 
 
 def npu_nets(
