@@ -85,10 +85,15 @@ class SoftRounding:
     def __init__(
         self, base: Array, v: Array, scale: Array, lam: float, late_lr: bool = False
     ) -> None:
-        self.base, self.v, self.scale, self.lam, self.late_lr = base, v, scale, lam, late_lr
+        # blocks of rows must be contiguous: an F-ordered (K, O) (a conv's w.T) is held as its
+        # C-ordered transpose, the same memory, so every array keeps the layout it had
+        self.flip = bool(v.flags.f_contiguous and not v.flags.c_contiguous)
+        v, base = (v.T, base.T) if self.flip else (v, base)
+        self.scale = scale.T if self.flip and np.ndim(scale) == 2 else scale
+        self.base, self._v, self.lam, self.late_lr = base, v, lam, late_lr
         self.m, self.s2 = np.zeros_like(v), np.zeros_like(v)
         self.sig, self.h, self.bh, self.w = (np.empty_like(v) for _ in range(4))
-        self.t1, self.t2 = np.empty_like(v), np.empty_like(v)
+        self.g, self.t1, self.t2 = (np.empty_like(v) for _ in range(3))
         self.k1, self.k2 = np.empty(v.shape, bool), np.empty(v.shape, bool)
         rows = v.shape[0]
         n = max(1, min(rows, -(-v.size // CHUNK)))  # blocks of about CHUNK elements
@@ -108,13 +113,23 @@ class SoftRounding:
         for done in [_pool(len(self.lanes)).submit(run, lane) for lane in self.lanes]:
             done.result()
 
+    def _scale(self, r: slice) -> Array:
+        """The scales of the rows `r` (per row when flipped, per column or one otherwise)."""
+        per_row = np.ndim(self.scale) == 2 and self.scale.shape[0] > 1
+        return self.scale[r] if per_row else self.scale
+
+    @property
+    def v(self) -> Array:
+        """V (K, O)."""
+        return self._v.T if self.flip else self._v
+
     def soft(self) -> Array:
         """The soft weight w~ (K, O) of the current V (also keeps sigmoid(V), h and b + h)."""
         self._each(self._soft)
-        return self.w
+        return self.w.T if self.flip else self.w
 
     def _soft(self, r: slice) -> None:
-        v, sig, h, bh, w, t = self.v[r], self.sig[r], self.h[r], self.bh[r], self.w[r], self.t1[r]
+        v, sig, h, bh, w, t = self._v[r], self.sig[r], self.h[r], self.bh[r], self.w[r], self.t1[r]
         np.negative(v, out=t)
         np.exp(t, out=t)
         np.add(t, 1.0, out=t)
@@ -124,16 +139,17 @@ class SoftRounding:
         np.clip(h, 0.0, 1.0, out=h)
         np.add(self.base[r], h, out=bh)
         np.clip(bh, -127, 127, out=w)
-        np.multiply(w, self.scale, out=w)
+        np.multiply(w, self._scale(r), out=w)
 
     def step(self, grad: Array, t: int, beta: float | None) -> None:
-        """One Adam step of V from d loss / d w~ `grad` (K, O; overwritten), at step `t`
-        (from 1), with the regularizer at `beta` (None: not yet acting)."""
+        """One Adam step of V from d loss / d w~ `grad` (K, O), at step `t` (from 1), with the
+        regularizer at `beta` (None: not yet acting)."""
+        grad = grad.T if self.flip else grad
         self._each(lambda r: self._step(r, grad, t, beta))
 
     def _step(self, r: slice, dh: Array, t: int, beta: float | None) -> None:
-        dh, bh, k1, k2, t1 = dh[r], self.bh[r], self.k1[r], self.k2[r], self.t1[r]
-        np.multiply(dh, self.scale, out=dh)
+        grad, dh, bh, k1, k2, t1 = dh[r], self.g[r], self.bh[r], self.k1[r], self.k2[r], self.t1[r]
+        np.multiply(grad, self._scale(r), out=dh)
         np.greater(bh, -127, out=k1)
         np.less(bh, 127, out=k2)
         np.logical_and(k1, k2, out=k1)
@@ -186,4 +202,4 @@ class SoftRounding:
         np.divide(a, b, out=a)
         if self.late_lr:
             np.multiply(a, 1e-2, out=a)
-        np.subtract(self.v[r], a, out=self.v[r])
+        np.subtract(self._v[r], a, out=self._v[r])
