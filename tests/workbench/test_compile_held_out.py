@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from PIL import Image
 from typer.testing import CliRunner
 
 import mdla_compile
@@ -110,3 +111,22 @@ def test_compile_prints_the_row(runner: CliRunner, tmp_path: Path) -> None:
     assert f"/{len(images.SAMPLES) - 3}" in result.stdout
     plain = runner.invoke(app, ["compile", TINY, "--calib", "random", "-o", str(out)])
     assert "not measured (no inputs after --count)" in plain.stdout
+
+
+def test_an_unreadable_held_out_input_is_said_not_fatal(runner: CliRunner, tmp_path: Path) -> None:
+    """The .mdla is written before scoring: a held-out file that cannot be read costs the
+    agreement row, named in a note, not the compile."""
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for i in range(2):
+        pixels = np.random.default_rng(i).integers(0, 256, (40, 52, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(photos / f"p{i}.png")
+    (photos / "zz_broken.png").write_bytes(b"not a png")  # sorted last: held out
+    out = tmp_path / "m.mdla"
+    args = [TINY_IMAGES, "--calib", str(photos), "--count", "2", "-o", str(out), "--json"]
+    result = runner.invoke(app, ["compile", *args])
+    assert result.exit_code == 0, result.output
+    assert out.exists()
+    assert json.loads(result.stdout.splitlines()[-1])["held_out"] is None
+    assert "held-out agreement not measured: cannot decode image" in result.stderr
+    assert "zz_broken.png" in result.stderr
