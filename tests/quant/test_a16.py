@@ -194,3 +194,27 @@ def test_compare_reads_an_a16_graph_past_its_requantizations() -> None:
     assert {t.name for t in report.tensors} == {o for op in graph.ops for o in op.outputs}
     int8 = compare(graph, quantize(graph, samples(4)), samples(2))
     assert report.stat("ap").sqnr_db > int8.stat("ap").sqnr_db + 3  # the int16 pool
+
+
+@pytest.mark.parametrize("kind", [OpKind.LOGISTIC, OpKind.TANH, OpKind.SOFTMAX])
+def test_a_fixed_int16_output_at_another_scale_is_refused(kind: OpKind) -> None:
+    """LOGISTIC, TANH and SOFTMAX write int16 at scale 1/32768 only (TFLite's 16x8)."""
+    op = mdla_ir.Op(kind, "f", ("x",), ("y",), {})
+    x = mdla_ir.QuantParams((0.001,), (0,))
+    out = mdla_ir.QuantParams((0.5,), (0,))
+    with pytest.raises(KernelError, match=r"the int16 output must have scale 1/32768, got 0\.5"):
+        A16_KERNELS[kind](op, [np.zeros((1, 4), np.int16)], [x], out, "double", "saturate")
+
+
+@pytest.mark.parametrize(("table", "dtype"), [(INT8_KERNELS, np.int8), (A16_KERNELS, np.int16)])
+def test_a_bilinear_resize_refuses_both_coordinate_flags(
+    table: dict[OpKind, Kernel], dtype: type
+) -> None:
+    attrs = {"size": (4, 4), "align_corners": True, "half_pixel_centers": True}
+    op = mdla_ir.Op(OpKind.RESIZE_BILINEAR, "r", ("x",), ("y",), attrs)
+    q = mdla_ir.QuantParams((0.5,), (0,))
+    resize = table[OpKind.RESIZE_BILINEAR]
+    with pytest.raises(KernelError, match="need size >= 1 and at most one of the two flags"):
+        resize(op, [np.zeros((1, 2, 2, 3), dtype)], [q], q, "double", "saturate")
+    with pytest.raises(KernelError, match=r"input must be NHWC, got shape \(2, 2, 3\)"):
+        resize(op, [np.zeros((2, 2, 3), dtype)], [q], q, "double", "saturate")

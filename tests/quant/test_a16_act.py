@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -82,13 +83,19 @@ def test_int16_activation_is_within_its_table_error_of_float(kind: OpKind) -> No
         assert np.abs(got - want).max() < 8 / 32768, scale
 
 
-def emulated(kind: OpKind, in_scale: float, codes: np.ndarray) -> np.ndarray:
-    """The emulator's int16 output of one `kind` op on int16 `codes` at `in_scale`."""
+def emulated(
+    kind: OpKind,
+    in_scale: float,
+    codes: np.ndarray,
+    scalars: Callable[[NeuronModelBuilder], list[int]] = lambda _b: [],
+) -> np.ndarray:
+    """The emulator's int16 output (scale 1/32768) of one `kind` op on int16 `codes` at
+    `in_scale`, with the scalar operands `scalars` adds after the input."""
     b = NeuronModelBuilder()
     try:
         x = b.operand(QUANT16_SYMM, codes.shape, in_scale, 0)
         y = b.operand(QUANT16_SYMM, codes.shape, 1.0 / 32768, 0)
-        assert b.operation(kind.value, [x], [y]) == NO_ERROR
+        assert b.operation(kind.value, [x, *scalars(b)], [y]) == NO_ERROR
         assert b.identify([x], [y]) == NO_ERROR
         assert b.finish() == NO_ERROR
         assert b.supported(list(DEVICES)) == [True]

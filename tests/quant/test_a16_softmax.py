@@ -17,9 +17,8 @@ from mdla_quant.config import QuantConfig
 from mdla_quant.kernels import a16_softmax
 from mdla_quant.kernels.a16_softmax import input_multiplier, softmax_rows16
 from mdla_quant.quantize import quantize
-from tests.quant.test_a16_act import run16
+from tests.quant.test_a16_act import emulated as act_emulated
 from tests.quant.test_a16_oracle import every_tensor
-from tests.runtime.test_emu_support import DEVICES, NO_ERROR, NeuronModelBuilder, compile_model
 
 QUANT16_SYMM = 7
 # (row length, axis, beta, widest input); the last two saturate the exp table's -10 end
@@ -105,22 +104,7 @@ def test_litert_makes_its_tables_in_double(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def emulated(codes: np.ndarray, scale: float, beta: float, axis: int) -> np.ndarray:
-    b = NeuronModelBuilder()
-    try:
-        x = b.operand(QUANT16_SYMM, codes.shape, scale, 0)
-        y = b.operand(QUANT16_SYMM, codes.shape, 1.0 / 32768, 0)
-        assert b.operation(OpKind.SOFTMAX.value, [x, b.f32(beta), b.i32(axis)], [y]) == NO_ERROR
-        assert b.identify([x], [y]) == NO_ERROR
-        assert b.finish() == NO_ERROR
-        assert b.supported(list(DEVICES)) == [True]
-        rc, comp = compile_model(b, DEVICES, [codes.shape])
-        assert rc == NO_ERROR
-        try:
-            return run16(comp.handle, codes)
-        finally:
-            comp.free()
-    finally:
-        b.free()
+    return act_emulated(OpKind.SOFTMAX, scale, codes, lambda b: [b.f32(beta), b.i32(axis)])
 
 
 @pytest.mark.parametrize("rounding", ["double", "single"])

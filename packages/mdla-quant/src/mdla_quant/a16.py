@@ -26,8 +26,7 @@ from mdla_quant.arith import round_half_away
 from mdla_quant.errors import QuantError
 from mdla_quant.floors import expand_tiny_range
 from mdla_quant.kernels import A16_KERNELS
-from mdla_quant.kernels.a16_act import FIXED_OUTPUT16 as ACT16_OUTPUT
-from mdla_quant.kernels.a16_softmax import FIXED_OUTPUT16 as SOFTMAX16_OUTPUT
+from mdla_quant.kernels.a16_common import FIXED_OUTPUT16 as FIXED16
 from mdla_quant.observers import Histogram
 from mdla_target.target import Target
 
@@ -47,9 +46,9 @@ NO_16X8 = {
 # which LiteRT's int16 PRELU reads as int8 codes (kernels/a16_ops.py).
 INT8_OPERANDS: frozenset[tuple[OpKind, int]] = frozenset({(OpKind.PRELU, 1)})
 FIXED_OUTPUT16 = {
-    OpKind.LOGISTIC: ACT16_OUTPUT,
-    OpKind.TANH: ACT16_OUTPUT,
-    OpKind.SOFTMAX: SOFTMAX16_OUTPUT,
+    OpKind.LOGISTIC: FIXED16,
+    OpKind.TANH: FIXED16,
+    OpKind.SOFTMAX: FIXED16,
 }
 
 

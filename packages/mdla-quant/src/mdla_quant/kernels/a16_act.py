@@ -31,10 +31,7 @@ import numpy as np
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array
-from mdla_quant.kernels.a16_common import int16_arg, kernel16, sym16
-from mdla_quant.kernels.registry import fail
-
-FIXED_OUTPUT16 = (1.0 / 32768.0, 0)  # LOGISTIC and TANH, int16 output
+from mdla_quant.kernels.a16_common import fixed_output16, int16_arg, kernel16
 
 # sigmoid(i / 24) for i in 0..255 as 0.16 fixed point: LiteRT's constant table (within about
 # one count of round(65536 * sigmoid(i / 24)), saturating at 65535), which the int16 LOGISTIC
@@ -117,9 +114,7 @@ def logistic_tanh_16(
     accumulator: str,
 ) -> Array:
     x = int16_arg(op, args, 0).astype(np.int64)
-    scale = sym16(op, arg_q[0], "input")
-    if sym16(op, out_q, "output") != np.float32(FIXED_OUTPUT16[0]):
-        raise fail(op, f"the int16 output must have scale 1/32768, got {out_q.scale[0]}")
+    scale = fixed_output16(op, arg_q[0], out_q)
     m, shift = input_rescale(float(scale), op.kind)
     v = (x * m + ((1 << (shift - 1)) if shift > 0 else 0)) >> shift
     out = sigmoid16(v) if op.kind is OpKind.LOGISTIC else tanh16(v)

@@ -46,6 +46,18 @@ def sym16(op: Op, q: QuantParams | None, what: str) -> np.float32:
     return scale
 
 
+FIXED_OUTPUT16 = (1.0 / 32768.0, 0)  # LOGISTIC, TANH and SOFTMAX: TFLite's int16 output
+
+
+def fixed_output16(op: Op, in_q: QuantParams | None, out_q: QuantParams) -> np.float32:
+    """The input scale of an op whose int16 output params are fixed (`FIXED_OUTPUT16`),
+    after checking both operands are symmetric int16 and the output's scale is the fixed one."""
+    scale = sym16(op, in_q, "input")
+    if sym16(op, out_q, "output") != np.float32(FIXED_OUTPUT16[0]):
+        raise fail(op, f"the int16 output must have scale 1/32768, got {out_q.scale[0]}")
+    return scale
+
+
 def same16(op: Op, in_q: QuantParams | None, out_q: QuantParams, what: str) -> int:
     """Ops that move int16 values unchanged need the input's scale on the output; returns the
     zero point (0)."""

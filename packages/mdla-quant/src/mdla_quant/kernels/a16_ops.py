@@ -43,7 +43,7 @@ from mdla_quant.kernels.movement import concatenation_body, pad_body, reshape_bo
 from mdla_quant.kernels.pooling import average_pool_body, max_pool_body
 from mdla_quant.kernels.prelu import prelu_body
 from mdla_quant.kernels.registry import fail, for_width, per_tensor, typed_arg
-from mdla_quant.kernels.resize_bilinear import bilinear
+from mdla_quant.kernels.resize_bilinear import bilinear, resize_operands
 from mdla_quant.kernels.transpose import transpose_body
 
 LEFT_SHIFT16 = 15
@@ -178,13 +178,8 @@ def resize_bilinear_16(
     rounding: str,
     accumulator: str,
 ) -> Array:
-    x = int16_arg(op, args, 0)
-    INT16.same(op, arg_q[0], out_q, "input")
-    a = ResizeAttrs.of(op)
-    (oh, ow), align, half = a.size, a.align_corners, a.half_pixel_centers
-    if x.ndim != 4 or (align and half) or min(oh, ow) < 1:
-        raise fail(op, f"input {x.shape}, size {(oh, ow)}, align {align}, half pixel {half}")
-    return bilinear(x, (oh, ow), align, half, rounding, np.int64).astype(np.int16)
+    x, size, align, half = resize_operands(op, args, arg_q, out_q, INT16)
+    return bilinear(x, size, align, half, rounding, np.int64).astype(np.int16)
 
 
 @kernel16(OpKind.PRELU)

@@ -30,10 +30,9 @@ from mdla_ir.attrs import SoftmaxAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, f32, mbqm, quantize_multiplier
-from mdla_quant.kernels.a16_common import int16_arg, kernel16, sym16
+from mdla_quant.kernels.a16_common import fixed_output16, int16_arg, kernel16
 from mdla_quant.kernels.registry import fail
 
-FIXED_OUTPUT16 = (1.0 / 32768.0, 0)
 TABLE_SEGMENTS = 512
 
 
@@ -100,9 +99,7 @@ def softmax16(
     accumulator: str,
 ) -> Array:
     x = int16_arg(op, args, 0).astype(np.int64)
-    s_in = sym16(op, arg_q[0], "input")
-    if sym16(op, out_q, "output") != np.float32(FIXED_OUTPUT16[0]):
-        raise fail(op, f"the int16 output must have scale 1/32768, got {out_q.scale[0]}")
+    s_in = fixed_output16(op, arg_q[0], out_q)
     attrs = SoftmaxAttrs.of(op)
     axis = attrs.axis
     if x.ndim == 0 or not -x.ndim <= axis < x.ndim:

@@ -20,7 +20,7 @@ from mdla_ir.attrs import ResizeAttrs
 from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, saturate
-from mdla_quant.kernels.registry import fail, int8_arg, kernel, same_params
+from mdla_quant.kernels.registry import INT8, Width, fail, kernel
 
 
 def _trunc_div(a: Array, d: int) -> Array:
@@ -43,12 +43,16 @@ def _axis(n_in: int, n_out: int, align: bool, half: bool) -> tuple[Array, Array,
 
 
 def resize_operands(
-    op: Op, args: list[Array], arg_q: list[QuantParams | None], out_q: QuantParams
+    op: Op,
+    args: list[Array],
+    arg_q: list[QuantParams | None],
+    out_q: QuantParams,
+    width: Width = INT8,
 ) -> tuple[Array, tuple[int, int], bool, bool]:
-    """What both resizes check and read: the NHWC int8 input (its params equal the output's),
-    the output size and the align_corners / half_pixel_centers flags (at most one)."""
-    x = int8_arg(op, args, 0)
-    same_params(op, arg_q[0], out_q, "input")
+    """What every resize checks and reads: the NHWC input of `width` (its params equal the
+    output's), the output size and the align_corners / half_pixel_centers flags (at most one)."""
+    x = width.arg(op, args, 0)
+    width.same(op, arg_q[0], out_q, "input")
     if x.ndim != 4:
         raise fail(op, f"input must be NHWC, got shape {x.shape}")
     a = ResizeAttrs.of(op)
