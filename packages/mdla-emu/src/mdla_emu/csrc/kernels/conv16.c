@@ -267,13 +267,9 @@ static void conv16_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *s
 static void dw16_row_task(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     const Conv16Job *j = ctx;
     const EmuConv16 *p = j->p;
-    const EmuWindow *w = &p->win;
     int32_t *acc = (int32_t *)scratch;
     int32_t *taps = (int32_t *)(scratch + conv16_padded((size_t)p->ow * p->co * sizeof *acc));
-    EmuDw16Row d = {NULL,        p->wide,       p->h,          p->w,
-                    p->co,       p->kh,         p->kw,         w->stride_h,
-                    w->stride_w, w->dilation_h, w->dilation_w, w->pad_top,
-                    w->pad_left, p->ow};
+    EmuDw16Row d = {NULL, p->wide, emu_dw_geom(&p->win, p->h, p->w, p->co, p->ow)};
     for (int64_t row = begin; row < end; row++) {
         const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);
         d.image = j->in + (size_t)b * p->h * p->w * p->ci;

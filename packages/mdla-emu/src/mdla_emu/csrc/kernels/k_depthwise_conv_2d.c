@@ -201,10 +201,8 @@ EMU_BODY void dw_rows(const DwJob *job, int64_t begin, int64_t end, uint8_t *scr
     int32_t *acc = (int32_t *)scratch;
     int32_t *taps = (int32_t *)(scratch + (size_t)p->ow * p->co * sizeof(int32_t));
     int16_t *xs = (int16_t *)((uint8_t *)taps + dw_taps_bytes(p));
-    const EmuWindow *w = &p->win;
-    EmuDwRow d = {NULL, p->filter32, p->h, p->w, p->ci, w->filter_h, w->filter_w,
-                  w->stride_h, w->stride_w, w->dilation_h, w->dilation_w, w->pad_top,
-                  w->pad_left, p->z_in, p->ow, p->zw};
+    EmuDwRow d = {NULL, p->filter32, emu_dw_geom(&p->win, p->h, p->w, p->ci, p->ow), p->z_in,
+                  p->zw};
     const EmuDwRq rq = {p->rq.bias32, p->rq.left32, p->rq.m32, p->rq.right32, p->rq.mask32,
                         p->rq.z_out, p->rq.lo, p->rq.hi};
     for (int64_t row = begin; row < end; row++) {

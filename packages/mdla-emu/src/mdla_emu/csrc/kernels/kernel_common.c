@@ -458,6 +458,11 @@ int emu_pooling_prepare(const NeuronModel *m, const EmuOperation *op, void **out
     return NEURON_NO_ERROR;
 }
 
+EmuDwGeom emu_dw_geom(const EmuWindow *win, int32_t h, int32_t w, int32_t c, int32_t ow) {
+    return (EmuDwGeom){h, w, c, win->filter_h, win->filter_w, win->stride_h, win->stride_w,
+                       win->dilation_h, win->dilation_w, win->pad_top, win->pad_left, ow};
+}
+
 int emu_window_output(const EmuOperand *x, const EmuWindow *win, uint32_t channels,
                       const EmuOperand *y, int32_t *oh, int32_t *ow) {
     *oh = emu_out_size((int32_t)x->dims[1], win->filter_h, win->stride_h, win->dilation_h,

@@ -14,6 +14,7 @@
 #include "arith.h"
 #include "emu.h"
 #include "emu_kernels.h"
+#include "simd.h"
 
 /* x86-64 with gcc or clang: the hot loops (GEMM, requantization, depthwise) are compiled twice
  * from one body, for the build's target and for AVX-512 (VNNI); the twin runs only when cpuid
@@ -203,6 +204,9 @@ int emu_conv16_prepare(const NeuronModel *m, const EmuOperation *op, bool depthw
 void emu_conv16_eval(const EmuConv16 *p, const int16_t *in, int16_t *out, EmuScratch *scratch);
 size_t emu_conv16_scratch(const EmuConv16 *p); /* per thread */
 void emu_conv16_free(EmuConv16 *p);
+/* A multiplier-1 depthwise row's geometry (simd.h) from its window: the image h x w x c and
+ * ow outputs per row. The int8 and the 16x8 depthwise build theirs here. */
+EmuDwGeom emu_dw_geom(const EmuWindow *win, int32_t h, int32_t w, int32_t c, int32_t ow);
 /* FULLY_CONNECTED on int16 activations (16x8, fc16.c), handed over likewise. */
 typedef struct EmuFc16 EmuFc16;
 int emu_fc16_prepare(const NeuronModel *m, const EmuOperation *op, EmuFc16 **out);

@@ -43,17 +43,23 @@ void emu_requant_narrow_avx512(const EmuNarrow *k, const int32_t *acc, int8_t *o
  * int32 lane holds the true sum, whatever the order of the additions. Each product is one
  * vpmaddwd: the lane x - z (int32, so its two int16 halves are x - z, which fits int16, and
  * its sign) against the filter's lane (w as int16, then a zero int16) adds (x - z) * w + 0. */
+/* The geometry both depthwise rows (int8 and 16x8) share: the image [h][w][c], the window
+ * (kh, kw, strides, dilations, top and left pads) and the output row's width ow. */
 typedef struct {
-    const int8_t *image; /* [h][w][c] of one batch item */
+    int32_t h, w, c, kh, kw, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, ow;
+} EmuDwGeom;
+typedef struct {
+    const int8_t *image;   /* [h][w][c] of one batch item */
     const int32_t *filter; /* [kh * kw][c]: lane (int32)(uint16_t)w, w's int16 in the low half */
-    int32_t h, w, c, kh, kw, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, z, ow;
+    EmuDwGeom g;
+    int32_t z;
     /* [c]: -z * sum over the kh * kw taps of w[t][c] (int32: |.| <= 128 * 127 * 2^16 < 2^31),
      * for pixels whose every tap lies inside the image (AVX-512: no x - z per tap); or NULL */
     const int32_t *zw;
 } EmuDwRow;
 /* The taps of output pixel (oy, ox) inside the image, as pairs (input offset, filter offset)
- * in `taps` (2 * kh * kw int32); their count is returned. */
-int32_t emu_dw_taps(const EmuDwRow *d, int32_t oy, int32_t ox, int32_t *taps);
+ * in `taps` (2 * kh * kw int32); their count is returned. Both rows' (int8 and 16x8). */
+int32_t emu_dw_taps(const EmuDwGeom *g, int32_t oy, int32_t ox, int32_t *taps);
 void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
 void emu_dw_row_avx512(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
 /* emu_dw_row_avx512 with the narrow requantization (kernels.h EmuRequant.narrow) on the
@@ -69,15 +75,16 @@ void emu_dw_row_rq_avx512(const EmuDwRow *d, const EmuDwRq *rq, int32_t oy, int8
 /* The 16x8 DEPTHWISE_CONV_2D with multiplier 1 (conv16.c), one output row of int32 sums:
  *   acc[ox][c] = sum over the taps (i, j) inside the image of
  *                filter[i * kw + j][c] * image[iy][ix][c]     (zero point 0: a tap outside adds 0)
- * with iy, ix as EmuDwRow's. Exact in int32: |x| <= 2^15, |w| <= 2^7 (int8 widened to int16)
- * and at most 256 taps (the caller's condition), so every partial sum is at most 2^30 whatever
- * the order; vpmaddwd adds two taps' products of one channel (|.| <= 2^23) in one int32 lane.
+ * with iy, ix as EmuDwRow's (the same EmuDwGeom). Exact in int32: |x| <= 2^15, |w| <= 2^7
+ * (int8 widened to int16) and at most 256 taps (the caller's condition), so every partial sum
+ * is at most 2^30 whatever the order; vpmaddwd adds two taps' products of one channel
+ * (|.| <= 2^23) in one int32 lane.
  * emu_dw16_row is the portable C; emu_dw16_row_avx2 runs only when emu_isa() is AVX2 or AVX-512.
  * `taps` holds 2 * kh * kw int32. */
 typedef struct {
     const int16_t *image;  /* [h][w][c] of one batch item */
     const int16_t *filter; /* [kh * kw][c] */
-    int32_t h, w, c, kh, kw, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, ow;
+    EmuDwGeom g;
 } EmuDw16Row;
 void emu_dw16_row(const EmuDw16Row *d, int32_t oy, int32_t *acc, int32_t *taps);
 void emu_dw16_row_avx2(const EmuDw16Row *d, int32_t oy, int32_t *acc, int32_t *taps);

@@ -9,16 +9,16 @@
 
 /* The taps of output pixel (oy, ox) inside the image: pairs (input offset, filter offset) in
  * `taps`, their count returned (simd.h). */
-int32_t emu_dw_taps(const EmuDwRow *d, int32_t oy, int32_t ox, int32_t *taps) {
+int32_t emu_dw_taps(const EmuDwGeom *g, int32_t oy, int32_t ox, int32_t *taps) {
     int32_t n = 0;
-    for (int32_t i = 0; i < d->kh; i++) {
-        const int32_t iy = oy * d->stride_h + i * d->dil_h - d->pad_top;
-        if (iy < 0 || iy >= d->h) continue;
-        for (int32_t j = 0; j < d->kw; j++) {
-            const int32_t ix = ox * d->stride_w + j * d->dil_w - d->pad_left;
-            if (ix < 0 || ix >= d->w) continue;
-            taps[2 * n] = (iy * d->w + ix) * d->c;
-            taps[2 * n + 1] = (i * d->kw + j) * d->c;
+    for (int32_t i = 0; i < g->kh; i++) {
+        const int32_t iy = oy * g->stride_h + i * g->dil_h - g->pad_top;
+        if (iy < 0 || iy >= g->h) continue;
+        for (int32_t j = 0; j < g->kw; j++) {
+            const int32_t ix = ox * g->stride_w + j * g->dil_w - g->pad_left;
+            if (ix < 0 || ix >= g->w) continue;
+            taps[2 * n] = (iy * g->w + ix) * g->c;
+            taps[2 * n + 1] = (i * g->kw + j) * g->c;
             n++;
         }
     }
@@ -33,10 +33,10 @@ int32_t emu_dw_taps(const EmuDwRow *d, int32_t oy, int32_t ox, int32_t *taps) {
 #define EMU_T_AVX2 __attribute__((target("avx2")))
 
 EMU_T_AVX2 void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
-    const int32_t c = d->c;
+    const int32_t c = d->g.c;
     const __m256i z = _mm256_set1_epi32(d->z);
-    for (int32_t ox = 0; ox < d->ow; ox++) {
-        const int32_t n = emu_dw_taps(d, oy, ox, taps);
+    for (int32_t ox = 0; ox < d->g.ow; ox++) {
+        const int32_t n = emu_dw_taps(&d->g, oy, ox, taps);
         int32_t *out = acc + (size_t)ox * c;
         int32_t k = 0;
         for (; k + 8 <= c; k += 8) {
@@ -106,7 +106,7 @@ dw_blocks16(const EmuDwRow *d, const int32_t *taps, int32_t n, int32_t k, int nb
 EMU_T_AVX512 static inline __attribute__((always_inline)) void
 dw_pixel16(const EmuDwRow *d, const int32_t *taps, int32_t n, bool fold, int32_t *a,
            const EmuDwRq *rq, int8_t *o) {
-    const int32_t c = d->c;
+    const int32_t c = d->g.c;
     const __mmask16 all = (__mmask16)0xFFFF;
     int32_t k = 0;
     for (; k + 64 <= c; k += 64) dw_blocks16(d, taps, n, k, 4, all, fold, a, rq, o);
@@ -119,13 +119,13 @@ dw_pixel16(const EmuDwRow *d, const int32_t *taps, int32_t n, bool fold, int32_t
 EMU_T_AVX512 static inline __attribute__((always_inline)) void
 dw_row16(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps, const EmuDwRq *rq,
          int8_t *out) {
-    const int32_t c = d->c;
-    for (int32_t ox = 0; ox < d->ow; ox++) {
-        const int32_t n = emu_dw_taps(d, oy, ox, taps);
+    const int32_t c = d->g.c;
+    for (int32_t ox = 0; ox < d->g.ow; ox++) {
+        const int32_t n = emu_dw_taps(&d->g, oy, ox, taps);
         /* one of acc and out is NULL (sums or requantized codes): no offset on a null pointer */
         int32_t *a = acc != NULL ? acc + (size_t)ox * c : NULL;
         int8_t *o = out != NULL ? out + (size_t)ox * c : NULL;
-        if (d->zw != NULL && n == d->kh * d->kw)
+        if (d->zw != NULL && n == d->g.kh * d->g.kw)
             dw_pixel16(d, taps, n, true, a, rq, o);
         else
             dw_pixel16(d, taps, n, false, a, rq, o);

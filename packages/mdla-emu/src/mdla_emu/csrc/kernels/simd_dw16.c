@@ -6,28 +6,10 @@
 
 #include "simd.h"
 
-/* The taps of output pixel (oy, ox) inside the image: pairs (input offset, filter offset) in
- * `taps`, their count returned. */
-static inline int32_t dw16_taps(const EmuDw16Row *d, int32_t oy, int32_t ox, int32_t *taps) {
-    int32_t n = 0;
-    for (int32_t i = 0; i < d->kh; i++) {
-        const int32_t iy = oy * d->stride_h + i * d->dil_h - d->pad_top;
-        if (iy < 0 || iy >= d->h) continue;
-        for (int32_t j = 0; j < d->kw; j++) {
-            const int32_t ix = ox * d->stride_w + j * d->dil_w - d->pad_left;
-            if (ix < 0 || ix >= d->w) continue;
-            taps[2 * n] = (iy * d->w + ix) * d->c;
-            taps[2 * n + 1] = (i * d->kw + j) * d->c;
-            n++;
-        }
-    }
-    return n;
-}
-
 /* Channels [k, c) of one pixel's sums, one channel at a time (the tails of the AVX2 row). */
 static inline void dw16_channels(const EmuDw16Row *d, const int32_t *taps, int32_t n, int32_t k,
                                  int32_t *out) {
-    for (; k < d->c; k++) {
+    for (; k < d->g.c; k++) {
         int32_t s = 0;
         for (int32_t t = 0; t < n; t++)
             s += (int32_t)d->image[taps[2 * t] + k] * d->filter[taps[2 * t + 1] + k];
@@ -36,13 +18,13 @@ static inline void dw16_channels(const EmuDw16Row *d, const int32_t *taps, int32
 }
 
 void emu_dw16_row(const EmuDw16Row *d, int32_t oy, int32_t *acc, int32_t *taps) {
-    for (int32_t ox = 0; ox < d->ow; ox++) {
-        const int32_t n = dw16_taps(d, oy, ox, taps);
-        int32_t *out = acc + (size_t)ox * d->c;
-        for (int32_t k = 0; k < d->c; k++) out[k] = 0;
+    for (int32_t ox = 0; ox < d->g.ow; ox++) {
+        const int32_t n = emu_dw_taps(&d->g, oy, ox, taps);
+        int32_t *out = acc + (size_t)ox * d->g.c;
+        for (int32_t k = 0; k < d->g.c; k++) out[k] = 0;
         for (int32_t t = 0; t < n; t++) { /* tap-outer: the channel loop vectorizes */
             const int16_t *x = d->image + taps[2 * t], *w = d->filter + taps[2 * t + 1];
-            for (int32_t k = 0; k < d->c; k++) out[k] += (int32_t)x[k] * w[k];
+            for (int32_t k = 0; k < d->g.c; k++) out[k] += (int32_t)x[k] * w[k];
         }
     }
 }
@@ -97,12 +79,12 @@ EMU_T_AVX2 static inline void dw16_block8(const EmuDw16Row *d, const int32_t *ta
 }
 
 EMU_T_AVX2 void emu_dw16_row_avx2(const EmuDw16Row *d, int32_t oy, int32_t *acc, int32_t *taps) {
-    for (int32_t ox = 0; ox < d->ow; ox++) {
-        const int32_t n = dw16_taps(d, oy, ox, taps);
-        int32_t *out = acc + (size_t)ox * d->c;
+    for (int32_t ox = 0; ox < d->g.ow; ox++) {
+        const int32_t n = emu_dw_taps(&d->g, oy, ox, taps);
+        int32_t *out = acc + (size_t)ox * d->g.c;
         int32_t k = 0;
-        for (; k + 16 <= d->c; k += 16) dw16_block16(d, taps, n, k, out);
-        for (; k + 8 <= d->c; k += 8) dw16_block8(d, taps, n, k, out);
+        for (; k + 16 <= d->g.c; k += 16) dw16_block16(d, taps, n, k, out);
+        for (; k + 8 <= d->g.c; k += 8) dw16_block8(d, taps, n, k, out);
         dw16_channels(d, taps, n, k, out);
     }
 }

@@ -99,9 +99,9 @@ dw_blocks8(const EmuDwRow *d, const int32_t *taps, int32_t n, int32_t k, int nb,
 }
 
 void emu_dw_row_neon(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
-    const int32_t c = d->c;
-    for (int32_t ox = 0; ox < d->ow; ox++) {
-        const int32_t n = emu_dw_taps(d, oy, ox, taps);
+    const int32_t c = d->g.c;
+    for (int32_t ox = 0; ox < d->g.ow; ox++) {
+        const int32_t n = emu_dw_taps(&d->g, oy, ox, taps);
         int32_t *out = acc + (size_t)ox * c;
         int32_t k = 0;
         for (; k + 16 <= c; k += 16) dw_blocks8(d, taps, n, k, 2, out);
