@@ -1,9 +1,10 @@
 """Histogram's fast binning (finite inputs) gives the definition's bins exactly.
 
 The definition: bin(x) = clip(int((x + R) * (bins / 2R)), 0, bins - 1) in float32; the fast form
-drops the clip (folding bin `bins`, x = R, into the last) and multiplies in place. Checked on the
-edges where they could part: x = +-R exactly, values a float32 ulp inside the edges and the bin
-boundaries, exact zeros, tiny and huge radii, every bin count.
+drops the clip (folding bin `bins`, x = R, into the last) and multiplies in place, in numpy or in
+one pass of C (`mdla_quant.binning`). Checked on the edges where they could part: x = +-R exactly,
+values a float32 ulp inside the edges and the bin boundaries, exact zeros, tiny and huge radii,
+every bin count, for both fast forms.
 """
 
 from __future__ import annotations
@@ -11,7 +12,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mdla_quant import binning
 from mdla_quant.observers import Histogram
+
+
+@pytest.fixture(params=[True, False], ids=["c", "numpy"])
+def use_c(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Each fast-form test runs with the C kernel and with numpy's form."""
+    monkeypatch.setattr(Histogram, "use_c", request.param)
+    return bool(request.param)
 
 
 def edge_values(radius: float, bins: int, rng: np.random.Generator) -> np.ndarray:
@@ -37,18 +46,19 @@ def edge_values(radius: float, bins: int, rng: np.random.Generator) -> np.ndarra
 
 @pytest.mark.parametrize("radius", [2.0**-100, 2.0**-3, 1.0, 64.0, 2.0**60])
 @pytest.mark.parametrize("bins", [2, 256, 2048])
-def test_fast_binning_is_the_definition(radius: float, bins: int) -> None:
+def test_fast_binning_is_the_definition(radius: float, bins: int, use_c: bool) -> None:
     h = Histogram(bins)
     h.radius = radius
     x = edge_values(radius, bins, np.random.default_rng(bins))
-    want = h._bin_counts(x, finite=False)
-    got = h._bin_counts(x, finite=True)
+    want, want_zeros = h._bin_counts(x, finite=False)
+    got, zeros = h._bin_counts(x, finite=True)
     np.testing.assert_array_equal(got, want)
+    assert zeros == want_zeros == np.count_nonzero(x == 0) >= 1
     assert got[bins - 1] >= 1  # x = R is binned at the top end
     assert got[0] >= 1  # and x = -R at the bottom
 
 
-def test_update_streams_the_same_as_the_definition() -> None:
+def test_update_streams_the_same_as_the_definition(use_c: bool) -> None:
     """Whole updates (growth included) against the definition applied batch by batch."""
     rng = np.random.default_rng(4)
     h = Histogram(512)
@@ -63,18 +73,68 @@ def test_update_streams_the_same_as_the_definition() -> None:
                 want = np.zeros(512)
                 want[128 : 128 + merged.size] = merged
                 before *= 2
-        want += h._bin_counts(x, finite=False)
+        want += h._bin_counts(x, finite=False)[0]
         zeros += int(np.count_nonzero(x == 0))
     np.testing.assert_array_equal(h.counts, want)
     assert h.zeros == zeros > 0
 
 
-def test_non_finite_input_takes_the_definition() -> None:
+def test_non_finite_input_takes_the_definition(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Histogram, "use_c", False)
     h = Histogram(16)
     h.radius = 1.0
     x = np.array([0.5, np.nan, -0.5], np.float32)
     with np.errstate(invalid="ignore"):  # NaN -> int: numpy warns, then gives int64 min
-        counts = h._bin_counts(x, finite=False)  # ... which the clip puts in bin 0
+        counts, _ = h._bin_counts(x, finite=False)  # ... which the clip puts in bin 0
         assert counts.sum() == 3
         with pytest.raises(ValueError, match="negative"):  # why the fast form needs finite x
             h._bin_counts(x, finite=True)
+
+
+def test_the_c_kernel_builds_and_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The machine has a C compiler, so the fast form must be the C one: a silent fallback to
+    numpy would pass every equality test above while losing the speed."""
+    assert binning._kernel() is not None
+    calls: list[int] = []
+    real = binning.c_bin_counts
+
+    def spy(x: np.ndarray, radius: float, scale: float, bins: int) -> tuple[np.ndarray, int] | None:
+        calls.append(x.size)
+        return real(x, radius, scale, bins)
+
+    monkeypatch.setattr("mdla_quant.observers.c_bin_counts", spy)
+    Histogram(64).update(np.linspace(-1, 1, 1001, dtype=np.float32))
+    assert calls == [1001]
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 255, 256, 257, 1031])
+def test_c_counts_every_length_and_a_run_of_zeros(n: int) -> None:
+    """Lengths around the kernel's 4 ways and 256-value blocks; half of them exact zeros (one
+    bin, the run the sub-histograms split), from a strided view (the kernel reads a copy)."""
+    rng = np.random.default_rng(n)
+    x = np.maximum(rng.standard_normal(2 * n).astype(np.float32), 0)[::2]
+    radius, bins = 8.0, 2048
+    got = binning.c_bin_counts(x, radius, bins / (2 * radius), bins)
+    t = (x + np.float32(radius)) * np.float32(bins / (2 * radius))
+    want = np.bincount(t.astype(np.intp), minlength=bins + 1)
+    assert got is not None
+    assert got[0].dtype == np.int64
+    np.testing.assert_array_equal(got[0], want)
+    assert got[1] == np.count_nonzero(x == 0)
+
+
+def test_c_clamps_what_the_caller_promised_not_to_pass() -> None:
+    """Values outside [-R, R] and NaN (never passed: `update` takes the definition's form for
+    them) land in the end bins instead of being counted out of bounds."""
+    x = np.array([np.nan, 1e30, -1e30, np.inf, -np.inf, 0.0, -0.0], np.float32)
+    with np.errstate(invalid="ignore"):
+        got = binning.c_bin_counts(x, 1.0, 4.0, 8)
+    assert got is not None
+    np.testing.assert_array_equal(got[0], [2, 0, 0, 0, 2, 0, 0, 0, 3])
+    assert got[1] == 2  # both zeros
+
+
+def test_c_refuses_a_bin_count_float32_cannot_hold() -> None:
+    x = np.zeros(4, np.float32)
+    assert binning.c_bin_counts(x, 1.0, 1.0, binning.MAX_BINS + 1) is None
+    assert binning.c_bin_counts(x, 1.0, 1.0, 0) is None

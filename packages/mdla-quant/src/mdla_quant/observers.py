@@ -11,10 +11,14 @@ from typing import Any
 
 import numpy as np
 
+from mdla_quant.binning import c_bin_counts
+
 Array = np.ndarray[Any, Any]
 
 
 class Histogram:
+    use_c = True  # bin through the C kernel when it builds (False: numpy's form; same counts)
+
     def __init__(self, bins: int = 2048) -> None:
         self.bins = bins
         self.counts = np.zeros(bins, dtype=np.float64)
@@ -27,33 +31,42 @@ class Histogram:
         if x.size == 0:
             return
         lo, hi = float(x.min()), float(x.max())
-        self.zeros += int(np.count_nonzero(x == 0))
         self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
         need = max(abs(lo), abs(hi))
         if self.radius == 0.0:
             self.radius = 2.0 ** np.ceil(np.log2(need)) if need > 0 else 1.0
         while need > self.radius:
             self._grow()
-        self.counts += self._bin_counts(x, np.isfinite(lo) and np.isfinite(hi))
+        counts, zeros = self._bin_counts(x, np.isfinite(lo) and np.isfinite(hi))
+        self.counts += counts
+        self.zeros += zeros
 
-    def _bin_counts(self, x: Array, finite: bool) -> Array:
-        """Counts of bin(x) = clip(int((x + R) * (bins / 2R)), 0, bins - 1), in float32.
+    def _bin_counts(self, x: Array, finite: bool) -> tuple[Array, int]:
+        """Counts of bin(x) = clip(int((x + R) * (bins / 2R)), 0, bins - 1), in float32, and
+        the number of exact zeros in x (either sign).
 
         Fast form when x is finite (its min and max are: NaN propagates through both): then
         -R <= x <= R, so x + R >= 0 (rounding keeps an exact non-negative value non-negative)
         and only bin = bins (x at R) needs the clip, which folding count[bins] into the last
         bin does. The float32 operations and their order are the definition's (R and bins / 2R
         are powers of two, exactly as the definition's scalars become float32), so the bins
-        are the same; the product is computed in place to save a pass."""
+        are the same; the product is computed in place to save a pass. The C kernel
+        (`binning.c_bin_counts`) does the same float32 operations in one pass, when built,
+        and counts the zeros in it."""
         scale = self.bins / (2 * self.radius)
         if not finite or scale > float(np.finfo(np.float32).max):  # (R < 2^-118: as defined)
             idx = ((x + self.radius) * scale).astype(np.int64)
-            return np.bincount(np.clip(idx, 0, self.bins - 1), minlength=self.bins)
-        t = x + np.float32(self.radius)
-        t *= np.float32(scale)
-        counts = np.bincount(t.astype(np.intp), minlength=self.bins + 1)
+            counts = np.bincount(np.clip(idx, 0, self.bins - 1), minlength=self.bins)
+            return counts, int(np.count_nonzero(x == 0))
+        fast = c_bin_counts(x, self.radius, scale, self.bins) if self.use_c else None
+        if fast is None:
+            t = x + np.float32(self.radius)
+            t *= np.float32(scale)
+            zeros = int(np.count_nonzero(x == 0))
+            fast = np.bincount(t.astype(np.intp), minlength=self.bins + 1), zeros
+        counts, zeros = fast
         counts[self.bins - 1] += counts[self.bins]
-        return counts[: self.bins]
+        return counts[: self.bins], zeros
 
     def _grow(self) -> None:
         """Double R: old bin pairs merge into the middle half of the new bins."""
