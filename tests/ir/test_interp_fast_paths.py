@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from mdla_ir.affine import round_half_away
+from mdla_ir.interp import conv
 from mdla_ir.interp.conv import _pad_nhwc, conv2d_nhwc, depthwise_nhwc, windows
 from mdla_ir.interp.elementwise import sigmoid
 from mdla_ir.interp.registry import apply_fuse
@@ -83,6 +84,22 @@ def test_depthwise_taps_in_one_buffer_are_the_definition(stride: int, wdtype: ty
     w = rng.standard_normal((1, 3, 3, 16)).astype(wdtype)
     got = depthwise_nhwc(x, w, None, (stride, stride), (1, 1), (1, 1, 1, 1))
     assert got.dtype == np.float32
+    assert got.tobytes() == depthwise_definition(x, w, stride).tobytes()
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("wdtype", [np.float32, np.float64])
+@pytest.mark.parametrize("budget", [1, 2 * 2 * 11 * 16 * 4, 3 * 2 * 6 * 16 * 4])
+def test_depthwise_in_row_blocks_is_the_definition(
+    stride: int, wdtype: type, budget: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks of 1, 2 (stride 1: 9 rows in 5 blocks, the last short) and 3 output rows (stride
+    2: 5 rows in 2) give every value the whole-output passes' operations in their order."""
+    monkeypatch.setattr(conv, "DEPTHWISE_BLOCK_BYTES", budget)
+    rng = np.random.default_rng(stride + budget)
+    x = rng.standard_normal((2, 9, 11, 16)).astype(np.float32)
+    w = rng.standard_normal((1, 3, 3, 16)).astype(wdtype)
+    got = depthwise_nhwc(x, w, None, (stride, stride), (1, 1), (1, 1, 1, 1))
     assert got.tobytes() == depthwise_definition(x, w, stride).tobytes()
 
 

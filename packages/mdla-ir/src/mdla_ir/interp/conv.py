@@ -80,6 +80,9 @@ def pointwise_nhwc(x: Array, w: Array) -> Array:
     return out.reshape(n, h, wd, w.shape[0])
 
 
+DEPTHWISE_BLOCK_BYTES = 1 << 18  # output rows per block: the block and its product stay in L2
+
+
 def depthwise_nhwc(
     x: Array,
     w: Array,
@@ -88,7 +91,12 @@ def depthwise_nhwc(
     dilation: Sequence[int],
     padding: Sequence[int],
 ) -> Array:
-    """x (N,H,W,C), w (1,KH,KW,C*m) -> (N,OH,OW,C*m)."""
+    """x (N,H,W,C), w (1,KH,KW,C*m) -> (N,OH,OW,C*m).
+
+    Every output value is 0 + p_00 + p_01 + ... (the taps' products in row-major tap order,
+    each rounded to float32) + bias; the taps are applied to blocks of output rows
+    (`DEPTHWISE_BLOCK_BYTES`), all taps on one block before the next, so the block stays in
+    cache. Each value sees the same operations in the same order as with whole-output passes."""
     _, kh, kw, o = w.shape
     mult = o // x.shape[3]
     xp = _pad_nhwc(x, padding)
@@ -97,19 +105,22 @@ def depthwise_nhwc(
     (sh, sw), (dh, dw) = stride, dilation
     n, hp, wp, _ = xp.shape
     oh, ow = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
+    rows = max(1, DEPTHWISE_BLOCK_BYTES // max(1, n * ow * o * 4))
     out = np.zeros((n, oh, ow, o), dtype=np.float32)
-    product = np.empty_like(out)  # one buffer for every tap's product (no temporary per tap)
-    for i in range(kh):
-        for j in range(kw):
-            tap = xp[
-                :,
-                i * dh : i * dh + sh * (oh - 1) + 1 : sh,
-                j * dw : j * dw + sw * (ow - 1) + 1 : sw,
-            ]
-            if xp.dtype == w.dtype == np.float32:
-                out += np.multiply(tap, w[0, i, j], out=product)
-            else:  # (a wider product is added before it is rounded to float32)
-                out += tap * w[0, i, j]
+    product = np.empty((n, min(rows, oh), ow, o), dtype=np.float32)  # one buffer for all taps
+    exact32 = xp.dtype == w.dtype == np.float32
+    for r0 in range(0, oh, rows):
+        block, r = out[:, r0 : r0 + rows], min(rows, oh - r0)
+        for i in range(kh):
+            y0 = r0 * sh + i * dh
+            for j in range(kw):
+                tap = xp[
+                    :, y0 : y0 + sh * (r - 1) + 1 : sh, j * dw : j * dw + sw * (ow - 1) + 1 : sw
+                ]
+                if exact32:
+                    block += np.multiply(tap, w[0, i, j], out=product[:, :r])
+                else:  # (a wider product is added before it is rounded to float32)
+                    block += tap * w[0, i, j]
     if bias is not None:
         out += bias.astype(np.float32)
     return out
