@@ -1,6 +1,7 @@
 """Every package builds as a wheel and installs alone, non-editable, into a fresh venv, taking
 its siblings from the wheel folder (the README's `pip install --find-links dist NAME` recipe);
-each imports there, `mdla-emu` builds and loads its emulator from the C sources its wheel carries,
+each imports there, `mdla-emu` builds and loads its emulator from the C sources its wheel carries
+(and `mdla-quant` its calibration histogram's kernel),
 and `mdla-runtime` runs a manifest on the host emulator without torch.
 
 Third-party dependencies come from the machine's package index (PyPI), as they would for a user.
@@ -55,6 +56,14 @@ assert lib.Neuron_getDeviceCount(ctypes.byref(n)) == 0
 print("devices", n.value, "from", mdla_emu.__file__)
 """
 
+# mdla-quant: the wheel carries the calibration histogram's C source and builds it.
+BUILD_THE_HISTOGRAM = """
+import mdla_quant
+from mdla_quant import binning
+assert binning._kernel() is not None, "the histogram kernel did not build"
+print(mdla_quant.__file__)
+"""
+
 
 def _pip(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -87,7 +96,11 @@ def test_installs_alone_and_imports(wheels: Path, tmp_path: Path, dist: str) -> 
     assert proc.returncode == 0, proc.stderr[-3000:]
     module = PACKAGES[dist][1]
     code = f"import {module}, sys; print({module}.__file__)"
-    code = {"mdla-runtime": RUN_A_MANIFEST, "mdla-emu": LOAD_THE_EMULATOR}.get(dist, code)
+    code = {
+        "mdla-runtime": RUN_A_MANIFEST,
+        "mdla-emu": LOAD_THE_EMULATOR,
+        "mdla-quant": BUILD_THE_HISTOGRAM,
+    }.get(dist, code)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["MDLA_CACHE_DIR"] = str(tmp_path / "cache")
     run = subprocess.run(
