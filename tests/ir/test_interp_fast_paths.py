@@ -140,10 +140,14 @@ def sigmoid_definition(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(np.float32)
 
 
-def test_sigmoid_in_two_buffers_is_the_definition() -> None:
+def test_sigmoid_in_buffers_is_the_definition() -> None:
+    """Also the NaNs: a negative one and one with a payload come out as the definition's."""
     rng = np.random.default_rng(4)
-    specials = [0.0, -0.0, np.nan, np.inf, -np.inf, 88.7, -88.7, 104.0, -104.0, 1e-40]
-    x = np.concatenate([np.array(specials), rng.standard_normal(100_000) * 12]).astype(np.float32)
+    specials = [0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 88.7, -88.7, 104.0, -104.0, 1e-40]
+    nans = np.array([0x7FC01234, 0xFFC00042], np.uint32).view(np.float32)
+    x = np.concatenate(
+        [np.array(specials, np.float32), nans, rng.standard_normal(100_000).astype(np.float32) * 12]
+    )
     before = x.copy()
     got = sigmoid(x[::-1])  # a strided view, as a kernel may be given
     assert got.dtype == np.float32
