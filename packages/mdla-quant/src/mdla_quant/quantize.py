@@ -65,6 +65,7 @@ from mdla_quant.floors import expand_tiny_range, scale_floors
 from mdla_quant.kernels.functions import with_tables
 from mdla_quant.observers import Histogram, clip_range
 from mdla_quant.unshare import own_weights
+from mdla_quant.weights import quantize_weights
 from mdla_target import load_target
 from mdla_target.errors import TargetDataError
 from mdla_target.target import Target
@@ -239,32 +240,6 @@ def _check_fits(graph: Graph, name: str, fixed_by: str, h: Histogram, q: QuantPa
 
 
 BIAS_LIMIT = 2.0**30  # |int32 bias| bound: leaves headroom for the accumulation beside it
-
-
-def quantize_weights(
-    w: Array, channel_dim: int | None, min_scale: Array | None = None
-) -> tuple[Array, QuantParams]:
-    """Symmetric int8 in [-127, 127]: s = max|w| / 127 per channel (or tensor).
-
-    `min_scale` raises s where needed so the channel's bias fits in int32 (TFLite's converter
-    adjusts weight scales the same way): s >= |b| / (in_scale * 2^30).
-    """
-    w64 = w.astype(np.float64)
-    if channel_dim is None:
-        amax = np.array([np.abs(w64).max(initial=0.0)])
-    else:
-        amax = np.abs(np.moveaxis(w64, channel_dim, 0)).reshape(w.shape[channel_dim], -1).max(1)
-    scale64 = np.where(amax > 0, amax / 127.0, 1.0)
-    if min_scale is not None:
-        scale64 = np.maximum(scale64, min_scale)
-    scale = scale64.astype(np.float32)
-    shape = [1] * w.ndim
-    if channel_dim is not None:
-        shape[channel_dim] = -1
-    q = np.clip(round_half_away(w64 / scale.astype(np.float64).reshape(shape)), -127, 127)
-    return q.astype(np.int8), QuantParams(
-        tuple(float(s) for s in scale), (0,) * scale.size, channel_dim
-    )
 
 
 def quantize_bias(b: Array, in_scale: float, w_q: QuantParams) -> tuple[Array, QuantParams]:
