@@ -49,7 +49,8 @@ def _abs_max(w: Array, channel_dim: int | None) -> Array:
     if channel_dim is None:
         return np.array([np.abs(a).max(initial=0.0)], dtype=np.float64)
     per = np.abs(np.moveaxis(a, channel_dim, 0)).reshape(w.shape[channel_dim], -1)
-    return per.max(1).astype(np.float64)
+    amax: Array = per.max(1).astype(np.float64)
+    return amax
 
 
 def _round_chunks(w: Array, scale: Array, per_row: bool) -> Array:
