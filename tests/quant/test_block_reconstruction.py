@@ -256,10 +256,12 @@ def test_the_chosen_roundings_are_pinned(
 def test_the_roundings_do_not_depend_on_the_threads(
     stride: int, residual: bool, after: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The element-wise step cut into blocks of rows (every tensor, however small) over 3
-    threads chooses the pinned roundings: each operation is per element, so the cut cannot
-    matter."""
+    """The element-wise step cut into blocks of rows (every tensor, however small) and every
+    GEMM cut by columns over 3 threads choose the pinned roundings: each element-wise operation
+    is per element and each GEMM column the same sum, so the cut cannot matter."""
     monkeypatch.setattr(soft_rounding, "MIN_CHUNK", 1)
+    monkeypatch.setattr(soft_rounding, "MIN_MACS", 1)
+    monkeypatch.setattr(soft_rounding, "COLUMNS", 1)
     monkeypatch.setattr(soft_rounding, "CHUNK", 5)
     monkeypatch.setattr(soft_rounding, "threads", lambda: 3)
     g, calib = mbconv(stride=stride, residual=residual, seed=3), samples(8, seed=4)

@@ -41,6 +41,7 @@ import numpy as np
 from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.attrs import ConvAttrs
 from mdla_ir.interp.conv import windows
+from mdla_quant.blas import one_blas_thread
 from mdla_quant.block_reconstruction import (
     Block,
     BlockPatches,
@@ -51,7 +52,7 @@ from mdla_quant.block_reconstruction import (
 )
 from mdla_quant.reference import graph_accumulator, graph_numerics, run_op
 from mdla_quant.sequential import WEIGHTED_KINDS, Env, calibration_batch, dequantize, lockstep
-from mdla_quant.soft_rounding import SoftRounding, by_columns
+from mdla_quant.soft_rounding import SoftRounding, by_columns, matmul
 
 Array = np.ndarray[Any, Any]
 ZETA, GAMMA = 1.1, -0.1
@@ -137,7 +138,7 @@ class _Layer:
         if self.groups == 0:
             return by_columns("mko,ko->mo", cols[0], w)
         if self.groups == 1:
-            return cols[0] @ w
+            return matmul(cols[0], w)
         og = w.shape[1] // self.groups
         return np.concatenate([c @ w[:, g * og : (g + 1) * og] for g, c in enumerate(cols)], axis=1)
 
@@ -145,7 +146,7 @@ class _Layer:
         if self.groups == 0:
             return by_columns("mko,mo->ko", cols[0], dy)
         if self.groups == 1:
-            return cols[0].T @ dy
+            return matmul(cols[0].T, dy)
         og = dy.shape[1] // self.groups
         return np.concatenate(
             [c.T @ dy[:, g * og : (g + 1) * og] for g, c in enumerate(cols)], axis=1
@@ -302,7 +303,8 @@ def adaround(
         new = Tensor(w_name, wt.shape, "int8", data=q_new, quant=wt.quant)
         return q.with_(tensors={**q.tensors, w_name: new})
 
-    out = lockstep(graph, qgraph, data, visit)
+    with one_blas_thread():  # the second core goes to soft_rounding's pool, which sleeps idle
+        out = lockstep(graph, qgraph, data, visit)
     if progress is not None:
         progress(len(weighted), len(weighted), "done")
     return out, report

@@ -45,7 +45,7 @@ import numpy as np
 from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.attrs import ConvAttrs
 from mdla_ir.selection import is_selection
-from mdla_quant.soft_rounding import SoftRounding, by_columns
+from mdla_quant.soft_rounding import SoftRounding, by_columns, matmul
 
 Array = np.ndarray[Any, Any]
 ZETA, GAMMA = 1.1, -0.1
@@ -195,7 +195,7 @@ class BlockPatches:
         else:
             z1, d1 = x0, mask
         z2, d2 = fused_quant(by_columns("mtc,tc->mc", z1, ws[k]) + bs[k], fuses[k], grids[k])
-        y, d3 = fused_quant(z2 @ ws[k + 1] + bs[k + 1], fuses[k + 1], None)
+        y, d3 = fused_quant(matmul(z2, ws[k + 1]) + bs[k + 1], fuses[k + 1], None)
         d4 = np.ones_like(y)
         if self.block.add is not None and self.residual is not None:
             y, d4 = fused_quant(y + self.residual[idx], self.block.add.fuse, None)
@@ -206,8 +206,8 @@ class BlockPatches:
         x0, z1, d1, z2, d2, d3, d4 = cache
         dp = dy * d4 * d3
         k = 1 if self.expand else 0
-        grads = [z2.T @ dp]
-        dd = (dp @ ws[k + 1].T) * d2
+        grads = [matmul(z2.T, dp)]
+        dd = matmul(dp, ws[k + 1].T) * d2
         grads.insert(0, by_columns("mtc,mc->tc", z1, dd))
         if self.expand:
             da = dd[:, None, :] * ws[1][None]

@@ -16,8 +16,9 @@ blocks and threads does not change a bit (`tests/quant/test_block_reconstruction
 roundings). The fast paths `x ** e` takes for e in {-1, 0, 0.5, 1, 2} are kept as they were.
 
 Threads: numpy's element-wise loops release the GIL, so the blocks of a large layer run in
-parallel (as do a depthwise layer's einsums cut by channels, `by_columns`); the thread count
-is the process's budget (`threads()`), never more than its cores.
+parallel (as do a depthwise layer's einsums cut by channels, `by_columns`, and the GEMMs cut
+by columns, `matmul`, each on one BLAS thread: `blas.one_blas_thread`); the thread count is
+the process's budget (`threads()`), never more than its cores.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ Array = np.ndarray[Any, Any]
 ZETA, GAMMA = 1.1, -0.1
 MIN_CHUNK = 1 << 16  # elements per thread below which one thread does the whole array
 CHUNK = 1 << 15  # elements per block, its buffers in the core's L2 (best of 2^13..2^18 measured)
+MIN_MACS = 1 << 21  # multiply-adds per thread below which one thread does the whole GEMM
+COLUMNS = 16  # a GEMM's column cuts fall on multiples of this (whole register tiles)
 _FAST_POWERS = (-1.0, 0.0, 0.5, 1.0, 2.0)  # exponents ndarray.__pow__ computes without pow()
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 
@@ -73,6 +76,19 @@ def by_columns(spec: str, a: Array, b: Array) -> Array:
         for i, j in itertools.pairwise(cuts)
     ]
     return np.concatenate([p.result() for p in parts], axis=-1)
+
+
+def matmul(a: Array, b: Array) -> Array:
+    """a @ b (both 2-D), b's columns cut over the threads when the product is large enough
+    (each on one BLAS thread: `blas.one_blas_thread`): every output column is the same sum of
+    the same products, whichever part holds it, as when OpenBLAS's own threads split it."""
+    n = max(1, min(threads(), a.shape[0] * b.size // MIN_MACS, b.shape[1] // COLUMNS))
+    if n == 1:
+        out: Array = a @ b
+        return out
+    cuts = [b.shape[1] * i // n // COLUMNS * COLUMNS for i in range(n)] + [b.shape[1]]
+    parts = [_pool(n).submit(np.matmul, a, b[:, i:j]) for i, j in itertools.pairwise(cuts)]
+    return np.concatenate([p.result() for p in parts], axis=1)
 
 
 class SoftRounding:

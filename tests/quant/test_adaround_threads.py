@@ -1,0 +1,82 @@
+"""AdaRound on the two cores: its GEMMs on one OpenBLAS thread (whose idle threads would spin),
+the second core given work by soft_rounding's own pool, the results bit for bit unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from mdla_quant import QuantConfig, quantize, soft_rounding
+from mdla_quant import adaround as adaround_module
+from mdla_quant.adaround import adaround
+from mdla_quant.blas import one_blas_thread, openblas
+from tests.quant.test_block_reconstruction import mbconv, samples
+
+
+@pytest.fixture
+def two_blas_threads() -> Iterator[tuple[object, object]]:
+    api = openblas()
+    assert api is not None, "numpy's OpenBLAS was not found among the mapped libraries"
+    get, put = api
+    before = get()
+    put(2)
+    yield get, put
+    put(before)
+
+
+def test_one_blas_thread_is_set_and_restored(two_blas_threads: tuple[object, object]) -> None:
+    get = openblas()[0]  # type: ignore[index]
+    with one_blas_thread():
+        assert get() == 1
+    assert get() == 2
+    with pytest.raises(ValueError, match="inside"), one_blas_thread():
+        raise ValueError("inside")
+    assert get() == 2
+
+
+def test_adaround_fits_on_one_blas_thread(
+    two_blas_threads: tuple[object, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    get = openblas()[0]  # type: ignore[index]
+    seen: list[int] = []
+    forward = adaround_module._Layer.forward
+
+    def spy(self: adaround_module._Layer, w: np.ndarray, cols: list[np.ndarray]) -> np.ndarray:
+        seen.append(get())
+        return forward(self, w, cols)
+
+    monkeypatch.setattr(adaround_module._Layer, "forward", spy)
+    g, calib = mbconv(seed=3), samples(4, seed=4)
+    adaround(g, quantize(g, calib, QuantConfig(method="minmax")), calib, iters=5, rows=64)
+    assert seen
+    assert set(seen) == {1}
+    assert get() == 2
+
+
+@pytest.mark.parametrize(("rows", "inner", "cols"), [(256, 96, 1000), (37, 5, 18), (300, 1, 70)])
+def test_the_gemm_cut_by_columns_is_the_whole_gemm(
+    rows: int, inner: int, cols: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(rows)
+    a = rng.standard_normal((rows, inner)).astype(np.float32)
+    b = rng.standard_normal((inner, cols)).astype(np.float32)
+    calls: list[tuple[int, ...]] = []
+    real = np.matmul
+
+    def counted(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        calls.append(y.shape)
+        return real(x, y)
+
+    monkeypatch.setattr(soft_rounding, "threads", lambda: 3)
+    monkeypatch.setattr(soft_rounding, "MIN_MACS", 1)
+    monkeypatch.setattr(soft_rounding.np, "matmul", counted)
+    with one_blas_thread():
+        got = soft_rounding.matmul(a, b)
+        got_f = soft_rounding.matmul(a, np.asfortranarray(b))
+    np.testing.assert_array_equal(got, a @ b)
+    np.testing.assert_array_equal(got_f, a @ b)
+    parts = min(3, cols // soft_rounding.COLUMNS)  # one part: the plain `a @ b`
+    assert len(calls) == (2 * parts if parts > 1 else 0)
+    assert sum(shape[1] for shape in calls) == (2 * cols if parts > 1 else 0)
