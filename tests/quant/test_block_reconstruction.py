@@ -20,7 +20,7 @@ from mdla_ir import Graph, OpKind
 from mdla_ir.testing import GraphBuilder
 from mdla_quant import QuantConfig, quantize, run_int8, soft_rounding
 from mdla_quant.adaround import _weight_layout, adaround
-from mdla_quant.block_reconstruction import BlockPatches, find_blocks
+from mdla_quant.block_reconstruction import BlockPatches, find_blocks, fused_quant
 from mdla_quant.errors import QuantError
 from mdla_quant.sequential import dequantize
 
@@ -123,6 +123,28 @@ def test_the_patch_form_is_the_block_on_the_sampled_positions(stride: int, resid
     ws, bs = _weights(g, ["expand", "dw", "project"])
     got = patches.output(ws, bs, [None, None, None])
     np.testing.assert_allclose(got, full[picks], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_the_expand_is_computed_once_per_distinct_pixel(stride: int) -> None:
+    """The expand's quantized output at a step's taps, computed on the distinct pixels they
+    read, is bit for bit the tap-wise computation (0 in the padding), on fewer GEMM rows."""
+    g = mbconv(stride, residual=stride == 1)
+    (block,) = find_blocks(g)
+    stems = [mdla_ir.evaluate(g, x, keep=(block.input,))[block.input] for x in samples(2)]
+    picks = np.arange(2 * int(np.prod(g.tensors[block.ops[1].outputs[0]].shape[1:3])))
+    patches = BlockPatches(block, g, stems, picks)
+    (w, _), (b, _) = _weights(g, ["expand", "dw"])
+    idx = np.random.default_rng(2).integers(0, len(picks), 64)
+    grid = (0.05, -128)
+    z, d = patches._expand(w, b, "RELU6", grid, idx)
+    taps = patches.taps[idx] @ w + b
+    z0, d0 = fused_quant(taps, "RELU6", grid)
+    mask = patches.mask[idx][..., None]
+    np.testing.assert_array_equal(z, z0 * mask)
+    np.testing.assert_array_equal(d, d0 * mask)
+    assert (patches.mask[idx] == 0).any()  # the padding is read
+    assert len(np.unique(patches.pixel[idx])) < patches.pixel[idx].size / 2
 
 
 def test_the_gradient_is_the_loss_derivative() -> None:

@@ -28,7 +28,9 @@ depthwise conv. Its output at p reads the expand's output at the kh x kw taps ar
 real value of the int8 zero point, where a tap falls into the padding: padding is applied to
 the expand's output, whose real zero is 0 in both networks) gives the block's output at p
 exactly, without computing the whole maps. The residual is x at p (an ADD of equal shapes
-means stride 1).
+means stride 1). Neighbouring positions share taps, so the expand (its GEMM and its int8
+grid) is computed once per distinct pixel a step's taps read, and each tap reads its pixel's
+row: on the small late maps a step's 256 positions x 25 taps read a few hundred pixels.
 
 A block keeps its per-layer roundings unless the refined ones reconstruct the block's output
 better on the positions they were fit on. Scales are unchanged; only the integers move, so the
@@ -165,11 +167,13 @@ class BlockPatches:
         oy, ox = np.divmod(rem, ow)
         iy = oy[:, None] * sh - pt + (np.arange(kh) * dh).repeat(kw)[None]
         ix = ox[:, None] * sw - pl + np.tile(np.arange(kw) * dwid, kh)[None]
-        self.mask = ((iy >= 0) & (iy < x.shape[1]) & (ix >= 0) & (ix < x.shape[2])).astype(
-            np.float32
-        )
-        taps = x[b[:, None], np.clip(iy, 0, x.shape[1] - 1), np.clip(ix, 0, x.shape[2] - 1)]
-        self.taps = taps * self.mask[..., None]
+        inside = (iy >= 0) & (iy < x.shape[1]) & (ix >= 0) & (ix < x.shape[2])
+        self.mask = inside.astype(np.float32)
+        iy, ix = np.clip(iy, 0, x.shape[1] - 1), np.clip(ix, 0, x.shape[2] - 1)
+        self.taps = x[b[:, None], iy, ix] * self.mask[..., None]
+        # each tap's pixel in `pixels` (B*H*W, C), -1 in the padding
+        self.pixels = x.reshape(-1, x.shape[3])
+        self.pixel = np.where(inside, (b[:, None] * x.shape[1] + iy) * x.shape[2] + ix, -1)
         self.residual = x[b, oy, ox] if block.add is not None else None
         self.rows = len(picks)
 
@@ -183,23 +187,34 @@ class BlockPatches:
         """The block's output at rows `idx` for weights `ws` ((K, O) each) and biases `bs`;
         `grids` the inner tensors' int8 grids (None: float). Also what `backward` needs."""
         fuses = [op.fuse for op in self.block.ops]
-        x0, mask = self.taps[idx], self.mask[idx][..., None]
-        k = 0
+        x0, k = self.taps[idx], 0
         if self.expand:
-            a = x0 @ ws[0]
-            a += bs[0]
-            z1, d1 = fused_quant(a, fuses[0], grids[0])
-            np.multiply(z1, mask, out=z1)
-            np.multiply(d1, mask, out=d1)
+            z1, d1 = self._expand(ws[0], bs[0], fuses[0], grids[0], idx)
             k = 1
         else:
-            z1, d1 = x0, mask
+            z1, d1 = x0, self.mask[idx][..., None]
         z2, d2 = fused_quant(by_columns("mtc,tc->mc", z1, ws[k]) + bs[k], fuses[k], grids[k])
         y, d3 = fused_quant(matmul(z2, ws[k + 1]) + bs[k + 1], fuses[k + 1], None)
         d4 = np.ones_like(y)
         if self.block.add is not None and self.residual is not None:
             y, d4 = fused_quant(y + self.residual[idx], self.block.add.fuse, None)
         return y, [x0, z1, d1, z2, d2, d3, d4]
+
+    def _expand(
+        self, w: Array, b: Array, fuse: str, grid: tuple[float, int] | None, idx: Array
+    ) -> tuple[Array, Array]:
+        """The expand's quantized output and its derivative at the taps of rows `idx` (M, T, O),
+        0 in the padding: computed once per distinct pixel of those taps, then read at each
+        tap (a GEMM's row is the same sum whatever other rows it is computed with, and the rest
+        is per element, so every tap's value is the one computing it there gives)."""
+        pixel, taps = np.unique(self.pixel[idx], return_inverse=True)
+        a = self.pixels[pixel] @ w  # pixel -1 (the padding, first when present): zeroed below
+        a += b
+        z, d = fused_quant(a, fuse, grid)
+        if pixel[0] < 0:
+            z[0], d[0] = 0.0, 0.0
+        shape = (len(idx), self.pixel.shape[1], w.shape[1])
+        return z[taps.ravel()].reshape(shape), d[taps.ravel()].reshape(shape)
 
     def backward(self, ws: list[Array], cache: list[Array], dy: Array) -> list[Array]:
         """d loss / d w for each weighted op, given d loss / d output `dy`."""
