@@ -27,6 +27,10 @@ typedef struct {
     int32_t nseg, seg; /* segments per row and their bytes (gemm_rows.h) */
     uint8_t *zrow; /* seg bytes of the input zero point's code: taps outside the image */
     int32_t *rqc; /* rq.narrow: left, mult, right, mask, cpad16 each (EmuGemmRq) */
+    /* the AMX path (conv_amx.c, when emu_gemm_amx_ready() at prepare; u8 is true too): packed,
+     * init and rqc over cpad32 columns, kpad64 depth; tile_u8 rows per tile */
+    bool amx;
+    int32_t kpad64, cpad32;
     EmuConv16 *wide; /* int16 activations (conv16.c): every other field unused */
 } ConvParams;
 
@@ -47,5 +51,20 @@ void emu_conv_im2col_u8(const ConvParams *p, const int8_t *in, int32_t b, int32_
 int emu_conv_rows_prepare(ConvParams *p, const int8_t *w);
 size_t emu_conv_rows_scratch(const ConvParams *p);
 void emu_conv_rows_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch);
+
+/* The im2col row of codes of output pixel (b, oy, ox): each tap's ci codes, or z_in outside
+ * the image, then zeros up to kpad. A kernel row whose taps all lie inside the image is one run
+ * of kw * ci input bytes (dilation 1). */
+void emu_conv_im2col_codes(const ConvParams *p, const int8_t *in, int32_t b, int32_t oy,
+                           int32_t ox, int8_t *restrict col, int32_t kpad);
+
+/* rq.narrow: init += bias (modulo 2^32, gemm_rows.h) and rqc = left, mult, right, mask, `cpad`
+ * entries each (padding zeros). */
+int emu_conv_fold_requant(ConvParams *p, int32_t cpad);
+
+/* The AMX path (gemm_amx.h): as the rows path's three. */
+int emu_conv_amx_prepare(ConvParams *p, const int8_t *w);
+size_t emu_conv_amx_scratch(const ConvParams *p);
+void emu_conv_amx_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch);
 
 #endif /* MDLA_EMU_CONV_H */

@@ -20,17 +20,16 @@
 
 #define TILE_U8_BYTES 65536 /* the im2col tile's bytes (kept in L2), as k_conv_2d.c's */
 
-/* init += bias (modulo 2^32, gemm_rows.h) and the per-column constants, padding zeros. */
-static int fold_requant(ConvParams *p) {
+int emu_conv_fold_requant(ConvParams *p, int32_t cpad) {
     const EmuRequant *rq = &p->rq;
-    p->rqc = calloc((size_t)4 * p->cpad16, sizeof *p->rqc);
+    p->rqc = calloc((size_t)4 * cpad, sizeof *p->rqc);
     if (p->rqc == NULL) return NEURON_OUT_OF_MEMORY;
     for (int32_t o = 0; o < p->co; o++) {
         p->init[o] = (int32_t)(uint32_t)((int64_t)p->init[o] + rq->bias32[o]);
         p->rqc[o] = rq->left32[o];
-        p->rqc[p->cpad16 + o] = rq->m32[o];
-        p->rqc[2 * p->cpad16 + o] = rq->right32[o];
-        p->rqc[3 * p->cpad16 + o] = rq->mask32[o];
+        p->rqc[cpad + o] = rq->m32[o];
+        p->rqc[2 * cpad + o] = rq->right32[o];
+        p->rqc[3 * cpad + o] = rq->mask32[o];
     }
     return NEURON_NO_ERROR;
 }
@@ -50,7 +49,7 @@ int emu_conv_rows_prepare(ConvParams *p, const int8_t *w) {
     if (p->packed == NULL || p->init == NULL || p->zrow == NULL) return NEURON_OUT_OF_MEMORY;
     memset(p->zrow, (uint8_t)(int8_t)p->z_in, (size_t)p->seg);
     emu_gemm_rows_pack(w, p->co, p->depth, p->z_in, p->kpad4, p->cpad16, p->packed, p->init);
-    return p->rq.narrow ? fold_requant(p) : NEURON_NO_ERROR;
+    return p->rq.narrow ? emu_conv_fold_requant(p, p->cpad16) : NEURON_NO_ERROR;
 }
 
 /* The pointer table of a tile. */
@@ -58,11 +57,8 @@ static size_t table_bytes(const ConvParams *p) {
     return (size_t)emu_round_up(p->tile_u8, EMU_U8_MR) * p->nseg * sizeof(const uint8_t *);
 }
 
-/* The im2col row of codes of output pixel (b, oy, ox): each tap's ci codes, or z_in outside
- * the image, then zeros up to kpad4. A kernel row whose taps all
- * lie inside the image is one run of kw * ci input bytes (dilation 1). */
-static void im2col_codes(const ConvParams *p, const int8_t *in, int32_t b, int32_t oy,
-                            int32_t ox, int8_t *restrict col) {
+void emu_conv_im2col_codes(const ConvParams *p, const int8_t *in, int32_t b, int32_t oy,
+                           int32_t ox, int8_t *restrict col, int32_t kpad) {
     const EmuWindow *w = &p->win;
     const int32_t ci = p->ci, run = p->kw * ci;
     const int32_t ix0 = ox * w->stride_w - w->pad_left;
@@ -88,8 +84,7 @@ static void im2col_codes(const ConvParams *p, const int8_t *in, int32_t b, int32
             }
         }
     }
-    memset(col + p->depth, 0, (size_t)(p->kpad4 - p->depth));
-
+    memset(col + p->depth, 0, (size_t)(kpad - p->depth));
 }
 
 size_t emu_conv_rows_scratch(const ConvParams *p) {
@@ -133,7 +128,7 @@ static void rows_table(const ConvParams *p, const int8_t *in, int64_t start, int
             implicit_row(p, in, b, oy, ox, row);
         } else {
             int8_t *col = cols + (size_t)r * p->kpad4;
-            im2col_codes(p, in, b, oy, ox, col);
+            emu_conv_im2col_codes(p, in, b, oy, ox, col, p->kpad4);
             row[0] = (const uint8_t *)col;
         }
         if (++ox == p->ow) {

@@ -18,8 +18,9 @@
  * 8-row blocks in place (emu_gemm_u8_codes: the offset added after the load), copying only the
  * last < 8 rows. On x86-64 with AVX-512 VNNI (emu_gemm_rows_ready()) the rows path of
  * conv_rows.c replaces this one: an implicit GEMM (no im2col when ci is a multiple of 4) with
- * the requantization in the register tile.
- * Without it, on a CPU with AVX2 (emu_isa(), simd.h) the int16
+ * the requantization in the register tile; on a CPU with AMX-INT8, conv_amx.c's path replaces
+ * both (gemm_amx.h: int8 x int8 tiles, the requantization on each finished 32 x 32 block).
+ * Without either, on a CPU with AVX2 (emu_isa(), simd.h) the int16
  * tiles run emu_gemm_s16_avx2 (the same sums in int32 lanes, exact as simd.h says) on a filter
  * packed for it instead of emu_gemm_s16_blocked.
  */
@@ -27,6 +28,7 @@
 
 #include "conv.h"
 #include "gemm.h"
+#include "gemm_amx.h"
 #include "gemm_rows.h"
 #include "simd.h"
 
@@ -80,6 +82,7 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumeric
                    win.pad_top == 0 && win.pad_bottom == 0 && win.pad_left == 0 &&
                    win.pad_right == 0;
     const int8_t *wv = f->value;
+    if (emu_gemm_amx_ready()) return emu_conv_amx_prepare(p, wv);
     if (emu_gemm_rows_ready()) return emu_conv_rows_prepare(p, wv);
     p->u8 = emu_gemm_u8_ready();
     if (p->u8) {
@@ -114,6 +117,7 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumeric
 static size_t conv_scratch(const void *params) {
     const ConvParams *p = params;
     if (p->wide != NULL) return emu_conv16_scratch(p->wide);
+    if (p->amx) return emu_conv_amx_scratch(p);
     if (p->rows) return emu_conv_rows_scratch(p);
     if (p->u8)
         return (size_t)p->tile_u8 * p->kpad4 + (size_t)p->tile_u8 * p->cpad16 * sizeof(int32_t);
@@ -271,9 +275,12 @@ static void conv_eval(const void *params, const void *const *inputs, void *outpu
     const int threads = emu_pool_threads(scratch->pool);
     if (p->u8) {
         const ConvJob job = {p, inputs[0], output,
-                             conv_tile(p->tile_u8, EMU_U8_MR, pixels, threads)};
+                             conv_tile(p->tile_u8, p->amx ? EMU_AMX_MR : EMU_U8_MR, pixels,
+                                       threads)};
         emu_parallel_for(scratch, (pixels + job.tile - 1) / job.tile, 1,
-                         p->rows ? emu_conv_rows_tiles : conv_tiles_u8, &job);
+                         p->amx ? emu_conv_amx_tiles
+                                : (p->rows ? emu_conv_rows_tiles : conv_tiles_u8),
+                         &job);
         return;
     }
     const ConvJob job = {p, inputs[0], output,

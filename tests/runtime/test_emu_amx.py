@@ -1,0 +1,93 @@
+"""CONV_2D on Intel AMX (kernels/gemm_amx.c, conv_amx.c: the x86-64 path before the VNNI rows
+GEMM when the CPU has AMX-INT8), bit for bit with mdla_quant.run_int8 and with the VNNI rows
+path (MDLA_EMU_AMX=0), in both roundings (double requantizes each finished 32 x 32 block, single
+writes int32 sums first). Shapes aim at what the AMX layout could get wrong: depth around the
+64-byte tile rows (one chunk, several, a padded last one), columns around the 32-column block
+(masked stores, one output channel), rows around the 32-row block and the tile (a pointwise conv
+with ci a multiple of 64 reads whole blocks from the input and stages the rest), more than one
+tile, taps outside the image, the stem's ci = 3, and the extreme zero points. On a CPU without
+AMX the same cases run the best path there (the readiness test checks which one that is).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import platform
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mdla_emu import build_emulator
+from mdla_ir.builders import as_floats, random_codes
+from mdla_quant import run_int8
+from tests.runtime.test_emu_gemm import SHAPES, conv_graph
+from tests.runtime.test_emu_simd import ROWS
+from tests.runtime.test_emu_support import run_single_op
+
+# (n, h, w, c, o, k, stride, dilation, (top, bottom, left, right), z_in)
+AMX = {
+    # 45 pixels: one 32-row block read in place, 13 rows staged
+    "pw_c64_o40_45px": (1, 5, 9, 64, 40, 1, 1, 1, (0, 0, 0, 0), -128),
+    # 400 pixels: two tiles (256 + 144 rows), each with in-place blocks and a staged rest
+    "pw_c64_o33_400px": (1, 20, 20, 64, 33, 1, 1, 1, (0, 0, 0, 0), 127),
+    # ci = 128: two depth chunks in place; two images
+    "pw_c128_o70_n2": (2, 9, 10, 128, 70, 1, 1, 1, (0, 0, 0, 0), 11),
+    # ci = 96: depth padded to 128, staged
+    "pw_c96_o64_padded_depth": (1, 7, 9, 96, 64, 1, 1, 1, (0, 0, 0, 0), -3),
+    # 3x3 over 64 channels: 9 chunks, 400 pixels in two tiles, 96 columns
+    "3x3_c64_o96_two_tiles": (1, 20, 20, 64, 96, 3, 1, 1, (1, 1, 1, 1), -128),
+    # 3x3 stride 2 over 72 channels: depth 648 -> 704, one output channel
+    "3x3_s2_c72_o1": (1, 11, 12, 72, 1, 3, 2, 1, (1, 1, 1, 1), 100),
+    # a resnet stem: depth 147 -> 192, 64 columns
+    "stem_7x7_s2_c3_o64": (1, 30, 28, 3, 64, 7, 2, 1, (3, 3, 3, 3), -128),
+}
+CASES = {**SHAPES, **ROWS, **AMX}
+
+
+def cpu_has_amx() -> bool:
+    """What gemm_amx.c's check should find, read independently from /proc/cpuinfo (Linux lists
+    amx_tile only when it supports the tile state, so the permission is granted)."""
+    if platform.machine() != "x86_64":
+        return False
+    flags = set(Path("/proc/cpuinfo").read_text().split())
+    return {"avx512f", "avx512bw", "avx512vl", "avx512_vnni", "amx_tile", "amx_int8"} <= flags
+
+
+def test_the_amx_gemm_follows_the_cpu_and_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ready = ctypes.CDLL(str(build_emulator())).emu_gemm_amx_ready
+    ready.restype = ctypes.c_bool
+    for var in ("MDLA_EMU_PORTABLE", "MDLA_EMU_ISA", "MDLA_EMU_AMX"):
+        monkeypatch.delenv(var, raising=False)
+    assert ready() is cpu_has_amx()
+    monkeypatch.setenv("MDLA_EMU_ISA", "avx512")  # the cap leaves the 8-bit paths on
+    assert ready() is cpu_has_amx()
+    for var, value in (("MDLA_EMU_AMX", "0"), ("MDLA_EMU_ISA", "avx2"), ("MDLA_EMU_PORTABLE", "1")):
+        monkeypatch.setenv(var, value)
+        assert ready() is False, f"{var}={value}"
+        monkeypatch.delenv(var)
+
+
+@pytest.fixture(params=["double", "single"])
+def rounding(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("MDLA_EMU_ROUNDING", str(request.param))
+    return str(request.param)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_conv_amx_bit_exact(name: str, rounding: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("MDLA_EMU_PORTABLE", "MDLA_EMU_ISA", "MDLA_EMU_AMX"):
+        monkeypatch.delenv(var, raising=False)
+    g = conv_graph(CASES[name], seed=len(name))
+    codes = random_codes(g, np.random.default_rng(13))
+    codes[0][..., 0] = -128  # the extreme codes in every pixel: the largest |x - z_in|
+    codes[0][..., -1] = 127
+    (want,) = run_int8(g, as_floats(g, codes), raw=True, rounding=rounding)
+    assert np.unique(want).size > 4, "a case whose outputs are all clamped tests nothing"
+    got = np.asarray(run_single_op(g, codes))
+    np.testing.assert_array_equal(got, want, err_msg=f"{name}, AMX, {rounding}")
+    monkeypatch.setenv("MDLA_EMU_AMX", "0")
+    vnni = np.asarray(run_single_op(g, codes))
+    np.testing.assert_array_equal(vnni, want, err_msg=f"{name}, MDLA_EMU_AMX=0, {rounding}")
