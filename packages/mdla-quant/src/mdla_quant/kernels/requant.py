@@ -43,6 +43,23 @@ f += add1 / 2^s1, v = floor(f). Each step is exact: r * M' is an integer below 2
 scaling by 2^-s1 only moves the exponent, so the product is representable and IEEE returns
 it; the sum's exact value a / 2^s1 is representable too (|a| < 2^53), so the addition does
 not round; floor is exact. So v is the same integer as a >> s1, in cheaper passes.
+
+One floor (`gmult`, `gadd`): with k = s1 + shift2 and h = add2 (2^(e-1), or 0), the nested
+floors fold, floor((floor(a / 2^s1) + h) / 2^(k-s1)) = floor((a + h * 2^s1) / 2^k), so
+    out = floor((p + rnd + h * 2^s1) / 2^k)
+where RDBPOT's -[v < 0] is absent: single rounding has none, e = 0 has none, and where the
+clamp's lo = act_min - z_out >= 0 it cannot matter (v < 0 gives out <= 0 with or without it,
+as (v + 2^(e-1) - [v < 0]) / 2^e < 1/2, and every out <= 0 clamps to lo). Adding the integer
+z_out + 128 inside the floor, and clamping before the floor (floor is non-decreasing and fixes
+the integer bounds, so floor(clip(y, L, H)) = clip(floor(y), L, H)):
+    y = r * gmult + gadd = (r * M' + A) / 2^k,  A = off * M' + rnd + h * 2^s1 + (z_out + 128) * 2^k
+    out + z_out + 128 = floor(clip(y, act_min + 128, act_max + 128))
+which lies in [0, 255]: the float-to-uint8 cast truncates, which is the floor of a value >= 0,
+and the uint8 code u is the int8 code u - 128 with its top bit flipped (u ^ 0x80). Exact in
+float64 where |r * M'| <= R * M' < 2^53, |A| < 2^53 and |acc * M' + A - off * M'| <= B * M'
++ |A - off * M'| < 2^53 (the numerators are integers below 2^53 and the scaling by 2^-k only
+moves the exponent, as for the float64 stage). Passes: f = r, f *= gmult, f += gadd, clip,
+the uint8 cast, ^ 0x80.
 """
 
 from __future__ import annotations
@@ -57,6 +74,10 @@ from mdla_quant.arith import Array
 
 I64_LIMIT = 2**63 - 1
 F64_EXACT = 2**53  # every integer of smaller magnitude is a float64
+# one-floor form: a sum at or beyond 2^53 / 2^k rounds to a float at or beyond it (rounding is
+# monotone and 2^53 / 2^k is a float), and for k <= K_SIDE that is beyond both clamp bounds,
+# which lie in [0, 255]
+K_SIDE = 44  # 2^(53-44) = 512
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 
 Operand = Array | int  # a per-channel array, or one int where every channel agrees
@@ -77,6 +98,8 @@ class Requant:
     z_out: int
     fmult: Array | None = None  # float64: M' / 2^s1, where the float64 passes are exact
     fadd1: Array | None = None  # float64: add1 / 2^s1
+    gmult: Array | None = None  # float64: M' / 2^k, where the one-floor form applies
+    gadd: Array | None = None  # float64: A / 2^k
     tiles: dict[int, Requant] = field(default_factory=dict, compare=False, repr=False)
 
     @staticmethod
@@ -107,6 +130,10 @@ class Requant:
             cols.append(consts)
         mult, add1, shift1, mask, add2, shift2 = (list(v) for v in zip(*cols, strict=True))
         floats = _float_stage(mult, add1, shift1, off, bound, raw_bound)
+        lo = act[0] - z_out
+        floor = None
+        if rounding == "single" or lo >= 0:
+            floor = _floor_stage(cols, z_out, act, off, bound, raw_bound)
         return Requant(
             mult=np.array(mult, np.int64),
             add1=np.array(add1, np.int64),
@@ -114,11 +141,13 @@ class Requant:
             sign_mask=_operand(mask, np.int32) if any(mask) else None,
             add2=_operand(add2, np.int32) if any(add2) else None,
             shift2=_operand(shift2, np.int32) if any(shift2) else None,
-            lo=act[0] - z_out,
+            lo=lo,
             hi=act[1] - z_out,
             z_out=z_out,
             fmult=None if floats is None else floats[0],
             fadd1=None if floats is None else floats[1],
+            gmult=None if floor is None else floor[0],
+            gadd=None if floor is None else floor[1],
         )
 
     def tiled(self, reps: int) -> Requant:
@@ -144,6 +173,8 @@ class Requant:
                 z_out=self.z_out,
                 fmult=tile(self.fmult),
                 fadd1=tile(self.fadd1),
+                gmult=tile(self.gmult),
+                gadd=tile(self.gadd),
             )
             self.tiles[reps] = done
         return done
@@ -154,6 +185,16 @@ class Requant:
 
         `scratch`: an int64 and two int32 buffers of raw's shape (reused across blocks)."""
         a, v, t = scratch
+        if self.gmult is not None and self.gadd is not None:  # one floor (module docstring)
+            f = a.view(np.float64)
+            np.copyto(f, raw)
+            np.multiply(f, self.gmult, out=f)
+            np.add(f, self.gadd, out=f)
+            np.clip(f, self.lo + self.z_out + 128, self.hi + self.z_out + 128, out=f)
+            u = out.view(np.uint8)
+            np.copyto(u, f, casting="unsafe")  # in [0, 255]: truncation is the floor
+            np.bitwise_xor(u, np.uint8(0x80), out=u)
+            return
         if self.fmult is not None and self.fadd1 is not None:  # exact (module docstring)
             f = a.view(np.float64)
             np.copyto(f, raw)
@@ -227,6 +268,39 @@ def _float_stage(
     fm = [math.ldexp(float(m2), -k) for m2, k in zip(mult, shift1, strict=True)]
     fa = [math.ldexp(float(a1), -k) for a1, k in zip(add1, shift1, strict=True)]
     return np.array(fm, np.float64), np.array(fa, np.float64)
+
+
+def _floor_stage(
+    cols: list[tuple[int, ...]],
+    z_out: int,
+    act: tuple[int, int],
+    off: Array,
+    bound: Array,
+    raw_bound: Array,
+) -> tuple[Array, Array] | None:
+    """(M' / 2^k, A / 2^k) of the one-floor form (module docstring), or None where a channel
+    is neither constant nor exact in float64. `cols`: `_channel`'s constants."""
+    clamp = (act[0] + 128, act[1] + 128)
+    gm, ga = [], []
+    for c, (m2, add1, shift1, _, add2, shift2) in enumerate(cols):
+        k, o = shift1 + shift2, int(off[c])
+        rest = add1 - o * m2 + (add2 << shift1) + ((z_out + 128) << k)
+        b, r = int(bound[c]), int(raw_bound[c])
+        ends = {_clamped((acc * m2 + rest) >> k, clamp) for acc in (max(o - r, -b), min(o + r, b))}
+        if len(ends) == 1:  # every possible acc gives this code: y = 0 * r + code
+            gm.append(0.0)
+            ga.append(float(ends.pop()))
+            continue
+        top = b * m2 + rest
+        if max(r * m2, m2, abs(o * m2 + rest)) >= F64_EXACT or (top >= F64_EXACT and k > K_SIDE):
+            return None
+        gm.append(math.ldexp(float(m2), -k))
+        ga.append(math.ldexp(float(o * m2 + rest), -k))
+    return np.array(gm, np.float64), np.array(ga, np.float64)
+
+
+def _clamped(v: int, bounds: tuple[int, int]) -> int:
+    return min(max(v, bounds[0]), bounds[1])
 
 
 def _operand(values: list[int], dtype: Any) -> Operand:
