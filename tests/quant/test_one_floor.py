@@ -20,7 +20,9 @@ Array = np.ndarray[Any, Any]
 REALS = [0.0003, 0.011, 0.07, 0.49, 0.5, 0.9, 1.7]  # e = 11 .. 1, e = 0, e = 0 with a left shift
 
 
-def _definition(acc: Array, m: Array, s: Array, rounding: str, z: int, act: tuple[int, int]) -> Array:
+def _definition(
+    acc: Array, m: Array, s: Array, rounding: str, z: int, act: tuple[int, int]
+) -> Array:
     out = add_offset(mbqm(acc, m, s, rounding), z)
     return np.clip(out, *act).astype(np.int8)
 
@@ -76,7 +78,8 @@ def test_double_rounding_below_the_offset_keeps_the_sign_correction(
     assert np.array_equal(_apply(rq, acc), _definition(acc, m, s, "double", z, act))
     # the one floor alone (no sign correction) is wrong here: that is why it declines
     one = Requant.build(m, s, np.zeros(3, np.int64), bounds, bounds, "double", z, (z, act[1]))
-    assert one is not None and one.gmult is not None
+    assert one is not None
+    assert one.gmult is not None
     floor_only = Requant(**{**_fields(rq), "gmult": one.gmult, "gadd": one.gadd})
     shifted = _apply(floor_only, acc).astype(np.int64) + (act[0] - z)  # undo one's clamp offset
     assert not np.array_equal(np.clip(shifted, *act), _definition(acc, m, s, "double", z, act))
@@ -93,7 +96,9 @@ def test_a_channel_whose_every_accumulator_gives_one_code_is_that_constant() -> 
     raw_bound = np.array([2**16, 2**16], np.int64)
     bound = raw_bound + np.abs(off)
     rq = Requant.build(m, s, off, bound, raw_bound, "double", -128, (-128, 127))
-    assert rq is not None and rq.gmult is not None and rq.gadd is not None
+    assert rq is not None
+    assert rq.gmult is not None
+    assert rq.gadd is not None
     assert rq.gmult[0] == 0.0  # constant: 0 * r + code
     assert rq.gmult[1] != 0.0
     raw = _accumulators(2**16, 2, 3)
@@ -113,7 +118,8 @@ def test_past_2_to_the_53_the_clamp_side_is_kept_up_to_k_side(rounding: str) -> 
     bound = raw_bound + np.abs(off)  # so acc * M' passes 2^53
     assert int(bound[0]) * int(m2[0]) >= F64_EXACT
     rq = Requant.build(m, s, off, bound, raw_bound, rounding, -128, (-128, 127))
-    assert rq is not None and rq.gmult is not None
+    assert rq is not None
+    assert rq.gmult is not None
     rng = np.random.default_rng(4)
     edges = np.stack([raw_bound, -raw_bound, raw_bound - 1, 1 - raw_bound])
     near = np.arange(-3000, 3000)[:, None] * (2**20 // m2.clip(1, None)).clip(1, None) - off
@@ -126,4 +132,5 @@ def test_past_2_to_the_53_the_clamp_side_is_kept_up_to_k_side(rounding: str) -> 
     m2_small = m_small.astype(np.int64)
     big = (F64_EXACT - 1) // m2_small
     rq = Requant.build(m_small, s_small, off, big + np.abs(off), big, rounding, -128, (-128, 127))
-    assert rq is not None and rq.gmult is None
+    assert rq is not None
+    assert rq.gmult is None

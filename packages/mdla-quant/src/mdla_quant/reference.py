@@ -25,6 +25,7 @@ from mdla_quant.arith import Array, check_accumulator, check_rounding
 from mdla_quant.errors import KernelError, QuantError
 from mdla_quant.kernels import A16_KERNELS, INT8_KERNELS, Kernel
 from mdla_quant.kernels.gru import FLOAT32_KERNELS
+from mdla_quant.kernels.pairs import pair_lookup, unary_partner
 from mdla_target import load_target
 
 
@@ -199,8 +200,12 @@ def run_op(
             f"op `{op.name}` ({op.kind.name}): output `{out.name}` has no quantization parameters",
             op.name,
         )
+    pair = unary_partner(qgraph, i)
     try:
-        value = fn(op, args, arg_q, out.quant, mode, accumulator)
+        if pair is None:
+            value = fn(op, args, arg_q, out.quant, mode, accumulator)
+        else:  # bin(a, un(a)) as one 256-entry table of a (kernels/pairs.py)
+            value = pair_lookup(qgraph, i, pair, args[pair[1]], mode, accumulator)
     except (ValueError, IndexError, KeyError, TypeError) as exc:
         raise KernelError(
             f"op #{i} `{op.name}` ({op.kind.name}) failed in the int8 reference: {exc}", op.name

@@ -43,7 +43,7 @@ def seen_before(key: Hashable) -> bool:
     return False
 
 
-def _by_byte(table: Array) -> Array:
+def by_byte(table: Array) -> Array:
     """Reorder a table indexed by q + 128 (on each axis) to one indexed by q mod 256."""
     return np.roll(table, -128, axis=tuple(range(table.ndim))).ravel()
 
@@ -76,7 +76,7 @@ def unary_table(formula: Kernel) -> Kernel:
         table = memo(
             [],
             params,
-            lambda: _by_byte(formula(op, [CODES], arg_q[:1], out_q, rounding, accumulator)),
+            lambda: by_byte(formula(op, [CODES], arg_q[:1], out_q, rounding, accumulator)),
         )
         return lookup_bytes(table, x)
 
@@ -102,7 +102,7 @@ def binary_table(formula: Kernel) -> Kernel:
         table = memo(
             [],
             params,
-            lambda: _by_byte(formula(op, grid, arg_q[:2], out_q, rounding, accumulator)),
+            lambda: by_byte(formula(op, grid, arg_q[:2], out_q, rounding, accumulator)),
         )
         index = np.left_shift(x1.view(np.uint8), 8, dtype=np.uint16)
         return np.take(table, np.bitwise_or(index, x2.view(np.uint8)))
