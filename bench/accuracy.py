@@ -135,7 +135,8 @@ def setting_of(method: str, technique: str, iters: int) -> QuantConfig:
 
 
 def with_a16(first: Compiled, config: QuantConfig, technique: str) -> QuantConfig:
-    """`config` with the int16 tensors a TECHNIQUES entry's `a16` request (`auto[:BUDGET]`)
+    """`config` with the int16 tensors a TECHNIQUES entry's `a16` request (`auto[:BUDGET]`,
+    `joint[:BUDGET]`)
     chooses on `first`'s device graph and calibration, as `workbench compile --a16` does."""
     text = TECHNIQUES[technique].get("a16")
     if not isinstance(text, str):
@@ -145,11 +146,13 @@ def with_a16(first: Compiled, config: QuantConfig, technique: str) -> QuantConfi
     request = a16_request(text)
     assert request is not None
     assert request.auto
-    picked = choose_a16(first.device_graph, first.calibration, config, request.budget)
+    picked = choose_a16(
+        first.device_graph, first.calibration, config, request.budget, request.joint
+    )
     share = sum(c.share for c in picked)
     print(f"  {technique}: {len(picked)} int16 tensors, {share:.1%} of activation bytes:")
     for c in picked:
-        print(f"    {c.tensor:<40} +{c.gain_db:.2f} dB (simulated)", flush=True)
+        print(f"    {c.tensor:<40} {c.gain_db:+.2f} dB (simulated)", flush=True)
     return dataclasses.replace(
         config,
         a16=tuple(c.tensor for c in picked),
@@ -208,6 +211,7 @@ TECHNIQUES = {  # -1: the --adaround iterations
     "CLE+Ada+bias": {"adaround": -1, "equalize": True, "bias_correction": True},
     "CLE+Ada+block": {"adaround": -1, "equalize": True, "reconstruction": "block"},
     "CLE+Ada+a16": {"adaround": -1, "equalize": True, "a16": "auto"},
+    "CLE+Ada+joint": {"adaround": -1, "equalize": True, "a16": "joint"},
 }
 
 

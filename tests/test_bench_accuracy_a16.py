@@ -36,6 +36,10 @@ def test_the_a16_technique_adds_the_auto_choice_to_cle_and_adaround() -> None:
     assert chosen.a16_gain_db == tuple(round(c.gain_db, 4) for c in picked)
     assert chosen.a16_mode == "auto"
     assert bench.with_a16(first, config, "CLE+AdaRound") is config
+    joint = bench.with_a16(first, config, "CLE+Ada+joint")
+    chosen_jointly = choose_a16(first.device_graph, first.calibration, config, 0.25, joint=True)
+    assert joint.a16 == tuple(c.tensor for c in chosen_jointly)
+    assert joint.a16_mode == "joint"
 
 
 def test_the_techniques_table_prints_a_row_per_technique(

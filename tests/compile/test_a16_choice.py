@@ -11,6 +11,7 @@ import pytest
 import mdla_quant
 from mdla_compile.a16 import choose_a16, split
 from mdla_ir import Graph
+from mdla_quant.joint import eliminate, simulated_sqnr
 from mdla_quant.precision import a16_candidates, choose, tensor_costs
 from mdla_quant.sensitivity import sensitivity
 from tests.quant.test_sensitivity import inputs, outlier_mlp
@@ -69,3 +70,17 @@ def test_auto_measures_on_the_adarounded_weights(monkeypatch: pytest.MonkeyPatch
     choose_a16(graph, data, dataclasses.replace(config, adaround=0), budget=0.5)
     assert seen[0].provenance.quant is not None
     assert seen[0].provenance.quant.adaround == 0  # without AdaRound: as before
+
+
+def test_joint_eliminates_on_the_same_probe_and_held_out_part() -> None:
+    """`joint`: the same split and probe quantization as `auto`, the choice by elimination."""
+    graph, data = outlier_mlp(), inputs(64, 2)
+    config = mdla_quant.QuantConfig(method="minmax")
+    picked = choose_a16(graph, data, config, budget=0.5, joint=True)
+    fit, held = split(data)
+    q8 = mdla_quant.quantize(graph, fit, config)
+    allowed = [n for n in a16_candidates(graph) if n in q8.tensors]
+    expected = eliminate(simulated_sqnr(graph, q8, held), allowed, tensor_costs(graph), 0.5)
+    assert picked == expected
+    assert picked
+    assert sum(c.share for c in picked) <= 0.5

@@ -26,11 +26,15 @@ def test_a16_requests_parse() -> None:
     assert parse_a16("auto:10%") == Request(True, 0.10)
     assert parse_a16("auto:0.5") == Request(True, 0.5)
     assert parse_a16(" h*, logits ") == Request(False, patterns=("h*", "logits"))
+    assert parse_a16("joint") == Request(True, 0.25, joint=True)
+    assert parse_a16("joint:10%") == Request(True, 0.10, joint=True)
+    assert parse_a16("joint*") == Request(False, patterns=("joint*",))  # a glob, not the mode
 
 
-@pytest.mark.parametrize("bad", ["auto:0%", "auto:150%", "auto:ten", "auto:-0.1"])
+@pytest.mark.parametrize("bad", ["auto:0%", "auto:150%", "auto:ten", "auto:-0.1", "joint:2"])
 def test_a_bad_budget_is_one_line_naming_the_fix(bad: str) -> None:
-    with pytest.raises(QuantError, match=r"not a share of activation bytes .* e\.g\. auto:10%"):
+    mode = bad.split(":")[0]
+    with pytest.raises(QuantError, match=rf"not a share of activation bytes .* e\.g\. {mode}:10%"):
         parse_a16(bad)
 
 

@@ -7,6 +7,8 @@ auto[:BUDGET]  the calibration set is split (the last quarter held out, at least
                simulated gain on the held-out part (`mdla_quant.sensitivity`), and choose
                greedily under BUDGET (`mdla_quant.precision.choose`) among the tensors
                the 16x8 kernels take (`a16_candidates`)
+joint[:BUDGET] the same split and probe; the choice by backward elimination from all of those
+               tensors int16 (`mdla_quant.joint`), which sees what tensors gain together
 PATTERN,...    the tensors whose name, or whose producing op's name, matches a glob
 """
 
@@ -22,6 +24,7 @@ import mdla_quant
 from mdla_compile import events as ev
 from mdla_compile.errors import OptionError
 from mdla_ir import Graph
+from mdla_quant.joint import eliminate, simulated_sqnr
 from mdla_quant.precision import (
     Choice,
     Request,
@@ -60,13 +63,17 @@ def choose_a16(
     calibration: Sequence[list[Array]],
     config: mdla_quant.QuantConfig,
     budget: float,
+    joint: bool = False,
 ) -> tuple[Choice, ...]:
-    """The `auto` choice for the legalized `graph` (see the module docstring)."""
+    """The `auto` (or `joint`) choice for the legalized `graph` (see the module docstring)."""
     fit, held = split(calibration)
     probe = dataclasses.replace(config, a16=(), a16_gain_db=(), a16_mode="")
     rounded = mdla_quant.float_rewrites(graph, fit, probe)  # equalized once, not again in quantize
     q8 = mdla_quant.quantize(rounded, fit, dataclasses.replace(probe, equalize=False))
     allowed = [n for n in a16_candidates(graph) if n in q8.tensors]
+    if joint:
+        measure = simulated_sqnr(rounded, q8, held)
+        return eliminate(measure, allowed, tensor_costs(graph), budget)
     found = sensitivity(rounded, q8, held, tensors=allowed, allowed=allowed)
     return choose(found, tensor_costs(graph), budget, allowed=allowed)
 
@@ -85,25 +92,21 @@ def resolve(
         names = select(graph, request.patterns)
         mode = ",".join(request.patterns)
         return dataclasses.replace(config, a16=names, a16_gain_db=(), a16_mode=mode), ()
-    picked = choose_a16(graph, calibration, config, request.budget)
+    picked = choose_a16(graph, calibration, config, request.budget, request.joint)
     for c in picked:
         emit(
             ev.Note(
-                f"int16 `{c.tensor}`: +{c.gain_db:.2f} dB output SQNR (simulated), "
+                f"int16 `{c.tensor}`: {c.gain_db:+.2f} dB output SQNR (simulated), "
                 f"{c.share:.1%} of activation bytes, {c.cost.macs:,} MACs at 16x8"
             )
         )
     share = sum(c.share for c in picked)
-    emit(
-        ev.Note(
-            f"--a16 auto:{request.budget:.0%}: {len(picked)} tensor(s) int16, {share:.1%} of "
-            "activation bytes"
-        )
-    )
+    mode = f"{'joint' if request.joint else 'auto'}:{request.budget * 100:g}%"
+    emit(ev.Note(f"--a16 {mode}: {len(picked)} tensor(s) int16, {share:.1%} of activation bytes"))
     chosen = dataclasses.replace(
         config,
         a16=tuple(c.tensor for c in picked),
         a16_gain_db=tuple(round(c.gain_db, 4) for c in picked),
-        a16_mode=f"auto:{request.budget * 100:g}%",
+        a16_mode=mode,
     )
     return chosen, picked

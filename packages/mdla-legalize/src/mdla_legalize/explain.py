@@ -153,7 +153,7 @@ def int16_why(record: QuantRecord | None, wide: Iterable[tuple[str, str]]) -> di
     found: dict[str, str] = {}
     for op, name in wide:
         if name in gains:
-            found[op] = f"+{gains[name]:.2f} dB output SQNR (measured by {how})"
+            found[op] = f"{gains[name]:+.2f} dB output SQNR (measured by {how})"
         elif name in record.a16:
             found[op] = f"named by {how}"
         else:

@@ -1,6 +1,7 @@
 """Which activations go int16: by name patterns, or chosen by measured gain per cost.
 
-    request = parse_a16("auto:10%")          # or "features.3.*,head" (globs), "auto" (25 %)
+    request = parse_a16("auto:10%")          # or "features.3.*,head" (globs), "auto" (25 %),
+                                              # "joint:10%" (`mdla_quant.joint`)
     costs = tensor_costs(graph)               # elements, bytes moved, 16x8 MACs per tensor
     picked = choose(sensitivity(fw, q, held), costs, budget=0.10, allowed=a16_candidates(graph))
     QuantConfig(a16=tuple(c.tensor for c in picked))
@@ -14,10 +15,11 @@ Cost of holding tensor t in int16 rather than int8, from the graph's shapes alon
                DEPTHWISE_CONV_2D: KH*KW, FULLY_CONNECTED: Cin); other ops count 0
 The emulator's time per tensor is not in the cost yet (it needs the 16x8 C kernels).
 
-Choice (greedy, the knapsack heuristic): tensors with a positive simulated gain, best gain per
-element first, each taken with its group (the readers' outputs that make it read at 16 bits,
-`sensitivity.unit`) while the chosen elements stay within `budget` of all activations'. Gains
-are measured one group at a time, so their sum is an estimate, not a bound.
+Choice, `auto` (greedy, the knapsack heuristic): tensors with a positive simulated gain, best
+gain per element first, each taken with its group (the readers' outputs that make it read at 16
+bits, `sensitivity.unit`) while the chosen elements stay within `budget` of all activations'.
+Gains are measured one group at a time, so their sum is an estimate, not a bound. `joint` measures
+combinations instead: backward elimination from all-int16 (`mdla_quant.joint`).
 """
 
 from __future__ import annotations
@@ -39,11 +41,13 @@ DEFAULT_BUDGET = 0.25  # share of activation bytes: issue's bound for efficientn
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """A parsed `--a16`: `auto` with its budget (a share in (0, 1]), or name patterns."""
+    """A parsed `--a16`: `auto` or `joint` (`joint` set) with its budget (a share in (0, 1]),
+    or name patterns."""
 
     auto: bool
     budget: float = DEFAULT_BUDGET
     patterns: tuple[str, ...] = ()
+    joint: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +70,13 @@ class Choice:
 
 
 def parse_a16(text: str) -> Request:
-    """`auto`, `auto:BUDGET` (`10%` or `0.1`: a share of activation bytes in (0, 100 %]) or
-    comma-separated name globs; a malformed one is a QuantError naming the fix."""
+    """`auto`, `auto:BUDGET` (`10%` or `0.1`: a share of activation bytes in (0, 100 %]), the
+    same with `joint` or comma-separated name globs; a malformed one is a QuantError naming
+    the fix."""
     spec = text.strip()
-    if spec == "auto" or spec.startswith("auto:"):
-        raw = spec[5:].strip() or f"{DEFAULT_BUDGET:.0%}"
+    mode = spec.split(":", 1)[0]
+    if mode in ("auto", "joint"):
+        raw = spec[len(mode) + 1 :].strip() or f"{DEFAULT_BUDGET:.0%}"
         try:
             budget = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
         except ValueError:
@@ -78,14 +84,14 @@ def parse_a16(text: str) -> Request:
         if not 0.0 < budget <= 1.0:
             raise QuantError(
                 f"--a16 `{text}`: the budget `{raw}` is not a share of activation bytes in "
-                "(0, 100%]: write e.g. auto:10% or auto:0.1"
+                f"(0, 100%]: write e.g. {mode}:10% or {mode}:0.1"
             )
-        return Request(True, budget)
+        return Request(True, budget, joint=mode == "joint")
     patterns = tuple(p.strip() for p in spec.split(","))
     if not spec or "" in patterns:
         raise QuantError(
-            f"--a16 `{text}`: expected `auto[:BUDGET]` or comma-separated tensor/op name "
-            "patterns (e.g. 'features.1.*,head'), none empty"
+            f"--a16 `{text}`: expected `auto[:BUDGET]`, `joint[:BUDGET]` or comma-separated "
+            "tensor/op name patterns (e.g. 'features.1.*,head'), none empty"
         )
     return Request(False, patterns=patterns)
 

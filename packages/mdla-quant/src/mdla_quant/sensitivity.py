@@ -62,7 +62,7 @@ class Sensitivity:
     gains: tuple[Gain, ...]
 
 
-def _sqnr(ref: list[list[Array]], test: list[list[Array]]) -> float:
+def output_sqnr(ref: list[list[Array]], test: list[list[Array]]) -> float:
     signal = sum(float((r.astype(np.float64) ** 2).sum()) for rs in ref for r in rs)
     noise = sum(
         float(((t.astype(np.float64) - r) ** 2).sum())
@@ -173,7 +173,7 @@ def sensitivity(
     def measure(int16: Collection[str]) -> tuple[float, float | None]:
         test = simulate_a16(rounded, qgraph, held_out, int16)
         agree = _agreement(ref, test, decided) if decided is not None else None
-        return _sqnr(ref, test), agree
+        return output_sqnr(ref, test), agree
 
     base, base_agree = measure(())
     gains = []

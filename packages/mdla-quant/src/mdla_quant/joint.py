@@ -1,0 +1,99 @@
+"""The int16 choice that sees combinations: backward elimination from all-int16.
+
+Per-tensor gains (`sensitivity`) measure each tensor made int16 alone, on top of an all-int8
+graph. When the output error is spread over many tensors, each one's share is small and every
+gain is near 0 dB, though the tensors together carry it all. Elimination measures the other
+way round, where the shares show: start with every allowed tensor int16, and in `ROUNDS`
+rounds drop to `budget`; each round measures, for every tensor still int16, the output SQNR
+with that one tensor back to int8 (its loss), and drops the tensors of least loss per element
+first until that round's share of the excess is gone. The losses are re-measured each round,
+so a tensor whose loss only shows once its neighbours are int8 again is kept.
+
+    loss(t | S)  = SQNR(S) - SQNR(S without t)           (simulated, `simulate_a16`)
+    round k      drops excess_k / (ROUNDS - k) elements  (excess: int16 elements over budget)
+
+A chosen tensor's `Choice.gain_db` is its loss in the last round measured: what its 16 bits
+add on top of the others kept (a superset of the final choice). Cost: one simulated run per
+tensor still int16 per round, about (ROUNDS + 1) / 2 times a `sensitivity` pass when the budget
+is a small share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+import numpy as np
+
+from mdla_ir import Graph, run_float
+from mdla_quant.errors import QuantError
+from mdla_quant.precision import Choice, Cost
+from mdla_quant.sensitivity import Progress, output_sqnr, simulate_a16
+from mdla_quant.simulate import with_int8_weights
+
+Array = np.ndarray[Any, Any]
+ROUNDS = 4
+Measure = Callable[[Collection[str]], float]
+
+
+def simulated_sqnr(graph: Graph, qgraph: Graph, held_out: Sequence[Sequence[Any]]) -> Measure:
+    """The outputs' SQNR against FP32 on `held_out` with a set of tensors int16 (simulated);
+    `graph` is the float graph `qgraph` was quantized from."""
+    if not held_out:
+        raise QuantError(
+            f"int16 choice for `{graph.name}`: no held-out inputs (pass input lists the "
+            "calibration did not see)"
+        )
+    ref = [run_float(graph, list(x)) for x in held_out]
+    rounded = with_int8_weights(graph, qgraph)
+
+    def measure(int16: Collection[str]) -> float:
+        return output_sqnr(ref, simulate_a16(rounded, qgraph, held_out, int16))
+
+    return measure
+
+
+def _drop_order(kept: list[str], losses: dict[str, float], costs: dict[str, Cost]) -> list[str]:
+    """Least loss per element first (a negative loss: dropping it helps); ties by name."""
+    return sorted(kept, key=lambda t: (losses[t] / max(costs[t].elements, 1), t))
+
+
+def _losses(measure: Measure, kept: list[str], progress: Progress | None) -> dict[str, float]:
+    """Each kept tensor's loss: the SQNR with all `kept` int16 minus that without it."""
+    whole = measure(kept)
+    out = {}
+    for k, t in enumerate(kept):
+        out[t] = whole - measure([u for u in kept if u != t])
+        if progress is not None:
+            progress(k + 1, len(kept), t)
+    return out
+
+
+def eliminate(
+    measure: Measure,
+    allowed: Collection[str],
+    costs: dict[str, Cost],
+    budget: float,
+    progress: Progress | None = None,
+) -> tuple[Choice, ...]:
+    """Backward elimination (see the module docstring) from `allowed` all int16 to at most
+    `budget` (a share of all activation elements in `costs`); the kept tensors in graph
+    order (`costs`' order), each with its last measured loss as `gain_db`."""
+    total = sum(c.elements for c in costs.values())
+    kept = [t for t in costs if t in set(allowed)]
+    losses: dict[str, float] = {}
+    for k in range(ROUNDS):
+        excess = sum(costs[t].elements for t in kept) - budget * total
+        if excess <= 0 and losses:
+            break
+        losses.update(_losses(measure, kept, progress))
+        if excess <= 0:
+            break
+        target = excess if k == ROUNDS - 1 else excess / (ROUNDS - k)
+        dropped = 0
+        for t in _drop_order(kept, losses, costs):
+            if dropped >= target:
+                break
+            kept.remove(t)
+            dropped += costs[t].elements
+    return tuple(Choice(t, losses[t], costs[t].elements / total, costs[t]) for t in kept)

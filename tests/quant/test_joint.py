@@ -1,0 +1,87 @@
+"""`mdla_quant.joint`: the int16 choice by backward elimination from all-int16, which sees what
+tensors gain together, where per-tensor gains see nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import numpy as np
+import pytest
+
+from mdla_quant import QuantConfig, QuantError, quantize
+from mdla_quant.joint import ROUNDS, eliminate, simulated_sqnr
+from mdla_quant.precision import Cost, choose, tensor_costs
+from mdla_quant.sensitivity import Gain, Sensitivity
+from tests.quant.test_sensitivity import inputs, mlp, widened
+
+NOISE = {"a": 1.0, "b": 1.0, "c": 0.35, "d": 0.3, "e": 0.05}  # each tensor's error at int8
+ELEMENTS = {"a": 10, "b": 10, "c": 10, "d": 10, "e": 60}
+
+
+def paired(int16: Collection[str]) -> float:
+    """An output whose error from `a` and `b` is the larger of the two (one masks the other:
+    16 bits on either alone gain nothing), plus the others' errors."""
+    pair = max(NOISE[t] for t in ("a", "b") if t not in int16) if {"a", "b"} - set(int16) else 0
+    rest = sum(NOISE[t] for t in ("c", "d", "e") if t not in int16)
+    return float(-10 * np.log10(pair + rest + 1e-3))
+
+
+def costs() -> dict[str, Cost]:
+    return {t: Cost(t, n, n, 0) for t, n in ELEMENTS.items()}
+
+
+def test_elimination_finds_the_pair_per_tensor_gains_miss() -> None:
+    budget = 0.3  # 30 of 100 elements: a + b + one of c, d
+    picked = eliminate(paired, NOISE, costs(), budget)
+    assert [c.tensor for c in picked] == ["a", "b", "c"]  # graph order; c costs more than d
+    assert sum(c.share for c in picked) == pytest.approx(budget)
+    assert all(c.gain_db > 0 for c in picked)  # each one's loss when dropped from the rest
+    # alone, neither a nor b gains: the per-tensor greedy choice takes c, d and e's share
+    base = paired(())
+    found = Sensitivity(
+        base, None, tuple(Gain(t, paired((t,)), paired((t,)) - base, None) for t in NOISE)
+    )
+    assert {g.tensor for g in found.gains if g.gain_db <= 0} == {"a", "b"}
+    greedy = [c.tensor for c in choose(found, costs(), budget)]
+    assert "a" not in greedy
+    assert "b" not in greedy
+    assert paired([c.tensor for c in picked]) > paired(greedy) + 4.0
+
+
+def test_elimination_re_measures_each_round() -> None:
+    calls: list[frozenset[str]] = []
+
+    def counted(int16: Collection[str]) -> float:
+        calls.append(frozenset(int16))
+        return paired(int16)
+
+    eliminate(counted, NOISE, costs(), 0.3)
+    # round 1 from all int16 drops e (least loss per element: 60 of the 70 over budget);
+    # round 2 measures a, b, c, d again and drops d; then the budget holds
+    first, second = frozenset(NOISE), frozenset("abcd")
+    assert calls == [
+        first,
+        *(first - {t} for t in "abcde"),
+        second,
+        *(second - {t} for t in "abcd"),
+    ]
+    assert ROUNDS > 2  # the budget, not the rounds, ended it
+
+
+def test_a_budget_that_holds_everything_keeps_everything() -> None:
+    picked = eliminate(paired, ["a", "b", "e"], costs(), 1.0)
+    assert [c.tensor for c in picked] == ["a", "b", "e"]
+    assert picked[0].gain_db == pytest.approx(paired(("a", "b", "e")) - paired(("b", "e")))
+
+
+def test_on_a_graph_the_badly_ranged_tensor_and_its_reader_are_kept() -> None:
+    """mlp's `h` with a 40x too wide int8 range: only int16 on `h` and on the FC reading it
+    (`h2`, which then reads `h` at 16 bits) cures it; 64 of 90 elements fit 0.75."""
+    graph = mlp()
+    q = widened(quantize(graph, inputs(32, 1), QuantConfig(method="minmax")), "h", 40.0)
+    measure = simulated_sqnr(graph, q, inputs(16, 9))
+    picked = eliminate(measure, ["h", "h2", "logits"], tensor_costs(graph), 0.75)
+    assert [c.tensor for c in picked] == ["h", "h2"]
+    assert measure(["h", "h2"]) > measure(()) + 10.0
+    with pytest.raises(QuantError, match="no held-out inputs"):
+        simulated_sqnr(graph, q, [])
