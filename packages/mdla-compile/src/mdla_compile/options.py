@@ -45,7 +45,8 @@ class CompileOptions:
                 (one list of arrays per sample); the first `count` of them
     quant       the quantizer's settings (method, rounding, AdaRound, ...)
     a16         which activations go int16: `auto[:BUDGET]` (chosen by measured gain within
-                BUDGET, a share of activation bytes) or `PATTERN,...` (tensor/op name globs);
+                BUDGET, a share of activation bytes), `joint[:BUDGET]` (by backward
+                elimination from all int16) or `PATTERN,...` (tensor/op name globs);
                 None: `quant.a16` as it is (`mdla_compile.a16`)
     cpu         op kinds or name patterns placed on the CPU (explicit partitions)
     target, device   the target description (`mdla3.5` or a .toml path) and Neuron device
