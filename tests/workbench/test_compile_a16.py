@@ -60,6 +60,18 @@ def test_auto_chooses_within_the_budget_and_the_manifest_records_it(tmp_path: Pa
     assert len(quant.a16_gain_db) == len(chosen)
 
 
+def test_joint_chooses_within_the_budget_and_records_its_mode(tmp_path: Path) -> None:
+    out = tmp_path / "t.mdla"
+    result = CliRunner().invoke(app, [*BASE, "--a16", "joint:30%", "-o", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "--a16 joint:30%:" in result.stderr
+    quant = mdla_runtime.load(out).provenance.quant
+    assert quant.a16
+    assert json.loads(result.stdout)["calibration"]["a16_share"] <= 0.30
+    assert quant.a16_mode == "joint:30%"
+    assert len(quant.a16_gain_db) == len(quant.a16)
+
+
 def test_inspect_lists_the_int16_activations(tmp_path: Path) -> None:
     graph = mlp()
     q = quantize(graph, inputs(8, 1), QuantConfig(method="minmax", a16=("h", "h2")))
