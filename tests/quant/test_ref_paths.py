@@ -22,7 +22,7 @@ from mdla_quant.kernels import tables
 from mdla_quant.kernels.add import add_sub_formula
 from mdla_quant.kernels.memo import memo
 from mdla_quant.kernels.plan import FLOAT32_EXACT, MIN_GEMM_ROWS, gemm_rows
-from mdla_quant.kernels.registry import INT8_KERNELS
+from mdla_quant.kernels.registry import INT8_KERNELS, windows
 from mdla_quant.kernels.requant import Requant
 from mdla_quant.kernels.tables import CODES, lookup_bytes
 from tests.quant.test_fast_kernels import _conv_graph, _definition_conv
@@ -154,3 +154,33 @@ def test_a_small_binary_op_builds_its_table_the_second_time(
     assert len(lookups) == 1  # the second: the table
     assert np.array_equal(first, want)
     assert np.array_equal(second, want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_windows_is_the_sliced_sliding_window_view(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(seed)
+    sliding_window_view = np.lib.stride_tricks.sliding_window_view
+    calls: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return sliding_window_view(*args, **kwargs)
+
+    monkeypatch.setattr(np.lib.stride_tricks, "sliding_window_view", counted)
+    for _ in range(40):
+        k, s, d = rng.integers(1, 4, 2), rng.integers(1, 3, 2), rng.integers(1, 3, 2)
+        span = d * (k - 1) + 1
+        x = rng.integers(-128, 128, (2, *(span + rng.integers(0, 6, 2)), 5), dtype=np.int8)
+        if rng.random() < 0.5:  # a strided, non-contiguous view
+            x = np.repeat(x, 2, axis=3)[..., ::2]
+        sliding = sliding_window_view(x, tuple(span), axis=(1, 2))
+        want = sliding[:, :: s[0], :: s[1], :, :: d[0], :: d[1]]
+        got = windows(x, tuple(k), tuple(s), tuple(d))
+        assert got.shape == want.shape
+        assert np.array_equal(got, want)
+        assert not got.flags.writeable
+    assert not calls  # the view is built from the strides
+    with pytest.raises(ValueError, match="window shape"):  # a window larger than the input
+        windows(np.zeros((1, 2, 2, 1), np.int8), (3, 3), (1, 1))

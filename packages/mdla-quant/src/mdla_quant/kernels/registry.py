@@ -161,11 +161,22 @@ def spatial_pad(x: Array, padding: Sequence[int], value: int) -> Array:
 def windows(
     x: Array, kernel_hw: Sequence[int], stride: Sequence[int], dilation: Sequence[int] = (1, 1)
 ) -> Array:
-    """Strided view (N, OH, OW, C, KH, KW) of an already padded NHWC array."""
+    """Strided view (N, OH, OW, C, KH, KW) of an already padded NHWC array: element
+    [n, y, x, c, i, j] is x[n, y*sh + i*dh, x*sw + j*dw, c] (read-only).
+
+    Built by `as_strided` from x's strides, the view `sliding_window_view` gives (sliced by
+    stride and dilation) without its per-call overhead; a window larger than the input is
+    left to sliding_window_view's error."""
     (kh, kw), (sh, sw), (dh, dw) = kernel_hw, stride, dilation
     span = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
-    view = np.lib.stride_tricks.sliding_window_view(x, span, axis=(1, 2))
-    return view[:, ::sh, ::sw, :, ::dh, ::dw]
+    if x.ndim != 4 or span[0] > x.shape[1] or span[1] > x.shape[2] or min(sh, sw, dh, dw) < 1:
+        view = np.lib.stride_tricks.sliding_window_view(x, span, axis=(1, 2))
+        return view[:, ::sh, ::sw, :, ::dh, ::dw]
+    n, h, w, c = x.shape
+    s_n, s_h, s_w, s_c = x.strides
+    shape = (n, (h - span[0]) // sh + 1, (w - span[1]) // sw + 1, c, kh, kw)
+    strides = (s_n, s_h * sh, s_w * sw, s_c, s_h * dh, s_w * dw)
+    return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=False)
 
 
 def binary_operands(
