@@ -22,14 +22,17 @@ void emu_gemm_u8_pack(const int8_t *w, int32_t co, int32_t depth, int32_t z, int
     memset(packed, 0, (size_t)cpad * kpad);
     for (int32_t o = 0; o < cpad; o++) {
         int64_t sum = 0;
-        for (int32_t k = 0; o < co && k < depth; k++) {
-            const int8_t v = w[(size_t)o * depth + k];
-            sum += v;
-            /* panel o / NR, group k / 4, lane o % NR, byte k % 4 */
-            const size_t at = ((size_t)(o / EMU_U8_NR) * kpad + (size_t)(k / EMU_U8_KB) *
-                               EMU_U8_KB) * EMU_U8_NR + (size_t)(o % EMU_U8_NR) * EMU_U8_KB +
-                              (size_t)(k % EMU_U8_KB);
-            packed[at] = v;
+        if (o < co) {
+            const int8_t *src = w + (size_t)o * depth;
+            /* panel o / NR, lane o % NR: byte k (k % 4 == 0) of the column at k * NR, so group
+             * k / 4's 4 bytes are one copy and the last < 4 bytes run on from there */
+            int8_t *dst = packed + (size_t)(o / EMU_U8_NR) * kpad * EMU_U8_NR +
+                          (size_t)(o % EMU_U8_NR) * EMU_U8_KB;
+            int32_t k = 0;
+            for (; k + EMU_U8_KB <= depth; k += EMU_U8_KB)
+                memcpy(dst + (size_t)k * EMU_U8_NR, src + k, EMU_U8_KB);
+            if (k < depth) memcpy(dst + (size_t)k * EMU_U8_NR, src + k, (size_t)(depth - k));
+            for (k = 0; k < depth; k++) sum += src[k];
         }
         /* |sum| <= 2^16 * 128 and |z + OFFSET| <= 255: the product fits int32 */
         init[o] = (int32_t)(-(int64_t)(z + EMU_U8_OFFSET) * sum);

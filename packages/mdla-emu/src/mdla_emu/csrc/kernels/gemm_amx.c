@@ -16,12 +16,8 @@
 
 void emu_gemm_amx_pack(const int8_t *w, int32_t co, int32_t depth, int32_t z, int32_t kpad,
                        int32_t cpad, int8_t *packed, int32_t *init) {
-    emu_gemm_u8_pack(w, co, depth, 0, kpad, cpad, packed, init); /* the layout; init redone */
-    for (int32_t o = 0; o < cpad; o++) {
-        int64_t sum = 0;
-        for (int32_t k = 0; o < co && k < depth; k++) sum += w[(size_t)o * depth + k];
-        init[o] = (int32_t)(-(int64_t)z * sum); /* |z| <= 128, |sum| <= 2^16 * 128 */
-    }
+    /* its init is -((z - OFFSET) + OFFSET) * sum_k w[o][k] = -z * sum_k w[o][k] */
+    emu_gemm_u8_pack(w, co, depth, z - EMU_U8_OFFSET, kpad, cpad, packed, init);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
