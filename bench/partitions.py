@@ -12,13 +12,30 @@ steadier figure (the median of a sum is not the sum of the medians). The cosine 
 (dequantized) output against the float graph on one random input (random weights: a consistency
 figure, not an accuracy).
 
-    .venv/bin/python bench/partitions.py [convnext_tiny@64 convnext_block ...]
+A second table sets the engine against LiteRT on the same partitioned graph's `.tflite` export
+(`tflite_bytes`: the CPU partitions' ops as TFLite builtins), one thread everywhere, in CPU
+time per inference (ms), which the other jobs of a shared machine disturb less than the wall:
+
+    model | engine CPU | NPU / cpu partitions (sum of minima, wall) | XNNPACK CPU |
+    LiteRT default kernels CPU | engine / XNNPACK | engine / LiteRT default | load
+
+The engine's is its process's CPU time (RUSAGE_CHILDREN) at `--runs` + 1 runs less at 2 runs,
+over `--runs` - 1 (the set-up, reading the file and compiling the NPU partitions, cancels);
+LiteRT's the interpreter's (time.process_time) over `--runs` invocations after a warm-up one,
+with XNNPACK (OpResolverType.AUTO, as bench/perf.py) and without (its optimized builtin
+kernels); `load` is os.getloadavg()[0] at the row's end.
+
+    .venv/bin/python bench/partitions.py [convnext_tiny@224 convnext_block ...] [--runs 10]
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import resource
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,12 +49,16 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # ConvNeXt's block is the `tests` package's (its unmappable models)
     sys.path.insert(1, str(ROOT))
 
+from ai_edge_litert.interpreter import Interpreter, OpResolverType  # noqa: E402
+
 import mdla_ir  # noqa: E402
 import mdla_quant  # noqa: E402
 import mdla_runtime  # noqa: E402
 from mdla_compile import CompileOptions, Event, Placed  # noqa: E402
 from mdla_compile import compile as compile_model  # noqa: E402
 from mdla_legalize import Placement  # noqa: E402
+from mdla_quant.reference import quantize_inputs  # noqa: E402
+from mdla_runtime.export.tflite import tflite_bytes  # noqa: E402
 from mdla_zoo import Model  # noqa: E402
 from tests.workbench.unmappable_models import ConvNeXtBlock  # noqa: E402
 from workbench.output import each as bench_progress  # noqa: E402
@@ -75,7 +96,10 @@ MODELS: dict[str, tuple[Callable[[], tuple[nn.Module, tuple[int, ...]]], list[st
     "segmenter + argmax@64": (lambda: (ArgmaxSegmenter().eval(), (1, 3, 64, 64)), ["ARGMAX"]),
     "convnext_tiny@64": (convnext(64), CPU),
     "convnext_tiny@96": (convnext(96), CPU),
+    "convnext_tiny@224": (convnext(224), CPU),
 }
+THREAD_VARS = {"MDLA_EMU_THREADS": "1", "MDLA_CPU_THREADS": "1"}
+RESOLVERS = {"xnnpack": "AUTO", "litert": "BUILTIN_WITHOUT_DEFAULT_DELEGATES"}
 
 
 def cosine(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> float:
@@ -89,7 +113,54 @@ def similarity(qgraph: mdla_ir.Graph, f: np.ndarray[Any, Any], q: np.ndarray[Any
     return f"{cosine(f, q):.4f}"
 
 
-def row(name: str) -> str:
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def engine_cpu_ms(path: Path, x: np.ndarray[Any, Any], runs: int) -> float:
+    """The engine's CPU time per inference (ms), one thread: its process's CPU at runs + 1
+    runs less at 2 runs (one warm-up each), over runs - 1."""
+    if runs < 2:
+        raise ValueError(f"--runs {runs}: the engine's CPU time needs at least 2 runs")
+    target = mdla_runtime.open_target("emu")
+    saved = {k: os.environ.get(k) for k in THREAD_VARS}
+    os.environ.update(THREAD_VARS)
+    try:
+        spent = []
+        for repeat in (1, runs):
+            t0 = children_cpu_s()
+            target.run(path, [x], repeat=repeat, warmup=1)
+            spent.append(children_cpu_s() - t0)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return (spent[1] - spent[0]) * 1000 / (runs - 1)
+
+
+def litert_cpu_ms(blob: bytes, codes: np.ndarray[Any, Any], resolver: str, runs: int) -> float:
+    """LiteRT's CPU time per invocation (ms) on 1 thread, after one untimed invocation (XNNPACK
+    packs its weights in the first)."""
+    it = Interpreter(
+        model_content=blob,
+        num_threads=1,
+        experimental_op_resolver_type=getattr(OpResolverType, resolver),
+    )
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], codes)
+    it.invoke()
+    t0 = time.process_time()
+    for _ in range(runs):
+        it.invoke()
+    return (time.process_time() - t0) * 1000 / runs
+
+
+def compile_placed(name: str) -> tuple[Any, Placement, np.ndarray[Any, Any]]:
+    """The model `name` placed with its `--cpu` kinds and quantized: (compiled, placement, a
+    random input); random weights (seed 0), 2 random calibration inputs then the input (seed 0)."""
     make, cpu = MODELS[name]
     torch.manual_seed(0)
     module, shape = make()
@@ -104,39 +175,81 @@ def row(name: str) -> str:
 
     options = CompileOptions(model, calib=calib, count=len(calib), cpu=tuple(cpu))
     compiled = compile_model(options, on_event=keep)
-    (placed,), qgraph = placements, compiled.qgraph
-    x = rng.uniform(-1, 1, shape).astype(np.float32)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "m.mdla"
-        compiled.save(path)
-        r = mdla_runtime.open_target("emu").run(path, [x], repeat=5, warmup=1)
-    (want,) = mdla_quant.run_int8(qgraph, [x], raw=True)
-    exact = np.array_equal(r.raw_outputs[0], want)
-    (f,) = mdla_ir.run_float(placed.graph, [x])
+    (placed,) = placements
+    return compiled, placed, rng.uniform(-1, 1, shape).astype(np.float32)
+
+
+def partition_latency(r: Any) -> tuple[str, dict[str, float]]:
+    """The per-device latency text of the first table, and each device's sum of minima."""
     per: dict[str, list[tuple[float, float]]] = {}
     for p in r.partitions:
         per.setdefault(p.device, []).append((p.ms, p.min_ms))
-    latency = "; ".join(
+    text = "; ".join(
         f"{d} {len(t)} x (sum {sum(m for m, _ in t):.2f} / {sum(m for _, m in t):.2f}, "
         f"slowest {max(m for m, _ in t):.2f})"
         for d, t in per.items()
     )
+    return text, {d: sum(m for _, m in t) for d, t in per.items()}
+
+
+def rows(name: str, runs: int) -> tuple[str, str]:
+    """The model's row of each table."""
+    compiled, placed, x = compile_placed(name)
+    qgraph = compiled.qgraph
+    blob = tflite_bytes(qgraph)
+    codes = quantize_inputs(qgraph, [x])[qgraph.inputs[0]]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.mdla"
+        compiled.save(path)
+        r = mdla_runtime.open_target("emu").run(path, [x], repeat=5, warmup=1)
+        engine = engine_cpu_ms(path, x, runs)
+    lite = {k: litert_cpu_ms(blob, codes, v, runs) for k, v in RESOLVERS.items()}
+    (want,) = mdla_quant.run_int8(qgraph, [x], raw=True)
+    exact = np.array_equal(r.raw_outputs[0], want)
+    (f,) = mdla_ir.run_float(placed.graph, [x])
+    latency, minima = partition_latency(r)
     npu = placed.count("mtk-mdla")
-    return (
+    first = (
         f"| {name} | {len(r.partitions)} | {npu} / {len(placed.ops) - npu} | {latency}; "
         f"run {r.latency_ms[0]:.2f} / {r.latency_ms[1]:.2f} | {'yes' if exact else 'NO'} | "
         f"{similarity(qgraph, f, r.outputs[0])} |"
     )
+    split = " / ".join(f"{minima.get(d, 0.0):.2f}" for d in ("mtk-mdla", "cpu"))
+    second = (
+        f"| {name} | {engine:.2f} | {split} | {lite['xnnpack']:.2f} | {lite['litert']:.2f} | "
+        f"{engine / lite['xnnpack']:.2f} | {engine / lite['litert']:.2f} | "
+        f"{os.getloadavg()[0]:.1f} |"
+    )
+    return first, second
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="*", help=f"of: {', '.join(MODELS)} (default: all)")
+    parser.add_argument("--runs", type=int, default=10, help="timed runs for the CPU times")
+    args = parser.parse_args(argv)
+    unknown = [m for m in args.models if m not in MODELS]
+    if unknown:
+        parser.error(f"unknown model {unknown[0]!r}; models: {', '.join(MODELS)}")
+    if args.runs < 2:
+        parser.error(f"--runs {args.runs}: at least 2 (the engine's CPU time is a difference)")
+    second = []
     print(
         "| model | partitions | ops on NPU / CPU | latency per partition on the emulator (ms) "
         "| emu == run_int8 | cosine vs FP32 |"
     )
     print("|---|---|---|---|---|---|")
-    for name in bench_progress(sys.argv[1:] or MODELS, "models"):
-        print(row(name), flush=True)
+    for name in bench_progress(args.models or list(MODELS), "models"):
+        first, row2 = rows(name, args.runs)
+        print(first, flush=True)
+        second.append(row2)
+    print(
+        f"\nCPU ms per inference, 1 thread, {args.runs} runs; {os.cpu_count()} CPUs\n"
+        "| model | engine | NPU / cpu partitions (sum of minima, wall) | XNNPACK "
+        "| LiteRT default kernels | engine / XNNPACK | engine / LiteRT default | load |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    print("\n".join(second))
 
 
 if __name__ == "__main__":
