@@ -7,6 +7,8 @@
  *                   [n f32 b], rows * n f32 -> rows * n f32
  *   3 (as 2, MDLA_LN_LANES rows side by side: mdla_cpu_layer_norm_lanes): rows is
  *                   MDLA_LN_LANES
+ * With MDLA_LN_AVX2=1 in the environment, LAYER_NORM (0) runs mdla_cpu_layer_norm_avx2 (x86-64
+ * only: elsewhere the driver exits 2).
  * Little-endian, packed; exit 1 on a short or malformed file. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,20 @@
 #include "float_ops.h"
 
 static int get(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
+
+static int use_avx2;
+
+static void layer_norm(const int8_t *x, size_t rows, size_t n, float s_in, int32_t z_in,
+                       const float *w, const float *b, float eps, float s_out, int32_t z_out,
+                       float *scratch, int8_t *y) {
+#ifdef MDLA_CPU_LN_AVX2
+    if (use_avx2) {
+        mdla_cpu_layer_norm_avx2(x, rows, n, s_in, z_in, w, b, eps, s_out, z_out, scratch, y);
+        return;
+    }
+#endif
+    mdla_cpu_layer_norm(x, rows, n, s_in, z_in, w, b, eps, s_out, z_out, scratch, y);
+}
 
 /* The rows of x through mdla_cpu_layer_norm_lanes, interleaved there and back. */
 static int lanes(float *x, uint32_t rows, uint32_t n, const float *w, const float *b, float eps) {
@@ -32,6 +48,11 @@ static int lanes(float *x, uint32_t rows, uint32_t n, const float *w, const floa
 
 int main(int argc, char **argv) {
     if (argc != 3) return 2;
+    const char *avx2 = getenv("MDLA_LN_AVX2");
+    use_avx2 = avx2 != NULL && strcmp(avx2, "1") == 0;
+#ifndef MDLA_CPU_LN_AVX2
+    if (use_avx2) return 2;
+#endif
     FILE *in = fopen(argv[1], "rb"), *out = fopen(argv[2], "wb");
     if (!in || !out) return 1;
     int32_t op;
@@ -82,7 +103,7 @@ int main(int argc, char **argv) {
             (has_b && (!b || !get(in, b, 4 * (size_t)n))) || !x || !y || !scratch ||
             !get(in, x, (size_t)rows * n))
             return 1;
-        mdla_cpu_layer_norm(x, rows, n, s_in, z_in, w, b, eps, s_out, z_out, scratch, y);
+        layer_norm(x, rows, n, s_in, z_in, w, b, eps, s_out, z_out, scratch, y);
         fwrite(y, 1, (size_t)rows * n, out);
         free(w), free(b), free(x), free(y), free(scratch);
     }

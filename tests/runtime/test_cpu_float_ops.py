@@ -1,9 +1,11 @@
 """csrc/cpu/float_ops.c, the engine's float32 kernels for CPU partitions (issue 17), against
 their reference mdla_quant/kernels/float_ops.py: LAYER_NORM and the GELU table bit for bit,
-built natively (portable, and tuned with -march=native -O3) and for aarch64 under qemu."""
+built natively (portable, and tuned with -march=native -O3) and for aarch64 under qemu; and
+LAYER_NORM's AVX2 kernel (csrc/cpu/layer_norm_x86.c) against the same reference natively."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 import subprocess
@@ -19,7 +21,11 @@ from mdla_quant.kernels.float_ops import gelu_table, layer_norm_f32
 from mdla_runtime.build import CSRC, compile_c
 
 Array = np.ndarray[Any, Any]
-SOURCES = [CSRC / "cpu" / "float_ops.c", Path(__file__).with_name("cpu_float_main.c")]
+SOURCES = [
+    CSRC / "cpu" / "float_ops.c",
+    Path(__file__).with_name("cpu_float_main.c"),
+    CSRC / "cpu" / "layer_norm_x86.c",  # empty off x86-64
+]
 FLAGS = ("-Werror", f"-I{KERNELS}")
 CROSS, QEMU, SYSROOT = "aarch64-linux-gnu-gcc", "qemu-aarch64", "/usr/aarch64-linux-gnu"
 
@@ -29,7 +35,7 @@ def cases() -> tuple[bytes, bytes]:
     rng = np.random.default_rng(17)
     records, expected = bytearray(), bytearray()
     for k in range(24):  # 8 rows at a time side by side (vector lanes), then the last ones
-        n = int(rng.choice([1, 2, 7, 96, 384, 768]))
+        n = int(rng.choice([1, 2, 7, 12, 96, 100, 384, 768]))  # AVX2: 8 columns at a time
         rows = int(rng.integers(1, 26))
         s_in, s_out = (np.float32(rng.uniform(1e-3, 0.5)) for _ in range(2))
         z_in, z_out = (int(rng.integers(-128, 128)) for _ in range(2))
@@ -65,9 +71,10 @@ def cases() -> tuple[bytes, bytes]:
     return bytes(records), bytes(expected)
 
 
-def run(cmd: list[str], tmp: Path, records: bytes) -> bytes:
+def run(cmd: list[str], tmp: Path, records: bytes, env: dict[str, str] | None = None) -> bytes:
     (tmp / "in.bin").write_bytes(records)
-    proc = subprocess.run([*cmd, str(tmp / "in.bin"), str(tmp / "out.bin")], capture_output=True)
+    args = [*cmd, str(tmp / "in.bin"), str(tmp / "out.bin")]
+    proc = subprocess.run(args, capture_output=True, env=env)
     assert proc.returncode == 0, proc.stderr
     return (tmp / "out.bin").read_bytes()
 
@@ -122,7 +129,7 @@ def test_a_changed_summation_order_is_caught(tmp_path: Path) -> None:
     flipped = src.replace(loop, "for (size_t i = n; i-- > 0;) sum += xr[i];")
     (tmp_path / "float_ops.c").write_text(flipped)
     shutil.copy(CSRC / "cpu" / "float_ops.h", tmp_path / "float_ops.h")
-    exe = compile_c([tmp_path / "float_ops.c", SOURCES[1]], "cpu-float-flipped", flags=FLAGS,
+    exe = compile_c([tmp_path / "float_ops.c", *SOURCES[1:]], "cpu-float-flipped", flags=FLAGS,
                     libs=("-lm",))  # fmt: skip
     records, want = cases()
     assert run([str(exe)], tmp_path, records) != want
@@ -136,3 +143,45 @@ def test_fused_multiply_add_is_caught(tmp_path: Path, monkeypatch: pytest.Monkey
     exe = compile_c(SOURCES, "cpu-float-fused", flags=flags, libs=("-lm",))
     records, want = cases()
     assert run([str(exe)], tmp_path, records) != want
+
+
+def has_avx2() -> bool:
+    flags = next(
+        (
+            line
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("flags")
+        ),
+        "",
+    )
+    return " avx2" in flags
+
+
+AVX2 = {"MDLA_LN_AVX2": "1"}
+
+
+@pytest.mark.skipif(not has_avx2(), reason="the CPU has no AVX2 (the engine runs the C there)")
+@pytest.mark.parametrize("tuned", [False, True], ids=["O0", "native-O3"])
+def test_avx2_layer_norm_is_bit_exact(tmp_path: Path, tuned: bool) -> None:
+    """The engine's LAYER_NORM on x86-64 with AVX2 (emu_isa() AVX2 or AVX-512): 8 columns of 8
+    rows transposed in registers, the last n % 8 columns and rows % 8 rows apart (n from 1 to
+    768 with 12 and 100, rows 1 to 25), against the reference's bytes."""
+    flags = (*FLAGS, "-O3", "-march=native") if tuned else FLAGS
+    exe = compile_c(SOURCES, "cpu-float-check", flags=flags, libs=("-lm",))
+    records, want = cases()
+    got = run([str(exe)], tmp_path, records, env={**os.environ, **AVX2})
+    assert got == want, first_difference(got, want)
+
+
+@pytest.mark.skipif(not has_avx2(), reason="the CPU has no AVX2 (the engine runs the C there)")
+def test_avx2_layer_norm_rounding_is_checked(tmp_path: Path) -> None:
+    """The check can fail: QUANTIZE's round half away from zero (a = |q| + 0.5, truncated) made
+    to round at 0.51 instead moves codes."""
+    src = (CSRC / "cpu" / "layer_norm_x86.c").read_text()
+    half = "_mm256_set1_ps(0.5f)"
+    assert src.count(half) == 1
+    (tmp_path / "layer_norm_x86.c").write_text(src.replace(half, "_mm256_set1_ps(0.49f)"))
+    sources = [*SOURCES[:2], tmp_path / "layer_norm_x86.c"]
+    exe = compile_c(sources, "cpu-float-half", flags=FLAGS, libs=("-lm",))
+    records, want = cases()
+    assert run([str(exe)], tmp_path, records, env={**os.environ, **AVX2}) != want

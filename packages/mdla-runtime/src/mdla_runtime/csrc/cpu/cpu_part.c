@@ -678,7 +678,7 @@ void mdla_cpu_run(mdla_cpu_part *cp, void *const *data) {
         int8_t *y = data[op->outputs[0]];
         if (s->kind == STEP_LAYER_NORM) {
             const mdla_ln_job job = {x, s->n, s->s_in, s->z_in, s->w, s->b, s->eps, s->s_out,
-                                     s->z_out, y};
+                                     s->z_out, y, 0};
             mdla_cpu_layer_norm_split(&scratch, s->rows, &job);
         } else if (s->kind == STEP_GROUP_NORM) {
             mdla_cpu_group_norm(x, s->shape, s->groups, s->s_in, s->z_in, s->w, s->b, s->eps,

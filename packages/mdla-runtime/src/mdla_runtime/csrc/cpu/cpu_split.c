@@ -5,17 +5,28 @@
 
 #include "float_ops.h"
 #include "kernels.h"
+#include "simd.h"
 
 static void ln_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     const mdla_ln_job *j = ctx;
     const size_t first = (size_t)begin * j->n;
+#ifdef MDLA_CPU_LN_AVX2
+    if (j->isa == EMU_ISA_AVX2 || j->isa == EMU_ISA_AVX512) {
+        mdla_cpu_layer_norm_avx2(j->x + first, (size_t)(end - begin), j->n, j->s_in, j->z_in,
+                                 j->w, j->b, j->eps, j->s_out, j->z_out, (float *)scratch,
+                                 j->y + first);
+        return;
+    }
+#endif
     mdla_cpu_layer_norm(j->x + first, (size_t)(end - begin), j->n, j->s_in, j->z_in, j->w, j->b,
                         j->eps, j->s_out, j->z_out, (float *)scratch, j->y + first);
 }
 
 void mdla_cpu_layer_norm_split(EmuScratch *s, size_t rows, const mdla_ln_job *job) {
+    mdla_ln_job j = *job;
+    j.isa = emu_isa();
     /* a row costs a few float operations per element: 4 units each */
-    emu_parallel_for(s, (int64_t)rows, emu_par_grain(s, 4 * (int64_t)job->n), ln_rows, job);
+    emu_parallel_for(s, (int64_t)rows, emu_par_grain(s, 4 * (int64_t)job->n), ln_rows, &j);
 }
 
 typedef struct {

@@ -24,6 +24,7 @@ typedef struct {
     float eps, s_out;
     int32_t z_out;
     int8_t *y;
+    int isa; /* set by mdla_cpu_layer_norm_split: emu_isa(), AVX2 or above runs the AVX2 build */
 } mdla_ln_job;
 
 /* mdla_cpu_layer_norm over `rows` rows, cut over s's threads; each thread's scratch holds

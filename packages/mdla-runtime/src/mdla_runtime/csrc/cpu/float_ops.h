@@ -42,6 +42,15 @@ void mdla_cpu_layer_norm_lanes(float *t, size_t n, const float *w, const float *
 void mdla_cpu_layer_norm(const int8_t *x, size_t rows, size_t n, float s_in, int32_t z_in,
                          const float *w, const float *b, float eps, float s_out, int32_t z_out,
                          float *scratch, int8_t *y);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* mdla_cpu_layer_norm in AVX2 intrinsics (layer_norm_x86.c): the same operations in the same
+ * order, so the same bits. Only on a CPU with AVX2 (simd.h emu_isa() EMU_ISA_AVX2 or
+ * EMU_ISA_AVX512). */
+#define MDLA_CPU_LN_AVX2 1
+void mdla_cpu_layer_norm_avx2(const int8_t *x, size_t rows, size_t n, float s_in, int32_t z_in,
+                              const float *w, const float *b, float eps, float s_out,
+                              int32_t z_out, float *scratch, int8_t *y);
+#endif
 
 /* DEQUANTIZE -> GROUP_NORM -> QUANTIZE of int8 `x` viewed as (batch, outer, channels, inner),
  * the channels in `groups` equal runs; `w` and `b` hold `channels` floats. */
