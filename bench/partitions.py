@@ -19,8 +19,10 @@ time per inference (ms), which the other jobs of a shared machine disturb less t
     model | engine CPU | NPU / cpu partitions (sum of minima, wall) | XNNPACK CPU |
     LiteRT default kernels CPU | engine / XNNPACK | engine / LiteRT default | load
 
-The engine's is its process's CPU time (RUSAGE_CHILDREN) at `--runs` + 1 runs less at 2 runs,
-over `--runs` - 1 (the set-up, reading the file and compiling the NPU partitions, cancels);
+The engine's is its process's CPU time (RUSAGE_CHILDREN) at R + 1 runs less at 2 runs, over
+R - 1 (the set-up, reading the file and compiling the NPU partitions, cancels), R = `--runs` or
+more for a small model (about 200 ms of runs, so the difference stands above the set-up's own
+variation);
 LiteRT's the interpreter's (time.process_time) over `--runs` invocations after a warm-up one,
 with XNNPACK (OpResolverType.AUTO, as bench/perf.py) and without (its optimized builtin
 kernels); `load` is os.getloadavg()[0] at the row's end.
@@ -31,6 +33,7 @@ kernels); `load` is os.getloadavg()[0] at the row's end.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import resource
 import sys
@@ -202,7 +205,8 @@ def rows(name: str, runs: int) -> tuple[str, str]:
         path = Path(tmp) / "m.mdla"
         compiled.save(path)
         r = mdla_runtime.open_target("emu").run(path, [x], repeat=5, warmup=1)
-        engine = engine_cpu_ms(path, x, runs)
+        # enough runs for the difference to stand above the set-up's variation (~200 ms)
+        engine = engine_cpu_ms(path, x, max(runs, math.ceil(200 / max(r.latency_ms[0], 0.01))))
     lite = {k: litert_cpu_ms(blob, codes, v, runs) for k, v in RESOLVERS.items()}
     (want,) = mdla_quant.run_int8(qgraph, [x], raw=True)
     exact = np.array_equal(r.raw_outputs[0], want)
@@ -244,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
         print(first, flush=True)
         second.append(row2)
     print(
-        f"\nCPU ms per inference, 1 thread, {args.runs} runs; {os.cpu_count()} CPUs\n"
+        f"\nCPU ms per inference, 1 thread, at least {args.runs} runs; {os.cpu_count()} CPUs\n"
         "| model | engine | NPU / cpu partitions (sum of minima, wall) | XNNPACK "
         "| LiteRT default kernels | engine / XNNPACK | engine / LiteRT default | load |"
     )
