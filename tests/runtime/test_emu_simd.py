@@ -94,6 +94,12 @@ DW_SHAPES = {
     "c64_valid": (1, 6, 5, 64, 3, 1, 1, (0, 0, 0, 0), -128),
     "c72": (1, 5, 5, 72, 3, 1, 1, (1, 1, 1, 1), 127),
     "c100_big_pad": (1, 4, 4, 100, 5, 1, 1, (4, 4, 4, 4), -77),
+    # emu_dw4_row (AVX-512 VNNI): 64-channel blocks and their masked tail, taps in fours (1, 4
+    # and 49 taps: 3, 0 and 3 zero-weight taps), windows inside and across every edge
+    "c96_s2_skew": (2, 9, 10, 96, 3, 2, 1, (0, 1, 2, 0), 10),
+    "c128_1x1": (1, 4, 5, 128, 1, 1, 1, (0, 0, 0, 0), -128),
+    "c130_2x2": (1, 6, 6, 130, 2, 1, 1, (1, 0, 0, 1), 127),
+    "c65_7x7_dil2": (1, 16, 15, 65, 7, 1, 2, (5, 6, 6, 5), -1),
 }
 
 
@@ -122,6 +128,32 @@ def dw_graph(shape: tuple[Any, ...], seed: int) -> Graph:
         qp(spread / 20, -3),
         attrs | {"multiplier": 1, "fuse": "NONE"},
     )
+
+
+def test_the_four_tap_depthwise_follows_the_cpu_and_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ready = ctypes.CDLL(str(build_emulator())).emu_dw4_ready
+    ready.restype = ctypes.c_bool
+    flags = set(Path("/proc/cpuinfo").read_text().split())
+    vnni = (
+        platform.machine() == "x86_64"
+        and {
+            "avx512f",
+            "avx512bw",
+            "avx512vl",
+            "avx512_vnni",
+        }
+        <= flags
+    )
+    monkeypatch.delenv("MDLA_EMU_PORTABLE", raising=False)
+    monkeypatch.delenv("MDLA_EMU_ISA", raising=False)
+    assert ready() is vnni
+    monkeypatch.setenv("MDLA_EMU_ISA", "avx2")
+    assert ready() is False
+    monkeypatch.delenv("MDLA_EMU_ISA")
+    monkeypatch.setenv("MDLA_EMU_PORTABLE", "1")
+    assert ready() is False
 
 
 @pytest.mark.parametrize("name", DW_SHAPES)

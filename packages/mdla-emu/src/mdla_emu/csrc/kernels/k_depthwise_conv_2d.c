@@ -12,7 +12,8 @@
  * tap's weights repeated `period` times (`wrep`): the same products, added in the same order.
  * Above EMU_ISA_PORTABLE (simd.h, chosen at prepare) multiplier-1 rows run emu_dw_row_*: per
  * pixel and block of channels every tap is added in one vector register, stored once (exact:
- * every partial sum is bounded as acc is, so int32 lanes hold it in any order).
+ * every partial sum is bounded as acc is, so int32 lanes hold it in any order); with AVX-512
+ * VNNI and the narrow requantization, emu_dw4_row: four taps per vpdpbusd (simd.h).
  */
 #include <string.h>
 
@@ -31,6 +32,7 @@ typedef struct {
     int32_t *filter32; /* [KH*KW][co] as EmuDwRow.filter (isa above portable only) */
     int32_t *zw;       /* [co] as EmuDwRow.zw (likewise) */
     EmuRequant rq;
+    EmuDw4 dw4;      /* emu_dw4_row's constants (dw4.w NULL: not that path) */
     EmuConv16 *wide; /* int16 activations (conv16.c): every other field unused */
 } DwParams;
 
@@ -41,9 +43,19 @@ static void dw_release(void *params) {
     free(p->wrep);
     free(p->filter32);
     free(p->zw);
+    emu_dw4_free(&p->dw4);
     emu_conv16_free(p->wide);
     emu_requant_free(&p->rq);
     free(p);
+}
+
+/* emu_dw4_row's packed filter and per-lane constants. */
+static int dw_fill4(DwParams *p, const int8_t *wv) {
+    const EmuDwGeom g = emu_dw_geom(&p->win, p->h, p->w, p->ci, p->ow);
+    const EmuDwRq rq = {p->rq.bias32, p->rq.left32, p->rq.m32, p->rq.right32, p->rq.mask32,
+                        p->rq.z_out, p->rq.lo, p->rq.hi};
+    return emu_dw4_pack(&p->dw4, &g, wv, p->z_in, &rq) == 0 ? NEURON_NO_ERROR
+                                                            : NEURON_OUT_OF_MEMORY;
 }
 
 static int dw_fill(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, DwParams *p) {
@@ -82,7 +94,8 @@ static int dw_fill(const NeuronModel *m, const EmuOperation *op, EmuNumerics num
             p->filter32[i] = (int32_t)(uint16_t)(int16_t)wv[i];
             p->zw[i % (size_t)p->co] -= p->z_in * wv[i];
         }
-        return NEURON_NO_ERROR;
+        return p->isa == EMU_ISA_AVX512 && p->rq.narrow && emu_dw4_ready() ? dw_fill4(p, wv)
+                                                                           : NEURON_NO_ERROR;
     }
     if (p->mult == 1 && win.stride_w == 1) {
         int32_t g = 64, r = p->co; /* period = 64 / gcd(co, 64) */
@@ -117,9 +130,13 @@ static int dw_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics 
     return NEURON_NO_ERROR;
 }
 
-/* The scratch of emu_dw_row_*'s tap list: two int32 per tap. */
+/* The scratch of emu_dw_row_*'s tap list (two int32 per tap) or emu_dw4_row's rows (a pointer
+ * per tap, up to 3 more): first in the scratch, so the pointers are aligned. */
 static size_t dw_taps_bytes(const DwParams *p) {
-    return (size_t)p->win.filter_h * p->win.filter_w * 2 * sizeof(int32_t);
+    const size_t taps = (size_t)p->win.filter_h * p->win.filter_w + 3;
+    const size_t each = sizeof(const int8_t *) > 2 * sizeof(int32_t) ? sizeof(const int8_t *)
+                                                                     : 2 * sizeof(int32_t);
+    return taps * each;
 }
 
 static size_t dw_scratch(const void *params) {
@@ -198,9 +215,9 @@ typedef struct {
 /* Output rows [begin, end) of the n * oh rows; one row of accumulators, requantized at once. */
 EMU_BODY void dw_rows(const DwJob *job, int64_t begin, int64_t end, uint8_t *scratch) {
     const DwParams *p = job->p;
-    int32_t *acc = (int32_t *)scratch;
-    int32_t *taps = (int32_t *)(scratch + (size_t)p->ow * p->co * sizeof(int32_t));
-    int16_t *xs = (int16_t *)((uint8_t *)taps + dw_taps_bytes(p));
+    int32_t *taps = (int32_t *)scratch;
+    int32_t *acc = (int32_t *)(scratch + dw_taps_bytes(p));
+    int16_t *xs = (int16_t *)(acc + (size_t)p->ow * p->co);
     EmuDwRow d = {NULL, p->filter32, emu_dw_geom(&p->win, p->h, p->w, p->ci, p->ow), p->z_in,
                   p->zw};
     const EmuDwRq rq = {p->rq.bias32, p->rq.left32, p->rq.m32, p->rq.right32, p->rq.mask32,
@@ -208,6 +225,11 @@ EMU_BODY void dw_rows(const DwJob *job, int64_t begin, int64_t end, uint8_t *scr
     for (int64_t row = begin; row < end; row++) {
         const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);
         d.image = job->in + (size_t)b * p->h * p->w * p->ci;
+        if (p->dw4.w != NULL) {
+            emu_dw4_row(&p->dw4, &d.g, d.image, oy, job->out + (size_t)row * p->ow * p->co,
+                        (const int8_t **)(void *)taps);
+            continue;
+        }
         if (p->isa == EMU_ISA_AVX512 && p->rq.narrow) {
             emu_dw_row_rq_avx512(&d, &rq, oy, job->out + (size_t)row * p->ow * p->co, taps);
             continue;

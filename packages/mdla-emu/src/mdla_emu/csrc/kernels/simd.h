@@ -71,6 +71,35 @@ typedef struct {
 } EmuDwRq;
 void emu_dw_row_rq_avx512(const EmuDwRow *d, const EmuDwRq *rq, int32_t oy, int8_t *out,
                           int32_t *taps);
+/* The output columns [*lo, *hi) whose windows lie inside the image across (every ix of every
+ * tap); empty (*lo == *hi) when there is none. */
+void emu_dw_columns(const EmuDwGeom *g, int32_t *lo, int32_t *hi);
+
+/* emu_dw_row_rq_avx512's output with AVX-512 VNNI, four taps per vpdpbusd (simd_dw4.c):
+ *   out[ox][c] = requant_narrow(init[c] + sum over 4 * groups taps t of u_t[c] * w_t[c])
+ *   u_t = x_t + 128 (uint8: the code's sign bit flipped), init = bias - (128 + z) * sum_t w_t,
+ * where a tap outside the image reads a row of zero points (x = z) and the taps past kh * kw
+ * have w = 0, so each adds (x - z) * w or 0: the sum is sum over the taps inside the image of
+ * (x - z) * w, as emu_dw_row_rq_avx512's. Exact: the true value of init + the sum is
+ * bias + acc, which the narrow bound (kernels.h EmuRequant.narrow: 255 * sum |w| + |bias| <
+ * 2^31) keeps inside int32, so the wrapping int32 additions of vpdpbusd (4 products of at most
+ * 255 * 128 each) end on it whatever the order. Built by emu_dw4_pack at prepare; emu_dw4_row
+ * runs only when emu_dw4_ready() (AVX-512 VNNI, emu_isa() AVX-512). `rows` holds
+ * 4 * groups pointers. */
+typedef struct {
+    int8_t *w;       /* [blocks][groups][4 registers][16 lanes][4 taps] (simd_dw4.c's order) */
+    int32_t *init;   /* [blocks * 64] in lane order; then left, mult, right, mask likewise */
+    int32_t *left, *mult, *right, *mask;
+    int8_t *zrow;    /* [blocks * 64] zero points: the row of a tap outside the image */
+    ptrdiff_t *off;  /* [kh * kw]: a tap's bytes from its window's top-left pixel */
+    int32_t blocks, groups, z_out, lo, hi;
+} EmuDw4;
+/* 0, or -1 when out of memory (then emu_dw4_free what was allocated). */
+int emu_dw4_pack(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z, const EmuDwRq *rq);
+void emu_dw4_free(EmuDw4 *k);
+bool emu_dw4_ready(void);
+void emu_dw4_row(const EmuDw4 *k, const EmuDwGeom *g, const int8_t *image, int32_t oy,
+                 int8_t *out, const int8_t **rows);
 
 /* The 16x8 DEPTHWISE_CONV_2D with multiplier 1 (conv16.c), one output row of int32 sums:
  *   acc[ox][c] = sum over the taps (i, j) inside the image of

@@ -25,6 +25,15 @@ int32_t emu_dw_taps(const EmuDwGeom *g, int32_t oy, int32_t ox, int32_t *taps) {
     return n;
 }
 
+void emu_dw_columns(const EmuDwGeom *g, int32_t *lo, int32_t *hi) {
+    *lo = (g->pad_left + g->stride_w - 1) / g->stride_w; /* ox * stride_w >= pad_left */
+    /* ox * stride_w - pad_left + (kw - 1) * dil_w <= w - 1 */
+    const int32_t room = g->w - 1 + g->pad_left - (g->kw - 1) * g->dil_w;
+    *hi = room < 0 ? 0 : room / g->stride_w + 1;
+    if (*hi > g->ow) *hi = g->ow;
+    if (*hi < *lo) *hi = *lo;
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 

@@ -1,0 +1,216 @@
+/*
+ * simd_dw4.c: the multiplier-1 DEPTHWISE_CONV_2D row of simd.h with AVX-512 VNNI, four taps per
+ * vpdpbusd (emu_dw4_*), requantized in registers. Its exactness is beside its declaration.
+ *
+ * Layout of one block of 64 channels and one group of 4 taps (t = 4g + j): the four input rows
+ * of 64 bytes are interleaved by unpacklo/hi_epi8 then unpacklo/hi_epi16, which leaves in
+ * register k (k < 4), int32 lane l (l < 16), the bytes of taps 4g..4g+3 of channel
+ *   ch(k, l) = 16 * (l / 4) + 4 * k + l % 4
+ * (each 128-bit quarter L = l / 4 holds channels 16L..16L+15). The packed weights, the initial
+ * sums and the requantization constants are stored per lane in that order; after the
+ * requantization packs_epi32(r0, r1) and packs_epi32(r2, r3), then packs_epi16 of the two, put
+ * the 64 codes back in channel order (per quarter: channels 16L+0..7, then 16L+8..15), and the
+ * saturations of the packs change nothing (every code is already inside [lo, hi]).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "simd.h"
+
+/* The channel of lane l of register k (see the header). */
+static int32_t dw4_channel(int32_t k, int32_t l) { return 16 * (l / 4) + 4 * k + l % 4; }
+
+static void dw4_pack_weights(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w) {
+    const int32_t taps = g->kh * g->kw;
+    for (int32_t b = 0; b < k->blocks; b++)
+        for (int32_t gr = 0; gr < k->groups; gr++)
+            for (int32_t r = 0; r < 4; r++)
+                for (int32_t l = 0; l < 16; l++)
+                    for (int32_t j = 0; j < 4; j++) {
+                        const int32_t c = 64 * b + dw4_channel(r, l), t = 4 * gr + j;
+                        const size_t at = (((size_t)b * k->groups + gr) * 64 + 16 * r + l) * 4;
+                        k->w[at + j] = c < g->c && t < taps ? w[(size_t)t * g->c + c] : 0;
+                    }
+}
+
+/* Per-lane constants; the channels past c get zeros (their codes are never stored). */
+static void dw4_pack_lanes(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z,
+                           const EmuDwRq *rq) {
+    const int32_t taps = g->kh * g->kw;
+    for (int32_t b = 0; b < k->blocks; b++)
+        for (int32_t r = 0; r < 4; r++)
+            for (int32_t l = 0; l < 16; l++) {
+                const int32_t c = 64 * b + dw4_channel(r, l);
+                const size_t e = (size_t)64 * b + 16 * r + l;
+                if (c >= g->c) continue; /* calloc's zeros */
+                int32_t sum = 0;
+                for (int32_t t = 0; t < taps; t++) sum += w[(size_t)t * g->c + c];
+                k->init[e] = rq->bias[c] - (128 + z) * sum;
+                k->left[e] = rq->left[c];
+                k->mult[e] = rq->mult[c];
+                k->right[e] = rq->right[c];
+                k->mask[e] = rq->mask[c];
+            }
+}
+
+int emu_dw4_pack(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z, const EmuDwRq *rq) {
+    memset(k, 0, sizeof *k);
+    k->blocks = (g->c + 63) / 64;
+    k->groups = (g->kh * g->kw + 3) / 4;
+    const size_t lanes = (size_t)k->blocks * 64, taps = (size_t)g->kh * g->kw;
+    k->w = malloc(lanes * k->groups * 4);
+    k->init = calloc(5 * lanes, sizeof(int32_t));
+    k->zrow = malloc(lanes);
+    k->off = malloc(taps * sizeof *k->off);
+    if (k->w == NULL || k->init == NULL || k->zrow == NULL || k->off == NULL) return -1;
+    k->left = k->init + lanes;
+    k->mult = k->left + lanes;
+    k->right = k->mult + lanes;
+    k->mask = k->right + lanes;
+    memset(k->zrow, (uint8_t)(int8_t)z, lanes);
+    for (int32_t i = 0; i < g->kh; i++)
+        for (int32_t j = 0; j < g->kw; j++)
+            k->off[i * g->kw + j] =
+                ((ptrdiff_t)i * g->dil_h * g->w + (ptrdiff_t)j * g->dil_w) * g->c;
+    dw4_pack_weights(k, g, w);
+    dw4_pack_lanes(k, g, w, z, rq);
+    k->z_out = rq->z;
+    k->lo = rq->lo;
+    k->hi = rq->hi;
+    return 0;
+}
+
+void emu_dw4_free(EmuDw4 *k) {
+    free(k->w);
+    free(k->init);
+    free(k->zrow);
+    free(k->off);
+    memset(k, 0, sizeof *k);
+}
+
+/* Pixel (oy, ox)'s input rows, one per tap of 4 * groups (simd.h): inside the image its pixel,
+ * else (and past the kh * kw taps) the row of zero points. */
+static void dw4_edge_rows(const EmuDw4 *k, const EmuDwGeom *g, const int8_t *image, int32_t oy,
+                          int32_t ox, const int8_t **rows) {
+    for (int32_t t = g->kh * g->kw; t < 4 * k->groups; t++) rows[t] = k->zrow;
+    for (int32_t i = 0; i < g->kh; i++) {
+        const int32_t iy = oy * g->stride_h + i * g->dil_h - g->pad_top;
+        for (int32_t j = 0; j < g->kw; j++) {
+            const int32_t ix = ox * g->stride_w + j * g->dil_w - g->pad_left;
+            const bool in = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w;
+            rows[i * g->kw + j] = in ? image + ((size_t)iy * g->w + ix) * g->c : k->zrow;
+        }
+    }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "simd_x86.h"
+
+#define EMU_T_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+static bool dw4_cpu;
+__attribute__((constructor)) static void dw4_detect(void) {
+    __builtin_cpu_init();
+    dw4_cpu = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+}
+
+bool emu_dw4_ready(void) { return dw4_cpu && emu_isa() == EMU_ISA_AVX512; }
+
+/* The 64 (masked: m) codes at `row`, as u = x + 128 (uint8). */
+EMU_T_VNNI static inline __attribute__((always_inline)) __m512i dw4_load(const int8_t *row,
+                                                                         __mmask64 m, bool all) {
+    const __m512i x =
+        all ? _mm512_loadu_si512((const void *)row) : _mm512_maskz_loadu_epi8(m, row);
+    return _mm512_xor_si512(x, _mm512_set1_epi8((char)0x80));
+}
+
+/* Register r's 64 weight bytes of a group's 256. */
+EMU_T_VNNI static inline __m512i dw4_w(const int8_t *w, int r) {
+    return _mm512_loadu_si512((const void *)(w + 64 * r));
+}
+
+/* 16 lanes of sums (from lane e of the block's constants) requantized to codes in int32. */
+EMU_T_VNNI static inline __attribute__((always_inline)) __m512i dw4_requant(const EmuDw4 *k,
+                                                                            size_t e, __m512i s) {
+    const __m512i vz = _mm512_set1_epi32(k->z_out), lo = _mm512_set1_epi32(k->lo - k->z_out),
+                  hi = _mm512_set1_epi32(k->hi - k->z_out);
+    const __m512i v = _mm512_sllv_epi32(s, _mm512_loadu_si512((const void *)(k->left + e)));
+    return emu_narrow16(v, _mm512_loadu_si512((const void *)(k->mult + e)),
+                        _mm512_loadu_si512((const void *)(k->right + e)),
+                        _mm512_loadu_si512((const void *)(k->mask + e)), vz, lo, hi);
+}
+
+/* One block of 64 channels from byte `at` of pixel `rows`: the sums in registers (see the
+ * header for the lane order), requantized and stored to out[0..64) (masked: m). */
+EMU_T_VNNI static inline __attribute__((always_inline)) void
+dw4_block(const EmuDw4 *k, const int8_t *const *rows, int32_t b, __mmask64 m, bool all,
+          int8_t *out) {
+    const size_t at = (size_t)64 * b;
+    /* four named registers: an array of them went through the stack (gcc 13) */
+    __m512i s0 = _mm512_loadu_si512((const void *)(k->init + at)),
+            s1 = _mm512_loadu_si512((const void *)(k->init + at + 16)),
+            s2 = _mm512_loadu_si512((const void *)(k->init + at + 32)),
+            s3 = _mm512_loadu_si512((const void *)(k->init + at + 48));
+    const int8_t *w = k->w + at * k->groups * 4;
+    for (int32_t gr = 0; gr < k->groups; gr++, w += 256) {
+        const __m512i x0 = dw4_load(rows[4 * gr] + at, m, all),
+                      x1 = dw4_load(rows[4 * gr + 1] + at, m, all),
+                      x2 = dw4_load(rows[4 * gr + 2] + at, m, all),
+                      x3 = dw4_load(rows[4 * gr + 3] + at, m, all);
+        const __m512i lo01 = _mm512_unpacklo_epi8(x0, x1), hi01 = _mm512_unpackhi_epi8(x0, x1),
+                      lo23 = _mm512_unpacklo_epi8(x2, x3), hi23 = _mm512_unpackhi_epi8(x2, x3);
+        s0 = _mm512_dpbusd_epi32(s0, _mm512_unpacklo_epi16(lo01, lo23), dw4_w(w, 0));
+        s1 = _mm512_dpbusd_epi32(s1, _mm512_unpackhi_epi16(lo01, lo23), dw4_w(w, 1));
+        s2 = _mm512_dpbusd_epi32(s2, _mm512_unpacklo_epi16(hi01, hi23), dw4_w(w, 2));
+        s3 = _mm512_dpbusd_epi32(s3, _mm512_unpackhi_epi16(hi01, hi23), dw4_w(w, 3));
+    }
+    s0 = dw4_requant(k, at, s0);
+    s1 = dw4_requant(k, at + 16, s1);
+    s2 = dw4_requant(k, at + 32, s2);
+    s3 = dw4_requant(k, at + 48, s3);
+    const __m512i codes =
+        _mm512_packs_epi16(_mm512_packs_epi32(s0, s1), _mm512_packs_epi32(s2, s3));
+    if (all)
+        _mm512_storeu_si512((void *)out, codes);
+    else
+        _mm512_mask_storeu_epi8(out, m, codes);
+}
+
+EMU_T_VNNI static void dw4_pixel(const EmuDw4 *k, int32_t c, const int8_t *const *rows,
+                                 int8_t *out) {
+    int32_t b = 0;
+    for (; 64 * (b + 1) <= c; b++) dw4_block(k, rows, b, ~(__mmask64)0, true, out + 64 * b);
+    if (64 * b < c)
+        dw4_block(k, rows, b, ((__mmask64)1 << (c - 64 * b)) - 1, false, out + 64 * b);
+}
+
+EMU_T_VNNI void emu_dw4_row(const EmuDw4 *k, const EmuDwGeom *g, const int8_t *image,
+                            int32_t oy, int8_t *out, const int8_t **rows) {
+    int32_t lo, hi;
+    emu_dw_columns(g, &lo, &hi);
+    const int32_t y0 = oy * g->stride_h - g->pad_top, taps = g->kh * g->kw;
+    const bool inside = y0 >= 0 && y0 + (g->kh - 1) * g->dil_h < g->h;
+    for (int32_t ox = 0; ox < g->ow; ox++) {
+        if (inside && ox >= lo && ox < hi) { /* every tap inside: the window's offsets */
+            const int8_t *top = image + ((size_t)y0 * g->w + ox * g->stride_w - g->pad_left) * g->c;
+            for (int32_t t = 0; t < taps; t++) rows[t] = top + k->off[t];
+            for (int32_t t = taps; t < 4 * k->groups; t++) rows[t] = k->zrow;
+        } else {
+            dw4_edge_rows(k, g, image, oy, ox, rows);
+        }
+        dw4_pixel(k, g->c, rows, out + (size_t)ox * g->c);
+    }
+}
+#else
+bool emu_dw4_ready(void) { return false; }
+
+void emu_dw4_row(const EmuDw4 *k, const EmuDwGeom *g, const int8_t *image, int32_t oy,
+                 int8_t *out, const int8_t **rows) {
+    (void)k, (void)g, (void)image, (void)oy, (void)out, (void)rows;
+    (void)dw4_edge_rows;
+    abort(); /* unreachable: emu_dw4_ready() is false here */
+}
+#endif
