@@ -18,7 +18,7 @@ from mdla_ir.builders import act, as_floats, qp, single_op_qgraph
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
 from mdla_quant.arith import add_offset, mbqm, quantize_multiplier
-from mdla_quant.kernels import tables
+from mdla_quant.kernels import resize_bilinear, tables
 from mdla_quant.kernels.add import add_sub_formula
 from mdla_quant.kernels.memo import memo
 from mdla_quant.kernels.plan import FLOAT32_EXACT, MIN_GEMM_ROWS, gemm_rows
@@ -184,3 +184,27 @@ def test_windows_is_the_sliced_sliding_window_view(
     assert not calls  # the view is built from the strides
     with pytest.raises(ValueError, match="window shape"):  # a window larger than the input
         windows(np.zeros((1, 2, 2, 1), np.int8), (3, 3), (1, 1))
+
+
+@pytest.mark.parametrize("rounding", ["double", "single"])
+@pytest.mark.parametrize(("wide", "narrow"), [(np.int32, np.int8), (np.int64, None)])
+def test_bilinear_in_blocks_of_rows_is_the_whole_sum(
+    rounding: str, wide: type, narrow: type | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(11)
+    lo, hi = (-128, 128) if narrow else (-32768, 32768)
+    x = rng.integers(lo, hi, (2, 7, 5, 3)).astype(np.int8 if narrow else np.int16)
+    for size, align, half in [
+        ((29, 13), False, True),
+        ((3, 40), True, False),
+        ((7, 5), False, False),
+    ]:
+        monkeypatch.setattr(resize_bilinear, "BLOCK", 1 << 40)  # one block
+        whole = resize_bilinear.bilinear(x, size, align, half, rounding, wide, narrow)
+        monkeypatch.setattr(resize_bilinear, "BLOCK", 1)  # one row per block
+        rows = resize_bilinear.bilinear(x, size, align, half, rounding, wide, narrow)
+        assert rows.dtype == (narrow or wide)
+        assert np.array_equal(rows, whole)
+        if narrow is not None:  # the clamp to int8 is `saturate` of the wide sum
+            wide_sum = resize_bilinear.bilinear(x, size, align, half, rounding, wide)
+            assert np.array_equal(rows, np.clip(wide_sum, -128, 127).astype(np.int8))
