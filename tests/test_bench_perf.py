@@ -64,6 +64,20 @@ def test_child_time_is_the_function_time(perf: ModuleType) -> None:
     assert 0.3 <= seconds < 3.0
 
 
+def test_child_cpu_time_counts_the_childs_work_not_its_waits(perf: ModuleType) -> None:
+    """The compile column's clock: a sleep costs no CPU, a busy loop does."""
+    slept, _ = perf.in_child(lambda: time.sleep(0.3), clock=time.process_time)
+    assert slept < 0.1
+
+    def spin() -> None:
+        end = time.process_time() + 0.2
+        while time.process_time() < end:
+            pass
+
+    busy, _ = perf.in_child(spin, clock=time.process_time)
+    assert 0.2 <= busy < 1.0
+
+
 def test_child_errors_come_back_named(perf: ModuleType) -> None:
     def fail() -> None:
         raise ValueError("no calibration inputs")
