@@ -5,50 +5,30 @@
 gives what numpy's `np.bincount(((x + R) * scale).astype(intp), minlength=bins + 1)` and
 `np.count_nonzero(x == 0)` give for a finite float32 `x` with |x| <= R, in one pass instead of
 six (the sum, the product, the cast, the bincount, which serializes on a ReLU's zeros, all in
-one bin, the comparison and its count). Each float32
-operation is the numpy form's, in its order, and the C truncation is numpy's cast, so the
-counts are the same. None when there is no C compiler or the library cannot be built or
-loaded (the caller keeps numpy's form), or when the kernel refuses an input (a value outside
-[-R, R]); the library is built once per process, content-keyed in the C build cache.
+one bin, the comparison and its count). Each float32 operation is the numpy form's, in its
+order, and the C truncation is numpy's cast, so the counts are the same. None when there is
+no C compiler or the library cannot be built or loaded (`native.py`; the caller keeps numpy's
+form), or for a bin count float32 cannot hold exactly.
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mdla_quant.native import library
+
 Array = np.ndarray[Any, Any]
 
-SOURCE = Path(__file__).parent / "csrc" / "histogram.c"
-FLAGS = ("-O3", "-ffp-contract=off")  # two float32 roundings, never one fused multiply-add
 MAX_BINS = (1 << 24) - 1
 
 
-@functools.cache
 def _kernel() -> Any | None:
-    """mdla_hist_bin from the built library, or None when it cannot be built or loaded."""
-    from mdla_emu.build import BuildError, compile_c
-
-    try:
-        lib = ctypes.CDLL(str(compile_c([SOURCE], "libmdla_hist.so", True, FLAGS, generated={})))
-    except (BuildError, OSError):
-        return None
-    fn = lib.mdla_hist_bin
-    fn.restype = ctypes.c_int
-    fn.argtypes = [
-        ctypes.c_void_p,
-        ctypes.c_size_t,
-        ctypes.c_float,
-        ctypes.c_float,
-        ctypes.c_void_p,
-        ctypes.c_size_t,
-        ctypes.POINTER(ctypes.c_int64),
-    ]
-    return fn
+    """mdla_hist_bin from the built library (`native.library`), or None without one."""
+    lib = library()
+    return None if lib is None else lib.mdla_hist_bin
 
 
 def c_bin_counts(x: Array, radius: float, scale: float, bins: int) -> tuple[Array, int] | None:

@@ -60,6 +60,7 @@ from mdla_quant.bias_correction import correct_biases
 from mdla_quant.config import QuantConfig
 from mdla_quant.equalize import equalize
 from mdla_quant.errors import QuantError
+from mdla_quant.fast_kernels import calibration_kernels
 from mdla_quant.float_region import float_concats, with_float_regions
 from mdla_quant.floors import expand_tiny_range, scale_floors
 from mdla_quant.kernels.functions import with_tables
@@ -103,10 +104,10 @@ def calibrate(
     def observe(name: str, value: Array) -> None:
         hists.setdefault(name, Histogram(bins)).update(value)
 
-    start, n = time.perf_counter(), 0
+    start, n, kernels = time.perf_counter(), 0, calibration_kernels()
     for sample in calibration:
         inputs = sample if isinstance(sample, list | tuple) else [sample]
-        evaluate(graph, inputs, keep=(), observe=observe)
+        evaluate(graph, inputs, keep=(), observe=observe, kernels=kernels)
         n += 1
         if progress is not None:
             progress(n, time.perf_counter() - start)

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,8 @@ from mdla_ir.interp import (  # noqa: F401  (register kernels)
     reduction,
     resample,
 )
-from mdla_ir.interp.registry import KERNELS, Array
+from mdla_ir.interp.registry import KERNELS, Array, Kernel
+from mdla_ir.ops import OpKind
 
 
 def _as_list(inputs: Sequence[Any] | Array) -> list[Array]:
@@ -68,6 +69,7 @@ def evaluate(
     keep: Iterable[str] | None = None,
     observe: Callable[[str, Array], None] | None = None,
     replace: Callable[[str, Array], Array] | None = None,
+    kernels: Mapping[OpKind, Kernel] | None = None,
 ) -> dict[str, Array]:
     """Run the graph; return the graph-layout values of `keep` (default: the outputs).
 
@@ -76,7 +78,8 @@ def evaluate(
     statistics stream through it without keeping activations). `replace(name, value)`, if
     given, returns what is stored instead of each graph input and op output, before `observe`
     and every consumer see it (`mdla_quant.simulate` rounds activations to their int8 grid
-    through it).
+    through it). `kernels` maps op kinds to kernels used instead of the interpreter's own
+    (faster ones that give the same values: `mdla_quant.fast_kernels`).
     """
     wanted = set(graph.outputs if keep is None else keep)
     env = bind_inputs(graph, inputs)
@@ -91,7 +94,7 @@ def evaluate(
         for name in graph.inputs:
             observe(name, env[name])
     for i, op in enumerate(graph.ops):
-        fn = KERNELS.get(op.kind)
+        fn = (kernels or {}).get(op.kind) or KERNELS.get(op.kind)
         if fn is None:
             raise IRError(f"op `{op.name}`: the float interpreter has no kernel for {op.kind.name}")
         args = [env[n] if n in env else graph.const(n) for n in op.inputs]

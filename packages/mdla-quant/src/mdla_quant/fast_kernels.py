@@ -1,0 +1,74 @@
+"""Float interpreter kernels in C for calibration, each bit-identical to mdla_ir's.
+
+    evaluate(graph, inputs, keep=(), observe=observe, kernels=calibration_kernels())
+
+`calibration_kernels()` maps an op kind to a kernel that gives exactly the values of the
+interpreter's own (`mdla_ir.interp`), faster; it is empty without a C compiler. Now:
+DEPTHWISE_CONV_2D on float32 operands in NHWC (`csrc/depthwise.c`: the same float32 products
+and sums in the same order, one pass over the output instead of two numpy passes per tap);
+anything else it is given goes to the interpreter's kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from mdla_ir.attrs import ConvAttrs
+from mdla_ir.graph import Op
+from mdla_ir.interp.conv import _pad_nhwc, depthwise_conv_2d, depthwise_nhwc
+from mdla_ir.interp.registry import Kernel, apply_fuse
+from mdla_ir.ops import OpKind
+from mdla_quant.native import library
+
+Array = np.ndarray[Any, Any]
+
+
+def calibration_kernels() -> dict[OpKind, Kernel]:
+    """The C kernels by op kind; {} when the library cannot be built."""
+    return {} if library() is None else {OpKind.DEPTHWISE_CONV_2D: depthwise}
+
+
+def depthwise(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+    """DEPTHWISE_CONV_2D through `depthwise_f32`, or the interpreter's kernel for an NCHW
+    graph or operands that are not all float32."""
+    x, w = args[0], args[1]
+    b = args[2] if len(args) > 2 else None
+    f32 = np.dtype(np.float32)
+    if layout != "NHWC" or x.dtype != f32 or w.dtype != f32 or (b is not None and b.dtype != f32):
+        return depthwise_conv_2d(op, args, layout)
+    a = ConvAttrs.of(op)
+    y = depthwise_f32(x, w, b, a.stride, a.dilation, a.padding)
+    return [apply_fuse(y, op.fuse, in_place=True)]
+
+
+def depthwise_f32(
+    x: Array,
+    w: Array,
+    bias: Array | None,
+    stride: Sequence[int],
+    dilation: Sequence[int],
+    padding: Sequence[int],
+) -> Array:
+    """`mdla_ir.interp.conv.depthwise_nhwc` for float32 x (N,H,W,C), w (1,KH,KW,C*m), bias."""
+    lib = library()
+    _, kh, kw, o = w.shape
+    xp = _pad_nhwc(x, padding)
+    if o != x.shape[3]:
+        xp = np.repeat(xp, o // x.shape[3], axis=3)
+    xp = np.ascontiguousarray(xp)
+    (sh, sw), (dh, dw) = stride, dilation
+    n, hp, wp, _ = xp.shape
+    oh, ow = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
+    if lib is None or min(n, oh, ow, o) <= 0:  # (no library, or nothing to compute)
+        return depthwise_nhwc(x, w, bias, stride, dilation, padding)
+    out = np.empty((n, oh, ow, o), dtype=np.float32)
+    wt = np.ascontiguousarray(w.reshape(kh, kw, o))
+    b = None if bias is None else np.ascontiguousarray(bias.reshape(o))
+    lib.mdla_dw_f32(
+        xp.ctypes.data, n, hp, wp, o, wt.ctypes.data, kh, kw, sh, sw, dh, dw,
+        None if b is None else b.ctypes.data, out.ctypes.data, oh, ow,
+    )  # fmt: skip
+    return out

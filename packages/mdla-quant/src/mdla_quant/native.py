@@ -1,0 +1,40 @@
+"""mdla_quant's C kernels (`csrc/*.c`), built on first use into one library and loaded.
+
+    lib = library()     # ctypes.CDLL, or None without a C compiler (callers keep numpy)
+
+The build is mdla_emu's content-keyed C build (`mdla_emu.build.compile_c`), once per process;
+`-ffp-contract=off` keeps every float32 multiply and add separately rounded, as numpy rounds
+them, so each kernel can give numpy's values bit for bit.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from pathlib import Path
+
+CSRC = Path(__file__).parent / "csrc"
+SOURCES = (CSRC / "histogram.c", CSRC / "depthwise.c")
+FLAGS = ("-O3", "-ffp-contract=off")  # two float32 roundings, never one fused multiply-add
+LIB_NAME = "libmdla_quant.so"
+
+_P, _N, _F = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_float
+SIGNATURES = {
+    "mdla_hist_bin": (ctypes.c_int, [_P, _N, _F, _F, _P, _N, ctypes.POINTER(ctypes.c_int64)]),
+    "mdla_dw_f32": (None, [_P, _N, _N, _N, _N, _P, _N, _N, _N, _N, _N, _N, _P, _P, _N, _N]),
+}
+
+
+@functools.cache
+def library() -> ctypes.CDLL | None:
+    """The built library with its functions typed, or None when it cannot be built or loaded."""
+    from mdla_emu.build import BuildError, compile_c
+
+    try:
+        lib = ctypes.CDLL(str(compile_c(SOURCES, LIB_NAME, True, FLAGS, generated={})))
+    except (BuildError, OSError):
+        return None
+    for name, (restype, argtypes) in SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    return lib
