@@ -76,9 +76,9 @@ EMU_AMX static void store_block(const int32_t *buf, int nr, const int32_t *init,
     }
 }
 
-/* The sums of the 32 x 32 block at rows a (lda apart), panels b0 and b0 + panel, into buf. */
+/* The sums of the 32 x 32 block at rows a (lda apart), panels b0 and b0 + panel, in tiles 0-3. */
 EMU_AMX static inline void block_sums(const int8_t *a, int32_t lda, const int8_t *b0,
-                                      size_t panel, int32_t kpad, int32_t *buf) {
+                                      size_t panel, int32_t kpad) {
     const int8_t *a1 = a + (size_t)16 * lda, *b1 = b0 + panel;
     _tile_zero(0);
     _tile_zero(1);
@@ -94,6 +94,10 @@ EMU_AMX static inline void block_sums(const int8_t *a, int32_t lda, const int8_t
         _tile_dpbssd(2, 5, 6);
         _tile_dpbssd(3, 5, 7);
     }
+}
+
+/* Tiles 0-3 into the 32 x 32 block buf. */
+EMU_AMX static inline void block_store(int32_t *buf) {
     const int stride = EMU_AMX_NR * (int)sizeof(int32_t);
     _tile_stored(0, buf, stride);
     _tile_stored(1, buf + 16, stride);
@@ -109,17 +113,27 @@ EMU_AMX static void gemm_amx(const int8_t *a, int32_t lda, int32_t rows, const i
     cfg.palette = 1;
     for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
     _tile_loadconfig(&cfg);
-    int32_t buf[EMU_AMX_MR * EMU_AMX_NR] __attribute__((aligned(64)));
+    /* two buffers: block j's tile products are issued before block j - 1 is requantized, so
+     * the tile unit works on the one while the vector lanes finish the other */
+    int32_t buf[2][EMU_AMX_MR * EMU_AMX_NR] __attribute__((aligned(64)));
     const size_t panel = (size_t)kpad * EMU_U8_NR;
     const size_t row_bytes = (size_t)ldo * (rq == NULL ? sizeof(int32_t) : 1);
+    int32_t last_o = -1, last_p = 0, cur = 0;
     for (int32_t o = 0; o < cols; o += EMU_AMX_NR) { /* the two panels stay in cache */
         const int8_t *b = packed + (size_t)(o / EMU_U8_NR) * panel;
         for (int32_t p = 0; p < rows; p += EMU_AMX_MR) {
-            const int nr = rows - p < EMU_AMX_MR ? rows - p : EMU_AMX_MR;
-            block_sums(a + (size_t)p * lda, lda, b, panel, kpad, buf);
-            store_block(buf, nr, init, rq, o, cols, (uint8_t *)out + (size_t)p * row_bytes, ldo);
+            block_sums(a + (size_t)p * lda, lda, b, panel, kpad);
+            if (last_o >= 0)
+                store_block(buf[cur ^ 1], rows - last_p < EMU_AMX_MR ? rows - last_p : EMU_AMX_MR,
+                            init, rq, last_o, cols, (uint8_t *)out + (size_t)last_p * row_bytes,
+                            ldo);
+            block_store(buf[cur]);
+            last_o = o, last_p = p, cur ^= 1;
         }
     }
+    if (last_o >= 0)
+        store_block(buf[cur ^ 1], rows - last_p < EMU_AMX_MR ? rows - last_p : EMU_AMX_MR, init,
+                    rq, last_o, cols, (uint8_t *)out + (size_t)last_p * row_bytes, ldo);
     _tile_release();
 }
 
