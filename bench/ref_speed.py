@@ -38,6 +38,9 @@ def child_cpu_s() -> float:
 def emu_ms(manifest: Any, x: np.ndarray) -> tuple[float, float]:
     """(CPU ms per image, wall best ms) of the emulator on `x`."""
     target, cpu, wall = open_target("emu"), [], []
+    # untimed: the first run may build the engine (a child's compile would count in one
+    # invocation and not the other, and the difference could come out negative)
+    target.run(manifest, x, repeat=1, warmup=0)
     for _ in range(3):
         c0 = child_cpu_s()
         short = target.run(manifest, x, repeat=8, warmup=1)
@@ -69,13 +72,18 @@ def main() -> None:
         os.environ.update(dict.fromkeys(THREAD_VARS, "1"))
         os.execv(sys.executable, [sys.executable, *sys.argv])
     os.environ["MDLA_EMU_THREADS"] = "1"
-    tmp = Path(tempfile.mkdtemp(prefix="mdla-ref-speed-"))
+    with tempfile.TemporaryDirectory(prefix="mdla-ref-speed-") as tmp:
+        table(args.models.split(","), Path(tmp), args.repeat)
+
+
+def table(specs: list[str], tmp: Path, repeat: int) -> None:
+    """Print one row per model, its .mdla written under `tmp` (deleted by the caller)."""
     photos = [f() for f in PHOTOS.values()]
     print(
         f"{'model':27s} {'CPU ms/img: emu':>16s} {'run_int8':>9s} {'ratio':>6s}   "
         f"{'wall best: emu':>15s} {'run_int8':>9s}  load"
     )
-    for spec in args.models.split(","):
+    for spec in specs:
         model = load_model(spec, seed=0)
         if spec not in REAL_WEIGHTS:
             recalibrate_batchnorm(model.module, (2, *model.example_inputs[0].shape[1:]))
@@ -83,7 +91,7 @@ def main() -> None:
         pool = crops(photos, 8, seed=1, side=side)
         qgraph = mdla_compile(model, [[c] for c in pool], tmp / f"{spec}.mdla")
         e_cpu, e_wall = emu_ms(load(tmp / f"{spec}.mdla"), pool[0])
-        r_cpu, r_wall = ref_ms(qgraph, pool[0], args.repeat)
+        r_cpu, r_wall = ref_ms(qgraph, pool[0], repeat)
         print(
             f"{spec:27s} {e_cpu:16.2f} {r_cpu:9.1f} {r_cpu / e_cpu:6.2f}   "
             f"{e_wall:15.2f} {r_wall:9.1f}  {os.getloadavg()[0]:4.1f}",
