@@ -100,6 +100,7 @@ class _Layer:
 
     def __init__(self, op: Op, w: Array, rows: Array, xs: list[Array]) -> None:
         self.kind = op.kind
+        self._taken: list[Array] = []
         self.fuse = op.fuse
         if op.kind is OpKind.FULLY_CONNECTED:
             self.cols = [_rows(rows, [x.reshape(-1, x.shape[-1]) for x in xs])]
@@ -129,8 +130,16 @@ class _Layer:
         self.w = w.reshape(w.shape[0], -1).T  # (K, O)
 
     def take(self, idx: Array) -> list[Array]:
-        """The patch rows `idx`, gathered once for a step's forward and its gradient."""
-        return [c[idx] for c in self.cols]
+        """The patch rows `idx`, gathered once for a step's forward and its gradient, into
+        arrays reused from step to step (a fresh one of tens of MB each step costs more in
+        page faults than the copy)."""
+        shapes = [(len(idx), *c.shape[1:]) for c in self.cols]
+        if [t.shape for t in self._taken] != shapes:
+            self._taken = [np.empty(s, c.dtype) for s, c in zip(shapes, self.cols, strict=True)]
+        return [
+            np.take(c, idx, axis=0, out=t, mode="clip")
+            for c, t in zip(self.cols, self._taken, strict=True)
+        ]
 
     def forward(self, w: Array, cols: list[Array]) -> Array:
         # two operands and a batch axis (o): no BLAS path, so `optimize` would only spend a

@@ -176,6 +176,15 @@ class BlockPatches:
         self.pixel = np.where(inside, (b[:, None] * x.shape[1] + iy) * x.shape[2] + ix, -1)
         self.residual = x[b, oy, ox] if block.add is not None else None
         self.rows = len(picks)
+        self._buffers: dict[str, Array] = {}
+
+    def _buffer(self, name: str, shape: tuple[int, ...]) -> Array:
+        """A float32 array of `shape` reused from step to step: a fresh array of tens of MB
+        each step costs more in page faults than the work written into it."""
+        size = int(np.prod(shape))
+        if name not in self._buffers or self._buffers[name].size < size:
+            self._buffers[name] = np.empty(size, np.float32)
+        return self._buffers[name][:size].reshape(shape)
 
     def forward(
         self,
@@ -213,8 +222,11 @@ class BlockPatches:
         z, d = fused_quant(a, fuse, grid)
         if pixel[0] < 0:
             z[0], d[0] = 0.0, 0.0
+        flat, taps = (len(idx) * self.pixel.shape[1], w.shape[1]), taps.ravel()
+        z1 = np.take(z, taps, axis=0, out=self._buffer("z1", flat), mode="clip")
+        d1 = np.take(d, taps, axis=0, out=self._buffer("d1", flat), mode="clip")
         shape = (len(idx), self.pixel.shape[1], w.shape[1])
-        return z[taps.ravel()].reshape(shape), d[taps.ravel()].reshape(shape)
+        return z1.reshape(shape), d1.reshape(shape)
 
     def backward(self, ws: list[Array], cache: list[Array], dy: Array) -> list[Array]:
         """d loss / d w for each weighted op, given d loss / d output `dy`."""
@@ -225,7 +237,7 @@ class BlockPatches:
         dd = matmul(dp, ws[k + 1].T) * d2
         grads.insert(0, by_columns("mtc,mc->tc", z1, dd))
         if self.expand:
-            da = dd[:, None, :] * ws[1][None]
+            da = np.multiply(dd[:, None, :], ws[1][None], out=self._buffer("da", d1.shape))
             np.multiply(da, d1, out=da)
             grads.insert(0, x0.reshape(-1, x0.shape[-1]).T @ da.reshape(-1, da.shape[-1]))
         return grads
