@@ -217,7 +217,7 @@ class BlockPatches:
         tap (a GEMM's row is the same sum whatever other rows it is computed with, and the rest
         is per element, so every tap's value is the one computing it there gives)."""
         pixel, taps = np.unique(self.pixel[idx], return_inverse=True)
-        a = self.pixels[pixel] @ w  # pixel -1 (the padding, first when present): zeroed below
+        a = matmul(self.pixels[pixel], w)  # pixel -1 (the padding, first if any): zeroed below
         a += b
         z, d = fused_quant(a, fuse, grid)
         if pixel[0] < 0:
@@ -239,7 +239,7 @@ class BlockPatches:
         if self.expand:
             da = np.multiply(dd[:, None, :], ws[1][None], out=self._buffer("da", d1.shape))
             np.multiply(da, d1, out=da)
-            grads.insert(0, x0.reshape(-1, x0.shape[-1]).T @ da.reshape(-1, da.shape[-1]))
+            grads.insert(0, matmul(x0.reshape(-1, x0.shape[-1]).T, da.reshape(-1, da.shape[-1])))
         return grads
 
     def error(
