@@ -11,11 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mdla_ir import Op, OpKind
 from mdla_ir.affine import round_half_away
 from mdla_ir.interp import conv
 from mdla_ir.interp.conv import _pad_nhwc, conv2d_nhwc, depthwise_nhwc, windows
 from mdla_ir.interp.elementwise import sigmoid
 from mdla_ir.interp.registry import apply_fuse
+from mdla_ir.interp.resample import _bilinear_axis, resize_bilinear
 
 
 def im2col_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
@@ -161,3 +163,30 @@ def test_sigmoid_of_a_scalar_is_the_definition(x: np.ndarray) -> None:
     a ufunc returns a scalar that out= cannot take."""
     got = sigmoid(x)
     assert np.asarray(got).tobytes() == sigmoid_definition(np.asarray(x)).tobytes()
+
+
+def bilinear_definition(x: np.ndarray, oh: int, ow: int, align: bool, half: bool) -> np.ndarray:
+    """The horizontal pass taken per output row, as it was."""
+    h, w = x.shape[1:3]
+    y0, y1, dy = _bilinear_axis(h, oh, align, half)
+    x0, x1, dx = _bilinear_axis(w, ow, align, half)
+    dy, dx = dy[None, :, None, None], dx[None, None, :, None]
+    r0, r1 = x[:, y0], x[:, y1]
+    top = r0[:, :, x0] * (1 - dx) + r0[:, :, x1] * dx
+    bottom = r1[:, :, x0] * (1 - dx) + r1[:, :, x1] * dx
+    return (top * (1 - dy) + bottom * dy).astype(np.float32)
+
+
+@pytest.mark.parametrize(("align", "half"), [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize(("oh", "ow"), [(23, 17), (4, 3), (7, 7)])
+def test_bilinear_rows_interpolated_once_are_the_definition(
+    align: bool, half: bool, oh: int, ow: int
+) -> None:
+    x = np.random.default_rng(oh).standard_normal((2, 7, 5, 3)).astype(np.float32)
+    x[0, 0, 0, :2] = np.nan, -0.0
+    attrs = {"size": (oh, ow), "align_corners": align, "half_pixel_centers": half}
+    op = Op(OpKind.RESIZE_BILINEAR, "r", ("x",), ("y",), attrs)  # type: ignore[arg-type]
+    with np.errstate(invalid="ignore"):
+        (got,) = resize_bilinear(op, [x], "NHWC")
+        want = bilinear_definition(x, oh, ow, align, half)
+    assert got.tobytes() == want.tobytes()

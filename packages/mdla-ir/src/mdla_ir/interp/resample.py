@@ -69,9 +69,11 @@ def resize_bilinear(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     y0, y1, dy = _bilinear_axis(h, oh, a.align_corners, a.half_pixel_centers)
     x0, x1, dx = _bilinear_axis(w, ow, a.align_corners, a.half_pixel_centers)
     dy, dx = dy[None, :, None, None], dx[None, None, :, None]
-    r0, r1 = x[:, y0], x[:, y1]
-    top = r0[:, :, x0] * (1 - dx) + r0[:, :, x1] * dx
-    bottom = r1[:, :, x0] * (1 - dx) + r1[:, :, x1] * dx
+    # Each input row is interpolated along x once (an upsampling reads it for many output
+    # rows), then gathered per output row: row y0[i] of `across` is x[:, y0[i]]'s horizontal
+    # pass, the same operations on the same operands as when it was taken per output row.
+    across = x[:, :, x0] * (1 - dx) + x[:, :, x1] * dx
+    top, bottom = across[:, y0], across[:, y1]
     return [from_nhwc((top * (1 - dy) + bottom * dy).astype(np.float32), layout)]
 
 
