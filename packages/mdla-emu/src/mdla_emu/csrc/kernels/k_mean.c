@@ -9,6 +9,8 @@
  * (positive keeps). n <= 2^23 keeps the int32 sum exact: |sum| <= 2^23 * 255 < 2^31.
  * 16x8 (int16 in and out, TENSOR_QUANT16_SYMM, zero points 0): the same formula over int16 codes,
  * clamped to [-32768, 32767]; n <= 2^16 keeps the sum within int32 (|x| <= 2^15).
+ * The sums of the codes are int32 (each thread's, and their total): any part of one output's
+ * codes sums to at most n * 2^7 <= 2^30 (int8), or within [-2^31, 2^31 - 2^16] (int16).
  */
 #include <string.h>
 
@@ -83,7 +85,7 @@ static int mean_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumeric
 }
 
 static size_t mean_scratch(const void *params) {
-    return (size_t)((const MeanParams *)params)->out_count * sizeof(int64_t);
+    return (size_t)((const MeanParams *)params)->out_count * sizeof(int32_t);
 }
 
 typedef struct {
@@ -97,9 +99,12 @@ typedef struct {
     do {                                                                                        \
         const ELEM *restrict v = (const ELEM *)j->x + (uint64_t)r * inner;                      \
         if (step == 0) {                                                                        \
-            int64_t run = 0;                                                                    \
+            int32_t run = 0;                                                                    \
             for (uint32_t k = 0; k < inner; k++) run += v[k];                                   \
             sum[o] += run;                                                                      \
+        } else if (step == 1) { /* a kept innermost dim: one contiguous run, vectorized */      \
+            int32_t *restrict acc = sum + o;                                                    \
+            for (uint32_t k = 0; k < inner; k++) acc[k] += v[k];                                \
         } else {                                                                                \
             for (uint32_t k = 0; k < inner; k++) sum[o + (int64_t)k * step] += v[k];            \
         }                                                                                       \
@@ -111,7 +116,7 @@ typedef struct {
 static void mean_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     const MeanJob *j = ctx;
     const MeanParams *p = j->p;
-    int64_t *sum = (int64_t *)scratch;
+    int32_t *sum = (int32_t *)scratch;
     const uint32_t last = p->rank - 1, inner = p->dims[last];
     const int64_t step = j->ostride[last];
     uint32_t idx[EMU_MAX_RANK] = {0};
@@ -150,14 +155,14 @@ static void mean_eval(const void *params, const void *const *inputs, void *outpu
     const int threads = emu_pool_threads(scratch->pool);
     for (int t = 0; t < threads; t++)
         memset(scratch->scratch + (size_t)t * scratch->scratch_len, 0,
-               p->out_count * sizeof(int64_t));
+               p->out_count * sizeof(int32_t));
     const uint32_t inner = p->dims[p->rank - 1];
     if (inner > 0)
         emu_parallel_for(scratch, (int64_t)(p->in_count / inner), emu_par_grain(scratch, inner),
                          mean_rows, &job);
-    int64_t *sum = (int64_t *)scratch->scratch;
+    int32_t *sum = (int32_t *)scratch->scratch;
     for (int t = 1; t < threads; t++) {
-        const int64_t *part = (const int64_t *)(scratch->scratch + (size_t)t * scratch->scratch_len);
+        const int32_t *part = (const int32_t *)(scratch->scratch + (size_t)t * scratch->scratch_len);
         for (uint64_t o = 0; o < p->out_count; o++) sum[o] += part[o];
     }
     for (uint64_t o = 0; o < p->out_count; o++) {
