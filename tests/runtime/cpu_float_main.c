@@ -8,7 +8,8 @@
  *   3 (as 2, MDLA_LN_LANES rows side by side: mdla_cpu_layer_norm_lanes): rows is
  *                   MDLA_LN_LANES
  * With MDLA_LN_AVX2=1 in the environment, LAYER_NORM (0) runs mdla_cpu_layer_norm_avx2 (x86-64
- * only: elsewhere the driver exits 2).
+ * only), with MDLA_LN_NEON=1 mdla_cpu_layer_norm_neon (aarch64 only); elsewhere the driver
+ * exits 2.
  * Little-endian, packed; exit 1 on a short or malformed file. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@
 
 static int get(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
 
-static int use_avx2;
+static int use_avx2, use_neon;
 
 static void layer_norm(const int8_t *x, size_t rows, size_t n, float s_in, int32_t z_in,
                        const float *w, const float *b, float eps, float s_out, int32_t z_out,
@@ -26,6 +27,12 @@ static void layer_norm(const int8_t *x, size_t rows, size_t n, float s_in, int32
 #ifdef MDLA_CPU_LN_AVX2
     if (use_avx2) {
         mdla_cpu_layer_norm_avx2(x, rows, n, s_in, z_in, w, b, eps, s_out, z_out, scratch, y);
+        return;
+    }
+#endif
+#ifdef MDLA_CPU_LN_NEON
+    if (use_neon) {
+        mdla_cpu_layer_norm_neon(x, rows, n, s_in, z_in, w, b, eps, s_out, z_out, scratch, y);
         return;
     }
 #endif
@@ -50,8 +57,13 @@ int main(int argc, char **argv) {
     if (argc != 3) return 2;
     const char *avx2 = getenv("MDLA_LN_AVX2");
     use_avx2 = avx2 != NULL && strcmp(avx2, "1") == 0;
+    const char *neon = getenv("MDLA_LN_NEON");
+    use_neon = neon != NULL && strcmp(neon, "1") == 0;
 #ifndef MDLA_CPU_LN_AVX2
     if (use_avx2) return 2;
+#endif
+#ifndef MDLA_CPU_LN_NEON
+    if (use_neon) return 2;
 #endif
     FILE *in = fopen(argv[1], "rb"), *out = fopen(argv[2], "wb");
     if (!in || !out) return 1;

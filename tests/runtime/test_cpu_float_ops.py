@@ -1,7 +1,8 @@
 """csrc/cpu/float_ops.c, the engine's float32 kernels for CPU partitions (issue 17), against
 their reference mdla_quant/kernels/float_ops.py: LAYER_NORM and the GELU table bit for bit,
 built natively (portable, and tuned with -march=native -O3) and for aarch64 under qemu; and
-LAYER_NORM's AVX2 kernel (csrc/cpu/layer_norm_x86.c) against the same reference natively."""
+LAYER_NORM's AVX2 kernel (csrc/cpu/layer_norm_x86.c) against the same reference natively, its
+NEON twin (csrc/cpu/layer_norm_neon.c) under qemu."""
 
 from __future__ import annotations
 
@@ -25,9 +26,11 @@ SOURCES = [
     CSRC / "cpu" / "float_ops.c",
     Path(__file__).with_name("cpu_float_main.c"),
     CSRC / "cpu" / "layer_norm_x86.c",  # empty off x86-64
+    CSRC / "cpu" / "layer_norm_neon.c",  # empty off aarch64
 ]
 FLAGS = ("-Werror", f"-I{KERNELS}")
 CROSS, QEMU, SYSROOT = "aarch64-linux-gnu-gcc", "qemu-aarch64", "/usr/aarch64-linux-gnu"
+NEON = {"MDLA_LN_NEON": "1"}
 
 
 def cases() -> tuple[bytes, bytes]:
@@ -118,6 +121,9 @@ def test_aarch64_build_is_bit_exact(tmp_path: Path) -> None:
     records, want = cases()
     got = run([QEMU, "-L", SYSROOT, str(exe)], tmp_path, records)
     assert got == want, first_difference(got, want)
+    # LAYER_NORM's NEON kernel (layer_norm_neon.c, what the engine runs on aarch64)
+    got = run([QEMU, "-L", SYSROOT, str(exe)], tmp_path, records, {**os.environ, **NEON})
+    assert got == want, "NEON: " + first_difference(got, want)
 
 
 def test_a_changed_summation_order_is_caught(tmp_path: Path) -> None:
@@ -185,3 +191,23 @@ def test_avx2_layer_norm_rounding_is_checked(tmp_path: Path) -> None:
     exe = compile_c(sources, "cpu-float-half", flags=FLAGS, libs=("-lm",))
     records, want = cases()
     assert run([str(exe)], tmp_path, records, env={**os.environ, **AVX2}) != want
+
+
+def test_neon_layer_norm_rounding_is_checked(tmp_path: Path) -> None:
+    """The aarch64 check can fail: the NEON kernel rounding at 0.51 instead of half moves codes."""
+    missing = [t for t in (CROSS, QEMU) if shutil.which(t) is None]
+    if missing:
+        pytest.fail(
+            f"{', '.join(missing)} missing: apt-get install gcc-aarch64-linux-gnu qemu-user"
+        )
+    src = (CSRC / "cpu" / "layer_norm_neon.c").read_text()
+    half = "vdupq_n_f32(0.5f)"
+    assert src.count(half) == 1
+    (tmp_path / "layer_norm_neon.c").write_text(src.replace(half, "vdupq_n_f32(0.49f)"))
+    exe = tmp_path / "cpu-float-neon-half"
+    cmd = [CROSS, "-std=c11", "-O2", "-Wall", "-Wextra", *FLAGS, f"-I{CSRC / 'cpu'}"]
+    sources = [*map(str, SOURCES[:3]), str(tmp_path / "layer_norm_neon.c")]
+    proc = subprocess.run([*cmd, *sources, "-o", str(exe), "-lm"], capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    records, want = cases()
+    assert run([QEMU, "-L", SYSROOT, str(exe)], tmp_path, records, {**os.environ, **NEON}) != want

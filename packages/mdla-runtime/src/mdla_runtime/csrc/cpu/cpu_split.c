@@ -18,6 +18,14 @@ static void ln_rows(const void *ctx, int64_t begin, int64_t end, uint8_t *scratc
         return;
     }
 #endif
+#ifdef MDLA_CPU_LN_NEON
+    if (j->isa == EMU_ISA_NEON) {
+        mdla_cpu_layer_norm_neon(j->x + first, (size_t)(end - begin), j->n, j->s_in, j->z_in,
+                                 j->w, j->b, j->eps, j->s_out, j->z_out, (float *)scratch,
+                                 j->y + first);
+        return;
+    }
+#endif
     mdla_cpu_layer_norm(j->x + first, (size_t)(end - begin), j->n, j->s_in, j->z_in, j->w, j->b,
                         j->eps, j->s_out, j->z_out, (float *)scratch, j->y + first);
 }

@@ -24,7 +24,8 @@ typedef struct {
     float eps, s_out;
     int32_t z_out;
     int8_t *y;
-    int isa; /* set by mdla_cpu_layer_norm_split: emu_isa(), AVX2 or above runs the AVX2 build */
+    int isa; /* set by mdla_cpu_layer_norm_split: emu_isa() (AVX2 and above: the AVX2 kernel,
+              * NEON: the NEON one, else the C) */
 } mdla_ln_job;
 
 /* mdla_cpu_layer_norm over `rows` rows, cut over s's threads; each thread's scratch holds

@@ -51,6 +51,13 @@ void mdla_cpu_layer_norm_avx2(const int8_t *x, size_t rows, size_t n, float s_in
                               const float *w, const float *b, float eps, float s_out,
                               int32_t z_out, float *scratch, int8_t *y);
 #endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+/* Its NEON twin (layer_norm_neon.c): the same bits. Only at emu_isa() EMU_ISA_NEON. */
+#define MDLA_CPU_LN_NEON 1
+void mdla_cpu_layer_norm_neon(const int8_t *x, size_t rows, size_t n, float s_in, int32_t z_in,
+                              const float *w, const float *b, float eps, float s_out,
+                              int32_t z_out, float *scratch, int8_t *y);
+#endif
 
 /* DEQUANTIZE -> GROUP_NORM -> QUANTIZE of int8 `x` viewed as (batch, outer, channels, inner),
  * the channels in `groups` equal runs; `w` and `b` hold `channels` floats. */
