@@ -4,7 +4,8 @@ path (MDLA_EMU_AMX=0), in both roundings (double requantizes each finished 32 x 
 writes int32 sums first). Shapes aim at what the AMX layout could get wrong: depth around the
 64-byte tile rows (one chunk, several, a padded last one), columns around the 32-column block
 (masked stores, one output channel), rows around the 32-row block and the tile (a pointwise conv
-with ci a multiple of 64 reads whole blocks from the input and stages the rest), more than one
+reads whole blocks from the input while their rows' padded depth fits in it and stages the
+rest), more than one
 tile, taps outside the image, the stem's ci = 3, and the extreme zero points. On a CPU without
 AMX the same cases run the best path there (the readiness test checks which one that is).
 """
@@ -33,8 +34,12 @@ AMX = {
     "pw_c64_o33_400px": (1, 20, 20, 64, 33, 1, 1, 1, (0, 0, 0, 0), 127),
     # ci = 128: two depth chunks in place; two images
     "pw_c128_o70_n2": (2, 9, 10, 128, 70, 1, 1, 1, (0, 0, 0, 0), 11),
-    # ci = 96: depth padded to 128, staged
+    # ci = 96: depth padded to 128, read in place (bytes 96..127 are the next pixel's, met by
+    # zero weights) except the last rows, whose 128 bytes would run past the input
     "pw_c96_o64_padded_depth": (1, 7, 9, 96, 64, 1, 1, 1, (0, 0, 0, 0), -3),
+    # ci = 24 and ci = 3: 97 and 70 pixels, the in-place rows end where 64 bytes still fit
+    "pw_c24_o20_97px": (1, 1, 97, 24, 20, 1, 1, 1, (0, 0, 0, 0), 127),
+    "pw_c3_o8_70px": (1, 7, 10, 3, 8, 1, 1, 1, (0, 0, 0, 0), -128),
     # 3x3 over 64 channels: 9 chunks, 400 pixels in two tiles, 96 columns
     "3x3_c64_o96_two_tiles": (1, 20, 20, 64, 96, 3, 1, 1, (1, 1, 1, 1), -128),
     # 3x3 stride 2 over 72 channels: depth 648 -> 704, one output channel

@@ -4,9 +4,11 @@
  * Per tile of output pixels the rows of codes are staged: each row is the pixel's im2col row
  * (z_in's code for a tap outside the image: it adds (z - z) * w = 0; zeros from the depth up
  * to kpad64, which meet zero weights) and rows past the tile's end, up to the 32-row block, are
- * zeros and never stored. A pointwise conv whose ci is a multiple of 64 reads its whole 32-row
- * blocks from the input itself (output pixel q's row is input pixel q's ci codes, ci apart) and
- * stages only the rest. Either way the terms are those of the im2col rows, so the same sums.
+ * zeros and never stored. A pointwise conv reads its whole 32-row blocks from the input itself:
+ * output pixel q's row starts at input pixel q's ci codes, ci apart, and its bytes from ci up to
+ * kpad64 (the next pixels' codes) meet the zero weights of the depth padding, so they add
+ * nothing; only blocks whose last row's kpad64 bytes lie inside the input are read so, the rest
+ * is staged. Either way the terms are those of the im2col rows, so the same sums.
  *
  * With rq.narrow the GEMM requantizes each finished block and writes the int8 output; else
  * (single rounding, wide sums) it writes the int32 sums and emu_requant_rows runs on them.
@@ -68,6 +70,15 @@ static void rows_out(const ConvParams *p, const EmuGemmRq *rq, const int8_t *a, 
     emu_requant_rows(&p->rq, acc, (size_t)p->co, out, rows);
 }
 
+/* The rows from `start` (of `rows`) a pointwise conv reads in place: whole 32-row blocks whose
+ * rows q all have q * ci + kpad64 <= the input's pixels * ci bytes. */
+static int32_t in_place(const ConvParams *p, int64_t pixels, int64_t start, int32_t rows) {
+    if (!p->pointwise || pixels * p->ci < p->kpad64) return 0;
+    const int64_t fit = (pixels * p->ci - p->kpad64) / p->ci + 1 - start; /* rows q >= start */
+    const int64_t n = fit < rows ? fit : rows;
+    return n <= 0 ? 0 : (int32_t)(n / EMU_AMX_MR * EMU_AMX_MR);
+}
+
 void emu_conv_amx_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     const ConvJob *job = ctx;
     const ConvParams *p = job->p;
@@ -79,11 +90,10 @@ void emu_conv_amx_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *sc
     const EmuGemmRq rq = {q, q != NULL ? q + c32 : NULL, q != NULL ? q + 2 * c32 : NULL,
                           q != NULL ? q + 3 * c32 : NULL, p->rq.z_out, p->rq.lo, p->rq.hi};
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
-    const bool direct = p->pointwise && p->ci == p->kpad64;
     for (int64_t t = begin; t < end; t++) {
         int64_t start = t * job->tile;
         int32_t rows = (int32_t)(pixels - start < job->tile ? pixels - start : job->tile);
-        const int32_t whole = direct ? rows / EMU_AMX_MR * EMU_AMX_MR : 0;
+        const int32_t whole = in_place(p, pixels, start, rows);
         if (whole > 0) {
             rows_out(p, &rq, job->in + (size_t)start * p->ci, p->ci, whole,
                      job->out + (size_t)start * p->co, acc);
