@@ -80,3 +80,16 @@ def test_the_gemm_cut_by_columns_is_the_whole_gemm(
     parts = min(3, cols // soft_rounding.COLUMNS)  # one part: the plain `a @ b`
     assert len(calls) == (2 * parts if parts > 1 else 0)
     assert sum(shape[1] for shape in calls) == (2 * cols if parts > 1 else 0)
+
+
+@pytest.mark.parametrize(
+    ("rows", "size", "parts"), [(10, 10, 1), (10, 1 << 20, 3), (2, 1 << 20, 2)]
+)
+def test_rows_are_cut_over_the_threads_once_each(
+    rows: int, size: int, parts: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(soft_rounding, "threads", lambda: 3)
+    seen: list[slice] = []
+    soft_rounding.by_rows(seen.append, rows, size)
+    assert len(seen) == parts
+    assert sorted(i for r in seen for i in range(rows)[r]) == list(range(rows))

@@ -47,7 +47,7 @@ import numpy as np
 from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.attrs import ConvAttrs
 from mdla_ir.selection import is_selection
-from mdla_quant.soft_rounding import SoftRounding, by_columns, matmul
+from mdla_quant.soft_rounding import SoftRounding, by_columns, by_rows, matmul
 
 Array = np.ndarray[Any, Any]
 ZETA, GAMMA = 1.1, -0.1
@@ -223,8 +223,13 @@ class BlockPatches:
         if pixel[0] < 0:
             z[0], d[0] = 0.0, 0.0
         flat, taps = (len(idx) * self.pixel.shape[1], w.shape[1]), taps.ravel()
-        z1 = np.take(z, taps, axis=0, out=self._buffer("z1", flat), mode="clip")
-        d1 = np.take(d, taps, axis=0, out=self._buffer("d1", flat), mode="clip")
+        z1, d1 = self._buffer("z1", flat), self._buffer("d1", flat)
+
+        def gather(r: slice) -> None:
+            np.take(z, taps[r], axis=0, out=z1[r], mode="clip")
+            np.take(d, taps[r], axis=0, out=d1[r], mode="clip")
+
+        by_rows(gather, flat[0], z1.size)
         shape = (len(idx), self.pixel.shape[1], w.shape[1])
         return z1.reshape(shape), d1.reshape(shape)
 
@@ -237,8 +242,13 @@ class BlockPatches:
         dd = matmul(dp, ws[k + 1].T) * d2
         grads.insert(0, by_columns("mtc,mc->tc", z1, dd))
         if self.expand:
-            da = np.multiply(dd[:, None, :], ws[1][None], out=self._buffer("da", d1.shape))
-            np.multiply(da, d1, out=da)
+            da = self._buffer("da", d1.shape)
+
+            def chain(r: slice) -> None:
+                np.multiply(dd[r, None, :], ws[1][None], out=da[r])
+                np.multiply(da[r], d1[r], out=da[r])
+
+            by_rows(chain, len(dd), da.size)
             grads.insert(0, matmul(x0.reshape(-1, x0.shape[-1]).T, da.reshape(-1, da.shape[-1])))
         return grads
 

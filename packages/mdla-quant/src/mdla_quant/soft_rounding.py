@@ -78,6 +78,18 @@ def by_columns(spec: str, a: Array, b: Array) -> Array:
     return np.concatenate([p.result() for p in parts], axis=-1)
 
 
+def by_rows(work: Callable[[slice], None], rows: int, size: int) -> None:
+    """`work(r)` for slices `r` that cut range(rows), over the threads when the `size`
+    elements it touches are many: for per-element work whose parts write disjoint rows."""
+    n = max(1, min(threads(), size // MIN_CHUNK, rows))
+    if n == 1:
+        work(slice(0, rows))
+        return
+    cuts = [rows * i // n for i in range(n + 1)]
+    for done in [_pool(n).submit(work, slice(i, j)) for i, j in itertools.pairwise(cuts)]:
+        done.result()
+
+
 def matmul(a: Array, b: Array) -> Array:
     """a @ b (both 2-D), b's columns cut over the threads when the product is large enough
     (each on one BLAS thread: `blas.one_blas_thread`): every output column is the same sum of
