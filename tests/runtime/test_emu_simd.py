@@ -386,3 +386,40 @@ def test_the_narrow_bound_is_each_channels_own(kind: OpKind, isa_path: str) -> N
     np.testing.assert_array_equal(np.asarray(run_single_op(at, codes)), want, err_msg="at")
     got = np.asarray(run_single_op(edge_graph(kind, 2), codes))
     np.testing.assert_array_equal(got, want, err_msg=f"past, {isa_path}")
+
+
+# MUL's lanes (64 codes a step, the last block masked) on the squeeze-excite broadcast: a map
+# [n, h, w, c] times a per-channel gate [n, 1, 1, c] (runs of c, both steps 1), channel counts
+# around the 32 / 64-code blocks, batch 2, the gate on either side, a scalar (step 0); with
+# output scales that give RDBPOT shifts 0, small, 16-18 (the cap at 17) and extreme zero points.
+MUL_SHAPES = [
+    ((2, 3, 5, 1), (2, 1, 1, 1)),
+    ((2, 3, 5, 31), (2, 1, 1, 31)),
+    ((1, 4, 4, 33), (1, 1, 1, 33)),
+    ((2, 2, 3, 64), (2, 1, 1, 64)),
+    ((1, 1, 1, 97), (1, 3, 2, 97)),
+    ((2, 2, 2, 130), (1,)),
+]
+MUL_OUT = {
+    "right0": (0.0002, 7),
+    "small": (0.01, -3),
+    "r16": (18.0, 0),
+    "r17": (36.0, -128),
+    "r18": (72.0, 127),
+}
+
+
+@pytest.mark.parametrize("out", MUL_OUT, ids=str)
+@pytest.mark.parametrize("shapes", MUL_SHAPES, ids=lambda s: "x".join(map(str, s[0] + s[1])))
+def test_mul_gate_broadcast_bit_exact(shapes: Any, out: str, isa_path: str) -> None:
+    """MUL on the gate broadcast against run_int8 (double rounding: the lanes path)."""
+    (sa, sb), (scale, zo) = shapes, MUL_OUT[out]
+    rng = np.random.default_rng(len(sa) * 131 + sa[-1])
+    y_shape = tuple(np.broadcast_shapes(sa, sb))
+    for fuse in ("NONE", "RELU6"):
+        x1, x2 = act("a", sa, qp(0.05, 127)), act("b", sb, qp(1 / 256, -128))
+        g = single_op_qgraph(OpKind.MUL, [x1, x2], y_shape, qp(scale, zo), {"fuse": fuse})
+        codes = random_codes(g, rng)
+        codes[0].flat[0], codes[1].flat[0] = -128, 127  # the largest |product|: 255 * 255
+        (want,) = run_int8(g, as_floats(g, codes), raw=True)
+        np.testing.assert_array_equal(np.asarray(run_single_op(g, codes)), want, err_msg=fuse)

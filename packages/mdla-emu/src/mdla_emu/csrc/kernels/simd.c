@@ -206,25 +206,63 @@ EMU_T_AVX2 void emu_mul_narrow_avx2(const EmuMulNarrow *k, const int8_t *a, cons
     }
 }
 
-EMU_T_AVX512 static inline __m512i codes16(const int8_t *x, uint32_t step, __mmask16 k,
+/* 32 codes minus z as int16 lanes (|x - z| <= 255): x[0] in every lane for step 0, else the
+ * codes under k (the lanes past it zero). */
+EMU_T_AVX512 static inline __m512i codes32(const int8_t *x, uint32_t step, __mmask32 k,
                                            __m512i z) {
-    if (step == 0) return _mm512_sub_epi32(_mm512_set1_epi32(x[0]), z);
-    return _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, x)), z);
+    if (step == 0) return _mm512_sub_epi16(_mm512_set1_epi16(x[0]), z);
+    return _mm512_sub_epi16(_mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(k, x)), z);
+}
+
+/* RDBPOT(SRDHM(p, m), e) + z of 16 int32 products p, e and z the same in every lane:
+ * SRDHM as emu_narrow16's; then (h + nudge + (h < 0 ? neg : 0)) >> e with nudge =
+ * 2^(e-1) + z * 2^e, neg = -1 for e >= 1, and nudge = z, neg = 0 for e = 0 (simd.h's proof). */
+EMU_T_AVX512 static inline __m512i mul_round16(__m512i p, __m512i m, __m128i e, __m512i nudge,
+                                               __m512i neg) {
+    const __m512i round = _mm512_set1_epi64(INT64_C(1) << 30);
+    const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(p, m), round);
+    const __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(p, 32), m), round);
+    const __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, _mm512_srli_epi64(even, 31),
+                                              _mm512_slli_epi64(odd, 1));
+    const __m512i up = _mm512_add_epi32(_mm512_add_epi32(h, nudge),
+                                        _mm512_and_si512(_mm512_srai_epi32(h, 31), neg));
+    return _mm512_sra_epi32(up, e);
+}
+
+/* 32 outputs as int16 (t + z, saturated: the int8 pack after it saturates the same way). */
+typedef struct {
+    __m512i z1, z2, m, nudge, neg;
+    __m128i e;
+} MulLanes;
+
+EMU_T_AVX512 static inline __m512i mul32(const MulLanes *l, const int8_t *a, const int8_t *b,
+                                         uint32_t a_step, uint32_t b_step, __mmask32 c) {
+    const __m512i x = codes32(a, a_step, c, l->z1), y = codes32(b, b_step, c, l->z2);
+    const __m512i pl = _mm512_mullo_epi16(x, y), ph = _mm512_mulhi_epi16(x, y);
+    const __m512i t0 = mul_round16(_mm512_unpacklo_epi16(pl, ph), l->m, l->e, l->nudge, l->neg);
+    const __m512i t1 = mul_round16(_mm512_unpackhi_epi16(pl, ph), l->m, l->e, l->nudge, l->neg);
+    return _mm512_packs_epi32(t0, t1); /* undoes the unpacks' order within each 128 bits */
 }
 
 EMU_T_AVX512 void emu_mul_narrow_avx512(const EmuMulNarrow *k, const int8_t *a,
                                         const int8_t *b, uint32_t a_step, uint32_t b_step,
                                         uint32_t n, int8_t *out) {
-    const __m512i z1 = _mm512_set1_epi32(k->z1), z2 = _mm512_set1_epi32(k->z2),
-                  m = _mm512_set1_epi32(k->mult), r = _mm512_set1_epi32(k->right),
-                  msk = _mm512_set1_epi32(k->mask), z = _mm512_set1_epi32(k->z),
-                  lo = _mm512_set1_epi32(k->lo - k->z), hi = _mm512_set1_epi32(k->hi - k->z);
-    for (uint32_t i = 0; i < n; i += 16) {
-        const __mmask16 c = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
-        const __m512i x = codes16(a + i * a_step, a_step, c, z1);
-        const __m512i y = codes16(b + i * b_step, b_step, c, z2);
-        const __m512i q = emu_narrow16(_mm512_mullo_epi32(x, y), m, r, msk, z, lo, hi);
-        _mm512_mask_cvtepi32_storeu_epi8(out + i, c, q);
+    const int32_t e = k->right < 17 ? k->right : 17; /* |h| < 2^16: t = 0 from e = 17 on */
+    const int32_t nudge = (e > 0 ? INT32_C(1) << (e - 1) : 0) + k->z * (INT32_C(1) << e);
+    const MulLanes l = {_mm512_set1_epi16((int16_t)k->z1), _mm512_set1_epi16((int16_t)k->z2),
+                        _mm512_set1_epi32(k->mult), _mm512_set1_epi32(nudge),
+                        _mm512_set1_epi32(e > 0 ? -1 : 0), _mm_cvtsi32_si128(e)};
+    const __m512i lo = _mm512_set1_epi8((int8_t)k->lo), hi = _mm512_set1_epi8((int8_t)k->hi);
+    const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+    for (uint32_t i = 0; i < n; i += 64) {
+        const __mmask64 c = n - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - i)) - 1);
+        const __m512i v0 = mul32(&l, a + i * a_step, b + i * b_step, a_step, b_step,
+                                 (__mmask32)c);
+        const uint32_t j = i + 32; /* the second 32 (all masked off past n: read nothing) */
+        const __m512i v1 = mul32(&l, a + j * a_step, b + j * b_step, a_step, b_step,
+                                 (__mmask32)(c >> 32));
+        const __m512i q = _mm512_permutexvar_epi64(order, _mm512_packs_epi16(v0, v1));
+        _mm512_mask_storeu_epi8(out + i, c, _mm512_min_epi8(_mm512_max_epi8(q, lo), hi));
     }
 }
 

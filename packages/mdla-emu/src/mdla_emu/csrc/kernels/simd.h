@@ -123,7 +123,19 @@ void emu_dw16_row_avx2(const EmuDw16Row *d, int32_t oy, int32_t *acc, int32_t *t
  *                  + z, lo, hi),  mask = 2^right - 1,  steps 0 or 1
  * the narrow requantization above on the product, which fits int32 (|x - z| <= 255), so the
  * same integers as the table of mul_one (x * 2^0 needs no narrowing, and the values are far
- * from any int32 bound, so the accumulator fact changes nothing). */
+ * from any int32 bound, so the accumulator fact changes nothing).
+ * The AVX-512 kernel takes 64 codes a step in int16 lanes: x - z fits int16, vpmullw and
+ * vpmulhw give the low and high halves of the int32 product p (|p| <= 255 * 255 < 2^16), and
+ * unpacking them pairs the halves into int32 lanes (the packs after undo the unpacks' order
+ * within each 128 bits; a qword permute undoes the second pack's). With the shift e = right
+ * the same in every lane and h = SRDHM(p, mult) (|h| <= |p| < 2^16: mult < 2^31):
+ *   RDBPOT(h, e) + z = (h + 2^(e-1) + z * 2^e - [h < 0]) >> e   for e >= 1, h + z for e = 0
+ * (h = q 2^e + r, 0 <= r < 2^e: the shift gives q + z + [r >= 2^(e-1) + [h < 0]], which is
+ * RDBPOT's q + [r > (mask >> 1) + [h < 0]]). For e >= 17, |h| < 2^(e-1), so RDBPOT is 0 and
+ * e = 17 gives that 0 too: e is capped at 17, so z * 2^e and the sum stay within int32. Then
+ * int32 -> int16 -> int8 with signed saturation, and the clamp to [lo, hi] in int8: both
+ * saturations are monotone and fix [-128, 127] (lo and hi lie inside), so the clamp of the
+ * saturated value is the clamp of t + z. */
 typedef struct {
     int32_t z1, z2, mult, right, mask, z, lo, hi;
 } EmuMulNarrow;
