@@ -49,10 +49,13 @@ import torchvision
 from torch import nn
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # ConvNeXt's block is the `tests` package's (its unmappable models)
-    sys.path.insert(1, str(ROOT))
+# ConvNeXt's block is the `tests` package's (its unmappable models); runtime.py is a sibling
+for _path in (ROOT, ROOT / "bench"):
+    if str(_path) not in sys.path:
+        sys.path.insert(1, str(_path))
 
-from ai_edge_litert.interpreter import Interpreter, OpResolverType  # noqa: E402
+
+from runtime import litert_interpreter, scoped_env  # noqa: E402
 
 import mdla_ir  # noqa: E402
 import mdla_quant  # noqa: E402
@@ -127,34 +130,19 @@ def engine_cpu_ms(path: Path, x: np.ndarray[Any, Any], runs: int) -> float:
     if runs < 2:
         raise ValueError(f"--runs {runs}: the engine's CPU time needs at least 2 runs")
     target = mdla_runtime.open_target("emu")
-    saved = {k: os.environ.get(k) for k in THREAD_VARS}
-    os.environ.update(THREAD_VARS)
-    try:
+    with scoped_env(THREAD_VARS):
         spent = []
         for repeat in (1, runs):
             t0 = children_cpu_s()
             target.run(path, [x], repeat=repeat, warmup=1)
             spent.append(children_cpu_s() - t0)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     return (spent[1] - spent[0]) * 1000 / (runs - 1)
 
 
 def litert_cpu_ms(blob: bytes, codes: np.ndarray[Any, Any], resolver: str, runs: int) -> float:
     """LiteRT's CPU time per invocation (ms) on 1 thread, after one untimed invocation (XNNPACK
     packs its weights in the first)."""
-    it = Interpreter(
-        model_content=blob,
-        num_threads=1,
-        experimental_op_resolver_type=getattr(OpResolverType, resolver),
-    )
-    it.allocate_tensors()
-    it.set_tensor(it.get_input_details()[0]["index"], codes)
-    it.invoke()
+    it = litert_interpreter(blob, codes, resolver)
     t0 = time.process_time()
     for _ in range(runs):
         it.invoke()

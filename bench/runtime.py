@@ -11,10 +11,14 @@ interpreter, once with its reference kernels (BUILTIN_REF) and once with its def
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import skimage.data
@@ -31,8 +35,26 @@ def litert_median_ms(blob: bytes, x: np.ndarray, resolver: str, repeat: int) -> 
     return statistics.median(litert_times_ms(blob, x, resolver, repeat))
 
 
-def litert_times_ms(blob: bytes, x: np.ndarray, resolver: str, repeat: int) -> list[float]:
-    """`repeat` timed invocations (ms) of LiteRT's interpreter, 1 thread, after a warm-up."""
+@contextmanager
+def scoped_env(values: dict[str, str], unset: tuple[str, ...] = ()) -> Iterator[None]:
+    """`values` set and `unset` removed in os.environ inside, every name as it was after."""
+    saved = {k: os.environ.get(k) for k in (*values, *unset)}
+    for k in unset:
+        os.environ.pop(k, None)
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def litert_interpreter(blob: bytes, x: np.ndarray, resolver: str) -> Any:
+    """LiteRT's interpreter on 1 thread with `x` set, invoked once untimed (XNNPACK packs its
+    weights in the first invocation); `resolver` names an OpResolverType."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     it = Interpreter(
@@ -42,7 +64,13 @@ def litert_times_ms(blob: bytes, x: np.ndarray, resolver: str, repeat: int) -> l
     )
     it.allocate_tensors()
     it.set_tensor(it.get_input_details()[0]["index"], x)
-    it.invoke()  # warm-up (XNNPACK packs weights on the first run)
+    it.invoke()
+    return it
+
+
+def litert_times_ms(blob: bytes, x: np.ndarray, resolver: str, repeat: int) -> list[float]:
+    """`repeat` timed invocations (ms) of LiteRT's interpreter, 1 thread, after a warm-up."""
+    it = litert_interpreter(blob, x, resolver)
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()

@@ -41,6 +41,10 @@ from mdla_ir.graph import Graph, Op
 from mdla_ir.ops import OpKind
 from mdla_runtime import load, open_target, save
 
+if str(Path(__file__).parent) not in sys.path:  # runtime.py is a sibling (scoped_env)
+    sys.path.insert(0, str(Path(__file__).parent))
+from runtime import scoped_env
+
 WAYS = {  # name -> environment
     "1 thread": {"MDLA_EMU_THREADS": "1"},
     "2, sleeping": {"MDLA_EMU_THREADS": "2", "MDLA_EMU_SPIN_US": "0"},
@@ -82,10 +86,7 @@ def scheduled() -> Iterator[None]:
 
 def measure(manifest: Any, x: np.ndarray, env: dict[str, str], repeat: int) -> dict[str, float]:
     """Wall best and median (ms) of `repeat` runs, and CPU ms per run, under `env`."""
-    saved = {k: os.environ.get(k) for k in ("MDLA_EMU_THREADS", "MDLA_EMU_SPIN_US")}
-    os.environ.pop("MDLA_EMU_SPIN_US", None)
-    os.environ.update(env)
-    try:
+    with scoped_env(env, unset=("MDLA_EMU_THREADS", "MDLA_EMU_SPIN_US")):
         target = open_target("emu")
         target.run(manifest, x)  # untimed: builds and the compiler probes are children too
         with scheduled():
@@ -94,12 +95,6 @@ def measure(manifest: Any, x: np.ndarray, env: dict[str, str], repeat: int) -> d
             c1 = child_cpu_s()
             long = target.run(manifest, x, repeat=repeat, warmup=1)
         cpu = ((child_cpu_s() - c1) - (c1 - c0)) / (repeat - max(2, repeat // 4)) * 1000
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     best = min(short.latency_ms[1], long.latency_ms[1])
     return {"best": best, "median": long.latency_ms[0], "cpu": cpu}
 
