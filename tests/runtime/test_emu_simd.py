@@ -130,10 +130,13 @@ def dw_graph(shape: tuple[Any, ...], seed: int) -> Graph:
     )
 
 
-def test_the_four_tap_depthwise_follows_the_cpu_and_the_environment(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("ready_fn", ["emu_dw4_ready", "emu_gemm_rows_ready"])
+def test_the_vnni_paths_follow_the_cpu_and_the_environment(
+    ready_fn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ready = ctypes.CDLL(str(build_emulator())).emu_dw4_ready
+    """The four-tap depthwise and the rows GEMM run where the CPU has AVX-512 VNNI, and a cap
+    below it (MDLA_EMU_ISA=avx2, MDLA_EMU_PORTABLE=1) turns each off."""
+    ready = getattr(ctypes.CDLL(str(build_emulator())), ready_fn)
     ready.restype = ctypes.c_bool
     flags = set(Path("/proc/cpuinfo").read_text().split())
     vnni = (
@@ -250,32 +253,6 @@ ROWS = {
     "col_7x7_s2_c3_stem": (1, 23, 21, 3, 16, 7, 2, 1, (3, 3, 3, 3), -128),
     "col_3x3_dil2_c5_o9": (1, 9, 10, 5, 9, 3, 1, 2, (2, 1, 2, 1), 64),
 }
-
-
-def test_the_rows_gemm_follows_the_cpu_and_the_environment(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    ready = ctypes.CDLL(str(build_emulator())).emu_gemm_rows_ready
-    ready.restype = ctypes.c_bool
-    flags = set(Path("/proc/cpuinfo").read_text().split())
-    vnni = (
-        platform.machine() == "x86_64"
-        and {
-            "avx512f",
-            "avx512bw",
-            "avx512vl",
-            "avx512_vnni",
-        }
-        <= flags
-    )
-    monkeypatch.delenv("MDLA_EMU_PORTABLE", raising=False)
-    monkeypatch.delenv("MDLA_EMU_ISA", raising=False)
-    assert ready() is vnni
-    monkeypatch.setenv("MDLA_EMU_ISA", "avx2")
-    assert ready() is False
-    monkeypatch.delenv("MDLA_EMU_ISA")
-    monkeypatch.setenv("MDLA_EMU_PORTABLE", "1")
-    assert ready() is False
 
 
 @pytest.mark.parametrize("name", ROWS)

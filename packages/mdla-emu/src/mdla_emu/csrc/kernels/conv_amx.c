@@ -84,11 +84,7 @@ void emu_conv_amx_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *sc
     const ConvParams *p = job->p;
     int8_t *cols = (int8_t *)scratch;
     int32_t *acc = (int32_t *)(void *)(scratch + (size_t)p->tile_u8 * p->kpad64);
-    /* rqc is NULL unless the requantization is narrow: no offsets on a null pointer */
-    const int32_t *q = p->rqc;
-    const size_t c32 = (size_t)p->cpad32;
-    const EmuGemmRq rq = {q, q != NULL ? q + c32 : NULL, q != NULL ? q + 2 * c32 : NULL,
-                          q != NULL ? q + 3 * c32 : NULL, p->rq.z_out, p->rq.lo, p->rq.hi};
+    const EmuGemmRq rq = emu_gemm_rq(p->rqc, (size_t)p->cpad32, p->rq.z_out, p->rq.lo, p->rq.hi);
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
     for (int64_t t = begin; t < end; t++) {
         int64_t start = t * job->tile;

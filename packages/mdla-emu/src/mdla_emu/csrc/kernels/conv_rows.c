@@ -144,11 +144,7 @@ void emu_conv_rows_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *s
     const uint8_t **ptr = (const uint8_t **)(void *)scratch;
     int8_t *cols = (int8_t *)(scratch + table_bytes(p));
     int32_t *acc = (int32_t *)(void *)(cols + (p->implicit ? 0 : (size_t)p->tile_u8 * p->kpad4));
-    /* rqc is NULL unless the requantization is narrow: no offsets on a null pointer */
-    const int32_t *q = p->rqc;
-    const size_t c16 = (size_t)p->cpad16;
-    const EmuGemmRq rq = {q, q != NULL ? q + c16 : NULL, q != NULL ? q + 2 * c16 : NULL,
-                          q != NULL ? q + 3 * c16 : NULL, p->rq.z_out, p->rq.lo, p->rq.hi};
+    const EmuGemmRq rq = emu_gemm_rq(p->rqc, (size_t)p->cpad16, p->rq.z_out, p->rq.lo, p->rq.hi);
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
     for (int64_t t = begin; t < end; t++) {
         const int64_t start = t * job->tile;

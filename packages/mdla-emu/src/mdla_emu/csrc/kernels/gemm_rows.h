@@ -42,6 +42,20 @@ typedef struct {
     int32_t z, lo, hi;
 } EmuGemmRq;
 
+/* The EmuGemmRq over `q`, the four cpad-long arrays (left, mult, right, mask) one after another
+ * as conv.h's rqc holds them; every array NULL when q is (the requantization is not narrow:
+ * no offsets on a null pointer). */
+static inline EmuGemmRq emu_gemm_rq(const int32_t *q, size_t cpad, int32_t z, int32_t lo,
+                                    int32_t hi) {
+    EmuGemmRq rq = {q, NULL, NULL, NULL, z, lo, hi};
+    if (q != NULL) {
+        rq.mult = q + cpad;
+        rq.right = q + 2 * cpad;
+        rq.mask = q + 3 * cpad;
+    }
+    return rq;
+}
+
 /* Row pointers: per block of EMU_U8_MR rows, nseg x EMU_U8_MR pointers ([block][seg][row]),
  * each to `seg` readable bytes (seg a multiple of 4; nseg * seg = the packed depth kpad). */
 typedef struct {
