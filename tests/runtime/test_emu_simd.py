@@ -29,9 +29,10 @@ from mdla_ir.builders import (
     random_qgraph,
     single_op_qgraph,
 )
-from mdla_ir.graph import Graph, Tensor
+from mdla_ir.graph import Graph, Op, Tensor
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
+from mdla_runtime import load, open_target, save
 from tests.runtime.test_emu_gemm import SHAPES, conv_graph
 from tests.runtime.test_emu_support import run_single_op
 
@@ -400,3 +401,25 @@ def test_mul_gate_broadcast_bit_exact(shapes: Any, out: str, isa_path: str) -> N
         codes[0].flat[0], codes[1].flat[0] = -128, 127  # the largest |product|: 255 * 255
         (want,) = run_int8(g, as_floats(g, codes), raw=True)
         np.testing.assert_array_equal(np.asarray(run_single_op(g, codes)), want, err_msg=fuse)
+
+
+@pytest.mark.parametrize("x_first", [True, False], ids=["x_sig", "sig_x"])
+@pytest.mark.parametrize("fuse", ["NONE", "RELU"])
+def test_silu_mul_of_its_logistic_bit_exact(x_first: bool, fuse: str, tmp_path: Path) -> None:
+    """SiLU as MUL(x, LOGISTIC(x)), either operand order, through a saved model: the MUL reads
+    x alone through its 256-entry table (k_mul.c), every code of x against run_int8."""
+    x = act("x", (2, 5, 7, 37), qp(0.06, 9))
+    sig = act("sig", x.shape, qp(1 / 256, -128))
+    out = act("out", x.shape, qp(0.03, -60))
+    pair = ("x", "sig") if x_first else ("sig", "x")
+    ops = (
+        Op(OpKind.LOGISTIC, "sigmoid", ("x",), ("sig",), None),
+        Op(OpKind.MUL, "silu", pair, ("out",), {"fuse": fuse}),
+    )
+    g = Graph("silu", {t.name: t for t in (x, sig, out)}, ops, ("x",), ("out",), layout="NHWC")
+    codes = [np.resize(np.arange(-128, 128), x.shape).astype(np.int8)]
+    xs = as_floats(g, codes)
+    manifest = load(save(g, tmp_path / "silu.mdla"))
+    (got,) = open_target("emu").run(manifest, xs).raw_outputs
+    (want,) = run_int8(g, xs, raw=True)
+    np.testing.assert_array_equal(np.asarray(got).reshape(want.shape), want)

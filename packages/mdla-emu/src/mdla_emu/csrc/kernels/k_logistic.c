@@ -118,15 +118,19 @@ static int lut_prepare(const NeuronModel *m, const EmuOperation *op, bool logist
     EmuLut *lut = NULL;
     int rc = emu_lut_alloc(m, op, &lut);
     if (rc != NEURON_NO_ERROR) return rc;
+    emu_act_table(x, y, logistic, lut->table);
+    *out = lut;
+    return NEURON_NO_ERROR;
+}
+
+void emu_act_table(const EmuOperand *x, const EmuOperand *y, bool logistic, int8_t *table) {
     const float inv = 1.0f / y->scale;
     for (int q = -128; q < 128; q++) {
         const float v = x->scale * (float)(q - x->zero_point);
         const float t = logistic ? 1.0f / (1.0f + expf(-v)) : tanhf(v);
         const float r = emu_round_awayf(t * inv);
-        lut->table[q + 128] = (int8_t)emu_clamp((int64_t)r + y->zero_point, -128, 127);
+        table[q + 128] = (int8_t)emu_clamp((int64_t)r + y->zero_point, -128, 127);
     }
-    *out = lut;
-    return NEURON_NO_ERROR;
 }
 
 static int act_prepare(const NeuronModel *m, const EmuOperation *op, bool logistic, void **out) {

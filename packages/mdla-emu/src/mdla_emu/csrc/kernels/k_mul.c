@@ -13,6 +13,11 @@
  * EMU_ISA_PORTABLE (simd.h, chosen at prepare), double rounding with s <= 0 runs the formula
  * itself in vector lanes instead (emu_mul_narrow_*: why it is the same integers is there).
  *
+ * SiLU as the graph writes it, MUL(x, LOGISTIC(x)) with the LOGISTIC in the same model, of
+ * same-shape int8 operands: the product is then a function of x's code alone, so prepare
+ * evaluates mul_one on each code and LOGISTIC's table of it (emu_act_table, the same bytes the
+ * LOGISTIC writes) and eval is a 256-entry lookup of x (emu_lut_eval), the sigmoid unread.
+ *
  * 16x8 (int16 operands, TENSOR_QUANT16_SYMM, zero points 0): the same multiplier, per element
  * out = clamp(MBQM(x1 * x2, M, s), act_min, act_max) over [-32768, 32767]; |x1 x2| <= 2^30.
  */
@@ -30,6 +35,8 @@ typedef struct {
     int isa;        /* emu_isa() when the formula is narrow (double, s <= 0), else portable */
     EmuMulNarrow nk;
     bool wide; /* int16 (16x8): per element, table and isa unused */
+    EmuLut *silu; /* MUL(x, LOGISTIC(x)): out = silu->table[x + 128], or NULL */
+    int silu_x;   /* which input x is (0 or 1) */
 } MulParams;
 
 /* The formula of the header for one pair of codes. */
@@ -41,8 +48,44 @@ static int8_t mul_one(const MulParams *p, int32_t a, int32_t b) {
 
 static void mul_free(void *params) {
     MulParams *p = params;
-    if (p != NULL) free(p->table);
+    if (p != NULL) free(p->table), free(p->silu);
     free(p);
+}
+
+/* Which input of `op` (0 or 1) is x when the other is LOGISTIC(x), an int8 LOGISTIC of this
+ * model with every shape equal; -1 otherwise. */
+static int silu_input(const NeuronModel *m, const EmuOperation *op) {
+    const EmuOperand *y = &m->opnds[op->out[0]];
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const EmuOperation *l = &m->ops[i];
+        if (l->code != NEURON_LOGISTIC || l->n_in < 1 || l->n_out < 1) continue;
+        const EmuOperand *s = &m->opnds[l->out[0]];
+        for (int k = 0; k < 2; k++) {
+            const EmuOperand *x = &m->opnds[op->in[k]];
+            if (l->out[0] == op->in[1 - k] && l->in[0] == op->in[k] && emu_is_int8_act(x->type) &&
+                emu_is_int8_act(s->type) && s->scale == 1.0f / 256.0f && s->zero_point == -128 &&
+                emu_dims_are(x, y->rank, y->dims) && emu_dims_are(s, y->rank, y->dims))
+                return k;
+        }
+    }
+    return -1;
+}
+
+/* The SiLU table of the header when `op` is one (p->silu stays NULL otherwise). */
+static int silu_prepare(const NeuronModel *m, const EmuOperation *op, MulParams *p) {
+    const int k = silu_input(m, op);
+    if (k < 0) return NEURON_NO_ERROR;
+    const EmuOperand *x = &m->opnds[op->in[k]], *s = &m->opnds[op->in[1 - k]];
+    int8_t sig[256];
+    emu_act_table(x, s, true, sig);
+    const int rc = emu_lut_alloc(m, op, &p->silu);
+    if (rc != NEURON_NO_ERROR) return rc;
+    for (int32_t q = -128; q < 128; q++) {
+        const int32_t g = sig[q + 128];
+        p->silu->table[q + 128] = k == 0 ? mul_one(p, q, g) : mul_one(p, g, q);
+    }
+    p->silu_x = k;
+    return NEURON_NO_ERROR;
 }
 
 static int mul_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
@@ -79,6 +122,12 @@ static int mul_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics
         return NEURON_NO_ERROR;
     }
     emu_activation_range(fuse, y->scale, y->zero_point, &p->lo, &p->hi);
+    const int rc = silu_prepare(m, op, p);
+    if (rc != NEURON_NO_ERROR || p->silu != NULL) {
+        if (rc != NEURON_NO_ERROR) mul_free(p);
+        *out = rc == NEURON_NO_ERROR ? p : NULL;
+        return rc;
+    }
     p->isa = num.rounding == EMU_ROUND_DOUBLE && p->s <= 0 ? emu_isa() : EMU_ISA_PORTABLE;
     if (p->isa != EMU_ISA_PORTABLE) { /* mul_run never reads the table: no 64K evaluations */
         /* narrow only: s <= 0 here, so the right shift -s and its mask are defined */
@@ -132,6 +181,11 @@ static void mul16_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t 
 static void mul_eval(const void *params, const void *const *inputs, void *output,
                      EmuScratch *scratch) {
     const MulParams *p = params;
+    if (p->silu != NULL) {
+        const void *x[1] = {inputs[p->silu_x]};
+        emu_lut_eval(p->silu, x, output, scratch);
+        return;
+    }
     const int64_t work = p->wide                     ? EMU_WORK_WIDE
                          : p->isa == EMU_ISA_PORTABLE ? EMU_WORK_TABLE2
                                                       : EMU_WORK_LANES;

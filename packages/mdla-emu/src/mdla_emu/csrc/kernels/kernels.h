@@ -125,6 +125,9 @@ typedef struct {
     int path; /* emu_lut_path() at prepare */
 } EmuLut;
 int emu_lut_alloc(const NeuronModel *m, const EmuOperation *op, EmuLut **lut);
+/* The int8 table of LOGISTIC (logistic) or TANH from x to y (k_logistic.c): table[q + 128] for
+ * every code q; the caller has checked y's fixed scale and zero point. */
+void emu_act_table(const EmuOperand *x, const EmuOperand *y, bool logistic, int8_t *table);
 /* How a table is applied: EMU_LUT_VBMI (emu_lut_vbmi_ready(), simd.h), EMU_LUT_NEON (emu_isa()
  * is EMU_ISA_NEON, simd_neon.h) or the C loop; the same bytes on each. emu_lut_apply:
  * y[i] = table[x[i] + 128] for i < n on `path` (emu_lut_path()'s answer). */
