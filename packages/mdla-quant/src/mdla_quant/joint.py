@@ -14,8 +14,8 @@ so a tensor whose loss only shows once its neighbours are int8 again is kept.
 
 A chosen tensor's `Choice.gain_db` is its loss in the last round measured: what its 16 bits
 add on top of the others kept (a superset of the final choice). Cost: one simulated run per
-tensor still int16 per round, about (ROUNDS + 1) / 2 times a `sensitivity` pass when the budget
-is a small share.
+tensor still int16 per round, up to ROUNDS times a `sensitivity` pass (the large tensors, which
+go first, are few).
 """
 
 from __future__ import annotations
