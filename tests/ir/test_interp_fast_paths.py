@@ -14,7 +14,7 @@ import pytest
 from mdla_ir import Op, OpKind
 from mdla_ir.affine import round_half_away
 from mdla_ir.interp import conv
-from mdla_ir.interp.conv import _pad_nhwc, conv2d_nhwc, depthwise_nhwc, windows
+from mdla_ir.interp.conv import conv2d_nhwc, depthwise_nhwc, pad_nhwc, windows
 from mdla_ir.interp.elementwise import sigmoid
 from mdla_ir.interp.registry import apply_fuse
 from mdla_ir.interp.resample import _bilinear_axis, resize_bilinear
@@ -54,7 +54,7 @@ def test_padding_is_np_pad(padding: tuple[int, int, int, int], value: float) -> 
     x = np.random.default_rng(1).standard_normal((2, 5, 4, 3)).astype(np.float32)
     t, b, left, r = padding
     want = np.pad(x, ((0, 0), (t, b), (left, r), (0, 0)), constant_values=value)
-    got = _pad_nhwc(x, padding, value)
+    got = pad_nhwc(x, padding, value)
     assert got.dtype == want.dtype
     assert got.tobytes() == want.tobytes()
 

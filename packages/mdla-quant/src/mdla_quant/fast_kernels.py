@@ -18,7 +18,7 @@ import numpy as np
 
 from mdla_ir.attrs import ConvAttrs
 from mdla_ir.graph import Op
-from mdla_ir.interp.conv import _pad_nhwc, depthwise_conv_2d, depthwise_nhwc
+from mdla_ir.interp.conv import depthwise_conv_2d, depthwise_nhwc, pad_nhwc
 from mdla_ir.interp.registry import Kernel, apply_fuse
 from mdla_ir.ops import OpKind
 from mdla_quant.native import library
@@ -55,7 +55,7 @@ def depthwise_f32(
     """`mdla_ir.interp.conv.depthwise_nhwc` for float32 x (N,H,W,C), w (1,KH,KW,C*m), bias."""
     lib = library()
     _, kh, kw, o = w.shape
-    xp = _pad_nhwc(x, padding)
+    xp = pad_nhwc(x, padding)
     if o != x.shape[3]:
         xp = np.repeat(xp, o // x.shape[3], axis=3)
     xp = np.ascontiguousarray(xp)

@@ -18,7 +18,7 @@ from mdla_ir.interp.registry import Array, apply_fuse, from_nhwc, kernel, to_nhw
 from mdla_ir.ops import OpKind
 
 
-def _pad_nhwc(x: Array, padding: Sequence[int], value: float = 0.0) -> Array:
+def pad_nhwc(x: Array, padding: Sequence[int], value: float = 0.0) -> Array:
     """x inside a border of `value` (what np.pad's constant mode gives, without its per-call
     Python overhead: the copy is the same values)."""
     t, b, left, r = padding
@@ -56,7 +56,7 @@ def conv2d_nhwc(
         if bias is not None:
             out += bias.astype(np.float32)
         return out
-    patches = windows(_pad_nhwc(x, padding), (kh, kw), stride, dilation)
+    patches = windows(pad_nhwc(x, padding), (kh, kw), stride, dilation)
     n, oh, ow = patches.shape[:3]
     og = o // groups
     out = np.empty((n, oh, ow, o), dtype=np.float32)
@@ -99,7 +99,7 @@ def depthwise_nhwc(
     cache. Each value sees the same operations in the same order as with whole-output passes."""
     _, kh, kw, o = w.shape
     mult = o // x.shape[3]
-    xp = _pad_nhwc(x, padding)
+    xp = pad_nhwc(x, padding)
     if mult > 1:
         xp = np.repeat(xp, mult, axis=3)
     (sh, sw), (dh, dw) = stride, dilation
