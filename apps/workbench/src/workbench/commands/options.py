@@ -136,11 +136,11 @@ A16 = Annotated[
     str | None,
     typer.Option(
         "--a16",
-        metavar="auto[:BUDGET]|joint[:BUDGET]|PATTERN,...",
-        help="Hold some activations in int16 (16x8): `auto` chooses them by measured gain "
-        "within BUDGET, a share of activation bytes (default 25%, e.g. auto:10%); `joint` "
-        "by backward elimination from all int16 (sees tensors that gain together; slower); or "
-        "comma-separated tensor/op name globs.",
+        metavar="auto|joint|GLOBS",
+        help="Hold some activations in int16 (16x8): `auto[:BUDGET]` chooses them by measured "
+        "gain within BUDGET, a share of activation bytes (default 25%, e.g. auto:10%); "
+        "`joint[:BUDGET]` by backward elimination from all int16 (sees tensors that gain "
+        "together; slower); or comma-separated tensor/op name globs.",
     ),
 ]
 SkipRule = Annotated[
