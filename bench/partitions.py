@@ -55,7 +55,7 @@ for _path in (ROOT, ROOT / "bench"):
         sys.path.insert(1, str(_path))
 
 
-from runtime import litert_interpreter, scoped_env  # noqa: E402
+from runtime import litert_interpreter  # noqa: E402
 
 import mdla_ir  # noqa: E402
 import mdla_quant  # noqa: E402
@@ -68,6 +68,7 @@ from mdla_runtime.export.tflite import tflite_bytes  # noqa: E402
 from mdla_zoo import Model  # noqa: E402
 from tests.workbench.unmappable_models import ConvNeXtBlock  # noqa: E402
 from workbench.output import each as bench_progress  # noqa: E402
+from workbench.sweep.threads import scoped_env  # noqa: E402
 
 CPU = ["LAYER_NORM,GELU"]  # ConvNeXt's Linears map: 1x1 CONV_2Ds in the device layout
 

@@ -11,12 +11,9 @@ interpreter, once with its reference kernels (BUILTIN_REF) and once with its def
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,23 +30,6 @@ from mdla_zoo import load_model
 
 def litert_median_ms(blob: bytes, x: np.ndarray, resolver: str, repeat: int) -> float:
     return statistics.median(litert_times_ms(blob, x, resolver, repeat))
-
-
-@contextmanager
-def scoped_env(values: dict[str, str], unset: tuple[str, ...] = ()) -> Iterator[None]:
-    """`values` set and `unset` removed in os.environ inside, every name as it was after."""
-    saved = {k: os.environ.get(k) for k in (*values, *unset)}
-    for k in unset:
-        os.environ.pop(k, None)
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def litert_interpreter(blob: bytes, x: np.ndarray, resolver: str) -> Any:

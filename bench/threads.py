@@ -40,10 +40,7 @@ from mdla_ir.builders import act, qp
 from mdla_ir.graph import Graph, Op
 from mdla_ir.ops import OpKind
 from mdla_runtime import load, open_target, save
-
-if str(Path(__file__).parent) not in sys.path:  # runtime.py is a sibling (scoped_env)
-    sys.path.insert(0, str(Path(__file__).parent))
-from runtime import scoped_env
+from workbench.sweep.threads import scoped_env
 
 WAYS = {  # name -> environment
     "1 thread": {"MDLA_EMU_THREADS": "1"},

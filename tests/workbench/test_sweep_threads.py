@@ -80,3 +80,24 @@ def test_limit_sets_torch_in_a_process_that_imported_it(monkeypatch: pytest.Monk
         assert os.environ["OMP_NUM_THREADS"] == "1"
     finally:
         torch.set_num_threads(before)
+
+
+def test_scoped_env_sets_unsets_and_restores_every_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MDLA_T_KEPT", "before")
+    monkeypatch.setenv("MDLA_T_GONE", "there")
+    monkeypatch.delenv("MDLA_T_NEW", raising=False)
+    seen: dict[str, str | None] = {}
+
+    def inside() -> None:
+        with threads.scoped_env({"MDLA_T_KEPT": "inside", "MDLA_T_NEW": "1"}, ("MDLA_T_GONE",)):
+            seen.update(
+                {k: os.environ.get(k) for k in ("MDLA_T_KEPT", "MDLA_T_NEW", "MDLA_T_GONE")}
+            )
+            raise RuntimeError("restored on an error too")
+
+    with pytest.raises(RuntimeError):
+        inside()
+    assert seen == {"MDLA_T_KEPT": "inside", "MDLA_T_NEW": "1", "MDLA_T_GONE": None}
+    assert os.environ["MDLA_T_KEPT"] == "before"
+    assert os.environ["MDLA_T_GONE"] == "there"
+    assert "MDLA_T_NEW" not in os.environ

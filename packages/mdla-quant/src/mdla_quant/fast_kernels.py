@@ -54,6 +54,8 @@ def depthwise_f32(
 ) -> Array:
     """`mdla_ir.interp.conv.depthwise_nhwc` for float32 x (N,H,W,C), w (1,KH,KW,C*m), bias."""
     lib = library()
+    if lib is None:
+        return depthwise_nhwc(x, w, bias, stride, dilation, padding)
     _, kh, kw, o = w.shape
     xp = pad_nhwc(x, padding)
     if o != x.shape[3]:
@@ -62,7 +64,7 @@ def depthwise_f32(
     (sh, sw), (dh, dw) = stride, dilation
     n, hp, wp, _ = xp.shape
     oh, ow = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
-    if lib is None or min(n, oh, ow, o) <= 0:  # (no library, or nothing to compute)
+    if min(n, oh, ow, o) <= 0:  # nothing to compute
         return depthwise_nhwc(x, w, bias, stride, dilation, padding)
     out = np.empty((n, oh, ow, o), dtype=np.float32)
     wt = np.ascontiguousarray(w.reshape(kh, kw, o))

@@ -58,20 +58,30 @@ def environment(threads: int, env: Mapping[str, str]) -> dict[str, str]:
 
 
 @contextmanager
-def limited(threads: int) -> Iterator[dict[str, str]]:
-    """This process's environment set for workers of `threads` threads (the processes started
-    meanwhile inherit it), restored on exit."""
-    wanted = environment(threads, os.environ)
-    before = {var: os.environ.get(var) for var in wanted}
-    os.environ.update(wanted)
+def scoped_env(values: dict[str, str], unset: tuple[str, ...] = ()) -> Iterator[None]:
+    """`values` set and `unset` removed in os.environ inside (the processes started meanwhile
+    inherit them), every name as it was after."""
+    before = {var: os.environ.get(var) for var in (*values, *unset)}
+    for var in unset:
+        os.environ.pop(var, None)
+    os.environ.update(values)
     try:
-        yield wanted
+        yield
     finally:
         for var, value in before.items():
             if value is None:
                 os.environ.pop(var, None)
             else:
                 os.environ[var] = value
+
+
+@contextmanager
+def limited(threads: int) -> Iterator[dict[str, str]]:
+    """This process's environment set for workers of `threads` threads (the processes started
+    meanwhile inherit it), restored on exit."""
+    wanted = environment(threads, os.environ)
+    with scoped_env(wanted):
+        yield wanted
 
 
 def limit(threads: int) -> None:
