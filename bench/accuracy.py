@@ -8,9 +8,9 @@ Part 2, the four torchvision models (random init, seed 0, BatchNorm statistics s
 data): logits cosine and SQNR per method, and the worst layers.
 Or, with --techniques MODELS, a table per calibration method x weight technique (none,
 cross-layer equalization with high-bias absorption, bias correction, AdaRound, CLE + AdaRound,
-that + bias correction, that with block reconstruction, CLE + AdaRound with `--a16 auto`'s
-int16 activations) on the real-weight EfficientNet-Lites, judged on held-out inputs; --quick is
-a brief run of it.
+that + bias correction, that with block reconstruction, CLE + AdaRound with the int16
+activations `--a16 auto`, `joint`, `refit` and `refit:50%` choose) on the real-weight
+EfficientNet-Lites, judged on held-out inputs; --quick is a brief run of it.
 
     .venv/bin/python bench/accuracy.py [--crops 200] [--calib 32]
     .venv/bin/python bench/accuracy.py --techniques efficientnet_lite0,efficientnet_lite1 \
@@ -34,6 +34,7 @@ import mdla_ir
 from mdla_compile import Compiled, CompileOptions
 from mdla_compile import compile as compile_model
 from mdla_quant import METHODS, QuantConfig, compare, float_rewrites, run_int8, simulate
+from mdla_quant.precision import tensor_costs
 from mdla_zoo import Model, load_model, recalibrate_batchnorm
 from workbench.output import each as bench_progress
 
@@ -136,8 +137,8 @@ def setting_of(method: str, technique: str, iters: int) -> QuantConfig:
 
 def with_a16(first: Compiled, config: QuantConfig, technique: str) -> QuantConfig:
     """`config` with the int16 tensors a TECHNIQUES entry's `a16` request (`auto[:BUDGET]`,
-    `joint[:BUDGET]`)
-    chooses on `first`'s device graph and calibration, as `workbench compile --a16` does."""
+    `joint[:BUDGET]`, `refit[:BUDGET]`) chooses on `first`'s device graph and calibration,
+    as `workbench compile --a16` does."""
     text = TECHNIQUES[technique].get("a16")
     if not isinstance(text, str):
         return config
@@ -146,9 +147,8 @@ def with_a16(first: Compiled, config: QuantConfig, technique: str) -> QuantConfi
     request = a16_request(text)
     assert request is not None
     assert request.auto
-    picked = choose_a16(
-        first.device_graph, first.calibration, config, request.budget, request.joint
-    )
+    graph, calibration = first.device_graph, first.calibration
+    picked = choose_a16(graph, calibration, config, request.budget, request.joint, request.refit)
     share = sum(c.share for c in picked)
     print(f"  {technique}: {len(picked)} int16 tensors, {share:.1%} of activation bytes:")
     for c in picked:
@@ -212,6 +212,8 @@ TECHNIQUES = {  # -1: the --adaround iterations
     "CLE+Ada+block": {"adaround": -1, "equalize": True, "reconstruction": "block"},
     "CLE+Ada+a16": {"adaround": -1, "equalize": True, "a16": "auto"},
     "CLE+Ada+joint": {"adaround": -1, "equalize": True, "a16": "joint"},
+    "CLE+Ada+refit": {"adaround": -1, "equalize": True, "a16": "refit"},
+    "CLE+Ada+refit50": {"adaround": -1, "equalize": True, "a16": "refit:50%"},
 }
 
 
@@ -268,7 +270,9 @@ def techniques(
 ) -> None:
     """Per model, calibration method and weight technique: top-1 agreement with FP32 on the
     held-out inputs FP32 decides (margin >= 0.05) and on all of them, each with its 95 % Wilson
-    interval, the logits' SQNR, and the compile (quantize) time. With `ceiling`, also the
+    interval, the logits' SQNR, the compile (quantize) time, the CPU seconds of the int16
+    choice and the quantize (the first row: of the whole compile), and the share of activation
+    elements held in int16. With `ceiling`, also the
     agreement on all of them of the same network with float weights and the row's int8
     activation grids (`mdla_quant.simulate`): the grids' own cost, which AdaRound's asymmetric
     fit can beat by undoing some activation error through the weights."""
@@ -289,16 +293,18 @@ def techniques(
         + f"; AdaRound {iters} iterations per layer\n"
     )
     print(
-        f"{'model':<19} {'method':<10} {'technique':<13} {'decided (95% CI)':>27} "
-        f"{'all (95% CI)':>22} {'SQNR dB':>8} {'compile s':>9} {'gap σ':>6}"
-        + (f" {'float-w all':>11}" if ceiling else "")
+        f"{'model':<19} {'method':<10} {'technique':<15} {'decided (95% CI)':>27} "
+        f"{'all (95% CI)':>22} {'SQNR dB':>8} {'compile s':>9} {'CPU s':>6} {'int16':>6} "
+        f"{'gap σ':>6}" + (f" {'float-w all':>11}" if ceiling else "")
     )
     for spec in bench_progress(models, "models"):
         model = load_model(spec)
         side = int(model.example_inputs[0].shape[-1])
         photos = [load() for load in PHOTOS.values()]
         calib = [[x] for x in crops(photos, n_calib, seed=1, side=side)]
+        cpu = time.process_time()
         first = compile_first(model, calib, setting_of(methods[0], chosen[0], iters))
+        cpu_first = time.process_time() - cpu
         graph = first.device_graph
         held = (
             harder(pictures, n_crops, side, seed=2)
@@ -317,8 +323,10 @@ def techniques(
         )
         for method in methods:
             for name in chosen:
+                cpu = time.process_time()
                 config = with_a16(first, setting_of(method, name, iters), name)
                 setting = sweep(first, config)
+                cpu = time.process_time() - cpu + (cpu_first if setting is first else 0.0)
                 q, t_q = setting.qgraph, setting.seconds["quantize"]
                 int8 = [run_int8(q, [x])[0][0] for x in held]
                 same = np.array(
@@ -337,12 +345,18 @@ def techniques(
                     k_c = sum(int(t == np.argmax(b)) for t, b in zip(top, fp32, strict=True))
                     bound = f" {k_c:>7}/{len(held)}"
                 print(
-                    f"{spec:<19} {method:<10} {name:<13} "
+                    f"{spec:<19} {method:<10} {name:<15} "
                     f"{_rate(k_d, n_d)} of {n_d:>3} {_rate(int(same.sum()), len(same))} "
-                    f"{10 * np.log10(energy / err):>8.1f} {t_q:>9.1f} {np.std(lead - gaps):>6.3f}"
-                    f"{bound}",
+                    f"{10 * np.log10(energy / err):>8.1f} {t_q:>9.1f} {cpu:>6.1f} "
+                    f"{int16_share(graph, config.a16):>6.1%} {np.std(lead - gaps):>6.3f}{bound}",
                     flush=True,
                 )
+
+
+def int16_share(graph: mdla_ir.Graph, names: tuple[str, ...]) -> float:
+    """The share of `graph`'s activation elements that `names` hold in int16."""
+    costs = tensor_costs(graph)
+    return sum(costs[n].elements for n in names) / max(sum(c.elements for c in costs.values()), 1)
 
 
 def _rate(k: int, n: int) -> str:

@@ -40,16 +40,26 @@ def test_the_a16_technique_adds_the_auto_choice_to_cle_and_adaround() -> None:
     chosen_jointly = choose_a16(first.device_graph, first.calibration, config, 0.25, joint=True)
     assert joint.a16 == tuple(c.tensor for c in chosen_jointly)
     assert joint.a16_mode == "joint"
+    refit = bench.with_a16(first, config, "CLE+Ada+refit50")
+    chosen = choose_a16(first.device_graph, first.calibration, config, 0.5, refit=True)
+    assert refit.a16 == tuple(c.tensor for c in chosen)
+    assert refit.a16_mode == "refit:50%"
 
 
 def test_the_techniques_table_prints_a_row_per_technique(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The table runs end to end (it compiles once and re-quantizes per technique), the a16
-    row with its chosen tensors."""
+    row with its chosen tensors and its int16 share (the none row's is 0)."""
     bench = load_script("bench_accuracy", BENCH / "accuracy.py")
     bench.techniques([TINY], 4, 4, 1, "crops", ["minmax"], ["none", "CLE+Ada+a16"])
     out = capsys.readouterr().out
-    rows = [line.split()[2] for line in out.splitlines() if line.startswith(f"{TINY} minmax ")]
-    assert rows == ["none", "CLE+Ada+a16"]
+    rows = [line.split() for line in out.splitlines() if line.startswith(f"{TINY} minmax ")]
+    assert [r[2] for r in rows] == ["none", "CLE+Ada+a16"]
     assert "CLE+Ada+a16: " in out
+    header = next(line.split() for line in out.splitlines() if line.startswith("model "))
+    assert header[-5:] == ["CPU", "s", "int16", "gap", "σ"]
+    shares = [float(r[-2].rstrip("%")) for r in rows]
+    assert shares[0] == 0.0
+    assert 0.0 < shares[1] <= 25.0
+    assert all(float(r[-3]) >= 0.0 for r in rows)  # CPU seconds (a cached compile takes ~0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import itertools
 
 import pytest
 
@@ -14,7 +15,7 @@ from mdla_ir import Graph
 from mdla_quant.joint import eliminate, simulated_sqnr
 from mdla_quant.precision import a16_candidates, choose, tensor_costs
 from mdla_quant.sensitivity import sensitivity
-from tests.quant.test_sensitivity import inputs, outlier_mlp
+from tests.quant.test_sensitivity import inputs, mlp, outlier_mlp
 
 QUANTIZE = importlib.import_module("mdla_quant.quantize")  # the module, not the function
 
@@ -84,3 +85,69 @@ def test_joint_eliminates_on_the_same_probe_and_held_out_part() -> None:
     assert picked == expected
     assert picked
     assert sum(c.share for c in picked) <= 0.5
+
+
+def _quantize_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, tuple[str, ...]]]:
+    """Each `mdla_quant.quantize` call's (AdaRound iterations, int16 tensors), in order."""
+    real = mdla_quant.quantize
+    calls: list[tuple[int, tuple[str, ...]]] = []
+
+    def spied(graph: Graph, data: object, config: mdla_quant.QuantConfig) -> Graph:
+        calls.append((config.adaround, config.a16))
+        return real(graph, data, config)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(mdla_quant, "quantize", spied)
+    return calls
+
+
+def test_refit_measures_on_weights_fit_with_every_candidate_int16(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`refit`: one AdaRound, with every candidate int16; the int8 grids of a plain probe.
+    On mlp it keeps `h` where `joint`, on weights AdaRound fit to int8 activations, keeps
+    `h2`."""
+    graph, data = mlp(), inputs(64, 2)
+    config = mdla_quant.QuantConfig(method="minmax", adaround=20)
+    calls = _quantize_calls(monkeypatch)
+    picked = choose_a16(graph, data, config, budget=0.5, refit=True)
+    monkeypatch.undo()
+    allowed = a16_candidates(graph)
+    assert calls == [(0, ()), (20, tuple(allowed))]
+    fit, held = split(data)
+    grids = mdla_quant.quantize(graph, fit, dataclasses.replace(config, adaround=0))
+    weights = mdla_quant.quantize(graph, fit, dataclasses.replace(config, a16=tuple(allowed)))
+    measure = simulated_sqnr(graph, grids, held, weights=weights)
+    assert picked == eliminate(measure, allowed, tensor_costs(graph), 0.5)
+    int8_fit = simulated_sqnr(graph, mdla_quant.quantize(graph, fit, config), held)
+    assert measure(allowed) != int8_fit(allowed)  # other weights: not today's `joint` probe
+    assert [c.tensor for c in picked] == ["h", "logits"]
+    joint = choose_a16(graph, data, config, budget=0.5, joint=True)
+    assert [c.tensor for c in joint] == ["h2", "logits"]
+
+
+def test_refit_without_adaround_is_joint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without AdaRound the weights do not depend on the activations' precision: no second
+    probe, the `joint` choice."""
+    graph, data = outlier_mlp(), inputs(64, 2)
+    config = mdla_quant.QuantConfig(method="minmax")
+    calls = _quantize_calls(monkeypatch)
+    picked = choose_a16(graph, data, config, budget=0.5, refit=True)
+    assert calls == [(0, ())]
+    monkeypatch.undo()
+    assert picked == choose_a16(graph, data, config, budget=0.5, joint=True)
+
+
+def test_every_round_fits_adaround_again_to_the_tensors_still_int16(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    graph, data = outlier_mlp(), inputs(64, 2)
+    config = mdla_quant.QuantConfig(method="minmax", adaround=5)
+    calls = _quantize_calls(monkeypatch)
+    picked = choose_a16(graph, data, config, budget=0.2, refit=True, every_round=True)
+    allowed = tuple(a16_candidates(graph))
+    assert calls[:2] == [(0, ()), (5, allowed)]
+    rounds = [a16 for _, a16 in calls[2:]]
+    assert rounds  # the budget took more than one round
+    shrinking = [allowed, *rounds]
+    assert all(set(b) < set(a) for a, b in itertools.pairwise(shrinking))
+    assert {c.tensor for c in picked} <= set(rounds[-1])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mdla_quant import QuantConfig, QuantError, quantize
-from mdla_quant.joint import ROUNDS, eliminate, simulated_sqnr
+from mdla_quant.joint import ROUNDS, Measure, eliminate, simulated_sqnr
 from mdla_quant.precision import Cost, choose, tensor_costs
 from mdla_quant.sensitivity import Gain, Sensitivity
 from tests.quant.test_sensitivity import inputs, mlp, widened
@@ -85,3 +85,41 @@ def test_on_a_graph_the_badly_ranged_tensor_and_its_reader_are_kept() -> None:
     assert measure(["h", "h2"]) > measure(()) + 10.0
     with pytest.raises(QuantError, match="no held-out inputs"):
         simulated_sqnr(graph, q, [])
+
+
+def test_refresh_measures_each_later_round_on_what_is_still_int16() -> None:
+    """`refresh(kept)` replaces the measure before every round but the first (e.g. weights
+    re-fit to the tensors still int16); the rounds then read only the new one."""
+    made: list[frozenset[str]] = []
+    used: list[int] = []
+
+    def refresh(kept: list[str]) -> Measure:
+        made.append(frozenset(kept))
+        version = len(made)
+
+        def measure(int16: Collection[str]) -> float:
+            used.append(version)
+            return paired(int16)
+
+        return measure
+
+    def first(int16: Collection[str]) -> float:
+        used.append(0)
+        return paired(int16)
+
+    picked = eliminate(first, NOISE, costs(), 0.3, refresh=refresh)
+    assert made == [frozenset("abcd")]  # round 2 only: the budget held after it
+    assert used == [0] * 6 + [1] * 5
+    assert [c.tensor for c in picked] == ["a", "b", "c"]
+
+
+def test_the_simulated_sqnr_can_take_its_weights_from_another_quantization() -> None:
+    """Grids from one int8 graph, weights from another: AdaRound changes only the weights,
+    so the plain graph's grids with the AdaRound-ed weights measure as the AdaRound-ed graph."""
+    graph, data, held = mlp(), inputs(32, 1), inputs(16, 9)
+    plain = quantize(graph, data, QuantConfig(method="minmax"))
+    ada = quantize(graph, data, QuantConfig(method="minmax", adaround=20))
+    mixed = simulated_sqnr(graph, plain, held, weights=ada)
+    for int16 in ((), ("h", "h2")):
+        assert mixed(int16) == simulated_sqnr(graph, ada, held)(int16)
+        assert mixed(int16) != simulated_sqnr(graph, plain, held)(int16)

@@ -29,9 +29,26 @@ def test_a16_requests_parse() -> None:
     assert parse_a16("joint") == Request(True, 0.25, joint=True)
     assert parse_a16("joint:10%") == Request(True, 0.10, joint=True)
     assert parse_a16("joint*") == Request(False, patterns=("joint*",))  # a glob, not the mode
+    assert parse_a16("refit") == Request(True, 0.25, joint=True, refit=True)
+    assert parse_a16("refit:50%") == Request(True, 0.5, joint=True, refit=True)
 
 
-@pytest.mark.parametrize("bad", ["auto:0%", "auto:150%", "auto:ten", "auto:-0.1", "joint:2"])
+@pytest.mark.parametrize(
+    ("text", "mode"),
+    [
+        ("auto", "auto:25%"),
+        ("joint:0.1", "joint:10%"),
+        ("refit:12.5%", "refit:12.5%"),
+        (" h*, logits ", "h*,logits"),
+    ],
+)
+def test_a_request_names_its_mode_as_the_manifest_records_it(text: str, mode: str) -> None:
+    assert parse_a16(text).mode == mode
+
+
+@pytest.mark.parametrize(
+    "bad", ["auto:0%", "auto:150%", "auto:ten", "auto:-0.1", "joint:2", "refit:0"]
+)
 def test_a_bad_budget_is_one_line_naming_the_fix(bad: str) -> None:
     mode = bad.split(":")[0]
     with pytest.raises(QuantError, match=rf"not a share of activation bytes .* e\.g\. {mode}:10%"):

@@ -72,6 +72,21 @@ def test_joint_chooses_within_the_budget_and_records_its_mode(tmp_path: Path) ->
     assert len(quant.a16_gain_db) == len(quant.a16)
 
 
+def test_refit_records_its_mode_in_the_manifest(tmp_path: Path) -> None:
+    out = tmp_path / "t.mdla"
+    args = [*BASE, "--adaround", "5", "--a16", "refit:30%", "-o", str(out), "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "--a16 refit:30%:" in result.stderr
+    quant = mdla_runtime.load(out).provenance.quant
+    assert quant.a16
+    assert json.loads(result.stdout)["calibration"]["a16_share"] <= 0.30
+    assert (quant.a16_mode, quant.adaround) == ("refit:30%", 5)
+    assert len(quant.a16_gain_db) == len(quant.a16)
+    shown = CliRunner().invoke(app, ["inspect", str(out)])
+    assert "by --a16 refit:30%" in shown.stdout
+
+
 def test_inspect_lists_the_int16_activations(tmp_path: Path) -> None:
     graph = mlp()
     q = quantize(graph, inputs(8, 1), QuantConfig(method="minmax", a16=("h", "h2")))

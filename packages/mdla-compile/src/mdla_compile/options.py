@@ -46,7 +46,8 @@ class CompileOptions:
     quant       the quantizer's settings (method, rounding, AdaRound, ...)
     a16         which activations go int16: `auto[:BUDGET]` (chosen by measured gain within
                 BUDGET, a share of activation bytes), `joint[:BUDGET]` (by backward
-                elimination from all int16) or `PATTERN,...` (tensor/op name globs);
+                elimination from all int16), `refit[:BUDGET]` (that, measured on weights
+                AdaRound fits to the int16 activations) or `PATTERN,...` (tensor/op name globs);
                 None: `quant.a16` as it is (`mdla_compile.a16`)
     cpu         op kinds or name patterns placed on the CPU (explicit partitions)
     target, device   the target description (`mdla3.5` or a .toml path) and Neuron device

@@ -36,16 +36,20 @@ ROUNDS = 4
 Measure = Callable[[Collection[str]], float]
 
 
-def simulated_sqnr(graph: Graph, qgraph: Graph, held_out: Sequence[Sequence[Any]]) -> Measure:
+def simulated_sqnr(
+    graph: Graph, qgraph: Graph, held_out: Sequence[Sequence[Any]], weights: Graph | None = None
+) -> Measure:
     """The outputs' SQNR against FP32 on `held_out` with a set of tensors int16 (simulated);
-    `graph` is the float graph `qgraph` was quantized from."""
+    `graph` is the float graph `qgraph` was quantized from. The activation grids are
+    `qgraph`'s, the weights those of `weights` (default `qgraph`): another quantization of
+    `graph`, e.g. one whose AdaRound was fit with int16 activations."""
     if not held_out:
         raise QuantError(
             f"int16 choice for `{graph.name}`: no held-out inputs (pass input lists the "
             "calibration did not see)"
         )
     ref = [run_float(graph, list(x)) for x in held_out]
-    rounded = with_int8_weights(graph, qgraph)
+    rounded = with_int8_weights(graph, qgraph if weights is None else weights)
 
     def measure(int16: Collection[str]) -> float:
         return output_sqnr(ref, simulate_a16(rounded, qgraph, held_out, int16))
@@ -75,10 +79,13 @@ def eliminate(
     costs: dict[str, Cost],
     budget: float,
     progress: Progress | None = None,
+    refresh: Callable[[list[str]], Measure] | None = None,
 ) -> tuple[Choice, ...]:
     """Backward elimination (see the module docstring) from `allowed` all int16 to at most
     `budget` (a share of all activation elements in `costs`); the kept tensors in graph
-    order (`costs`' order), each with its last measured loss as `gain_db`."""
+    order (`costs`' order), each with its last measured loss as `gain_db`. `refresh(kept)`,
+    when given, makes each round after the first measure with a new `Measure` for the
+    tensors still int16 (e.g. on weights re-fit to them)."""
     total = sum(c.elements for c in costs.values())
     kept = [t for t in costs if t in set(allowed)]
     losses: dict[str, float] = {}
@@ -86,6 +93,8 @@ def eliminate(
         excess = sum(costs[t].elements for t in kept) - budget * total
         if excess <= 0 and losses:
             break
+        if refresh is not None and k > 0:
+            measure = refresh(list(kept))
         losses.update(_losses(measure, kept, progress))
         if excess <= 0:
             break

@@ -1,7 +1,7 @@
 """Which activations go int16: by name patterns, or chosen by measured gain per cost.
 
     request = parse_a16("auto:10%")          # or "features.3.*,head" (globs), "auto" (25 %),
-                                              # "joint:10%" (`mdla_quant.joint`)
+                                              # "joint:10%" (`mdla_quant.joint`), "refit:10%"
     costs = tensor_costs(graph)               # elements, bytes moved, 16x8 MACs per tensor
     picked = choose(sensitivity(fw, q, held), costs, budget=0.10, allowed=a16_candidates(graph))
     QuantConfig(a16=tuple(c.tensor for c in picked))
@@ -19,7 +19,8 @@ Choice, `auto` (greedy, the knapsack heuristic): tensors with a positive simulat
 gain per element first, each taken with its group (the readers' outputs that make it read at 16
 bits, `sensitivity.unit`) while the chosen elements stay within `budget` of all activations'.
 Gains are measured one group at a time, so their sum is an estimate, not a bound. `joint` measures
-combinations instead: backward elimination from all-int16 (`mdla_quant.joint`).
+combinations instead: backward elimination from all-int16 (`mdla_quant.joint`). `refit` is
+`joint` measured on weights AdaRound fit to the int16 activations (`mdla_compile.a16`).
 """
 
 from __future__ import annotations
@@ -41,13 +42,22 @@ DEFAULT_BUDGET = 0.25  # share of activation bytes: issue's bound for efficientn
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """A parsed `--a16`: `auto` or `joint` (`joint` set) with its budget (a share in (0, 1]),
-    or name patterns."""
+    """A parsed `--a16`: `auto`, `joint` (`joint` set) or `refit` (`joint` and `refit` set)
+    with its budget (a share in (0, 1]), or name patterns."""
 
     auto: bool
     budget: float = DEFAULT_BUDGET
     patterns: tuple[str, ...] = ()
     joint: bool = False
+    refit: bool = False
+
+    @property
+    def mode(self) -> str:
+        """The request as a16_mode records it (`refit:25%`), or its patterns."""
+        if not self.auto:
+            return ",".join(self.patterns)
+        name = "refit" if self.refit else "joint" if self.joint else "auto"
+        return f"{name}:{self.budget * 100:g}%"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +81,11 @@ class Choice:
 
 def parse_a16(text: str) -> Request:
     """`auto`, `auto:BUDGET` (`10%` or `0.1`: a share of activation bytes in (0, 100 %]), the
-    same with `joint` or comma-separated name globs; a malformed one is a QuantError naming
-    the fix."""
+    same with `joint` or `refit`, or comma-separated name globs; a malformed one is a
+    QuantError naming the fix."""
     spec = text.strip()
     mode = spec.split(":", 1)[0]
-    if mode in ("auto", "joint"):
+    if mode in ("auto", "joint", "refit"):
         raw = spec[len(mode) + 1 :].strip() or f"{DEFAULT_BUDGET:.0%}"
         try:
             budget = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
@@ -86,12 +96,12 @@ def parse_a16(text: str) -> Request:
                 f"--a16 `{text}`: the budget `{raw}` is not a share of activation bytes in "
                 f"(0, 100%]: write e.g. {mode}:10% or {mode}:0.1"
             )
-        return Request(True, budget, joint=mode == "joint")
+        return Request(True, budget, joint=mode != "auto", refit=mode == "refit")
     patterns = tuple(p.strip() for p in spec.split(","))
     if not spec or "" in patterns:
         raise QuantError(
-            f"--a16 `{text}`: expected `auto[:BUDGET]`, `joint[:BUDGET]` or comma-separated "
-            "tensor/op name patterns (e.g. 'features.1.*,head'), none empty"
+            f"--a16 `{text}`: expected `auto[:BUDGET]`, `joint[:BUDGET]`, `refit[:BUDGET]` or "
+            "comma-separated tensor/op name patterns (e.g. 'features.1.*,head'), none empty"
         )
     return Request(False, patterns=patterns)
 

@@ -140,7 +140,8 @@ A16 = Annotated[
         help="Hold some activations in int16 (16x8): `auto[:BUDGET]` chooses them by measured "
         "gain within BUDGET, a share of activation bytes (default 25%, e.g. auto:10%); "
         "`joint[:BUDGET]` by backward elimination from all int16 (sees tensors that gain "
-        "together; slower); or comma-separated tensor/op name globs.",
+        "together; slower); `refit[:BUDGET]` as joint, measured on weights AdaRound fits to "
+        "the int16 activations (with --adaround); or comma-separated tensor/op name globs.",
     ),
 ]
 SkipRule = Annotated[
