@@ -40,7 +40,6 @@ import numpy as np
 
 from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.attrs import ConvAttrs
-from mdla_ir.interp.conv import windows
 from mdla_quant.blas import one_blas_thread
 from mdla_quant.block_reconstruction import (
     Block,
@@ -75,46 +74,82 @@ class AdaRoundReport:
         )
 
 
-def _pad(x: Array, padding: tuple[int, ...]) -> Array:
-    t, b, left, r = padding
-    return np.pad(x, ((0, 0), (t, b), (left, r), (0, 0))) if any(padding) else x
-
-
-def _rows(rows: Array, parts: list[Array], lead: int = 1) -> Array:
-    """Rows `rows` (sorted, global) of the concatenation of `parts`, each read as rows of its
-    first `lead` axes flattened, without building it (a strided window view is gathered at
-    the chosen rows only, not copied whole by a reshape)."""
+def _patches(
+    rows: Array,
+    xs: list[Array],
+    window: tuple[ConvAttrs, int, int] | None,
+    value: Callable[[Array], Array],
+) -> Array:
+    """The rows `rows` (sorted, global over the samples `xs` in turn) of an op's patches, as
+    float32 `value`s: with `window` (the conv's attrs, kh, kw) a row is an output position
+    (n, oy, ox) and its patch (KH, KW, C) the input at its taps, 0 in the padding; without
+    one a row is a row of x read as (-1, C). Each tap is one contiguous run of C values
+    gathered from x, and `value` (the dequantization) runs on the gathered taps only: the
+    same values, element by element, as gathering from the whole padded, dequantized maps."""
     out, start = [], 0
-    for part in parts:
-        stop = start + int(np.prod(part.shape[:lead]))
-        mine = rows[(rows >= start) & (rows < stop)] - start
-        if len(mine):
-            at = np.unravel_index(mine, part.shape[:lead])
-            out.append(np.asarray(part[at], np.float32))
-        start = stop
+    for x in xs:
+        if window is None:
+            flat = x.reshape(-1, x.shape[-1])
+            count = flat.shape[0]
+        else:
+            a, kh, kw = window
+            (sh, sw), (dh, dw), (pt, pb, pl, pr) = a.stride, a.dilation, a.padding
+            oh = (x.shape[1] + pt + pb - dh * (kh - 1) - 1) // sh + 1
+            ow = (x.shape[2] + pl + pr - dw * (kw - 1) - 1) // sw + 1
+            count = x.shape[0] * oh * ow
+        mine = rows[(rows >= start) & (rows < start + count)] - start
+        start += count
+        if not len(mine):
+            continue
+        if window is None:
+            out.append(np.asarray(value(flat[mine]), np.float32))
+            continue
+        n, rem = np.divmod(mine, oh * ow)
+        iy = (rem // ow)[:, None] * sh - pt + np.arange(kh)[None] * dh  # (m, kh)
+        ix = (rem % ow)[:, None] * sw - pl + np.arange(kw)[None] * dw  # (m, kw)
+        inside = ((iy >= 0) & (iy < x.shape[1]))[:, :, None] & ((ix >= 0) & (ix < x.shape[2]))[
+            :, None
+        ]
+        iy, ix = np.clip(iy, 0, x.shape[1] - 1), np.clip(ix, 0, x.shape[2] - 1)
+        x = np.ascontiguousarray(x)  # each tap one run of C values (a map may be a view)
+        patch = np.asarray(value(x[n[:, None, None], iy[:, :, None], ix[:, None]]), np.float32)
+        patch[~inside] = 0.0
+        out.append(patch)
     return np.concatenate(out)
+
+
+def _reals(t: Tensor, raw: list[Array]) -> tuple[list[Array], Callable[[Array], Array]]:
+    """The int8 values `raw` of `t` and the map of gathered ones to reals: per-tensor
+    parameters dequantize only the taps gathered (`_patches`), per-channel ones the whole maps
+    (their channel axis is that of the map, not of a patch)."""
+    if t.quant is not None and t.quant.channel_dim is None:
+        return raw, lambda q: dequantize(t, q)
+    return [dequantize(t, r) for r in raw], lambda x: x
 
 
 class _Layer:
     """One weighted op as rows of patches: y[m, o] = sum_k cols[m, k(, o)] * w[k, o]."""
 
-    def __init__(self, op: Op, w: Array, rows: Array, xs: list[Array]) -> None:
+    def __init__(
+        self,
+        op: Op,
+        w: Array,
+        rows: Array,
+        xs: list[Array],
+        value: Callable[[Array], Array] = lambda x: x,
+    ) -> None:
+        """`xs` the op's input per sample, whose gathered taps `value` maps to real values."""
         self.kind = op.kind
         self._taken: list[Array] = []
         self.fuse = op.fuse
         if op.kind is OpKind.FULLY_CONNECTED:
-            self.cols = [_rows(rows, [x.reshape(-1, x.shape[-1]) for x in xs])]
+            self.cols = [_patches(rows, xs, None, value)]
             self.w = w.T  # (K, O)
             self.groups = 1
             return
         kh, kw = w.shape[1:3]
         a = ConvAttrs.of(op)
-        # each (N, OH, OW, KH, KW, C): a row's taps read as runs of C contiguous values
-        views = [
-            windows(_pad(x, a.padding), (kh, kw), a.stride, a.dilation).transpose(0, 1, 2, 4, 5, 3)
-            for x in xs
-        ]
-        flat = _rows(rows, views, lead=3)  # (M, KH, KW, C), only the chosen rows
+        flat = _patches(rows, xs, (a, kh, kw), value)  # (M, KH, KW, C), only the chosen rows
         if op.kind is OpKind.DEPTHWISE_CONV_2D:
             mult = w.shape[3] // flat.shape[3]
             flat = np.repeat(flat, mult, axis=3) if mult > 1 else flat
@@ -290,11 +325,11 @@ def adaround(
             progress(weighted.index(op.name), len(weighted), op.name)
         w = graph.const(w_name).astype(np.float32)
         bias = graph.const(b_name).astype(np.float32)
-        x_q = [dequantize(q.tensors[x], e[x]) for e in ints]
+        x_q, real = _reals(q.tensors[x], [e[x] for e in ints])
         x_f = [e[x] for e in floats]
         total = len(data) * int(np.prod(graph.tensors[op.outputs[0]].shape[:-1]))
         pick = np.sort(rng.choice(total, min(rows, total), replace=False))
-        layer_q = _Layer(op, w, pick, x_q)
+        layer_q = _Layer(op, w, pick, x_q, real)
         layer_f = _Layer(op, w, pick, x_f)
         w_ko, back = _weight_layout(op, w)
         out = q.tensors[op.outputs[0]].quant
