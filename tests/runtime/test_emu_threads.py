@@ -8,6 +8,7 @@ default minimum is also run, where the small cases stay on one thread.
 from __future__ import annotations
 
 import ctypes
+import platform
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from mdla_ir.builders import (
 from mdla_ir.graph import Graph
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
+from tests.runtime.test_emu_gemm import conv_graph, cpu_has_8bit_gemm
 from tests.runtime.test_emu_support import emu, run_single_op
 
 SPLIT = [
@@ -176,3 +178,53 @@ def test_pad_writes_every_row_once_at_any_thread_count(
         monkeypatch.setenv("MDLA_EMU_THREADS", str(threads))
         got = np.asarray(run_single_op(g, codes))
         assert got.tobytes() == np.asarray(want).tobytes(), f"{threads} threads"
+
+
+# (n, h, w, c, o, k, stride, dilation, (top, bottom, left, right), z_in): pixels of one tile
+ONE_TILE = {
+    "se_squeeze_1152_48": (1, 1, 1, 1152, 48, 1, 1, 1, (0, 0, 0, 0), -3),
+    "se_expand_48_200": (1, 1, 1, 48, 200, 1, 1, 1, (0, 0, 0, 0), 11),
+    "two_images_64_97": (2, 1, 1, 64, 97, 1, 1, 1, (0, 0, 0, 0), -128),
+    "3x3_s2_four_pixels": (1, 3, 3, 16, 70, 3, 2, 1, (1, 1, 1, 1), 127),
+}
+
+
+@pytest.mark.parametrize("amx", ["", "0"], ids=["best", "rows"])
+@pytest.mark.parametrize("rounding", ["double", "single"])
+@pytest.mark.parametrize("name", ONE_TILE)
+def test_conv_of_one_tile_cuts_its_output_channels(
+    name: str, rounding: str, amx: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conv whose pixels make one tile (squeeze-excite, classifier) is cut by output channels
+    (whole panels of the packed filter; a short last block) on the AMX and the VNNI rows paths
+    when they requantize in the tile (double rounding): at 1, 2 and 3 threads, every block cut,
+    the bytes are run_int8's in both roundings."""
+    monkeypatch.setenv("MDLA_EMU_MIN_WORK", "1")
+    monkeypatch.setenv("MDLA_EMU_AMX", amx)
+    monkeypatch.setenv("MDLA_EMU_ROUNDING", rounding)
+    g = conv_graph(ONE_TILE[name], seed=len(name))
+    codes = random_codes(g, np.random.default_rng(5))
+    (want,) = run_int8(g, as_floats(g, codes), raw=True, rounding=rounding)
+    assert np.unique(want).size > 4, "a case whose outputs are all clamped tests nothing"
+    for threads in (1, 2, 3):
+        monkeypatch.setenv("MDLA_EMU_THREADS", str(threads))
+        got = np.asarray(run_single_op(g, codes))
+        assert got.tobytes() == np.asarray(want).tobytes(), f"{threads} threads"
+
+
+def test_one_pixel_convs_split_at_the_default_minimum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At two threads and the default minimum work a squeeze-excite's one-pixel 1152 -> 48
+    conv and 48 -> 1152 conv split (on a CPU with the 8-bit rows or AMX GEMM; before, one tile
+    of pixels never did); an 8 -> 16 one-pixel conv does not."""
+    emu().emu_split_jobs.restype = ctypes.c_uint64
+    for var in ("MDLA_EMU_MIN_WORK", "MDLA_EMU_AMX", "MDLA_EMU_PORTABLE", "MDLA_EMU_ISA"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("MDLA_EMU_ROUNDING", "double")
+    monkeypatch.setenv("MDLA_EMU_THREADS", "2")
+    rng = np.random.default_rng(3)
+    small = (1, 1, 1, 8, 16, 1, 1, 1, (0, 0, 0, 0), 0)
+    assert splits(conv_graph(small, seed=1), rng) == 0
+    if not cpu_has_8bit_gemm() or platform.machine() != "x86_64":
+        return  # the portable and aarch64 convs cut pixels only
+    for shape in (ONE_TILE["se_squeeze_1152_48"], (1, 1, 1, 48, 1152, 1, 1, 1, (0,) * 4, 0)):
+        assert splits(conv_graph(shape, seed=2), rng) == 1

@@ -88,3 +88,24 @@ def test_unlegalized_classifier_is_unmappable_and_bisection_finds_it(
     assert emu.bisect(manifest) == n - 1  # type: ignore[attr-defined]
     prefix = emu.supported(manifest, ops=n - 1)  # type: ignore[attr-defined]
     assert prefix == {"mtk-mdla": [True] * (n - 1)}
+
+
+def test_a_whole_model_gives_the_same_bytes_at_any_thread_count(
+    emu: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """efficientnet_b0 (every split the emulator makes on a model: conv pixel tiles and, for
+    its one-pixel squeeze-excite convs, output channels; depthwise rows; MEAN rows; elementwise
+    chunks) gives the same raw outputs at MDLA_EMU_THREADS 1, 2 and 3, with every op
+    that can be cut cut (MDLA_EMU_MIN_WORK=1) and at the default minimum."""
+    graph, _ = legalized("efficientnet_b0")
+    qgraph = quantize(graph, inputs_for("efficientnet_b0", 2, 0), QuantConfig())
+    manifest = load(save(qgraph, tmp_path / "b0.mdla"))
+    (xs,) = inputs_for("efficientnet_b0", 1, 5)
+    monkeypatch.setenv("MDLA_EMU_THREADS", "1")
+    (want,) = emu.run(manifest, xs).raw_outputs  # type: ignore[attr-defined]
+    for min_work in ("1", ""):
+        monkeypatch.setenv("MDLA_EMU_MIN_WORK", min_work)
+        for threads in (2, 3):
+            monkeypatch.setenv("MDLA_EMU_THREADS", str(threads))
+            (got,) = emu.run(manifest, xs).raw_outputs  # type: ignore[attr-defined]
+            assert got.tobytes() == want.tobytes(), f"{threads} threads, min work {min_work!r}"

@@ -39,7 +39,17 @@ typedef struct {
     const int8_t *in;
     int8_t *out;
     int32_t tile; /* output pixels per tile: the prepared size or less (conv_tile) */
+    int32_t cols, blocks; /* output channels per item and items per tile (co and 1, or conv_cols) */
 } ConvJob;
+
+/* Item i of a ConvJob: its tile (the return) and its output channels [*c0, *c0 + *width).
+ * Item i is tile i / blocks, block i % blocks: the rows and AMX paths cut a conv whose pixels
+ * make one tile by output channels (panels of the packed filter) so it splits over threads. */
+static inline int64_t emu_conv_item(const ConvJob *job, int64_t i, int32_t *c0, int32_t *width) {
+    *c0 = (int32_t)(i % job->blocks) * job->cols;
+    *width = job->p->co - *c0 < job->cols ? job->p->co - *c0 : job->cols;
+    return i / job->blocks;
+}
 
 /* The 8-bit im2col row of output pixel (b, oy, ox) (k_conv_2d.c). */
 void emu_conv_im2col_u8(const ConvParams *p, const int8_t *in, int32_t b, int32_t oy, int32_t ox,

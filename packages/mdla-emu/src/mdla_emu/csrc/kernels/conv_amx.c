@@ -59,11 +59,14 @@ static void stage(const ConvParams *p, const int8_t *in, int64_t start, int32_t 
     memset(cols + (size_t)rows * p->kpad64, 0, (size_t)(padded - rows) * p->kpad64);
 }
 
-/* `rows` output rows from the code rows `a` (lda apart) into out (int8, co apart). */
-static void rows_out(const ConvParams *p, const EmuGemmRq *rq, const int8_t *a, int32_t lda,
-                     int32_t rows, int8_t *out, int32_t *acc) {
+/* `rows` output rows from the code rows `a` (lda apart) into out (int8, co apart), their
+ * channels [c0, c0 + width) (all of them unless rq.narrow: conv_cols). */
+static void rows_out(const ConvParams *p, const EmuGemmRq *rq, int32_t c0, int32_t width,
+                     const int8_t *a, int32_t lda, int32_t rows, int8_t *out, int32_t *acc) {
     if (p->rq.narrow) {
-        emu_gemm_amx(a, lda, rows, p->packed, p->kpad64, p->init, rq, out, p->co, p->co);
+        const EmuGemmRq at = emu_gemm_rq_at(*rq, c0);
+        emu_gemm_amx(a, lda, rows, p->packed + (size_t)c0 * p->kpad64, p->kpad64, p->init + c0,
+                     &at, out + c0, p->co, width);
         return;
     }
     emu_gemm_amx(a, lda, rows, p->packed, p->kpad64, p->init, NULL, acc, p->co, p->co);
@@ -86,18 +89,20 @@ void emu_conv_amx_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *sc
     int32_t *acc = (int32_t *)(void *)(scratch + (size_t)p->tile_u8 * p->kpad64);
     const EmuGemmRq rq = emu_gemm_rq(p->rqc, (size_t)p->cpad32, p->rq.z_out, p->rq.lo, p->rq.hi);
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
-    for (int64_t t = begin; t < end; t++) {
-        int64_t start = t * job->tile;
+    for (int64_t i = begin; i < end; i++) {
+        int32_t c0, width;
+        int64_t start = emu_conv_item(job, i, &c0, &width) * job->tile;
         int32_t rows = (int32_t)(pixels - start < job->tile ? pixels - start : job->tile);
         const int32_t whole = in_place(p, pixels, start, rows);
         if (whole > 0) {
-            rows_out(p, &rq, job->in + (size_t)start * p->ci, p->ci, whole,
+            rows_out(p, &rq, c0, width, job->in + (size_t)start * p->ci, p->ci, whole,
                      job->out + (size_t)start * p->co, acc);
             start += whole;
             rows -= whole;
         }
         if (rows == 0) continue;
         stage(p, job->in, start, rows, cols);
-        rows_out(p, &rq, cols, p->kpad64, rows, job->out + (size_t)start * p->co, acc);
+        rows_out(p, &rq, c0, width, cols, p->kpad64, rows, job->out + (size_t)start * p->co,
+                 acc);
     }
 }

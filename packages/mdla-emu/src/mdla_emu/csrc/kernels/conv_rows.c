@@ -146,14 +146,17 @@ void emu_conv_rows_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *s
     int32_t *acc = (int32_t *)(void *)(cols + (p->implicit ? 0 : (size_t)p->tile_u8 * p->kpad4));
     const EmuGemmRq rq = emu_gemm_rq(p->rqc, (size_t)p->cpad16, p->rq.z_out, p->rq.lo, p->rq.hi);
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
-    for (int64_t t = begin; t < end; t++) {
-        const int64_t start = t * job->tile;
+    for (int64_t i = begin; i < end; i++) {
+        int32_t c0, width; /* all channels unless rq.narrow (conv_cols) */
+        const int64_t start = emu_conv_item(job, i, &c0, &width) * job->tile;
         const int32_t rows = (int32_t)(pixels - start < job->tile ? pixels - start : job->tile);
         rows_table(p, job->in, start, rows, cols, ptr);
         const EmuGemmRows a = {ptr, p->nseg, p->seg, rows};
         int8_t *out = job->out + (size_t)start * p->co;
         if (p->rq.narrow) {
-            emu_gemm_rows(&a, p->packed, p->init, &rq, out, p->co, p->co);
+            const EmuGemmRq at = emu_gemm_rq_at(rq, c0);
+            emu_gemm_rows(&a, p->packed + (size_t)c0 * p->kpad4, p->init + c0, &at, out + c0,
+                          p->co, width);
         } else {
             emu_gemm_rows(&a, p->packed, p->init, NULL, acc, p->co, p->co);
             emu_requant_rows(&p->rq, acc, (size_t)p->co, out, rows);

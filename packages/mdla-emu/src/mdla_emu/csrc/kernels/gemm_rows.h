@@ -56,6 +56,17 @@ static inline EmuGemmRq emu_gemm_rq(const int32_t *q, size_t cpad, int32_t z, in
     return rq;
 }
 
+/* `rq` from column c0 on (the columns of a block of the filter's panels). */
+static inline EmuGemmRq emu_gemm_rq_at(EmuGemmRq rq, int32_t c0) {
+    if (rq.left != NULL) {
+        rq.left += c0;
+        rq.mult += c0;
+        rq.right += c0;
+        rq.mask += c0;
+    }
+    return rq;
+}
+
 /* Row pointers: per block of EMU_U8_MR rows, nseg x EMU_U8_MR pointers ([block][seg][row]),
  * each to `seg` readable bytes (seg a multiple of 4; nseg * seg = the packed depth kpad). */
 typedef struct {

@@ -264,6 +264,24 @@ static int32_t conv_tile(int32_t prepared, int32_t block, int64_t pixels, int th
     return tile < prepared ? (int32_t)tile : prepared;
 }
 
+/* Blocks of output channels per tile (job->cols channels each): one per thread, in whole
+ * panels of the packed filter, when the pixels make fewer tiles than threads (a squeeze-excite
+ * or classifier conv of one pixel), the rows or AMX path requantizes in its tile and each block
+ * reads at least a thread's least work of weight bytes; else one block of every channel. Each
+ * output element's sum and requantization are the same whatever block holds it. */
+static void conv_cols(const ConvParams *p, int64_t tiles, int threads, const EmuScratch *s,
+                      ConvJob *job) {
+    job->cols = p->co;
+    job->blocks = 1;
+    if (tiles >= threads || !(p->amx || p->rows) || !p->rq.narrow) return;
+    const int32_t panel = p->amx ? EMU_AMX_NR : EMU_U8_NR;
+    const int32_t kpad = p->amx ? p->kpad64 : p->kpad4;
+    const int32_t cols = emu_round_up((p->co + threads - 1) / threads, panel);
+    if (cols >= p->co || emu_par_grain(s, (int64_t)cols * kpad) > 1) return;
+    job->cols = cols;
+    job->blocks = (p->co + cols - 1) / cols;
+}
+
 static void conv_eval(const void *params, const void *const *inputs, void *output,
                       EmuScratch *scratch) {
     const ConvParams *p = params;
@@ -274,17 +292,19 @@ static void conv_eval(const void *params, const void *const *inputs, void *outpu
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
     const int threads = emu_pool_threads(scratch->pool);
     if (p->u8) {
-        const ConvJob job = {p, inputs[0], output,
-                             conv_tile(p->tile_u8, p->amx ? EMU_AMX_MR : EMU_U8_MR, pixels,
-                                       threads)};
-        emu_parallel_for(scratch, (pixels + job.tile - 1) / job.tile, 1,
+        ConvJob job = {p, inputs[0], output,
+                       conv_tile(p->tile_u8, p->amx ? EMU_AMX_MR : EMU_U8_MR, pixels, threads),
+                       p->co, 1};
+        const int64_t tiles = (pixels + job.tile - 1) / job.tile;
+        conv_cols(p, tiles, threads, scratch, &job);
+        emu_parallel_for(scratch, tiles * job.blocks, 1,
                          p->amx ? emu_conv_amx_tiles
                                 : (p->rows ? emu_conv_rows_tiles : conv_tiles_u8),
                          &job);
         return;
     }
     const ConvJob job = {p, inputs[0], output,
-                         conv_tile(p->tile_rows, EMU_GEMM_MR, pixels, threads)};
+                         conv_tile(p->tile_rows, EMU_GEMM_MR, pixels, threads), p->co, 1};
     emu_parallel_for(scratch, (pixels + job.tile - 1) / job.tile, 1, conv_tiles, &job);
 }
 
