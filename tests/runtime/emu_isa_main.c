@@ -1,11 +1,15 @@
 /* A test driver for builds Python cannot load (aarch64 under qemu): prints the emulator's
  * emu_isa() (kernels/simd.h: 0 portable, 1 AVX2, 2 AVX-512, 3 NEON) as read from this
- * process's environment, linked against libneuron_emu.so. */
+ * process's environment, then whether the sdot depthwise (simd_neon.h emu_dw4_neon_ready) would
+ * run for 16 channels and for 15, as 0 or 1; linked against libneuron_emu.so. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 int emu_isa(void);
+bool emu_dw4_neon_ready(int32_t c);
 
 int main(void) {
-    printf("%d\n", emu_isa());
+    printf("%d %d %d\n", emu_isa(), emu_dw4_neon_ready(16), emu_dw4_neon_ready(15));
     return 0;
 }

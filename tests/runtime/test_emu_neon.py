@@ -1,10 +1,12 @@
 """The emulator's NEON kernels (kernels/simd_neon.c: the narrow requantization, the multiplier-1
-depthwise row, MUL's formula and the 256-entry table lookup), which are what the engine's cpu
-partitions run on the phone's ARM cores: the aarch64 cross build under qemu-aarch64, on the
-NEON path (the default there) and the portable C (MDLA_EMU_PORTABLE=1), bit for bit with
-mdla_quant.run_int8. The cases are test_emu_simd's (lane tails, taps outside the image,
-extreme zero points, multipliers above one, both roundings). qemu counts no time: these
-check exactness only."""
+depthwise row, MUL's formula and the 256-entry table lookup; simd_dw4_neon.c: the depthwise
+with four taps per sdot), which are what the engine's cpu partitions run on the phone's ARM
+cores: the aarch64 cross build under qemu-aarch64, on the NEON path (the default there: qemu's
+`max` CPU, which has the dot-product extension), the NEON path of a CPU without it
+(QEMU_CPU=cortex-a53: the sdot depthwise falls back to the NEON row) and the portable C
+(MDLA_EMU_PORTABLE=1), bit for bit with mdla_quant.run_int8. The cases are test_emu_simd's
+(lane tails, taps outside the image, extreme zero points, multipliers above one, both
+roundings, MUL's gate broadcast, SiLU). qemu counts no time: these check exactness only."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import numpy as np
 import pytest
 
 from mdla_ir import OpKind
-from mdla_ir.builders import act, as_floats, random_codes, random_qgraph, single_op_qgraph
+from mdla_ir.builders import act, as_floats, qp, random_codes, random_qgraph, single_op_qgraph
 from mdla_ir.graph import Graph
 from mdla_ir.testing import GraphBuilder
 from mdla_legalize import place
@@ -29,11 +31,21 @@ from mdla_runtime import load, save
 from mdla_runtime.engine.target import quantize as to_codes
 from mdla_target import load_target
 from tests.runtime.cross import CC, QEMU, SYSROOT, build_arm
-from tests.runtime.test_emu_simd import DW_SHAPES, LEFT, dw_graph, left_shift_graph
+from tests.runtime.test_emu_simd import (
+    DW_SHAPES,
+    LEFT,
+    MUL_OUT,
+    MUL_SHAPES,
+    dw_graph,
+    left_shift_graph,
+    silu_graph,
+)
 from tests.runtime.test_emu_support import DEVICES
 
 Array = np.ndarray[Any, Any]
-PATHS = {"neon": "0", "portable": "1"}  # MDLA_EMU_PORTABLE
+PATHS = {"neon": {"MDLA_EMU_PORTABLE": "0"}, "portable": {"MDLA_EMU_PORTABLE": "1"}}
+NO_DOT = {"MDLA_EMU_PORTABLE": "0", "QEMU_CPU": "cortex-a53"}  # ARMv8.0: no sdot
+WITH_NO_DOT = {**PATHS, "neon_nodot": NO_DOT}
 ISA_NEON, ISA_PORTABLE = 3, 0  # simd.h
 
 
@@ -63,23 +75,43 @@ def run_arm(arm: Path, g: Graph, codes: Sequence[Array], tmp: Path, env: dict[st
     return np.fromfile(tmp / "output_0.bin", np.dtype(out.dtype)).reshape(out.shape)
 
 
-def check(arm: Path, g: Graph, codes: Sequence[Array], tmp: Path, what: str) -> None:
-    """`g` on both aarch64 paths and both roundings, each bit for bit with run_int8."""
-    for rounding in ("double", "single"):
+def check(
+    arm: Path,
+    g: Graph,
+    codes: Sequence[Array],
+    tmp: Path,
+    what: str,
+    paths: dict[str, dict[str, str]] = PATHS,
+    roundings: Sequence[str] = ("double", "single"),
+) -> None:
+    """`g` on each aarch64 path of `paths` and each rounding, bit for bit with run_int8."""
+    for rounding in roundings:
         (want,) = run_int8(g, as_floats(g, codes), raw=True, rounding=rounding)
-        for path, portable in PATHS.items():
-            env = {"MDLA_EMU_PORTABLE": portable, "MDLA_EMU_ROUNDING": rounding}
+        for path, path_env in paths.items():
+            env = {**path_env, "MDLA_EMU_ROUNDING": rounding}
             got = run_arm(arm, g, codes, tmp / f"{path}_{rounding}", env)
             np.testing.assert_array_equal(got, want, err_msg=f"{what}, {path}, {rounding}")
 
 
-def test_the_isa_is_neon_on_aarch64(arm: Path, tmp_path: Path) -> None:
-    """emu_isa() in the aarch64 build: NEON unless the environment asks for the C."""
-    driver = tmp_path / "isa"
+@pytest.fixture(scope="module")
+def isa_driver(arm: Path) -> Path:
+    """emu_isa_main.c linked against the aarch64 emulator: prints emu_isa() and whether the
+    sdot depthwise runs for 16 and for 15 channels."""
+    driver = arm / "isa"
     src = Path(__file__).with_name("emu_isa_main.c")
     cmd = [CC, str(src), "-o", str(driver), f"-L{arm}", "-lneuron_emu", f"-Wl,-rpath,{arm}"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+    return driver
+
+
+def isa_line(arm: Path, driver: Path, env: dict[str, str]) -> list[int]:
+    base = {"MDLA_EMU_ISA": "", "MDLA_EMU_PORTABLE": "0"}
+    return [int(v) for v in qemu(arm, [str(driver)], base | env).split()]
+
+
+def test_the_isa_is_neon_on_aarch64(arm: Path, isa_driver: Path) -> None:
+    """emu_isa() in the aarch64 build: NEON unless the environment asks for the C."""
     cases = [
         ({}, ISA_NEON),
         ({"MDLA_EMU_ISA": "avx512"}, ISA_NEON),
@@ -87,19 +119,35 @@ def test_the_isa_is_neon_on_aarch64(arm: Path, tmp_path: Path) -> None:
         ({"MDLA_EMU_PORTABLE": "1"}, ISA_PORTABLE),
     ]
     for env, want in cases:
-        base = {"MDLA_EMU_ISA": "", "MDLA_EMU_PORTABLE": "0"}
-        assert int(qemu(arm, [str(driver)], base | env)) == want, env
+        assert isa_line(arm, isa_driver, env)[0] == want, env
+
+
+def test_the_sdot_depthwise_follows_the_cpu(arm: Path, isa_driver: Path) -> None:
+    """The four-tap sdot depthwise runs where the CPU has the dot-product extension (hwcap
+    ASIMDDP: qemu's max CPU, not the ARMv8.0 cortex-a53) and on 16 channels or more; the
+    portable C turns it off."""
+    cases = [
+        ({}, [ISA_NEON, 1, 0]),
+        ({"QEMU_CPU": "max"}, [ISA_NEON, 1, 0]),
+        ({"QEMU_CPU": "cortex-a76"}, [ISA_NEON, 1, 0]),
+        ({"QEMU_CPU": "cortex-a53"}, [ISA_NEON, 0, 0]),
+        ({"MDLA_EMU_PORTABLE": "1"}, [ISA_PORTABLE, 0, 0]),
+    ]
+    for env, want in cases:
+        assert isa_line(arm, isa_driver, env) == want, env
 
 
 @pytest.mark.parametrize("name", DW_SHAPES)
 def test_aarch64_depthwise_bit_exact(arm: Path, tmp_path: Path, name: str) -> None:
-    """The NEON depthwise row (16- and 8-channel blocks, the scalar tail) and the NEON
-    requantization of its sums."""
+    """The sdot depthwise (16-channel blocks, the last one overlapping when 16 does not divide
+    c; taps in fours; rows of zero points outside the image), and without dotprod the NEON
+    depthwise row (16- and 8-channel blocks, the scalar tail) and the NEON requantization of
+    its sums."""
     g = dw_graph(DW_SHAPES[name], seed=len(name))
     codes = random_codes(g, np.random.default_rng(11))
     codes[0][..., 0] = -128
     codes[0][..., -1] = 127
-    check(arm, g, codes, tmp_path, name)
+    check(arm, g, codes, tmp_path, name, WITH_NO_DOT)
 
 
 @pytest.mark.parametrize("name", LEFT)
@@ -142,6 +190,36 @@ def test_aarch64_elementwise_bit_exact(arm: Path, tmp_path: Path, kind: OpKind) 
         rng = np.random.default_rng(7000 * kind.value + seed)
         g = random_qgraph(kind, rng)
         check(arm, g, random_codes(g, rng), tmp_path / str(seed), f"seed {seed}")
+
+
+@pytest.mark.parametrize("shapes", MUL_SHAPES, ids=lambda s: "x".join(map(str, s[0] + s[1])))
+def test_aarch64_mul_gate_broadcast_bit_exact(arm: Path, tmp_path: Path, shapes: Any) -> None:
+    """MUL's NEON lanes (16 codes a step in int16, the tail block) on the squeeze-excite gate
+    broadcast, with RDBPOT shifts 0, small and 16-18 (the cap at 17), extreme zero points and
+    RELU6 (double rounding: the lanes path; single rounding takes the table)."""
+    sa, sb = shapes
+    rng = np.random.default_rng(len(sa) * 131 + sa[-1])
+    y_shape = tuple(np.broadcast_shapes(sa, sb))
+    for out, (scale, zo) in MUL_OUT.items():
+        for fuse in ("NONE", "RELU6"):
+            x1, x2 = act("a", sa, qp(0.05, 127)), act("b", sb, qp(1 / 256, -128))
+            g = single_op_qgraph(OpKind.MUL, [x1, x2], y_shape, qp(scale, zo), {"fuse": fuse})
+            codes = random_codes(g, rng)
+            codes[0].flat[0], codes[1].flat[0] = -128, 127  # the largest |product|: 255 * 255
+            what = f"{out}, {fuse}"
+            check(
+                arm, g, codes, tmp_path / f"{out}_{fuse}", what, {"neon": PATHS["neon"]}, ["double"]
+            )
+
+
+@pytest.mark.parametrize("x_first", [True, False], ids=["x_sig", "sig_x"])
+def test_aarch64_silu_bit_exact(arm: Path, tmp_path: Path, x_first: bool) -> None:
+    """SiLU as a model writes it, MUL(x, LOGISTIC(x)) in one saved model: on aarch64 the MUL
+    reads x through its 256-entry table with the NEON lookup (k_mul.c), every code of x."""
+    for fuse in ("NONE", "RELU"):
+        g = silu_graph(x_first, fuse)
+        codes = [np.resize(np.arange(-128, 128), g.tensors["x"].shape).astype(np.int8)]
+        check(arm, g, codes, tmp_path / fuse, f"silu {fuse}")
 
 
 def test_aarch64_16x8_depthwise_takes_the_c_rows(arm: Path, tmp_path: Path) -> None:

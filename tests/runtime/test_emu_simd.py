@@ -403,11 +403,8 @@ def test_mul_gate_broadcast_bit_exact(shapes: Any, out: str, isa_path: str) -> N
         np.testing.assert_array_equal(np.asarray(run_single_op(g, codes)), want, err_msg=fuse)
 
 
-@pytest.mark.parametrize("x_first", [True, False], ids=["x_sig", "sig_x"])
-@pytest.mark.parametrize("fuse", ["NONE", "RELU"])
-def test_silu_mul_of_its_logistic_bit_exact(x_first: bool, fuse: str, tmp_path: Path) -> None:
-    """SiLU as MUL(x, LOGISTIC(x)), either operand order, through a saved model: the MUL reads
-    x alone through its 256-entry table (k_mul.c), every code of x against run_int8."""
+def silu_graph(x_first: bool, fuse: str) -> Graph:
+    """SiLU as a model writes it: LOGISTIC(x), then MUL of x and it (either operand order)."""
     x = act("x", (2, 5, 7, 37), qp(0.06, 9))
     sig = act("sig", x.shape, qp(1 / 256, -128))
     out = act("out", x.shape, qp(0.03, -60))
@@ -416,7 +413,16 @@ def test_silu_mul_of_its_logistic_bit_exact(x_first: bool, fuse: str, tmp_path: 
         Op(OpKind.LOGISTIC, "sigmoid", ("x",), ("sig",), None),
         Op(OpKind.MUL, "silu", pair, ("out",), {"fuse": fuse}),
     )
-    g = Graph("silu", {t.name: t for t in (x, sig, out)}, ops, ("x",), ("out",), layout="NHWC")
+    return Graph("silu", {t.name: t for t in (x, sig, out)}, ops, ("x",), ("out",), layout="NHWC")
+
+
+@pytest.mark.parametrize("x_first", [True, False], ids=["x_sig", "sig_x"])
+@pytest.mark.parametrize("fuse", ["NONE", "RELU"])
+def test_silu_mul_of_its_logistic_bit_exact(x_first: bool, fuse: str, tmp_path: Path) -> None:
+    """SiLU as MUL(x, LOGISTIC(x)), either operand order, through a saved model: the MUL reads
+    x alone through its 256-entry table (k_mul.c), every code of x against run_int8."""
+    g = silu_graph(x_first, fuse)
+    x = g.tensors["x"]
     codes = [np.resize(np.arange(-128, 128), x.shape).astype(np.int8)]
     xs = as_floats(g, codes)
     manifest = load(save(g, tmp_path / "silu.mdla"))

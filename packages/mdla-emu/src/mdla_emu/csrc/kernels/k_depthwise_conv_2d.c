@@ -13,7 +13,8 @@
  * Above EMU_ISA_PORTABLE (simd.h, chosen at prepare) multiplier-1 rows run emu_dw_row_*: per
  * pixel and block of channels every tap is added in one vector register, stored once (exact:
  * every partial sum is bounded as acc is, so int32 lanes hold it in any order); with AVX-512
- * VNNI and the narrow requantization, emu_dw4_row: four taps per vpdpbusd (simd.h).
+ * VNNI and the narrow requantization, emu_dw4_row: four taps per vpdpbusd (simd.h); on aarch64
+ * with dotprod, emu_dw4_neon_row: four taps per sdot (simd_neon.h).
  */
 #include <string.h>
 
@@ -49,13 +50,14 @@ static void dw_release(void *params) {
     free(p);
 }
 
-/* emu_dw4_row's packed filter and per-lane constants. */
-static int dw_fill4(DwParams *p, const int8_t *wv) {
+/* emu_dw4_row's (or emu_dw4_neon_row's: `pack`) packed filter and per-lane constants. */
+static int dw_fill4(DwParams *p, const int8_t *wv,
+                    int (*pack)(EmuDw4 *, const EmuDwGeom *, const int8_t *, int32_t,
+                                const EmuDwRq *)) {
     const EmuDwGeom g = emu_dw_geom(&p->win, p->h, p->w, p->ci, p->ow);
     const EmuDwRq rq = {p->rq.bias32, p->rq.left32, p->rq.m32, p->rq.right32, p->rq.mask32,
                         p->rq.z_out, p->rq.lo, p->rq.hi};
-    return emu_dw4_pack(&p->dw4, &g, wv, p->z_in, &rq) == 0 ? NEURON_NO_ERROR
-                                                            : NEURON_OUT_OF_MEMORY;
+    return pack(&p->dw4, &g, wv, p->z_in, &rq) == 0 ? NEURON_NO_ERROR : NEURON_OUT_OF_MEMORY;
 }
 
 static int dw_fill(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, DwParams *p) {
@@ -94,8 +96,11 @@ static int dw_fill(const NeuronModel *m, const EmuOperation *op, EmuNumerics num
             p->filter32[i] = (int32_t)(uint16_t)(int16_t)wv[i];
             p->zw[i % (size_t)p->co] -= p->z_in * wv[i];
         }
-        return p->isa == EMU_ISA_AVX512 && p->rq.narrow && emu_dw4_ready() ? dw_fill4(p, wv)
-                                                                           : NEURON_NO_ERROR;
+        if (p->isa == EMU_ISA_AVX512 && p->rq.narrow && emu_dw4_ready())
+            return dw_fill4(p, wv, emu_dw4_pack);
+        if (p->isa == EMU_ISA_NEON && p->rq.narrow && emu_dw4_neon_ready(p->co))
+            return dw_fill4(p, wv, emu_dw4_neon_pack);
+        return NEURON_NO_ERROR;
     }
     if (p->mult == 1 && win.stride_w == 1) {
         int32_t g = 64, r = p->co; /* period = 64 / gcd(co, 64) */
@@ -226,8 +231,9 @@ EMU_BODY void dw_rows(const DwJob *job, int64_t begin, int64_t end, uint8_t *scr
         const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);
         d.image = job->in + (size_t)b * p->h * p->w * p->ci;
         if (p->dw4.w != NULL) {
-            emu_dw4_row(&p->dw4, &d.g, d.image, oy, job->out + (size_t)row * p->ow * p->co,
-                        (const int8_t **)(void *)taps);
+            (p->isa == EMU_ISA_NEON ? emu_dw4_neon_row : emu_dw4_row)(
+                &p->dw4, &d.g, d.image, oy, job->out + (size_t)row * p->ow * p->co,
+                (const int8_t **)(void *)taps);
             continue;
         }
         if (p->isa == EMU_ISA_AVX512 && p->rq.narrow) {

@@ -2,7 +2,7 @@
  * simd_neon.c: simd_neon.h's kernels in aarch64 NEON intrinsics: the narrow requantization,
  * the multiplier-1 depthwise row, MUL's formula and the 256-entry table lookup.
  *
- * Why the requantization (narrow4) is the C one (requant_narrow, kernel_common.c) lane for lane,
+ * Why the requantization (emu_neon_narrow4, simd_neon_rq.h) is the C one (requant_narrow, kernel_common.c) lane for lane,
  * given simd.c's argument for the x86 lanes (the same bounds hold):
  * - v = (acc + bias) * 2^left: sqshl is not needed; vshlq_s32 by a non-negative count moves the
  *   two's complement bits left, exact since the narrow case has (|acc| + |bias|) 2^left < 2^31.
@@ -15,6 +15,16 @@
  * - clamp(clamp(t, +-2^16) + z, lo, hi) = clamp(t, lo - z, hi - z) + z (simd.c), in [-128, 127],
  *   so the two narrowing moves (xtn) to int16 and int8 change nothing.
  * Tails: the last < 8 values are copied into zero-filled blocks (M = 0, no shift: valid).
+ *
+ * MUL takes 16 codes a step in int16 lanes, as emu_mul_narrow_avx512 does (simd.h's proof of
+ * its shift form, here with a rounding shift): vsubl_s8 gives x - z exactly in int16, vmull_s16
+ * the exact product p (|p| <= 255 * 255 < 2^16), vqrdmulhq_s32 h = SRDHM(p, M) as above. With e
+ * the right shift, RDBPOT(h, e) = floor((h - [h < 0] + 2^(e-1)) / 2^e) for e >= 1 (h = q 2^e + r:
+ * q + 1 exactly when r > 2^(e-1) - 1 + [h < 0]), which is vrshlq_s32 (srshl: add 2^(e-1), then
+ * shift right arithmetically, in full width) of u = h + ((h >> 31) & -1) by -e; for e = 0 the
+ * mask is 0 and srshl by 0 is h. |h| < 2^16, so e >= 17 gives 0 as RDBPOT does: e is capped at 17.
+ * t + z is exact in int32; the saturating moves to int16 and int8 are monotone and fix
+ * [-128, 127], which holds [lo, hi], so the clamp after them is the clamp of t + z.
  */
 #include "simd_neon.h"
 
@@ -22,48 +32,24 @@
 #include <string.h>
 
 #if defined(__aarch64__) && defined(__ARM_NEON)
-#include <arm_neon.h>
-
-typedef struct {
-    int32x4_t z, lo, hi; /* lo and hi minus z */
-} Clamp;
-
-static inline Clamp clamp_of(int32_t z, int32_t lo, int32_t hi) {
-    return (Clamp){vdupq_n_s32(z), vdupq_n_s32(lo - z), vdupq_n_s32(hi - z)};
-}
-
-/* 4 lanes of v = (acc + bias) * 2^left (the header for why this is requant_narrow). */
-static inline int32x4_t narrow4(int32x4_t v, int32x4_t m, int32x4_t right, int32x4_t mask,
-                                const Clamp *c) {
-    const int32x4_t h = vqrdmulhq_s32(v, m);
-    const int32x4_t rem = vandq_s32(h, mask);
-    const int32x4_t thr = vsubq_s32(vshrq_n_s32(mask, 1), vshrq_n_s32(h, 31));
-    int32x4_t t = vshlq_s32(h, vnegq_s32(right));
-    t = vsubq_s32(t, vreinterpretq_s32_u32(vcgtq_s32(rem, thr)));
-    return vaddq_s32(vminq_s32(vmaxq_s32(t, c->lo), c->hi), c->z);
-}
-
-/* Two int32x4 of values in [-128, 127] as 8 int8. */
-static inline int8x8_t pack8(int32x4_t a, int32x4_t b) {
-    return vmovn_s16(vcombine_s16(vmovn_s32(a), vmovn_s32(b)));
-}
+#include "simd_neon_rq.h"
 
 /* 8 lanes from e of the constants and acc: all readable (the caller pads the tail). */
 static inline int8x8_t narrow8_mem(const EmuNarrow *k, const int32_t *acc, size_t e,
-                                   const Clamp *c) {
+                                   const EmuNeonClamp *c) {
     int32x4_t q[2];
     for (size_t h = 0; h < 2; h++) {
         const size_t i = e + 4 * h;
         const int32x4_t v = vshlq_s32(vaddq_s32(vld1q_s32(acc + i), vld1q_s32(k->bias + i)),
                                       vld1q_s32(k->left + i));
-        q[h] = narrow4(v, vld1q_s32(k->mult + i), vld1q_s32(k->right + i),
+        q[h] = emu_neon_narrow4(v, vld1q_s32(k->mult + i), vld1q_s32(k->right + i),
                        vld1q_s32(k->mask + i), c);
     }
-    return pack8(q[0], q[1]);
+    return emu_neon_pack8(q[0], q[1]);
 }
 
 void emu_requant_narrow_neon(const EmuNarrow *k, const int32_t *acc, int8_t *out, int32_t n) {
-    const Clamp c = clamp_of(k->z, k->lo, k->hi);
+    const EmuNeonClamp c = emu_neon_clamp(k->z, k->lo, k->hi);
     int32_t e = 0;
     for (; e + 8 <= n; e += 8) vst1_s8(out + e, narrow8_mem(k, acc, (size_t)e, &c));
     if (e == n) return;
@@ -116,38 +102,61 @@ void emu_dw_row_neon(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps)
     }
 }
 
-/* 8 codes from x (step 1, 8 readable) or x[0] (step 0) minus z, as two int32x4. */
-static inline void codes8(const int8_t *x, uint32_t step, int16x8_t z, int32x4_t *lo,
-                          int32x4_t *hi) {
-    const int16x8_t v = vsubq_s16(step == 0 ? vdupq_n_s16(x[0]) : vmovl_s8(vld1_s8(x)), z);
-    *lo = vmovl_s16(vget_low_s16(v));
-    *hi = vmovl_s16(vget_high_s16(v));
+/* MUL's lanes: both zero points as int8 (vsubl), SRDHM's multiplier, -e (e = right capped at
+ * 17), -1 or 0 (e >= 1 or not), the output zero point and the clamp in int8. */
+typedef struct {
+    int8x8_t z1, z2;
+    int32x4_t m, shift, neg, z;
+    int8x16_t lo, hi;
+} MulLanes;
+
+/* 16 codes from x (step 1, 16 readable) or x[0] (step 0) minus z as int16 (|x - z| <= 255). */
+static inline void codes16(const int8_t *x, uint32_t step, int8x8_t z, int16x8_t *lo,
+                           int16x8_t *hi) {
+    const int8x16_t v = step == 0 ? vdupq_n_s8(x[0]) : vld1q_s8(x);
+    *lo = vsubl_s8(vget_low_s8(v), z);
+    *hi = vsubl_s8(vget_high_s8(v), z);
 }
 
-/* MUL's 8 outputs from 8 readable codes of each operand (simd.h: the product fits int32). */
-static inline int8x8_t mul8(const EmuMulNarrow *k, const int8_t *a, const int8_t *b,
-                            uint32_t a_step, uint32_t b_step, const Clamp *c) {
-    const int16x8_t z1 = vdupq_n_s16((int16_t)k->z1), z2 = vdupq_n_s16((int16_t)k->z2);
-    const int32x4_t m = vdupq_n_s32(k->mult), r = vdupq_n_s32(k->right),
-                    msk = vdupq_n_s32(k->mask);
-    int32x4_t x0, x1, y0, y1;
-    codes8(a, a_step, z1, &x0, &x1);
-    codes8(b, b_step, z2, &y0, &y1);
-    return pack8(narrow4(vmulq_s32(x0, y0), m, r, msk, c),
-                 narrow4(vmulq_s32(x1, y1), m, r, msk, c));
+/* RDBPOT(SRDHM(p, m), e) + z of 4 products (the header's shift form). */
+static inline int32x4_t mul_round4(const MulLanes *l, int32x4_t p) {
+    const int32x4_t h = vqrdmulhq_s32(p, l->m);
+    const int32x4_t u = vaddq_s32(h, vandq_s32(vshrq_n_s32(h, 31), l->neg));
+    return vaddq_s32(vrshlq_s32(u, l->shift), l->z);
+}
+
+/* Two int16x8 of products' halves (x, y) as 8 outputs, saturated to int16 then int8. */
+static inline int8x8_t mul8(const MulLanes *l, int16x8_t x, int16x8_t y) {
+    const int32x4_t p0 = vmull_s16(vget_low_s16(x), vget_low_s16(y));
+    const int32x4_t p1 = vmull_high_s16(x, y);
+    return vqmovn_s16(vcombine_s16(vqmovn_s32(mul_round4(l, p0)), vqmovn_s32(mul_round4(l, p1))));
+}
+
+/* MUL's 16 outputs from 16 readable codes of each operand (or one, step 0). */
+static inline int8x16_t mul16(const MulLanes *l, const int8_t *a, const int8_t *b,
+                              uint32_t a_step, uint32_t b_step) {
+    int16x8_t x0, x1, y0, y1;
+    codes16(a, a_step, l->z1, &x0, &x1);
+    codes16(b, b_step, l->z2, &y0, &y1);
+    const int8x16_t q = vcombine_s8(mul8(l, x0, y0), mul8(l, x1, y1));
+    return vminq_s8(vmaxq_s8(q, l->lo), l->hi);
 }
 
 void emu_mul_narrow_neon(const EmuMulNarrow *k, const int8_t *a, const int8_t *b,
                          uint32_t a_step, uint32_t b_step, uint32_t n, int8_t *out) {
-    const Clamp c = clamp_of(k->z, k->lo, k->hi);
+    const int32_t e = k->right < 17 ? k->right : 17; /* |h| < 2^16: t = 0 from e = 17 on */
+    const MulLanes l = {vdup_n_s8((int8_t)k->z1), vdup_n_s8((int8_t)k->z2),
+                        vdupq_n_s32(k->mult),     vdupq_n_s32(-e),
+                        vdupq_n_s32(e > 0 ? -1 : 0), vdupq_n_s32(k->z),
+                        vdupq_n_s8((int8_t)k->lo), vdupq_n_s8((int8_t)k->hi)};
     uint32_t i = 0;
-    for (; i + 8 <= n; i += 8) vst1_s8(out + i, mul8(k, a + i * a_step, b + i * b_step, a_step,
-                                                     b_step, &c));
+    for (; i + 16 <= n; i += 16)
+        vst1q_s8(out + i, mul16(&l, a + i * a_step, b + i * b_step, a_step, b_step));
     if (i == n) return;
-    int8_t x[8] = {0}, y[8] = {0}, o[8];
+    int8_t x[16] = {0}, y[16] = {0}, o[16];
     memcpy(x, a + i * a_step, a_step ? n - i : 1);
     memcpy(y, b + i * b_step, b_step ? n - i : 1);
-    vst1_s8(o, mul8(k, x, y, a_step, b_step, &c));
+    vst1q_s8(o, mul16(&l, x, y, a_step, b_step));
     memcpy(out + i, o, n - i);
 }
 

@@ -17,11 +17,21 @@ void emu_requant_narrow_neon(const EmuNarrow *k, const int32_t *acc, int8_t *out
  * convolution, 16 then 8 channels per block (x - z as int16, one widening smlal per product). */
 void emu_dw_row_neon(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
 
-/* simd.h's emu_mul_narrow_avx2: MUL's formula in int32 lanes, 8 elements at a time. */
+/* simd.h's emu_mul_narrow_avx512: MUL's formula in int16 lanes, 16 elements at a time. */
 void emu_mul_narrow_neon(const EmuMulNarrow *k, const int8_t *a, const int8_t *b,
                          uint32_t a_step, uint32_t b_step, uint32_t n, int8_t *out);
 
 /* simd.h's emu_lut_vbmi: y[i] = table[x[i] + 128], 16 codes per four 64-byte tbl lookups. */
 void emu_lut_neon(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n);
+
+/* simd.h's emu_dw4_row with the dot-product extension (simd_dw4_neon.c): the same integers,
+ * four taps per sdot in blocks of 16 channels, from its own packing of the same EmuDw4 fields
+ * (emu_dw4_free frees it). emu_dw4_neon_ready(c): c >= 16, the CPU has dotprod (hwcap) and
+ * emu_isa() is EMU_ISA_NEON. emu_dw4_neon_pack returns 0, or -1 when out of memory. */
+int emu_dw4_neon_pack(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z,
+                      const EmuDwRq *rq);
+bool emu_dw4_neon_ready(int32_t c);
+void emu_dw4_neon_row(const EmuDw4 *k, const EmuDwGeom *g, const int8_t *image, int32_t oy,
+                      int8_t *out, const int8_t **rows);
 
 #endif /* MDLA_EMU_SIMD_NEON_H */
