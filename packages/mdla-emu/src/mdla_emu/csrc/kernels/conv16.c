@@ -24,6 +24,7 @@
 
 #include "kernels.h"
 #include "simd.h"
+#include "simd_neon.h"
 
 #define CONV16_TILE 32 /* output pixels per GEMM tile */
 #define CONV16_KB 256  /* taps per int32 block: |sum| <= 2^30 */
@@ -273,8 +274,10 @@ static void dw16_row_task(const void *ctx, int64_t begin, int64_t end, uint8_t *
     for (int64_t row = begin; row < end; row++) {
         const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);
         d.image = j->in + (size_t)b * p->h * p->w * p->ci;
-        if (p->isa == EMU_ISA_AVX2 || p->isa == EMU_ISA_AVX512) /* x86 only: not NEON */
+        if (p->isa == EMU_ISA_AVX2 || p->isa == EMU_ISA_AVX512)
             emu_dw16_row_avx2(&d, oy, acc, taps);
+        else if (p->isa == EMU_ISA_NEON)
+            emu_dw16_row_neon(&d, oy, acc, taps);
         else
             emu_dw16_row(&d, oy, acc, taps);
         int16_t *dst = j->out + (size_t)row * p->ow * p->co;

@@ -1,6 +1,6 @@
 /*
  * simd_neon.c: simd_neon.h's kernels in aarch64 NEON intrinsics: the narrow requantization,
- * the multiplier-1 depthwise row, MUL's formula and the 256-entry table lookup.
+ * the multiplier-1 depthwise rows (int8 and 16x8), MUL's formula and the 256-entry table lookup.
  *
  * Why the requantization (emu_neon_narrow4, simd_neon_rq.h) is the C one (requant_narrow, kernel_common.c) lane for lane,
  * given simd.c's argument for the x86 lanes (the same bounds hold):
@@ -102,6 +102,40 @@ void emu_dw_row_neon(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps)
     }
 }
 
+/* `nq` (1 or 2) blocks of 8 channels from channel k of one pixel of the 16x8 depthwise: every
+ * tap's x * w (int16 each) widened into int32 lanes by smlal/smlal2, in registers. */
+static inline __attribute__((always_inline)) void
+dw16_blocks8(const EmuDw16Row *d, const int32_t *taps, int32_t n, int32_t k, int nq,
+             int32_t *out) {
+    int32x4_t s[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
+    for (int32_t t = 0; t < n; t++) {
+        const int16_t *x = d->image + taps[2 * t] + k, *w = d->filter + taps[2 * t + 1] + k;
+        for (int q = 0; q < nq; q++) {
+            const int16x8_t xv = vld1q_s16(x + 8 * q), wv = vld1q_s16(w + 8 * q);
+            s[2 * q] = vmlal_s16(s[2 * q], vget_low_s16(xv), vget_low_s16(wv));
+            s[2 * q + 1] = vmlal_high_s16(s[2 * q + 1], xv, wv);
+        }
+    }
+    for (int q = 0; q < 2 * nq; q++) vst1q_s32(out + k + 4 * q, s[q]);
+}
+
+void emu_dw16_row_neon(const EmuDw16Row *d, int32_t oy, int32_t *acc, int32_t *taps) {
+    const int32_t c = d->g.c;
+    for (int32_t ox = 0; ox < d->g.ow; ox++) {
+        const int32_t n = emu_dw_taps(&d->g, oy, ox, taps);
+        int32_t *out = acc + (size_t)ox * c;
+        int32_t k = 0;
+        for (; k + 16 <= c; k += 16) dw16_blocks8(d, taps, n, k, 2, out);
+        for (; k + 8 <= c; k += 8) dw16_blocks8(d, taps, n, k, 1, out);
+        for (; k < c; k++) {
+            int32_t s = 0;
+            for (int32_t t = 0; t < n; t++)
+                s += (int32_t)d->image[taps[2 * t] + k] * d->filter[taps[2 * t + 1] + k];
+            out[k] = s;
+        }
+    }
+}
+
 /* MUL's lanes: both zero points as int8 (vsubl), SRDHM's multiplier, -e (e = right capped at
  * 17), -1 or 0 (e >= 1 or not), the output zero point and the clamp in int8. */
 typedef struct {
@@ -195,6 +229,11 @@ void emu_requant_narrow_neon(const EmuNarrow *k, const int32_t *acc, int8_t *out
 }
 
 void emu_dw_row_neon(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
+    (void)d, (void)oy, (void)acc, (void)taps;
+    abort(); /* unreachable: emu_isa() is EMU_ISA_NEON only on aarch64 */
+}
+
+void emu_dw16_row_neon(const EmuDw16Row *d, int32_t oy, int32_t *acc, int32_t *taps) {
     (void)d, (void)oy, (void)acc, (void)taps;
     abort(); /* unreachable: emu_isa() is EMU_ISA_NEON only on aarch64 */
 }

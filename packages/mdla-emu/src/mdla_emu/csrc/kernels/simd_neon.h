@@ -17,6 +17,10 @@ void emu_requant_narrow_neon(const EmuNarrow *k, const int32_t *acc, int8_t *out
  * convolution, 16 then 8 channels per block (x - z as int16, one widening smlal per product). */
 void emu_dw_row_neon(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
 
+/* simd.h's emu_dw16_row_avx2: the 16x8 depthwise row's int32 sums, 16 then 8 channels per block
+ * (x * w of two int16 widened into int32 lanes by smlal: simd.h's bounds), the tail in C. */
+void emu_dw16_row_neon(const EmuDw16Row *d, int32_t oy, int32_t *acc, int32_t *taps);
+
 /* simd.h's emu_mul_narrow_avx512: MUL's formula in int16 lanes, 16 elements at a time. */
 void emu_mul_narrow_neon(const EmuMulNarrow *k, const int8_t *a, const int8_t *b,
                          uint32_t a_step, uint32_t b_step, uint32_t n, int8_t *out);
