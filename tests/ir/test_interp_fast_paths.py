@@ -15,7 +15,7 @@ from mdla_ir import Op, OpKind
 from mdla_ir.affine import round_half_away
 from mdla_ir.interp import conv
 from mdla_ir.interp.conv import conv2d_nhwc, depthwise_nhwc, pad_nhwc, windows
-from mdla_ir.interp.elementwise import sigmoid
+from mdla_ir.interp.elementwise import binary, sigmoid
 from mdla_ir.interp.registry import apply_fuse
 from mdla_ir.interp.resample import _bilinear_axis, resize_bilinear
 
@@ -190,3 +190,32 @@ def test_bilinear_rows_interpolated_once_are_the_definition(
         (got,) = resize_bilinear(op, [x], "NHWC")
         want = bilinear_definition(x, oh, ow, align, half)
     assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("kind", [OpKind.ADD, OpKind.SUB, OpKind.MUL, OpKind.DIV])
+@pytest.mark.parametrize("fuse", ["NONE", "RELU", "RELU6"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_binary_keeps_its_fresh_result_and_the_operands(
+    kind: OpKind, fuse: str, dtype: type
+) -> None:
+    """The float32 result is the ufunc's own array, activated in place: the values of
+    activate(op(a, b)).astype(float32), with broadcasting, the operands untouched; a 0-d
+    pair gives what it gave (a numpy float32 scalar)."""
+    rng = np.random.default_rng(len(fuse))
+    a = (rng.standard_normal((2, 5, 7, 3)) * 8).astype(dtype)
+    b = (rng.standard_normal((1, 1, 7, 3)) * 8).astype(dtype)
+    a.reshape(-1)[:3] = np.nan, -0.0, np.inf
+    before = a.tobytes(), b.tobytes()
+    op = Op(kind, "o", ("a", "b"), ("y",), {"fuse": fuse})
+    ufunc = {OpKind.ADD: np.add, OpKind.SUB: np.subtract, OpKind.MUL: np.multiply}.get(
+        kind, np.divide
+    )
+    with np.errstate(all="ignore"):
+        (got,) = binary(op, [a, b], "NHWC")
+        want = apply_fuse(ufunc(a, b).astype(np.float32), fuse)
+        (scalar,) = binary(op, [a[0, 0, 0, 0], b[0, 0, 0, 0]], "NHWC")
+    assert got.dtype == np.float32
+    assert got.tobytes() == want.tobytes()
+    assert (a.tobytes(), b.tobytes()) == before
+    assert type(scalar) is np.float32
+    assert np.asarray(scalar).tobytes() == np.asarray(want.reshape(-1)[0]).tobytes()

@@ -3,7 +3,8 @@
 DEPTHWISE_CONV_2D (`mdla_quant.fast_kernels`, csrc/depthwise.c) against
 `mdla_ir.interp.conv.depthwise_nhwc`: strides, dilations, kernel sizes, asymmetric padding,
 a channel multiplier, a batch, with and without bias, and inputs holding -0.0, NaN, +-inf,
-subnormals and values whose products round.
+subnormals and values whose products round. LOGISTIC and HARD_SWISH (csrc/elementwise.c)
+against the interpreter's on the whole float32 range, NaN payloads included.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 from mdla_ir import OpKind, evaluate
 from mdla_ir.interp.conv import depthwise_nhwc
+from mdla_ir.interp.elementwise import sigmoid
 from mdla_quant import fast_kernels, native
 from mdla_quant.quantize import calibrate
 from tests.models import inputs_for, legalized
@@ -109,3 +112,88 @@ def test_without_the_library_calibration_keeps_the_interpreters_kernels(
         got = fast_kernels.depthwise_f32(x, w, b, (1, 1), (1, 1), (1, 1, 1, 1))
         want = depthwise_nhwc(x, w, b, (1, 1), (1, 1), (1, 1, 1, 1))
     assert got.tobytes() == want.tobytes()
+
+
+def elementwise_operand(seed: int) -> np.ndarray:
+    """Random values over the whole float32 range and near the kernels' bends, with -0.0,
+    +-inf, subnormals, and quiet and signalling NaNs of both signs with payloads."""
+    rng = np.random.default_rng(seed)
+    specials = [0.0, -0.0, np.inf, -np.inf, 88.7, -88.7, 104.0, -104.0, 1e-40, -1e-40]
+    bends = [-3.0, 3.0, -6.0, 6.0, np.nextafter(-3.0, 0), np.nextafter(3.0, 0)]
+    nans = np.array([0x7FC01234, 0xFFC00042, 0x7F800001, 0xFF812345], np.uint32).view(np.float32)
+    bits = rng.integers(0, 2**32, 20_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    near = rng.standard_normal(200_001).astype(np.float32) * 6
+    return np.concatenate([np.array(specials + bends, np.float32), nans, bits, near])
+
+
+def hard_swish_definition(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x * np.clip(x + 3.0, 0.0, 6.0) / 6.0, dtype=np.float32)
+
+
+ELEMENTWISE = [
+    (fast_kernels.sigmoid_f32, sigmoid),
+    (fast_kernels.hard_swish_f32, hard_swish_definition),
+]
+
+
+@pytest.mark.parametrize(("fast", "interpreter"), ELEMENTWISE)
+def test_c_elementwise_is_the_interpreters(fast, interpreter) -> None:  # type: ignore[no-untyped-def]
+    """Every value's bits (NaN payloads and signs too), on a strided view as a kernel may be
+    given, on a 4-d tensor and on a 0-d one; the input is left as it was."""
+    x = elementwise_operand(5)
+    before = x.copy()
+    with np.errstate(all="ignore"):
+        for v in (x, x[::-3], x[:120_000].reshape(2, 20, 50, 60), np.asarray(x[-1])):
+            got, want = fast(v), np.asarray(interpreter(v), dtype=np.float32)
+            assert got.shape == want.shape
+            assert got.dtype == np.float32
+            assert got.tobytes() == want.tobytes()
+    assert x.tobytes() == before.tobytes()
+
+
+def tiny_activations() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.Hardswish(),
+        torch.nn.Conv2d(8, 8, 3, padding=1, groups=8),
+        torch.nn.SiLU(),
+        torch.nn.Conv2d(8, 8, 1),
+        torch.nn.Sigmoid(),
+    ).eval()
+
+
+def test_calibration_through_every_c_kernel_keeps_every_histogram(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A model with HARD_SWISH, a depthwise conv, SiLU and a sigmoid (LOGISTIC): every kernel
+    of `calibration_kernels()` runs, and every histogram is the interpreter's alone."""
+    import mdla_ir
+    import mdla_legalize
+
+    graph = mdla_ir.from_torch(tiny_activations(), (torch.zeros(1, 3, 12, 12),), name="tiny")
+    graph = mdla_legalize.legalize(graph, mdla_legalize.load_target("mdla3.5"))
+    rng = np.random.default_rng(2)
+    calib = [[rng.standard_normal((1, 3, 12, 12)).astype(np.float32) * 4] for _ in range(2)]
+    kernels = fast_kernels.calibration_kernels()
+    calls: set[OpKind] = set()
+
+    def spying(kind, real):  # type: ignore[no-untyped-def]
+        def spy(op, args, layout):  # type: ignore[no-untyped-def]
+            calls.add(kind)
+            return real(op, args, layout)
+
+        return spy
+
+    quantize_module = sys.modules["mdla_quant.quantize"]
+    spies = {kind: spying(kind, fn) for kind, fn in kernels.items()}
+    monkeypatch.setattr(quantize_module, "calibration_kernels", lambda: spies)
+    fast, _ = calibrate(graph, calib)
+    monkeypatch.setattr(quantize_module, "calibration_kernels", dict)
+    slow, _ = calibrate(graph, calib)
+    assert fast.keys() == slow.keys()
+    for name, h in slow.items():
+        f = fast[name]
+        assert (f.lo, f.hi, f.zeros, f.radius) == (h.lo, h.hi, h.zeros, h.radius), name
+        assert f.counts.tobytes() == h.counts.tobytes(), name
+    assert calls == set(kernels) == {DEPTHWISE, OpKind.LOGISTIC, OpKind.HARD_SWISH}

@@ -14,7 +14,7 @@ import functools
 from pathlib import Path
 
 CSRC = Path(__file__).parent / "csrc"
-SOURCES = (CSRC / "histogram.c", CSRC / "depthwise.c")
+SOURCES = (CSRC / "histogram.c", CSRC / "depthwise.c", CSRC / "elementwise.c")
 FLAGS = ("-O3", "-ffp-contract=off")  # two float32 roundings, never one fused multiply-add
 LIB_NAME = "libmdla_quant.so"
 
@@ -22,6 +22,9 @@ _P, _N, _F = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_float
 SIGNATURES = {
     "mdla_hist_bin": (ctypes.c_int, [_P, _N, _F, _F, _P, _N, ctypes.POINTER(ctypes.c_int64)]),
     "mdla_dw_f32": (None, [_P, _N, _N, _N, _N, _P, _N, _N, _N, _N, _N, _N, _P, _P, _N, _N]),
+    "mdla_neg_abs_f32": (None, [_P, _N, _P]),
+    "mdla_sigmoid_tail_f32": (None, [_P, _P, _N, _P]),
+    "mdla_hard_swish_f32": (None, [_P, _N, _P]),
 }
 
 

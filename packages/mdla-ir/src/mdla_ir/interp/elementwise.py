@@ -36,8 +36,12 @@ _BINARY = {
 
 @kernel(*_BINARY)
 def binary(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
-    y = _BINARY[op.kind](args[0], args[1]).astype(np.float32)
-    return [apply_fuse(y, op.fuse)]
+    """The ufunc's result is a new array (or a numpy scalar, for 0-d operands): a float32
+    array is kept, not copied, and the fused activation writes into it."""
+    y = _BINARY[op.kind](args[0], args[1])
+    if isinstance(y, np.ndarray) and y.dtype == np.float32:
+        return [apply_fuse(y, op.fuse, in_place=True)]
+    return [apply_fuse(y.astype(np.float32), op.fuse)]
 
 
 @kernel(OpKind.PRELU)
