@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -128,3 +130,28 @@ def test_run_passes_names_the_pass_that_broke_the_graph() -> None:
 
     with pytest.raises(VerifyError, match="pass `breaks` broke graph `test`"):
         run_passes(good, [breaks])
+
+
+@pytest.mark.parametrize("axis", [0, 1, 3])
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 16])
+def test_batchnorm_fold_in_chunks_is_the_whole_filter_product(
+    monkeypatch: pytest.MonkeyPatch, axis: int, chunk: int
+) -> None:
+    """The folded filter float32(float64(w) * s) taken on chunks of rows (s along the out
+    channel: torch's axis 0, a transposed conv's 1, a Neuron depthwise filter's 3) is the
+    whole-filter product bit for bit, and an empty filter keeps its shape."""
+    fold = importlib.import_module("mdla_ir.passes.fold_batchnorm")  # (the package's name is
+    # the pass function)
+    monkeypatch.setattr(fold, "CHUNK", chunk)
+    rng = np.random.default_rng(axis + chunk)
+    w = (rng.standard_normal((6, 5, 3, 4)) * 3).astype(np.float32)
+    w.reshape(-1)[:3] = -0.0, 1e-40, np.float32(3.4e38)
+    scale = rng.standard_normal(w.shape[axis]) * 7
+    shape = [1] * 4
+    shape[axis] = -1
+    with np.errstate(over="ignore"):
+        want = (w.astype(np.float64) * scale.reshape(shape)).astype(np.float32)
+        got = fold._scaled(w, scale, axis)
+    assert got.dtype == np.float32
+    assert got.tobytes() == want.tobytes()
+    assert fold._scaled(w[:0], scale if axis else scale[:0], axis).shape == w[:0].shape
