@@ -219,3 +219,49 @@ def test_binary_keeps_its_fresh_result_and_the_operands(
     assert (a.tobytes(), b.tobytes()) == before
     assert type(scalar) is np.float32
     assert np.asarray(scalar).tobytes() == np.asarray(want.reshape(-1)[0]).tobytes()
+
+
+@pytest.mark.parametrize(
+    ("shape", "o", "k", "stride"),
+    [((1, 56, 56, 64), 64, 3, 1), ((2, 97, 41, 32), 48, 3, 1), ((1, 224, 224, 3), 64, 7, 2)],
+)
+def test_conv_in_row_blocks_is_the_whole_product(
+    monkeypatch: pytest.MonkeyPatch, shape: tuple[int, ...], o: int, k: int, stride: int
+) -> None:
+    """resnet18's first 3x3 layer, a batch with a short last block, its 7x7 stride-2 stem:
+    the im2col rows multiplied block by block give the whole matrix's product bit for bit."""
+    rng = np.random.default_rng(o + k)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((o, k, k, shape[3])).astype(np.float32)
+    b = rng.standard_normal(o).astype(np.float32)
+    args = (x, w, b, (stride, stride), (1, 1), (k // 2,) * 4, 1)
+    n, h, wd = shape[:3]
+    oh, ow = (h - 1) // stride + 1, (wd - 1) // stride + 1
+    assert len(conv._row_blocks(n, oh, ow, o, k * k * shape[3])) > n
+    got = conv2d_nhwc(*args)
+    monkeypatch.setattr(conv, "IM2COL_WHOLE_BYTES", 1 << 40)
+    assert got.tobytes() == conv2d_nhwc(*args).tobytes()
+
+
+@pytest.mark.parametrize("n", [1, 3])
+@pytest.mark.parametrize(
+    ("oh", "ow", "o", "k"),
+    [
+        (56, 56, 64, 576),
+        (112, 112, 64, 147),
+        (7, 7, 512, 4608),
+        (200, 9, 8, 27),
+        (3, 500, 900, 900),
+    ],
+)
+def test_conv_row_blocks_cover_the_output_once_and_stay_large(
+    n: int, oh: int, ow: int, o: int, k: int
+) -> None:
+    blocks = conv._row_blocks(n, oh, ow, o, k)
+    if not blocks:
+        assert n * oh * ow * k * 4 <= conv.IM2COL_WHOLE_BYTES or oh * ow * o * k < conv.GEMM_MIN_MNK
+        return
+    for b in range(n):
+        rows = [(y0, y1) for i, y0, y1 in blocks if i == b]
+        assert [y for y0, y1 in rows for y in range(y0, y1)] == list(range(oh))
+        assert all((y1 - y0) * ow * o * k >= conv.GEMM_MIN_MNK for y0, y1 in rows)

@@ -60,14 +60,49 @@ def conv2d_nhwc(
     n, oh, ow = patches.shape[:3]
     og = o // groups
     out = np.empty((n, oh, ow, o), dtype=np.float32)
-    for g in range(groups):
-        p = patches[:, :, :, g * cg : (g + 1) * cg].transpose(0, 1, 2, 4, 5, 3)
-        cols = p.reshape(n * oh * ow, kh * kw * cg)
-        wg = w[g * og : (g + 1) * og].reshape(og, kh * kw * cg)
-        out[..., g * og : (g + 1) * og] = (cols @ wg.T).reshape(n, oh, ow, og)
+    blocks = _row_blocks(n, oh, ow, o, kh * kw * cg) if groups == 1 else []
+    if blocks and x.dtype == w.dtype == np.float32:
+        p, wt = patches.transpose(0, 1, 2, 4, 5, 3), w.reshape(o, kh * kw * cg).T
+        for b, y0, y1 in blocks:
+            cols = p[b, y0:y1].reshape((y1 - y0) * ow, kh * kw * cg)
+            np.matmul(cols, wt, out=out[b, y0:y1].reshape((y1 - y0) * ow, o))
+    else:
+        for g in range(groups):
+            p = patches[:, :, :, g * cg : (g + 1) * cg].transpose(0, 1, 2, 4, 5, 3)
+            cols = p.reshape(n * oh * ow, kh * kw * cg)
+            wg = w[g * og : (g + 1) * og].reshape(og, kh * kw * cg)
+            out[..., g * og : (g + 1) * og] = (cols @ wg.T).reshape(n, oh, ow, og)
     if bias is not None:
         out += bias.astype(np.float32)
     return out
+
+
+IM2COL_WHOLE_BYTES = 1 << 22  # a smaller im2col matrix is made and multiplied whole
+IM2COL_BLOCK_BYTES = 1 << 19  # else its rows in blocks of about this size (they stay in L2)
+GEMM_MIN_MNK = 1 << 23  # and no block's m * n * k below this
+
+
+def _row_blocks(n: int, oh: int, ow: int, o: int, k: int) -> list[tuple[int, int, int]]:
+    """(image, first row, end row) blocks of a CONV_2D's output whose im2col rows are
+    multiplied one block at a time, or [] for one product of the whole matrix.
+
+    A block's GEMM gives each output value exactly what the whole product gives: OpenBLAS's
+    blocked SGEMM sums each value over K in an order set by K alone (M only splits the
+    work), and every block stays above `GEMM_MIN_MNK`, clear of the smaller products' other
+    kernels (its direct and small-matrix SGEMMs stop at 7.3 M). What changes is only that a
+    block's patches are still in cache when they are multiplied: 0.6-0.7x the time on
+    resnet18's 56x56 and 112x112 layers."""
+    per_row = ow * o * k  # one output row's m * n * k
+    if n * oh * ow * k * 4 <= IM2COL_WHOLE_BYTES or per_row == 0:
+        return []
+    rows = min(oh, max(1, IM2COL_BLOCK_BYTES // (ow * k * 4), -(-GEMM_MIN_MNK // per_row)))
+    starts = list(range(0, oh, rows))
+    if (oh - starts[-1]) * per_row < GEMM_MIN_MNK:  # a short last block joins the one before
+        starts.pop()
+    if not starts:  # (an image smaller than one block: whole)
+        return []
+    ends = [*starts[1:], oh]
+    return [(b, y0, y1) for b in range(n) for y0, y1 in zip(starts, ends, strict=True)]
 
 
 def pointwise_nhwc(x: Array, w: Array) -> Array:
