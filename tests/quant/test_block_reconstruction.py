@@ -18,7 +18,7 @@ import mdla_ir
 import mdla_runtime
 from mdla_ir import Graph, OpKind
 from mdla_ir.testing import GraphBuilder
-from mdla_quant import QuantConfig, quantize, run_int8, soft_rounding
+from mdla_quant import QuantConfig, block_reconstruction, quantize, run_int8, soft_rounding
 from mdla_quant.adaround import _weight_layout, adaround
 from mdla_quant.block_reconstruction import BlockPatches, find_blocks, fused_quant
 from mdla_quant.errors import QuantError
@@ -305,3 +305,29 @@ def test_the_thread_budget_is_the_workers_share(monkeypatch: pytest.MonkeyPatch)
     assert soft_rounding.threads() == cores
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert soft_rounding.threads() == cores
+
+
+def test_fused_quant_writes_into_the_arrays_given_bit_for_bit() -> None:
+    """The step's reused arrays (the derivative also as bool) hold what fresh ones would."""
+    y = np.random.default_rng(5).standard_normal((40, 18)).astype(np.float32) * 4
+    want, want_d = fused_quant(y, "RELU6", (0.05, -128))
+    value, bits = np.empty_like(y), np.empty(y.shape, np.bool_)
+    got, got_d = fused_quant(y, "RELU6", (0.05, -128), (value, bits))
+    assert got is value
+    assert got_d is bits
+    assert got.tobytes() == want.tobytes()
+    np.testing.assert_array_equal(got_d, want_d.astype(bool))
+
+
+def test_the_output_in_chunks_is_the_output_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each chunk's forward writes into the same reused arrays: every chunk is kept."""
+    g = mbconv()
+    (block,) = find_blocks(g)
+    stems = [mdla_ir.evaluate(g, x, keep=(block.input,))[block.input] for x in samples(2)]
+    patches = BlockPatches(block, g, stems, np.arange(150))
+    ws, bs = _weights(g, ["expand", "dw", "project"])
+    grids = [(0.05, -128), (0.05, -128), None]
+    whole, _ = patches.forward(ws, bs, grids, np.arange(150))
+    whole = whole.copy()
+    monkeypatch.setattr(block_reconstruction, "CHUNK", 7)
+    assert patches.output(ws, bs, grids).tobytes() == whole.tobytes()

@@ -130,23 +130,29 @@ def find_blocks(graph: Graph) -> list[Block]:
     return blocks
 
 
-def fused_quant(y: Array, fuse: str, grid: tuple[float, int] | None) -> tuple[Array, Array]:
+def fused_quant(
+    y: Array, fuse: str, grid: tuple[float, int] | None, into: tuple[Array, Array] | None = None
+) -> tuple[Array, Array]:
     """The fused clip of `fuse`, then (with `grid` = (scale, zero point)) the int8 grid's range
-    and rounding; returns the value and its straight-through derivative (1 inside the range)."""
+    and rounding; returns the value and its straight-through derivative (1 inside the range),
+    written into `into` (two arrays of y's shape: the value's of y's dtype, the derivative's
+    of it or bool) when given, else into new ones of y's dtype."""
     lo, hi = CLIPS[fuse]
     if grid is not None:
         s, z = grid
         lo, hi = max(lo, s * (-128 - z)), min(hi, s * (127 - z))
+    out, deriv = into if into is not None else (np.empty_like(y), np.empty_like(y))
     inside = np.greater(y, lo)
     inside &= np.less(y, hi)
-    out = np.clip(y, lo, hi)
+    np.clip(y, lo, hi, out=out)
     if grid is not None:  # (round(out / s + z) - z) * s, in place
         np.divide(out, grid[0], out=out)
         np.add(out, grid[1], out=out)
         np.round(out, out=out)
         np.subtract(out, grid[1], out=out)
         np.multiply(out, grid[0], out=out)
-    return out, inside.astype(y.dtype)
+    np.copyto(deriv, inside)
+    return out, deriv
 
 
 class BlockPatches:
@@ -178,13 +184,20 @@ class BlockPatches:
         self.rows = len(picks)
         self._buffers: dict[str, Array] = {}
 
-    def _buffer(self, name: str, shape: tuple[int, ...]) -> Array:
-        """A float32 array of `shape` reused from step to step: a fresh array of tens of MB
-        each step costs more in page faults than the work written into it."""
-        size = int(np.prod(shape))
-        if name not in self._buffers or self._buffers[name].size < size:
-            self._buffers[name] = np.empty(size, np.float32)
-        return self._buffers[name][:size].reshape(shape)
+    def _buffer(self, name: str, shape: tuple[int, ...], dtype: Any = np.float32) -> Array:
+        """An array of `shape` reused from step to step: a fresh array of tens of MB each
+        step costs more in page faults than the work written into it."""
+        size, key = int(np.prod(shape)), f"{name}:{np.dtype(dtype).str}"
+        if key not in self._buffers or self._buffers[key].size < size:
+            self._buffers[key] = np.empty(size, dtype)
+        return self._buffers[key][:size].reshape(shape)
+
+    def _pair(self, name: str, like: Array) -> tuple[Array, Array]:
+        """Two reused arrays shaped as `like`, for a fused_quant's value and derivative."""
+        return (
+            self._buffer(name, like.shape, like.dtype),
+            self._buffer(name + "'", like.shape, like.dtype),
+        )
 
     def forward(
         self,
@@ -202,11 +215,16 @@ class BlockPatches:
             k = 1
         else:
             z1, d1 = x0, self.mask[idx][..., None]
-        z2, d2 = fused_quant(by_columns("mtc,tc->mc", z1, ws[k]) + bs[k], fuses[k], grids[k])
-        y, d3 = fused_quant(matmul(z2, ws[k + 1]) + bs[k + 1], fuses[k + 1], None)
+        a2 = by_columns("mtc,tc->mc", z1, ws[k])
+        a2 += bs[k]
+        z2, d2 = fused_quant(a2, fuses[k], grids[k], self._pair("dw", a2))
+        a3 = matmul(z2, ws[k + 1])
+        a3 += bs[k + 1]
+        y, d3 = fused_quant(a3, fuses[k + 1], None, self._pair("project", a3))
         d4 = np.ones_like(y)
         if self.block.add is not None and self.residual is not None:
-            y, d4 = fused_quant(y + self.residual[idx], self.block.add.fuse, None)
+            np.add(y, self.residual[idx], out=a3)  # a3 is spent: d3 holds what it gave
+            y, d4 = fused_quant(a3, self.block.add.fuse, None, self._pair("add", a3))
         return y, [x0, z1, d1, z2, d2, d3, d4]
 
     def _expand(
@@ -219,11 +237,14 @@ class BlockPatches:
         pixel, taps = np.unique(self.pixel[idx], return_inverse=True)
         a = matmul(self.pixels[pixel], w)  # pixel -1 (the padding, first if any): zeroed below
         a += b
-        z, d = fused_quant(a, fuse, grid)
+        # the derivative (0 or 1) as bool: a quarter of the bytes to gather per tap, and the
+        # same product in the chain rule (a bool multiplies as exactly 0.0 or 1.0)
+        bits = self._buffer("expand'", a.shape, np.bool_)
+        z, d = fused_quant(a, fuse, grid, (self._buffer("expand", a.shape, a.dtype), bits))
         if pixel[0] < 0:
-            z[0], d[0] = 0.0, 0.0
+            z[0], d[0] = 0.0, False
         flat, taps = (len(idx) * self.pixel.shape[1], w.shape[1]), taps.ravel()
-        z1, d1 = self._buffer("z1", flat), self._buffer("d1", flat)
+        z1, d1 = self._buffer("z1", flat), self._buffer("d1", flat, np.bool_)
 
         def gather(r: slice) -> None:
             np.take(z, taps[r], axis=0, out=z1[r], mode="clip")
@@ -268,8 +289,8 @@ class BlockPatches:
         return total / max(target.size, 1)
 
     def output(self, ws: list[Array], bs: list[Array], grids: list[Any]) -> Array:
-        parts = [
-            self.forward(ws, bs, grids, np.arange(s, min(s + CHUNK, self.rows)))[0]
+        parts = [  # copied: each forward writes its output into the same reused array
+            self.forward(ws, bs, grids, np.arange(s, min(s + CHUNK, self.rows)))[0].copy()
             for s in range(0, self.rows, CHUNK)
         ]
         return np.concatenate(parts)
