@@ -30,6 +30,7 @@ from mdla_quant.quantize import quantize
 from mdla_runtime import load, save
 from mdla_runtime.engine.target import quantize as to_codes
 from mdla_target import load_target
+from tests.models import inputs_for, legalized
 from tests.runtime.cross import CC, QEMU, SYSROOT, build_arm
 from tests.runtime.test_emu_simd import (
     DW_SHAPES,
@@ -61,13 +62,14 @@ def qemu(arm: Path, args: Sequence[str], env: dict[str, str]) -> str:
     return proc.stdout
 
 
-def run_arm(arm: Path, g: Graph, codes: Sequence[Array], tmp: Path, env: dict[str, str]) -> Array:
-    """Single-op `g`'s int8 output from the aarch64 engine and emulator under qemu."""
+def run_arm(arm: Path, g: Graph, xs: Sequence[Array], tmp: Path, env: dict[str, str]) -> Array:
+    """`g`'s first output (raw codes) on float inputs `xs` from the aarch64 engine and emulator
+    under qemu."""
     tmp.mkdir(parents=True, exist_ok=True)
     path = save(g, tmp / "op.mdla")
     args = [str(arm / "mdla-engine"), str(path), "--lib", str(arm / "libneuron_emu.so")]
     args += ["--device", ",".join(DEVICES)]  # some shapes map only on the dsp or the gpu
-    for k, (spec, x) in enumerate(zip(load(path).inputs, as_floats(g, codes), strict=True)):
+    for k, (spec, x) in enumerate(zip(load(path).inputs, xs, strict=True)):
         (tmp / f"x{k}.bin").write_bytes(to_codes(x, spec).tobytes())
         args += ["--input", str(tmp / f"x{k}.bin")]
     qemu(arm, [*args, "--outdir", str(tmp), "--json"], env)
@@ -89,7 +91,7 @@ def check(
         (want,) = run_int8(g, as_floats(g, codes), raw=True, rounding=rounding)
         for path, path_env in paths.items():
             env = {**path_env, "MDLA_EMU_ROUNDING": rounding}
-            got = run_arm(arm, g, codes, tmp / f"{path}_{rounding}", env)
+            got = run_arm(arm, g, as_floats(g, codes), tmp / f"{path}_{rounding}", env)
             np.testing.assert_array_equal(got, want, err_msg=f"{what}, {path}, {rounding}")
 
 
@@ -220,6 +222,19 @@ def test_aarch64_silu_bit_exact(arm: Path, tmp_path: Path, x_first: bool) -> Non
         g = silu_graph(x_first, fuse)
         codes = [np.resize(np.arange(-128, 128), g.tensors["x"].shape).astype(np.int8)]
         check(arm, g, codes, tmp_path / fuse, f"silu {fuse}")
+
+
+def test_aarch64_efficientnet_b0_bit_exact(arm: Path, tmp_path: Path) -> None:
+    """A whole model on aarch64: efficientnet_b0's SiLUs (the NEON table), squeeze-excite gates
+    (MUL's lanes), 3x3 and 5x5 depthwise (sdot; without dotprod the NEON row), pointwise convs
+    and the classifier (the sdot GEMM; without dotprod the C), bit for bit with run_int8."""
+    graph, _ = legalized("efficientnet_b0")
+    g = quantize(graph, inputs_for("efficientnet_b0", 2, 0), QuantConfig())
+    (xs,) = inputs_for("efficientnet_b0", 1, 5)
+    (want,) = run_int8(g, xs, raw=True, rounding="double")
+    for path, env in WITH_NO_DOT.items():
+        got = run_arm(arm, g, xs, tmp_path / path, {**env, "MDLA_EMU_ROUNDING": "double"})
+        np.testing.assert_array_equal(got.reshape(want.shape), want, err_msg=path)
 
 
 def test_aarch64_16x8_depthwise_bit_exact(arm: Path, tmp_path: Path) -> None:
