@@ -54,9 +54,10 @@ SHAPES = {
 }
 
 
-def conv_graph(shape: tuple[Any, ...], seed: int) -> Graph:
+def conv_graph(shape: tuple[Any, ...], seed: int, fuse: str = "NONE") -> Graph:
     """One CONV_2D with full-range int8 weights (-127..127, per channel) and `z_in`; the output
-    scale keeps the sum's spread inside int8 so the requantized values are not all clamped."""
+    scale keeps the sum's spread inside int8 so the requantized values are not all clamped;
+    `fuse` the fused activation."""
     n, h, w, c, o, k, stride, dil, pads, z_in = shape
     rng = np.random.default_rng(seed)
     wt = rng.integers(-127, 128, size=(o, k, k, c), dtype=np.int8)
@@ -73,7 +74,7 @@ def conv_graph(shape: tuple[Any, ...], seed: int) -> Graph:
     ]
     attrs = {"stride": (stride, stride), "dilation": (dil, dil), "padding": pads, "groups": 1}
     return single_op_qgraph(
-        OpKind.CONV_2D, tensors, (n, oh, ow, o), qp(spread / 40, -3), attrs | {"fuse": "NONE"}
+        OpKind.CONV_2D, tensors, (n, oh, ow, o), qp(spread / 40, -3), attrs | {"fuse": fuse}
     )
 
 

@@ -31,6 +31,11 @@ typedef struct {
      * init and rqc over cpad32 columns, kpad64 depth; tile_u8 rows per tile */
     bool amx;
     int32_t kpad64, cpad32;
+    /* the AMX taps path (conv_amx_taps.c, amx is true too): kpad64 = kh kw cip, the copy's
+     * rows wp pixels, tap_rows output rows per tile, koff the nk chunks' offsets */
+    bool taps, taps_flat;
+    int32_t wp, nk, tap_rows;
+    int32_t *koff;
     EmuConv16 *wide; /* int16 activations (conv16.c): every other field unused */
 } ConvParams;
 
@@ -76,5 +81,11 @@ int emu_conv_fold_requant(ConvParams *p, int32_t cpad);
 int emu_conv_amx_prepare(ConvParams *p, const int8_t *w);
 size_t emu_conv_amx_scratch(const ConvParams *p);
 void emu_conv_amx_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch);
+
+/* The AMX taps path (conv_amx_taps.c): taken by emu_conv_amx_prepare; its scratch bytes; the
+ * tasks of a ConvJob whose tile is whole output rows (tile / ow of them). */
+int emu_conv_taps_prepare(ConvParams *p, const int8_t *w);
+size_t emu_conv_taps_scratch(const ConvParams *p);
+void emu_conv_taps_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch);
 
 #endif /* MDLA_EMU_CONV_H */

@@ -44,51 +44,91 @@ static inline __mmask16 cols_mask(int32_t o, int32_t cols) {
     return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n > 0 ? n : 0)) - 1u);
 }
 
-/* Rows [0, nr) of the 32 x 32 block `buf` (columns o..o+31) plus init, into out. */
-EMU_AMX static void store_block(const int32_t *buf, int nr, const int32_t *init,
-                                const EmuGemmRq *rq, int32_t o, int32_t cols, void *out,
-                                int32_t ldo) {
+/* The 32 x 32 block `buf` (columns o..o+31) plus init into the int32 rows rowp[r] (NULL:
+ * dropped). */
+EMU_AMX static void store_sums(const int32_t *buf, void *const *rowp, const int32_t *init,
+                               int32_t o, int32_t cols) {
     for (int q = 0; q < 2; q++) {
         const int32_t c = o + 16 * q;
         const __mmask16 m = cols_mask(c, cols);
         if (m == 0) break;
         const __m512i base = _mm512_loadu_si512(init + c);
-        if (rq == NULL) {
-            for (int r = 0; r < nr; r++)
+        for (int r = 0; r < EMU_AMX_MR; r++)
+            if (rowp[r] != NULL)
                 _mm512_mask_storeu_epi32(
-                    (int32_t *)out + (size_t)r * ldo + c, m,
+                    (int32_t *)rowp[r] + c, m,
                     _mm512_add_epi32(_mm512_loadu_si512(buf + r * EMU_AMX_NR + 16 * q), base));
-            continue;
-        }
-        const __m512i left = _mm512_loadu_si512(rq->left + c),
-                      mult = _mm512_loadu_si512(rq->mult + c),
-                      right = _mm512_loadu_si512(rq->right + c),
-                      mask = _mm512_loadu_si512(rq->mask + c), z = _mm512_set1_epi32(rq->z),
-                      lo = _mm512_set1_epi32(rq->lo - rq->z),
-                      hi = _mm512_set1_epi32(rq->hi - rq->z);
-        for (int r = 0; r < nr; r++) {
-            const __m512i v =
-                _mm512_add_epi32(_mm512_loadu_si512(buf + r * EMU_AMX_NR + 16 * q), base);
-            _mm512_mask_cvtepi32_storeu_epi8(
-                (int8_t *)out + (size_t)r * ldo + c, m,
-                emu_narrow16(_mm512_sllv_epi32(v, left), mult, right, mask, z, lo, hi));
-        }
     }
 }
 
-/* The sums of the 32 x 32 block at rows a (lda apart), panels b0 and b0 + panel, in tiles 0-3. */
-EMU_AMX static inline void block_sums(const int8_t *a, int32_t lda, const int8_t *b0,
-                                      size_t panel, int32_t kpad) {
-    const int8_t *a1 = a + (size_t)16 * lda, *b1 = b0 + panel;
+/* One row's narrow requantization before its clamp: (sums + init) << left, SRDHM, RDBPOT. */
+typedef struct {
+    __m512i base, left, mult, right, mask;
+} Half;
+
+EMU_AMX static inline Half half_at(const int32_t *init, const EmuGemmRq *rq, int32_t c) {
+    return (Half){_mm512_loadu_si512(init + c), _mm512_loadu_si512(rq->left + c),
+                  _mm512_loadu_si512(rq->mult + c), _mm512_loadu_si512(rq->right + c),
+                  _mm512_loadu_si512(rq->mask + c)};
+}
+
+/* t of simd.c's narrow requantization (its clamp and zero point left to the caller). */
+EMU_AMX static inline __m512i half_t(const int32_t *sums, const Half *k) {
+    const __m512i v = _mm512_sllv_epi32(_mm512_add_epi32(_mm512_loadu_si512(sums), k->base),
+                                        k->left);
+    return emu_narrow16_t(v, k->mult, k->right, k->mask);
+}
+
+/* The 32 x 32 block `buf` (columns o..o+31) requantized into the int8 rows rowp[r] (NULL:
+ * dropped), two rows (64 codes) per vector: packs_epi32 saturates each t to int16, adds_epi16
+ * adds z with saturation, packs_epi16 saturates to int8, and the clamp to [lo, hi] follows in
+ * bytes. Each step only clamps a value already outside [-128, 127] (|z| <= 128) further out,
+ * so the result is clamp(t + z, lo, hi), the narrow requantization's. The packs interleave per
+ * 128-bit lane (4 codes of t0, of t1, of t2, of t3), whose dwords one permutation puts in
+ * column order. */
+EMU_AMX static void store_codes(const int32_t *buf, void *const *rowp, const int32_t *init,
+                                const EmuGemmRq *rq, int32_t o, int32_t cols) {
+    const int32_t n = cols - o;
+    const __mmask32 m = n >= 32 ? (__mmask32)0xFFFFFFFFu : (__mmask32)((1u << n) - 1u);
+    const Half k0 = half_at(init, rq, o), k1 = half_at(init, rq, o + 16);
+    const __m512i z = _mm512_set1_epi16((int16_t)rq->z), lo = _mm512_set1_epi8((int8_t)rq->lo),
+                  hi = _mm512_set1_epi8((int8_t)rq->hi),
+                  order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    for (int r = 0; r < EMU_AMX_MR; r += 2) {
+        if (rowp[r] == NULL && rowp[r + 1] == NULL) continue;
+        const int32_t *s = buf + r * EMU_AMX_NR;
+        const __m512i a = _mm512_adds_epi16(
+            _mm512_packs_epi32(half_t(s, &k0), half_t(s + 16, &k1)), z);
+        const __m512i b = _mm512_adds_epi16(
+            _mm512_packs_epi32(half_t(s + EMU_AMX_NR, &k0), half_t(s + EMU_AMX_NR + 16, &k1)),
+            z);
+        const __m512i c = _mm512_min_epi8(
+            _mm512_max_epi8(_mm512_permutexvar_epi32(order, _mm512_packs_epi16(a, b)), lo), hi);
+        if (rowp[r] != NULL)
+            _mm256_mask_storeu_epi8((int8_t *)rowp[r] + o, m, _mm512_castsi512_si256(c));
+        if (rowp[r + 1] != NULL)
+            _mm256_mask_storeu_epi8((int8_t *)rowp[r + 1] + o, m,
+                                    _mm512_extracti64x4_epi64(c, 1));
+    }
+}
+
+/* The sums of the 32 x 32 block of row tiles a0, a1 (rows lda apart; chunk c at koff[c], or
+ * 64 c without koff), panels b0 and b0 + panel, in tiles 0-3. */
+EMU_AMX static inline void block_sums(const int8_t *a0, const int8_t *a1, int32_t lda,
+                                      const int32_t *koff, int32_t nk, const int8_t *b0,
+                                      size_t panel) {
+    const int8_t *b1 = b0 + panel;
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
-    for (int32_t k = 0; k < kpad; k += EMU_AMX_KB) {
-        _tile_loadd(4, a + k, lda);
+    for (int32_t c = 0; c < nk; c++) {
+        const size_t k = koff != NULL ? (size_t)koff[c] : (size_t)c * EMU_AMX_KB;
+        const size_t kb = (size_t)c * EMU_AMX_KB * EMU_U8_NR;
+        _tile_loadd(4, a0 + k, lda);
         _tile_loadd(5, a1 + k, lda);
-        _tile_loadd(6, b0 + (size_t)k * EMU_U8_NR, EMU_U8_NR * EMU_U8_KB);
-        _tile_loadd(7, b1 + (size_t)k * EMU_U8_NR, EMU_U8_NR * EMU_U8_KB);
+        _tile_loadd(6, b0 + kb, EMU_U8_NR * EMU_U8_KB);
+        _tile_loadd(7, b1 + kb, EMU_U8_NR * EMU_U8_KB);
         _tile_dpbssd(0, 4, 6);
         _tile_dpbssd(1, 4, 7);
         _tile_dpbssd(2, 5, 6);
@@ -105,9 +145,17 @@ EMU_AMX static inline void block_store(int32_t *buf) {
     _tile_stored(3, buf + 16 * EMU_AMX_NR + 16, stride);
 }
 
-EMU_AMX static void gemm_amx(const int8_t *a, int32_t lda, int32_t rows, const int8_t *packed,
-                             int32_t kpad, const int32_t *init, const EmuGemmRq *rq, void *out,
-                             int32_t ldo, int32_t cols) {
+EMU_AMX static inline void store_block(const int32_t *buf, void *const *rowp,
+                                       const int32_t *init, const EmuGemmRq *rq, int32_t o,
+                                       int32_t cols) {
+    if (rq == NULL)
+        store_sums(buf, rowp, init, o, cols);
+    else
+        store_codes(buf, rowp, init, rq, o, cols);
+}
+
+EMU_AMX static void gemm_gather(const EmuAmxRows *a, const int8_t *packed, const int32_t *init,
+                                const EmuGemmRq *rq, int32_t cols) {
     TileConfig cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
@@ -116,24 +164,21 @@ EMU_AMX static void gemm_amx(const int8_t *a, int32_t lda, int32_t rows, const i
     /* two buffers: block j's tile products are issued before block j - 1 is requantized, so
      * the tile unit works on the one while the vector lanes finish the other */
     int32_t buf[2][EMU_AMX_MR * EMU_AMX_NR] __attribute__((aligned(64)));
-    const size_t panel = (size_t)kpad * EMU_U8_NR;
-    const size_t row_bytes = (size_t)ldo * (rq == NULL ? sizeof(int32_t) : 1);
-    int32_t last_o = -1, last_p = 0, cur = 0;
+    const size_t panel = (size_t)a->nk * EMU_AMX_KB * EMU_U8_NR;
+    int32_t last_o = -1, last_j = 0, cur = 0;
     for (int32_t o = 0; o < cols; o += EMU_AMX_NR) { /* the two panels stay in cache */
         const int8_t *b = packed + (size_t)(o / EMU_U8_NR) * panel;
-        for (int32_t p = 0; p < rows; p += EMU_AMX_MR) {
-            block_sums(a + (size_t)p * lda, lda, b, panel, kpad);
+        for (int32_t j = 0; j < a->nblocks; j++) {
+            block_sums(a->tiles[2 * j], a->tiles[2 * j + 1], a->lda, a->koff, a->nk, b, panel);
             if (last_o >= 0)
-                store_block(buf[cur ^ 1], rows - last_p < EMU_AMX_MR ? rows - last_p : EMU_AMX_MR,
-                            init, rq, last_o, cols, (uint8_t *)out + (size_t)last_p * row_bytes,
-                            ldo);
+                store_block(buf[cur ^ 1], a->rowp + (size_t)last_j * EMU_AMX_MR, init, rq,
+                            last_o, cols);
             block_store(buf[cur]);
-            last_o = o, last_p = p, cur ^= 1;
+            last_o = o, last_j = j, cur ^= 1;
         }
     }
     if (last_o >= 0)
-        store_block(buf[cur ^ 1], rows - last_p < EMU_AMX_MR ? rows - last_p : EMU_AMX_MR, init,
-                    rq, last_o, cols, (uint8_t *)out + (size_t)last_p * row_bytes, ldo);
+        store_block(buf[cur ^ 1], a->rowp + (size_t)last_j * EMU_AMX_MR, init, rq, last_o, cols);
     _tile_release();
 }
 
@@ -153,19 +198,16 @@ static bool amx_cpu(void) {
     return amx_ok;
 }
 
-void emu_gemm_amx(const int8_t *a, int32_t lda, int32_t rows, const int8_t *packed, int32_t kpad,
-                  const int32_t *init, const EmuGemmRq *rq, void *out, int32_t ldo,
-                  int32_t cols) {
-    gemm_amx(a, lda, rows, packed, kpad, init, rq, out, ldo, cols);
+void emu_gemm_amx_gather(const EmuAmxRows *a, const int8_t *packed, const int32_t *init,
+                         const EmuGemmRq *rq, int32_t cols) {
+    gemm_gather(a, packed, init, rq, cols);
 }
 #else
 static bool amx_cpu(void) { return false; }
 
-void emu_gemm_amx(const int8_t *a, int32_t lda, int32_t rows, const int8_t *packed, int32_t kpad,
-                  const int32_t *init, const EmuGemmRq *rq, void *out, int32_t ldo,
-                  int32_t cols) {
-    (void)a, (void)lda, (void)rows, (void)packed, (void)kpad, (void)init, (void)rq, (void)out;
-    (void)ldo, (void)cols;
+void emu_gemm_amx_gather(const EmuAmxRows *a, const int8_t *packed, const int32_t *init,
+                         const EmuGemmRq *rq, int32_t cols) {
+    (void)a, (void)packed, (void)init, (void)rq, (void)cols;
     abort(); /* unreachable: emu_gemm_amx_ready() is false here */
 }
 #endif
@@ -174,4 +216,25 @@ bool emu_gemm_amx_ready(void) {
     const char *v = getenv("MDLA_EMU_AMX");
     if (v != NULL && strcmp(v, "0") == 0) return false;
     return emu_gemm_rows_ready() && amx_cpu();
+}
+
+/* Up to 8 blocks (256 rows) per gather: the row tiles a + 16 t lda, the rows past `rows`
+ * dropped. */
+void emu_gemm_amx(const int8_t *a, int32_t lda, int32_t rows, const int8_t *packed, int32_t kpad,
+                  const int32_t *init, const EmuGemmRq *rq, void *out, int32_t ldo,
+                  int32_t cols) {
+    enum { BLOCKS = 8 };
+    const int8_t *tiles[2 * BLOCKS];
+    void *rowp[BLOCKS * EMU_AMX_MR];
+    const size_t row_bytes = (size_t)ldo * (rq == NULL ? sizeof(int32_t) : 1);
+    for (int32_t p0 = 0; p0 < rows; p0 += BLOCKS * EMU_AMX_MR) {
+        const int32_t left = rows - p0;
+        const int32_t nb =
+            left >= BLOCKS * EMU_AMX_MR ? BLOCKS : (left + EMU_AMX_MR - 1) / EMU_AMX_MR;
+        for (int32_t t = 0; t < 2 * nb; t++) tiles[t] = a + (size_t)(p0 + 16 * t) * lda;
+        for (int32_t r = 0; r < nb * EMU_AMX_MR; r++)
+            rowp[r] = r < left ? (uint8_t *)out + (size_t)(p0 + r) * row_bytes : NULL;
+        const EmuAmxRows g = {tiles, nb, lda, NULL, kpad / EMU_AMX_KB, rowp};
+        emu_gemm_amx_gather(&g, packed, init, rq, cols);
+    }
 }

@@ -23,7 +23,8 @@
  *
  * Register tiling: 32 rows x 32 columns in the four accumulator tiles (2 x 2), two row tiles
  * and two column tiles loaded per 64 bytes of depth. The finished block is stored to a 4 KiB
- * buffer and requantized there (narrow: simd.c's lanes, int8 out) or its int32 sums stored.
+ * buffer and requantized there (narrow: simd.c's lanes, two rows packed to 64 int8 codes per
+ * vector) or its int32 sums stored.
  *
  * MDLA_EMU_AMX=0 keeps the VNNI rows path on a CPU with AMX (tests run both); everything that
  * turns the 8-bit GEMM off (MDLA_EMU_PORTABLE=1, MDLA_EMU_ISA=avx2|portable) turns this off.
@@ -40,6 +41,18 @@
 #define EMU_AMX_MR 32 /* rows of the register block */
 #define EMU_AMX_NR 32 /* columns of the register block */
 
+/* The rows of emu_gemm_amx_gather: block j (32 rows) is the 16-row tiles tiles[2 j] and
+ * tiles[2 j + 1], each of 16 rows lda apart; the 64-byte depth chunk c (packed depth 64 c ..
+ * 64 c + 63) of a row lies at row + koff[c] (at row + 64 c when koff is NULL); row 16 t + i's
+ * result goes to rowp[16 t + i] (NULL: computed and dropped). */
+typedef struct {
+    const int8_t *const *tiles;
+    int32_t nblocks, lda;
+    const int32_t *koff;
+    int32_t nk; /* depth chunks: the packed depth kpad is 64 nk */
+    void *const *rowp;
+} EmuAmxRows;
+
 /* AMX-INT8 on this CPU, the tile data permitted to this process, and not turned off. */
 bool emu_gemm_amx_ready(void);
 
@@ -53,5 +66,11 @@ void emu_gemm_amx_pack(const int8_t *w, int32_t co, int32_t depth, int32_t z, in
  * out[p * ldo + o] = s. Only when emu_gemm_amx_ready(). */
 void emu_gemm_amx(const int8_t *a, int32_t lda, int32_t rows, const int8_t *packed, int32_t kpad,
                   const int32_t *init, const EmuGemmRq *rq, void *out, int32_t ldo, int32_t cols);
+
+/* s as above for the rows of `a` (gemm_amx.h's layout over a->nk * 64 depth) into their row
+ * pointers, o < cols: int8 requant_narrow(s) with rq, else the int32 s. Only when
+ * emu_gemm_amx_ready(). */
+void emu_gemm_amx_gather(const EmuAmxRows *a, const int8_t *packed, const int32_t *init,
+                         const EmuGemmRq *rq, int32_t cols);
 
 #endif /* MDLA_EMU_GEMM_AMX_H */

@@ -19,7 +19,9 @@
  * last < 8 rows. On x86-64 with AVX-512 VNNI (emu_gemm_rows_ready()) the rows path of
  * conv_rows.c replaces this one: an implicit GEMM (no im2col when ci is a multiple of 4) with
  * the requantization in the register tile; on a CPU with AMX-INT8, conv_amx.c's path replaces
- * both (gemm_amx.h: int8 x int8 tiles, the requantization on each finished 32 x 32 block).
+ * both (gemm_amx.h: int8 x int8 tiles, the requantization on each finished 32 x 32 block; a
+ * k x k conv over enough channels loads its tile rows from a padded copy of the input rows,
+ * conv_amx_taps.c, in tiles of whole output rows).
  * Without either, on a CPU with AVX2 (emu_isa(), simd.h) the int16
  * tiles run emu_gemm_s16_avx2 (the same sums in int32 lanes, exact as simd.h says) on a filter
  * packed for it instead of emu_gemm_s16_blocked.
@@ -45,6 +47,7 @@ static void conv_free(void *p) {
     free(cp->init);
     free(cp->zrow);
     free(cp->rqc);
+    free(cp->koff);
     emu_conv16_free(cp->wide);
     emu_requant_free(&cp->rq);
     free(cp);
@@ -291,6 +294,13 @@ static void conv_eval(const void *params, const void *const *inputs, void *outpu
     }
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
     const int threads = emu_pool_threads(scratch->pool);
+    if (p->taps) { /* whole output rows per tile */
+        const int32_t rows = conv_tile(p->tap_rows, 1, (int64_t)p->n * p->oh, threads);
+        const ConvJob job = {p, inputs[0], output, rows * p->ow};
+        emu_parallel_for(scratch, ((int64_t)p->n * p->oh + rows - 1) / rows, 1,
+                         emu_conv_taps_tiles, &job);
+        return;
+    }
     if (p->u8) {
         ConvJob job = {p, inputs[0], output,
                        conv_tile(p->tile_u8, p->amx ? EMU_AMX_MR : EMU_U8_MR, pixels, threads),
