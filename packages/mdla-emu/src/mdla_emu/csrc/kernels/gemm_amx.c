@@ -94,13 +94,16 @@ EMU_AMX static void store_codes(const int32_t *buf, void *const *rowp, const int
     const __m512i z = _mm512_set1_epi16((int16_t)rq->z), lo = _mm512_set1_epi8((int8_t)rq->lo),
                   hi = _mm512_set1_epi8((int8_t)rq->hi),
                   order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const bool two = n > 16; /* else the block's second 16 columns are all padding */
     for (int r = 0; r < EMU_AMX_MR; r += 2) {
         if (rowp[r] == NULL && rowp[r + 1] == NULL) continue;
         const int32_t *s = buf + r * EMU_AMX_NR;
+        const __m512i zero = _mm512_setzero_si512();
         const __m512i a = _mm512_adds_epi16(
-            _mm512_packs_epi32(half_t(s, &k0), half_t(s + 16, &k1)), z);
+            _mm512_packs_epi32(half_t(s, &k0), two ? half_t(s + 16, &k1) : zero), z);
         const __m512i b = _mm512_adds_epi16(
-            _mm512_packs_epi32(half_t(s + EMU_AMX_NR, &k0), half_t(s + EMU_AMX_NR + 16, &k1)),
+            _mm512_packs_epi32(half_t(s + EMU_AMX_NR, &k0),
+                               two ? half_t(s + EMU_AMX_NR + 16, &k1) : zero),
             z);
         const __m512i c = _mm512_min_epi8(
             _mm512_max_epi8(_mm512_permutexvar_epi32(order, _mm512_packs_epi16(a, b)), lo), hi);
