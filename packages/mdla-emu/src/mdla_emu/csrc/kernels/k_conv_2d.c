@@ -296,7 +296,7 @@ static void conv_eval(const void *params, const void *const *inputs, void *outpu
     const int threads = emu_pool_threads(scratch->pool);
     if (p->taps) { /* whole output rows per tile */
         const int32_t rows = conv_tile(p->tap_rows, 1, (int64_t)p->n * p->oh, threads);
-        const ConvJob job = {p, inputs[0], output, rows * p->ow};
+        const ConvJob job = {p, inputs[0], output, rows * p->ow, p->co, 1};
         emu_parallel_for(scratch, ((int64_t)p->n * p->oh + rows - 1) / rows, 1,
                          emu_conv_taps_tiles, &job);
         return;
