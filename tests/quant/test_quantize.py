@@ -16,7 +16,8 @@ from mdla_quant import run_int8
 from mdla_quant.config import QuantConfig
 from mdla_quant.errors import QuantError
 from mdla_quant.observers import Histogram, clip_range
-from mdla_quant.quantize import activation_params, quantize, quantize_bias, quantize_weights
+from mdla_quant.quantize import activation_params, quantize, quantize_bias
+from mdla_quant.weights import quantize_weights
 
 CONV = {"stride": (1, 1), "dilation": (1, 1), "padding": (1, 1, 1, 1), "groups": 1}
 POOL = {"kernel": (2, 2), "stride": (2, 2), "padding": (0, 0, 0, 0), "fuse": "NONE"}

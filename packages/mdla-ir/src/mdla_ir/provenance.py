@@ -101,6 +101,10 @@ class QuantRecord:
     # they were named, not chosen), and the request that chose them ("auto:25%", the patterns).
     a16_gain_db: tuple[float, ...] = ()
     a16_mode: str = ""
+    # The int8 weights' scale ("max": max|w| / 127; "mse": the clip of least round-trip error)
+    # and rounding ("nearest"; "balanced": flips that cancel per-kernel and per-channel error).
+    weight_scale: str = "max"
+    weight_rounding: str = "nearest"
 
     def __post_init__(self) -> None:
         if self.rounding not in ROUNDINGS:
@@ -117,6 +121,21 @@ class QuantRecord:
                 "per name, or none"
             )
         object.__setattr__(self, "a16_gain_db", tuple(float(g) for g in gains))
+
+
+# What a manifest written before a QuantRecord field existed was compiled with: a reader fills
+# an absent key with this value, not with today's default (a default may change; a file keeps
+# meaning what it was built with). Every field after `device` has an entry.
+QUANT_ABSENT: Mapping[str, Any] = {
+    "equalize": False,
+    "adaround": 0,
+    "reconstruction": "layer",
+    "a16": (),
+    "a16_gain_db": (),
+    "a16_mode": "",
+    "weight_scale": "max",
+    "weight_rounding": "nearest",
+}
 
 
 @dataclass(frozen=True, slots=True)

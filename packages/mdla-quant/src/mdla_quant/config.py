@@ -7,9 +7,15 @@ from typing import Any
 
 from mdla_ir.provenance import ROUNDINGS, QuantRecord
 from mdla_quant.errors import QuantError
+from mdla_quant.weight_fit import WEIGHT_ROUNDINGS, WEIGHT_SCALES
 
 METHODS = ("minmax", "percentile", "mse", "entropy")
 RECONSTRUCTIONS = ("layer", "block")
+
+
+def _one_of(key: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise QuantError(f"unknown {key} `{value}`: expected one of {', '.join(choices)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +44,11 @@ class QuantConfig(QuantRecord):
     a16_gain_db, a16_mode   why those names (recorded, not used by `quantize`): each one's
                  measured output-SQNR gain in dB, one per a16 name or none, and the request
                  that chose them (`--a16 auto:25%`'s "auto:25%", or its name patterns)
+    weight_scale     the int8 weights' per-channel scale: `max` (max|w| / 127) or `mse` (the
+                 clip of least squared round-trip error per channel, `weight_fit.py`)
+    weight_rounding  `nearest`, or `balanced`: round to nearest, then flips that cancel the
+                 rounding error's sum per kernel and per output channel (`weight_fit.py`,
+                 data-free, SQuant-style); AdaRound, when on, starts from these weights
     target, device   whose scale constraints apply (fixed output scales, shared scales)
 
     The fields and their defaults are `mdla_ir.QuantRecord`'s (what a graph's provenance
@@ -64,6 +75,8 @@ class QuantConfig(QuantRecord):
                 "reconstruction=block fits AdaRound's roundings per block: give AdaRound "
                 "iterations too (adaround > 0, e.g. --adaround 300)"
             )
+        _one_of("weight_scale", self.weight_scale, WEIGHT_SCALES)
+        _one_of("weight_rounding", self.weight_rounding, WEIGHT_ROUNDINGS)
         if self.bins < 256 or self.bins % 4:
             raise QuantError(f"bins={self.bins}: use a multiple of 4, at least 256")
         try:

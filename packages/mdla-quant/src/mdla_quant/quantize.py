@@ -66,7 +66,7 @@ from mdla_quant.floors import expand_tiny_range, scale_floors
 from mdla_quant.kernels.functions import with_tables
 from mdla_quant.observers import Histogram, clip_range
 from mdla_quant.unshare import own_weights
-from mdla_quant.weights import quantize_weights
+from mdla_quant.weight_fit import fit_weights
 from mdla_target import load_target
 from mdla_target.errors import TargetDataError
 from mdla_target.target import Target
@@ -371,7 +371,10 @@ def _const(
             )
         bias = np.abs(graph.const(op.inputs[2]).astype(np.float64))
         need = bias / (float(np.float32(acts[op.inputs[0]].scale[0])) * BIAS_LIMIT)
-        q, params = quantize_weights(data, dim, need if dim is not None else need.max())
+        floor = need if dim is not None else need.max()
+        q, params = fit_weights(
+            op.kind, data, dim, floor, config.weight_scale, config.weight_rounding
+        )
         return Tensor(t.name, t.shape, "int8", data=q, quant=params)
     if op.kind in WEIGHTED and i == 2:
         w = done.get(op.inputs[1]) or _const(

@@ -23,14 +23,15 @@ CHUNK = 1 << 16  # values per rounding pass (512 KiB of float64)
 
 
 def quantize_weights(
-    w: Array, channel_dim: int | None, min_scale: Array | None = None
+    w: Array, channel_dim: int | None, min_scale: Array | None = None, amax: Array | None = None
 ) -> tuple[Array, QuantParams]:
     """Symmetric int8 in [-127, 127]: s = max|w| / 127 per channel (or tensor).
 
     `min_scale` raises s where needed so the channel's bias fits in int32 (TFLite's converter
-    adjusts weight scales the same way): s >= |b| / (in_scale * 2^30).
+    adjusts weight scales the same way): s >= |b| / (in_scale * 2^30). `amax` replaces max|w|
+    per channel (a clipping range, `weight_fit.mse_amax`); values beyond it clip to +-127.
     """
-    amax = _abs_max(w, channel_dim)
+    amax = _abs_max(w, channel_dim) if amax is None else amax
     scale64 = np.where(amax > 0, amax / 127.0, 1.0)
     if min_scale is not None:
         scale64 = np.maximum(scale64, min_scale)

@@ -13,7 +13,9 @@
                                 rounding equal to model.rounding; a16 [str] the int16
                                 activations, a16_gain_db [float] each one's measured gain
                                 (dB; as many as a16), a16_mode str the request that chose
-                                them ("auto:25%", name patterns) (each absent when none)
+                                them ("auto:25%", name patterns) (each absent when none),
+                                weight_scale, weight_rounding (absent: "max", "nearest");
+                                an absent optional key reads as mdla_ir's QUANT_ABSENT
                                                                                 (optional)
     preprocess          map     mode str, size [uint], mean [float], std [float]; optional:
                                 channels str ("rgb" | "bgr"), resize uint (short side before
@@ -46,6 +48,7 @@ from typing import Any, Protocol
 
 from mdla_ir.provenance import (
     OUTPUT_KINDS,
+    QUANT_ABSENT,
     ROUNDINGS,
     Accumulator,
     Numerics,
@@ -93,6 +96,8 @@ QUANT_KEYS = tuple(QUANT_TYPES)
 # The fields of format 2's first files are required; those QuantRecord gained later are optional
 # (a reader fills in their defaults), so older manifests keep reading.
 QUANT_REQUIRED = QUANT_KEYS[: QUANT_KEYS.index("device") + 1]
+# Keys written only when they differ from what a file without them means (`QUANT_ABSENT`).
+QUANT_LATE = QUANT_KEYS[QUANT_KEYS.index("a16") :]
 PREPROCESS_KEYS = ("mode", "size", "mean", "std", "channels", "resize")
 PREPROCESS_REQUIRED = PREPROCESS_KEYS[:4]
 CHANNEL_ORDERS = ("rgb", "bgr")
@@ -253,8 +258,8 @@ def model_section(name: str, prov: Provenance, content_hash: str) -> dict[str, A
         model["quant"]["percentile"] = float(q.percentile)
         model["quant"]["a16"] = list(q.a16)
         model["quant"]["a16_gain_db"] = [float(g) for g in q.a16_gain_db]
-        for key in ("a16", "a16_gain_db", "a16_mode"):
-            if not model["quant"][key]:  # int8 files of before int16 activations: byte for byte
+        for key in QUANT_LATE:  # at its absent value: the files of before the key, byte for byte
+            if getattr(q, key) == QUANT_ABSENT[key]:
                 del model["quant"][key]
     if prov.preprocess is not None:
         p = prov.preprocess
@@ -335,7 +340,7 @@ def target_accumulator(target: str) -> Accumulator | None:
 
 def provenance(model: Mapping[str, Any]) -> Provenance:
     """The `Provenance` a checked model section records."""
-    quant = QuantRecord(**model["quant"]) if "quant" in model else None
+    quant = QuantRecord(**{**QUANT_ABSENT, **model["quant"]}) if "quant" in model else None
     pre = model.get("preprocess")
     target = quant.target if quant is not None else model["target"]
     return Provenance(

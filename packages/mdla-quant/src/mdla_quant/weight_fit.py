@@ -1,0 +1,164 @@
+"""Data-free choices of the int8 weights: the clipping scale and the rounding direction.
+
+    amax = mse_amax(w, channel_dim)          the per-channel max |w| the scale is taken from
+    q = balanced(x, q, units)                round to nearest, then flips that cancel error sums
+
+`mse_amax` (QuantConfig weight_scale="mse"): per channel, the clip a * max|w| (a from 1.00 down
+to 0.80 in steps of 0.01) whose int8 round trip has the least squared error over the channel's
+weights; a = 1 (the max-abs scale) unless a smaller clip is strictly better, so a channel
+without outliers keeps its scale.
+
+`balanced` (QuantConfig weight_rounding="balanced"), after SQuant's diagonal-Hessian argument:
+an input that is smooth over a kernel's window (or roughly constant over a channel's inputs)
+multiplies the *sum* of the kernel's (the channel's) rounding errors, not each error alone. So,
+with e = q - w/s in [-0.5, 0.5] after rounding to nearest:
+1. per kernel (one input channel's KH x KW window of one output channel), round(sum e) of its
+   elements flip by one step against the sum, those whose flip adds the least error (the e
+   nearest +-0.5 on the sum's side); after it |sum e| <= 0.5 per kernel;
+2. per output channel, round(sum e) of its kernels, those with the largest residual sum on the
+   channel sum's side, flip their best element the same way; after it |sum e| <= 0.5 per
+   output channel (for a 1x1 conv or a fully connected layer, whose kernels are single weights,
+   only this step acts).
+A flip never leaves [-127, 127]; each weight moves by at most one step from round to nearest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mdla_ir import OpKind, QuantParams
+from mdla_quant.arith import round_half_away
+from mdla_quant.weights import quantize_weights
+
+Array = np.ndarray[Any, Any]
+WEIGHT_SCALES = ("max", "mse")
+WEIGHT_ROUNDINGS = ("nearest", "balanced")
+CLIPS = np.round(np.arange(1.0, 0.795, -0.01), 2)  # 1.00, 0.99, ... 0.80: a = 1 first
+ROWS = 1 << 16  # values per pass of the clip search (cache-sized temporaries)
+
+
+def mse_amax(w: Array, channel_dim: int | None) -> Array:
+    """Per channel (or one for the tensor), float64: a * max|w| for the a of CLIPS whose
+    symmetric int8 round trip of the channel has the least squared error (ties: the larger a)."""
+    rows = (
+        w.reshape(1, -1)
+        if channel_dim is None
+        else np.moveaxis(w, channel_dim, 0).reshape(w.shape[channel_dim], -1)
+    )
+    out = np.empty(rows.shape[0], np.float64)
+    step = max(1, ROWS // max(1, rows.shape[1]))
+    for r0 in range(0, rows.shape[0], step):
+        out[r0 : r0 + step] = _search(rows[r0 : r0 + step].astype(np.float64))
+    return out
+
+
+def _search(rows: Array) -> Array:
+    amax = np.abs(rows).max(1, initial=0.0)
+    best, best_err = amax.copy(), np.full(amax.shape, np.inf)
+    for a in CLIPS:
+        s = np.where(amax > 0, amax * a / 127.0, 1.0)[:, None]
+        err = ((np.clip(round_half_away(rows / s), -127, 127) * s - rows) ** 2).sum(1)
+        better = err < best_err
+        best[better], best_err[better] = (amax * a)[better], err[better]
+    return best
+
+
+def units(kind: OpKind, x: Array) -> tuple[Array, tuple[int, ...]]:
+    """`x` (a weight in `kind`'s layout) as (output channels, kernels, elements per kernel),
+    and the axis order that view was taken in (to put it back: `from_units`)."""
+    if kind is OpKind.DEPTHWISE_CONV_2D:  # (1, KH, KW, C): one kernel per channel
+        order = (3, 0, 1, 2)
+        t = x.transpose(order)
+        return t.reshape(t.shape[0], 1, -1), order
+    if x.ndim == 4:  # CONV_2D, TRANSPOSE_CONV_2D: (O, KH, KW, I)
+        order = (0, 3, 1, 2)
+        t = x.transpose(order)
+        return t.reshape(t.shape[0], t.shape[1], -1), order
+    return x.reshape(x.shape[0], -1, 1), tuple(range(x.ndim))  # FULLY_CONNECTED (O, I)
+
+
+def from_units(q: Array, shape: tuple[int, ...], order: tuple[int, ...]) -> Array:
+    """The inverse of `units`: (O, kernels, elements) back to the weight's own `shape`."""
+    view = tuple(shape[a] for a in order)
+    return q.reshape(view).transpose(np.argsort(order))
+
+
+def balanced(x: Array, q: Array) -> Array:
+    """`q` (round to nearest of `x`, both (O, kernels, n)) with the flips of the module
+    docstring: kernel sums, then output-channel sums of q - x within 0.5."""
+    out = np.empty(q.shape, np.int8)
+    o, k, n = x.shape
+    step = max(1, ROWS // max(1, k * n))  # output channels per pass: cache-sized temporaries
+    for c in range(0, o, step):
+        xs, qs = x[c : c + step], q[c : c + step].astype(np.int16)
+        m = xs.shape[0]
+        if n > 1:
+            qs = _balance_kernels(xs.reshape(m * k, n), qs.reshape(m * k, n)).reshape(m, k, n)
+        out[c : c + step] = _balance_channels(xs, qs)
+    return out
+
+
+def _largest(key: Array, count: Array) -> Array:
+    """Per row of the 2-D `key`, a mask of its `count` largest finite entries (fewer when the
+    row has fewer); one argmax per pick, since counts are small against row lengths."""
+    key, mask = key.copy(), np.zeros(key.shape, bool)
+    rows = np.arange(key.shape[0])
+    for j in range(int(count.max(initial=0))):
+        best = key.argmax(1)
+        take = (count > j) & np.isfinite(key[rows, best])
+        mask[rows[take], best[take]] = True
+        key[rows, best] = -np.inf
+    return mask
+
+
+def _balance_kernels(x: Array, q: Array) -> Array:
+    """Rows (kernels) of x, q: flip round(sum e) elements per row against the sum."""
+    e = q - x
+    need = round_half_away(e.sum(1)).astype(np.int64)
+    down = np.where((q > -127) & (e > 0), e, -np.inf)  # flip down: e -> e - 1
+    up = np.where((q < 127) & (e < 0), -e, -np.inf)  # flip up: e -> e + 1
+    q = q - _largest(down, np.maximum(need, 0))
+    return q + _largest(up, np.maximum(-need, 0))
+
+
+def _balance_channels(x: Array, q: Array) -> Array:
+    """Per output channel: round(sum e) of its kernels, largest residual on the sum's side
+    first, flip their best element against the sum."""
+    e = q - x
+    need = round_half_away(e.sum((1, 2))).astype(np.int64)
+    rest = e.sum(2)
+    for sign in (1, -1):
+        cand = np.where((q > -127) & (e > 0) if sign > 0 else (q < 127) & (e < 0), sign * e, -1.0)
+        best = cand.argmax(2)
+        has = np.take_along_axis(cand, best[..., None], 2)[..., 0] > 0
+        key = np.where(has & (sign * rest > 0), sign * rest, -np.inf)
+        pick = _largest(key, np.maximum(sign * need, 0))
+        flip = np.zeros(q.shape, bool)
+        np.put_along_axis(flip, best[..., None], pick[..., None], 2)
+        q = q - sign * flip
+    return q
+
+
+def fit_weights(
+    kind: OpKind,
+    w: Array,
+    channel_dim: int | None,
+    min_scale: Array | None,
+    scale: str = "max",
+    rounding: str = "nearest",
+) -> tuple[Array, QuantParams]:
+    """`quantize_weights` of `kind`'s weight `w` with the config's weight_scale and
+    weight_rounding: "max" and "nearest" are exactly `quantize_weights`."""
+    amax = mse_amax(w, channel_dim) if scale == "mse" else None
+    q, params = quantize_weights(w, channel_dim, min_scale, amax)
+    if rounding != "balanced" or w.size == 0:
+        return q, params
+    shape = [1] * w.ndim
+    if channel_dim is not None:
+        shape[channel_dim] = -1
+    s = np.asarray(params.scale, np.float32).astype(np.float64).reshape(shape)
+    x, order = units(kind, w.astype(np.float64) / s)
+    near, _ = units(kind, q)
+    return from_units(balanced(x, near), w.shape, order), params
