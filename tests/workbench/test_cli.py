@@ -14,7 +14,12 @@ from typer.testing import CliRunner
 import mdla_quant
 from tests.workbench.conftest import TINY, TINY_IMAGES, UNMAPPABLE
 from workbench.cli import app
-from workbench.commands.options import MethodName, RoundingName, quant_config
+from workbench.commands.options import (
+    MethodName,
+    RoundingName,
+    WeightRoundingName,
+    quant_config,
+)
 
 COMMANDS = ["compile", "check", "run", "bisect", "validate", "witness", "devices", "export", "tui"]
 COMMANDS += ["doctor", "engine", "inspect", "sweep"]
@@ -74,6 +79,10 @@ def test_quant_config_maps_each_option_to_its_field() -> None:
     )
     assert (full.method, full.percentile, full.rounding) == ("entropy", 99.0, "double")
     assert (full.bias_correction, full.equalize, full.adaround) == (True, True, 7)
+    for name in WeightRoundingName:
+        got = quant_config(MethodName.mse, 99.9, RoundingName.single, "t", weight_rounding=name)
+        assert got.weight_rounding == name.value
+    assert tuple(n.value for n in WeightRoundingName) == mdla_quant.WEIGHT_ROUNDINGS
 
 
 def test_compile_summary(artifacts: dict[str, Path]) -> None:

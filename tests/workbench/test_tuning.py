@@ -150,18 +150,23 @@ def test_label_shows_the_percentile_only_where_it_applies() -> None:
     assert tuning.label(mdla_quant.QuantConfig()) == "percentile 99.99 double"
     config = mdla_quant.QuantConfig(method="mse", rounding="single", bias_correction=True)
     assert tuning.label(config) == "mse single +bias"
+    config = mdla_quant.QuantConfig(weight_scale="mse", weight_rounding="balanced")
+    assert tuning.label(config).endswith(" +balanced rounding +mse weight scale")
 
 
 def test_parse_setting() -> None:
     base = mdla_quant.QuantConfig(target="mdla3.5")
     got = tuning.parse_setting("method=mse, bias-correction=yes,adaround=5", base)
     assert (got.method, got.bias_correction, got.adaround) == ("mse", True, 5)
+    got = tuning.parse_setting("weight-rounding=balanced,weight_scale=mse", base)
+    assert (got.weight_rounding, got.weight_scale) == ("balanced", "mse")
     for bad, message in (
         ("bins=4", "expected key=value"),
         ("percentile=abc", "not a percentile value"),
         ("bias_correction=maybe", "not a bias_correction value"),
         ("method=median", "unknown calibration method"),
         ("percentile=40", "outside"),
+        ("weight_rounding=floor", "unknown weight_rounding `floor`"),
     ):
         with pytest.raises(WorkbenchError, match=message) as err:
             tuning.parse_setting(bad, base)

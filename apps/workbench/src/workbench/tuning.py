@@ -49,6 +49,8 @@ SETTING_KEYS = (
     "equalize",
     "adaround",
     "reconstruction",
+    "weight_scale",
+    "weight_rounding",
 )
 
 
@@ -150,6 +152,8 @@ def label(config: mdla_quant.QuantConfig) -> str:
             ("+equalize", config.equalize),
             (f"+adaround {config.adaround}", config.adaround),
             ("+block reconstruction", config.reconstruction == "block"),
+            (f"+{config.weight_rounding} rounding", config.weight_rounding != "nearest"),
+            (f"+{config.weight_scale} weight scale", config.weight_scale != "max"),
             (f"+int16 {len(config.a16)}", config.a16),
         )
         if on

@@ -61,6 +61,8 @@ class Report:
             (f"AdaRound {c.adaround} iters/layer", c.adaround),
             ("block reconstruction", c.reconstruction == "block"),
             ("bias-corrected", c.bias_correction),
+            (f"{c.weight_rounding} weight rounding", c.weight_rounding != "nearest"),
+            (f"{c.weight_scale} weight scale", c.weight_scale != "max"),
         )
         return [name for name, on in named if on]
 
@@ -124,6 +126,8 @@ class Report:
                 "equalize": c.equalize,
                 "adaround": c.adaround,
                 "reconstruction": c.reconstruction,
+                "weight_scale": c.weight_scale,
+                "weight_rounding": c.weight_rounding,
                 "a16": list(c.a16),
                 "a16_share": round(self.a16_share, 4),
             },

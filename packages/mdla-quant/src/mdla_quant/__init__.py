@@ -18,10 +18,13 @@ from mdla_quant.errors import KernelError, QuantError
 from mdla_quant.quantize import calibrate, float_rewrites, quantize
 from mdla_quant.reference import run_int8
 from mdla_quant.simulate import simulate
+from mdla_quant.weight_fit import WEIGHT_ROUNDINGS, WEIGHT_SCALES
 
 __all__ = [
     "METHODS",
     "RECONSTRUCTIONS",
+    "WEIGHT_ROUNDINGS",
+    "WEIGHT_SCALES",
     "CompareReport",
     "KernelError",
     "QuantConfig",

@@ -88,6 +88,17 @@ class ReconstructionName(StrEnum):
     block = "block"
 
 
+class WeightRoundingName(StrEnum):
+    """mdla_quant.WEIGHT_ROUNDINGS as a choice."""
+
+    nearest = "nearest"
+    balanced = "balanced"
+
+
+# A flag's default is the config's own.
+DEFAULT_WEIGHT_ROUNDING = WeightRoundingName(mdla_quant.QuantConfig().weight_rounding)
+
+
 Method = Annotated[MethodName, typer.Option("--method", help="Activation range method.")]
 Percentile = Annotated[
     float, typer.Option("--percentile", min=50.0, max=100.0, help="Percentile for `percentile`.")
@@ -132,6 +143,15 @@ Reconstruction = Annotated[
         "--adaround).",
     ),
 ]
+WeightRounding = Annotated[
+    WeightRoundingName,
+    typer.Option(
+        "--weight-rounding",
+        help="How weights round to int8: `balanced` flips a few roundings so each kernel's "
+        "and output channel's error sums stay within half a step (data-free, fast); "
+        "`nearest`: round to nearest. AdaRound starts from it.",
+    ),
+]
 A16 = Annotated[
     str | None,
     typer.Option(
@@ -174,6 +194,7 @@ def quant_config(
     equalize: bool = False,
     adaround: int = 0,
     reconstruction: ReconstructionName = ReconstructionName.layer,
+    weight_rounding: WeightRoundingName = DEFAULT_WEIGHT_ROUNDING,
 ) -> mdla_quant.QuantConfig:
     """The QuantConfig the calibration options above describe (one place for compile, tune,
     validate and export: the keyword defaults are QuantConfig's own, so a command without
@@ -186,6 +207,7 @@ def quant_config(
         equalize=equalize,
         adaround=adaround,
         reconstruction=reconstruction.value,
+        weight_rounding=weight_rounding.value,
         target=target,
     )
 
@@ -228,6 +250,7 @@ class QuantFlags:
     equalize: Equalize = False
     adaround: AdaRound = 0
     reconstruction: Reconstruction = ReconstructionName.layer
+    weight_rounding: WeightRounding = DEFAULT_WEIGHT_ROUNDING
 
     def config(self, target: str) -> mdla_quant.QuantConfig:
         return quant_config(
@@ -239,6 +262,7 @@ class QuantFlags:
             equalize=self.equalize,
             adaround=self.adaround,
             reconstruction=self.reconstruction,
+            weight_rounding=self.weight_rounding,
         )
 
 
