@@ -6,10 +6,11 @@ report per calibration method the INT8-vs-FP32 top-1 agreement and whether INT8 
 FP32 top-1 on every original photo.
 Part 2, the four torchvision models (random init, seed 0, BatchNorm statistics set on random
 data): logits cosine and SQNR per method, and the worst layers.
-Or, with --techniques MODELS, a table per calibration method x weight technique (none,
-cross-layer equalization with high-bias absorption, bias correction, AdaRound, CLE + AdaRound,
-that + bias correction, that with block reconstruction, CLE + AdaRound with the int16
-activations `--a16 auto`, `joint`, `refit` and `refit:50%` choose) on the real-weight
+Or, with --techniques MODELS, a table per calibration method x weight technique (none: the
+default compile; nearest: its weights rounded to nearest (no `balanced` flips); the
+MSE weight clip; cross-layer equalization with high-bias absorption, bias correction, AdaRound,
+CLE + AdaRound, that + bias correction, that with block reconstruction, CLE + AdaRound with the
+int16 activations `--a16 auto`, `joint`, `refit` and `refit:50%` choose) on the real-weight
 EfficientNet-Lites, judged on held-out inputs; --quick is a brief run of it.
 
     .venv/bin/python bench/accuracy.py [--crops 200] [--calib 32]
@@ -207,12 +208,9 @@ TECHNIQUES = {  # -1: the --adaround iterations
     "CLE": {"equalize": True},
     "bias": {"bias_correction": True},
     "CLE+bias": {"equalize": True, "bias_correction": True},
+    "nearest": {"weight_rounding": "nearest"},
+    "nearest+bias": {"weight_rounding": "nearest", "bias_correction": True},
     "wclip": {"weight_scale": "mse"},
-    "wbal": {"weight_rounding": "balanced"},
-    "wclip+wbal": {"weight_scale": "mse", "weight_rounding": "balanced"},
-    "CLE+wclip": {"equalize": True, "weight_scale": "mse"},
-    "wclip+bias": {"weight_scale": "mse", "bias_correction": True},
-    "CLE+wclip+bias": {"equalize": True, "weight_scale": "mse", "bias_correction": True},
     "AdaRound": {"adaround": -1},
     "CLE+AdaRound": {"adaround": -1, "equalize": True},
     "CLE+Ada+bias": {"adaround": -1, "equalize": True, "bias_correction": True},

@@ -178,7 +178,7 @@ def test_the_gradient_is_the_loss_derivative() -> None:
 @pytest.fixture(scope="module")
 def fitted() -> tuple[Graph, list[list[Any]], Graph, Graph, Graph, Any]:
     g, calib = mbconv(seed=3), samples(8, seed=4)
-    q = quantize(g, calib, QuantConfig(method="minmax"))
+    q = quantize(g, calib, QuantConfig(method="minmax", weight_rounding="nearest"))
     per_layer, _ = adaround(g, q, calib, iters=300, rows=512, batch=128)
     per_block, report = adaround(g, q, calib, iters=300, rows=512, batch=128, blocks=True)
     return g, calib, q, per_layer, per_block, report
@@ -268,7 +268,7 @@ def test_the_chosen_roundings_are_pinned(
     straightforward implementation chose them before it was made faster: a speedup that
     moves a single rounding fails here (the digests were taken from that implementation)."""
     g, calib = mbconv(stride=stride, residual=residual, seed=3), samples(8, seed=4)
-    q = quantize(g, calib, QuantConfig(method="minmax"))
+    q = quantize(g, calib, QuantConfig(method="minmax", weight_rounding="nearest"))
     assert _int8_digest(q) == before
     qa, _ = adaround(g, q, calib, iters=120, rows=512, batch=128, blocks=blocks)
     assert _int8_digest(qa) == after
@@ -287,7 +287,7 @@ def test_the_roundings_do_not_depend_on_the_threads(
     monkeypatch.setattr(soft_rounding, "CHUNK", 5)
     monkeypatch.setattr(soft_rounding, "threads", lambda: 3)
     g, calib = mbconv(stride=stride, residual=residual, seed=3), samples(8, seed=4)
-    q = quantize(g, calib, QuantConfig(method="minmax"))
+    q = quantize(g, calib, QuantConfig(method="minmax", weight_rounding="nearest"))
     qa, _ = adaround(g, q, calib, iters=120, rows=512, batch=128, blocks=True)
     assert _int8_digest(qa) == after
     soft = soft_rounding.SoftRounding(

@@ -41,6 +41,7 @@ from workbench.held_out import Agreement, describe, measure
 from workbench.output import dumps
 
 Array = np.ndarray[Any, Any]
+DEFAULT_ROUNDING = mdla_quant.QuantConfig().weight_rounding
 SETTING_KEYS = (
     "method",
     "percentile",
@@ -140,7 +141,8 @@ class Trial:
 def label(config: mdla_quant.QuantConfig) -> str:
     """`percentile 99.99 double`, `mse single +bias`, `minmax double +adaround 300 +block
     reconstruction`: the percentile only where it applies, each weight technique when on
-    (layer reconstruction is AdaRound's default, so it is not said)."""
+    (layer reconstruction is AdaRound's default, so it is not said; the weight rounding when
+    it is not the default's)."""
     parts = [config.method]
     if config.method == "percentile":
         parts.append(f"{config.percentile:g}")
@@ -152,7 +154,7 @@ def label(config: mdla_quant.QuantConfig) -> str:
             ("+equalize", config.equalize),
             (f"+adaround {config.adaround}", config.adaround),
             ("+block reconstruction", config.reconstruction == "block"),
-            (f"+{config.weight_rounding} rounding", config.weight_rounding != "nearest"),
+            (f"+{config.weight_rounding} rounding", config.weight_rounding != DEFAULT_ROUNDING),
             (f"+{config.weight_scale} weight scale", config.weight_scale != "max"),
             (f"+int16 {len(config.a16)}", config.a16),
         )
