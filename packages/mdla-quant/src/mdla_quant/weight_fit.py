@@ -55,8 +55,9 @@ def mse_amax(w: Array, channel_dim: int | None) -> Array:
 
 
 def _search(rows: Array) -> Array:
-    amax = np.abs(rows).max(1, initial=0.0)
-    best, best_err = amax.copy(), np.full(amax.shape, np.inf)
+    amax: Array = np.abs(rows).max(1, initial=0.0)
+    best: Array = amax.copy()
+    best_err = np.full(amax.shape, np.inf)
     for a in CLIPS:
         s = np.where(amax > 0, amax * a / 127.0, 1.0)[:, None]
         err = ((np.clip(round_half_away(rows / s), -127, 127) * s - rows) ** 2).sum(1)
