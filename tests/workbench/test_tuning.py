@@ -150,8 +150,9 @@ def test_label_shows_the_percentile_only_where_it_applies() -> None:
     assert tuning.label(mdla_quant.QuantConfig()) == "percentile 99.99 double"
     config = mdla_quant.QuantConfig(method="mse", rounding="single", bias_correction=True)
     assert tuning.label(config) == "mse single +bias"
-    config = mdla_quant.QuantConfig(weight_scale="mse", weight_rounding="nearest")
-    assert tuning.label(config).endswith(" +nearest rounding +mse weight scale")
+    other = next(r for r in mdla_quant.WEIGHT_ROUNDINGS if r != tuning.DEFAULT_ROUNDING)
+    config = mdla_quant.QuantConfig(weight_scale="mse", weight_rounding=other)
+    assert tuning.label(config).endswith(f" +{other} rounding +mse weight scale")
 
 
 def test_parse_setting() -> None:
