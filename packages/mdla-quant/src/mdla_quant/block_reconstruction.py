@@ -209,7 +209,9 @@ class BlockPatches:
         """The block's output at rows `idx` for weights `ws` ((K, O) each) and biases `bs`;
         `grids` the inner tensors' int8 grids (None: float). Also what `backward` needs."""
         fuses = [op.fuse for op in self.block.ops]
-        x0, k = self.taps[idx], 0
+        x0 = self._buffer("x0", (len(idx), *self.taps.shape[1:]), self.taps.dtype)
+        np.take(self.taps, idx, axis=0, out=x0, mode="clip")  # "raise" would buffer `out`
+        k = 0
         if self.expand:
             z1, d1 = self._expand(ws[0], bs[0], fuses[0], grids[0], idx)
             k = 1
