@@ -331,3 +331,18 @@ def test_the_output_in_chunks_is_the_output_at_once(monkeypatch: pytest.MonkeyPa
     whole = whole.copy()
     monkeypatch.setattr(block_reconstruction, "CHUNK", 7)
     assert patches.output(ws, bs, grids).tobytes() == whole.tobytes()
+
+
+def test_each_step_writes_into_the_arrays_of_the_step_before() -> None:
+    """The block input's taps, the expand's and depthwise's values and derivatives: the same
+    memory from step to step (a fresh array of tens of MB per step costs its page faults)."""
+    g = mbconv()
+    (block,) = find_blocks(g)
+    stems = [mdla_ir.evaluate(g, x, keep=(block.input,))[block.input] for x in samples(2)]
+    patches = BlockPatches(block, g, stems, np.arange(150))
+    ws, bs = _weights(g, ["expand", "dw", "project"])
+    grids = [(0.05, -128), (0.05, -128), None]
+    _, first = patches.forward(ws, bs, grids, np.arange(0, 64))
+    _, second = patches.forward(ws, bs, grids, np.arange(64, 128))
+    for a, b in zip(first, second[:5], strict=False):  # x0, z1, d1, z2, d2
+        assert np.shares_memory(a, b)
