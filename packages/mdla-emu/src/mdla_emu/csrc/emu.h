@@ -176,6 +176,9 @@ typedef struct {
 } EmuKernel;
 
 const EmuKernel *emu_kernel(int32_t code); /* NULL when the emulator has no int8 kernel */
+/* A MUL's frozen params: the input (0 or 1) it reads as x when it is SiLU's MUL(x, LOGISTIC(x))
+ * evaluated as a table of x alone, the other input unread (k_mul.c); -1 when it reads both. */
+int emu_mul_silu_x(const void *params);
 
 /* ---- devices and op support (device.c, emu_targets.c) ------------------------------------- */
 enum { EMU_DT_INT8 = 1, EMU_DT_UINT8 = 2, EMU_DT_INT16 = 4, EMU_DT_FLOAT16 = 8, EMU_DT_FLOAT32 = 16 };

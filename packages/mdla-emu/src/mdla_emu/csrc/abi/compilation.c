@@ -35,6 +35,8 @@ static void release_params(NeuronCompilation *c) {
     }
     free(c->params);
     c->params = NULL;
+    free(c->skip);
+    c->skip = NULL;
 }
 
 int NeuronCompilation_createForDevices(NeuronModel *model, const NeuronDevice *const *devices,
@@ -130,6 +132,7 @@ int NeuronCompilation_finish(NeuronCompilation *compilation) {
         const size_t need = kern->scratch_bytes ? kern->scratch_bytes(c->params[k]) : 0;
         if (need > c->scratch) c->scratch = need;
     }
+    c->skip = emu_plan_skips(c->model, c->params);
     c->finished = true;
     if (!cached) emu_cache_store(c);
     return NEURON_NO_ERROR;

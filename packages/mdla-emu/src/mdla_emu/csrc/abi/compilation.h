@@ -17,6 +17,7 @@ struct NeuronCompilation {
     EmuNumerics num;  /* the arithmetic fixed at finish (numerics.c) */
     void **params;  /* frozen kernel params, one per operation */
     size_t scratch; /* the largest scratch any kernel needs */
+    bool *skip;     /* per operation: left out of every compute (plan.c), or NULL: none */
     /* what the client asked for (compilation_ext.c), stored, traced and reported back */
     CompilationType type;
     char *options;            /* createWithOptions / createV2 (owned) */
@@ -64,7 +65,13 @@ typedef struct {
 EmuReport emu_report_open(const NeuronCompilation *c);
 void emu_report_begin(EmuReport *r);
 void emu_report_op(EmuReport *r, uint32_t index, int32_t code);
+/* A left-out operation's line: "<index> <operation code> 0 skipped" (it took no time). */
+void emu_report_skip(EmuReport *r, uint32_t index, int32_t code);
 void emu_report_close(EmuReport *r);
+
+/* Which operations of `m` (with their frozen params) a compute leaves out: a calloc'd flag per
+ * operation, or NULL when it leaves out none (plan.c). */
+bool *emu_plan_skips(const NeuronModel *m, void *const *params);
 
 /* The arithmetic `c` finishes with: its rounding, the target's accumulator fact, and the
  * environment's overrides, each announced on stderr (numerics.c). */

@@ -144,6 +144,10 @@ int emu_execute(NeuronExecution *execution) {
     EmuReport report = emu_report_open(c);
     for (uint32_t k = 0; k < m->n_ops; k++) {
         const EmuOperation *op = &m->ops[k];
+        if (c->skip != NULL && c->skip[k]) {
+            emu_report_skip(&report, k, op->code);
+            continue;
+        }
         for (uint32_t i = 0; i < op->n_in; i++) e->args[i] = e->data[op->in[i]];
         emu_report_begin(&report);
         emu_kernel(op->code)->eval(c->params[k], e->args, e->data[op->out[0]], &scratch);

@@ -299,6 +299,10 @@ void emu_report_op(EmuReport *r, uint32_t index, int32_t code) {
                 (unsigned long long)(now_ns() - r->t0));
 }
 
+void emu_report_skip(EmuReport *r, uint32_t index, int32_t code) {
+    if (r->file != NULL) fprintf(r->file, "%u %d 0 skipped\n", (unsigned)index, (int)code);
+}
+
 void emu_report_close(EmuReport *r) {
     if (r->file != NULL) fclose(r->file);
     r->file = NULL;

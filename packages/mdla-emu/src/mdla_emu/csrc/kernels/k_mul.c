@@ -16,7 +16,8 @@
  * SiLU as the graph writes it, MUL(x, LOGISTIC(x)) with the LOGISTIC in the same model, of
  * same-shape int8 operands: the product is then a function of x's code alone, so prepare
  * evaluates mul_one on each code and LOGISTIC's table of it (emu_act_table, the same bytes the
- * LOGISTIC writes) and eval is a 256-entry lookup of x (emu_lut_eval), the sigmoid unread.
+ * LOGISTIC writes) and eval is a 256-entry lookup of x (emu_lut_eval), the sigmoid unread
+(emu_mul_silu_x says so: a LOGISTIC nothing else reads is then not run, abi/plan.c).
  *
  * 16x8 (int16 operands, TENSOR_QUANT16_SYMM, zero points 0): the same multiplier, per element
  * out = clamp(MBQM(x1 * x2, M, s), act_min, act_max) over [-32768, 32767]; |x1 x2| <= 2^30.
@@ -86,6 +87,11 @@ static int silu_prepare(const NeuronModel *m, const EmuOperation *op, MulParams 
     }
     p->silu_x = k;
     return NEURON_NO_ERROR;
+}
+
+int emu_mul_silu_x(const void *params) {
+    const MulParams *p = params;
+    return p != NULL && p->silu != NULL ? p->silu_x : -1;
 }
 
 static int mul_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics num, void **out) {
