@@ -83,16 +83,34 @@ void emu_dw_columns(const EmuDwGeom *g, int32_t *lo, int32_t *hi);
  * (x - z) * w, as emu_dw_row_rq_avx512's. Exact: the true value of init + the sum is
  * bias + acc, which the narrow bound (kernels.h EmuRequant.narrow: 255 * sum |w| + |bias| <
  * 2^31) keeps inside int32, so the wrapping int32 additions of vpdpbusd (4 products of at most
- * 255 * 128 each) end on it whatever the order. Built by emu_dw4_pack at prepare; emu_dw4_row
- * runs only when emu_dw4_ready() (AVX-512 VNNI, emu_isa() AVX-512). `rows` holds
- * 4 * groups pointers. */
+ * 255 * 128 each) end on it whatever the order.
+ * The requantization is requant_narrow's integers in fewer steps. With v = (bias + acc) * 2^left
+ * and p = v * m in int64 (|p| < 2^62), requant_narrow's h = SRDHM = floor((p + 2^30) / 2^31)
+ * exactly, then for r = right >= 1 RDBPOT(h, r) = floor((h + 2^(r-1) - [h < 0]) / 2^r) (write
+ * h = q 2^r + rem: both add 1 to q exactly when rem > 2^(r-1) - 1 + [h < 0]); nested floors
+ * of integer divisions merge, so t = floor((p + 2^30 + 2^(30+r) - 2^31 [h < 0]) / 2^(31+r)), one
+ * int64 add, masked subtract and arithmetic shift per lane (r <= 31, arith.h: |.| < 2^63),
+ * where h < 0 iff p + 2^30 < 0, i.e. p < -2^30 (one compare). For r = 0, t = h: the round
+ * constant is 2^30, the shift 31 and no subtract. t fits int32 (|h| < 2^31). The output zero
+ * point and the clamp come after packing to int16 and int8, with saturating adds and packs:
+ * sat8(sat16(sat16(t) + z)) is monotone in t and equals t + z wherever lo <= t + z <= hi
+ * (|t| <= 255 there), so clamped to [lo, hi] it is clamp(t + z, lo, hi), requant_narrow's.
+ * Built by emu_dw4_pack at prepare; emu_dw4_row runs only when emu_dw4_ready() (AVX-512 VNNI,
+ * emu_isa() AVX-512). `rows` holds 4 * groups pointers. */
 typedef struct {
     int8_t *w;       /* [blocks][groups][4 registers][16 lanes][4 taps] (simd_dw4.c's order) */
-    int32_t *init;   /* [blocks * 64] in lane order; then left, mult, right, mask likewise */
-    int32_t *left, *mult, *right, *mask;
+    int32_t *init;   /* [blocks * 64] in lane order (64-byte aligned); then left, mult */
+    int32_t *left, *mult;
+    int32_t *right, *mask; /* emu_dw4_neon_pack's, after its mult (simd_neon.h); NULL here */
+    /* [blocks * 32] each, a register's 8 even then its 8 odd lanes' qwords (64-byte aligned):
+     * the odd lanes' m (low dword), then round_e, round_o: 2^30 + 2^(30 + r) (2^30 for r = 0),
+     * shift_e, shift_o: 31 + r */
+    int64_t *mult_o, *round_e, *round_o, *shift_e, *shift_o;
+    uint8_t *pos;    /* [blocks * 8]: per register, its even then odd lanes' bits of r >= 1 */
     int8_t *zrow;    /* [blocks * 64] zero points: the row of a tap outside the image */
     ptrdiff_t *off;  /* [kh * kw]: a tap's bytes from its window's top-left pixel */
     int32_t blocks, groups, z_out, lo, hi;
+    bool shifted;    /* some left is not 0 */
 } EmuDw4;
 /* 0, or -1 when out of memory (then emu_dw4_free what was allocated). */
 int emu_dw4_pack(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z, const EmuDwRq *rq);

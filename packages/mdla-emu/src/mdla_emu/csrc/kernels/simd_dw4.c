@@ -7,10 +7,11 @@
  * register k (k < 4), int32 lane l (l < 16), the bytes of taps 4g..4g+3 of channel
  *   ch(k, l) = 16 * (l / 4) + 4 * k + l % 4
  * (each 128-bit quarter L = l / 4 holds channels 16L..16L+15). The packed weights, the initial
- * sums and the requantization constants are stored per lane in that order; after the
- * requantization packs_epi32(r0, r1) and packs_epi32(r2, r3), then packs_epi16 of the two, put
- * the 64 codes back in channel order (per quarter: channels 16L+0..7, then 16L+8..15), and the
- * saturations of the packs change nothing (every code is already inside [lo, hi]).
+ * sums and the requantization constants are stored per lane in that order (the int64 ones per
+ * register as its 8 even lanes' qwords, then its 8 odd lanes'); after the requantization
+ * packs_epi32(r0, r1) and packs_epi32(r2, r3), then packs_epi16 of the two, put the 64 codes
+ * back in channel order (per quarter: channels 16L+0..7, then 16L+8..15); the output zero point
+ * is added between the packs and the clamp is on the int8 codes (simd.h says why that is exact).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,23 @@ static void dw4_pack_weights(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w) {
                     }
 }
 
+/* Lane e's requantization constants (simd.h): m, and in its int64 array (the even or the odd
+ * lanes' of its register, qword q) 2^30 + 2^(30 + r) (2^30 for r = 0), 31 + r, and the bit of
+ * the r >= 1 lanes. */
+static void dw4_pack_rq(EmuDw4 *k, size_t e, int32_t c, const EmuDwRq *rq) {
+    const int32_t r = rq->right[c];
+    const size_t q = e / 2;
+    int64_t *round = e % 2 ? k->round_o : k->round_e, *shift = e % 2 ? k->shift_o : k->shift_e;
+    uint8_t *pos = k->pos + e / 16 * 2 + e % 2;
+    k->left[e] = rq->left[c];
+    k->mult[e] = rq->mult[c];
+    if (e % 2) k->mult_o[q] = rq->mult[c]; /* the low dword vpmuldq reads */
+    round[q] = (INT64_C(1) << 30) + (r > 0 ? INT64_C(1) << (30 + r) : 0);
+    shift[q] = 31 + r;
+    if (r > 0) *pos |= (uint8_t)(1u << (q % 8));
+    k->shifted = k->shifted || rq->left[c] != 0;
+}
+
 /* Per-lane constants; the channels past c get zeros (their codes are never stored). */
 static void dw4_pack_lanes(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z,
                            const EmuDwRq *rq) {
@@ -42,15 +60,19 @@ static void dw4_pack_lanes(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32
             for (int32_t l = 0; l < 16; l++) {
                 const int32_t c = 64 * b + dw4_channel(r, l);
                 const size_t e = (size_t)64 * b + 16 * r + l;
-                if (c >= g->c) continue; /* calloc's zeros */
+                if (c >= g->c) continue; /* zeros */
                 int32_t sum = 0;
                 for (int32_t t = 0; t < taps; t++) sum += w[(size_t)t * g->c + c];
                 k->init[e] = rq->bias[c] - (128 + z) * sum;
-                k->left[e] = rq->left[c];
-                k->mult[e] = rq->mult[c];
-                k->right[e] = rq->right[c];
-                k->mask[e] = rq->mask[c];
+                dw4_pack_rq(k, e, c, rq);
             }
+}
+
+/* `n` zeroed bytes on a 64-byte boundary (n a multiple of 64), or NULL. */
+static void *dw4_zeros(size_t n) {
+    void *p = aligned_alloc(64, n);
+    if (p != NULL) memset(p, 0, n);
+    return p;
 }
 
 int emu_dw4_pack(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z, const EmuDwRq *rq) {
@@ -59,14 +81,18 @@ int emu_dw4_pack(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z, cons
     k->groups = (g->kh * g->kw + 3) / 4;
     const size_t lanes = (size_t)k->blocks * 64, taps = (size_t)g->kh * g->kw;
     k->w = malloc(lanes * k->groups * 4);
-    k->init = calloc(5 * lanes, sizeof(int32_t));
+    k->init = dw4_zeros(3 * lanes * sizeof(int32_t));
+    k->mult_o = dw4_zeros(5 * lanes / 2 * sizeof(int64_t));
+    k->pos = calloc(lanes / 8, 1);
     k->zrow = malloc(lanes);
     k->off = malloc(taps * sizeof *k->off);
-    if (k->w == NULL || k->init == NULL || k->zrow == NULL || k->off == NULL) return -1;
+    if (!k->w || !k->init || !k->mult_o || !k->pos || !k->zrow || !k->off) return -1;
     k->left = k->init + lanes;
     k->mult = k->left + lanes;
-    k->right = k->mult + lanes;
-    k->mask = k->right + lanes;
+    k->round_e = k->mult_o + lanes / 2;
+    k->round_o = k->round_e + lanes / 2;
+    k->shift_e = k->round_o + lanes / 2;
+    k->shift_o = k->shift_e + lanes / 2;
     memset(k->zrow, (uint8_t)(int8_t)z, lanes);
     for (int32_t i = 0; i < g->kh; i++)
         for (int32_t j = 0; j < g->kw; j++)
@@ -83,6 +109,8 @@ int emu_dw4_pack(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z, cons
 void emu_dw4_free(EmuDw4 *k) {
     free(k->w);
     free(k->init);
+    free(k->mult_o);
+    free(k->pos);
     free(k->zrow);
     free(k->off);
     memset(k, 0, sizeof *k);
@@ -132,15 +160,29 @@ EMU_T_VNNI static inline __m512i dw4_w(const int8_t *w, int r) {
     return _mm512_loadu_si512((const void *)(w + 64 * r));
 }
 
-/* 16 lanes of sums (from lane e of the block's constants) requantized to codes in int32. */
+/* One half (even or odd lanes, int64 products p from the qwords at q) of the rounding of
+ * simd.h: (p + round - 2^31 [p < -2^30, r >= 1]) >> (31 + r). */
+EMU_T_VNNI static inline __attribute__((always_inline)) __m512i
+dw4_round(__m512i p, const int64_t *round, const int64_t *shift, uint8_t pos) {
+    const __mmask8 neg = _mm512_mask_cmplt_epi64_mask(pos, p, _mm512_set1_epi64(-(INT64_C(1) << 30)));
+    __m512i t = _mm512_add_epi64(p, _mm512_load_si512((const void *)round));
+    t = _mm512_mask_sub_epi64(t, neg, t, _mm512_set1_epi64(INT64_C(1) << 31));
+    return _mm512_srav_epi64(t, _mm512_load_si512((const void *)shift));
+}
+
+/* 16 lanes of sums (from lane e of the block's constants) to t = RDBPOT(SRDHM(.)) in int32
+ * lanes (simd.h), before the output zero point and the clamp. */
 EMU_T_VNNI static inline __attribute__((always_inline)) __m512i dw4_requant(const EmuDw4 *k,
                                                                             size_t e, __m512i s) {
-    const __m512i vz = _mm512_set1_epi32(k->z_out), lo = _mm512_set1_epi32(k->lo - k->z_out),
-                  hi = _mm512_set1_epi32(k->hi - k->z_out);
-    const __m512i v = _mm512_sllv_epi32(s, _mm512_loadu_si512((const void *)(k->left + e)));
-    return emu_narrow16(v, _mm512_loadu_si512((const void *)(k->mult + e)),
-                        _mm512_loadu_si512((const void *)(k->right + e)),
-                        _mm512_loadu_si512((const void *)(k->mask + e)), vz, lo, hi);
+    const __m512i v =
+        k->shifted ? _mm512_sllv_epi32(s, _mm512_load_si512((const void *)(k->left + e))) : s;
+    const size_t q = e / 2;
+    const __m512i pe = _mm512_mul_epi32(v, _mm512_load_si512((const void *)(k->mult + e)));
+    const __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(v, 32),
+                                        _mm512_load_si512((const void *)(k->mult_o + q)));
+    const __m512i te = dw4_round(pe, k->round_e + q, k->shift_e + q, k->pos[e / 8]);
+    const __m512i to = dw4_round(po, k->round_o + q, k->shift_o + q, k->pos[e / 8 + 1]);
+    return _mm512_mask_shuffle_epi32(te, (__mmask16)0xAAAA, to, _MM_PERM_CDAB);
 }
 
 /* One block of 64 channels from byte `at` of pixel `rows`: the sums in registers (see the
@@ -171,8 +213,11 @@ dw4_block(const EmuDw4 *k, const int8_t *const *rows, int32_t b, __mmask64 m, bo
     s1 = dw4_requant(k, at + 16, s1);
     s2 = dw4_requant(k, at + 32, s2);
     s3 = dw4_requant(k, at + 48, s3);
-    const __m512i codes =
-        _mm512_packs_epi16(_mm512_packs_epi32(s0, s1), _mm512_packs_epi32(s2, s3));
+    const __m512i vz = _mm512_set1_epi16((short)k->z_out);
+    __m512i codes = _mm512_packs_epi16(_mm512_adds_epi16(_mm512_packs_epi32(s0, s1), vz),
+                                       _mm512_adds_epi16(_mm512_packs_epi32(s2, s3), vz));
+    codes = _mm512_min_epi8(_mm512_max_epi8(codes, _mm512_set1_epi8((char)k->lo)),
+                            _mm512_set1_epi8((char)k->hi));
     if (all)
         _mm512_storeu_si512((void *)out, codes);
     else
