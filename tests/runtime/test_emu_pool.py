@@ -169,7 +169,7 @@ CUTS = textwrap.dedent(
     #include <pthread.h>
     #include "kernels.h"
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static int64_t seen[EMU_MAX_THREADS][2];
+    static int64_t seen[4 * EMU_MAX_THREADS][2];
     static int n_seen;
     static void record(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
         (void)ctx; (void)scratch;
@@ -221,8 +221,22 @@ def cuts(tmp: Path, threads: int, jobs: list[tuple[int, int]]) -> list[str]:
 
 def test_chunks_are_equal_and_each_holds_a_grain(tmp_path: Path) -> None:
     """(count, grain): 10 items in grains of 4 go out as two halves, not 8 + 2; 7 items hold
-    one whole grain only, so the caller computes them alone; grain 1 cuts one per thread."""
+    one whole grain only, so the caller computes them alone; grain 1 cuts four per thread
+    (claimed one at a time, so a late or slow thread takes fewer), as many as there are items
+    when fewer."""
     jobs = [(10, 4), (7, 4), (12, 1), (2, 1), (0, 1)]
-    assert cuts(tmp_path, 2, jobs) == ["0-5 5-10", "0-7", "0-6 6-12", "0-1 1-2", ""]
-    assert cuts(tmp_path, 3, jobs) == ["0-5 5-10", "0-7", "0-4 4-8 8-12", "0-1 1-2", ""]
+    assert cuts(tmp_path, 2, jobs) == [
+        "0-5 5-10",
+        "0-7",
+        "0-1 1-3 3-4 4-6 6-7 7-9 9-10 10-12",
+        "0-1 1-2",
+        "",
+    ]
+    assert cuts(tmp_path, 3, jobs) == [
+        "0-5 5-10",
+        "0-7",
+        "0-1 1-2 2-3 3-4 4-5 5-6 6-7 7-8 8-9 9-10 10-11 11-12",
+        "0-1 1-2",
+        "",
+    ]
     assert cuts(tmp_path, 1, jobs) == ["0-10", "0-7", "0-12", "0-2", ""]

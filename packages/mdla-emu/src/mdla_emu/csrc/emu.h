@@ -147,9 +147,9 @@ int emu_env_threads(const char *var);
 EmuPool *emu_pool_acquire(int threads);
 void emu_pool_release(EmuPool *pool);
 int emu_pool_threads(const EmuPool *pool);
-/* Run fn over [0, count) in equal contiguous chunks, one per thread as long as each holds a
- * grain (one chunk, on the caller, when the job holds less than two); returns when all are
- * done. */
+/* Run fn over [0, count) in equal contiguous chunks, four per thread as long as each holds a
+ * grain (one chunk, on the caller, when the job holds less than two); a thread may run several,
+ * each with its own scratch (which fn may accumulate into); returns when all are done. */
 void emu_parallel_for(EmuScratch *s, int64_t count, int64_t grain, EmuTaskFn fn,
                       const void *ctx);
 /* How many jobs emu_parallel_for has cut over two threads or more in this process (tests ask

@@ -7,12 +7,14 @@
  * and serve every execution of every owner, so an engine that alternates between 40 mtk-mdla
  * partitions and 40 cpu ones has one worker on each side, not 80 spinning.
  *
- * emu_parallel_for cuts [0, count) into one contiguous chunk per thread (fewer when the job
- * holds fewer grains), equal to an item; each chunk is computed by whichever thread claims it
- * first (the caller claims too, so it always takes a share, and it takes every chunk no worker
- * has claimed by the time its own is done: a worker that wakes late never holds the op up)
- * with the scratch of the chunk's index. Each output element is computed by the same code whatever
- * the cut and whoever runs it, so results do not depend on the thread count.
+ * emu_parallel_for cuts [0, count) into PER_THREAD contiguous chunks per thread (fewer when
+ * the job holds fewer grains), equal to an item. The caller claims them from the front, the
+ * workers from the back, one at a time, until none is left, each running its chunks with its
+ * own scratch (the caller's is 0, worker t's t): a thread that starts late or runs slower (its
+ * half of the data in the other core's cache) takes fewer, so neither waits for the other's
+ * last quarter, and each still works on one end of the tensor, as in the op before. Each output
+ * element is computed by the same code whatever the cut and whoever runs it, so results do not
+ * depend on the thread count.
  *
  * Hand-off: the caller publishes a job by moving `state` to a new generation; a worker waiting
  * for one spins for up to MDLA_EMU_SPIN_US (default EMU_SPIN_US; past its first few hundred
@@ -39,12 +41,13 @@
 
 #include "kernels.h"
 
-/* state = generation << GEN_SHIFT | chunks << CHUNK_BITS | next unclaimed chunk */
-#define CHUNK_BITS 8
+/* state = generation << GEN_SHIFT | end << CHUNK_BITS | begin: chunks [begin, end) unclaimed */
+#define CHUNK_BITS 10
 #define GEN_SHIFT (2 * CHUNK_BITS)
 #define CHUNK_MASK ((1u << CHUNK_BITS) - 1)
 #define PAUSES 256 /* spin turns with a pause before each turn yields the core */
-_Static_assert(EMU_MAX_THREADS < (1 << CHUNK_BITS), "a chunk count fits its field");
+#define PER_THREAD 4 /* chunks per thread, when the job holds that many grains */
+_Static_assert(EMU_MAX_THREADS * PER_THREAD < (1 << CHUNK_BITS), "a chunk count fits its field");
 
 struct EmuPool {
     pthread_mutex_t lock;
@@ -61,6 +64,7 @@ struct EmuPool {
     EmuTaskFn fn;
     const void *ctx;
     int64_t count;
+    int chunks;
     uint8_t *scratch;
     size_t scratch_len;
     /* the hand-off words, on their own cache lines */
@@ -73,6 +77,7 @@ struct EmuPool {
 
 typedef struct {
     EmuPool *pool;
+    int id; /* its scratch: the caller's is 0 */
 } Worker;
 
 static int64_t now_ns(void) {
@@ -94,10 +99,11 @@ static void backoff(unsigned turn) {
 #endif
 }
 
-/* How many chunks [0, count) is cut into: one per thread, as long as each holds a grain. */
+/* How many chunks [0, count) is cut into: PER_THREAD per thread, as long as each holds a
+ * grain. */
 static int chunks_of(int64_t count, int64_t grain, int n) {
     const int64_t whole = count / grain;
-    return whole < n ? (int)whole : n;
+    return whole < n * PER_THREAD ? (int)whole : n * PER_THREAD;
 }
 
 /* Chunk t of k over [0, count): equal to an item, so no thread waits on a bigger share. */
@@ -106,26 +112,28 @@ static void chunk(int64_t count, int t, int k, int64_t *begin, int64_t *end) {
     *end = count * (t + 1) / k;
 }
 
-/* Claim the next chunk of job `gen`: its index, or -1 when none is left (or the job is over). */
-static int claim(EmuPool *p, uint64_t gen, int *chunks) {
+/* Claim a chunk of job `gen`, the first unclaimed one (the caller) or the last (a worker):
+ * its index, or -1 when none is left (or the job is over). */
+static int claim(EmuPool *p, uint64_t gen, bool first) {
     uint_fast64_t s = atomic_load_explicit(&p->state, memory_order_acquire);
     for (;;) {
-        const int c = (int)(s & CHUNK_MASK);
-        *chunks = (int)((s >> CHUNK_BITS) & CHUNK_MASK);
-        if (s >> GEN_SHIFT != gen || c >= *chunks) return -1;
-        if (atomic_compare_exchange_weak_explicit(&p->state, &s, s + 1, memory_order_acq_rel,
+        const int begin = (int)(s & CHUNK_MASK), end = (int)((s >> CHUNK_BITS) & CHUNK_MASK);
+        if (s >> GEN_SHIFT != gen || begin >= end) return -1;
+        const uint_fast64_t next = first ? s + 1 : s - ((uint_fast64_t)1 << CHUNK_BITS);
+        if (atomic_compare_exchange_weak_explicit(&p->state, &s, next, memory_order_acq_rel,
                                                   memory_order_acquire))
-            return c;
+            return first ? begin : end - 1;
     }
 }
 
-/* Run every chunk of job `gen` this thread can claim; the last one finished wakes the caller. */
-static void run_chunks(EmuPool *p, uint64_t gen) {
-    int c, chunks;
-    while ((c = claim(p, gen, &chunks)) >= 0) {
+/* Run every chunk of job `gen` thread id can claim, from the front (the caller) or the back,
+ * with its scratch; the last one finished wakes the caller. */
+static void run_chunks(EmuPool *p, uint64_t gen, int id) {
+    int c;
+    while ((c = claim(p, gen, id == 0)) >= 0) {
         int64_t begin, end;
-        chunk(p->count, c, chunks, &begin, &end);
-        if (begin < end) p->fn(p->ctx, begin, end, p->scratch + (size_t)c * p->scratch_len);
+        chunk(p->count, c, p->chunks, &begin, &end);
+        if (begin < end) p->fn(p->ctx, begin, end, p->scratch + (size_t)id * p->scratch_len);
         if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->caller_sleeping)) {
             pthread_mutex_lock(&p->lock);
             pthread_cond_signal(&p->done);
@@ -159,13 +167,14 @@ static uint64_t await_job(EmuPool *p, uint64_t seen) {
 
 static void *worker_main(void *arg) {
     EmuPool *p = ((Worker *)arg)->pool;
+    const int id = ((Worker *)arg)->id;
     free(arg);
     uint64_t seen = 0;
     for (;;) {
         const uint64_t g = await_job(p, seen);
         if (g == seen) break; /* quit */
         seen = g;
-        run_chunks(p, g);
+        run_chunks(p, g, id);
     }
     return NULL;
 }
@@ -209,6 +218,7 @@ static void start_workers(EmuPool *p, int threads) {
         Worker *w = malloc(sizeof *w);
         if (w == NULL) break;
         w->pool = p;
+        w->id = t;
         if (pthread_create(&p->threads[t], NULL, worker_main, w) != 0) {
             free(w);
             break;
@@ -306,6 +316,7 @@ void emu_parallel_for(EmuScratch *s, int64_t count, int64_t grain, EmuTaskFn fn,
     p->fn = fn;
     p->ctx = ctx;
     p->count = count;
+    p->chunks = chunks;
     p->scratch = s->scratch;
     p->scratch_len = s->scratch_len;
     atomic_fetch_add_explicit(&split_jobs, 1, memory_order_relaxed);
@@ -317,7 +328,7 @@ void emu_parallel_for(EmuScratch *s, int64_t count, int64_t grain, EmuTaskFn fn,
         pthread_cond_broadcast(&p->work);
         pthread_mutex_unlock(&p->lock);
     }
-    run_chunks(p, gen);
+    run_chunks(p, gen, 0);
     await_done(p);
     atomic_flag_clear(&p->busy);
 }
