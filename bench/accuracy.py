@@ -7,11 +7,12 @@ FP32 top-1 on every original photo.
 Part 2, the four torchvision models (random init, seed 0, BatchNorm statistics set on random
 data): logits cosine and SQNR per method, and the worst layers.
 Or, with --techniques MODELS, a table per calibration method x weight technique (none: the
-default compile; nearest: its weights rounded to nearest (no `balanced` flips); the
-MSE weight clip; cross-layer equalization with high-bias absorption, bias correction, AdaRound,
-CLE + AdaRound, that + bias correction, that with block reconstruction, CLE + AdaRound with the
-int16 activations `--a16 auto`, `joint`, `refit` and `refit:50%` choose) on the real-weight
-EfficientNet-Lites, judged on held-out inputs; --quick is a brief run of it.
+default compile; nearest, balanced: its weights rounded to nearest, or with the `balanced`
+flips; the MSE weight clip; cross-layer equalization with high-bias absorption, bias
+correction, AdaRound, CLE + AdaRound, that + bias correction, that with block reconstruction,
+CLE + AdaRound with the int16 activations `--a16 auto`, `joint`, `refit` and `refit:50%`
+choose) on the real-weight EfficientNet-Lites, judged on held-out inputs; --quick is a brief
+run of it.
 
     .venv/bin/python bench/accuracy.py [--crops 200] [--calib 32]
     .venv/bin/python bench/accuracy.py --techniques efficientnet_lite0,efficientnet_lite1 \
@@ -210,6 +211,8 @@ TECHNIQUES = {  # -1: the --adaround iterations
     "CLE+bias": {"equalize": True, "bias_correction": True},
     "nearest": {"weight_rounding": "nearest"},
     "nearest+bias": {"weight_rounding": "nearest", "bias_correction": True},
+    "balanced": {"weight_rounding": "balanced"},
+    "balanced+bias": {"weight_rounding": "balanced", "bias_correction": True},
     "wclip": {"weight_scale": "mse"},
     "AdaRound": {"adaround": -1},
     "CLE+AdaRound": {"adaround": -1, "equalize": True},

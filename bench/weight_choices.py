@@ -8,7 +8,7 @@ threads included). Each setting re-quantizes the same imported and legalized gra
 (`Compiled.requantize`). The efficientnet_lite0 agreement figures come from
 
     .venv/bin/python bench/accuracy.py --techniques efficientnet_lite0 --held-out crops \\
-        --methods percentile --only none,nearest,wclip,bias,nearest+bias,CLE,AdaRound \\
+        --methods percentile --only none,balanced,wclip,bias,balanced+bias,CLE,AdaRound \\
         --crops 200 --calib 32 --adaround 20
 
     .venv/bin/python bench/weight_choices.py [--models mobilenet_v2,resnet18,...] \\
@@ -38,6 +38,7 @@ SETTINGS: dict[str, dict[str, object]] = {
     "none": {},  # the default compile
     "nearest": {"weight_rounding": "nearest"},
     "balanced": {"weight_rounding": "balanced"},
+    "balanced+bias": {"weight_rounding": "balanced", "bias_correction": True},
     "wclip": {"weight_scale": "mse"},
     "bias": {"bias_correction": True},
     "nearest+bias": {"weight_rounding": "nearest", "bias_correction": True},
@@ -71,7 +72,7 @@ def table(models: list[str], names: list[str], n_val: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--only", default="none,nearest,wclip,bias,nearest+bias,CLE")
+    parser.add_argument("--only", default="none,balanced,wclip,bias,balanced+bias,CLE")
     parser.add_argument("--val", type=int, default=4, help="validation inputs per model")
     args = parser.parse_args(argv)
     unknown = [s for s in args.only.split(",") if s not in SETTINGS]
