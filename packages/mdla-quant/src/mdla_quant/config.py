@@ -48,7 +48,8 @@ class QuantConfig(QuantRecord):
                  clip of least squared round-trip error per channel, `weight_fit.py`)
     weight_rounding  `nearest`, or `balanced`: round to nearest, then flips that cancel the
                  rounding error's sum per kernel and per output channel (`weight_fit.py`,
-                 data-free, SQuant-style); AdaRound, when on, starts from these weights
+                 data-free, SQuant-style); AdaRound, when on, keeps these weights for a
+                 layer where its own rounding is no better
     target, device   whose scale constraints apply (fixed output scales, shared scales)
 
     The fields and their defaults are `mdla_ir.QuantRecord`'s (what a graph's provenance

@@ -149,7 +149,7 @@ WeightRounding = Annotated[
         "--weight-rounding",
         help="How weights round to int8: `balanced` flips a few roundings so each kernel's "
         "and output channel's error sums stay within half a step (data-free, fast); "
-        "`nearest`: round to nearest. AdaRound starts from it.",
+        "`nearest`: round to nearest. AdaRound keeps it where its own is no better.",
     ),
 ]
 A16 = Annotated[
