@@ -186,6 +186,9 @@ ONE_TILE = {
     "se_expand_48_200": (1, 1, 1, 48, 200, 1, 1, 1, (0, 0, 0, 0), 11),
     "two_images_64_97": (2, 1, 1, 64, 97, 1, 1, 1, (0, 0, 0, 0), -128),
     "3x3_s2_four_pixels": (1, 3, 3, 16, 70, 3, 2, 1, (1, 1, 1, 1), 127),
+    # ci a multiple of 64: the AMX taps path, its rows in one tile (stride 1 and 2)
+    "taps_3x3_7x7_c64_o200": (1, 7, 7, 64, 200, 3, 1, 1, (1, 1, 1, 1), 5),
+    "taps_3x3_s2_c128_o96": (1, 9, 9, 128, 96, 3, 2, 1, (1, 1, 1, 1), -7),
 }
 
 
@@ -195,8 +198,9 @@ ONE_TILE = {
 def test_conv_of_one_tile_cuts_its_output_channels(
     name: str, rounding: str, amx: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A conv whose pixels make one tile (squeeze-excite, classifier) is cut by output channels
-    (whole panels of the packed filter; a short last block) on the AMX and the VNNI rows paths
+    """A conv whose pixels make one tile (squeeze-excite, classifier; a 7 x 7 layer on the AMX
+    taps path, whose rows make one tile) is cut by output channels (whole panels of the packed
+    filter; a short last block) on the AMX and the VNNI rows paths
     when they requantize in the tile (double rounding): at 1, 2 and 3 threads, every block cut,
     the bytes are run_int8's in both roundings."""
     monkeypatch.setenv("MDLA_EMU_MIN_WORK", "1")

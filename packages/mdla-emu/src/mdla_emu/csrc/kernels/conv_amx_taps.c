@@ -121,9 +121,11 @@ static void *dest(const ConvParams *p, const ConvJob *job, int32_t *acc, int32_t
     return acc + ((size_t)rr * p->ow + ox) * p->co;
 }
 
-/* The tiles' first rows and every row's destination (NULL: dropped); the count of tiles. */
+/* The tiles' first rows and every row's destination (NULL: dropped), from channel c0 on; the
+ * count of tiles. */
 static int32_t layout(const ConvParams *p, const ConvJob *job, int8_t *copy, int32_t *acc,
-                      int32_t b, int32_t oy0, int32_t r, const int8_t **tiles, void **rowp) {
+                      int32_t b, int32_t oy0, int32_t r, int32_t c0, const int8_t **tiles,
+                      void **rowp) {
     const size_t lda = (size_t)p->win.stride_w * p->ci;
     const int32_t nt = taps_tiles(p, r), per = (p->ow + 15) / 16;
     for (int32_t t = 0; t < nt; t++) {
@@ -136,7 +138,8 @@ static int32_t layout(const ConvParams *p, const ConvJob *job, int8_t *copy, int
             const int32_t q = p->taps_flat ? t * 16 + i : 0;
             const int32_t y = p->taps_flat ? q / p->wp : rr;
             const int32_t x = p->taps_flat ? q % p->wp : x0 + i;
-            rowp[t * 16 + i] = y < r && x < p->ow ? dest(p, job, acc, b, oy0, y, x) : NULL;
+            rowp[t * 16 + i] =
+                y < r && x < p->ow ? (int8_t *)dest(p, job, acc, b, oy0, y, x) + c0 : NULL;
         }
     }
     if (nt % 2 == 1) { /* the last block's second tile: read, never stored */
@@ -146,9 +149,9 @@ static int32_t layout(const ConvParams *p, const ConvJob *job, int8_t *copy, int
     return nt + nt % 2;
 }
 
-/* Output rows [oy0, oy0 + r) of image b. */
+/* Output rows [oy0, oy0 + r) of image b, channels [c0, c0 + width) (all unless rq.narrow). */
 static void group(const ConvParams *p, const ConvJob *job, const EmuGemmRq *rq, int32_t b,
-                  int32_t oy0, int32_t r, uint8_t *scratch) {
+                  int32_t oy0, int32_t r, int32_t c0, int32_t width, uint8_t *scratch) {
     const size_t copy_bytes = taps_copy(p, p->tap_rows);
     const size_t tiles_max = (size_t)taps_tiles(p, p->tap_rows) + 1;
     int8_t *copy = (int8_t *)scratch;
@@ -156,9 +159,11 @@ static void group(const ConvParams *p, const ConvJob *job, const EmuGemmRq *rq, 
     void **rowp = (void **)(scratch + copy_bytes + tiles_max * sizeof(void *));
     int32_t *acc = (int32_t *)(void *)(scratch + copy_bytes + tiles_max * 17 * sizeof(void *));
     fill(p, job->in, b, oy0, r, copy);
-    const int32_t nt = layout(p, job, copy, acc, b, oy0, r, tiles, rowp);
+    const int32_t nt = layout(p, job, copy, acc, b, oy0, r, c0, tiles, rowp);
     const EmuAmxRows g = {tiles, nt / 2, p->win.stride_w * p->ci, p->koff, p->nk, rowp};
-    emu_gemm_amx_gather(&g, p->packed, p->init, p->rq.narrow ? rq : NULL, p->co);
+    const EmuGemmRq at = emu_gemm_rq_at(*rq, c0);
+    emu_gemm_amx_gather(&g, p->packed + (size_t)c0 * p->kpad64, p->init + c0,
+                        p->rq.narrow ? &at : NULL, width);
     if (!p->rq.narrow)
         emu_requant_rows(&p->rq, acc, (size_t)p->co,
                          job->out + ((size_t)b * p->oh + oy0) * p->ow * p->co, r * p->ow);
@@ -170,13 +175,15 @@ void emu_conv_taps_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *s
     const ConvParams *p = job->p;
     const EmuGemmRq rq = emu_gemm_rq(p->rqc, (size_t)p->cpad32, p->rq.z_out, p->rq.lo, p->rq.hi);
     const int64_t per = job->tile / p->ow, all = (int64_t)p->n * p->oh;
-    for (int64_t t = begin; t < end; t++) {
+    for (int64_t i = begin; i < end; i++) {
+        int32_t c0, width;
+        const int64_t t = emu_conv_item(job, i, &c0, &width);
         const int64_t last = (t + 1) * per < all ? (t + 1) * per : all;
         for (int64_t g = t * per; g < last;) {
             const int32_t b = (int32_t)(g / p->oh), oy0 = (int32_t)(g % p->oh);
             const int64_t left = last - g;
             const int32_t r = (int32_t)(left < p->oh - oy0 ? left : p->oh - oy0);
-            group(p, job, &rq, b, oy0, r, scratch);
+            group(p, job, &rq, b, oy0, r, c0, width, scratch);
             g += r;
         }
     }

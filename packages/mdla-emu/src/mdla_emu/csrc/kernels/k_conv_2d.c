@@ -295,9 +295,14 @@ static void conv_eval(const void *params, const void *const *inputs, void *outpu
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
     const int threads = emu_pool_threads(scratch->pool);
     if (p->taps) { /* whole output rows per tile */
-        const int32_t rows = conv_tile(p->tap_rows, 1, (int64_t)p->n * p->oh, threads);
-        const ConvJob job = {p, inputs[0], output, rows * p->ow, p->co, 1};
-        emu_parallel_for(scratch, ((int64_t)p->n * p->oh + rows - 1) / rows, 1,
+        const int64_t all = (int64_t)p->n * p->oh;
+        ConvJob job = {p, inputs[0], output, conv_tile(p->tap_rows, 1, all, threads) * p->ow,
+                       p->co, 1};
+        if (all <= p->tap_rows) { /* one tile: cut its channels rather than its few rows */
+            conv_cols(p, 1, threads, scratch, &job);
+            if (job.blocks > 1) job.tile = (int32_t)all * p->ow;
+        }
+        emu_parallel_for(scratch, (all * p->ow + job.tile - 1) / job.tile * job.blocks, 1,
                          emu_conv_taps_tiles, &job);
         return;
     }
