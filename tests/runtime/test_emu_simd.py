@@ -377,6 +377,10 @@ MUL_SHAPES = [
     ((2, 2, 3, 64), (2, 1, 1, 64)),
     ((1, 1, 1, 97), (1, 3, 2, 97)),
     ((2, 2, 2, 130), (1,)),
+    # k_mul.c's gate pieces: a batch's map longer than a piece, c not dividing it, the gate on
+    # either side (the second also broadcast over the batch)
+    ((2, 9, 9, 97), (2, 1, 1, 97)),
+    ((1, 1, 1, 33), (2, 16, 17, 33)),
 ]
 MUL_OUT = {
     "right0": (0.0002, 7),

@@ -19,12 +19,28 @@
  * LOGISTIC writes) and eval is a 256-entry lookup of x (emu_lut_eval), the sigmoid unread
 (emu_mul_silu_x says so: a LOGISTIC nothing else reads is then not run, abi/plan.c).
  *
+ * The squeeze-excite gate, x [n, hw, c] times g [n, 1, c] (broadcast.c's collapsed dims, either
+ * operand the gate; int8): the broadcast would hand the run function one run of c per pixel.
+ * Eval instead walks each batch's hw * c codes of x in pieces of GATE_PIECE, reading g from a
+ * pattern of its codes repeated in scratch (pattern[j] = g[j % c], c + GATE_PIECE bytes), so each
+ * piece is one run of whole vectors; every element is still the run's value for its two codes.
+ *
  * 16x8 (int16 operands, TENSOR_QUANT16_SYMM, zero points 0): the same multiplier, per element
  * out = clamp(MBQM(x1 * x2, M, s), act_min, act_max) over [-32768, 32767]; |x1 x2| <= 2^30.
  */
+#include <string.h>
+
 #include "kernels.h"
 #include "simd.h"
 #include "simd_neon.h"
+
+#define GATE_PIECE 4096
+
+/* The gate of the header: n batches of hw pixels of c channels, g the gate's input (0 or 1). */
+typedef struct {
+    uint64_t n, hw, c;
+    int g;
+} MulGate;
 
 typedef struct {
     EmuBroadcast bc;
@@ -38,6 +54,7 @@ typedef struct {
     bool wide; /* int16 (16x8): per element, table and isa unused */
     EmuLut *silu; /* MUL(x, LOGISTIC(x)): out = silu->table[x + 128], or NULL */
     int silu_x;   /* which input x is (0 or 1) */
+    MulGate gate; /* gate.c == 0: not the gate's shape */
 } MulParams;
 
 /* The formula of the header for one pair of codes. */
@@ -89,6 +106,28 @@ static int silu_prepare(const NeuronModel *m, const EmuOperation *op, MulParams 
     return NEURON_NO_ERROR;
 }
 
+/* The gate's shape in the collapsed broadcast: the inner dim c walked by both operands, the
+ * next (hw) by x alone, and at most one more (the batch) with x's and the gate's strides
+ * continuing theirs. false otherwise. */
+static bool gate_shape(const EmuBroadcast *bc, MulGate *gt) {
+    const int r = EMU_MAX_RANK;
+    const uint64_t c = bc->dims[r - 1], sa = bc->stride_a[r - 2], sb = bc->stride_b[r - 2];
+    if (bc->elem != 1 || bc->stride_a[r - 1] != 1 || bc->stride_b[r - 1] != 1) return false;
+    if (!((sa == c && sb == 0) || (sa == 0 && sb == c))) return false;
+    const int g = sa == 0 ? 0 : 1;
+    const uint64_t hw = bc->dims[r - 2];
+    uint64_t n = 1;
+    for (int i = 0; i < r - 2; i++) {
+        if (bc->dims[i] == 1) continue;
+        const uint64_t sx = g ? bc->stride_a[i] : bc->stride_b[i];
+        const uint64_t sg = g ? bc->stride_b[i] : bc->stride_a[i];
+        if (i != r - 3 || sx != c * hw || sg != c) return false;
+        n = bc->dims[i];
+    }
+    *gt = (MulGate){n, hw, c, g};
+    return true;
+}
+
 int emu_mul_silu_x(const void *params) {
     const MulParams *p = params;
     return p != NULL && p->silu != NULL ? p->silu_x : -1;
@@ -135,6 +174,7 @@ static int mul_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics
         return rc;
     }
     p->isa = num.rounding == EMU_ROUND_DOUBLE && p->s <= 0 ? emu_isa() : EMU_ISA_PORTABLE;
+    if (!gate_shape(&p->bc, &p->gate)) p->gate.c = 0;
     if (p->isa != EMU_ISA_PORTABLE) { /* mul_run never reads the table: no 64K evaluations */
         /* narrow only: s <= 0 here, so the right shift -s and its mask are defined */
         p->nk = (EmuMulNarrow){p->z1, p->z2, (int32_t)p->m, -p->s,
@@ -184,19 +224,68 @@ static void mul16_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t 
     }
 }
 
+typedef struct {
+    const MulParams *p;
+    const int8_t *x, *g;
+    int8_t *out;
+    int64_t pieces; /* per batch */
+} GateJob;
+
+/* pattern[j] = g[j % c] for j < c + GATE_PIECE, by doubling copies. */
+static void gate_pattern(int8_t *pattern, const int8_t *g, uint64_t c) {
+    const uint64_t total = c + GATE_PIECE;
+    memcpy(pattern, g, c);
+    for (uint64_t have = c; have < total; have *= 2)
+        memcpy(pattern + have, pattern, have < total - have ? have : total - have);
+}
+
+/* Pieces [begin, end) of the gate's batches (the header), GATE_PIECE codes of x each. */
+static void gate_pieces(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
+    const GateJob *j = ctx;
+    const MulGate *gt = &j->p->gate;
+    const uint64_t per = gt->hw * gt->c;
+    int8_t *pattern = (int8_t *)scratch;
+    int64_t built = -1;
+    for (int64_t k = begin; k < end; k++) {
+        const int64_t batch = k / j->pieces;
+        const uint64_t at = (uint64_t)(k % j->pieces) * GATE_PIECE;
+        if (batch != built) gate_pattern(pattern, j->g + (uint64_t)batch * gt->c, gt->c);
+        built = batch;
+        const uint32_t len = (uint32_t)(per - at < GATE_PIECE ? per - at : GATE_PIECE);
+        const int8_t *x = j->x + (uint64_t)batch * per + at, *g = pattern + at % gt->c;
+        int8_t *out = j->out + (uint64_t)batch * per + at;
+        if (gt->g == 1)
+            mul_run(j->p, x, g, out, len, 1, 1);
+        else
+            mul_run(j->p, g, x, out, len, 1, 1);
+    }
+}
+
+static size_t mul_scratch(const void *params) {
+    const MulParams *p = params;
+    return p->gate.c ? (size_t)p->gate.c + GATE_PIECE : 0;
+}
+
 static void mul_eval(const void *params, const void *const *inputs, void *output,
                      EmuScratch *scratch) {
     const MulParams *p = params;
+    const int64_t lanes = p->isa == EMU_ISA_PORTABLE ? EMU_WORK_TABLE2 : EMU_WORK_LANES;
+    if (p->gate.c) {
+        const MulGate *gt = &p->gate;
+        const int64_t pieces = (int64_t)((gt->hw * gt->c + GATE_PIECE - 1) / GATE_PIECE);
+        const GateJob job = {p, inputs[1 - gt->g], inputs[gt->g], output, pieces};
+        emu_parallel_for(scratch, (int64_t)gt->n * pieces,
+                         emu_par_grain(scratch, GATE_PIECE * lanes), gate_pieces, &job);
+        return;
+    }
     if (p->silu != NULL) {
         const void *x[1] = {inputs[p->silu_x]};
         emu_lut_eval(p->silu, x, output, scratch);
         return;
     }
-    const int64_t work = p->wide                     ? EMU_WORK_WIDE
-                         : p->isa == EMU_ISA_PORTABLE ? EMU_WORK_TABLE2
-                                                      : EMU_WORK_LANES;
+    const int64_t work = p->wide ? EMU_WORK_WIDE : lanes;
     emu_broadcast_run(&p->bc, scratch, work, p, inputs[0], inputs[1], output,
                       p->wide ? mul16_run : mul_run);
 }
 
-const EmuKernel emu_k_mul = {NEURON_MUL, "MUL", mul_prepare, mul_eval, NULL, mul_free};
+const EmuKernel emu_k_mul = {NEURON_MUL, "MUL", mul_prepare, mul_eval, mul_scratch, mul_free};
