@@ -46,9 +46,14 @@ AMX = {
     "3x3_s2_c72_o1": (1, 11, 12, 72, 1, 3, 2, 1, (1, 1, 1, 1), 100),
     # a resnet stem: depth 147 -> 192, 64 columns
     "stem_7x7_s2_c3_o64": (1, 30, 28, 3, 64, 7, 2, 1, (3, 3, 3, 3), -128),
+    # stride 2 over 64 channels stays staged (the taps path is stride 1 only): TF-style
+    # padding (bottom and right only), and resnet's 1x1 downsample with an odd width
+    "3x3_s2_c64_o64_same": (1, 14, 35, 64, 64, 3, 2, 1, (0, 1, 0, 1), -128),
+    "1x1_s2_c64_o48": (2, 9, 13, 64, 48, 1, 2, 1, (0, 0, 0, 0), 100),
 }
 # The taps path (conv_amx_taps.c: tile rows straight from a padded copy of the input rows, no
-# im2col), taken when padding each tap's channels to 64 adds at most an eighth to the depth.
+# im2col), taken at stride 1 when padding each tap's channels to 64 adds at most an eighth to
+# the depth.
 TAPS = {
     # stride 1: output rows run together (rows past ow dropped); 2 x 13 output rows in tiles
     # of 7 (the copy's budget), the second one crossing into the second image
@@ -56,10 +61,6 @@ TAPS = {
     # ci = 60 and 120: each tap padded to 64 and 128 (the next pixel's codes meet zero weights)
     "taps_3x3_c60_o33": (1, 9, 11, 60, 33, 3, 1, 1, (1, 1, 1, 1), -128),
     "taps_3x3_c120_o70": (1, 6, 7, 120, 70, 3, 1, 1, (1, 1, 1, 1), 5),
-    # stride 2, TF-style padding (bottom and right only): each output row its own tiles
-    "taps_3x3_s2_c64_o64_same": (1, 14, 35, 64, 64, 3, 2, 1, (0, 1, 0, 1), -128),
-    # stride 2, 1x1 (resnet's downsample): one tap, no padding, odd width
-    "taps_1x1_s2_c64_o48": (2, 9, 13, 64, 48, 1, 2, 1, (0, 0, 0, 0), 100),
     # dilation 2, asymmetric padding; 5x5 with a wide right border
     "taps_3x3_d2_c64_o32": (1, 12, 10, 64, 32, 3, 1, 2, (2, 1, 0, 2), 3),
     "taps_5x5_c64_o16_pads": (1, 7, 7, 64, 16, 5, 1, 1, (2, 2, 1, 3), -77),
@@ -133,7 +134,7 @@ def test_conv_amx_clamps_a_fused_activation(
 
 
 @pytest.mark.parametrize("threads", [2, 3])
-@pytest.mark.parametrize("name", ["taps_3x3_c128_o40_tiles_over_images", "taps_1x1_s2_c64_o48"])
+@pytest.mark.parametrize("name", ["taps_3x3_c128_o40_tiles_over_images", "taps_3x3_d2_c64_o32"])
 def test_conv_amx_taps_threads(name: str, threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tiles of whole output rows split over threads give the same bytes."""
     for var in ("MDLA_EMU_PORTABLE", "MDLA_EMU_ISA", "MDLA_EMU_AMX"):

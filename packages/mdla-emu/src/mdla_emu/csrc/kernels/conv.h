@@ -31,9 +31,9 @@ typedef struct {
      * init and rqc over cpad32 columns, kpad64 depth; tile_u8 rows per tile */
     bool amx;
     int32_t kpad64, cpad32;
-    /* the AMX taps path (conv_amx_taps.c, amx is true too): kpad64 = kh kw cip, the copy's
-     * rows wp pixels, tap_rows output rows per tile, koff the nk chunks' offsets */
-    bool taps, taps_flat;
+    /* the AMX taps path (conv_amx_taps.c, stride 1; amx is true too): kpad64 = kh kw cip,
+     * the copy's rows wp pixels, tap_rows output rows per tile, koff the nk chunks' offsets */
+    bool taps;
     int32_t wp, nk, tap_rows;
     int32_t *koff;
     EmuConv16 *wide; /* int16 activations (conv16.c): every other field unused */

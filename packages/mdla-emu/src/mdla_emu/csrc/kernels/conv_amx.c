@@ -10,8 +10,8 @@
  * nothing; only blocks whose last row's kpad64 bytes lie inside the input are read so, the rest
  * is staged. Either way the terms are those of the im2col rows, so the same sums.
  *
- * A k x k conv whose per-tap padding of the channels to 64 adds at most an eighth to the depth
- * (ci a multiple of 64: none) takes conv_amx_taps.c instead: no staging at all.
+ * A stride-1 k x k conv whose per-tap padding of the channels to 64 adds at most an eighth to
+ * the depth (ci a multiple of 64: none) takes conv_amx_taps.c instead: no staging at all.
  *
  * With rq.narrow the GEMM requantizes each finished block and writes the int8 output; else
  * (single rounding, wide sums) it writes the int32 sums and emu_requant_rows runs on them.
@@ -32,7 +32,8 @@ int emu_conv_amx_prepare(ConvParams *p, const int8_t *w) {
     const int32_t fit = TILE_AMX_BYTES / p->kpad64 / EMU_AMX_MR;
     p->tile_u8 = EMU_AMX_MR * (fit < 1 ? 1 : (fit > TILE_AMX_BLOCKS ? TILE_AMX_BLOCKS : fit));
     const int32_t cip = emu_round_up(p->ci, EMU_AMX_KB);
-    if (!p->pointwise && (int64_t)p->kh * p->kw * cip * 8 <= (int64_t)p->kpad64 * 9)
+    if (!p->pointwise && p->win.stride_h == 1 && p->win.stride_w == 1 &&
+        (int64_t)p->kh * p->kw * cip * 8 <= (int64_t)p->kpad64 * 9)
         return emu_conv_taps_prepare(p, w); /* the per-tap padding adds at most an eighth */
     p->packed = malloc((size_t)p->cpad32 * p->kpad64);
     p->init = malloc((size_t)p->cpad32 * sizeof *p->init);

@@ -1,5 +1,5 @@
 /*
- * conv_amx_taps.c: a k x k (or strided 1 x 1) CONV_2D on emu_gemm_amx_gather without im2col:
+ * conv_amx_taps.c: a stride-1 k x k CONV_2D on emu_gemm_amx_gather without im2col:
  * the tile rows are loaded straight from a padded copy of the input rows, one 64-byte depth
  * chunk of one tap at a time, so each output pixel's sums are
  *
@@ -12,12 +12,13 @@
  *
  * The copy holds the tile's input rows, each Wp = pad_left + w + pr pixels (pr: what the
  * window reaches past the image), z_in's code outside the image (the tap adds (z - z) w = 0)
- * and output pixel (oy, ox)'s tap (i, j) at copy pixel ((oy - oy0) sh + i dh, ox sw + j dw).
- * Rows of a 16-row tile are sw * ci bytes apart:
- * - stride 1: the tile's output rows are one run of virtual rows q = (oy - oy0) Wp + ox (copy
- *   pixel q + tap offset); those with ox >= ow read the next row's pixels and are dropped;
- * - else: each output row is its own tiles of 16 pixels, those past ow dropped.
- * Taken when the per-tap padding adds at most an eighth to the depth (ci a multiple of 64: none).
+ * and output pixel (oy, ox)'s tap (i, j) at copy pixel (oy - oy0 + i dh, ox + j dw).
+ * Stride 1 only: the tile's output rows are one run of virtual rows q = (oy - oy0) Wp + ox
+ * (copy pixel q plus the tap's offset), ci bytes apart; those with ox >= ow read the next
+ * row's pixels and are dropped. (A stride-2 conv run so would compute a row per input column,
+ * about twice its outputs, or pad each output row to 16 rows: 7 -> 16 in resnet18's last
+ * layer; it stays staged.) Taken when the per-tap padding adds at most an eighth to the depth
+ * (ci a multiple of 64: none).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,24 +28,17 @@
 
 #define TAPS_COPY_BYTES 98304 /* the input rows' copy per tile (kept in L2) */
 
-/* Virtual rows of r output rows: stride 1 runs them together, else each has its 16-row tiles. */
+/* The 16-row tiles of r output rows' virtual rows. */
 static int32_t taps_tiles(const ConvParams *p, int32_t r) {
-    if (p->taps_flat) return ((r - 1) * p->wp + p->ow + 15) / 16;
-    return r * ((p->ow + 15) / 16);
+    return ((r - 1) * p->wp + p->ow + 15) / 16;
 }
 
 /* The copy's bytes for r output rows: its rows, then what the last tile's rows read past them. */
 static size_t taps_copy(const ConvParams *p, int32_t r) {
     const EmuWindow *w = &p->win;
-    const size_t lda = (size_t)w->stride_w * p->ci;
-    const int32_t t = taps_tiles(p, r);
-    const size_t last = p->taps_flat ? (size_t)(t - 1) * 16 * lda
-                                     : ((size_t)(r - 1) * w->stride_h * p->wp +
-                                        (size_t)((p->ow + 15) / 16 - 1) * 16 * w->stride_w) *
-                                           p->ci;
-    const size_t reach = last + 15 * lda + (size_t)p->koff[p->nk - 1] + EMU_AMX_KB;
-    const size_t rows = (size_t)((r - 1) * w->stride_h + (p->kh - 1) * w->dilation_h + 1) *
-                        p->wp * p->ci;
+    const size_t reach = (size_t)taps_tiles(p, r) * 16 * p->ci + (size_t)p->koff[p->nk - 1] +
+                         EMU_AMX_KB;
+    const size_t rows = (size_t)(r + (p->kh - 1) * w->dilation_h) * p->wp * p->ci;
     return ((reach > rows ? reach : rows) + 63) & ~(size_t)63;
 }
 
@@ -54,7 +48,6 @@ int emu_conv_taps_prepare(ConvParams *p, const int8_t *w) {
     const int32_t reach = (p->ow - 1) * win->stride_w + (p->kw - 1) * win->dilation_w + 1;
     const int32_t pr = reach - win->pad_left - p->w;
     p->taps = true;
-    p->taps_flat = win->stride_h == 1 && win->stride_w == 1;
     p->wp = win->pad_left + p->w + (pr > 0 ? pr : 0);
     p->nk = taps * cip / EMU_AMX_KB;
     p->kpad64 = taps * cip;
@@ -78,7 +71,7 @@ int emu_conv_taps_prepare(ConvParams *p, const int8_t *w) {
     emu_gemm_amx_pack(wt, p->co, p->kpad64, p->z_in, p->kpad64, p->cpad32, p->packed, p->init);
     free(wt);
     const int32_t row = p->wp * p->ci, fit = TAPS_COPY_BYTES / (row > 0 ? row : 1);
-    const int32_t r = (fit - (p->kh - 1) * win->dilation_h - 1) / win->stride_h + 1;
+    const int32_t r = fit - (p->kh - 1) * win->dilation_h;
     p->tap_rows = r < 1 ? 1 : (r > p->oh ? p->oh : r);
     return p->rq.narrow ? emu_conv_fold_requant(p, p->cpad32) : NEURON_NO_ERROR;
 }
@@ -96,11 +89,11 @@ size_t emu_conv_taps_scratch(const ConvParams *p) {
 static void fill(const ConvParams *p, const int8_t *in, int32_t b, int32_t oy0, int32_t r,
                  int8_t *copy) {
     const EmuWindow *w = &p->win;
-    const int32_t rows = (r - 1) * w->stride_h + (p->kh - 1) * w->dilation_h + 1;
+    const int32_t rows = r + (p->kh - 1) * w->dilation_h;
     const size_t ci = (size_t)p->ci, left = (size_t)w->pad_left * ci, run = (size_t)p->w * ci;
     const size_t row = (size_t)p->wp * ci;
     for (int32_t y = 0; y < rows; y++) {
-        const int32_t iy = oy0 * w->stride_h - w->pad_top + y;
+        const int32_t iy = oy0 - w->pad_top + y;
         int8_t *dst = copy + (size_t)y * row;
         if (iy < 0 || iy >= p->h) {
             memset(dst, p->z_in, row);
@@ -126,18 +119,11 @@ static void *dest(const ConvParams *p, const ConvJob *job, int32_t *acc, int32_t
 static int32_t layout(const ConvParams *p, const ConvJob *job, int8_t *copy, int32_t *acc,
                       int32_t b, int32_t oy0, int32_t r, int32_t c0, const int8_t **tiles,
                       void **rowp) {
-    const size_t lda = (size_t)p->win.stride_w * p->ci;
-    const int32_t nt = taps_tiles(p, r), per = (p->ow + 15) / 16;
+    const int32_t nt = taps_tiles(p, r);
     for (int32_t t = 0; t < nt; t++) {
-        const int32_t rr = p->taps_flat ? 0 : t / per, x0 = p->taps_flat ? 0 : t % per * 16;
-        const size_t at = p->taps_flat ? (size_t)t * 16 * lda
-                                       : (size_t)rr * p->win.stride_h * p->wp * p->ci +
-                                             (size_t)x0 * lda;
-        tiles[t] = copy + at;
+        tiles[t] = copy + (size_t)t * 16 * p->ci;
         for (int32_t i = 0; i < 16; i++) {
-            const int32_t q = p->taps_flat ? t * 16 + i : 0;
-            const int32_t y = p->taps_flat ? q / p->wp : rr;
-            const int32_t x = p->taps_flat ? q % p->wp : x0 + i;
+            const int32_t y = (t * 16 + i) / p->wp, x = (t * 16 + i) % p->wp;
             rowp[t * 16 + i] =
                 y < r && x < p->ow ? (int8_t *)dest(p, job, acc, b, oy0, y, x) + c0 : NULL;
         }
@@ -160,7 +146,7 @@ static void group(const ConvParams *p, const ConvJob *job, const EmuGemmRq *rq, 
     int32_t *acc = (int32_t *)(void *)(scratch + copy_bytes + tiles_max * 17 * sizeof(void *));
     fill(p, job->in, b, oy0, r, copy);
     const int32_t nt = layout(p, job, copy, acc, b, oy0, r, c0, tiles, rowp);
-    const EmuAmxRows g = {tiles, nt / 2, p->win.stride_w * p->ci, p->koff, p->nk, rowp};
+    const EmuAmxRows g = {tiles, nt / 2, p->ci, p->koff, p->nk, rowp};
     const EmuGemmRq at = emu_gemm_rq_at(*rq, c0);
     emu_gemm_amx_gather(&g, p->packed + (size_t)c0 * p->kpad64, p->init + c0,
                         p->rq.narrow ? &at : NULL, width);
