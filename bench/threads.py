@@ -13,10 +13,10 @@ median of --repeat) and its CPU time per image (user + system of the engine chil
 long and a short invocation, so start, compile and warm-up cancel; as in ref_speed.py). On an
 idle machine the wall ratio is the speed-up; on a shared one only the CPU figures mean
 something: the 2-thread CPU time over the 1-thread one is the pool's overhead (spin included).
-"by CPU" is twice the 1-thread CPU over the 2-thread CPU: the wall ratio when both threads hold
-a core throughout a run (a waiting thread spins, so on an idle machine they do; the idle runs in
-bench/README put it 0-0.1 under the wall ratio). On a shared machine read it under --fifo:
-without, a thread spins on while its partner is descheduled, which lowers it further.
+There is no speed-up "by CPU": twice the 1-thread CPU over the 2-thread CPU reads 2.0 when
+the second thread does no work at all (an op that is not split costs no extra CPU), so it
+cannot show a split that stopped happening. On a shared machine read the wall ratio under
+--fifo instead.
 
 --fifo runs the timed engine children under SCHED_FIFO (root or CAP_SYS_NICE): their threads
 then preempt every ordinary task, so a shared machine looks idle to them for those seconds (the
@@ -133,10 +133,7 @@ def models(specs: list[str], repeat: int) -> None:
     # one torch thread, as bench/perf.py's main sets: each compile runs in a forked child, and a
     # child forked after torch ran its OpenMP team waits forever at that team's next barrier
     torch.set_num_threads(1)
-    print(
-        f"{'model':28}{'1t best/median':>16}{'2t best/median':>16}{'2t/1t':>7}{'CPU 1t/2t':>14}"
-        f"{'by CPU':>8}"
-    )
+    print(f"{'model':28}{'1t best/median':>16}{'2t best/median':>16}{'2t/1t':>7}{'CPU 1t/2t':>14}")
     for spec in specs:
         model = load_model(spec, seed=0)
         if spec not in REAL_WEIGHTS:
@@ -154,7 +151,7 @@ def models(specs: list[str], repeat: int) -> None:
         print(
             f"{spec:28}{one['best']:7.1f}/{one['median']:5.1f}ms{two['best']:8.1f}/"
             f"{two['median']:5.1f}ms{one['best'] / two['best']:7.2f}"
-            f"{one['cpu']:7.1f}/{two['cpu']:5.1f}ms{2 * one['cpu'] / two['cpu']:8.2f}"
+            f"{one['cpu']:7.1f}/{two['cpu']:5.1f}ms"
             f"   load {os.getloadavg()[0]:.1f}"
         )
 
