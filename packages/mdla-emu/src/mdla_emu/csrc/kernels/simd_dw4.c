@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "simd.h"
+#include "simd_dw4_rows.h"
 
 /* The channel of lane l of register k (see the header). */
 static int32_t dw4_channel(int32_t k, int32_t l) { return 16 * (l / 4) + 4 * k + l % 4; }
@@ -94,10 +95,7 @@ int emu_dw4_pack(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z, cons
     k->shift_e = k->round_o + lanes / 2;
     k->shift_o = k->shift_e + lanes / 2;
     memset(k->zrow, (uint8_t)(int8_t)z, lanes);
-    for (int32_t i = 0; i < g->kh; i++)
-        for (int32_t j = 0; j < g->kw; j++)
-            k->off[i * g->kw + j] =
-                ((ptrdiff_t)i * g->dil_h * g->w + (ptrdiff_t)j * g->dil_w) * g->c;
+    emu_dw4_offsets(k, g);
     dw4_pack_weights(k, g, w);
     dw4_pack_lanes(k, g, w, z, rq);
     k->z_out = rq->z;
@@ -114,21 +112,6 @@ void emu_dw4_free(EmuDw4 *k) {
     free(k->zrow);
     free(k->off);
     memset(k, 0, sizeof *k);
-}
-
-/* Pixel (oy, ox)'s input rows, one per tap of 4 * groups (simd.h): inside the image its pixel,
- * else (and past the kh * kw taps) the row of zero points. */
-static void dw4_edge_rows(const EmuDw4 *k, const EmuDwGeom *g, const int8_t *image, int32_t oy,
-                          int32_t ox, const int8_t **rows) {
-    for (int32_t t = g->kh * g->kw; t < 4 * k->groups; t++) rows[t] = k->zrow;
-    for (int32_t i = 0; i < g->kh; i++) {
-        const int32_t iy = oy * g->stride_h + i * g->dil_h - g->pad_top;
-        for (int32_t j = 0; j < g->kw; j++) {
-            const int32_t ix = ox * g->stride_w + j * g->dil_w - g->pad_left;
-            const bool in = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w;
-            rows[i * g->kw + j] = in ? image + ((size_t)iy * g->w + ix) * g->c : k->zrow;
-        }
-    }
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -236,16 +219,10 @@ EMU_T_VNNI void emu_dw4_row(const EmuDw4 *k, const EmuDwGeom *g, const int8_t *i
                             int32_t oy, int8_t *out, const int8_t **rows) {
     int32_t lo, hi;
     emu_dw_columns(g, &lo, &hi);
-    const int32_t y0 = oy * g->stride_h - g->pad_top, taps = g->kh * g->kw;
+    const int32_t y0 = oy * g->stride_h - g->pad_top;
     const bool inside = y0 >= 0 && y0 + (g->kh - 1) * g->dil_h < g->h;
     for (int32_t ox = 0; ox < g->ow; ox++) {
-        if (inside && ox >= lo && ox < hi) { /* every tap inside: the window's offsets */
-            const int8_t *top = image + ((size_t)y0 * g->w + ox * g->stride_w - g->pad_left) * g->c;
-            for (int32_t t = 0; t < taps; t++) rows[t] = top + k->off[t];
-            for (int32_t t = taps; t < 4 * k->groups; t++) rows[t] = k->zrow;
-        } else {
-            dw4_edge_rows(k, g, image, oy, ox, rows);
-        }
+        emu_dw4_rows(k, g, image, oy, ox, inside && ox >= lo && ox < hi, rows);
         dw4_pixel(k, g->c, rows, out + (size_t)ox * g->c);
     }
 }
@@ -255,7 +232,6 @@ bool emu_dw4_ready(void) { return false; }
 void emu_dw4_row(const EmuDw4 *k, const EmuDwGeom *g, const int8_t *image, int32_t oy,
                  int8_t *out, const int8_t **rows) {
     (void)k, (void)g, (void)image, (void)oy, (void)out, (void)rows;
-    (void)dw4_edge_rows;
     abort(); /* unreachable: emu_dw4_ready() is false here */
 }
 #endif

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "simd_dw4_rows.h"
 #include "simd_neon.h"
 
 static int32_t dw4n_start(int32_t b, int32_t c) { return 16 * b < c - 16 ? 16 * b : c - 16; }
@@ -66,30 +67,12 @@ int emu_dw4_neon_pack(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z,
     k->right = k->mult + lanes;
     k->mask = k->right + lanes;
     memset(k->zrow, (uint8_t)(int8_t)z, (size_t)g->c);
-    for (int32_t i = 0; i < g->kh; i++)
-        for (int32_t j = 0; j < g->kw; j++)
-            k->off[i * g->kw + j] =
-                ((ptrdiff_t)i * g->dil_h * g->w + (ptrdiff_t)j * g->dil_w) * g->c;
+    emu_dw4_offsets(k, g);
     dw4n_pack_lanes(k, g, w, z, rq);
     k->z_out = rq->z;
     k->lo = rq->lo;
     k->hi = rq->hi;
     return 0;
-}
-
-/* Pixel (oy, ox)'s input rows, one per tap of 4 * groups: its pixel inside the image, else
- * (and past the kh * kw taps) the row of zero points. */
-static void dw4n_rows(const EmuDw4 *k, const EmuDwGeom *g, const int8_t *image, int32_t oy,
-                      int32_t ox, const int8_t **rows) {
-    for (int32_t t = g->kh * g->kw; t < 4 * k->groups; t++) rows[t] = k->zrow;
-    for (int32_t i = 0; i < g->kh; i++) {
-        const int32_t iy = oy * g->stride_h + i * g->dil_h - g->pad_top;
-        for (int32_t j = 0; j < g->kw; j++) {
-            const int32_t ix = ox * g->stride_w + j * g->dil_w - g->pad_left;
-            const bool in = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w;
-            rows[i * g->kw + j] = in ? image + ((size_t)iy * g->w + ix) * g->c : k->zrow;
-        }
-    }
 }
 
 #if defined(__aarch64__) && defined(__ARM_NEON) && defined(__GNUC__)
@@ -152,16 +135,10 @@ EMU_T_DOT void emu_dw4_neon_row(const EmuDw4 *k, const EmuDwGeom *g, const int8_
     int32_t lo, hi;
     emu_dw_columns(g, &lo, &hi);
     const EmuNeonClamp c = emu_neon_clamp(k->z_out, k->lo, k->hi);
-    const int32_t y0 = oy * g->stride_h - g->pad_top, taps = g->kh * g->kw;
+    const int32_t y0 = oy * g->stride_h - g->pad_top;
     const bool inside = y0 >= 0 && y0 + (g->kh - 1) * g->dil_h < g->h;
     for (int32_t ox = 0; ox < g->ow; ox++) {
-        if (inside && ox >= lo && ox < hi) { /* every tap inside: the window's offsets */
-            const int8_t *top = image + ((size_t)y0 * g->w + ox * g->stride_w - g->pad_left) * g->c;
-            for (int32_t t = 0; t < taps; t++) rows[t] = top + k->off[t];
-            for (int32_t t = taps; t < 4 * k->groups; t++) rows[t] = k->zrow;
-        } else {
-            dw4n_rows(k, g, image, oy, ox, rows);
-        }
+        emu_dw4_rows(k, g, image, oy, ox, inside && ox >= lo && ox < hi, rows);
         int8_t *px = out + (size_t)ox * g->c;
         for (int32_t b = 0; b < k->blocks; b++) dw4n_block(k, rows, b, dw4n_start(b, g->c), &c, px);
     }
@@ -175,7 +152,6 @@ bool emu_dw4_neon_ready(int32_t c) {
 void emu_dw4_neon_row(const EmuDw4 *k, const EmuDwGeom *g, const int8_t *image, int32_t oy,
                       int8_t *out, const int8_t **rows) {
     (void)k, (void)g, (void)image, (void)oy, (void)out, (void)rows;
-    (void)dw4n_rows;
     abort(); /* unreachable: emu_dw4_neon_ready() is false here */
 }
 #endif
