@@ -319,14 +319,20 @@ def test_fused_quant_writes_into_the_arrays_given_bit_for_bit() -> None:
     np.testing.assert_array_equal(got_d, want_d.astype(bool))
 
 
-def test_the_output_in_chunks_is_the_output_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each chunk's forward writes into the same reused arrays: every chunk is kept."""
+def _mbconv_patches() -> tuple[BlockPatches, list[Any], list[Any], list[Any]]:
+    """The mbconv block's patches over 150 taps, its float weights and biases, its grids."""
     g = mbconv()
     (block,) = find_blocks(g)
     stems = [mdla_ir.evaluate(g, x, keep=(block.input,))[block.input] for x in samples(2)]
     patches = BlockPatches(block, g, stems, np.arange(150))
     ws, bs = _weights(g, ["expand", "dw", "project"])
-    grids = [(0.05, -128), (0.05, -128), None]
+    grids: list[Any] = [(0.05, -128), (0.05, -128), None]
+    return patches, ws, bs, grids
+
+
+def test_the_output_in_chunks_is_the_output_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each chunk's forward writes into the same reused arrays: every chunk is kept."""
+    patches, ws, bs, grids = _mbconv_patches()
     whole, _ = patches.forward(ws, bs, grids, np.arange(150))
     whole = whole.copy()
     monkeypatch.setattr(block_reconstruction, "CHUNK", 7)
@@ -336,12 +342,7 @@ def test_the_output_in_chunks_is_the_output_at_once(monkeypatch: pytest.MonkeyPa
 def test_each_step_writes_into_the_arrays_of_the_step_before() -> None:
     """The block input's taps, the expand's and depthwise's values and derivatives: the same
     memory from step to step (a fresh array of tens of MB per step costs its page faults)."""
-    g = mbconv()
-    (block,) = find_blocks(g)
-    stems = [mdla_ir.evaluate(g, x, keep=(block.input,))[block.input] for x in samples(2)]
-    patches = BlockPatches(block, g, stems, np.arange(150))
-    ws, bs = _weights(g, ["expand", "dw", "project"])
-    grids = [(0.05, -128), (0.05, -128), None]
+    patches, ws, bs, grids = _mbconv_patches()
     _, first = patches.forward(ws, bs, grids, np.arange(0, 64))
     _, second = patches.forward(ws, bs, grids, np.arange(64, 128))
     for a, b in zip(first, second[:5], strict=False):  # x0, z1, d1, z2, d2
