@@ -186,7 +186,8 @@ ONE_TILE = {
     "se_expand_48_200": (1, 1, 1, 48, 200, 1, 1, 1, (0, 0, 0, 0), 11),
     "two_images_64_97": (2, 1, 1, 64, 97, 1, 1, 1, (0, 0, 0, 0), -128),
     "3x3_s2_four_pixels": (1, 3, 3, 16, 70, 3, 2, 1, (1, 1, 1, 1), 127),
-    # ci a multiple of 64: the AMX taps path, its rows in one tile (stride 1 and 2)
+    # ci a multiple of 64, rows in one tile: stride 1 takes the AMX taps path, stride 2 the
+    # staged one (the taps path is stride 1 only)
     "taps_3x3_7x7_c64_o200": (1, 7, 7, 64, 200, 3, 1, 1, (1, 1, 1, 1), 5),
     "taps_3x3_s2_c128_o96": (1, 9, 9, 128, 96, 3, 2, 1, (1, 1, 1, 1), -7),
 }

@@ -40,6 +40,7 @@ import numpy as np
 
 from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.attrs import ConvAttrs
+from mdla_ir.shapes import window_out
 from mdla_quant.blas import one_blas_thread
 from mdla_quant.block_reconstruction import (
     Block,
@@ -94,8 +95,10 @@ def _patches(
         else:
             a, kh, kw = window
             (sh, sw), (dh, dw), (pt, pb, pl, pr) = a.stride, a.dilation, a.padding
-            oh = (x.shape[1] + pt + pb - dh * (kh - 1) - 1) // sh + 1
-            ow = (x.shape[2] + pl + pr - dw * (kw - 1) - 1) // sw + 1
+            oh, ow = (
+                window_out(x.shape[1], kh, sh, dh, pt, pb),
+                window_out(x.shape[2], kw, sw, dw, pl, pr),
+            )
             count = x.shape[0] * oh * ow
         mine = rows[(rows >= start) & (rows < start + count)] - start
         start += count

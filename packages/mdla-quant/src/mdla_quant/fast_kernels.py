@@ -13,7 +13,7 @@ to the interpreter's kernel.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ import numpy as np
 from mdla_ir.attrs import ConvAttrs
 from mdla_ir.graph import Op
 from mdla_ir.interp.conv import depthwise_conv_2d, depthwise_nhwc, pad_nhwc
+from mdla_ir.interp.elementwise import hard_swish as hard_swish_definition
 from mdla_ir.interp.elementwise import sigmoid, unary
 from mdla_ir.interp.registry import Kernel, apply_fuse
 from mdla_ir.ops import OpKind
@@ -85,13 +86,6 @@ def depthwise_f32(
     return out
 
 
-def logistic(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
-    """LOGISTIC through `sigmoid_f32`, or the interpreter's kernel for other than float32."""
-    if args[0].dtype != np.float32:
-        return unary(op, args, layout)
-    return [sigmoid_f32(args[0])]
-
-
 def sigmoid_f32(x: Array) -> Array:
     """`mdla_ir.interp.elementwise.sigmoid` of a float32 x: -|x| in C, numpy's exp in place,
     then (x >= 0 ? 1 : e) / (e + 1) in C (csrc/elementwise.c says why that is the same)."""
@@ -106,19 +100,27 @@ def sigmoid_f32(x: Array) -> Array:
     return e
 
 
-def hard_swish(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
-    """HARD_SWISH through `hard_swish_f32`, or the interpreter's kernel for other than float32."""
-    if args[0].dtype != np.float32:
-        return unary(op, args, layout)
-    return [hard_swish_f32(args[0])]
-
-
 def hard_swish_f32(x: Array) -> Array:
     """The interpreter's x * clip(x + 3, 0, 6) / 6 of a float32 x, in one C pass."""
     lib = library()
     if lib is None:
-        return np.asarray(x * np.clip(x + 3.0, 0.0, 6.0) / 6.0, dtype=np.float32)
+        return np.asarray(hard_swish_definition(x), dtype=np.float32)
     x = np.asarray(x, order="C")  # (a 0-d x stays 0-d)
     out = np.empty(x.shape, np.float32)
     lib.mdla_hard_swish_f32(x.ctypes.data, x.size, out.ctypes.data)
     return out
+
+
+def _float32_kernel(f32: Callable[[Array], Array]) -> Kernel:
+    """The kernel running `f32` on a float32 operand, the interpreter's `unary` on any other."""
+
+    def run(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+        if args[0].dtype != np.float32:
+            return unary(op, args, layout)
+        return [f32(args[0])]
+
+    return run
+
+
+logistic = _float32_kernel(sigmoid_f32)  # LOGISTIC through `sigmoid_f32`
+hard_swish = _float32_kernel(hard_swish_f32)  # HARD_SWISH through `hard_swish_f32`

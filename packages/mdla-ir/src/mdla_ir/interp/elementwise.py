@@ -78,6 +78,11 @@ def _relu6(x: Array) -> Array:
     return np.clip(x, 0.0, 6.0)
 
 
+def hard_swish(x: Array) -> Array:
+    """x * relu6(x + 3) / 6, in x's float type (mdla_quant's C calibration kernel matches it)."""
+    return x * _relu6(x + 3.0) / 6.0
+
+
 _ERF = np.vectorize(math.erf, otypes=[np.float64])
 
 _UNARY: dict[OpKind, Callable[[Array], Array]] = {
@@ -87,7 +92,7 @@ _UNARY: dict[OpKind, Callable[[Array], Array]] = {
     OpKind.TANH: np.tanh,
     OpKind.SILU: lambda x: x * sigmoid(x),
     OpKind.HARD_SIGMOID: lambda x: _relu6(x + 3.0) / 6.0,
-    OpKind.HARD_SWISH: lambda x: x * _relu6(x + 3.0) / 6.0,
+    OpKind.HARD_SWISH: hard_swish,
     OpKind.GELU: lambda x: 0.5 * x * (1.0 + _ERF(x / math.sqrt(2.0))),
     OpKind.EXP: np.exp,
     OpKind.LOG: np.log,

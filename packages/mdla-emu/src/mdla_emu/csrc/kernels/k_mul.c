@@ -17,7 +17,7 @@
  * same-shape int8 operands: the product is then a function of x's code alone, so prepare
  * evaluates mul_one on each code and LOGISTIC's table of it (emu_act_table, the same bytes the
  * LOGISTIC writes) and eval is a 256-entry lookup of x (emu_lut_eval), the sigmoid unread
-(emu_mul_silu_x says so: a LOGISTIC nothing else reads is then not run, abi/plan.c).
+ * (emu_mul_silu_x says so: a LOGISTIC nothing else reads is then not run, abi/plan.c).
  *
  * The squeeze-excite gate, x [n, hw, c] times g [n, 1, c] (broadcast.c's collapsed dims, either
  * operand the gate; int8): the broadcast would hand the run function one run of c per pixel.
