@@ -280,7 +280,8 @@ def techniques(
     held-out inputs FP32 decides (margin >= 0.05) and on all of them, each with its 95 % Wilson
     interval, the logits' SQNR, the compile (quantize) time, the CPU seconds of the int16
     choice and the quantize (the first row: of the whole compile), and the share of activation
-    elements held in int16. With `ceiling`, also the
+    elements held in int16, and for a row with int16 tensors the emulated ms per image and
+    CPU ratio over its all-int8 twin (`latency_columns`). With `ceiling`, also the
     agreement on all of them of the same network with float weights and the row's int8
     activation grids (`mdla_quant.simulate`): the grids' own cost, which AdaRound's asymmetric
     fit can beat by undoing some activation error through the weights."""
@@ -303,7 +304,7 @@ def techniques(
     print(
         f"{'model':<19} {'method':<10} {'technique':<15} {'decided (95% CI)':>27} "
         f"{'all (95% CI)':>22} {'SQNR dB':>8} {'compile s':>9} {'CPU s':>6} {'int16':>6} "
-        f"{'gap σ':>6}" + (f" {'float-w all':>11}" if ceiling else "")
+        f"{'gap σ':>6} {'emu ms':>6} {'emu ×':>5}" + (f" {'float-w all':>11}" if ceiling else "")
     )
     for spec in bench_progress(models, "models"):
         model = load_model(spec)
@@ -356,9 +357,25 @@ def techniques(
                     f"{spec:<19} {method:<10} {name:<15} "
                     f"{_rate(k_d, n_d)} of {n_d:>3} {_rate(int(same.sum()), len(same))} "
                     f"{10 * np.log10(energy / err):>8.1f} {t_q:>9.1f} {cpu:>6.1f} "
-                    f"{int16_share(graph, config.a16):>6.1%} {np.std(lead - gaps):>6.3f}{bound}",
+                    f"{int16_share(graph, config.a16):>6.1%} {np.std(lead - gaps):>6.3f}"
+                    f"{latency_columns(first, config, q, held[0])}{bound}",
                     flush=True,
                 )
+
+
+def latency_columns(first: Compiled, config: QuantConfig, q: mdla_ir.Graph, x: np.ndarray) -> str:
+    """An a16 row's `emu ms` (emulated ms per image) and `emu ×` (its emulated CPU over the
+    all-int8 twin's: `first`'s graph re-quantized without int16 and without AdaRound, whose
+    weights do not change the time); dashes for a row without int16 tensors."""
+    if not config.a16:
+        return f" {'-':>6} {'-':>5}"
+    from emulated import emulated
+
+    plain = dataclasses.replace(
+        first.config, a16=(), a16_gain_db=(), a16_mode="", adaround=0, method=config.method
+    )
+    lat = emulated(q, sweep(first, plain).qgraph, x)
+    return f" {lat.ms:>6.3g} {lat.ratio:>4.2f}x"
 
 
 def int16_share(graph: mdla_ir.Graph, names: tuple[str, ...]) -> float:

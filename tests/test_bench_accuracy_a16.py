@@ -47,10 +47,11 @@ def test_the_a16_technique_adds_the_auto_choice_to_cle_and_adaround() -> None:
 
 
 def test_the_techniques_table_prints_a_row_per_technique(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The table runs end to end (it compiles once and re-quantizes per technique), the a16
     row with its chosen tensors and its int16 share (the none row's is 0)."""
+    monkeypatch.syspath_prepend(str(BENCH))  # the a16 row imports its sibling emulated.py
     bench = load_script("bench_accuracy", BENCH / "accuracy.py")
     bench.techniques([TINY], 4, 4, 1, "crops", ["minmax"], ["none", "CLE+Ada+a16"])
     out = capsys.readouterr().out
@@ -58,8 +59,13 @@ def test_the_techniques_table_prints_a_row_per_technique(
     assert [r[2] for r in rows] == ["none", "CLE+Ada+a16"]
     assert "CLE+Ada+a16: " in out
     header = next(line.split() for line in out.splitlines() if line.startswith("model "))
-    assert header[-5:] == ["CPU", "s", "int16", "gap", "σ"]
-    shares = [float(r[-2].rstrip("%")) for r in rows]
+    assert header[-9:] == ["CPU", "s", "int16", "gap", "σ", "emu", "ms", "emu", "×"]
+    shares = [float(r[-4].rstrip("%")) for r in rows]
     assert shares[0] == 0.0
     assert 0.0 < shares[1] <= 25.0
-    assert all(float(r[-3]) >= 0.0 for r in rows)  # CPU seconds (a cached compile takes ~0)
+    assert all(float(r[-5]) >= 0.0 for r in rows)  # CPU seconds (a cached compile takes ~0)
+    # the emulated latency: none for the all-int8 row, the emulator's for the a16 one
+    assert rows[0][-2:] == ["-", "-"]
+    assert float(rows[1][-2]) > 0.0
+    assert rows[1][-1].endswith("x")
+    assert float(rows[1][-1][:-1]) > 0.0
