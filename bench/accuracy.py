@@ -10,8 +10,9 @@ Or, with --techniques MODELS, a table per calibration method x weight technique 
 default compile; nearest, balanced: its weights rounded to nearest, or with the `balanced`
 flips; the MSE weight clip; cross-layer equalization with high-bias absorption, bias
 correction, AdaRound, CLE + AdaRound, that + bias correction, that with block reconstruction,
-CLE + AdaRound with the int16 activations `--a16 auto`, `joint`, `refit` and `refit:50%`
-choose) on the real-weight EfficientNet-Lites, judged on held-out inputs; --quick is a brief
+CLE + AdaRound with the int16 activations `--a16 auto`, `joint`, `refit`, `refit:50%` and
+`refit:75%` choose, and `refit` scoring its rounds on quarters of the whole calibration set
+(`folds`)) on the real-weight EfficientNet-Lites, judged on held-out inputs; --quick is a brief
 run of it.
 
     .venv/bin/python bench/accuracy.py [--crops 200] [--calib 32]
@@ -134,6 +135,7 @@ def setting_of(method: str, technique: str, iters: int) -> QuantConfig:
     its `a16` request is left to `with_a16`)."""
     options = {k: (iters if v == -1 else v) for k, v in TECHNIQUES[technique].items()}
     options.pop("a16", None)
+    options.pop("a16_rounds", None)
     return QuantConfig(method=method, **options)
 
 
@@ -150,7 +152,10 @@ def with_a16(first: Compiled, config: QuantConfig, technique: str) -> QuantConfi
     assert request is not None
     assert request.auto
     graph, calibration = first.device_graph, first.calibration
-    picked = choose_a16(graph, calibration, config, request.budget, request.joint, request.refit)
+    rounds = TECHNIQUES[technique].get("a16_rounds", "held")
+    picked = choose_a16(
+        graph, calibration, config, request.budget, request.joint, request.refit, rounds
+    )
     share = sum(c.share for c in picked)
     print(f"  {technique}: {len(picked)} int16 tensors, {share:.1%} of activation bytes:")
     for c in picked:
@@ -222,6 +227,8 @@ TECHNIQUES = {  # -1: the --adaround iterations
     "CLE+Ada+joint": {"adaround": -1, "equalize": True, "a16": "joint"},
     "CLE+Ada+refit": {"adaround": -1, "equalize": True, "a16": "refit"},
     "CLE+Ada+refit50": {"adaround": -1, "equalize": True, "a16": "refit:50%"},
+    "CLE+Ada+refit75": {"adaround": -1, "equalize": True, "a16": "refit:75%"},
+    "CLE+Ada+folds": {"adaround": -1, "equalize": True, "a16": "refit", "a16_rounds": "folds"},
 }
 
 

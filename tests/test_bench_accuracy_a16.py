@@ -44,6 +44,11 @@ def test_the_a16_technique_adds_the_auto_choice_to_cle_and_adaround() -> None:
     chosen = choose_a16(first.device_graph, first.calibration, config, 0.5, refit=True)
     assert refit.a16 == tuple(c.tensor for c in chosen)
     assert refit.a16_mode == "refit:50%"
+    assert bench.setting_of("minmax", "CLE+Ada+folds", 7) == config
+    folds = bench.with_a16(first, config, "CLE+Ada+folds")
+    chosen = choose_a16(first.device_graph, first.calibration, config, 0.25, True, True, "folds")
+    assert folds.a16 == tuple(c.tensor for c in chosen)
+    assert folds.a16_mode == "refit"
 
 
 def test_the_techniques_table_prints_a_row_per_technique(

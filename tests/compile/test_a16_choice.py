@@ -10,7 +10,7 @@ import itertools
 import pytest
 
 import mdla_quant
-from mdla_compile.a16 import choose_a16, split
+from mdla_compile.a16 import choose_a16, quarters, split
 from mdla_ir import Graph
 from mdla_quant.joint import eliminate, simulated_sqnr
 from mdla_quant.precision import a16_candidates, choose, tensor_costs
@@ -143,7 +143,7 @@ def test_every_round_fits_adaround_again_to_the_tensors_still_int16(
     graph, data = outlier_mlp(), inputs(64, 2)
     config = mdla_quant.QuantConfig(method="minmax", adaround=5)
     calls = _quantize_calls(monkeypatch)
-    picked = choose_a16(graph, data, config, budget=0.2, refit=True, every_round=True)
+    picked = choose_a16(graph, data, config, budget=0.2, refit=True, rounds="every_round")
     allowed = tuple(a16_candidates(graph))
     assert calls[:2] == [(0, ()), (5, allowed)]
     rounds = [a16 for _, a16 in calls[2:]]
@@ -152,3 +152,37 @@ def test_every_round_fits_adaround_again_to_the_tensors_still_int16(
     assert all(set(b) < set(a) for a, b in itertools.pairwise(shrinking))
     assert {c.tensor for c in picked} <= set(allowed)
     assert 0 < sum(c.share for c in picked) <= 0.2  # the last round's room filled back
+
+
+def test_folds_fit_on_the_whole_set_and_score_each_round_on_the_next_quarter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`rounds="folds"`: the probe quantizations read all 64 inputs (not the first 48), and
+    round k scores on inputs 16k..16k+15, on the one AdaRound fit with every candidate int16."""
+    graph, data = outlier_mlp(), inputs(64, 2)
+    config = mdla_quant.QuantConfig(method="minmax", adaround=5)
+    real_quantize, real_sqnr = mdla_quant.quantize, simulated_sqnr
+    fits: list[tuple[int, int]] = []
+    scored: list[list[list[object]]] = []
+
+    def quantize(graph: Graph, data: list[object], config: mdla_quant.QuantConfig) -> Graph:
+        fits.append((len(data), config.adaround))
+        return real_quantize(graph, data, config)  # type: ignore[arg-type]
+
+    def sqnr(graph: Graph, q: Graph, held: list[list[object]], weights: Graph) -> object:
+        scored.append(held)
+        return real_sqnr(graph, q, held, weights=weights)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(mdla_quant, "quantize", quantize)
+    monkeypatch.setattr(importlib.import_module("mdla_compile.a16"), "simulated_sqnr", sqnr)
+    picked = choose_a16(graph, data, config, budget=0.5, refit=True, rounds="folds")
+    assert fits == [(64, 0), (64, 5)]
+    assert len(scored) > 1  # the budget took more than one round
+    for k, held in enumerate(scored):
+        assert [x[0].tolist() for x in held] == [x[0].tolist() for x in data[16 * k : 16 * k + 16]]
+    assert 0 < sum(c.share for c in picked) <= 0.5
+
+
+def test_quarters_are_contiguous_and_never_empty() -> None:
+    assert quarters([[k] for k in range(8)]) == [[[0], [1]], [[2], [3]], [[4], [5]], [[6], [7]]]
+    assert quarters([[0], [1]]) == [[[0]], [[0]], [[1]], [[1]]]

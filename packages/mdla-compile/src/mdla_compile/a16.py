@@ -15,7 +15,10 @@ refit[:BUDGET] `joint` measured on the weights the final compile will have: with
                AdaRound: grids do not depend on it). AdaRound fit to int8 activations absorbs
                part of their error into the weights, so on its weights 16 bits gain little
                (efficientnet_lite0: all candidates int16 26.5 dB on them, 32.3 dB re-fit);
-               without AdaRound it is `joint`
+               without AdaRound it is `joint`. With `rounds="folds"` (API and bench only), the
+               probe is fit on the whole calibration set, as the compile's AdaRound is, and
+               each elimination round scores on the next quarter of it: the choice reads
+               all of the set instead of its last quarter, at the same cost
 PATTERN,...    the tensors whose name, or whose producing op's name, matches a glob
 """
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -31,7 +34,7 @@ import mdla_quant
 from mdla_compile import events as ev
 from mdla_compile.errors import OptionError
 from mdla_ir import Graph
-from mdla_quant.joint import Measure, eliminate, simulated_sqnr
+from mdla_quant.joint import ROUNDS, Measure, eliminate, simulated_sqnr
 from mdla_quant.precision import (
     Choice,
     Request,
@@ -44,6 +47,7 @@ from mdla_quant.precision import (
 from mdla_quant.sensitivity import sensitivity
 
 Array = np.ndarray[Any, Any]
+Rounds = Literal["held", "every_round", "folds"]
 
 
 def a16_request(text: str | None) -> Request | None:
@@ -72,17 +76,20 @@ def choose_a16(
     budget: float,
     joint: bool = False,
     refit: bool = False,
-    every_round: bool = False,
+    rounds: Rounds = "held",
 ) -> tuple[Choice, ...]:
     """The `auto`, `joint` or `refit` choice for the legalized `graph` (see the module
-    docstring); `every_round`: `refit` fits AdaRound again to the tensors still int16 before
-    each elimination round (one AdaRound per round)."""
-    fit, held = split(calibration)
+    docstring). `rounds`, for `refit` with AdaRound: what each elimination round after the
+    first scores on: "held" (the held-out part, on the probe's weights), "every_round"
+    (AdaRound fit again to the tensors still int16: one AdaRound per round) or "folds" (the
+    probe fit on all of `calibration`, each round scoring on the next quarter of it)."""
+    folds = rounds == "folds" and refit and bool(config.adaround)
+    fit, held = (list(calibration), quarters(calibration)[0]) if folds else split(calibration)
     probe = dataclasses.replace(config, a16=(), a16_gain_db=(), a16_mode="")
     rounded = mdla_quant.float_rewrites(graph, fit, probe)  # equalized once, not again in quantize
     probe = dataclasses.replace(probe, equalize=False)
     if refit and config.adaround:
-        return _refit(graph, rounded, (fit, held), probe, budget, every_round)
+        return _refit(graph, rounded, (fit, held), probe, budget, rounds)
     q8 = mdla_quant.quantize(rounded, fit, probe)
     allowed = [n for n in a16_candidates(graph) if n in q8.tensors]
     if joint or refit:
@@ -98,19 +105,37 @@ def _refit(
     parts: tuple[list[list[Array]], list[list[Array]]],
     probe: mdla_quant.QuantConfig,
     budget: float,
-    every_round: bool,
+    rounds: Rounds,
 ) -> tuple[Choice, ...]:
-    """`refit`'s elimination: int8 grids from a plain probe, weights fit with `kept` int16."""
+    """`refit`'s elimination: int8 grids from a plain probe, weights fit with `kept` int16;
+    with "folds", round k scores on quarter k of `fit` (`held` is its first)."""
     fit, held = parts
     grids = mdla_quant.quantize(rounded, fit, dataclasses.replace(probe, adaround=0))
     allowed = [n for n in a16_candidates(graph) if n in grids.tensors]
 
-    def measure(kept: list[str]) -> Measure:
-        weights = mdla_quant.quantize(rounded, fit, dataclasses.replace(probe, a16=tuple(kept)))
-        return simulated_sqnr(rounded, grids, held, weights=weights)
+    def refit_to(kept: list[str]) -> Graph:
+        return mdla_quant.quantize(rounded, fit, dataclasses.replace(probe, a16=tuple(kept)))
 
-    refresh = measure if every_round else None
-    return eliminate(measure(allowed), allowed, tensor_costs(graph), budget, refresh=refresh)
+    weights = refit_to(allowed)
+    later = iter(quarters(fit)[1:])
+
+    def refit_again(kept: list[str]) -> Measure:
+        return simulated_sqnr(rounded, grids, held, weights=refit_to(kept))
+
+    def next_quarter(kept: list[str]) -> Measure:
+        return simulated_sqnr(rounded, grids, next(later), weights=weights)
+
+    refresh = {"every_round": refit_again, "folds": next_quarter}.get(rounds)
+    first = simulated_sqnr(rounded, grids, held, weights=weights)
+    return eliminate(first, allowed, tensor_costs(graph), budget, refresh=refresh)
+
+
+def quarters(items: Sequence[list[Array]]) -> list[list[list[Array]]]:
+    """`items` in `ROUNDS` contiguous parts, each at least one input (contiguous: the
+    calibration crops cycle through their pictures, so each part sees them all)."""
+    n = len(items)
+    starts = [k * n // ROUNDS for k in range(ROUNDS)]
+    return [list(items[a : max((k + 1) * n // ROUNDS, a + 1)]) for k, a in enumerate(starts)]
 
 
 def resolve(
