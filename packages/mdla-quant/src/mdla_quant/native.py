@@ -14,17 +14,24 @@ import functools
 from pathlib import Path
 
 CSRC = Path(__file__).parent / "csrc"
-SOURCES = (CSRC / "histogram.c", CSRC / "depthwise.c", CSRC / "elementwise.c")
-FLAGS = ("-O3", "-ffp-contract=off")  # two float32 roundings, never one fused multiply-add
+SOURCES = tuple(
+    CSRC / f for f in ("histogram.c", "depthwise.c", "elementwise.c", "soft_rounding.c")
+)
+FLAGS = ("-O3", "-ffp-contract=off", "-fno-math-errno")  # never one fused multiply-add;
+# no errno: sqrtf is the one instruction, so its loop vectorizes (the same correctly rounded value)
 LIB_NAME = "libmdla_quant.so"
 
-_P, _N, _F = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_float
+_P, _N, _F, _D = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_float, ctypes.c_ssize_t
+_I = ctypes.c_int
 SIGNATURES = {
     "mdla_hist_bin": (ctypes.c_int, [_P, _N, _F, _F, _P, _N, ctypes.POINTER(ctypes.c_int64)]),
     "mdla_dw_f32": (None, [_P, _N, _N, _N, _N, _P, _N, _N, _N, _N, _N, _N, _P, _P, _N, _N]),
     "mdla_neg_abs_f32": (None, [_P, _N, _P]),
     "mdla_sigmoid_tail_f32": (None, [_P, _P, _N, _P]),
     "mdla_hard_swish_f32": (None, [_P, _N, _P]),
+    "mdla_sr_soft_f32": (None, [_P, _P, _P, _D, _D, _N, _N, _F, _F, _P, _P, _P, _P]),
+    "mdla_sr_front_f32": (None, [_P, _D, _D, _P, _D, _D, _P, _P, _N, _N, _I, _P, _P, _P]),
+    "mdla_sr_back_f32": (None, [_P, _P, _P, _P, _P, _N, _P, _P, _P, _P]),
 }
 
 
@@ -34,7 +41,7 @@ def library() -> ctypes.CDLL | None:
     from mdla_emu.build import BuildError, compile_c
 
     try:
-        lib = ctypes.CDLL(str(compile_c(SOURCES, LIB_NAME, True, FLAGS, generated={})))
+        lib = ctypes.CDLL(str(compile_c(SOURCES, LIB_NAME, True, FLAGS, ("-lm",), generated={})))
     except (BuildError, OSError):
         return None
     for name, (restype, argtypes) in SIGNATURES.items():

@@ -15,6 +15,12 @@ buffer instead of a new array; every operation is per element, so how the rows a
 blocks and threads does not change a bit (`tests/quant/test_block_reconstruction.py` pins the chosen
 roundings). The fast paths `x ** e` takes for e in {-1, 0, 0.5, 1, 2} are kept as they were.
 
+C: with the library built (`native.library()`) and float32 operands, a block's soft weight is
+np.exp between np.negative and one C pass, and its step one C pass, numpy's power of |2h - 1|
+(once beta acts), then a second C pass (`csrc/soft_rounding.c`), instead of some 30 numpy
+passes: the same float32 operations in the same order (that file says how numpy's clip, sign
+and masks are kept), so the same bits; without the library, numpy as above.
+
 Threads: numpy's element-wise loops release the GIL, so the blocks of a large layer run in
 parallel (as do a depthwise layer's einsums cut by channels, `by_columns`, and the GEMMs cut
 by columns, `matmul`, each on one BLAS thread: `blas.one_blas_thread`); the thread count is
@@ -23,6 +29,7 @@ the process's budget (`threads()`), never more than its cores.
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import os
 from collections.abc import Callable
@@ -30,6 +37,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+
+from mdla_quant.native import library
 
 Array = np.ndarray[Any, Any]
 ZETA, GAMMA = 1.1, -0.1
@@ -39,6 +48,7 @@ MIN_MACS = 1 << 21  # multiply-adds per thread below which one thread does the w
 COLUMNS = 16  # a GEMM's column cuts fall on multiples of this (whole register tiles)
 _FAST_POWERS = (-1.0, 0.0, 0.5, 1.0, 2.0)  # exponents ndarray.__pow__ computes without pow()
 _POOLS: dict[int, ThreadPoolExecutor] = {}
+_ZG, _G = np.float32(ZETA - GAMMA), np.float32(GAMMA)  # as numpy rounds them against float32
 
 
 def threads() -> int:
@@ -103,6 +113,32 @@ def matmul(a: Array, b: Array) -> Array:
     return np.concatenate([p.result() for p in parts], axis=1)
 
 
+class _Consts(ctypes.Structure):
+    """csrc/soft_rounding.c's mdla_sr_consts: a step's constants, each rounded to float32."""
+
+    _fields_ = [
+        *((name, ctypes.c_float) for name in ("lb", "n", "zg", "b1", "c1", "b2", "c2")),
+        *((name, ctypes.c_float) for name in ("bc1", "bc2", "lr", "eps")),
+        ("reg", ctypes.c_int),
+        ("late_lr", ctypes.c_int),
+    ]
+
+
+def _power(u: Array, beta: float) -> None:
+    """u **= beta - 1 in place, as numpy computes it (its fast paths for the exponents it has)."""
+    if beta - 1.0 in _FAST_POWERS:
+        np.copyto(u, u ** (beta - 1.0))
+    else:
+        np.power(u, beta - 1.0, out=u)
+
+
+def _elements(a: Array) -> tuple[int, int] | None:
+    """A float32 2-D array's strides in elements, or None when it is not one."""
+    if a.dtype != np.float32 or a.ndim != 2 or any(s % 4 for s in a.strides):
+        return None
+    return a.strides[0] // 4, a.strides[1] // 4
+
+
 class SoftRounding:
     """V, Adam's moments and the step's buffers for one weight tensor (K, O).
 
@@ -129,6 +165,30 @@ class SoftRounding:
         blocks = [slice(a, b) for a, b in itertools.pairwise(cuts) if b > a]
         lanes = max(1, min(threads(), v.size // MIN_CHUNK, len(blocks)))
         self.lanes = [blocks[i::lanes] for i in range(lanes)]  # each thread's blocks
+        self._native()
+
+    def _native(self) -> None:
+        """Use the C passes when the library is built and every operand is float32 (V, its
+        base and buffers C-ordered), keeping the scale as a broadcast view for its strides."""
+        self.lib = library()
+        v, base = self._v, self.base
+        scale = np.asarray(self.scale)
+        ok = v.ndim == 2 and base.shape == v.shape and v.flags.c_contiguous
+        ok = ok and base.flags.c_contiguous and v.dtype == base.dtype == scale.dtype == np.float32
+        if self.lib is None or not ok or scale.ndim > 2:
+            self.lib = None
+            return
+        try:
+            self._sc = np.broadcast_to(scale, v.shape)
+        except ValueError:
+            self.lib = None
+            return
+        if self._sc.strides[1] not in (0, 4):  # the C rows take one scale or a contiguous run
+            self._sc = np.ascontiguousarray(self._sc)
+        self._sc_strides = (self._sc.strides[0] // 4, self._sc.strides[1] // 4)
+        names = ("base", "sig", "h", "bh", "w", "g", "t1", "t2", "m", "s2", "_v")
+        self._at: dict[str, int] = {name: getattr(self, name).ctypes.data for name in names}
+        self._at["sc"] = self._sc.ctypes.data
 
     def _each(self, work: Callable[[slice], None]) -> None:
         def run(blocks: list[slice]) -> None:
@@ -153,8 +213,28 @@ class SoftRounding:
 
     def soft(self) -> Array:
         """The soft weight w~ (K, O) of the current V (also keeps sigmoid(V), h and b + h)."""
-        self._each(self._soft)
+        self._each(self._soft if self.lib is None else self._soft_c)
         return self.w.T if self.flip else self.w
+
+    def _ptr(self, name: str, r: slice) -> int:
+        """The address of row r.start of the buffer `name`."""
+        return self._at[name] + int(r.start) * int(self._v.shape[1]) * 4
+
+    def _rows(self, r: slice) -> tuple[int, int, int, int]:
+        """The scale's address at row r.start and strides, and the block's row count."""
+        srs, scs = self._sc_strides
+        start, stop = int(r.start), int(r.stop)
+        return self._at["sc"] + start * srs * 4, srs, scs, stop - start
+
+    def _soft_c(self, r: slice) -> None:
+        t = self.t1[r]
+        np.negative(self._v[r], out=t)
+        np.exp(t, out=t)
+        sc, srs, scs, rows = self._rows(r)
+        self.lib.mdla_sr_soft_f32(  # type: ignore[union-attr]
+            self._ptr("t1", r), self._ptr("base", r), sc, srs, scs, rows, self._v.shape[1],
+            _ZG, _G, *(self._ptr(name, r) for name in ("sig", "h", "bh", "w")),
+        )  # fmt: skip
 
     def _soft(self, r: slice) -> None:
         v, sig, h, bh, w, t = self._v[r], self.sig[r], self.h[r], self.bh[r], self.w[r], self.t1[r]
@@ -173,7 +253,38 @@ class SoftRounding:
         """One Adam step of V from d loss / d w~ `grad` (K, O), at step `t` (from 1), with the
         regularizer at `beta` (None: not yet acting)."""
         grad = grad.T if self.flip else grad
-        self._each(lambda r: self._step(r, grad, t, beta))
+        strides = None if self.lib is None or grad.shape != self._v.shape else _elements(grad)
+        if strides is None:
+            self._each(lambda r: self._step(r, grad, t, beta))
+            return
+        c = self._consts(t, beta)
+        self._each(lambda r: self._step_c(r, grad.ctypes.data, strides, c, beta))
+
+    def _consts(self, t: int, beta: float | None) -> _Consts:
+        """The constants of step `t`, each the float32 numpy rounds its Python scalar to."""
+        f = np.float32
+        lb = f(self.lam * beta) if beta is not None else f(0.0)
+        return _Consts(
+            lb, f(self.h.size), _ZG, f(0.9), f(0.1), f(0.999), f(0.001),
+            f(1 - 0.9**t), f(1 - 0.999**t), f(1e-2), f(1e-8), beta is not None, self.late_lr,
+        )  # fmt: skip
+
+    def _step_c(
+        self, r: slice, grad: int, strides: tuple[int, int], c: _Consts, beta: float | None
+    ) -> None:
+        sc, srs, scs, rows = self._rows(r)
+        lib, p = self.lib, self._ptr
+        assert lib is not None
+        lib.mdla_sr_front_f32(
+            grad + r.start * strides[0] * 4, *strides, sc, srs, scs, p("bh", r), p("h", r),
+            rows, self._v.shape[1], c.reg, p("g", r), p("t1", r), p("t2", r),
+        )  # fmt: skip
+        if beta is not None:
+            _power(self.t1[r], beta)
+        lib.mdla_sr_back_f32(
+            ctypes.byref(c), p("t1", r), p("t2", r), p("sig", r), p("h", r),
+            rows * self._v.shape[1], *(p(name, r) for name in ("g", "m", "s2", "_v")),
+        )  # fmt: skip
 
     def _step(self, r: slice, dh: Array, t: int, beta: float | None) -> None:
         grad, dh, bh, k1, k2, t1 = dh[r], self.g[r], self.bh[r], self.k1[r], self.k2[r], self.t1[r]
@@ -202,10 +313,7 @@ class SoftRounding:
         np.subtract(u, 1.0, out=u)
         np.sign(u, out=s)
         np.abs(u, out=u)
-        if beta - 1.0 in _FAST_POWERS:
-            np.copyto(u, u ** (beta - 1.0))
-        else:
-            np.power(u, beta - 1.0, out=u)
+        _power(u, beta)
         np.multiply(u, self.lam * beta, out=u)
         np.multiply(u, s, out=u)
         np.multiply(u, 2.0, out=u)
