@@ -2,7 +2,8 @@
 
 - `tables.lookup_bytes` (bytes.translate) against np.take on every code and any layout;
 - `plan.gemm_rows`: a deep, small conv is one GEMM block (BLAS packs its weights once);
-- `plan.depthwise`: one einsum per block of rows, exact at the float32 plan's limit;
+- `plan.depthwise`: one einsum per block of rows and column phase, exact at the float32
+  plan's limit; the phases cover every filter column once, at the column it reads;
 - `Requant`'s float64 stage against `arith.mbqm` on ties and at its 2^53 limit;
 - a small binary op: the formula on a first sight, its table from the second.
 """
@@ -18,14 +19,14 @@ from mdla_ir.builders import act, as_floats, qp, single_op_qgraph
 from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
 from mdla_quant.arith import add_offset, mbqm, quantize_multiplier
-from mdla_quant.kernels import resize_bilinear, tables
+from mdla_quant.kernels import plan, resize_bilinear, tables
 from mdla_quant.kernels.add import add_sub_formula
 from mdla_quant.kernels.memo import memo
-from mdla_quant.kernels.plan import FLOAT32_EXACT, MIN_GEMM_ROWS, gemm_rows
+from mdla_quant.kernels.plan import FLOAT32_EXACT, MIN_GEMM_ROWS, column_groups, gemm_rows
 from mdla_quant.kernels.registry import INT8_KERNELS, windows
 from mdla_quant.kernels.requant import Requant
 from mdla_quant.kernels.tables import CODES, lookup_bytes
-from tests.quant.test_fast_kernels import _conv_graph, _definition_conv
+from tests.quant.test_fast_kernels import _check_conv, _conv_graph, _definition_conv
 
 Array = np.ndarray[Any, Any]
 
@@ -87,8 +88,52 @@ def test_depthwise_sums_a_block_in_one_einsum_exact_at_the_float32_limit(
     x = np.full(g.tensors["x"].shape, -128, np.int8)
     (got,) = run_int8(g, as_floats(g, [x]), raw=True)
     monkeypatch.undo()
-    assert calls == ["hwcij,ijc->hwc"]  # 9 x 2 outputs of 2 channels: one block
+    assert calls == ["hpij,ijp->hp"]  # 9 x 2 outputs of 2 channels, stride 1: one block
     assert np.array_equal(got, _definition_conv(g, x, "double", "saturate"))
+
+
+@pytest.mark.parametrize("sw", [1, 2, 3, 4])
+@pytest.mark.parametrize("dw", [1, 2, 3, 6])
+@pytest.mark.parametrize("kw", [1, 2, 3, 5, 7])
+def test_column_groups_read_each_filter_column_at_its_input_column(
+    kw: int, sw: int, dw: int
+) -> None:
+    seen = []
+    for g in column_groups(kw, sw, dw):
+        for k in range(g.count):
+            j = g.first + k * g.step
+            seen.append(j)
+            for x in range(4):  # phase column x + offset + k * shift is input column x*sw + j*dw
+                assert (x + g.offset + k * g.shift) * sw + g.phase == x * sw + j * dw
+    assert sorted(seen) == list(range(kw))
+
+
+DEPTHWISE_PHASES = [  # (hw, c, mult, k, stride, dilation, padding)
+    ((17, 29), 3, 1, 5, (1, 2), 1, (2, 2, 2, 2)),  # 5 columns in 2 phases
+    ((16, 31), 4, 2, 3, (2, 3), 2, (1, 0, 2, 1)),  # gcd(3, 2) = 1: 3 phases, offsets 0, 0, 1
+    ((13, 40), 2, 1, 3, (1, 4), 2, (0, 1, 3, 0)),  # gcd(4, 2) = 2: 2 phases of 2 and 1
+    ((9, 12), 5, 1, 1, (3, 3), 1, (0, 0, 0, 0)),  # a 1x1 filter, stride 3
+    ((11, 14), 3, 1, 3, (1, 1), 2, (2, 2, 2, 2)),  # one phase, its columns 2 apart
+    ((19, 23), 2, 1, 5, (2, 2), 3, (1, 2, 6, 0)),  # gcd(2, 3) = 1: columns 0, 2, 4 3 apart
+]
+
+
+@pytest.mark.parametrize("rows", [True, False], ids=["rows", "pixels"])
+@pytest.mark.parametrize("case", DEPTHWISE_PHASES, ids=str)
+def test_depthwise_by_column_phase_is_the_int64_definition(
+    case: tuple[Any, ...], rows: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both forms of `plan.depthwise` (the channel count that picks one set either way)."""
+    hw, c, mult, k, stride, dil, pad = case
+    monkeypatch.setattr(plan, "ROW_MAX_CHANNELS", 10**6 if rows else 0)
+    forms = []
+    for name in ("depthwise_rows", "depthwise_pixels"):
+        form = getattr(plan, name)
+        monkeypatch.setattr(plan, name, lambda *a, f=form, n=name: forms.append(n) or f(*a))
+    rng = np.random.default_rng(17)
+    g = _conv_graph(OpKind.DEPTHWISE_CONV_2D, rng, 2, hw, c, c * mult, k, stride, dil, pad)
+    _check_conv(g, rng)
+    assert set(forms) == {"depthwise_rows" if rows else "depthwise_pixels"}
 
 
 REALS = [0.0003, 0.011, 0.07, 0.49, 0.5, 1.7]  # e = 11 .. 1, e = 0 with a left shift of 1

@@ -17,7 +17,9 @@ exact int64 accumulator instead (`exact_acc`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +46,7 @@ class Plan:
     zero_term: Array  # (C,) int64: z_in * sum over the taps of w
     requant: Requant | None
     splits: tuple[tuple[int, int], ...]
+    tiles: dict[int, Array] = field(default_factory=dict, compare=False, repr=False)
 
 
 def tap_ranges(abs_w: Array, limit: int) -> tuple[tuple[int, int], ...] | None:
@@ -144,6 +147,12 @@ def _scratch(shape: tuple[int, int]) -> tuple[Array, Array, Array]:
     return np.empty(shape, np.int64), np.empty(shape, np.int32), np.empty(shape, np.int32)
 
 
+# a depthwise conv of at most this many channels sums along whole output rows (numpy's inner
+# loop over OW * C values); wider ones per pixel, where the inner loop over C is already long
+# and the OW-fold tiled filter costs more than it saves (measured crossover: 144-200 channels)
+ROW_MAX_CHANNELS = 160
+
+
 def depthwise(
     plan: Plan,
     requant: Requant,
@@ -153,14 +162,28 @@ def depthwise(
     out: Array,
 ) -> None:
     """out (N, OH, OW, C) int8 from the padded input xp (N, HP, WP, C) int8, channel c of
-    the filter (KH, KW, C) over channel c of xp, through `requant` (the plan's).
+    the filter (KH, KW, C) over channel c of xp, through `requant` (the plan's): by
+    `depthwise_rows` up to ROW_MAX_CHANNELS channels, else by `depthwise_pixels`.
 
-    The input is converted to the plan's float type once; each block of output rows is one
-    `np.einsum` over the windows' view, sum_{i,j} x[y, x, c, i, j] * w[i, j, c]. Its order of
-    summation is numpy's, and any order gives the same value: every partial sum is an integer
-    of magnitude at most 128 * sum|w_c|, which the plan keeps within 2^24 for float32 (one tap
-    range, `build_plan`) and below 2^53 for float64, so no addition rounds. (One einsum pass
-    reads each tap once; a multiply and an add per tap over whole rows cost twice as much.)"""
+    Both sum the taps in float in numpy's order, and any order gives the same value: every
+    partial sum is an integer of magnitude at most 128 * sum|w_c|, which the plan keeps within
+    2^24 for float32 (one tap range, `build_plan`) and below 2^53 for float64, so no addition
+    rounds."""
+    form = depthwise_rows if out.shape[3] <= ROW_MAX_CHANNELS else depthwise_pixels
+    form(plan, requant, xp, stride, dilation, out)
+
+
+def depthwise_pixels(
+    plan: Plan,
+    requant: Requant,
+    xp: Array,
+    stride: tuple[int, int],
+    dilation: tuple[int, int],
+    out: Array,
+) -> None:
+    """`depthwise` as one `np.einsum` per block of output rows over the windows' view,
+    sum_{i,j} x[y, x, c, i, j] * w[i, j, c]. (One einsum pass reads each tap once; a
+    multiply and an add per tap over whole rows cost twice as much.)"""
     kh, kw, c = plan.weights.shape
     n, oh, ow, _ = out.shape
     dtype = plan.weights.dtype
@@ -175,3 +198,109 @@ def depthwise(
             np.einsum("hwcij,ijc->hwc", taps[b, y0 : y0 + nr], plan.weights, out=acc[:nr])
             dest = out[b, y0 : y0 + nr].reshape(nr, ow * c)
             requant.apply(acc[:nr].reshape(nr, ow * c), dest, (a[:nr], v[:nr], t[:nr]))
+
+
+def depthwise_rows(
+    plan: Plan,
+    requant: Requant,
+    xp: Array,
+    stride: tuple[int, int],
+    dilation: tuple[int, int],
+    out: Array,
+) -> None:
+    """`depthwise` as a few `np.einsum` calls per block of output rows, over views whose
+    inner axis runs along a whole output row, p = x * C + c (a stride of one element),
+    against the filter tiled OW times along that axis (`tiled_taps`): numpy's inner loop then
+    covers OW * C values instead of C. Such a view exists where the taps of one filter column read
+    input columns x * sw + j * dw that step by one pixel when x does: true of each column
+    phase q of the input, the columns q, q + sw, q + 2 sw, ... (`column_groups`); the
+    groups' sums are added (exact, as every partial sum: see `depthwise`)."""
+    kh, kw, c = plan.weights.shape
+    n, oh, ow, _ = out.shape
+    dtype = plan.weights.dtype
+    groups = column_groups(kw, stride[1], dilation[1])
+    wide = tiled_taps(plan, ow)
+    rows = block_rows(ow, c)
+    acc = np.empty((rows, ow * c), dtype)
+    part = np.empty((rows, ow * c), dtype) if len(groups) > 1 else acc
+    a, v, t = _scratch((rows, ow * c))
+    requant = requant.tiled(ow)
+    for b in range(n):
+        views = [
+            (row_view(xp[b], dtype, g, (kh, ow), stride, dilation), wide[:, g.first :: g.step])
+            for g in groups
+        ]
+        for y0 in range(0, oh, rows):
+            nr = min(oh, y0 + rows) - y0
+            for i, (view, w) in enumerate(views):
+                dest = acc[:nr] if i == 0 else part[:nr]
+                np.einsum("hpij,ijp->hp", view[y0 : y0 + nr], w, out=dest)
+                if i > 0:
+                    np.add(acc[:nr], dest, out=acc[:nr])
+            block = out[b, y0 : y0 + nr].reshape(nr, ow * c)
+            requant.apply(acc[:nr], block, (a[:nr], v[:nr], t[:nr]))
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnGroup:
+    """The filter columns j = first, first + step, ... (`count` of them) that read column
+    phase `phase` of the input, at phase column x + offset + k * shift for the k-th one."""
+
+    phase: int
+    first: int
+    step: int
+    count: int
+    offset: int
+    shift: int
+
+
+def column_groups(kw: int, sw: int, dw: int) -> list[ColumnGroup]:
+    """The filter columns grouped by the input column phase they read.
+
+    Column j reads input column x * sw + j * dw = q + sw * (x + o_j) with q = j * dw mod sw
+    and o_j = j * dw div sw. With g = gcd(sw, dw) the columns of one phase are j0, j0 + sw/g,
+    j0 + 2 sw/g, ... (j * dw mod sw repeats with period sw/g), and o steps by dw/g along
+    them: (j + sw/g) * dw = j * dw + sw * (dw/g)."""
+    g = math.gcd(sw, dw)
+    groups = []
+    for j0 in range(min(kw, sw // g)):
+        count = len(range(j0, kw, sw // g))
+        o, q = divmod(j0 * dw, sw)
+        groups.append(ColumnGroup(q, j0, sw // g, count, o, dw // g))
+    return groups
+
+
+def row_view(
+    x: Array,
+    dtype: np.dtype[Any],
+    g: ColumnGroup,
+    size: tuple[int, int],
+    stride: tuple[int, int],
+    dilation: tuple[int, int],
+) -> Array:
+    """(OH, OW * C, KH, count) view of phase g.phase of one padded image x (HP, WP, C),
+    converted to `dtype`: [y, x * C + c, i, k] = x[y * sh + i * dh, (x + g.offset + k *
+    g.shift) * sw + g.phase, c]. A contiguous phase copy makes x * C + c one stride."""
+    kh, ow = size
+    phase = np.ascontiguousarray(x[:, g.phase :: stride[1]], dtype)
+    hp, wq, c = phase.shape
+    oh = (hp - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    if g.offset + (g.count - 1) * g.shift + ow > wq or oh < 1:
+        raise ValueError(f"a {kh}-row filter does not fit the padded input {x.shape}")
+    s_h, s_w, s_c = phase.strides
+    return np.lib.stride_tricks.as_strided(
+        phase[:, g.offset :],
+        (oh, ow * c, kh, g.count),
+        (s_h * stride[0], s_c, s_h * dilation[0], s_w * g.shift),
+        writeable=False,
+    )
+
+
+def tiled_taps(plan: Plan, ow: int) -> Array:
+    """The plan's depthwise filter (KH, KW, C) tiled to (KH, KW, OW * C): [i, j, x * C + c] =
+    w[i, j, c] (cached on the plan per OW)."""
+    done = plan.tiles.get(ow)
+    if done is None:
+        done = np.ascontiguousarray(np.tile(plan.weights, (1, 1, ow)))
+        plan.tiles[ow] = done
+    return done
