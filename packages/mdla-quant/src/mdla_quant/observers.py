@@ -89,6 +89,44 @@ class Histogram:
         return not np.isfinite(self.lo)
 
 
+class ChannelMoments:
+    """A tensor's running mean over the calibration samples (the whole map: (H, W, C) of an
+    NHWC tensor, (C,) of a fully connected input), and per channel (the last axis) its mean
+    square over samples and positions; float64."""
+
+    def __init__(self) -> None:
+        self.samples = 0
+        self.sums: Array = np.zeros(0)
+        self.squares: Array = np.zeros(0)
+
+    def update(self, x: Array) -> None:
+        x = np.asarray(x, dtype=np.float32)
+        if self.samples == 0:
+            self.sums, self.squares = np.zeros(x.shape[1:]), np.zeros(x.shape[-1])
+        rows = x.reshape(-1, x.shape[-1])
+        self.sums += x.sum(0, dtype=np.float64)
+        self.squares += np.einsum("ij,ij->j", rows, rows, dtype=np.float64)
+        self.samples += x.shape[0]
+
+    @property
+    def mean_map(self) -> Array:
+        """The mean input (one sample's shape without its batch axis)."""
+        return self.sums / max(self.samples, 1)
+
+    @property
+    def mean(self) -> Array:
+        """Per channel: the mean over samples and positions."""
+        mean: Array = self.mean_map.reshape(-1, self.squares.size).mean(0)
+        return mean
+
+    @property
+    def variance(self) -> Array:
+        """Per channel: the variance over samples and positions."""
+        positions = self.sums.size // max(self.squares.size, 1)
+        square = self.squares / max(self.samples * positions, 1)
+        return np.maximum(square - self.mean**2, 0.0)  # type: ignore[no-any-return]
+
+
 def minmax_range(h: Histogram) -> tuple[float, float]:
     return h.lo, h.hi
 

@@ -64,9 +64,11 @@ from mdla_quant.fast_kernels import calibration_kernels
 from mdla_quant.float_region import float_concats, with_float_regions
 from mdla_quant.floors import expand_tiny_range, scale_floors
 from mdla_quant.kernels.functions import with_tables
-from mdla_quant.observers import Histogram, clip_range
+from mdla_quant.observers import ChannelMoments, Histogram, clip_range
+from mdla_quant.ties import Groups, check_fits
 from mdla_quant.unshare import own_weights
 from mdla_quant.weight_fit import fit_weights
+from mdla_quant.weight_stats import mean_shift, stats_of, watched
 from mdla_target import load_target
 from mdla_target.errors import TargetDataError
 from mdla_target.target import Target
@@ -96,13 +98,21 @@ INDEX_Q = QuantParams((1.0,), (0,))
 
 
 def calibrate(
-    graph: Graph, calibration: Iterable[Any], bins: int = 2048, progress: Progress | None = None
+    graph: Graph,
+    calibration: Iterable[Any],
+    bins: int = 2048,
+    progress: Progress | None = None,
+    moments: dict[str, ChannelMoments] | None = None,
 ) -> tuple[dict[str, Histogram], int]:
-    """One histogram per activation, streamed over every sample of `calibration`."""
+    """One histogram per activation, streamed over every sample of `calibration`; the
+    `moments` given (by tensor name) see their tensor's values in the same pass."""
     hists: dict[str, Histogram] = {}
+    moments = moments or {}
 
     def observe(name: str, value: Array) -> None:
         hists.setdefault(name, Histogram(bins)).update(value)
+        if name in moments:
+            moments[name].update(value)
 
     start, n, kernels = time.perf_counter(), 0, calibration_kernels()
     for sample in calibration:
@@ -129,25 +139,6 @@ def activation_params(lo: float, hi: float, min_scale: float = 0.0) -> QuantPara
     return QuantParams((scale,), (zero_point,))
 
 
-class _Groups:
-    """Union-find over tensor names, for scale ties."""
-
-    def __init__(self) -> None:
-        self.parent: dict[str, str] = {}
-
-    def find(self, a: str) -> str:
-        self.parent.setdefault(a, a)
-        while self.parent[a] != a:
-            self.parent[a] = self.parent[self.parent[a]]
-            a = self.parent[a]
-        return a
-
-    def union(self, names: Sequence[str]) -> None:
-        root = self.find(names[0])
-        for n in names[1:]:
-            self.parent[self.find(n)] = root
-
-
 def _activation_quant(
     graph: Graph,
     hists: dict[str, Histogram],
@@ -155,7 +146,7 @@ def _activation_quant(
     target: Target,
     wide: frozenset[str] = frozenset(),
 ) -> dict[str, QuantParams]:
-    groups, fixed = _Groups(), {}
+    groups, fixed = Groups(), {}
     floats = float_concats(graph)  # each input keeps its own params: no sharing
     for op in graph.ops:
         spec = target.op(config.device, op.kind)
@@ -186,7 +177,7 @@ def _activation_quant(
     params.update(int16_quant(names, wide, hists, groups.find))
     for name, q in fixed.items():
         for other in (n for n in names if groups.find(n) == groups.find(name)):
-            _check_fits(graph, other, name, hists[other], q)
+            check_fits(graph, other, name, hists[other], q)
             params[other] = q
     return params
 
@@ -195,7 +186,7 @@ def _raise_to_floors(
     graph: Graph,
     params: dict[str, QuantParams],
     names: Sequence[str],
-    groups: _Groups,
+    groups: Groups,
     ranges: dict[str, tuple[float, float]],
 ) -> dict[str, QuantParams]:
     """Scales below their LiteRT floor (`floors.scale_floors`) rise to it, with their tie group;
@@ -223,21 +214,6 @@ def _raise_to_floors(
             if root in low:
                 params[name] = activation_params(*ranges[root], min_scale=low[root])
     raise QuantError(f"graph `{graph.name}`: the scale floors of ADD/SOFTMAX did not settle")
-
-
-def _check_fits(graph: Graph, name: str, fixed_by: str, h: Histogram, q: QuantParams) -> None:
-    """A tensor tied to a fixed-output tensor takes its params: its values must fit them."""
-    lo = q.scale[0] * (-128 - q.zero_point[0])
-    hi = q.scale[0] * (127 - q.zero_point[0])
-    slack = 2 * q.scale[0]
-    if name != fixed_by and (h.lo < lo - slack or h.hi > hi + slack):
-        raise QuantError(
-            f"graph `{graph.name}`: `{name}` (range [{h.lo:.4g}, {h.hi:.4g}]) shares a scale with "
-            f"`{fixed_by}`, whose output params are fixed to [{lo:.4g}, {hi:.4g}] by the target; "
-            "the device cannot requantize between them (separate the two, e.g. concatenate "
-            "before the fixed-output op; a concatenation that makes a model output of them "
-            "joins them in float32 on the CPU: --cpu auto places it there)"
-        )
 
 
 BIAS_LIMIT = 2.0**30  # |int32 bias| bound: leaves headroom for the accumulation beside it
@@ -314,7 +290,8 @@ def quantize(
     graph = float_rewrites(graph, calibration, config)
     graph, wide = requantize_boundaries(graph, config.a16)
     graph = place_requantizations(graph, target, config.device)
-    hists, samples = calibrate(graph, calibration, config.bins, progress)
+    moments = watched(graph, config)
+    hists, samples = calibrate(graph, calibration, config.bins, progress, moments)
     acts = _activation_quant(graph, hists, config, target, wide)
     tensors: dict[str, Tensor] = {
         n: Tensor(n, t.shape, "int16" if n in wide else "int8", quant=acts[n])
@@ -326,7 +303,7 @@ def quantize(
             t = graph.tensors[name]
             if t.data is None or name in tensors:
                 continue
-            tensors[name] = _const(graph, op, i, t, acts, config, target, tensors)
+            tensors[name] = _const(graph, op, i, t, acts, config, target, tensors, moments)
     numerics = Numerics(Rounding(config.rounding), Accumulator(target.accumulator), config.target)
     prov = dataclasses.replace(
         graph.provenance, quant=config.record(), numerics=numerics, calibration_samples=samples
@@ -354,6 +331,7 @@ def _const(
     config: QuantConfig,
     target: Target,
     done: dict[str, Tensor],
+    moments: dict[str, ChannelMoments],
 ) -> Tensor:
     data = np.asarray(t.data)
     if op.kind in CPU_FLOAT | CPU_FLOAT32:  # float32 on the CPU (kernels/float_ops.py, gru.py)
@@ -373,14 +351,22 @@ def _const(
         need = bias / (float(np.float32(acts[op.inputs[0]].scale[0])) * BIAS_LIMIT)
         floor = need if dim is not None else need.max()
         q, params = fit_weights(
-            op.kind, data, dim, floor, config.weight_scale, config.weight_rounding
+            op.kind,
+            data,
+            dim,
+            floor,
+            config.weight_scale,
+            config.weight_rounding,
+            stats_of(moments, op),
         )
         return Tensor(t.name, t.shape, "int8", data=q, quant=params)
     if op.kind in WEIGHTED and i == 2:
         w = done.get(op.inputs[1]) or _const(
-            graph, op, 1, graph.tensors[op.inputs[1]], acts, config, target, done
+            graph, op, 1, graph.tensors[op.inputs[1]], acts, config, target, done, moments
         )
         assert w.quant is not None  # set just above
+        if config.weight_rounding == "mean":  # the weights' mean error moves into the bias
+            data = data - mean_shift(graph, op, w, moments)
         q, params = quantize_bias(data, acts[op.inputs[0]].scale[0], w.quant)
         if is_wide(op, done):  # 16x8: an int64 bias (holding int32 values, as for int8)
             return Tensor(t.name, t.shape, "int64", data=q.astype(np.int64), quant=params)

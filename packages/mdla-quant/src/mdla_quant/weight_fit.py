@@ -20,6 +20,18 @@ with e = q - w/s in [-0.5, 0.5] after rounding to nearest:
    output channel (for a 1x1 conv or a fully connected layer, whose kernels are single weights,
    only this step acts).
 A flip never leaves [-127, 127]; each weight moves by at most one step from round to nearest.
+
+`kernel`: step 1 alone. `weighted` and `mean` read the calibration's statistics of the op's
+input (`observers.ChannelMoments`, gathered in the calibration pass itself): with E[o, i] the
+kernel sums after step 1 and mu[i], var[i] input channel i's mean and variance, the output
+channel's expected squared error (in weight steps, per unit activation) is modelled as
+J = (sum_i mu[i] E[o, i])^2 + sum_i var[i] E[o, i]^2, the mean error's square plus the kernels'
+variance (SQuant's smooth-window assumption);
+- `weighted` then flips, greedily, the kernel (its best element) whose flip lowers J the most,
+  each kernel at most once, until none lowers it (no bias change);
+- `mean` keeps step 1's weights and moves the mean error into the bias instead
+  (`weight_stats.mean_shift`: the op itself on the calibration's mean input, exact for the
+  weights' share of bias correction), which leaves J's variance term only.
 """
 
 from __future__ import annotations
@@ -34,7 +46,9 @@ from mdla_quant.weights import quantize_weights
 
 Array = np.ndarray[Any, Any]
 WEIGHT_SCALES = ("max", "mse")
-WEIGHT_ROUNDINGS = ("nearest", "balanced")
+WEIGHT_ROUNDINGS = ("nearest", "balanced", "kernel", "weighted", "mean")
+DATA_ROUNDINGS = frozenset({"weighted", "mean"})  # read the calibration's ChannelMoments
+MAX_FLIPS = 256  # greedy rounds per block of `weighted` (each flips one kernel per channel)
 CLIPS = np.round(np.arange(1.0, 0.795, -0.01), 2)  # 1.00, 0.99, ... 0.80: a = 1 first
 ROWS = 1 << 16  # values per pass of the clip search (cache-sized temporaries)
 
@@ -86,9 +100,12 @@ def from_units(q: Array, shape: tuple[int, ...], order: tuple[int, ...]) -> Arra
     return q.reshape(view).transpose(np.argsort(order))
 
 
-def balanced(x: Array, q: Array) -> Array:
+def balanced(
+    x: Array, q: Array, rounding: str = "balanced", moments: tuple[Array, Array] | None = None
+) -> Array:
     """`q` (round to nearest of `x`, both (O, kernels, n)) with the flips of the module
-    docstring: kernel sums, then output-channel sums of q - x within 0.5."""
+    docstring: kernel sums of q - x within 0.5, then (`balanced`) output-channel sums within
+    0.5, or (`weighted`, with the input's per-channel (mean, variance)) the greedy flips."""
     out = np.empty(q.shape, np.int8)
     o, k, n = x.shape
     step = max(1, ROWS // max(1, k * n))  # output channels per pass: cache-sized temporaries
@@ -97,8 +114,47 @@ def balanced(x: Array, q: Array) -> Array:
         m = xs.shape[0]
         if n > 1:
             qs = _balance_kernels(xs.reshape(m * k, n), qs.reshape(m * k, n)).reshape(m, k, n)
-        out[c : c + step] = _balance_channels(xs, qs)
+        if rounding == "balanced":
+            qs = _balance_channels(xs, qs)
+        elif rounding == "weighted" and moments is not None and moments[0].size == k > 1:
+            qs = _weighted_channels(xs, qs, *moments)
+        out[c : c + step] = qs
     return out
+
+
+def _weighted_channels(x: Array, q: Array, mu: Array, var: Array) -> Array:
+    """Per output channel, greedy kernel flips (each kernel's best element, once) while one
+    lowers J = (sum_i mu_i E_i)^2 + sum_i var_i E_i^2 (module docstring)."""
+    e = q - x
+    kern = e.sum(2)
+    r = kern @ mu
+    down = np.where((q > -127) & (e > 0), e, -1.0)
+    up = np.where((q < 127) & (e < 0), -e, -1.0)
+    bd, bu = down.argmax(2), up.argmax(2)
+    ok_d = np.take_along_axis(down, bd[..., None], 2)[..., 0] > 0
+    ok_u = np.take_along_axis(up, bu[..., None], 2)[..., 0] > 0
+    cost_d = np.where(ok_d, var * (1 - 2 * kern), np.inf)  # E -> E - 1
+    cost_u = np.where(ok_u, var * (1 + 2 * kern), np.inf)  # E -> E + 1
+    flip_d, flip_u = np.zeros(kern.shape, bool), np.zeros(kern.shape, bool)
+    rows = np.arange(kern.shape[0])
+    for _ in range(MAX_FLIPS):
+        gain_d = cost_d + mu * (mu - 2 * r[:, None])  # (r - mu)^2 - r^2
+        gain_u = cost_u + mu * (mu + 2 * r[:, None])
+        g = np.minimum(gain_d, gain_u)
+        i = g.argmin(1)
+        go = g[rows, i] < 0
+        if not go.any():
+            break
+        rr, ii = rows[go], i[go]
+        dn = gain_d[rr, ii] <= gain_u[rr, ii]
+        r[rr] -= np.where(dn, mu[ii], -mu[ii])
+        flip_d[rr[dn], ii[dn]] = True
+        flip_u[rr[~dn], ii[~dn]] = True
+        cost_d[rr, ii] = cost_u[rr, ii] = np.inf
+    out_d, out_u = np.zeros(q.shape, bool), np.zeros(q.shape, bool)
+    np.put_along_axis(out_d, bd[..., None], flip_d[..., None], 2)
+    np.put_along_axis(out_u, bu[..., None], flip_u[..., None], 2)
+    return q - out_d + out_u
 
 
 def _largest(key: Array, count: Array) -> Array:
@@ -149,12 +205,14 @@ def fit_weights(
     min_scale: Array | None,
     scale: str = "max",
     rounding: str = "nearest",
+    moments: tuple[Array, Array] | None = None,
 ) -> tuple[Array, QuantParams]:
     """`quantize_weights` of `kind`'s weight `w` with the config's weight_scale and
-    weight_rounding: "max" and "nearest" are exactly `quantize_weights`."""
+    weight_rounding ("max" and "nearest" are exactly `quantize_weights`); `moments`, the op
+    input's per-channel (mean, variance), for `weighted`."""
     amax = mse_amax(w, channel_dim) if scale == "mse" else None
     q, params = quantize_weights(w, channel_dim, min_scale, amax)
-    if rounding != "balanced" or w.size == 0:
+    if rounding == "nearest" or w.size == 0:
         return q, params
     shape = [1] * w.ndim
     if channel_dim is not None:
@@ -162,4 +220,4 @@ def fit_weights(
     s = np.asarray(params.scale, np.float32).astype(np.float64).reshape(shape)
     x, order = units(kind, w.astype(np.float64) / s)
     near, _ = units(kind, q)
-    return from_units(balanced(x, near), w.shape, order), params
+    return from_units(balanced(x, near, rounding, moments), w.shape, order), params

@@ -93,6 +93,9 @@ class WeightRoundingName(StrEnum):
 
     nearest = "nearest"
     balanced = "balanced"
+    kernel = "kernel"
+    weighted = "weighted"
+    mean = "mean"
 
 
 # A flag's default is the config's own.
@@ -149,7 +152,10 @@ WeightRounding = Annotated[
         "--weight-rounding",
         help="How weights round to int8: `balanced` flips a few roundings so each kernel's "
         "and output channel's error sums stay within half a step (data-free, fast); "
-        "`nearest`: round to nearest. AdaRound keeps it where its own is no better.",
+        "`kernel`: each kernel's only; `weighted`: then flips weighed by the calibration's "
+        "input means and variances; `mean`: `kernel`, and the weights' mean error on the "
+        "calibration data moves into the bias; `nearest`: round to nearest. AdaRound keeps "
+        "it where its own is no better.",
     ),
 ]
 A16 = Annotated[

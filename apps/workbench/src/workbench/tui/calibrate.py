@@ -1,8 +1,9 @@
 """Calibrate: method, percentile (for the percentile method only), rounding, the number of
-calibration and held-out inputs and the weight techniques (bias correction, cross-layer
-equalization, AdaRound iterations and what they reconstruct: each layer's output or each
-inverted-residual block's) and the int16 activations (`auto[:BUDGET]` or name globs, as
-`compile --a16`); `a` re-quantizes in a worker with `workbench.tuning`.
+calibration and held-out inputs, the weight rounding (`compile --weight-rounding`) and the
+weight techniques (bias correction, cross-layer equalization, AdaRound iterations and what
+they reconstruct: each layer's output or each inverted-residual block's) and the int16
+activations (`auto[:BUDGET]` or name globs, as `compile --a16`); `a` re-quantizes in a
+worker with `workbench.tuning`.
 
 Every setting is calibrated on the first inputs of the calibration source and scored on the
 next ones, which the quantizer never saw (a setting scored on its own calibration inputs
@@ -82,7 +83,15 @@ class CalibrateScreen(WorkScreen):
             yield Input("4", placeholder="inputs", id="count", type="integer", compact=True)
             yield Static("score on", classes="label")
             yield Input("2", placeholder="inputs", id="held-out", type="integer", compact=True)
-            yield Static("held-out (never calibrated on)", classes="label")
+            yield Static("held out", classes="label")
+            yield Static("w. rounding", classes="label")
+            yield Select(
+                [(r, r) for r in mdla_quant.WEIGHT_ROUNDINGS],
+                value=mdla_quant.QuantConfig().weight_rounding,
+                allow_blank=False,
+                id="weight-rounding",
+                compact=True,
+            )
         with Horizontal(id="weights", classes="settings"):
             yield Static("bias corr.", classes="label")
             yield Select(NO_YES, value="no", allow_blank=False, id="bias", compact=True)
@@ -133,6 +142,7 @@ class CalibrateScreen(WorkScreen):
             equalize=self.query_one("#equalize", Select).value == "yes",
             adaround=adaround,
             reconstruction=str(self.query_one("#reconstruction", Select).value),
+            weight_rounding=str(self.query_one("#weight-rounding", Select).value),
             target=self.session.target_name,
             device=self.session.device,
         )

@@ -1,0 +1,58 @@
+"""The calibration statistics the data-aware weight roundings read, and `mean`'s bias shift.
+
+    moments = watched(graph, config)         {input name: ChannelMoments}, empty when unneeded
+    calibrate(graph, data, ..., moments)     fills them in the calibration pass itself
+    b_real - mean_shift(op, w, w_int8, m)    the bias that carries the weights' mean error
+
+The statistics are of the op's float input, as bias correction's are, but gathered while the
+histograms are (one pass, no second float or int8 run).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mdla_ir import Graph, Op, OpKind, Tensor
+from mdla_ir.attrs import with_fuse
+from mdla_ir.interp.registry import KERNELS
+from mdla_quant.config import QuantConfig
+from mdla_quant.observers import ChannelMoments
+from mdla_quant.sequential import dequantize
+from mdla_quant.weight_fit import DATA_ROUNDINGS
+
+Array = np.ndarray[Any, Any]
+READ = frozenset({OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.FULLY_CONNECTED})
+
+
+def watched(graph: Graph, config: QuantConfig) -> dict[str, ChannelMoments]:
+    """An empty `ChannelMoments` per input of a conv / FC op when the config's weight
+    rounding reads them, else none."""
+    if config.weight_rounding not in DATA_ROUNDINGS:
+        return {}
+    return {op.inputs[0]: ChannelMoments() for op in graph.ops if op.kind in READ}
+
+
+def stats_of(moments: dict[str, ChannelMoments], op: Op) -> tuple[Array, Array] | None:
+    """The (mean, variance) per channel of `op`'s input, if it was watched and seen."""
+    m = moments.get(op.inputs[0]) if op.kind in READ else None
+    return (m.mean, m.variance) if m is not None and m.samples else None
+
+
+def mean_shift(graph: Graph, op: Op, w_int8: Tensor, moments: dict[str, ChannelMoments]) -> Array:
+    """Per output channel, the mean over positions of `op` (no bias, no fused activation) on
+    the calibration's mean input with weights w_int8 - w: what the int8 weights add to the
+    output's mean on that data; zeros when the input was not watched."""
+    out_channels = graph.tensors[op.outputs[0]].shape[-1]
+    m = moments.get(op.inputs[0]) if op.kind in READ else None
+    if m is None or not m.samples:
+        return np.zeros(out_channels)
+    w = graph.const(op.inputs[1])
+    assert w_int8.data is not None  # a quantized constant
+    delta = dequantize(w_int8, np.asarray(w_int8.data)).astype(np.float64) - w
+    plain = op.with_(attrs=with_fuse(op.attrs, "NONE"))
+    x = m.mean_map[None]
+    (y,) = KERNELS[op.kind](plain, [x, delta, np.zeros(out_channels)], graph.layout)
+    shift: Array = np.asarray(y, np.float64).reshape(-1, out_channels).mean(0)
+    return shift

@@ -1,0 +1,134 @@
+"""The data-aware weight roundings: calibration's channel moments, `kernel`, `weighted`, `mean`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mdla_ir import OpKind
+from mdla_quant.config import QuantConfig
+from mdla_quant.observers import ChannelMoments
+from mdla_quant.quantize import calibrate, quantize
+from mdla_quant.sequential import dequantize
+from mdla_quant.weight_fit import balanced, fit_weights, units
+from mdla_quant.weight_stats import watched
+from mdla_quant.weights import quantize_weights
+
+from .test_quantize import net, samples
+
+Array = np.ndarray[Any, Any]
+
+
+def test_channel_moments_stream_the_mean_map_and_channel_variance() -> None:
+    rng = np.random.default_rng(0)
+    batches = [rng.normal(2.0, 3.0, (2, 5, 4, 3)).astype(np.float32) for _ in range(3)]
+    m = ChannelMoments()
+    for b in batches:
+        m.update(b)
+    every = np.concatenate(batches).astype(np.float64)
+    assert m.samples == 6
+    assert np.allclose(m.mean_map, every.mean(0))
+    assert np.allclose(m.mean, every.reshape(-1, 3).mean(0))
+    assert np.allclose(m.variance, every.reshape(-1, 3).var(0))
+
+
+def test_calibrate_fills_the_watched_moments_in_its_one_pass() -> None:
+    g, data = net(), samples(5)
+    moments = watched(g, QuantConfig(weight_rounding="weighted"))
+    assert set(moments) == {"x", "c"}  # the two convs' inputs
+    assert watched(g, QuantConfig(weight_rounding="kernel")) == {}
+    calibrate(g, data, moments=moments)
+    x = np.concatenate([s[0] for s in data]).astype(np.float64)
+    assert moments["x"].samples == 5
+    assert np.allclose(moments["x"].mean_map, x.mean(0))
+
+
+def _model_j(x: Array, q: Array, mu: Array, var: Array) -> Array:
+    """The module docstring's J per output channel: (sum mu E)^2 + sum var E^2."""
+    kern = (q - x).sum(2)
+    return (kern @ mu) ** 2 + (kern**2) @ var  # type: ignore[no-any-return]
+
+
+def test_weighted_lowers_the_modelled_error_of_every_channel() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-30, 30, (40, 24, 9))
+    near = np.clip(np.round(x), -127, 127).astype(np.int16)
+    mu, var = rng.uniform(0.0, 2.0, 24), rng.uniform(0.0, 0.3, 24)
+    kernel = balanced(x, near, "kernel")
+    weighted = balanced(x, near, "weighted", (mu, var))
+    j_k, j_w = _model_j(x, kernel, mu, var), _model_j(x, weighted, mu, var)
+    assert np.all(j_w <= j_k + 1e-9)
+    assert j_w.sum() < 0.5 * j_k.sum()  # the mean term dominates here, and it cancels
+    assert np.abs(weighted.astype(np.int16) - near).max() == 1
+    flipped = (weighted.astype(np.int16) != kernel).sum(2)
+    assert flipped.max() == 1  # one element per kernel at most
+    assert np.abs((kernel - x).sum(2)).max() <= 0.5 + 1e-9  # `kernel`: step 1's bound
+
+
+def test_weighted_with_zero_means_and_a_single_kernel_keeps_step_one() -> None:
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-30, 30, (8, 6, 9))
+    near = np.clip(np.round(x), -127, 127).astype(np.int16)
+    kernel = balanced(x, near, "kernel")
+    zeros = balanced(x, near, "weighted", (np.zeros(6), np.ones(6)))
+    assert np.array_equal(zeros, kernel)  # nothing to cancel: any flip only adds variance
+    one = x[:, :1]
+    assert np.array_equal(
+        balanced(one, near[:, :1], "weighted", (np.ones(1), np.zeros(1))),
+        balanced(one, near[:, :1], "kernel"),
+    )
+
+
+def test_kernel_on_a_fully_connected_weight_is_round_to_nearest() -> None:
+    w = np.random.default_rng(3).standard_normal((6, 10)).astype(np.float32)
+    q, _ = fit_weights(OpKind.FULLY_CONNECTED, w, 0, None, rounding="kernel")
+    assert np.array_equal(q, quantize_weights(w, 0)[0])
+
+
+def _offset_samples() -> list[list[Any]]:
+    """Inputs with a mean far from 0 (the weights' mean error scales with it)."""
+    return [[x + np.float32(2.0)] for (x,) in samples(6)]
+
+
+def _first_conv_mean_error(rounding: str) -> Array:
+    """Per output channel of conv `c` (float input, its int8 weights and bias dequantized,
+    no activation), the mean error against float over the calibration samples."""
+    from mdla_ir.attrs import with_fuse
+    from mdla_ir.interp.registry import KERNELS
+
+    g, data = net(), _offset_samples()
+    q = quantize(g, data, QuantConfig(method="minmax", weight_rounding=rounding))
+    op = next(o for o in g.ops if o.name == "c")
+    plain = op.with_(attrs=with_fuse(op.attrs, "NONE"))
+    wq = dequantize(q.tensors["w"], q.const("w"))
+    bq = dequantize(q.tensors["b"], q.const("b"))
+    total = np.zeros(4)
+    for (x,) in data:
+        (y_f,) = KERNELS[op.kind](plain, [x, g.const("w"), g.const("b")], g.layout)
+        (y_q,) = KERNELS[op.kind](plain, [x, wq, bq], g.layout)
+        total += (y_q.astype(np.float64) - y_f).reshape(-1, 4).mean(0)
+    return total / len(data)
+
+
+def test_mean_moves_the_weights_mean_error_into_the_bias() -> None:
+    kernel, mean = _first_conv_mean_error("kernel"), _first_conv_mean_error("mean")
+    config = QuantConfig(method="minmax", weight_rounding="mean")
+    q = quantize(net(), _offset_samples(), config)
+    bias_step = np.asarray(q.tensors["b"].quant.scale)  # type: ignore[union-attr]
+    assert np.abs(kernel).max() > 4 * bias_step.max()
+    assert np.all(np.abs(mean) <= bias_step * 0.5 + 1e-5)  # left: the bias's own rounding
+
+
+@pytest.mark.parametrize("rounding", ["kernel", "weighted", "mean"])
+def test_each_data_rounding_quantizes_and_records(rounding: str) -> None:
+    data = samples(4)
+    q = quantize(net(), data, QuantConfig(weight_rounding=rounding))
+    near = quantize(net(), data, QuantConfig(weight_rounding="nearest"))
+    assert q.provenance.quant is not None
+    assert q.provenance.quant.weight_rounding == rounding
+    for name in ("w", "w2"):
+        assert np.abs(q.const(name).astype(np.int16) - near.const(name)).max() <= 1
+        x, _ = units(OpKind.CONV_2D, np.asarray(q.const(name)))
+        assert x.shape[1] in (3, 4)
