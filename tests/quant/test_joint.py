@@ -3,15 +3,18 @@ tensors gain together, where per-tensor gains see nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection
 
 import numpy as np
 import pytest
 
-from mdla_quant import QuantConfig, QuantError, quantize
+from mdla_ir import run_float
+from mdla_quant import QuantConfig, QuantError, quantize, run_int8
 from mdla_quant.joint import ROUNDS, Measure, eliminate, simulated_sqnr
 from mdla_quant.precision import Cost, choose, tensor_costs
-from mdla_quant.sensitivity import Gain, Sensitivity
+from mdla_quant.sensitivity import Gain, Sensitivity, int16_grids, output_sqnr, simulate_a16
+from mdla_quant.simulate import activation_grids, with_int8_weights
 from tests.quant.test_sensitivity import inputs, mlp, widened
 
 NOISE = {"a": 1.0, "b": 1.0, "c": 0.35, "d": 0.3, "e": 0.05}  # each tensor's error at int8
@@ -146,3 +149,26 @@ def test_the_room_an_overshooting_round_leaves_is_filled_back() -> None:
     assert picked[0].gain_db == pytest.approx(gain)  # y's gain as put back
     assert frozenset("styz") in calls  # z was tried and refused
     assert ROUNDS > 2
+
+
+def test_a_clipping_method_s_int16_tensors_are_simulated_on_their_observed_range() -> None:
+    """`quantize` gives an int16 tensor its observed range whatever the method; under entropy
+    the int8 range of `h` clips an outlier input. The refit measure (weights, and now the 16x8
+    grids, from the graph quantized with `h`, `h2` int16) simulates what `run_int8` of that
+    graph computes; the 16x8 grid of the clipped int8 range would clip the outlier again."""
+    graph = mlp()
+    data = inputs(64, 1)
+    data[5] = [data[5][0] * 5.0]  # one input far out: its values sit in h's tail
+    config = QuantConfig(method="entropy")
+    q = quantize(graph, data, config)
+    wide = quantize(graph, data, dataclasses.replace(config, a16=("h", "h2")))
+    observed, clipped = int16_grids(graph, wide)["h"], activation_grids(graph, q, ("h",))["h"]
+    assert observed[0] > 2 * clipped[0]  # the observed range is over twice the clipped one
+    held = [data[5]]
+    exact = run_int8(wide, held[0])
+    rounded = with_int8_weights(graph, wide)
+    faithful = simulate_a16(rounded, q, held, ("h", "h2"), int16_grids(graph, wide))
+    narrow = simulate_a16(rounded, q, held, ("h", "h2"))
+    assert output_sqnr([exact], faithful) > output_sqnr([exact], narrow) + 10.0
+    measure = simulated_sqnr(graph, q, held, weights=wide)
+    assert measure(["h", "h2"]) == pytest.approx(output_sqnr([run_float(graph, held[0])], faithful))

@@ -33,7 +33,7 @@ import numpy as np
 from mdla_ir import Graph, run_float
 from mdla_quant.errors import QuantError
 from mdla_quant.precision import Choice, Cost
-from mdla_quant.sensitivity import Progress, output_sqnr, simulate_a16
+from mdla_quant.sensitivity import Progress, int16_grids, output_sqnr, simulate_a16
 from mdla_quant.simulate import with_int8_weights
 
 Array = np.ndarray[Any, Any]
@@ -47,7 +47,9 @@ def simulated_sqnr(
     """The outputs' SQNR against FP32 on `held_out` with a set of tensors int16 (simulated);
     `graph` is the float graph `qgraph` was quantized from. The activation grids are
     `qgraph`'s, the weights those of `weights` (default `qgraph`): another quantization of
-    `graph`, e.g. one whose AdaRound was fit with int16 activations."""
+    `graph`, e.g. one whose AdaRound was fit with int16 activations; the int16 tensors of
+    `weights` lend their 16x8 grids (the observed range, which a clipping method narrows in
+    `qgraph`: `simulate_a16`)."""
     if not held_out:
         raise QuantError(
             f"int16 choice for `{graph.name}`: no held-out inputs (pass input lists the "
@@ -55,9 +57,10 @@ def simulated_sqnr(
         )
     ref = [run_float(graph, list(x)) for x in held_out]
     rounded = with_int8_weights(graph, qgraph if weights is None else weights)
+    wide = int16_grids(graph, weights) if weights is not None else None
 
     def measure(int16: Collection[str]) -> float:
-        return output_sqnr(ref, simulate_a16(rounded, qgraph, held_out, int16))
+        return output_sqnr(ref, simulate_a16(rounded, qgraph, held_out, int16, wide))
 
     return measure
 

@@ -23,7 +23,7 @@ clips what the model sees gains there, and only there.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,7 @@ from mdla_ir import Graph, evaluate, run_float
 from mdla_ir.interp import to_model_layout
 from mdla_quant.a16 import requantize_boundaries
 from mdla_quant.errors import QuantError
-from mdla_quant.simulate import activation_grids, int16_grid, on_grid, with_int8_weights
+from mdla_quant.simulate import Grid, activation_grids, int16_grid, on_grid, with_int8_weights
 
 Array = np.ndarray[Any, Any]
 INT8_MAX = 127
@@ -113,15 +113,24 @@ def unit(graph: Graph, name: str, allowed: Collection[str]) -> tuple[str, ...]:
 
 
 def simulate_a16(
-    rounded: Graph, qgraph: Graph, batch: Sequence[Sequence[Any]], names: Collection[str]
+    rounded: Graph,
+    qgraph: Graph,
+    batch: Sequence[Sequence[Any]],
+    names: Collection[str],
+    wide_grids: Mapping[str, Grid] | None = None,
 ) -> list[list[Array]]:
     """`simulate` (weights already rounded: `with_int8_weights`) of each input list of `batch`
     with `names` int16 as `mdla_quant.a16` builds them: a QUANTIZE at each int8/int16 boundary
-    (`requantize_boundaries`), the int16 tensors and their int16 copies on the 16x8 grid of the
-    tensor's int8 range, the int8 copies on its int8 grid. The boundaries and grids are built
-    once for the whole batch."""
+    (`requantize_boundaries`), the int16 tensors and their int16 copies on their 16x8 grid
+    (`wide_grids`' when it has the tensor, else that of the tensor's int8 range), the int8
+    copies on its int8 grid. The boundaries and grids are built once for the whole batch.
+
+    `quantize` gives an int16 tensor its observed range, unclipped, whatever the method: with
+    a clipping method (mse, percentile) the int8 range is narrower, and `wide_grids` from a
+    graph quantized with the tensors int16 (`int16_grids`) is what the 16x8 kernels read."""
     run, wide = requantize_boundaries(rounded, tuple(names))
     grids = activation_grids(rounded, qgraph)
+    wider = wide_grids or {}
 
     def to_grid(name: str, value: Array) -> Array:
         base = name.rsplit("/", 1)[0] if name.endswith(("/a8", "/a16")) else name
@@ -129,7 +138,7 @@ def simulate_a16(
             return value
         grid = grids[base]
         if name in wide and grid[3] == INT8_MAX:
-            grid = int16_grid(grid[0], grid[1])
+            grid = wider.get(base) or int16_grid(grid[0], grid[1])
         return on_grid(value, grid)
 
     outs = []
@@ -137,6 +146,12 @@ def simulate_a16(
         values = evaluate(run, list(inputs), replace=to_grid)
         outs.append([to_model_layout(run, n, values[n]) for n in run.outputs])
     return outs
+
+
+def int16_grids(graph: Graph, qgraph: Graph) -> dict[str, Grid]:
+    """The 16x8 grids of the activations `qgraph` (quantized from `graph` with some tensors
+    int16) holds in int16."""
+    return {n: g for n, g in activation_grids(graph, qgraph).items() if g[3] > INT8_MAX}
 
 
 def sensitivity(
