@@ -13,6 +13,7 @@ from mdla_ir.graph import Graph, Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant import reference, run_int8
 from mdla_quant.kernels import pairs
+from mdla_quant.kernels.registry import INT8_KERNELS
 from mdla_quant.kernels.tables import CODES
 
 Array = np.ndarray[Any, Any]
@@ -97,3 +98,50 @@ def test_what_is_not_a_pair() -> None:
     other = (Op(OpKind.LOGISTIC, "un", ("y",), ("u",), {}), g.ops[1])
     tensors = {**g.tensors, "y": act("y", SHAPE, qp(0.05, 7))}
     assert pairs.unary_partner(Graph(g.name, tensors, other, ("x", "y"), g.outputs), 1) is None
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, kind: OpKind) -> list[tuple[int, ...]]:
+    """The shapes the registered kernel of `kind` runs on from now on."""
+    shapes: list[tuple[int, ...]] = []
+    kernel = INT8_KERNELS[kind]
+
+    def counted(op: Op, args: list[Array], *rest: Any) -> Array:
+        shapes.append(args[0].shape)
+        return kernel(op, args, *rest)
+
+    monkeypatch.setitem(INT8_KERNELS, kind, counted)
+    return shapes
+
+
+def test_a_unary_op_only_its_pair_reads_is_skipped_unless_observed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    g = _graph(OpKind.LOGISTIC, OpKind.MUL, False)
+    assert pairs.unread_unaries(g) == {0}
+    x = CODES.reshape(SHAPE)
+    want = _run(g, monkeypatch, False)[0]  # the two kernels, one after the other
+    shapes = _counting(monkeypatch, OpKind.LOGISTIC)
+    seen: dict[str, Array] = {}
+    (observed,) = run_int8(g, as_floats(g, [x]), raw=True, observe=seen.__setitem__)
+    assert "u" in seen
+    assert SHAPE in shapes
+    shapes.clear()
+    (got,) = run_int8(g, as_floats(g, [x]), raw=True)
+    assert SHAPE not in shapes  # not observed: LOGISTIC never runs on the activation
+    assert np.array_equal(got, want)
+    assert np.array_equal(observed, want)
+
+
+def test_a_unary_output_read_elsewhere_is_computed(monkeypatch: pytest.MonkeyPatch) -> None:
+    g = _graph(OpKind.LOGISTIC, OpKind.MUL, False)
+    as_output = Graph(g.name, g.tensors, g.ops, g.inputs, ("out", "u"), layout="NHWC")
+    relu = Op(OpKind.RELU, "reader", ("u",), ("r",), {})
+    tensors = {**g.tensors, "r": act("r", SHAPE, UNARY_Q[OpKind.LOGISTIC])}
+    read = Graph(g.name, tensors, (*g.ops, relu), g.inputs, ("out", "r"), layout="NHWC")
+    for graph in (as_output, read):
+        assert pairs.unread_unaries(graph) == frozenset()
+        shapes = _counting(monkeypatch, OpKind.LOGISTIC)
+        outs = run_int8(graph, as_floats(graph, [CODES.reshape(SHAPE)]), raw=True)
+        assert SHAPE in shapes
+        monkeypatch.undo()
+        assert np.array_equal(outs[0], _run(g, monkeypatch, False)[0])

@@ -25,7 +25,7 @@ from mdla_quant.arith import Array, check_accumulator, check_rounding
 from mdla_quant.errors import KernelError, QuantError
 from mdla_quant.kernels import A16_KERNELS, INT8_KERNELS, Kernel
 from mdla_quant.kernels.gru import FLOAT32_KERNELS
-from mdla_quant.kernels.pairs import pair_lookup, unary_partner
+from mdla_quant.kernels.pairs import pair_lookup, unary_partner, unread_unaries
 from mdla_target import load_target
 
 
@@ -91,7 +91,8 @@ def run_int8(
     outputs in the graph's layout. `rounding` ("double" or "single") and `accumulator`
     ("saturate" or "wrap") override the graph's numerics record (`graph_numerics`: what
     quantize recorded). `observe(name, q)`, if given, sees every int8 activation (graph inputs,
-    then each op's output) in graph layout as soon as it is computed.
+    then each op's output) in graph layout as soon as it is computed; without it, an op whose
+    output nothing reads is skipped (`pairs.unread_unaries`).
     """
     numerics = graph_numerics(qgraph)
     mode = check_rounding(rounding or numerics.rounding)
@@ -104,7 +105,10 @@ def run_int8(
             observe(name, value)
     last_use = {n: i for i, op in enumerate(qgraph.ops) for n in op.inputs}
     keep = set(qgraph.outputs)
+    skip = unread_unaries(qgraph, unary_partner) if observe is None else frozenset()
     for i, op in enumerate(qgraph.ops):
+        if i in skip:
+            continue
         value = run_op(qgraph, i, env, mode, acc_mode)
         env[op.outputs[0]] = value
         if observe is not None:
@@ -192,20 +196,21 @@ def run_op(
             f"op `{op.name}` ({op.kind.name}): int8 kernels have one output, got {len(op.outputs)}",
             op.name,
         )
-    args = [_operand(qgraph, env, n) for n in op.inputs]
-    arg_q: list[QuantParams | None] = [qgraph.tensors[n].quant for n in op.inputs]
     out = qgraph.tensors[op.outputs[0]]
     if out.quant is None:
         raise KernelError(
             f"op `{op.name}` ({op.kind.name}): output `{out.name}` has no quantization parameters",
             op.name,
         )
-    pair = unary_partner(qgraph, i)
+    pair = unary_partner(qgraph, i)  # bin(a, un(a)): one table of a (kernels/pairs.py)
+    names = op.inputs if pair is None else op.inputs[pair[1] : pair[1] + 1]  # b is not read
+    args = [_operand(qgraph, env, n) for n in names]
     try:
         if pair is None:
+            arg_q: list[QuantParams | None] = [qgraph.tensors[n].quant for n in op.inputs]
             value = fn(op, args, arg_q, out.quant, mode, accumulator)
-        else:  # bin(a, un(a)) as one 256-entry table of a (kernels/pairs.py)
-            value = pair_lookup(qgraph, i, pair, args[pair[1]], mode, accumulator)
+        else:
+            value = pair_lookup(qgraph, i, pair, args[0], mode, accumulator)
     except (ValueError, IndexError, KeyError, TypeError) as exc:
         raise KernelError(
             f"op #{i} `{op.name}` ({op.kind.name}) failed in the int8 reference: {exc}", op.name

@@ -12,14 +12,16 @@ U is computed by the two ops' own registered kernels on the 256 codes (`un` on C
 what the two kernels give elementwise; the lookup is `bytes.translate` (`lookup_bytes`), one
 read and one write per value where the binary table needs a 16-bit index and a gather.
 
-The unary op still runs (its output is an activation like any other); only the binary op is
-replaced. It is found among the two ops before the binary one (where the importer puts it),
-and only while neither `a` nor `b` is written again in between.
+The unary op still runs where its output `b` is observed, is a graph output or is read by
+any other op; otherwise nothing reads `b` (`unread_unaries`) and `run_int8` skips the unary
+op: every other value is the same with or without it. The unary op is found among the two
+ops before the binary one (where the importer puts it), and only while neither `a` nor `b`
+is written again in between.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from mdla_ir.graph import Graph, Op, QuantParams
 from mdla_ir.ops import OpKind
@@ -56,6 +58,28 @@ def unary_partner(graph: Graph, i: int) -> tuple[int, int] | None:
                 return (j, k) if _is_unary(graph, un) else None
         written.update(un.outputs)
     return None
+
+
+def unread_unaries(
+    graph: Graph, partner: Callable[[Graph, int], tuple[int, int] | None] | None = None
+) -> frozenset[int]:
+    """The unary ops of pairs whose output the paired binary op alone reads (and is no graph
+    output): the pair's table reads `a` only, so no op reads their outputs. `partner`: the
+    pairing the caller runs by (`unary_partner` by default)."""
+    partner = partner or unary_partner
+    readers: dict[str, set[int]] = {}
+    for i, op in enumerate(graph.ops):
+        for name in op.inputs:
+            readers.setdefault(name, set()).add(i)
+    unread = set()
+    for i in range(len(graph.ops)):
+        pair = partner(graph, i)
+        if pair is None:
+            continue
+        b = graph.ops[pair[0]].outputs[0]
+        if readers.get(b) == {i} and b not in graph.outputs:
+            unread.add(pair[0])
+    return frozenset(unread)
 
 
 def _is_unary(graph: Graph, un: Op) -> bool:
