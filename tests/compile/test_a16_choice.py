@@ -17,18 +17,18 @@ from mdla_quant.precision import a16_candidates, choose, tensor_costs
 from mdla_quant.sensitivity import sensitivity
 from tests.quant.test_sensitivity import inputs, mlp, outlier_mlp
 
-QUANTIZE = importlib.import_module("mdla_quant.quantize")  # the module, not the function
+REWRITES = importlib.import_module("mdla_quant.rewrites")  # where quantize equalizes
 
 
 def test_auto_equalizes_the_float_graph_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = QUANTIZE.equalize
+    real = REWRITES.equalize
     calls: list[str] = []
 
     def counted(graph: Graph) -> object:
         calls.append(graph.name)
         return real(graph)
 
-    monkeypatch.setattr(QUANTIZE, "equalize", counted)
+    monkeypatch.setattr(REWRITES, "equalize", counted)
     config = mdla_quant.QuantConfig(method="minmax", equalize=True)
     picked = choose_a16(outlier_mlp(), inputs(64, 2), config, budget=0.5)
     assert len(calls) == 1

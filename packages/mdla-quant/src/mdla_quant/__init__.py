@@ -15,8 +15,9 @@ from __future__ import annotations
 from mdla_quant.compare import CompareReport, compare
 from mdla_quant.config import METHODS, RECONSTRUCTIONS, QuantConfig
 from mdla_quant.errors import KernelError, QuantError
-from mdla_quant.quantize import calibrate, float_rewrites, quantize
+from mdla_quant.quantize import calibrate, quantize
 from mdla_quant.reference import run_int8
+from mdla_quant.rewrites import float_rewrites
 from mdla_quant.simulate import simulate
 from mdla_quant.weight_fit import WEIGHT_ROUNDINGS, WEIGHT_SCALES
 

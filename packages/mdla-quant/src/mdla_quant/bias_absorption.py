@@ -71,29 +71,61 @@ def _through(op2: Op, w2: Array, c: Array) -> Array:
     return out
 
 
+class Minima:
+    """An observer (name, value) keeping the per-channel (last axis) minimum of each tensor in
+    `names` over the first `samples` values it is given of it: `calibrate` calls it for every
+    tensor of every sample, so the minima need no float pass of their own."""
+
+    def __init__(self, names: set[str], samples: int) -> None:
+        self.names, self.samples = names, samples
+        self.lows: dict[str, Array] = {}
+        self.seen: dict[str, int] = {}
+
+    def __call__(self, name: str, value: Array) -> None:
+        if name not in self.names or self.seen.get(name, 0) >= self.samples:
+            return
+        self.seen[name] = self.seen.get(name, 0) + 1
+        low = value.reshape(-1, value.shape[-1]).min(axis=0).astype(np.float64)
+        self.lows[name] = np.minimum(self.lows[name], low) if name in self.lows else low
+
+
 def channel_minima(graph: Graph, names: set[str], calibration: Iterable[Any]) -> dict[str, Array]:
     """Per-channel (last axis) minimum of each tensor in `names` over the calibration inputs."""
-    lows: dict[str, Array] = {}
-
-    def observe(name: str, value: Array) -> None:
-        if name in names:
-            low = value.reshape(-1, value.shape[-1]).min(axis=0).astype(np.float64)
-            lows[name] = np.minimum(lows[name], low) if name in lows else low
-
+    minima = Minima(names, samples=2**62)
     seen = 0
     for sample in calibration:
-        evaluate(graph, sample if isinstance(sample, list | tuple) else [sample], (), observe)
+        evaluate(graph, sample if isinstance(sample, list | tuple) else [sample], (), minima)
         seen += 1
     if seen == 0:
         raise QuantError(f"high-bias absorption on `{graph.name}` got no calibration samples")
-    return lows
+    return minima.lows
 
 
-def absorb_high_biases(
-    graph: Graph, calibration: Iterable[Any], samples: int = 32
-) -> tuple[Graph, AbsorbReport]:
-    """`graph` with each absorbable pair's constant channel part moved into op2's bias, c the
-    channel's minimum over the first `samples` calibration inputs (module docstring)."""
+@dataclass
+class Absorption:
+    """The absorbable pairs of `graph` and the observer of their minima: `apply()` is
+    `absorb_high_biases` once `observe` has seen the calibration (`graph` itself, the same
+    object, when no channel moves)."""
+
+    graph: Graph
+    pairs: list[tuple[Op, Op]]
+    report: AbsorbReport
+    observe: Minima
+
+    def apply(self, calibration: Iterable[Any]) -> tuple[Graph, AbsorbReport]:
+        """The absorbed graph; a tensor `observe` was not given (a graph calibrated under
+        other names) has its minima from a float pass of `graph` over `calibration`."""
+        if not self.pairs:
+            return self.graph, self.report
+        lows = dict(self.observe.lows)
+        missing = self.observe.names - set(lows)
+        if missing:
+            lows |= channel_minima(self.graph, missing, islice(calibration, self.observe.samples))
+        return _absorb(self.graph, self.pairs, lows, self.report)
+
+
+def absorption(graph: Graph, samples: int = 32) -> Absorption:
+    """`graph`'s absorbable pairs (op1 -> op2), the others' reasons in the report."""
     report = AbsorbReport()
     users = graph.consumers()
     pairs: list[tuple[Op, Op]] = []
@@ -105,9 +137,25 @@ def absorb_high_biases(
             pairs.append((op, users[op.outputs[0]][0]))
         else:
             report.skipped[op.name] = why
-    if not pairs:
-        return graph, report
-    lows = channel_minima(graph, {a.outputs[0] for a, _ in pairs}, islice(calibration, samples))
+    return Absorption(graph, pairs, report, Minima({a.outputs[0] for a, _ in pairs}, samples))
+
+
+def absorb_high_biases(
+    graph: Graph, calibration: Iterable[Any], samples: int = 32
+) -> tuple[Graph, AbsorbReport]:
+    """`graph` with each absorbable pair's constant channel part moved into op2's bias, c the
+    channel's minimum over the first `samples` calibration inputs (module docstring)."""
+    found = absorption(graph, samples)
+    if not found.pairs:
+        return graph, found.report
+    lows = channel_minima(graph, found.observe.names, islice(calibration, samples))
+    return _absorb(graph, found.pairs, lows, found.report)
+
+
+def _absorb(
+    graph: Graph, pairs: list[tuple[Op, Op]], lows: dict[str, Array], report: AbsorbReport
+) -> tuple[Graph, AbsorbReport]:
+    """`graph` with the pairs' channels of minimum c > 0 moved (`graph` itself when none is)."""
     biases: dict[str, Array] = {}
 
     def bias(name: str) -> Array:
@@ -121,6 +169,8 @@ def absorb_high_biases(
         biases[b1] = bias(b1) - c
         biases[b2] = bias(b2) + _through(op2, graph.const(op2.inputs[1]).astype(np.float64), c)
         report.pairs.append((op1.name, op2.name, int(np.count_nonzero(c))))
+    if not biases:
+        return graph, report
     tensors = dict(graph.tensors)
     for name, values in biases.items():
         t = tensors[name]

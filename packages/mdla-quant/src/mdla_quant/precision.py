@@ -34,7 +34,7 @@ import numpy as np
 from mdla_ir import Graph
 from mdla_quant.a16 import check_a16
 from mdla_quant.errors import QuantError
-from mdla_quant.quantize import WEIGHTED
+from mdla_quant.rewrites import WEIGHTED
 from mdla_quant.sensitivity import Gain, Sensitivity
 
 DEFAULT_BUDGET = 0.25  # share of activation bytes: issue's bound for efficientnet_lite0

@@ -55,18 +55,16 @@ from mdla_quant.a16 import (
 )
 from mdla_quant.adaround import LayerProgress, adaround
 from mdla_quant.arith import round_half_away
-from mdla_quant.bias_absorption import absorb_high_biases
 from mdla_quant.bias_correction import correct_biases
 from mdla_quant.config import QuantConfig
-from mdla_quant.equalize import equalize
 from mdla_quant.errors import QuantError
 from mdla_quant.fast_kernels import calibration_kernels
 from mdla_quant.float_region import float_concats, with_float_regions
 from mdla_quant.floors import expand_tiny_range, scale_floors
 from mdla_quant.kernels.functions import with_tables
 from mdla_quant.observers import ChannelMoments, Histogram, clip_range
+from mdla_quant.rewrites import WEIGHTED, equalized
 from mdla_quant.ties import Groups, check_fits
-from mdla_quant.unshare import own_weights
 from mdla_quant.weight_fit import fit_weights
 from mdla_quant.weight_stats import mean_shift, stats_of, watched
 from mdla_target import load_target
@@ -75,12 +73,6 @@ from mdla_target.target import Target
 
 Array = np.ndarray[Any, Any]
 Progress = Callable[[int, float], None]  # (samples seen, seconds elapsed)
-WEIGHTED = {
-    OpKind.CONV_2D: 0,
-    OpKind.DEPTHWISE_CONV_2D: 3,
-    OpKind.FULLY_CONNECTED: 0,
-    OpKind.TRANSPOSE_CONV_2D: 0,  # filter (O, KH, KW, I)
-}
 # Ops only a CPU partition runs that move int8 values unchanged, or average them (the target's
 # tables describe the NPU): their output takes the input's params, as the int8 kernel requires.
 CPU_MOVES = frozenset(
@@ -103,9 +95,11 @@ def calibrate(
     bins: int = 2048,
     progress: Progress | None = None,
     moments: dict[str, ChannelMoments] | None = None,
+    also: Callable[[str, Array], None] | None = None,
 ) -> tuple[dict[str, Histogram], int]:
     """One histogram per activation, streamed over every sample of `calibration`; the
-    `moments` given (by tensor name) see their tensor's values in the same pass."""
+    `moments` given (by tensor name) see their tensor's values in the same pass, and `also`
+    every value (high-bias absorption's minima: `bias_absorption.Minima`)."""
     hists: dict[str, Histogram] = {}
     moments = moments or {}
 
@@ -113,6 +107,8 @@ def calibrate(
         hists.setdefault(name, Histogram(bins)).update(value)
         if name in moments:
             moments[name].update(value)
+        if also is not None:
+            also(name, value)
 
     start, n, kernels = time.perf_counter(), 0, calibration_kernels()
     for sample in calibration:
@@ -225,17 +221,26 @@ def quantize_bias(b: Array, in_scale: float, w_q: QuantParams) -> tuple[Array, Q
     return q.astype(np.int32), QuantParams(tuple(float(s) for s in scale), (0,) * scale.size, 0)
 
 
-def float_rewrites(graph: Graph, calibration: Iterable[Any], config: QuantConfig) -> Graph:
-    """The float graph `quantize` calibrates and rounds for `config`: `graph` itself, or with
-    `equalize` its cross-layer equalized and high-bias absorbed twin (the same function in
-    float). The int8 graph's weights and activations are roundings of this graph's, so it is
-    what `simulate` compares them against. A weight or bias several ops share is first copied
-    per op (`unshare.py`): its int8 form depends on the op that reads it."""
-    graph = own_weights(graph, WEIGHTED)
-    if config.equalize:
-        graph, _ = equalize(graph)
-        graph, _ = absorb_high_biases(graph, calibration)
-    return graph
+def _calibrated(
+    graph: Graph,
+    calibration: Iterable[Any],
+    config: QuantConfig,
+    target: Target,
+    progress: Progress | None,
+) -> tuple[Graph, frozenset[str], dict[str, Histogram], int, dict[str, ChannelMoments]]:
+    """`float_rewrites`' graph with its requantizations placed, its wide tensors, calibration
+    and watched moments. High-bias absorption's minima are observed in the calibration pass:
+    when no channel moves, that pass calibrated the very graph that is rounded (no float pass
+    of their own); when some do, the absorbed graph is calibrated again."""
+    graph, pending = equalized(graph, config)
+    while True:
+        placed, wide = requantize_boundaries(graph, config.a16)
+        placed = place_requantizations(placed, target, config.device)
+        moments, observe = watched(placed, config), None if pending is None else pending.observe
+        hists, samples = calibrate(placed, calibration, config.bins, progress, moments, observe)
+        if pending is None or (absorbed := pending.apply(calibration)[0]) is graph:
+            return placed, wide, hists, samples, moments
+        graph, pending = absorbed, None
 
 
 def _target_name(spec: str) -> str | None:
@@ -287,11 +292,7 @@ def quantize(
     config = for_graph(graph, config)
     target = load_target(config.target)
     check_a16(graph, config.a16, target, config.device)
-    graph = float_rewrites(graph, calibration, config)
-    graph, wide = requantize_boundaries(graph, config.a16)
-    graph = place_requantizations(graph, target, config.device)
-    moments = watched(graph, config)
-    hists, samples = calibrate(graph, calibration, config.bins, progress, moments)
+    graph, wide, hists, samples, moments = _calibrated(graph, calibration, config, target, progress)
     acts = _activation_quant(graph, hists, config, target, wide)
     tensors: dict[str, Tensor] = {
         n: Tensor(n, t.shape, "int16" if n in wide else "int8", quant=acts[n])
