@@ -54,9 +54,11 @@ def lookup_bytes(table: Array, x: Array) -> Array:
     `bytes.translate` maps every byte b of a bytes object to table[b], which is that lookup on
     the codes' bytes (an int8 array's bytes are its codes mod 256, in C order; the table's bytes
     are its entries'). It reads each code once and writes one byte, where np.take first widens
-    the 8-bit indices to 64-bit ones: a third of np.take's time. The result is a writable int8
-    array of x's shape."""
-    mapped = bytearray(x.tobytes().translate(table.astype(np.int8).tobytes()))
+    the 8-bit indices to 64-bit ones: a fifth of np.take's time. The codes are copied once into
+    a bytearray (C order) whose own `translate` returns a new bytearray, so the result is a
+    writable int8 array of x's shape without a further copy."""
+    codes = bytearray(np.ascontiguousarray(x).data)
+    mapped = codes.translate(table.astype(np.int8).tobytes())
     return np.frombuffer(mapped, np.int8).reshape(x.shape)
 
 
