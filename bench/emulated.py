@@ -4,7 +4,7 @@ latency cost of the chosen int16 tensors").
 
 Both graphs are saved as .mdla manifests and run on the emulator target (mdla-engine on
 libneuron_emu.so) in one process, interleaved: ROUNDS times the all-int8 one then the a16 one,
-each run `repeat` images after one untimed. Per manifest: the engine's median ms per image (the
+each run `repeat` (20) images after one untimed. Per manifest: the engine's median ms per image (the
 least of its rounds' medians: wall time, which a loaded machine inflates), and the CPU the
 engine processes used per image (`getrusage` of the children, the untimed image and the setup
 included, the least of the rounds). The ratio is of the CPU figures: the one a shared machine
@@ -48,7 +48,7 @@ def emulated(
     a16: Graph,
     int8: Graph,
     x: np.ndarray[Any, Any],
-    repeat: int = 5,
+    repeat: int = 20,
     target: Any = None,
     cpu: Callable[[], float] = children_cpu_s,
 ) -> Latency:
