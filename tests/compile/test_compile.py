@@ -190,3 +190,23 @@ def test_save_stores_the_float_graph_beside_the_mdla_unless_told_not(
         "kept.mdla",
         "kept.mdla.fp32",
     ]
+
+
+def test_save_checks_its_file_without_the_python_decoder(
+    tiny: tuple[mdla_compile.Compiled, list[Event]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The saved file is checked by the C reader (`mdla_runtime.written`): the pure-Python
+    decoder, 0.1-0.5 s on a classifier's header, is not run, and the Manifest is the file's."""
+    from mdla_runtime.format import c_reader
+    from mdla_runtime.format import manifest as mf
+
+    if c_reader.library() is None:
+        pytest.skip("no C compiler")
+    decoded: list[bytes] = []
+    real = mf.validate
+    monkeypatch.setattr(mf, "validate", lambda b, budget: decoded.append(b) or real(b, budget))
+    compiled, _ = tiny
+    manifest = compiled.save(tmp_path / "c.mdla")
+    assert decoded == []
+    loaded = mdla_runtime.load(tmp_path / "c.mdla")
+    assert (manifest.model, manifest.operations) == (loaded.model, loaded.operations)

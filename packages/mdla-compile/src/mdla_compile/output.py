@@ -76,13 +76,7 @@ def save(
     if tflite is not None:
         check_output(tflite, ".tflite")
         tflite_blob = mdla_runtime.tflite_bytes(qgraph)
-    try:
-        blob = mdla_runtime.to_bytes(qgraph)
-    except mdla_runtime.ManifestError as exc:
-        raise exc.in_file(path) from None
-    # The writer's own file: every check but the budget, which guards readers against hostile
-    # files; a model over it compiles, and `run` names the flag that raises the limit.
-    manifest = mdla_runtime.parse(blob, path, mdla_runtime.Budget.UNLIMITED)
+    blob, manifest = mdla_runtime.written(qgraph, path)  # (checked: every check but the budget)
     vet(blob)
     stored_blob = None
     if float_graph is not None:

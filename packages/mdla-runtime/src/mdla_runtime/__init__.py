@@ -36,6 +36,7 @@ from mdla_runtime.format.manifest import (
     parse,
     save,
     to_bytes,
+    written,
 )
 
 __all__ = [
@@ -65,4 +66,5 @@ __all__ = [
     "tflite_bytes",
     "to_bytes",
     "write_atomic",
+    "written",
 ]

@@ -34,6 +34,7 @@ from mdla_ir.partitions import partitions
 from mdla_ir.provenance import Provenance, Rounding
 from mdla_runtime.atomic import write_atomic
 from mdla_runtime.errors import ManifestError
+from mdla_runtime.format import c_reader
 from mdla_runtime.format import container as fmt
 from mdla_runtime.format.budget import DEFAULT, Budget
 from mdla_runtime.format.lower import lower
@@ -141,6 +142,28 @@ def _io(graph: Graph, name: str, operand: int) -> dict[str, Any]:
 
 def to_bytes(graph: Graph) -> bytes:
     """The .mdla file of `graph` (an int8 NHWC qgraph) as bytes."""
+    return _encode(graph)[0]
+
+
+def written(graph: Graph, path: Path | None = None) -> tuple[bytes, Manifest]:
+    """The .mdla bytes of `graph` and their `Manifest` (what `parse` of them returns), built
+    from the writer's own header instead of decoding it back. The bytes pass the C reader
+    (`c_reader.check`; this package's validation when there is no C compiler) with every check
+    but the budget, which guards readers against hostile files: a model over it compiles, and
+    `run` names the flag that raises the limit. A `ManifestError` names `path`."""
+    try:
+        blob, header, data_start = _encode(graph)
+        if not c_reader.check(blob, Budget.UNLIMITED):
+            validate(blob, Budget.UNLIMITED)
+    except ManifestError as exc:
+        if path is not None:
+            exc.in_file(path)
+        raise
+    return blob, _manifest(header, memoryview(blob)[data_start:], path, fmt.FORMAT_VERSION)
+
+
+def _encode(graph: Graph) -> tuple[bytes, dict[str, Any], int]:
+    """(the file's bytes, its header as written, where its data section starts)."""
     low = lower(graph)
     data, cursor = bytearray(), 0
     for idx, blob in low.blobs:
@@ -161,7 +184,7 @@ def to_bytes(graph: Graph) -> bytes:
     packed: bytes = msgpack.packb(header, use_bin_type=True)
     pre = fmt.MAGIC + struct.pack("<IQ", fmt.FORMAT_VERSION, len(packed))
     pad = fmt.align(fmt.PREAMBLE + len(packed)) - fmt.PREAMBLE - len(packed)
-    return pre + packed + bytes(pad) + bytes(data)
+    return pre + packed + bytes(pad) + bytes(data), header, fmt.PREAMBLE + len(packed) + pad
 
 
 def _partitions(graph: Graph, index: Mapping[str, int]) -> list[dict[str, Any]]:
@@ -246,7 +269,13 @@ def parse(buf: bytes, path: Path | None = None, budget: Budget = DEFAULT) -> Man
         if path is not None:
             exc.in_file(path)
         raise
-    data = memoryview(buf)[data_start:]
+    version = int.from_bytes(buf[8:12], "little")
+    return _manifest(header, memoryview(buf)[data_start:], path, version)
+
+
+def _manifest(
+    header: Mapping[str, Any], data: memoryview, path: Path | None, version: int
+) -> Manifest:
     return Manifest(
         model=header["model"],
         operands=tuple(_operand(e, data) for e in header["operands"]),
@@ -259,7 +288,7 @@ def parse(buf: bytes, path: Path | None = None, budget: Budget = DEFAULT) -> Man
         data_size=header["data_size"],
         path=path,
         partitions=_partition_specs(header),
-        version=int.from_bytes(buf[8:12], "little"),
+        version=version,
     )
 
 
