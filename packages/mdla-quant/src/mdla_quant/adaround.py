@@ -40,7 +40,6 @@ import numpy as np
 
 from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.attrs import ConvAttrs
-from mdla_ir.shapes import window_out
 from mdla_quant.blas import one_blas_thread
 from mdla_quant.block_reconstruction import (
     Block,
@@ -50,12 +49,14 @@ from mdla_quant.block_reconstruction import (
     grids_of,
     replace_weights,
 )
+from mdla_quant.patch_rows import TapMap, maps_are_smaller, patches, reals
 from mdla_quant.reference import graph_accumulator, graph_numerics, run_op
 from mdla_quant.sequential import WEIGHTED_KINDS, Env, calibration_batch, dequantize, lockstep
 from mdla_quant.soft_rounding import SoftRounding, by_columns, matmul
 
 Array = np.ndarray[Any, Any]
 ZETA, GAMMA = 1.1, -0.1
+CHUNK = 256  # rows per gather of a depthwise layer's forward on every row
 LayerProgress = Callable[[int, int, str], None]  # (layer index, layer count, op name)
 
 
@@ -75,61 +76,6 @@ class AdaRoundReport:
         )
 
 
-def _patches(
-    rows: Array,
-    xs: list[Array],
-    window: tuple[ConvAttrs, int, int] | None,
-    value: Callable[[Array], Array],
-) -> Array:
-    """The rows `rows` (sorted, global over the samples `xs` in turn) of an op's patches, as
-    float32 `value`s: with `window` (the conv's attrs, kh, kw) a row is an output position
-    (n, oy, ox) and its patch (KH, KW, C) the input at its taps, 0 in the padding; without
-    one a row is a row of x read as (-1, C). Each tap is one contiguous run of C values
-    gathered from x, and `value` (the dequantization) runs on the gathered taps only: the
-    same values, element by element, as gathering from the whole padded, dequantized maps."""
-    out, start = [], 0
-    for x in xs:
-        if window is None:
-            flat = x.reshape(-1, x.shape[-1])
-            count = flat.shape[0]
-        else:
-            a, kh, kw = window
-            (sh, sw), (dh, dw), (pt, pb, pl, pr) = a.stride, a.dilation, a.padding
-            oh, ow = (
-                window_out(x.shape[1], kh, sh, dh, pt, pb),
-                window_out(x.shape[2], kw, sw, dw, pl, pr),
-            )
-            count = x.shape[0] * oh * ow
-        mine = rows[(rows >= start) & (rows < start + count)] - start
-        start += count
-        if not len(mine):
-            continue
-        if window is None:
-            out.append(np.asarray(value(flat[mine]), np.float32))
-            continue
-        n, rem = np.divmod(mine, oh * ow)
-        iy = (rem // ow)[:, None] * sh - pt + np.arange(kh)[None] * dh  # (m, kh)
-        ix = (rem % ow)[:, None] * sw - pl + np.arange(kw)[None] * dw  # (m, kw)
-        inside = ((iy >= 0) & (iy < x.shape[1]))[:, :, None] & ((ix >= 0) & (ix < x.shape[2]))[
-            :, None
-        ]
-        iy, ix = np.clip(iy, 0, x.shape[1] - 1), np.clip(ix, 0, x.shape[2] - 1)
-        x = np.ascontiguousarray(x)  # each tap one run of C values (a map may be a view)
-        patch = np.asarray(value(x[n[:, None, None], iy[:, :, None], ix[:, None]]), np.float32)
-        patch[~inside] = 0.0
-        out.append(patch)
-    return np.concatenate(out)
-
-
-def _reals(t: Tensor, raw: list[Array]) -> tuple[list[Array], Callable[[Array], Array]]:
-    """The int8 values `raw` of `t` and the map of gathered ones to reals: per-tensor
-    parameters dequantize only the taps gathered (`_patches`), per-channel ones the whole maps
-    (their channel axis is that of the map, not of a patch)."""
-    if t.quant is not None and t.quant.channel_dim is None:
-        return raw, lambda q: dequantize(t, q)
-    return [dequantize(t, r) for r in raw], lambda x: x
-
-
 class _Layer:
     """One weighted op as rows of patches: y[m, o] = sum_k cols[m, k(, o)] * w[k, o]."""
 
@@ -144,22 +90,25 @@ class _Layer:
         """`xs` the op's input per sample, whose gathered taps `value` maps to real values."""
         self.kind = op.kind
         self._taken: list[Array] = []
+        self.taps: TapMap | None = None
         self.fuse = op.fuse
         if op.kind is OpKind.FULLY_CONNECTED:
-            self.cols = [_patches(rows, xs, None, value)]
+            self.cols = [patches(rows, xs, None, value)]
             self.w = w.T  # (K, O)
             self.groups = 1
             return
         kh, kw = w.shape[1:3]
         a = ConvAttrs.of(op)
-        flat = _patches(rows, xs, (a, kh, kw), value)  # (M, KH, KW, C), only the chosen rows
         if op.kind is OpKind.DEPTHWISE_CONV_2D:
-            mult = w.shape[3] // flat.shape[3]
+            self.w, self.groups, mult = w.reshape(kh * kw, -1), 0, w.shape[3] // xs[0].shape[3]
+            if maps_are_smaller(rows, xs, (a, kh, kw)):  # gathered per step from the maps
+                self.taps, self.cols = TapMap(rows, xs, (a, kh, kw), value, mult), []
+                return
+            flat = patches(rows, xs, (a, kh, kw), value)  # (M, KH, KW, C)
             flat = np.repeat(flat, mult, axis=3) if mult > 1 else flat
             self.cols = [flat.reshape(len(rows), kh * kw, -1)]
-            self.w = w.reshape(kh * kw, -1)  # (K, O)
-            self.groups = 0
             return
+        flat = patches(rows, xs, (a, kh, kw), value)  # (M, KH, KW, C), only the chosen rows
         self.groups = a.groups
         cg = w.shape[3]
         self.cols = [
@@ -171,6 +120,9 @@ class _Layer:
         """The patch rows `idx`, gathered once for a step's forward and its gradient, into
         arrays reused from step to step (a fresh one of tens of MB each step costs more in
         page faults than the copy)."""
+        if self.taps is not None:
+            self._taken = [self.taps.take(idx, self._taken[0] if self._taken else None)]
+            return self._taken
         shapes = [(len(idx), *c.shape[1:]) for c in self.cols]
         if [t.shape for t in self._taken] != shapes:
             self._taken = [np.empty(s, c.dtype) for s, c in zip(shapes, self.cols, strict=True)]
@@ -178,6 +130,16 @@ class _Layer:
             np.take(c, idx, axis=0, out=t, mode="clip")
             for c, t in zip(self.cols, self._taken, strict=True)
         ]
+
+    def output(self, w: Array) -> Array:
+        """The forward on every row (a depthwise layer's gathered in chunks of CHUNK rows:
+        each output element is the same sum over its taps, whichever chunk holds it)."""
+        if self.taps is None:
+            return self.forward(w, self.cols)
+        every = np.arange(self.taps.rows)
+        return np.concatenate(
+            [self.forward(w, self.take(every[i : i + CHUNK])) for i in range(0, len(every), CHUNK)]
+        )
 
     def forward(self, w: Array, cols: list[Array]) -> Array:
         # two operands and a batch axis (o): no BLAS path, so `optimize` would only spend a
@@ -238,7 +200,7 @@ def _fit(
     rest = w / scale - base
 
     def error(q: Array) -> float:
-        y, _ = layer.act(layer.forward(q * scale, layer.cols) + bias)
+        y, _ = layer.act(layer.output(q * scale) + bias)
         return float(np.mean((y - target) ** 2))
 
     energy = float(np.mean(target**2)) or 1.0
@@ -328,7 +290,7 @@ def adaround(
             progress(weighted.index(op.name), len(weighted), op.name)
         w = graph.const(w_name).astype(np.float32)
         bias = graph.const(b_name).astype(np.float32)
-        x_q, real = _reals(q.tensors[x], [e[x] for e in ints])
+        x_q, real = reals(q.tensors[x], [e[x] for e in ints])
         x_f = [e[x] for e in floats]
         total = len(data) * int(np.prod(graph.tensors[op.outputs[0]].shape[:-1]))
         pick = np.sort(rng.choice(total, min(rows, total), replace=False))
@@ -338,7 +300,7 @@ def adaround(
         out = q.tensors[op.outputs[0]].quant
         if quantized_output and out is not None and len(out.scale) == 1:
             layer_q.out_scale, layer_q.out_zero = float(out.scale[0]), int(out.zero_point[0])
-        target, _ = layer_f.act(layer_f.forward(w_ko, layer_f.cols) + bias)
+        target, _ = layer_f.act(layer_f.output(w_ko) + bias)
         scale = np.asarray(wt.quant.scale, np.float32)
         scale_ko = scale[None, :] if scale.size > 1 else scale
         nearest, _ = _weight_layout(op, np.asarray(wt.data, np.float32))
