@@ -26,7 +26,7 @@ from mdla_quant.kernels.add import add_sub_formula
 from mdla_quant.kernels.conv import requantize
 from mdla_quant.kernels.hard_swish import hard_swish_formula
 from mdla_quant.kernels.lut import lut_activation_formula
-from mdla_quant.kernels.memo import cache_size, memo
+from mdla_quant.kernels.memo import cache_size, memo, words
 from mdla_quant.kernels.mul import mul_formula
 from mdla_quant.kernels.plan import FLOAT32_EXACT, MAX_SPLITS, build_plan, tap_ranges
 from mdla_quant.kernels.registry import INT8_KERNELS, spatial_pad, windows
@@ -392,3 +392,22 @@ def test_memo_entries_follow_their_arrays_and_records() -> None:
     del w
     gc.collect()
     assert cache_size() < before  # the entries keyed by the dead array are gone
+
+
+def test_memo_compares_words_and_sees_a_write_to_any_byte() -> None:
+    calls: list[int] = []
+
+    def build() -> int:
+        calls.append(1)
+        return len(calls)
+
+    whole, odd = np.zeros((4, 6), np.int8), np.zeros(13, np.int8)  # 24 bytes, 13 bytes
+    assert [w.size for w in words(whole.copy(), whole)] == [3, 3]  # uint64 words
+    assert words(odd.copy(), odd)[1] is odd  # not a whole number of words: by value
+    view = whole[:, 1:5]  # 16 bytes, strided: by value (its contiguous snapshot too)
+    assert [w.shape for w in words(view.copy(), view)] == [(4, 4), (4, 4)]
+    for w in (whole, odd, view):
+        first = memo([w], "words", build)
+        assert memo([w], "words", build) == first
+        w[-1, ...] += 1  # the last row (of a 1-D array, the last byte) only
+        assert memo([w], "words", build) == first + 1
