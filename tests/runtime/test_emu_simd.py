@@ -101,6 +101,12 @@ DW_SHAPES = {
     "c128_1x1": (1, 4, 5, 128, 1, 1, 1, (0, 0, 0, 0), -128),
     "c130_2x2": (1, 6, 6, 130, 2, 1, 1, (1, 0, 0, 1), 127),
     "c65_7x7_dil2": (1, 16, 15, 65, 7, 1, 2, (5, 6, 6, 5), -1),
+    # 64 / c output pixels per block where c divides 64 at column stride 1 (their windows all
+    # interior), the row's other pixels one at a time: pairs, fours, eights and sixteens
+    "c32_pairs": (1, 5, 13, 32, 3, 1, 1, (1, 1, 1, 1), -7),
+    "c16_fours_dil2": (1, 8, 15, 16, 3, 1, 2, (2, 2, 2, 2), 20),
+    "c8_eights_5x5": (2, 6, 20, 8, 5, 1, 1, (2, 2, 1, 3), -100),
+    "c4_sixteens": (1, 4, 40, 4, 3, 1, 1, (0, 1, 1, 0), 127),
 }
 
 

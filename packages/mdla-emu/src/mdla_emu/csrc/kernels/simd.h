@@ -110,6 +110,7 @@ typedef struct {
     int8_t *zrow;    /* [blocks * 64] zero points: the row of a tap outside the image */
     ptrdiff_t *off;  /* [kh * kw]: a tap's bytes from its window's top-left pixel */
     int32_t blocks, groups, z_out, lo, hi;
+    int32_t pix;     /* output pixels per block (simd_dw4.c: 64 / c for c | 64, stride_w 1) */
     bool shifted;    /* some left is not 0 */
 } EmuDw4;
 /* 0, or -1 when out of memory (then emu_dw4_free what was allocated). */

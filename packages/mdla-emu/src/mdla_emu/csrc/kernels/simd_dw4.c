@@ -12,6 +12,12 @@
  * packs_epi32(r0, r1) and packs_epi32(r2, r3), then packs_epi16 of the two, put the 64 codes
  * back in channel order (per quarter: channels 16L+0..7, then 16L+8..15); the output zero point
  * is added between the packs and the clamp is on the int8 codes (simd.h says why that is exact).
+ *
+ * Fewer than 64 channels that divide 64 at a column stride of 1 (k->pix = 64 / c > 1: the
+ * 32- and 16-channel layers): lane channel e holds channel e % c, so one block is pix adjacent
+ * output pixels. Pixel ox + q's tap t lies q c bytes after pixel ox's (the window moves one
+ * input pixel per output pixel), so the 64 bytes at pixel ox's tap row are tap t of all pix
+ * pixels, in the order their outputs are stored; this runs where all pix windows are interior.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +28,14 @@
 /* The channel of lane l of register k (see the header). */
 static int32_t dw4_channel(int32_t k, int32_t l) { return 16 * (l / 4) + 4 * k + l % 4; }
 
+/* The channel of lane l of register k in block b: with pix pixels per block, lane channel
+ * modulo c (the block's pixels share the constants). */
+static int32_t dw4_lane_channel(const EmuDw4 *k, const EmuDwGeom *g, int32_t b, int32_t r,
+                                int32_t l) {
+    const int32_t c = 64 * b + dw4_channel(r, l);
+    return k->pix > 1 ? c % g->c : c;
+}
+
 static void dw4_pack_weights(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w) {
     const int32_t taps = g->kh * g->kw;
     for (int32_t b = 0; b < k->blocks; b++)
@@ -29,7 +43,7 @@ static void dw4_pack_weights(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w) {
             for (int32_t r = 0; r < 4; r++)
                 for (int32_t l = 0; l < 16; l++)
                     for (int32_t j = 0; j < 4; j++) {
-                        const int32_t c = 64 * b + dw4_channel(r, l), t = 4 * gr + j;
+                        const int32_t c = dw4_lane_channel(k, g, b, r, l), t = 4 * gr + j;
                         const size_t at = (((size_t)b * k->groups + gr) * 64 + 16 * r + l) * 4;
                         k->w[at + j] = c < g->c && t < taps ? w[(size_t)t * g->c + c] : 0;
                     }
@@ -59,7 +73,7 @@ static void dw4_pack_lanes(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32
     for (int32_t b = 0; b < k->blocks; b++)
         for (int32_t r = 0; r < 4; r++)
             for (int32_t l = 0; l < 16; l++) {
-                const int32_t c = 64 * b + dw4_channel(r, l);
+                const int32_t c = dw4_lane_channel(k, g, b, r, l);
                 const size_t e = (size_t)64 * b + 16 * r + l;
                 if (c >= g->c) continue; /* zeros */
                 int32_t sum = 0;
@@ -79,6 +93,7 @@ static void *dw4_zeros(size_t n) {
 int emu_dw4_pack(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z, const EmuDwRq *rq) {
     memset(k, 0, sizeof *k);
     k->blocks = (g->c + 63) / 64;
+    k->pix = g->stride_w == 1 && g->c < 64 && 64 % g->c == 0 ? 64 / g->c : 1;
     k->groups = (g->kh * g->kw + 3) / 4;
     const size_t lanes = (size_t)k->blocks * 64, taps = (size_t)g->kh * g->kw;
     k->w = malloc(lanes * k->groups * 4);
@@ -221,9 +236,16 @@ EMU_T_VNNI void emu_dw4_row(const EmuDw4 *k, const EmuDwGeom *g, const int8_t *i
     emu_dw_columns(g, &lo, &hi);
     const int32_t y0 = oy * g->stride_h - g->pad_top;
     const bool inside = y0 >= 0 && y0 + (g->kh - 1) * g->dil_h < g->h;
-    for (int32_t ox = 0; ox < g->ow; ox++) {
-        emu_dw4_rows(k, g, image, oy, ox, inside && ox >= lo && ox < hi, rows);
-        dw4_pixel(k, g->c, rows, out + (size_t)ox * g->c);
+    for (int32_t ox = 0; ox < g->ow;) {
+        const bool interior = inside && ox >= lo && ox < hi;
+        emu_dw4_rows(k, g, image, oy, ox, interior, rows);
+        if (k->pix > 1 && interior && ox + k->pix <= hi) { /* pix pixels' taps are adjacent */
+            dw4_block(k, rows, 0, ~(__mmask64)0, true, out + (size_t)ox * g->c);
+            ox += k->pix;
+        } else {
+            dw4_pixel(k, g->c, rows, out + (size_t)ox * g->c);
+            ox++;
+        }
     }
 }
 #else
