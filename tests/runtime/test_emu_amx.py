@@ -20,7 +20,9 @@ import numpy as np
 import pytest
 
 from mdla_emu import build_emulator
-from mdla_ir.builders import as_floats, random_codes
+from mdla_ir.builders import as_floats, qp, random_codes, single_op_qgraph
+from mdla_ir.graph import Graph, Tensor
+from mdla_ir.ops import OpKind
 from mdla_quant import run_int8
 from tests.runtime.test_emu_gemm import SHAPES, conv_graph
 from tests.runtime.test_emu_simd import ROWS
@@ -144,3 +146,42 @@ def test_conv_amx_taps_threads(name: str, threads: int, monkeypatch: pytest.Monk
     codes = random_codes(g, np.random.default_rng(11))
     (want,) = run_int8(g, as_floats(g, codes), raw=True)
     np.testing.assert_array_equal(np.asarray(run_single_op(g, codes)), want)
+
+
+def tie_conv_graph(fuse: str, z_out: int) -> Graph:
+    """A pointwise conv over 64 channels to 72 whose requantization lands on RDBPOT's ties of
+    either sign: power-of-two multipliers by channel (test_emu_dw4's idea) from 2^2 (left
+    shift 3) down to 2^-6 in the first 32-column block, only 2^-1..2^-6 (no left shift; r = 0
+    for 2^-1) in the second block and the 8-column third, small weights and codes near z_in."""
+    rng = np.random.default_rng(17)
+    co, ci, s_in, s_out = 72, 64, 0.25, 0.5
+    exps = [2 - o % 9 if o < 32 else -1 - o % 6 for o in range(co)]
+    ws = np.array([2.0 ** (e + 1) for e in exps], np.float32)  # s_in * ws / s_out = 2^e
+    wt = rng.integers(-2, 3, size=(co, 1, 1, ci), dtype=np.int8)
+    bias = rng.integers(-6, 7, size=co).astype(np.int32)
+    tensors = [
+        Tensor("x", (2, 5, 9, ci), "int8", None, qp(s_in, 3)),
+        Tensor("w", wt.shape, "int8", wt, qp(ws, 0, 0)),
+        Tensor("bias", bias.shape, "int32", bias, qp(np.float32(s_in) * ws, 0, 0)),
+    ]
+    attrs = {"stride": (1, 1), "dilation": (1, 1), "padding": (0, 0, 0, 0), "groups": 1}
+    return single_op_qgraph(
+        OpKind.CONV_2D, tensors, (2, 5, 9, co), qp(s_out, z_out), attrs | {"fuse": fuse}
+    )
+
+
+@pytest.mark.parametrize(("fuse", "z_out"), [("NONE", -3), ("RELU6", -128), ("NONE", 120)])
+def test_conv_amx_requantization_ties_bit_exact(
+    fuse: str, z_out: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The block epilogue's int64 rounding (gemm_amx.c store_codes) on ties of either sign,
+    with and without a left shift in the block, against run_int8."""
+    for var in ("MDLA_EMU_PORTABLE", "MDLA_EMU_ISA", "MDLA_EMU_AMX", "MDLA_EMU_ROUNDING"):
+        monkeypatch.delenv(var, raising=False)
+    g = tie_conv_graph(fuse, z_out)
+    rng = np.random.default_rng(4)
+    x = g.tensors[g.inputs[0]]
+    codes = [np.clip(3 + rng.integers(-2, 3, size=x.shape), -128, 127).astype(np.int8)]
+    (want,) = run_int8(g, as_floats(g, codes), raw=True)
+    assert np.unique(want).size > 8, "outputs all clamped test nothing"
+    np.testing.assert_array_equal(np.asarray(run_single_op(g, codes)), want, err_msg=fuse)

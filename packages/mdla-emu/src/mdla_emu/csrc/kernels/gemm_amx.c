@@ -61,22 +61,73 @@ EMU_AMX static void store_sums(const int32_t *buf, void *const *rowp, const int3
     }
 }
 
-/* One row's narrow requantization before its clamp: (sums + init) << left, SRDHM, RDBPOT. */
+/* 16 columns' narrow requantization before its clamp, in simd.h's int64 form (emu_dw4_row's
+ * proof there): v = (sums + init) << left, p = v * m in int64 lanes (the even columns' and the
+ * odd columns' apart), t = (p + 2^30 + 2^(30 + r) [r >= 1] - 2^31 [p < -2^30, r >= 1]) >>
+ * (31 + r) = RDBPOT(SRDHM(v, m), r) exactly. The constants are built per block from the
+ * column arrays (once per 32 rows). */
 typedef struct {
-    __m512i base, left, mult, right, mask;
+    __m512i base, left, mult, mult_o, round_e, round_o, shift_e, shift_o;
+    __mmask8 pos_e, pos_o; /* the lanes with r >= 1 */
 } Half;
 
-EMU_AMX static inline Half half_at(const int32_t *init, const EmuGemmRq *rq, int32_t c) {
-    return (Half){_mm512_loadu_si512(init + c), _mm512_loadu_si512(rq->left + c),
-                  _mm512_loadu_si512(rq->mult + c), _mm512_loadu_si512(rq->right + c),
-                  _mm512_loadu_si512(rq->mask + c)};
+/* One half's round constant, shift and r >= 1 lanes from its r in int64 lanes. */
+EMU_AMX static inline void half_round(__m512i r, __m512i *round, __m512i *shift, __mmask8 *pos) {
+    const __m512i b30 = _mm512_set1_epi64(INT64_C(1) << 30);
+    *pos = _mm512_cmpgt_epi64_mask(r, _mm512_setzero_si512());
+    *round = _mm512_add_epi64(b30, _mm512_maskz_sllv_epi64(*pos, b30, r));
+    *shift = _mm512_add_epi64(r, _mm512_set1_epi64(31));
 }
 
-/* t of simd.c's narrow requantization (its clamp and zero point left to the caller). */
-EMU_AMX static inline __m512i half_t(const int32_t *sums, const Half *k) {
-    const __m512i v = _mm512_sllv_epi32(_mm512_add_epi32(_mm512_loadu_si512(sums), k->base),
-                                        k->left);
-    return emu_narrow16_t(v, k->mult, k->right, k->mask);
+EMU_AMX static inline Half half_at(const int32_t *init, const EmuGemmRq *rq, int32_t c) {
+    Half k;
+    const __m512i right = _mm512_loadu_si512(rq->right + c);
+    k.base = _mm512_loadu_si512(init + c);
+    k.left = _mm512_loadu_si512(rq->left + c);
+    k.mult = _mm512_loadu_si512(rq->mult + c);
+    k.mult_o = _mm512_srli_epi64(k.mult, 32);
+    half_round(_mm512_srli_epi64(_mm512_slli_epi64(right, 32), 32), &k.round_e, &k.shift_e,
+               &k.pos_e);
+    half_round(_mm512_srli_epi64(right, 32), &k.round_o, &k.shift_o, &k.pos_o);
+    return k;
+}
+
+/* One int64 half of the rounding above. */
+EMU_AMX static inline __m512i half_round_p(__m512i p, __m512i round, __m512i shift,
+                                           __mmask8 pos) {
+    const __mmask8 neg =
+        _mm512_mask_cmplt_epi64_mask(pos, p, _mm512_set1_epi64(-(INT64_C(1) << 30)));
+    __m512i t = _mm512_add_epi64(p, round);
+    t = _mm512_mask_sub_epi64(t, neg, t, _mm512_set1_epi64(INT64_C(1) << 31));
+    return _mm512_srav_epi64(t, shift);
+}
+
+/* t of the 16 sums at `sums` (int32 lanes); `shifted`: some column of the block has left > 0
+ * (else the shift is skipped). */
+EMU_AMX static inline __attribute__((always_inline)) __m512i half_t(const int32_t *sums,
+                                                                    const Half *k,
+                                                                    bool shifted) {
+    __m512i v = _mm512_add_epi32(_mm512_loadu_si512(sums), k->base);
+    if (shifted) v = _mm512_sllv_epi32(v, k->left);
+    const __m512i te = half_round_p(_mm512_mul_epi32(v, k->mult), k->round_e, k->shift_e,
+                                    k->pos_e);
+    const __m512i to = half_round_p(_mm512_mul_epi32(_mm512_srli_epi64(v, 32), k->mult_o),
+                                    k->round_o, k->shift_o, k->pos_o);
+    return _mm512_mask_shuffle_epi32(te, (__mmask16)0xAAAA, to, _MM_PERM_CDAB);
+}
+
+/* Rows r, r + 1 of the 32 x 32 block `buf` requantized, zero point added and clamped: 64 codes
+ * in column order (row r's 32, then row r + 1's). */
+EMU_AMX static inline __attribute__((always_inline)) __m512i
+codes_of(const int32_t *s, const Half *k0, const Half *k1, __m512i z, bool two, bool shifted) {
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i a = _mm512_adds_epi16(
+        _mm512_packs_epi32(half_t(s, k0, shifted), two ? half_t(s + 16, k1, shifted) : zero), z);
+    const __m512i b = _mm512_adds_epi16(
+        _mm512_packs_epi32(half_t(s + EMU_AMX_NR, k0, shifted),
+                           two ? half_t(s + EMU_AMX_NR + 16, k1, shifted) : zero),
+        z);
+    return _mm512_packs_epi16(a, b);
 }
 
 /* The 32 x 32 block `buf` (columns o..o+31) requantized into the int8 rows rowp[r] (NULL:
@@ -86,33 +137,35 @@ EMU_AMX static inline __m512i half_t(const int32_t *sums, const Half *k) {
  * so the result is clamp(t + z, lo, hi), the narrow requantization's. The packs interleave per
  * 128-bit lane (4 codes of t0, of t1, of t2, of t3), whose dwords one permutation puts in
  * column order. */
-EMU_AMX static void store_codes(const int32_t *buf, void *const *rowp, const int32_t *init,
-                                const EmuGemmRq *rq, int32_t o, int32_t cols) {
-    const int32_t n = cols - o;
+EMU_AMX static inline __attribute__((always_inline)) void
+store_rows(const int32_t *buf, void *const *rowp, const Half *k0, const Half *k1,
+           const EmuGemmRq *rq, int32_t o, int32_t n, bool shifted) {
     const __mmask32 m = n >= 32 ? (__mmask32)0xFFFFFFFFu : (__mmask32)((1u << n) - 1u);
-    const Half k0 = half_at(init, rq, o), k1 = half_at(init, rq, o + 16);
     const __m512i z = _mm512_set1_epi16((int16_t)rq->z), lo = _mm512_set1_epi8((int8_t)rq->lo),
                   hi = _mm512_set1_epi8((int8_t)rq->hi),
                   order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const bool two = n > 16; /* else the block's second 16 columns are all padding */
     for (int r = 0; r < EMU_AMX_MR; r += 2) {
         if (rowp[r] == NULL && rowp[r + 1] == NULL) continue;
-        const int32_t *s = buf + r * EMU_AMX_NR;
-        const __m512i zero = _mm512_setzero_si512();
-        const __m512i a = _mm512_adds_epi16(
-            _mm512_packs_epi32(half_t(s, &k0), two ? half_t(s + 16, &k1) : zero), z);
-        const __m512i b = _mm512_adds_epi16(
-            _mm512_packs_epi32(half_t(s + EMU_AMX_NR, &k0),
-                               two ? half_t(s + EMU_AMX_NR + 16, &k1) : zero),
-            z);
-        const __m512i c = _mm512_min_epi8(
-            _mm512_max_epi8(_mm512_permutexvar_epi32(order, _mm512_packs_epi16(a, b)), lo), hi);
+        const __m512i q = codes_of(buf + r * EMU_AMX_NR, k0, k1, z, two, shifted);
+        const __m512i c =
+            _mm512_min_epi8(_mm512_max_epi8(_mm512_permutexvar_epi32(order, q), lo), hi);
         if (rowp[r] != NULL)
             _mm256_mask_storeu_epi8((int8_t *)rowp[r] + o, m, _mm512_castsi512_si256(c));
         if (rowp[r + 1] != NULL)
             _mm256_mask_storeu_epi8((int8_t *)rowp[r + 1] + o, m,
                                     _mm512_extracti64x4_epi64(c, 1));
     }
+}
+
+EMU_AMX static void store_codes(const int32_t *buf, void *const *rowp, const int32_t *init,
+                                const EmuGemmRq *rq, int32_t o, int32_t cols) {
+    const Half k0 = half_at(init, rq, o), k1 = half_at(init, rq, o + 16);
+    const __m512i l0 = _mm512_loadu_si512(rq->left + o), l1 = _mm512_loadu_si512(rq->left + o + 16);
+    if (_mm512_test_epi32_mask(l0, l0) != 0 || _mm512_test_epi32_mask(l1, l1) != 0)
+        store_rows(buf, rowp, &k0, &k1, rq, o, cols - o, true);
+    else
+        store_rows(buf, rowp, &k0, &k1, rq, o, cols - o, false);
 }
 
 /* The sums of the 32 x 32 block of row tiles a0, a1 (rows lda apart; chunk c at koff[c], or
