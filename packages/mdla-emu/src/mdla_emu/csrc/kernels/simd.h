@@ -108,7 +108,8 @@ typedef struct {
     int64_t *mult_o, *round_e, *round_o, *shift_e, *shift_o;
     uint8_t *pos;    /* [blocks * 8]: per register, its even then odd lanes' bits of r >= 1 */
     int8_t *zrow;    /* [blocks * 64] zero points: the row of a tap outside the image */
-    ptrdiff_t *off;  /* [kh * kw]: a tap's bytes from its window's top-left pixel */
+    ptrdiff_t *off;  /* [kh * kw]: a tap's bytes from its window's top-left pixel (emu_dw4_pack:
+                      * [4 * groups], 0 past kh * kw, read against zero weights) */
     int32_t blocks, groups, z_out, lo, hi;
     int32_t pix;     /* output pixels per block (simd_dw4.c: 64 / c for c | 64, stride_w 1) */
     bool shifted;    /* some left is not 0 */

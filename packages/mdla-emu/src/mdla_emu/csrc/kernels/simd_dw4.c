@@ -95,13 +95,13 @@ int emu_dw4_pack(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z, cons
     k->blocks = (g->c + 63) / 64;
     k->pix = g->stride_w == 1 && g->c < 64 && 64 % g->c == 0 ? 64 / g->c : 1;
     k->groups = (g->kh * g->kw + 3) / 4;
-    const size_t lanes = (size_t)k->blocks * 64, taps = (size_t)g->kh * g->kw;
+    const size_t lanes = (size_t)k->blocks * 64;
     k->w = malloc(lanes * k->groups * 4);
     k->init = dw4_zeros(3 * lanes * sizeof(int32_t));
     k->mult_o = dw4_zeros(5 * lanes / 2 * sizeof(int64_t));
     k->pos = calloc(lanes / 8, 1);
     k->zrow = malloc(lanes);
-    k->off = malloc(taps * sizeof *k->off);
+    k->off = calloc((size_t)4 * k->groups, sizeof *k->off); /* past kh * kw: 0 (zero weights) */
     if (!k->w || !k->init || !k->mult_o || !k->pos || !k->zrow || !k->off) return -1;
     k->left = k->init + lanes;
     k->mult = k->left + lanes;
@@ -183,11 +183,13 @@ EMU_T_VNNI static inline __attribute__((always_inline)) __m512i dw4_requant(cons
     return _mm512_mask_shuffle_epi32(te, (__mmask16)0xAAAA, to, _MM_PERM_CDAB);
 }
 
-/* One block of 64 channels from byte `at` of pixel `rows`: the sums in registers (see the
- * header for the lane order), requantized and stored to out[0..64) (masked: m). */
+/* One block of 64 channels from byte `at` of the pixel whose tap t's row is rows[t], or
+ * top + k->off[t] when `top` is not NULL (an interior pixel: no row list written and read back
+ * per pixel): the sums in registers (see the header for the lane order), requantized and
+ * stored to out[0..64) (masked: m). */
 EMU_T_VNNI static inline __attribute__((always_inline)) void
-dw4_block(const EmuDw4 *k, const int8_t *const *rows, int32_t b, __mmask64 m, bool all,
-          int8_t *out) {
+dw4_block(const EmuDw4 *k, const int8_t *const *rows, const int8_t *top, int32_t b, __mmask64 m,
+          bool all, int8_t *out) {
     const size_t at = (size_t)64 * b;
     /* four named registers: an array of them went through the stack (gcc 13) */
     __m512i s0 = _mm512_loadu_si512((const void *)(k->init + at)),
@@ -196,10 +198,12 @@ dw4_block(const EmuDw4 *k, const int8_t *const *rows, int32_t b, __mmask64 m, bo
             s3 = _mm512_loadu_si512((const void *)(k->init + at + 48));
     const int8_t *w = k->w + at * k->groups * 4;
     for (int32_t gr = 0; gr < k->groups; gr++, w += 256) {
-        const __m512i x0 = dw4_load(rows[4 * gr] + at, m, all),
-                      x1 = dw4_load(rows[4 * gr + 1] + at, m, all),
-                      x2 = dw4_load(rows[4 * gr + 2] + at, m, all),
-                      x3 = dw4_load(rows[4 * gr + 3] + at, m, all);
+        const ptrdiff_t *o = k->off + 4 * gr;
+        const int8_t *const *r = rows + 4 * gr;
+        const __m512i x0 = dw4_load((top ? top + o[0] : r[0]) + at, m, all),
+                      x1 = dw4_load((top ? top + o[1] : r[1]) + at, m, all),
+                      x2 = dw4_load((top ? top + o[2] : r[2]) + at, m, all),
+                      x3 = dw4_load((top ? top + o[3] : r[3]) + at, m, all);
         const __m512i lo01 = _mm512_unpacklo_epi8(x0, x1), hi01 = _mm512_unpackhi_epi8(x0, x1),
                       lo23 = _mm512_unpacklo_epi8(x2, x3), hi23 = _mm512_unpackhi_epi8(x2, x3);
         s0 = _mm512_dpbusd_epi32(s0, _mm512_unpacklo_epi16(lo01, lo23), dw4_w(w, 0));
@@ -222,28 +226,41 @@ dw4_block(const EmuDw4 *k, const int8_t *const *rows, int32_t b, __mmask64 m, bo
         _mm512_mask_storeu_epi8(out, m, codes);
 }
 
-EMU_T_VNNI static void dw4_pixel(const EmuDw4 *k, int32_t c, const int8_t *const *rows,
-                                 int8_t *out) {
+EMU_T_VNNI static inline __attribute__((always_inline)) void
+dw4_pixel(const EmuDw4 *k, int32_t c, const int8_t *const *rows, const int8_t *top,
+          int8_t *out) {
     int32_t b = 0;
-    for (; 64 * (b + 1) <= c; b++) dw4_block(k, rows, b, ~(__mmask64)0, true, out + 64 * b);
+    for (; 64 * (b + 1) <= c; b++)
+        dw4_block(k, rows, top, b, ~(__mmask64)0, true, out + 64 * b);
     if (64 * b < c)
-        dw4_block(k, rows, b, ((__mmask64)1 << (c - 64 * b)) - 1, false, out + 64 * b);
+        dw4_block(k, rows, top, b, ((__mmask64)1 << (c - 64 * b)) - 1, false, out + 64 * b);
 }
 
-EMU_T_VNNI void emu_dw4_row(const EmuDw4 *k, const EmuDwGeom *g, const int8_t *image,
+EMU_T_VNNI void emu_dw4_row(const EmuDw4 *kp, const EmuDwGeom *g, const int8_t *image,
                             int32_t oy, int8_t *out, const int8_t **rows) {
+    /* a local copy: the stores through out and rows cannot change it, so its fields and the
+     * vectors made of them stay in registers across the pixels */
+    const EmuDw4 kc = *kp, *k = &kc;
     int32_t lo, hi;
     emu_dw_columns(g, &lo, &hi);
     const int32_t y0 = oy * g->stride_h - g->pad_top;
     const bool inside = y0 >= 0 && y0 + (g->kh - 1) * g->dil_h < g->h;
     for (int32_t ox = 0; ox < g->ow;) {
-        const bool interior = inside && ox >= lo && ox < hi;
-        emu_dw4_rows(k, g, image, oy, ox, interior, rows);
-        if (k->pix > 1 && interior && ox + k->pix <= hi) { /* pix pixels' taps are adjacent */
-            dw4_block(k, rows, 0, ~(__mmask64)0, true, out + (size_t)ox * g->c);
+        int8_t *o = out + (size_t)ox * g->c;
+        if (!inside || ox < lo || ox >= hi) {
+            emu_dw4_rows(k, g, image, oy, ox, false, rows);
+            dw4_pixel(k, g->c, rows, NULL, o);
+            ox++;
+            continue;
+        }
+        /* the window's top-left input pixel, inside the image */
+        const int8_t *top =
+            image + ((size_t)y0 * g->w + (size_t)(ox * g->stride_w - g->pad_left)) * g->c;
+        if (k->pix > 1 && ox + k->pix <= hi) { /* pix pixels' taps are adjacent */
+            dw4_block(k, rows, top, 0, ~(__mmask64)0, true, o);
             ox += k->pix;
         } else {
-            dw4_pixel(k, g->c, rows, out + (size_t)ox * g->c);
+            dw4_pixel(k, g->c, rows, top, o);
             ox++;
         }
     }
