@@ -15,7 +15,7 @@ import pytest
 from mdla_ir import QuantParams, Tensor
 from mdla_ir.attrs import ConvAttrs
 from mdla_ir.interp.conv import windows
-from mdla_quant import adaround
+from mdla_quant import adaround, soft_rounding
 from mdla_quant.patch_rows import TapMap, maps_are_smaller, patches, reals
 from mdla_quant.sequential import dequantize
 from mdla_quant.soft_rounding import by_columns
@@ -106,6 +106,7 @@ def test_a_depthwise_layers_forward_on_every_row_is_the_whole_patches(
     layer = adaround._Layer.__new__(adaround._Layer)
     layer.taps, layer.groups, layer._taken = TapMap(rows, xs, (a, 5, 5), lambda x: x), 0, []
     w = rng.standard_normal((25, 24)).astype(np.float32)
+    layer.w = w
     whole = patches(rows, xs, (a, 5, 5), lambda x: x).reshape(len(rows), 25, 24)
     assert layer.output(w).tobytes() == by_columns("mko,ko->mo", whole, w).tobytes()
 
@@ -115,3 +116,37 @@ def test_a_depthwise_layer_gathers_from_its_maps_only_when_they_are_smaller() ->
     a = ConvAttrs(stride=(1, 1), dilation=(1, 1), padding=(2, 2, 2, 2))
     assert maps_are_smaller(np.arange(9), xs, (a, 5, 5))  # 225 taps
     assert not maps_are_smaller(np.arange(8), xs, (a, 5, 5))  # 200 taps
+
+
+@pytest.mark.parametrize(("k", "stride", "dilation", "padding"), CASES)
+@pytest.mark.parametrize("threads", [1, 3])
+def test_the_depthwise_sums_from_the_maps_are_einsums_of_the_taps(
+    k: int,
+    stride: int,
+    dilation: int,
+    padding: tuple[int, int, int, int],
+    threads: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """csrc/taps.c's forward and gradient equal numpy's einsum on the gathered taps bit for
+    bit (values spread over many magnitudes, so any other order of the sums would show),
+    with the columns cut over `threads`."""
+    monkeypatch.setattr(soft_rounding, "threads", lambda: threads)
+    monkeypatch.setattr(soft_rounding, "MIN_CHUNK", 1)
+    rng = np.random.default_rng(k + stride)
+    spread = lambda *shape: (  # noqa: E731
+        rng.standard_normal(shape) * 10.0 ** rng.integers(-6, 6, shape)
+    ).astype(np.float32)
+    xs = [spread(n, 9, 11, 37) for n in (1, 2)]
+    a = ConvAttrs(stride=(stride, stride), dilation=(dilation, dilation), padding=padding)
+    count = len(_windows(xs, a, k))
+    rows = np.sort(rng.choice(count, count // 2, replace=False))
+    taps = TapMap(rows, xs, (a, k, k), lambda x: x, 2)
+    idx = rng.integers(0, len(rows), 60)
+    w, dy = spread(k * k, 74), spread(60, 74)
+    assert taps.direct(w, dy)
+    gathered = taps.take(idx)
+    forward = np.einsum("mko,ko->mo", gathered, w)
+    grad = np.einsum("mko,mo->ko", gathered, dy)
+    assert taps.forward(w, idx).tobytes() == forward.tobytes()
+    assert taps.grad(dy, idx).tobytes() == grad.tobytes()

@@ -121,6 +121,8 @@ class _Layer:
         arrays reused from step to step (a fresh one of tens of MB each step costs more in
         page faults than the copy)."""
         if self.taps is not None:
+            if self.taps.direct(self.w):  # forward and grad read the maps: the rows alone
+                return [idx]
             self._taken = [self.taps.take(idx, self._taken[0] if self._taken else None)]
             return self._taken
         shapes = [(len(idx), *c.shape[1:]) for c in self.cols]
@@ -144,6 +146,10 @@ class _Layer:
     def forward(self, w: Array, cols: list[Array]) -> Array:
         # two operands and a batch axis (o): no BLAS path, so `optimize` would only spend a
         # path search per call on the same c_einsum
+        if self.taps is not None and cols[0].ndim == 1:  # the rows of `take`: from the maps
+            if self.taps.direct(w):
+                return self.taps.forward(w, cols[0])
+            return by_columns("mko,ko->mo", self.taps.take(cols[0]), w)
         if self.groups == 0:
             return by_columns("mko,ko->mo", cols[0], w)
         if self.groups == 1:
@@ -152,6 +158,10 @@ class _Layer:
         return np.concatenate([c @ w[:, g * og : (g + 1) * og] for g, c in enumerate(cols)], axis=1)
 
     def grad(self, dy: Array, cols: list[Array]) -> Array:
+        if self.taps is not None and cols[0].ndim == 1:
+            if self.taps.direct(dy):
+                return self.taps.grad(dy, cols[0])
+            return by_columns("mko,mo->ko", self.taps.take(cols[0]), dy)
         if self.groups == 0:
             return by_columns("mko,mo->ko", cols[0], dy)
         if self.groups == 1:

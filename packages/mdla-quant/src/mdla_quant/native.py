@@ -15,7 +15,7 @@ from pathlib import Path
 
 CSRC = Path(__file__).parent / "csrc"
 SOURCES = tuple(
-    CSRC / f for f in ("histogram.c", "depthwise.c", "elementwise.c", "soft_rounding.c")
+    CSRC / f for f in ("histogram.c", "depthwise.c", "elementwise.c", "soft_rounding.c", "taps.c")
 )
 FLAGS = ("-O3", "-ffp-contract=off", "-fno-math-errno")  # never one fused multiply-add;
 # no errno: sqrtf is the one instruction, so its loop vectorizes (the same correctly rounded value)
@@ -31,6 +31,8 @@ SIGNATURES = {
     "mdla_hard_swish_f32": (None, [_P, _N, _P]),
     "mdla_sr_soft_f32": (None, [_P, _P, _P, _D, _D, _N, _N, _F, _F, _P, _P, _P, _P]),
     "mdla_sr_front_f32": (None, [_P, _D, _D, _P, _D, _D, _P, _P, _N, _N, _I, _P, _P, _P]),
+    "mdla_taps_forward_f32": (None, [_P, _N, _P, _N, _P, _N, _P, _N, _N, _P]),
+    "mdla_taps_grad_f32": (None, [_P, _N, _P, _N, _P, _N, _P, _N, _N, _P]),
     "mdla_sr_back_f32": (None, [_P, _P, _P, _P, _P, _N, _P, _P, _P, _P]),
 }
 

@@ -21,7 +21,9 @@ import numpy as np
 from mdla_ir import Tensor
 from mdla_ir.attrs import ConvAttrs
 from mdla_ir.shapes import window_out
+from mdla_quant.native import library
 from mdla_quant.sequential import dequantize
+from mdla_quant.soft_rounding import by_rows
 
 Array = np.ndarray[Any, Any]
 Window = tuple[ConvAttrs, int, int]  # a conv's attrs, kh, kw
@@ -122,8 +124,8 @@ class TapMap:
             index.append(base[:, None] + taps[None])
             offset += n * hp * wp
         flat = np.concatenate(maps)
-        self.flat = np.repeat(flat, mult, axis=1) if mult > 1 else flat
-        self.index = np.concatenate(index)  # (rows, KH*KW) into flat
+        self.flat = np.ascontiguousarray(np.repeat(flat, mult, axis=1) if mult > 1 else flat)
+        self.index = np.ascontiguousarray(np.concatenate(index), np.int64)  # (rows, KH*KW)
         self.rows = len(self.index)
 
     def take(self, idx: Array, out: Array | None = None) -> Array:
@@ -132,3 +134,31 @@ class TapMap:
         if out is None or out.shape != shape:
             out = np.empty(shape, np.float32)
         return np.take(self.flat, self.index[idx], axis=0, out=out, mode="clip")
+
+    def direct(self, *operands: Array) -> bool:
+        """Whether `forward` and `grad` can run from the maps in C on these operands (the
+        library built, every operand float32 (M or K, C * mult), as einsum would keep them)."""
+        c = self.flat.shape[1]
+        shapes_ok = all(a.dtype == np.float32 and a.ndim == 2 and a.shape[1] == c for a in operands)
+        return library() is not None and shapes_ok
+
+    def forward(self, w: Array, rows: Array) -> Array:
+        """einsum("mko,ko->mo", self.take(rows), w) from the maps, not gathered (csrc/taps.c),
+        its columns cut over the threads; `direct(w)` must hold."""
+        return self._run("mdla_taps_forward_f32", w, rows, (len(rows), self.flat.shape[1]))
+
+    def grad(self, dy: Array, rows: Array) -> Array:
+        """einsum("mko,mo->ko", self.take(rows), dy) likewise; `direct(dy)` must hold."""
+        return self._run("mdla_taps_grad_f32", dy, rows, (self.index.shape[1], self.flat.shape[1]))
+
+    def _run(self, name: str, b: Array, rows: Array, shape: tuple[int, int]) -> Array:
+        fn, c, k = getattr(library(), name), self.flat.shape[1], self.index.shape[1]
+        b, rows = np.ascontiguousarray(b), np.ascontiguousarray(rows, np.int64)
+        out = np.empty(shape, np.float32)
+        at = (self.flat.ctypes.data, self.index.ctypes.data, rows.ctypes.data, b.ctypes.data)
+
+        def part(r: slice) -> None:
+            fn(at[0], c, at[1], k, at[2], len(rows), at[3], r.start, r.stop, out.ctypes.data)
+
+        by_rows(part, c, len(rows) * k * c)  # cut by columns: each output the same sum
+        return out
