@@ -1,12 +1,14 @@
 """The emulator's NEON kernels (kernels/simd_neon.c: the narrow requantization, the multiplier-1
 depthwise row, MUL's formula and the 256-entry table lookup; simd_dw4_neon.c: the depthwise
-with four taps per sdot), which are what the engine's cpu partitions run on the phone's ARM
-cores: the aarch64 cross build under qemu-aarch64, on the NEON path (the default there: qemu's
-`max` CPU, which has the dot-product extension), the NEON path of a CPU without it
-(QEMU_CPU=cortex-a53: the sdot depthwise falls back to the NEON row) and the portable C
+with four taps per sdot; gemm_rows_neon.c: CONV_2D's rows GEMM, the requantization in its tile),
+which are what the engine's cpu partitions run on the phone's ARM cores: the aarch64 cross
+build under qemu-aarch64, on the NEON path (the default there: qemu's `max` CPU, which has the
+dot-product extension), the NEON path of a CPU without it (QEMU_CPU=cortex-a53: the sdot
+depthwise falls back to the NEON row, the rows GEMM takes smull + sadalp) and the portable C
 (MDLA_EMU_PORTABLE=1), bit for bit with mdla_quant.run_int8. The cases are test_emu_simd's
 (lane tails, taps outside the image, extreme zero points, multipliers above one, both
-roundings, MUL's gate broadcast, SiLU). qemu counts no time: these check exactness only."""
+roundings, MUL's gate broadcast, SiLU, the rows GEMM's shapes). qemu counts no time: these
+check exactness only."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import pytest
 
 from mdla_ir import OpKind
 from mdla_ir.builders import act, as_floats, qp, random_codes, random_qgraph, single_op_qgraph
-from mdla_ir.graph import Graph
+from mdla_ir.graph import Graph, Tensor
 from mdla_ir.testing import GraphBuilder
 from mdla_legalize import place
 from mdla_quant import run_int8
@@ -32,11 +34,14 @@ from mdla_runtime.engine.target import quantize as to_codes
 from mdla_target import load_target
 from tests.models import inputs_for, legalized
 from tests.runtime.cross import CC, QEMU, SYSROOT, build_arm
+from tests.runtime.test_emu_dw4 import tie_graph
+from tests.runtime.test_emu_gemm import SHAPES, conv_graph
 from tests.runtime.test_emu_simd import (
     DW_SHAPES,
     LEFT,
     MUL_OUT,
     MUL_SHAPES,
+    ROWS,
     dw_graph,
     left_shift_graph,
     silu_graph,
@@ -47,6 +52,7 @@ Array = np.ndarray[Any, Any]
 PATHS = {"neon": {"MDLA_EMU_PORTABLE": "0"}, "portable": {"MDLA_EMU_PORTABLE": "1"}}
 NO_DOT = {"MDLA_EMU_PORTABLE": "0", "QEMU_CPU": "cortex-a53"}  # ARMv8.0: no sdot
 WITH_NO_DOT = {**PATHS, "neon_nodot": NO_DOT}
+TWO_THREADS = {"MDLA_EMU_PORTABLE": "0", "MDLA_EMU_THREADS": "2", "MDLA_EMU_MIN_WORK": "1"}
 ISA_NEON, ISA_PORTABLE = 3, 0  # simd.h
 
 
@@ -97,8 +103,8 @@ def check(
 
 @pytest.fixture(scope="module")
 def isa_driver(arm: Path) -> Path:
-    """emu_isa_main.c linked against the aarch64 emulator: prints emu_isa() and whether the
-    sdot depthwise runs for 16 and for 15 channels."""
+    """emu_isa_main.c linked against the aarch64 emulator: prints emu_isa(), whether the
+    sdot depthwise runs for 16 and for 15 channels and whether CONV_2D takes the rows GEMM."""
     driver = arm / "isa"
     src = Path(__file__).with_name("emu_isa_main.c")
     cmd = [CC, str(src), "-o", str(driver), f"-L{arm}", "-lneuron_emu", f"-Wl,-rpath,{arm}"]
@@ -124,16 +130,18 @@ def test_the_isa_is_neon_on_aarch64(arm: Path, isa_driver: Path) -> None:
         assert isa_line(arm, isa_driver, env)[0] == want, env
 
 
-def test_the_sdot_depthwise_follows_the_cpu(arm: Path, isa_driver: Path) -> None:
+def test_the_sdot_depthwise_and_the_rows_gemm_follow_the_cpu(arm: Path, isa_driver: Path) -> None:
     """The four-tap sdot depthwise runs where the CPU has the dot-product extension (hwcap
-    ASIMDDP: qemu's max CPU, not the ARMv8.0 cortex-a53) and on 16 channels or more; the
-    portable C turns it off."""
+    ASIMDDP: qemu's max CPU, not the ARMv8.0 cortex-a53) and on 16 channels or more; CONV_2D's
+    rows GEMM runs on both CPUs (its variant chosen by the same hwcap); the portable C turns
+    both off."""
     cases = [
-        ({}, [ISA_NEON, 1, 0]),
-        ({"QEMU_CPU": "max"}, [ISA_NEON, 1, 0]),
-        ({"QEMU_CPU": "cortex-a76"}, [ISA_NEON, 1, 0]),
-        ({"QEMU_CPU": "cortex-a53"}, [ISA_NEON, 0, 0]),
-        ({"MDLA_EMU_PORTABLE": "1"}, [ISA_PORTABLE, 0, 0]),
+        ({}, [ISA_NEON, 1, 0, 1]),
+        ({"QEMU_CPU": "max"}, [ISA_NEON, 1, 0, 1]),
+        ({"QEMU_CPU": "cortex-a76"}, [ISA_NEON, 1, 0, 1]),
+        ({"QEMU_CPU": "cortex-a53"}, [ISA_NEON, 0, 0, 1]),
+        ({"MDLA_EMU_PORTABLE": "1"}, [ISA_PORTABLE, 0, 0, 0]),
+        ({"MDLA_EMU_ISA": "portable"}, [ISA_PORTABLE, 0, 0, 0]),
     ]
     for env, want in cases:
         assert isa_line(arm, isa_driver, env) == want, env
@@ -150,6 +158,54 @@ def test_aarch64_depthwise_bit_exact(arm: Path, tmp_path: Path, name: str) -> No
     codes[0][..., 0] = -128
     codes[0][..., -1] = 127
     check(arm, g, codes, tmp_path, name, WITH_NO_DOT)
+
+
+@pytest.mark.parametrize("name", [*ROWS, *SHAPES])
+def test_aarch64_conv_rows_bit_exact(arm: Path, tmp_path: Path, name: str) -> None:
+    """CONV_2D on the NEON rows GEMM (gemm_rows_neon.c): the implicit GEMM (ci a multiple of 4:
+    segment pointers into the input, a zero-point row outside the image) and the im2col rows of
+    codes otherwise, 16-byte sdot-by-lane steps and the 4-byte tail of a segment (ci = 4, 12, 20),
+    4-row tiles cut at the tile's end, odd column counts, the requantization in the tile (double
+    rounding) or after it (single); with dotprod (4 x 16 tiles) and without (cortex-a53: smull
+    and sadalp, 4 x 8 tiles), and the portable C; on two threads with every op cut, which cuts
+    a conv of one tile by 16-column blocks of output channels (k_conv_2d.c conv_cols)."""
+    g = conv_graph({**ROWS, **SHAPES}[name], seed=len(name))
+    codes = random_codes(g, np.random.default_rng(9))
+    codes[0][..., 0] = -128
+    codes[0][..., -1] = 127
+    check(arm, g, codes, tmp_path, name, {**WITH_NO_DOT, "neon_2t": TWO_THREADS})
+
+
+def tie_conv_graph() -> Graph:
+    """test_emu_dw4's rounding ties on a CONV_2D: multipliers 2^(2 - o % 9) by output channel
+    (left shifts on channels 0-2, RDBPOT by r = 0..5 on the rest), weights in -1..1 and small
+    sums of either sign; 70 channels: whole 16- and 8-column tiles and a 6-column tail."""
+    rng = np.random.default_rng(12)
+    c, o, s_in, s_out = 8, 70, 0.25, 0.5
+    ws = np.array([2.0 ** (3 - j % 9) for j in range(o)], np.float32)
+    wt = rng.integers(-1, 2, size=(o, 3, 3, c), dtype=np.int8)
+    bias = rng.integers(-6, 7, size=o).astype(np.int32)
+    tensors = [
+        Tensor("x", (1, 5, 6, c), "int8", None, qp(s_in, 3)),
+        Tensor("w", wt.shape, "int8", wt, qp(ws, 0, 0)),
+        Tensor("bias", bias.shape, "int32", bias, qp(np.float32(s_in) * ws, 0, 0)),
+    ]
+    attrs = {"stride": (1, 1), "dilation": (1, 1), "padding": (1, 1, 1, 1), "groups": 1}
+    return single_op_qgraph(OpKind.CONV_2D, tensors, (1, 5, 6, o), qp(s_out, -3), attrs)
+
+
+@pytest.mark.parametrize("kind", ["depthwise", "conv"])
+def test_aarch64_rounding_ties_bit_exact(arm: Path, tmp_path: Path, kind: str) -> None:
+    """RDBPOT's ties of either sign and r = 0 in the NEON requantization (emu_neon_narrow4's
+    rounding shift): in the sdot depthwise, after the NEON depthwise row (cortex-a53) and in the
+    rows GEMM's tile, bit for bit with run_int8 (double rounding: the narrow lanes)."""
+    g = tie_graph("NONE", -3) if kind == "depthwise" else tie_conv_graph()
+    x = g.tensors[g.inputs[0]]
+    codes = [np.clip(3 + np.random.default_rng(4).integers(-3, 4, size=x.shape), -128, 127)]
+    codes = [codes[0].astype(np.int8)]
+    (want,) = run_int8(g, as_floats(g, codes), raw=True)
+    assert np.unique(want).size > 8, "outputs all clamped test nothing"
+    check(arm, g, codes, tmp_path, kind, WITH_NO_DOT, ["double"])
 
 
 @pytest.mark.parametrize("name", LEFT)

@@ -1,6 +1,6 @@
 /*
- * conv.h: CONV_2D's frozen parameters (k_conv_2d.c), shared with the x86-64 rows path
- * (conv_rows.c: the implicit GEMM with the requantization in the register tile).
+ * conv.h: CONV_2D's frozen parameters (k_conv_2d.c), shared with the rows path (conv_rows.c:
+ * the implicit GEMM with the requantization in the register tile, x86-64 VNNI and aarch64 NEON).
  */
 #ifndef MDLA_EMU_CONV_H
 #define MDLA_EMU_CONV_H

@@ -1,5 +1,6 @@
 /*
- * conv_rows.c: CONV_2D on emu_gemm_rows (gemm_rows.h), the x86-64 AVX-512 VNNI path.
+ * conv_rows.c: CONV_2D on emu_gemm_rows (gemm_rows.h): x86-64 AVX-512 VNNI (gemm_rows.c) and
+ * aarch64 NEON, with or without the dot product (gemm_rows_neon.c).
  *
  * Per tile of output pixels a table of row pointers is built: when ci is a multiple of 4
  * (the implicit GEMM), row p's segment (i, j) points at the input pixel that tap of output

@@ -19,7 +19,9 @@ void emu_gemm_rows_pack(const int8_t *w, int32_t co, int32_t depth, int32_t z, i
                         int32_t cpad, int8_t *packed, int32_t *init) {
     /* its init is -((z - OFFSET) + OFFSET) * sum_k w[o][k] = -z * sum_k w[o][k] */
     emu_gemm_u8_pack(w, co, depth, z - EMU_U8_OFFSET, kpad, cpad, packed, init);
+#if EMU_U8_OFFSET != 0 /* aarch64 (gemm_rows_neon.c): sdot's weights stay w */
     for (size_t i = 0; i < (size_t)cpad * kpad; i++) packed[i] = (int8_t)(packed[i] ^ 0x80);
+#endif
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -162,7 +164,7 @@ void emu_gemm_rows(const EmuGemmRows *a, const int8_t *packed, const int32_t *in
     gemm_rows_vnni(a, packed, init, rq, out, ldo, cols);
 }
 
-#else
+#elif !EMU_ROWS_NEON
 static const bool vnni_cpu = false;
 
 void emu_gemm_rows(const EmuGemmRows *a, const int8_t *packed, const int32_t *init,
@@ -172,4 +174,6 @@ void emu_gemm_rows(const EmuGemmRows *a, const int8_t *packed, const int32_t *in
 }
 #endif
 
+#if !EMU_ROWS_NEON
 bool emu_gemm_rows_ready(void) { return vnni_cpu && emu_gemm_u8_ready(); }
+#endif

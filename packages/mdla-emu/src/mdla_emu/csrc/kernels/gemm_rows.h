@@ -28,6 +28,10 @@
  * it is reached exactly) and each finished tile runs simd.c's narrow requantization (the same
  * integers as requant_narrow, the left shift included) and stores int8 outputs: no int32 row
  * buffer.
+ *
+ * On aarch64 (EMU_ROWS_NEON: gemm_rows_neon.c) sdot and smull multiply signed bytes: the weights
+ * are packed as w (EMU_U8_OFFSET is 0, so init = -z * sum_k w as here), the rows are the codes and
+ * there is no row correction; with dotprod or without (ARMv8.0), whenever emu_isa() is NEON.
  */
 #ifndef MDLA_EMU_GEMM_ROWS_H
 #define MDLA_EMU_GEMM_ROWS_H
@@ -35,6 +39,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#if defined(__aarch64__) && defined(__ARM_NEON) && defined(__GNUC__)
+#define EMU_ROWS_NEON 1
+#else
+#define EMU_ROWS_NEON 0
+#endif
 
 /* The narrow requantization per column (cpad entries each: padding columns any value) */
 typedef struct {
@@ -75,10 +85,11 @@ typedef struct {
     int32_t rows; /* output rows stored; blocks = rows rounded up to EMU_U8_MR */
 } EmuGemmRows;
 
-/* AVX-512 VNNI on this x86-64 CPU and emu_gemm_u8_ready() (the environment's caps). */
+/* AVX-512 VNNI on this x86-64 CPU and emu_gemm_u8_ready() (the environment's caps); on
+ * aarch64, emu_isa() is EMU_ISA_NEON. */
 bool emu_gemm_rows_ready(void);
 
-/* Pack w[co][depth] as gemm.h's layout of w' = w + 128 into `packed` (cpad * kpad bytes) and
+/* Pack w[co][depth] as gemm.h's layout of w' = w + 128 (aarch64: w' = w) into `packed` (cpad * kpad bytes) and
  * set init[o] = -z * sum_k w[o][k] (cpad entries, padding columns any value). */
 void emu_gemm_rows_pack(const int8_t *w, int32_t co, int32_t depth, int32_t z, int32_t kpad,
                         int32_t cpad, int8_t *packed, int32_t *init);

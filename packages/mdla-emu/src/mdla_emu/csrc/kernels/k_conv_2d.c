@@ -16,8 +16,8 @@
  * (z_in - z_in) * w = 0) and the zero point moves into each column's initial value; the same
  * integers, so the same acc. A pointwise tile whose depth is a multiple of 4 reads its whole
  * 8-row blocks in place (emu_gemm_u8_codes: the offset added after the load), copying only the
- * last < 8 rows. On x86-64 with AVX-512 VNNI (emu_gemm_rows_ready()) the rows path of
- * conv_rows.c replaces this one: an implicit GEMM (no im2col when ci is a multiple of 4) with
+ * last < 8 rows. On x86-64 with AVX-512 VNNI and on aarch64 (emu_gemm_rows_ready(): NEON,
+ * with sdot or without) the rows path of conv_rows.c replaces this one: an implicit GEMM (no im2col when ci is a multiple of 4) with
  * the requantization in the register tile; on a CPU with AMX-INT8, conv_amx.c's path replaces
  * both (gemm_amx.h: int8 x int8 tiles, the requantization on each finished 32 x 32 block; a
  * k x k conv over enough channels loads its tile rows from a padded copy of the input rows,

@@ -9,9 +9,11 @@
  * - SRDHM: vqrdmulhq_s32(v, M) is sat((2 v M + 2^31) >> 32) with the product in full width,
  *   i.e. floor((v M + 2^30) / 2^31), the C's h; it saturates only for v = M = -2^31, and
  *   M is in [0, 2^31).
- * - RDBPOT: rem = h & mask, thr = (mask >> 1) + (h < 0), t = (h >> right) + (rem > thr), the
- *   same int32 operations (vshlq_s32 by -right is the arithmetic shift right; h < 0 is
- *   -(h >> 31); a true compare is -1, so subtracting it adds 1).
+ * - RDBPOT: for right = e >= 1, RDBPOT(h, e) = floor((h - [h < 0] + 2^(e-1)) / 2^e) (write
+ *   h = q 2^e + r: both give q + 1 exactly when r > 2^(e-1) - 1 + [h < 0]), which is srshl
+ *   (vrshlq_s32: add 2^(e-1), then shift right arithmetically, in full width) of
+ *   u = h + ((h >> 31) & nz) by -e, nz = vtst(mask, mask) (-1 where mask != 0, i.e. e >= 1);
+ *   for e = 0, nz = 0: u = h, and srshl by 0 is h. u does not wrap: h >= -2^31 + 1 since M < 2^31. The same form as MUL's below.
  * - clamp(clamp(t, +-2^16) + z, lo, hi) = clamp(t, lo - z, hi - z) + z (simd.c), in [-128, 127],
  *   so the two narrowing moves (xtn) to int16 and int8 change nothing.
  * Tails: the last < 8 values are copied into zero-filled blocks (M = 0, no shift: valid).

@@ -18,14 +18,13 @@ static inline EmuNeonClamp emu_neon_clamp(int32_t z, int32_t lo, int32_t hi) {
 }
 
 /* 4 lanes of v = (acc + bias) * 2^left: SRDHM by m, RDBPOT by right (mask = 2^right - 1),
- * then clamp(., lo - z, hi - z) + z. */
+ * then clamp(., lo - z, hi - z) + z. RDBPOT is one rounding shift (simd_neon.c): srshl of
+ * h - [h < 0] by -right, the [h < 0] term kept only where right >= 1 (mask != 0). */
 static inline int32x4_t emu_neon_narrow4(int32x4_t v, int32x4_t m, int32x4_t right,
                                          int32x4_t mask, const EmuNeonClamp *c) {
     const int32x4_t h = vqrdmulhq_s32(v, m);
-    const int32x4_t rem = vandq_s32(h, mask);
-    const int32x4_t thr = vsubq_s32(vshrq_n_s32(mask, 1), vshrq_n_s32(h, 31));
-    int32x4_t t = vshlq_s32(h, vnegq_s32(right));
-    t = vsubq_s32(t, vreinterpretq_s32_u32(vcgtq_s32(rem, thr)));
+    const int32x4_t neg = vandq_s32(vshrq_n_s32(h, 31), vreinterpretq_s32_u32(vtstq_s32(mask, mask)));
+    const int32x4_t t = vrshlq_s32(vaddq_s32(h, neg), vnegq_s32(right));
     return vaddq_s32(vminq_s32(vmaxq_s32(t, c->lo), c->hi), c->z);
 }
 
