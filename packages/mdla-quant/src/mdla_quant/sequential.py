@@ -21,6 +21,7 @@ from mdla_ir import Graph, Op, Tensor
 from mdla_ir.interp import bind_inputs
 from mdla_ir.interp.registry import KERNELS
 from mdla_quant.errors import QuantError
+from mdla_quant.fast_kernels import calibration_kernels
 from mdla_quant.reference import graph_accumulator, graph_numerics, quantize_inputs, run_op
 
 Array = np.ndarray[Any, Any]
@@ -63,9 +64,10 @@ def lockstep(graph: Graph, qgraph: Graph, batch: Sequence[Sequence[Any]], visit:
     ints = [quantize_inputs(qgraph, list(xs)) for xs in batch]
     last_use = {n: i for i, op in enumerate(graph.ops) for n in op.inputs}
     keep = set(graph.outputs)
+    kernels = {**KERNELS, **calibration_kernels()}  # C kernels with the interpreter's values
     for i, op in enumerate(graph.ops):
         qgraph = visit(i, op, floats, ints, qgraph)
-        kernel = KERNELS[op.kind]
+        kernel = kernels[op.kind]
         for f_env, q_env in zip(floats, ints, strict=True):
             args = [f_env[n] if n in f_env else graph.const(n) for n in op.inputs]
             (f_env[op.outputs[0]],) = kernel(op, args, graph.layout)
