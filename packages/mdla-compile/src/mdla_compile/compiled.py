@@ -22,6 +22,7 @@ import mdla_runtime
 from mdla_compile import kinds, output
 from mdla_compile.placement import output_cosine
 from mdla_compile.source import Source, preprocess_record
+from mdla_compile.torch_conv import calibration_kernels
 from mdla_ir import Graph, Provenance
 from mdla_quant.compare import TensorStats
 from mdla_quant.precision import Choice
@@ -122,7 +123,12 @@ def quantize_graph(
     (spec, labels, preprocessing, a detector's decoding, random weights, each output's kind:
     `mdla_compile.kinds`' guess with the `--output-kind NAME=KIND` values of `output_kinds`)."""
     qgraph = mdla_quant.quantize(
-        device_graph, calibration, config, progress=progress, layer_progress=layer_progress
+        device_graph,
+        calibration,
+        config,
+        progress=progress,
+        layer_progress=layer_progress,
+        kernels=calibration_kernels(),
     )
     prov = dataclasses.replace(
         qgraph.provenance,

@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from mdla_ir import Graph, OpKind, QuantParams, Tensor, evaluate
 from mdla_ir.devices import DEFAULT_TARGET
+from mdla_ir.interp.registry import Kernel
 from mdla_ir.partitions import CPU_FLOAT, CPU_FLOAT32
 from mdla_ir.provenance import Accumulator, Numerics, Rounding
 from mdla_ir.selection import is_selection
@@ -96,10 +97,12 @@ def calibrate(
     progress: Progress | None = None,
     moments: dict[str, ChannelMoments] | None = None,
     also: Callable[[str, Array], None] | None = None,
+    kernels: Mapping[OpKind, Kernel] | None = None,
 ) -> tuple[dict[str, Histogram], int]:
     """One histogram per activation, streamed over every sample of `calibration`; the
     `moments` given (by tensor name) see their tensor's values in the same pass, and `also`
-    every value (high-bias absorption's minima: `bias_absorption.Minima`)."""
+    every value (high-bias absorption's minima: `bias_absorption.Minima`). The float graph
+    runs with `kernels` (by op kind) over `fast_kernels.calibration_kernels()`."""
     hists: dict[str, Histogram] = {}
     moments = moments or {}
 
@@ -110,7 +113,8 @@ def calibrate(
         if also is not None:
             also(name, value)
 
-    start, n, kernels = time.perf_counter(), 0, calibration_kernels()
+    start, n = time.perf_counter(), 0
+    kernels = {**calibration_kernels(), **(kernels or {})}
     for sample in calibration:
         inputs = sample if isinstance(sample, list | tuple) else [sample]
         evaluate(graph, inputs, keep=(), observe=observe, kernels=kernels)
@@ -227,6 +231,7 @@ def _calibrated(
     config: QuantConfig,
     target: Target,
     progress: Progress | None,
+    kernels: Mapping[OpKind, Kernel] | None = None,
 ) -> tuple[Graph, frozenset[str], dict[str, Histogram], int, dict[str, ChannelMoments]]:
     """`float_rewrites`' graph with its requantizations placed, its wide tensors, calibration
     and watched moments. High-bias absorption's minima are observed in the calibration pass:
@@ -237,7 +242,9 @@ def _calibrated(
         placed, wide = requantize_boundaries(graph, config.a16)
         placed = place_requantizations(placed, target, config.device)
         moments, observe = watched(placed, config), None if pending is None else pending.observe
-        hists, samples = calibrate(placed, calibration, config.bins, progress, moments, observe)
+        hists, samples = calibrate(
+            placed, calibration, config.bins, progress, moments, observe, kernels
+        )
         if pending is None or (absorbed := pending.apply(calibration)[0]) is graph:
             return placed, wide, hists, samples, moments
         graph, pending = absorbed, None
@@ -273,10 +280,13 @@ def quantize(
     config: QuantConfig | None = None,
     progress: Progress | None = None,
     layer_progress: LayerProgress | None = None,
+    kernels: Mapping[OpKind, Kernel] | None = None,
 ) -> Graph:
     """The int8 graph of the (legalized, NHWC) float `graph`; see the module docstring.
 
-    `progress(samples, seconds)` follows calibration, `layer_progress(i, n, op)` AdaRound."""
+    `progress(samples, seconds)` follows calibration, `layer_progress(i, n, op)` AdaRound;
+    `kernels` (by op kind) are float kernels calibration runs instead of the interpreter's (a
+    faster convolution: the observed ranges move by what its sums' rounding does)."""
     config = config or QuantConfig()
     if graph.layout != "NHWC":
         raise QuantError(
@@ -292,7 +302,9 @@ def quantize(
     config = for_graph(graph, config)
     target = load_target(config.target)
     check_a16(graph, config.a16, target, config.device)
-    graph, wide, hists, samples, moments = _calibrated(graph, calibration, config, target, progress)
+    graph, wide, hists, samples, moments = _calibrated(
+        graph, calibration, config, target, progress, kernels
+    )
     acts = _activation_quant(graph, hists, config, target, wide)
     tensors: dict[str, Tensor] = {
         n: Tensor(n, t.shape, "int16" if n in wide else "int8", quant=acts[n])

@@ -1,0 +1,117 @@
+"""`mdla_compile.torch_conv`: calibration's CONV_2D through torch agrees with the interpreter's
+to float32 rounding, gives the same bits on 1, 2 and 3 threads, leaves a 1x1 conv and operands
+that are not float32 to the interpreter, and is what a compile calibrates with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+import mdla_compile
+import mdla_compile.compiled
+import mdla_quant
+from mdla_compile import CompileOptions
+from mdla_compile import torch_conv as tc
+from mdla_ir.graph import Op
+from mdla_ir.interp.conv import conv_2d
+from mdla_ir.ops import OpKind
+from tests.workbench.conftest import TINY
+
+torch = pytest.importorskip("torch")
+Array = np.ndarray[Any, Any]
+RNG = np.random.default_rng(7)
+
+# (x shape NHWC, filter (O,KH,KW,C/g), stride, dilation, padding (t,b,l,r), groups, fuse)
+CONVS = [
+    ((1, 17, 19, 5), (8, 3, 3, 5), (1, 1), (1, 1), (1, 1, 1, 1), 1, "NONE"),
+    ((2, 30, 30, 3), (16, 7, 7, 3), (2, 2), (1, 1), (3, 3, 3, 3), 1, "RELU"),
+    ((1, 15, 15, 8), (8, 3, 3, 8), (2, 2), (1, 1), (0, 1, 0, 1), 1, "RELU6"),  # TFLite SAME
+    ((1, 12, 13, 6), (4, 3, 3, 3), (1, 1), (2, 2), (2, 2, 2, 2), 2, "NONE"),
+    ((1, 9, 9, 6), (4, 1, 1, 6), (2, 2), (1, 1), (0, 0, 0, 0), 1, "NONE"),  # 1x1 stride 2
+]
+
+
+def _op(kind: OpKind, stride: Any, dilation: Any, padding: Any, groups: int, fuse: str) -> Op:
+    attrs = {"stride": stride, "dilation": dilation, "padding": padding, "fuse": fuse}
+    if kind is OpKind.CONV_2D:
+        attrs["groups"] = groups
+    return Op(kind, "c", ("x", "w", "b"), ("y",), attrs)
+
+
+def _f32(shape: Sequence[int]) -> Array:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+@pytest.fixture
+def threads() -> Iterator[None]:
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("case", CONVS)
+def test_conv_matches_the_interpreter(case: Any) -> None:
+    xs, ws, stride, dilation, padding, groups, fuse = case
+    op = _op(OpKind.CONV_2D, stride, dilation, padding, groups, fuse)
+    args = [_f32(xs), _f32(ws), _f32(ws[:1])]
+    want = conv_2d(op, args, "NHWC")[0]
+    got = tc.torch_conv_2d(op, args, "NHWC")[0]
+    assert got.shape == want.shape
+    assert got.dtype == np.float32
+    assert got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_same_bits_on_any_thread_count(threads: None) -> None:
+    x, w = _f32((1, 56, 56, 64)), _f32((64, 3, 3, 64))
+    outs = []
+    for n in (1, 2, 3):
+        torch.set_num_threads(n)
+        outs.append(tc.conv_nhwc(x, w, None, (1, 1), (1, 1), (1, 1, 1, 1), 1).view(np.int32))
+    assert all(np.array_equal(outs[0], o) for o in outs[1:])
+
+
+def test_pointwise_and_other_dtypes_stay_the_interpreters() -> None:
+    op = _op(OpKind.CONV_2D, (1, 1), (1, 1), (0, 0, 0, 0), 1, "NONE")
+    args = [_f32((1, 8, 8, 16)), _f32((24, 1, 1, 16)), _f32((24,))]
+    want = conv_2d(op, args, "NHWC")[0]
+    assert np.array_equal(tc.torch_conv_2d(op, args, "NHWC")[0].view(np.int32), want.view(np.int32))
+    op3 = _op(OpKind.CONV_2D, (1, 1), (1, 1), (1, 1, 1, 1), 1, "NONE")
+    wide = [a.astype(np.float64) for a in (args[0], _f32((4, 3, 3, 16)), _f32((4,)))]
+    assert tc.torch_conv_2d(op3, wide, "NHWC")[0].dtype == conv_2d(op3, wide, "NHWC")[0].dtype
+
+
+def test_no_torch_means_the_interpreters(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tc.importlib.util, "find_spec", lambda name: None)
+    assert tc.calibration_kernels() == {}
+
+
+def test_a_compile_calibrates_with_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+
+    def spy(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+        seen.append(op.name)
+        return tc.torch_conv_2d(op, args, layout)
+
+    monkeypatch.setattr(mdla_compile.compiled, "calibration_kernels", lambda: {OpKind.CONV_2D: spy})
+    compiled = mdla_compile.compile(CompileOptions(TINY, calib="random", count=2))
+    convs = [op.name for op in compiled.device_graph.ops if op.kind is OpKind.CONV_2D]
+    assert convs
+    assert sorted(set(seen)) == sorted(convs)
+    assert len(seen) == 2 * len(convs)
+
+
+def test_quantize_runs_the_given_kernels() -> None:
+    compiled = mdla_compile.compile(CompileOptions(TINY, calib="random", count=1))
+    graph, calib = compiled.device_graph, list(compiled.calibration)
+
+    def doubled(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
+        return [2 * conv_2d(op, args, layout)[0]]
+
+    plain = mdla_quant.quantize(graph, calib)
+    other = mdla_quant.quantize(graph, calib, kernels={OpKind.CONV_2D: doubled})
+    conv = next(op for op in graph.ops if op.kind is OpKind.CONV_2D).outputs[0]
+    assert other.tensors[conv].quant != plain.tensors[conv].quant
