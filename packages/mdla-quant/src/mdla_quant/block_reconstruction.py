@@ -30,7 +30,10 @@ the expand's output, whose real zero is 0 in both networks) gives the block's ou
 exactly, without computing the whole maps. The residual is x at p (an ADD of equal shapes
 means stride 1). Neighbouring positions share taps, so the expand (its GEMM and its int8
 grid) is computed once per distinct pixel a step's taps read, and each tap reads its pixel's
-row: on the small late maps a step's 256 positions x 25 taps read a few hundred pixels.
+row: on the small late maps a step's 256 positions x 25 taps read a few hundred pixels. The
+same holds backwards: the expand's gradient is x^T g with g the depthwise's gradient summed
+per pixel over the taps reading it, one GEMM over those pixels, not over every tap
+(`block_taps.py`, where the depthwise conv and its gradients read the pixel rows directly).
 
 A block keeps its per-layer roundings unless the refined ones reconstruct the block's output
 better on the positions they were fit on. Scales are unchanged; only the integers move, so the
@@ -47,7 +50,8 @@ import numpy as np
 from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.attrs import ConvAttrs
 from mdla_ir.selection import is_selection
-from mdla_quant.soft_rounding import SoftRounding, by_columns, by_rows, matmul
+from mdla_quant.block_taps import depthwise, depthwise_grad, fused_quant_c, pixel_grad
+from mdla_quant.soft_rounding import SoftRounding, matmul
 
 Array = np.ndarray[Any, Any]
 ZETA, GAMMA = 1.1, -0.1
@@ -142,6 +146,8 @@ def fused_quant(
         s, z = grid
         lo, hi = max(lo, s * (-128 - z)), min(hi, s * (127 - z))
     out, deriv = into if into is not None else (np.empty_like(y), np.empty_like(y))
+    if fused_quant_c(y, lo, hi, grid, out, deriv):
+        return out, deriv
     inside = np.greater(y, lo)
     inside &= np.less(y, hi)
     np.clip(y, lo, hi, out=out)
@@ -158,8 +164,9 @@ def fused_quant(
 class BlockPatches:
     """The block on sampled depthwise output positions (module docstring: the patch form).
 
-    `taps` (M, T, C): the block input at the T = kh*kw taps of each position (0 in padding),
-    `mask` (M, T), `residual` (M, C): the input at the position (when the block has an ADD)."""
+    `pixels` (B*H*W, C): the block input's pixels; `pixel` (M, T): the pixel each of the
+    T = kh*kw taps of each position reads (-1 in the padding); `residual` (M, C): the input at
+    the position (when the block has an ADD)."""
 
     def __init__(self, block: Block, graph: Graph, xs: list[Array], picks: Array) -> None:
         dw = block.ops[-2]
@@ -174,10 +181,6 @@ class BlockPatches:
         iy = oy[:, None] * sh - pt + (np.arange(kh) * dh).repeat(kw)[None]
         ix = ox[:, None] * sw - pl + np.tile(np.arange(kw) * dwid, kh)[None]
         inside = (iy >= 0) & (iy < x.shape[1]) & (ix >= 0) & (ix < x.shape[2])
-        self.mask = inside.astype(np.float32)
-        iy, ix = np.clip(iy, 0, x.shape[1] - 1), np.clip(ix, 0, x.shape[2] - 1)
-        self.taps = x[b[:, None], iy, ix] * self.mask[..., None]
-        # each tap's pixel in `pixels` (B*H*W, C), -1 in the padding
         self.pixels = x.reshape(-1, x.shape[3])
         self.pixel = np.where(inside, (b[:, None] * x.shape[1] + iy) * x.shape[2] + ix, -1)
         self.residual = x[b, oy, ox] if block.add is not None else None
@@ -209,15 +212,16 @@ class BlockPatches:
         """The block's output at rows `idx` for weights `ws` ((K, O) each) and biases `bs`;
         `grids` the inner tensors' int8 grids (None: float). Also what `backward` needs."""
         fuses = [op.fuse for op in self.block.ops]
-        x0 = self._buffer("x0", (len(idx), *self.taps.shape[1:]), self.taps.dtype)
-        np.take(self.taps, idx, axis=0, out=x0, mode="clip")  # "raise" would buffer `out`
-        k = 0
+        pixel, tap = np.unique(self.pixel[idx], return_inverse=True)
+        tap = tap.reshape(len(idx), -1)  # each tap's row in `pixel`
+        k = 1 if self.expand else 0
         if self.expand:
-            z1, d1 = self._expand(ws[0], bs[0], fuses[0], grids[0], idx)
-            k = 1
+            z1, d1 = self._expand(ws[0], bs[0], fuses[0], grids[0], pixel)
         else:
-            z1, d1 = x0, self.mask[idx][..., None]
-        a2 = by_columns("mtc,tc->mc", z1, ws[k])
+            z1, d1 = self.pixels[pixel], np.ones(0, np.bool_)
+            z1[: int(pixel[0] < 0)] = 0.0
+        a2 = self._buffer("a2", (len(idx), ws[k].shape[1]), np.result_type(z1, ws[k]))
+        a2 = depthwise(z1, tap, ws[k], a2)
         a2 += bs[k]
         z2, d2 = fused_quant(a2, fuses[k], grids[k], self._pair("dw", a2))
         a3 = matmul(z2, ws[k + 1])
@@ -227,52 +231,35 @@ class BlockPatches:
         if self.block.add is not None and self.residual is not None:
             np.add(y, self.residual[idx], out=a3)  # a3 is spent: d3 holds what it gave
             y, d4 = fused_quant(a3, self.block.add.fuse, None, self._pair("add", a3))
-        return y, [x0, z1, d1, z2, d2, d3, d4]
+        return y, [pixel, tap, idx, z1, d1, z2, d2, d3, d4]
 
     def _expand(
-        self, w: Array, b: Array, fuse: str, grid: tuple[float, int] | None, idx: Array
+        self, w: Array, b: Array, fuse: str, grid: tuple[float, int] | None, pixel: Array
     ) -> tuple[Array, Array]:
-        """The expand's quantized output and its derivative at the taps of rows `idx` (M, T, O),
-        0 in the padding: computed once per distinct pixel of those taps, then read at each
-        tap (a GEMM's row is the same sum whatever other rows it is computed with, and the rest
-        is per element, so every tap's value is the one computing it there gives)."""
-        pixel, taps = np.unique(self.pixel[idx], return_inverse=True)
-        a = matmul(self.pixels[pixel], w)  # pixel -1 (the padding, first if any): zeroed below
+        """The expand's quantized output and its derivative at the block input's `pixel`s
+        (P, O), 0 in the padding (pixel -1, first if any); the derivative (0 or 1) as bool."""
+        a = matmul(self.pixels[pixel], w)
         a += b
-        # the derivative (0 or 1) as bool: a quarter of the bytes to gather per tap, and the
-        # same product in the chain rule (a bool multiplies as exactly 0.0 or 1.0)
         bits = self._buffer("expand'", a.shape, np.bool_)
         z, d = fused_quant(a, fuse, grid, (self._buffer("expand", a.shape, a.dtype), bits))
         if pixel[0] < 0:
             z[0], d[0] = 0.0, False
-        flat, taps = (len(idx) * self.pixel.shape[1], w.shape[1]), taps.ravel()
-        z1, d1 = self._buffer("z1", flat), self._buffer("d1", flat, np.bool_)
-
-        def gather(r: slice) -> None:
-            np.take(z, taps[r], axis=0, out=z1[r], mode="clip")
-            np.take(d, taps[r], axis=0, out=d1[r], mode="clip")
-
-        by_rows(gather, flat[0], z1.size)
-        shape = (len(idx), self.pixel.shape[1], w.shape[1])
-        return z1.reshape(shape), d1.reshape(shape)
+        return z, d
 
     def backward(self, ws: list[Array], cache: list[Array], dy: Array) -> list[Array]:
-        """d loss / d w for each weighted op, given d loss / d output `dy`."""
-        x0, z1, d1, z2, d2, d3, d4 = cache
+        """d loss / d w for each weighted op, given d loss / d output `dy`. The expand's is
+        summed per pixel before its GEMM (module docstring: the per-pixel gradient)."""
+        pixel, tap, idx, z1, d1, z2, d2, d3, d4 = cache
         dp = dy * d4 * d3
         k = 1 if self.expand else 0
         grads = [matmul(z2.T, dp)]
         dd = matmul(dp, ws[k + 1].T) * d2
-        grads.insert(0, by_columns("mtc,mc->tc", z1, dd))
+        grads.insert(0, depthwise_grad(z1, tap, dd))
         if self.expand:
-            da = self._buffer("da", d1.shape)
-
-            def chain(r: slice) -> None:
-                np.multiply(dd[r, None, :], ws[1][None], out=da[r])
-                np.multiply(da[r], d1[r], out=da[r])
-
-            by_rows(chain, len(dd), da.size)
-            grads.insert(0, matmul(x0.reshape(-1, x0.shape[-1]).T, da.reshape(-1, da.shape[-1])))
+            g = pixel_grad(tap, idx, dd, ws[1], len(pixel))
+            g *= d1
+            inside = slice(int(pixel[0] < 0), None)  # the padding's row is 0
+            grads.insert(0, matmul(self.pixels[pixel[inside]].T, g[inside]))
         return grads
 
     def error(

@@ -15,7 +15,15 @@ from pathlib import Path
 
 CSRC = Path(__file__).parent / "csrc"
 SOURCES = tuple(
-    CSRC / f for f in ("histogram.c", "depthwise.c", "elementwise.c", "soft_rounding.c", "taps.c")
+    CSRC / f
+    for f in (
+        "histogram.c",
+        "depthwise.c",
+        "elementwise.c",
+        "soft_rounding.c",
+        "taps.c",
+        "block_taps.c",
+    )
 )
 FLAGS = ("-O3", "-ffp-contract=off", "-fno-math-errno")  # never one fused multiply-add;
 # no errno: sqrtf is the one instruction, so its loop vectorizes (the same correctly rounded value)
@@ -34,6 +42,10 @@ SIGNATURES = {
     "mdla_taps_forward_f32": (None, [_P, _N, _P, _N, _P, _N, _P, _N, _N, _P]),
     "mdla_taps_grad_f32": (None, [_P, _N, _P, _N, _P, _N, _P, _N, _N, _P]),
     "mdla_sr_back_f32": (None, [_P, _P, _P, _P, _P, _N, _P, _P, _P, _P]),
+    "mdla_block_dw_f32": (None, [_P, _P, _N, _N, _P, _N, _N, _N, _P]),
+    "mdla_block_dw_grad_f32": (None, [_P, _P, _N, _N, _P, _N, _N, _N, _P]),
+    "mdla_block_pixel_grad_f32": (None, [_P, _N, _N, _P, _P, _N, _N, _N, _P]),
+    "mdla_block_fused_quant_f32": (None, [_P, _N, _F, _F, _I, _F, _F, _P, _P, _P]),
 }
 
 
