@@ -16,6 +16,7 @@
  * clamp CalculateActivationRangeQuantized over [-32768, 32767]. |x| <= 2^15: x * 2^15 <= 2^30.
  */
 #include "kernels.h"
+#include "simd.h"
 
 /* The 16x8 form's frozen multipliers. */
 typedef struct {
@@ -30,6 +31,8 @@ typedef struct {
     bool wide; /* int16: `w` holds the arithmetic, `out` is unused */
     Add16 w;
     int8_t out[256][256]; /* indexed by (code1 + 128, code2 + 128) */
+    bool vec;             /* `v` computes `out`'s codes (simd.h emu_add_vec) */
+    EmuAddVec v;
 } AddParams;
 
 static int add16_prepare(const EmuOperand *x1, const EmuOperand *x2, const EmuOperand *y,
@@ -88,7 +91,9 @@ static int add_sub_prepare(const NeuronModel *m, const EmuOperation *op, EmuNume
     int32_t lo, hi;
     emu_activation_range(fuse, y->scale, y->zero_point, &lo, &hi);
     const bool wrap = num.wrap; /* only the output multiplier can exceed 1 */
-    for (int i = 0; i < 256; i++)
+    p->vec = emu_add_vec_ready() &&
+             emu_add_vec_pack(&p->v, a, b, sign, mo, eo, num.rounding, y->zero_point, lo, hi);
+    for (int i = 0; i < 256 && !p->vec; i++) /* add_run reads the table only without `v` */
         for (int j = 0; j < 256; j++) {
             const int64_t raw = sign > 0 ? a[i] + b[j] : a[i] - b[j];
             const int64_t h = emu_mbqm_acc(raw, mo, eo, num.rounding, wrap);
@@ -109,6 +114,10 @@ static int sub_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumerics
 static void add_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *out,
                     uint32_t count, uint32_t a_step, uint32_t b_step) {
     const AddParams *p = ctx;
+    if (p->vec) {
+        emu_add_vec(&p->v, a, b, a_step, b_step, count, out);
+        return;
+    }
     for (uint32_t i = 0; i < count; i++) out[i] = p->out[a[i * a_step] + 128][b[i * b_step] + 128];
 }
 

@@ -185,4 +185,27 @@ void emu_gemm_s16_avx2(const int16_t *a, const int16_t *packed, int32_t *out, in
 bool emu_lut_vbmi_ready(void);
 void emu_lut_vbmi(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n);
 
+/* int8 ADD / SUB (k_add.c) without its 256 x 256 table, 64 codes a step (simd_add.c):
+ *   out[i] = clamp(MBQM(A[x[i] + 128] +- B[y[i] + 128], m, s) + z, lo, hi)
+ * A, B the int32 values k_add.c tabulates per code (|.| < 2^29, so the sum fits int32, and
+ * -B too), stored as four byte planes each (SUB's side negated). With s <= 0 (r = -s <= 31)
+ * and p = (A +- B) * m in int64 (|p| < 2^61): MBQM in double rounding is RDBPOT(SRDHM(.), r)
+ * with no left shift, which is t = (p + 2^30 + 2^(30 + r) [r >= 1] - 2^31 [p < -2^30,
+ * r >= 1]) >> (31 + r) (emu_dw4_row's proof above); in single rounding it is
+ * (p + 2^(30 + r)) >> (31 + r) by definition (arith.h). Neither narrows or wraps anything: x
+ * fits int32, |t| < 2^30 and t + z fits int32, so the accumulator mode changes nothing. The
+ * zero point and the clamp come after the saturating packs, exact as emu_dw4_row's. Steps
+ * are 0 (one code for every element) or 1.
+ * emu_add_vec_pack: false (nothing to use) when s > 0 or a value is out of those bounds. */
+typedef struct {
+    int8_t planes[2][4][256]; /* [A or +-B][byte j][code + 128] */
+    int64_t mult, round, corr, shift;
+    int32_t z, lo, hi;
+} EmuAddVec;
+bool emu_add_vec_pack(EmuAddVec *k, const int64_t *a, const int64_t *b, int sign, int64_t m,
+                      int s, int rounding, int32_t z, int32_t lo, int32_t hi);
+bool emu_add_vec_ready(void); /* emu_lut_vbmi_ready() */
+void emu_add_vec(const EmuAddVec *k, const int8_t *a, const int8_t *b, uint32_t a_step,
+                 uint32_t b_step, uint32_t n, int8_t *out);
+
 #endif /* MDLA_EMU_SIMD_H */
