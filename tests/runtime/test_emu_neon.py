@@ -104,7 +104,8 @@ def check(
 @pytest.fixture(scope="module")
 def isa_driver(arm: Path) -> Path:
     """emu_isa_main.c linked against the aarch64 emulator: prints emu_isa(), whether the
-    sdot depthwise runs for 16 and for 15 channels and whether CONV_2D takes the rows GEMM."""
+    sdot depthwise runs for 16 and for 15 channels, whether CONV_2D takes the rows GEMM and
+    whether FULLY_CONNECTED takes the 8-bit GEMM."""
     driver = arm / "isa"
     src = Path(__file__).with_name("emu_isa_main.c")
     cmd = [CC, str(src), "-o", str(driver), f"-L{arm}", "-lneuron_emu", f"-Wl,-rpath,{arm}"]
@@ -130,18 +131,18 @@ def test_the_isa_is_neon_on_aarch64(arm: Path, isa_driver: Path) -> None:
         assert isa_line(arm, isa_driver, env)[0] == want, env
 
 
-def test_the_sdot_depthwise_and_the_rows_gemm_follow_the_cpu(arm: Path, isa_driver: Path) -> None:
+def test_the_sdot_depthwise_and_the_gemms_follow_the_cpu(arm: Path, isa_driver: Path) -> None:
     """The four-tap sdot depthwise runs where the CPU has the dot-product extension (hwcap
     ASIMDDP: qemu's max CPU, not the ARMv8.0 cortex-a53) and on 16 channels or more; CONV_2D's
-    rows GEMM runs on both CPUs (its variant chosen by the same hwcap); the portable C turns
-    both off."""
+    rows GEMM runs on both CPUs (its variant chosen by the same hwcap); FULLY_CONNECTED's 8-bit
+    GEMM where the CPU has sdot; the portable C (either variable) turns all of them off."""
     cases = [
-        ({}, [ISA_NEON, 1, 0, 1]),
-        ({"QEMU_CPU": "max"}, [ISA_NEON, 1, 0, 1]),
-        ({"QEMU_CPU": "cortex-a76"}, [ISA_NEON, 1, 0, 1]),
-        ({"QEMU_CPU": "cortex-a53"}, [ISA_NEON, 0, 0, 1]),
-        ({"MDLA_EMU_PORTABLE": "1"}, [ISA_PORTABLE, 0, 0, 0]),
-        ({"MDLA_EMU_ISA": "portable"}, [ISA_PORTABLE, 0, 0, 0]),
+        ({}, [ISA_NEON, 1, 0, 1, 1]),
+        ({"QEMU_CPU": "max"}, [ISA_NEON, 1, 0, 1, 1]),
+        ({"QEMU_CPU": "cortex-a76"}, [ISA_NEON, 1, 0, 1, 1]),
+        ({"QEMU_CPU": "cortex-a53"}, [ISA_NEON, 0, 0, 1, 0]),
+        ({"MDLA_EMU_PORTABLE": "1"}, [ISA_PORTABLE, 0, 0, 0, 0]),
+        ({"MDLA_EMU_ISA": "portable"}, [ISA_PORTABLE, 0, 0, 0, 0]),
     ]
     for env, want in cases:
         assert isa_line(arm, isa_driver, env) == want, env

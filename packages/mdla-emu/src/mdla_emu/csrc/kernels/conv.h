@@ -56,10 +56,6 @@ static inline int64_t emu_conv_item(const ConvJob *job, int64_t i, int32_t *c0, 
     return i / job->blocks;
 }
 
-/* The 8-bit im2col row of output pixel (b, oy, ox) (k_conv_2d.c). */
-void emu_conv_im2col_u8(const ConvParams *p, const int8_t *in, int32_t b, int32_t oy, int32_t ox,
-                        uint8_t *restrict col);
-
 /* The rows path: after the common fields and rq are set, pack the filter w [co][depth] and
  * freeze its constants; its scratch bytes for `tile` rows; the tiles [begin, end) of a
  * ConvJob (an EmuTaskFn). */

@@ -47,7 +47,7 @@ void emu_gemm_u8_pack(const int8_t *w, int32_t co, int32_t depth, int32_t z, int
 /* One tile: MR rows of `a` x `np` (1 or 2) panels. */
 EMU_VNNI static inline __attribute__((always_inline)) void
 tile_u8(const uint8_t *a, const int8_t *w0, const int8_t *w1, const int32_t *init, int32_t *out,
-        int32_t ldo, int32_t kpad, int np, __mmask16 m0, __mmask16 m1, uint32_t flip) {
+        int32_t ldo, int32_t kpad, int np, __mmask16 m0, __mmask16 m1) {
     __m512i acc0[EMU_U8_MR], acc1[EMU_U8_MR];
     const __m512i i0 = _mm512_loadu_si512(init);
     const __m512i i1 = np == 2 ? _mm512_loadu_si512(init + EMU_U8_NR) : i0;
@@ -58,7 +58,7 @@ tile_u8(const uint8_t *a, const int8_t *w0, const int8_t *w1, const int32_t *ini
         for (int r = 0; r < EMU_U8_MR; r++) {
             int32_t q;
             memcpy(&q, a + (size_t)r * kpad + k, sizeof q);
-            const __m512i x = _mm512_set1_epi32((int32_t)((uint32_t)q ^ flip));
+            const __m512i x = _mm512_set1_epi32(q);
             acc0[r] = _mm512_dpbusd_epi32(acc0[r], x, b0);
             if (np == 2) acc1[r] = _mm512_dpbusd_epi32(acc1[r], x, b1);
         }
@@ -77,7 +77,7 @@ EMU_VNNI static inline __mmask16 panel_mask(int32_t o, int32_t cols) {
 
 EMU_VNNI static inline __attribute__((always_inline)) void
 gemm_u8_vnni(const uint8_t *a, const int8_t *packed, const int32_t *init, int32_t *out,
-             int32_t rows, int32_t cols, int32_t kpad, uint32_t flip) {
+             int32_t rows, int32_t cols, int32_t kpad) {
     const size_t panel = (size_t)kpad * EMU_U8_NR;
     const int32_t cpad = emu_round_up(cols, EMU_U8_NR);
     int32_t o = 0;
@@ -86,14 +86,14 @@ gemm_u8_vnni(const uint8_t *a, const int8_t *packed, const int32_t *init, int32_
         const __mmask16 m0 = panel_mask(o, cols), m1 = panel_mask(o + EMU_U8_NR, cols);
         for (int32_t p = 0; p < rows; p += EMU_U8_MR)
             tile_u8(a + (size_t)p * kpad, w0, w0 + panel, init + o, out + (size_t)p * cols + o,
-                    cols, kpad, 2, m0, m1, flip);
+                    cols, kpad, 2, m0, m1);
     }
     if (o < cpad) {
         const int8_t *w0 = packed + (size_t)(o / EMU_U8_NR) * panel;
         const __mmask16 m0 = panel_mask(o, cols);
         for (int32_t p = 0; p < rows; p += EMU_U8_MR)
             tile_u8(a + (size_t)p * kpad, w0, w0, init + o, out + (size_t)p * cols + o, cols,
-                    kpad, 1, m0, m0, flip);
+                    kpad, 1, m0, m0);
     }
 }
 
@@ -106,23 +106,12 @@ __attribute__((constructor)) static void detect_vnni(void) {
 
 EMU_VNNI static void gemm_u8_bytes(const uint8_t *a, const int8_t *packed, const int32_t *init,
                                    int32_t *out, int32_t rows, int32_t cols, int32_t kpad) {
-    gemm_u8_vnni(a, packed, init, out, rows, cols, kpad, 0);
-}
-
-/* x ^ 0x80 in each byte is the uint8 x + 128 = u (EMU_U8_OFFSET), formed after the load. */
-EMU_VNNI static void gemm_u8_codes(const uint8_t *a, const int8_t *packed, const int32_t *init,
-                                   int32_t *out, int32_t rows, int32_t cols, int32_t kpad) {
-    gemm_u8_vnni(a, packed, init, out, rows, cols, kpad, 0x80808080u);
+    gemm_u8_vnni(a, packed, init, out, rows, cols, kpad);
 }
 
 void emu_gemm_u8(const uint8_t *a, const int8_t *packed, const int32_t *init, int32_t *out,
                  int32_t rows, int32_t cols, int32_t kpad) {
     gemm_u8_bytes(a, packed, init, out, rows, cols, kpad);
-}
-
-void emu_gemm_u8_codes(const int8_t *x, const int8_t *packed, const int32_t *init, int32_t *out,
-                       int32_t rows, int32_t cols, int32_t kpad) {
-    gemm_u8_codes((const uint8_t *)x, packed, init, out, rows, cols, kpad);
 }
 #elif defined(__aarch64__) && defined(__GNUC__)
 #include <arm_neon.h>
@@ -163,11 +152,6 @@ EMU_DOTPROD static void tile_dot(const uint8_t *a, const int8_t *w, const int32_
     }
 }
 
-void emu_gemm_u8_codes(const int8_t *x, const int8_t *packed, const int32_t *init, int32_t *out,
-                       int32_t rows, int32_t cols, int32_t kpad) {
-    emu_gemm_u8((const uint8_t *)x, packed, init, out, rows, cols, kpad); /* OFFSET 0: u = x */
-}
-
 static bool vnni_cpu; /* here: the dot-product extension */
 __attribute__((constructor)) static void detect_dotprod(void) {
     vnni_cpu = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
@@ -191,17 +175,14 @@ void emu_gemm_u8(const uint8_t *a, const int8_t *packed, const int32_t *init, in
     (void)a, (void)packed, (void)init, (void)out, (void)rows, (void)cols, (void)kpad;
     abort(); /* unreachable: emu_gemm_u8_ready() is false here */
 }
-
-void emu_gemm_u8_codes(const int8_t *x, const int8_t *packed, const int32_t *init, int32_t *out,
-                       int32_t rows, int32_t cols, int32_t kpad) {
-    emu_gemm_u8((const uint8_t *)x, packed, init, out, rows, cols, kpad);
-}
 #endif
 
 bool emu_gemm_u8_ready(void) {
     const char *v = getenv("MDLA_EMU_PORTABLE");
 #if defined(__x86_64__)
     if (emu_isa() != EMU_ISA_AVX512) return false; /* MDLA_EMU_ISA=avx2 or portable (simd.h) */
+#elif defined(__aarch64__)
+    if (emu_isa() != EMU_ISA_NEON) return false; /* MDLA_EMU_ISA=portable (simd.h) */
 #endif
     return vnni_cpu && !(v != NULL && strcmp(v, "1") == 0);
 }

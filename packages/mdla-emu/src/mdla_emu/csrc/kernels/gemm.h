@@ -1,7 +1,9 @@
 /*
- * gemm.h: the 8-bit GEMM of CONV_2D's fast path (AVX-512 VNNI on x86-64, the dot-product
- * extension on aarch64, chosen at run time), beside the portable int16 one
- * (emu_gemm_s16_blocked in kernel_common.c), which the tests also run.
+ * gemm.h: the 8-bit GEMM of FULLY_CONNECTED's fast path (AVX-512 VNNI on x86-64, the
+ * dot-product extension on aarch64, chosen at run time), beside the portable int16 one
+ * (emu_gemm_s16_blocked in kernel_common.c), which the tests also run. Its packing and the
+ * exactness argument below are also CONV_2D's rows path's (gemm_rows.h), which replaced the
+ * im2col tiles that ran on this GEMM.
  *
  * The convolution sum  acc[p][o] = sum_k (x[p][k] - z) * w[o][k]  (x, z, w int8; taps outside
  * the image are x = z) is computed with the byte u = x + EMU_U8_OFFSET as
@@ -23,8 +25,8 @@
  * and dropped by the caller).
  *
  * MDLA_EMU_PORTABLE=1 (read at prepare) keeps the portable path on a CPU that has VNNI;
- * on x86-64 so does MDLA_EMU_ISA=avx2|portable (simd.h), which the tests use to run the AVX2
- * int16 GEMM there.
+ * so does MDLA_EMU_ISA=avx2|portable on x86-64 (simd.h), which the tests use to run the AVX2
+ * int16 GEMM there, and MDLA_EMU_ISA=portable on aarch64.
  */
 #ifndef MDLA_EMU_GEMM_H
 #define MDLA_EMU_GEMM_H
@@ -55,11 +57,5 @@ void emu_gemm_u8_pack(const int8_t *w, int32_t co, int32_t depth, int32_t z, int
  * cpad = cols rounded up to EMU_U8_NR columns. Only when emu_gemm_u8_ready(). */
 void emu_gemm_u8(const uint8_t *a, const int8_t *packed, const int32_t *init, int32_t *out,
                  int32_t rows, int32_t cols, int32_t kpad);
-
-/* emu_gemm_u8 on rows of int8 codes x rather than bytes u = x + EMU_U8_OFFSET: the offset is
- * added after each load (x86: x ^ 0x80 per byte; aarch64: nothing), the same u, so the same
- * sums. CONV_2D's pointwise tiles pass the input itself (no copy) when kpad = depth. */
-void emu_gemm_u8_codes(const int8_t *x, const int8_t *packed, const int32_t *init, int32_t *out,
-                       int32_t rows, int32_t cols, int32_t kpad);
 
 #endif /* MDLA_EMU_GEMM_H */

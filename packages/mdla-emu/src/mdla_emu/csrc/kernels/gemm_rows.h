@@ -89,8 +89,9 @@ typedef struct {
  * aarch64, emu_isa() is EMU_ISA_NEON. */
 bool emu_gemm_rows_ready(void);
 
-/* Pack w[co][depth] as gemm.h's layout of w' = w + 128 (aarch64: w' = w) into `packed` (cpad * kpad bytes) and
- * set init[o] = -z * sum_k w[o][k] (cpad entries, padding columns any value). */
+/* Pack w[co][depth] as gemm.h's layout of w' = w + 128 (aarch64: w' = w) into `packed`
+ * (cpad * kpad bytes) and set init[o] = -z * sum_k w[o][k] (cpad entries, padding columns any
+ * value). */
 void emu_gemm_rows_pack(const int8_t *w, int32_t co, int32_t depth, int32_t z, int32_t kpad,
                         int32_t cpad, int8_t *packed, int32_t *init);
 

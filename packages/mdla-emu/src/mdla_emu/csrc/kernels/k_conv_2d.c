@@ -11,17 +11,14 @@
  * Blocking (emu_gemm_s16_blocked): K is zero-padded to a multiple of EMU_GEMM_KB in both
  * operands, the filter to a multiple of EMU_GEMM_NR rows (once, at prepare), a tile of output
  * pixels to a multiple of EMU_GEMM_MR rows; padded rows and columns are computed and dropped.
- * Fast path (gemm.h, when emu_gemm_u8_ready() at prepare): the im2col row holds the byte
- * u = in + EMU_U8_OFFSET (z_in + EMU_U8_OFFSET outside the image, so the tap adds
- * (z_in - z_in) * w = 0) and the zero point moves into each column's initial value; the same
- * integers, so the same acc. A pointwise tile whose depth is a multiple of 4 reads its whole
- * 8-row blocks in place (emu_gemm_u8_codes: the offset added after the load), copying only the
- * last < 8 rows. On x86-64 with AVX-512 VNNI and on aarch64 (emu_gemm_rows_ready(): NEON,
- * with sdot or without) the rows path of conv_rows.c replaces this one: an implicit GEMM (no im2col when ci is a multiple of 4) with
- * the requantization in the register tile; on a CPU with AMX-INT8, conv_amx.c's path replaces
- * both (gemm_amx.h: int8 x int8 tiles, the requantization on each finished 32 x 32 block; a
- * k x k conv over enough channels loads its tile rows from a padded copy of the input rows,
- * conv_amx_taps.c, in tiles of whole output rows).
+ * Fast paths: on x86-64 with AVX-512 VNNI and on aarch64 (emu_gemm_rows_ready(): NEON, with
+ * sdot or without) the rows path of conv_rows.c replaces this one: the 8-bit GEMM (gemm.h's
+ * packing, the zero point folded into each column's initial value) as an implicit GEMM (no
+ * im2col when ci is a multiple of 4) with the requantization in the register tile; on a CPU
+ * with AMX-INT8, conv_amx.c's path replaces both (gemm_amx.h: int8 x int8 tiles, the
+ * requantization on each finished 32 x 32 block; a k x k conv over enough channels loads its
+ * tile rows from a padded copy of the input rows, conv_amx_taps.c, in tiles of whole output
+ * rows).
  * Without either, on a CPU with AVX2 (emu_isa(), simd.h) the int16
  * tiles run emu_gemm_s16_avx2 (the same sums in int32 lanes, exact as simd.h says) on a filter
  * packed for it instead of emu_gemm_s16_blocked.
@@ -34,8 +31,7 @@
 #include "gemm_rows.h"
 #include "simd.h"
 
-#define TILE_BYTES 32768    /* im2col bytes per GEMM tile: its rows stay in L1 */
-#define TILE_U8_BYTES 65536 /* the same for the uint8 path's tile (kept in L2) */
+#define TILE_BYTES 32768 /* im2col bytes per GEMM tile: its rows stay in L1 */
 
 
 static void conv_free(void *p) {
@@ -87,18 +83,6 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumeric
     const int8_t *wv = f->value;
     if (emu_gemm_amx_ready()) return emu_conv_amx_prepare(p, wv);
     if (emu_gemm_rows_ready()) return emu_conv_rows_prepare(p, wv);
-    p->u8 = emu_gemm_u8_ready();
-    if (p->u8) {
-        p->kpad4 = emu_round_up(depth, EMU_U8_KB);
-        p->cpad16 = emu_round_up(p->co, EMU_U8_NR);
-        const int32_t fit = TILE_U8_BYTES / p->kpad4 / EMU_U8_MR;
-        p->tile_u8 = EMU_U8_MR * (fit < 1 ? 1 : (fit > 32 ? 32 : fit));
-        p->packed = malloc((size_t)p->cpad16 * p->kpad4);
-        p->init = malloc((size_t)p->cpad16 * sizeof *p->init);
-        if (p->packed == NULL || p->init == NULL) return NEURON_OUT_OF_MEMORY;
-        emu_gemm_u8_pack(wv, p->co, depth, p->z_in, p->kpad4, p->cpad16, p->packed, p->init);
-        return NEURON_NO_ERROR;
-    }
     p->kpad = emu_round_up(depth, EMU_GEMM_KB);
     p->copad = emu_round_up(p->co, EMU_GEMM_NR);
     const int32_t fit = TILE_BYTES / (p->kpad * (int32_t)sizeof(int16_t)) / EMU_GEMM_MR;
@@ -122,8 +106,6 @@ static size_t conv_scratch(const void *params) {
     if (p->wide != NULL) return emu_conv16_scratch(p->wide);
     if (p->amx) return emu_conv_amx_scratch(p);
     if (p->rows) return emu_conv_rows_scratch(p);
-    if (p->u8)
-        return (size_t)p->tile_u8 * p->kpad4 + (size_t)p->tile_u8 * p->cpad16 * sizeof(int32_t);
     return (size_t)p->tile_rows * p->kpad * sizeof(int16_t) +
            (size_t)p->tile_rows * p->copad * sizeof(int32_t);
 }
@@ -149,29 +131,6 @@ static void im2col_row(const ConvParams *p, const int8_t *in, int32_t b, int32_t
     }
     memset(col + p->depth, 0, (size_t)(p->kpad - p->depth) * sizeof *col);
 }
-
-/* The 8-bit im2col row (gemm.h): u = in + OFF, z_in + OFF outside the image (OFF =
- * EMU_U8_OFFSET); the padding up to kpad4 meets zero weights, so any byte does (zero). */
-void emu_conv_im2col_u8(const ConvParams *p, const int8_t *in, int32_t b, int32_t oy, int32_t ox,
-                        uint8_t *restrict col) {
-    const EmuWindow *w = &p->win;
-    const int32_t ci = p->ci;
-    for (int32_t i = 0; i < p->kh; i++) {
-        const int32_t iy = oy * w->stride_h + i * w->dilation_h - w->pad_top;
-        for (int32_t j = 0; j < p->kw; j++) {
-            const int32_t ix = ox * w->stride_w + j * w->dilation_w - w->pad_left;
-            uint8_t *restrict dst = col + (size_t)(i * p->kw + j) * ci;
-            if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) {
-                memset(dst, p->z_in + EMU_U8_OFFSET, (size_t)ci);
-                continue;
-            }
-            const int8_t *restrict src = in + (((size_t)b * p->h + iy) * p->w + ix) * ci;
-            for (int32_t c = 0; c < ci; c++) dst[c] = (uint8_t)(src[c] + EMU_U8_OFFSET);
-        }
-    }
-    memset(col + p->depth, 0, (size_t)(p->kpad4 - p->depth));
-}
-
 
 /* GEMM tiles [begin, end): tile t covers output pixels [t * tile, (t + 1) * tile). */
 static void conv_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
@@ -207,50 +166,6 @@ static void conv_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scr
         else
             emu_gemm_s16_blocked(cols, p->filter, acc, padded, p->copad, p->kpad);
         emu_requant_rows(&p->rq, acc, (size_t)p->copad, job->out + (size_t)start * p->co, rows);
-    }
-}
-
-/* conv_tiles on the uint8 path. */
-static void conv_tiles_u8(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
-    const ConvJob *job = ctx;
-    const ConvParams *p = job->p;
-    const int32_t tile = job->tile;
-    uint8_t *cols = scratch;
-    int32_t *acc = (int32_t *)(scratch + (size_t)tile * p->kpad4);
-    const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
-    for (int64_t t = begin; t < end; t++) {
-        int64_t start = t * tile;
-        int32_t rows = (int32_t)(pixels - start < tile ? pixels - start : tile);
-        const int32_t ci = p->ci, kpad4 = p->kpad4; /* locals: uint8 stores alias p */
-        if (p->pointwise && ci == kpad4 && rows >= EMU_U8_MR) {
-            /* whole register blocks of the input's own rows, in place; the rest copied below */
-            const int32_t whole = rows / EMU_U8_MR * EMU_U8_MR;
-            emu_gemm_u8_codes(job->in + (size_t)start * ci, p->packed, p->init, acc, whole,
-                              p->co, kpad4);
-            emu_requant_rows(&p->rq, acc, (size_t)p->co, job->out + (size_t)start * p->co, whole);
-            if (whole == rows) continue;
-            start += whole;
-            rows -= whole;
-        }
-        int32_t b = (int32_t)(start / ((int64_t)p->ow * p->oh));
-        int32_t oy = (int32_t)((start / p->ow) % p->oh), ox = (int32_t)(start % p->ow);
-        for (int32_t r = 0; p->pointwise && r < rows; r++) {
-            const int8_t *restrict src = job->in + (size_t)(start + r) * ci;
-            uint8_t *restrict dst = cols + (size_t)r * kpad4;
-            for (int32_t c = 0; c < ci; c++) dst[c] = (uint8_t)(src[c] + EMU_U8_OFFSET);
-            memset(dst + ci, 0, (size_t)(kpad4 - ci));
-        }
-        for (int32_t r = 0; !p->pointwise && r < rows; r++) {
-            emu_conv_im2col_u8(p, job->in, b, oy, ox, cols + (size_t)r * p->kpad4);
-            if (++ox == p->ow) {
-                ox = 0;
-                if (++oy == p->oh) oy = 0, b++;
-            }
-        }
-        const int32_t padded = emu_round_up(rows, EMU_U8_MR);
-        memset(cols + (size_t)rows * p->kpad4, 0, (size_t)(padded - rows) * p->kpad4);
-        emu_gemm_u8(cols, p->packed, p->init, acc, padded, p->co, p->kpad4);
-        emu_requant_rows(&p->rq, acc, (size_t)p->co, job->out + (size_t)start * p->co, rows);
     }
 }
 
@@ -313,9 +228,7 @@ static void conv_eval(const void *params, const void *const *inputs, void *outpu
         const int64_t tiles = (pixels + job.tile - 1) / job.tile;
         conv_cols(p, tiles, threads, scratch, &job);
         emu_parallel_for(scratch, tiles * job.blocks, 1,
-                         p->amx ? emu_conv_amx_tiles
-                                : (p->rows ? emu_conv_rows_tiles : conv_tiles_u8),
-                         &job);
+                         p->amx ? emu_conv_amx_tiles : emu_conv_rows_tiles, &job);
         return;
     }
     const ConvJob job = {p, inputs[0], output,

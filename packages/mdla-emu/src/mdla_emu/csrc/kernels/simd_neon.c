@@ -2,8 +2,8 @@
  * simd_neon.c: simd_neon.h's kernels in aarch64 NEON intrinsics: the narrow requantization,
  * the multiplier-1 depthwise rows (int8 and 16x8), MUL's formula and the 256-entry table lookup.
  *
- * Why the requantization (emu_neon_narrow4, simd_neon_rq.h) is the C one (requant_narrow, kernel_common.c) lane for lane,
- * given simd.c's argument for the x86 lanes (the same bounds hold):
+ * Why the requantization (emu_neon_narrow4, simd_neon_rq.h) is the C one (requant_narrow,
+ * kernel_common.c) lane for lane, given simd.c's argument for the x86 lanes (the same bounds hold):
  * - v = (acc + bias) * 2^left: sqshl is not needed; vshlq_s32 by a non-negative count moves the
  *   two's complement bits left, exact since the narrow case has (|acc| + |bias|) 2^left < 2^31.
  * - SRDHM: vqrdmulhq_s32(v, M) is sat((2 v M + 2^31) >> 32) with the product in full width,
@@ -13,7 +13,8 @@
  *   h = q 2^e + r: both give q + 1 exactly when r > 2^(e-1) - 1 + [h < 0]), which is srshl
  *   (vrshlq_s32: add 2^(e-1), then shift right arithmetically, in full width) of
  *   u = h + ((h >> 31) & nz) by -e, nz = vtst(mask, mask) (-1 where mask != 0, i.e. e >= 1);
- *   for e = 0, nz = 0: u = h, and srshl by 0 is h. u does not wrap: h >= -2^31 + 1 since M < 2^31. The same form as MUL's below.
+ *   for e = 0, nz = 0: u = h, and srshl by 0 is h. u does not wrap: h >= -2^31 + 1 since
+ *   M < 2^31. The same form as MUL's below.
  * - clamp(clamp(t, +-2^16) + z, lo, hi) = clamp(t, lo - z, hi - z) + z (simd.c), in [-128, 127],
  *   so the two narrowing moves (xtn) to int16 and int8 change nothing.
  * Tails: the last < 8 values are copied into zero-filled blocks (M = 0, no shift: valid).

@@ -23,7 +23,8 @@ static inline EmuNeonClamp emu_neon_clamp(int32_t z, int32_t lo, int32_t hi) {
 static inline int32x4_t emu_neon_narrow4(int32x4_t v, int32x4_t m, int32x4_t right,
                                          int32x4_t mask, const EmuNeonClamp *c) {
     const int32x4_t h = vqrdmulhq_s32(v, m);
-    const int32x4_t neg = vandq_s32(vshrq_n_s32(h, 31), vreinterpretq_s32_u32(vtstq_s32(mask, mask)));
+    const int32x4_t nz = vreinterpretq_s32_u32(vtstq_s32(mask, mask));
+    const int32x4_t neg = vandq_s32(vshrq_n_s32(h, 31), nz);
     const int32x4_t t = vrshlq_s32(vaddq_s32(h, neg), vnegq_s32(right));
     return vaddq_s32(vminq_s32(vmaxq_s32(t, c->lo), c->hi), c->z);
 }
