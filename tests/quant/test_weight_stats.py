@@ -92,14 +92,15 @@ def _offset_samples() -> list[list[Any]]:
     return [[x + np.float32(2.0)] for (x,) in samples(6)]
 
 
-def _first_conv_mean_error(rounding: str) -> Array:
+def _first_conv_mean_error(rounding: str, adaround: int = 0) -> Array:
     """Per output channel of conv `c` (float input, its int8 weights and bias dequantized,
     no activation), the mean error against float over the calibration samples."""
     from mdla_ir.attrs import with_fuse
     from mdla_ir.interp.registry import KERNELS
 
     g, data = net(), _offset_samples()
-    q = quantize(g, data, QuantConfig(method="minmax", weight_rounding=rounding))
+    config = QuantConfig(method="minmax", weight_rounding=rounding, adaround=adaround)
+    q = quantize(g, data, config)
     op = next(o for o in g.ops if o.name == "c")
     plain = op.with_(attrs=with_fuse(op.attrs, "NONE"))
     wq = dequantize(q.tensors["w"], q.const("w"))
@@ -132,3 +133,14 @@ def test_each_data_rounding_quantizes_and_records(rounding: str) -> None:
         assert np.abs(q.const(name).astype(np.int16) - near.const(name)).max() <= 1
         x, _ = units(OpKind.CONV_2D, np.asarray(q.const(name)))
         assert x.shape[1] in (3, 4)
+
+
+def test_mean_shifts_the_bias_for_the_weights_adaround_keeps() -> None:
+    """AdaRound replaces weights after rounding: the bias is shifted for the final ones."""
+    q = quantize(net(), _offset_samples(), QuantConfig(method="minmax", weight_rounding="mean"))
+    bias_step = np.asarray(q.tensors["b"].quant.scale)  # type: ignore[union-attr]
+    ada = QuantConfig(method="minmax", weight_rounding="kernel", adaround=40)
+    learned = quantize(net(), _offset_samples(), ada).const("w")
+    assert not np.array_equal(learned, q.const("w"))  # AdaRound moved some weights
+    mean = _first_conv_mean_error("mean", adaround=40)
+    assert np.all(np.abs(mean) <= bias_step * 0.5 + 1e-5)

@@ -67,7 +67,7 @@ from mdla_quant.observers import ChannelMoments, Histogram, clip_range
 from mdla_quant.rewrites import WEIGHTED, equalized
 from mdla_quant.ties import Groups, check_fits
 from mdla_quant.weight_fit import fit_weights
-from mdla_quant.weight_stats import mean_shift, stats_of, watched
+from mdla_quant.weight_stats import stats_of, watched, with_mean_biases
 from mdla_target import load_target
 from mdla_target.errors import TargetDataError
 from mdla_target.target import Target
@@ -332,6 +332,8 @@ def quantize(
             progress=layer_progress,
             blocks=config.reconstruction == "block",
         )
+    if config.weight_rounding == "mean":  # the final weights' mean error moves into the bias
+        qgraph = with_mean_biases(graph, qgraph, moments)
     return correct_biases(graph, qgraph, calibration) if config.bias_correction else qgraph
 
 
@@ -378,8 +380,6 @@ def _const(
             graph, op, 1, graph.tensors[op.inputs[1]], acts, config, target, done, moments
         )
         assert w.quant is not None  # set just above
-        if config.weight_rounding == "mean":  # the weights' mean error moves into the bias
-            data = data - mean_shift(graph, op, w, moments)
         q, params = quantize_bias(data, acts[op.inputs[0]].scale[0], w.quant)
         if is_wide(op, done):  # 16x8: an int64 bias (holding int32 values, as for int8)
             return Tensor(t.name, t.shape, "int64", data=q.astype(np.int64), quant=params)

@@ -2,7 +2,7 @@
 
     moments = watched(graph, config)         {input name: ChannelMoments}, empty when unneeded
     calibrate(graph, data, ..., moments)     fills them in the calibration pass itself
-    b_real - mean_shift(op, w, w_int8, m)    the bias that carries the weights' mean error
+    with_mean_biases(graph, qgraph, m)       each bias carries its final weights' mean error
 
 The statistics are of the op's float input, as bias correction's are, but gathered while the
 histograms are (one pass, no second float or int8 run).
@@ -17,6 +17,7 @@ import numpy as np
 from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.attrs import with_fuse
 from mdla_ir.interp.registry import KERNELS
+from mdla_quant.arith import round_half_away
 from mdla_quant.config import QuantConfig
 from mdla_quant.observers import ChannelMoments
 from mdla_quant.sequential import dequantize
@@ -56,3 +57,19 @@ def mean_shift(graph: Graph, op: Op, w_int8: Tensor, moments: dict[str, ChannelM
     (y,) = KERNELS[op.kind](plain, [x, delta, np.zeros(out_channels)], graph.layout)
     shift: Array = np.asarray(y, np.float64).reshape(-1, out_channels).mean(0)
     return shift
+
+
+def with_mean_biases(graph: Graph, qgraph: Graph, moments: dict[str, ChannelMoments]) -> Graph:
+    """`qgraph` with each watched conv / FC op's bias b - `mean_shift` of its int8 weights (in
+    the bias's own dtype and scale): applied after AdaRound, to the weights the graph keeps."""
+    tensors = dict(qgraph.tensors)
+    for op in graph.ops:
+        if op.kind not in READ or op.inputs[0] not in moments:
+            continue
+        shift = mean_shift(graph, op, qgraph.tensors[op.inputs[1]], moments)
+        t = qgraph.tensors[op.inputs[2]]
+        assert t.quant is not None  # a quantized bias
+        real = graph.const(op.inputs[2]).astype(np.float64) - shift
+        q = np.clip(round_half_away(real / np.asarray(t.quant.scale)), -(2**31), 2**31 - 1)
+        tensors[t.name] = Tensor(t.name, t.shape, t.dtype, data=q.astype(t.dtype), quant=t.quant)
+    return qgraph.with_(tensors=tensors)
