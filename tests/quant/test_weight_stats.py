@@ -144,3 +144,13 @@ def test_mean_shifts_the_bias_for_the_weights_adaround_keeps() -> None:
     assert not np.array_equal(learned, q.const("w"))  # AdaRound moved some weights
     mean = _first_conv_mean_error("mean", adaround=40)
     assert np.all(np.abs(mean) <= bias_step * 0.5 + 1e-5)
+
+
+def test_mean_leaves_a_float_regions_weights_and_bias_alone() -> None:
+    from .test_float_region import calibration, float_graph
+
+    graph = float_graph()
+    q = quantize(graph, calibration(), QuantConfig(weight_rounding="mean"))
+    for name in ("fw", "fb"):  # the FULLY_CONNECTED after the GRU stays float32
+        assert q.tensors[name].dtype == "float32"
+        assert np.array_equal(q.const(name), graph.const(name))

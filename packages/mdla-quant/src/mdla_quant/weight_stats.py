@@ -64,11 +64,13 @@ def with_mean_biases(graph: Graph, qgraph: Graph, moments: dict[str, ChannelMome
     the bias's own dtype and scale): applied after AdaRound, to the weights the graph keeps."""
     tensors = dict(qgraph.tensors)
     for op in graph.ops:
-        if op.kind not in READ or op.inputs[0] not in moments:
+        if op.kind not in READ or op.inputs[0] not in moments or len(op.inputs) < 3:
             continue
-        shift = mean_shift(graph, op, qgraph.tensors[op.inputs[1]], moments)
-        t = qgraph.tensors[op.inputs[2]]
-        assert t.quant is not None  # a quantized bias
+        w, t = qgraph.tensors[op.inputs[1]], qgraph.tensors[op.inputs[2]]
+        if w.dtype != "int8":
+            continue  # a float region's op keeps its float32 weights: nothing to shift
+        shift = mean_shift(graph, op, w, moments)
+        assert t.quant is not None  # the bias of int8 weights
         real = graph.const(op.inputs[2]).astype(np.float64) - shift
         q = np.clip(round_half_away(real / np.asarray(t.quant.scale)), -(2**31), 2**31 - 1)
         tensors[t.name] = Tensor(t.name, t.shape, t.dtype, data=q.astype(t.dtype), quant=t.quant)
