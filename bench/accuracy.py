@@ -8,8 +8,8 @@ Part 2, the four torchvision models (random init, seed 0, BatchNorm statistics s
 data): logits cosine and SQNR per method, and the worst layers.
 Or, with --techniques MODELS, a table per calibration method x weight technique (none: the
 default compile; nearest, balanced, kernel, weighted, mean: its weights rounded that way,
-`--weight-rounding`'s choices; the MSE weight clip; cross-layer equalization with high-bias absorption, bias
-correction, AdaRound, CLE + AdaRound, that + bias correction, that with block reconstruction,
+`--weight-rounding`'s choices; the MSE weight clip; cross-layer equalization with high-bias
+absorption, bias correction, AdaRound, CLE + AdaRound, that + bias correction, that with block reconstruction,
 CLE + AdaRound with the int16 activations `--a16 auto`, `joint`, `refit`, `refit:50%` and
 `refit:75%` choose, and `refit` scoring its rounds on quarters of the whole calibration set
 (`folds`)) on the real-weight EfficientNet-Lites, judged on held-out inputs; --quick is a brief
