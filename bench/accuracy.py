@@ -9,11 +9,11 @@ data): logits cosine and SQNR per method, and the worst layers.
 Or, with --techniques MODELS, a table per calibration method x weight technique (none: the
 default compile; nearest, balanced, kernel, weighted, mean: its weights rounded that way,
 `--weight-rounding`'s choices; the MSE weight clip; cross-layer equalization with high-bias
-absorption, bias correction, AdaRound, CLE + AdaRound, that + bias correction, that with block reconstruction,
-CLE + AdaRound with the int16 activations `--a16 auto`, `joint`, `refit`, `refit:50%` and
-`refit:75%` choose, and `refit` scoring its rounds on quarters of the whole calibration set
-(`folds`)) on the real-weight EfficientNet-Lites, judged on held-out inputs; --quick is a brief
-run of it.
+absorption, bias correction, AdaRound, CLE + AdaRound, that + bias correction, that with block
+reconstruction, CLE + AdaRound with the int16 activations `--a16 auto`, `joint`, `refit`,
+`refit:50%` and `refit:75%` choose, and `refit` scoring its rounds on quarters of the whole
+calibration set (`folds`)) on the real-weight EfficientNet-Lites, judged on held-out inputs;
+--quick is a brief run of it.
 
     .venv/bin/python bench/accuracy.py [--crops 200] [--calib 32]
     .venv/bin/python bench/accuracy.py --techniques efficientnet_lite0,efficientnet_lite1 \
