@@ -107,7 +107,8 @@ def test_refit_measures_on_weights_fit_with_every_candidate_int16(
     On mlp it keeps `h` where `joint`, on weights AdaRound fit to int8 activations, keeps
     `h2`."""
     graph, data = mlp(), inputs(64, 2)
-    config = mdla_quant.QuantConfig(method="minmax", adaround=20)
+    # the choices below were read off round-to-nearest weights
+    config = mdla_quant.QuantConfig(method="minmax", adaround=20, weight_rounding="nearest")
     calls = _quantize_calls(monkeypatch)
     picked = choose_a16(graph, data, config, budget=0.5, refit=True)
     monkeypatch.undo()

@@ -154,7 +154,8 @@ def test_quant_record_mirrors_every_config_field() -> None:
 
 def test_int8_tracks_float_within_a_few_steps_on_calibrated_data() -> None:
     g, calib = net(), samples(8)
-    q = quantize(g, calib, QuantConfig(method="minmax"))  # no clipping on these samples
+    nearest = QuantConfig(method="minmax", weight_rounding="nearest")  # each weight within s/2
+    q = quantize(g, calib, nearest)  # no clipping on these samples
     cat_q, c2_q = q.tensors["cat"].quant, q.tensors["c2"].quant
     assert cat_q is not None
     assert c2_q is not None

@@ -139,7 +139,7 @@ def test_quantize_with_weight_choices_runs_and_records() -> None:
     data = samples(4)
     config = QuantConfig(weight_scale="mse", weight_rounding="balanced")
     q = quantize(net(), data, config)
-    base = quantize(net(), data, QuantConfig())
+    base = quantize(net(), data, QuantConfig(weight_rounding="nearest"))
     assert q.provenance.quant is not None
     assert (q.provenance.quant.weight_scale, q.provenance.quant.weight_rounding) == (
         "mse",
@@ -154,3 +154,15 @@ def test_quantize_with_weight_choices_runs_and_records() -> None:
 def test_unknown_weight_choice_is_one_clear_error(field: str) -> None:
     with pytest.raises(QuantError, match=f"unknown {field} `sq`: expected one of"):
         QuantConfig(**{field: "sq"})
+
+
+def test_the_default_rounds_mean_and_says_so() -> None:
+    data = samples(4)
+    default = quantize(net(), data)
+    mean_q = quantize(net(), data, QuantConfig(weight_rounding="mean"))
+    near = quantize(net(), data, QuantConfig(weight_rounding="nearest"))
+    assert default.provenance.quant is not None
+    assert default.provenance.quant.weight_rounding == "mean"
+    for name in ("w", "b", "w2", "b2"):
+        assert np.array_equal(default.const(name), mean_q.const(name))
+    assert not np.array_equal(default.const("b"), near.const("b"))  # the shifted bias

@@ -38,8 +38,10 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Graph, Manifest, np
         graph, mdla_legalize.load_target("mdla3.5"), "mtk-mdla", ["SOFTMAX"]
     )
     rng = np.random.default_rng(1)
-    qgraph = mdla_quant.quantize(
-        placed.graph, [[rng.normal(size=x0.shape).astype(np.float32)] for _ in range(2)]
+    qgraph = mdla_quant.quantize(  # where the cut lands was read off round-to-nearest weights
+        placed.graph,
+        [[rng.normal(size=x0.shape).astype(np.float32)] for _ in range(2)],
+        mdla_quant.QuantConfig(weight_rounding="nearest"),
     )
     path = save(qgraph, tmp_path_factory.mktemp("bisect") / "smh.mdla")
     return qgraph, load(path), rng.normal(size=x0.shape).astype(np.float32)

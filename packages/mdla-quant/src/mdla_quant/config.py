@@ -46,10 +46,15 @@ class QuantConfig(QuantRecord):
                  that chose them (`--a16 auto:25%`'s "auto:25%", or its name patterns)
     weight_scale     the int8 weights' per-channel scale: `max` (max|w| / 127) or `mse` (the
                  clip of least squared round-trip error per channel, `weight_fit.py`)
-    weight_rounding  `nearest`, or `balanced`: round to nearest, then flips that cancel the
-                 rounding error's sum per kernel and per output channel (`weight_fit.py`,
-                 data-free, SQuant-style); AdaRound, when on, keeps these weights for a
-                 layer where its own rounding is no better
+    weight_rounding  `mean` (default): round to nearest, flips that cancel each kernel's
+                 rounding error sum, then each bias takes its weights' mean output error on
+                 the calibration data (from statistics the calibration pass gathers);
+                 `kernel`: the flips alone; `weighted`: the flips, then per output channel
+                 flips weighed by the input channels' means and variances; `balanced`: the
+                 flips, then per output channel sums (data-free, SQuant-style); `nearest`:
+                 round to nearest (`weight_fit.py`). AdaRound, when on, keeps these weights
+                 for a layer where its own rounding is no better; `mean` shifts the biases
+                 after it
     target, device   whose scale constraints apply (fixed output scales, shared scales)
 
     The fields and their defaults are `mdla_ir.QuantRecord`'s (what a graph's provenance
