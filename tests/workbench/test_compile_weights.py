@@ -32,9 +32,17 @@ def test_plain_compile_records_the_defaults(runner: CliRunner, tmp_path: Path) -
     )
     assert result.exit_code == 0, result.output
     assert "AdaRound" not in result.output
+    assert "weight rounding" not in result.output  # the default's rounding is not an extra
     quant = mdla_runtime.load(out).provenance.quant
     assert quant is not None
     assert (quant.equalize, quant.adaround, quant.bias_correction) == (False, 0, False)
+
+
+def test_a_rounding_other_than_the_default_is_shown(runner: CliRunner, tmp_path: Path) -> None:
+    args = [TINY, "--calib", "random", "--count", "2", "-o", str(tmp_path / "t.mdla")]
+    result = runner.invoke(app, ["compile", *args, "--weight-rounding", "nearest"])
+    assert result.exit_code == 0, result.output
+    assert "nearest weight rounding" in result.output
 
 
 def test_negative_adaround_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:

@@ -18,6 +18,8 @@ from mdla_quant import QuantConfig
 from mdla_quant.compare import TensorStats
 from mdla_quant.precision import tensor_costs
 
+_DEFAULT = QuantConfig()
+
 if TYPE_CHECKING:
     from mdla_compile.compiled import Compiled
 
@@ -55,14 +57,15 @@ class Report:
         return f"{path} ({self.import_note})" if self.import_note else path
 
     def extras(self) -> list[str]:
-        c = self.config
+        """The weight techniques beyond the defaults', as the `weights` row names them."""
+        c, default = self.config, _DEFAULT
         named = (
             ("equalized", c.equalize),
             (f"AdaRound {c.adaround} iters/layer", c.adaround),
             ("block reconstruction", c.reconstruction == "block"),
             ("bias-corrected", c.bias_correction),
-            (f"{c.weight_rounding} weight rounding", c.weight_rounding != "nearest"),
-            (f"{c.weight_scale} weight scale", c.weight_scale != "max"),
+            (f"{c.weight_rounding} weight rounding", c.weight_rounding != default.weight_rounding),
+            (f"{c.weight_scale} weight scale", c.weight_scale != default.weight_scale),
         )
         return [name for name, on in named if on]
 
