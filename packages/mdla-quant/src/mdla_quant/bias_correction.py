@@ -45,7 +45,8 @@ def _mean_error(graph: Graph, qgraph: Graph, op: Op, floats: list[Env], ints: li
     return total / len(floats)
 
 
-def _corrected_bias(graph: Graph, qgraph: Graph, name: str, error: Array) -> Tensor:
+def corrected_bias(graph: Graph, qgraph: Graph, name: str, error: Array) -> Tensor:
+    """Bias `name` of `qgraph` holding the float bias minus `error`, in its own dtype and scale."""
     t = qgraph.tensors[name]
     if t.quant is None:
         raise QuantError(f"bias `{name}` has no quantization parameters")
@@ -65,7 +66,7 @@ def correct_biases(
             return q
         error = _mean_error(graph, q, op, floats, ints)
         return q.with_(
-            tensors={**q.tensors, op.inputs[2]: _corrected_bias(graph, q, op.inputs[2], error)}
+            tensors={**q.tensors, op.inputs[2]: corrected_bias(graph, q, op.inputs[2], error)}
         )
 
     return lockstep(graph, qgraph, batch, visit)

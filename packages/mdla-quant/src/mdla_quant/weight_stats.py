@@ -17,7 +17,7 @@ import numpy as np
 from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.attrs import with_fuse
 from mdla_ir.interp.registry import KERNELS
-from mdla_quant.arith import round_half_away
+from mdla_quant.bias_correction import corrected_bias
 from mdla_quant.config import QuantConfig
 from mdla_quant.observers import ChannelMoments
 from mdla_quant.sequential import dequantize
@@ -66,12 +66,9 @@ def with_mean_biases(graph: Graph, qgraph: Graph, moments: dict[str, ChannelMome
     for op in graph.ops:
         if op.kind not in READ or op.inputs[0] not in moments or len(op.inputs) < 3:
             continue
-        w, t = qgraph.tensors[op.inputs[1]], qgraph.tensors[op.inputs[2]]
+        w = qgraph.tensors[op.inputs[1]]
         if w.dtype != "int8":
             continue  # a float region's op keeps its float32 weights: nothing to shift
         shift = mean_shift(graph, op, w, moments)
-        assert t.quant is not None  # the bias of int8 weights
-        real = graph.const(op.inputs[2]).astype(np.float64) - shift
-        q = np.clip(round_half_away(real / np.asarray(t.quant.scale)), -(2**31), 2**31 - 1)
-        tensors[t.name] = Tensor(t.name, t.shape, t.dtype, data=q.astype(t.dtype), quant=t.quant)
+        tensors[op.inputs[2]] = corrected_bias(graph, qgraph, op.inputs[2], shift)
     return qgraph.with_(tensors=tensors)
