@@ -154,3 +154,28 @@ def test_mean_leaves_a_float_regions_weights_and_bias_alone() -> None:
     for name in ("fw", "fb"):  # the FULLY_CONNECTED after the GRU stays float32
         assert q.tensors[name].dtype == "float32"
         assert np.array_equal(q.const(name), graph.const(name))
+
+
+def test_only_weighted_keeps_the_squares_its_flips_read() -> None:
+    g = net()
+    for rounding, squares in (("weighted", True), ("mean", False)):
+        moments = watched(g, QuantConfig(weight_rounding=rounding))
+        assert moments
+        assert all((m.squares is not None) == squares for m in moments.values())
+    plain = ChannelMoments(squares=False)
+    plain.update(np.ones((1, 2, 2, 3), np.float32))
+    assert np.array_equal(plain.mean, np.ones(3))
+    with pytest.raises(ValueError, match="without squares"):
+        _ = plain.variance
+
+
+def test_one_sample_batches_sum_as_the_batched_update() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 3, 3, 5)).astype(np.float32)
+    one, batched = ChannelMoments(), ChannelMoments()
+    for i in range(4):
+        one.update(x[i : i + 1])
+    batched.update(x)
+    assert one.samples == batched.samples == 4
+    assert np.allclose(one.mean_map, batched.mean_map, rtol=0, atol=1e-12)
+    assert np.allclose(one.variance, batched.variance, rtol=1e-12)

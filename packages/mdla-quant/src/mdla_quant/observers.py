@@ -92,20 +92,25 @@ class Histogram:
 class ChannelMoments:
     """A tensor's running mean over the calibration samples (the whole map: (H, W, C) of an
     NHWC tensor, (C,) of a fully connected input), and per channel (the last axis) its mean
-    square over samples and positions; float64."""
+    square over samples and positions when `squares` (only `variance` reads them); float64."""
 
-    def __init__(self) -> None:
+    def __init__(self, squares: bool = True) -> None:
         self.samples = 0
         self.sums: Array = np.zeros(0)
-        self.squares: Array = np.zeros(0)
+        self.squares: Array | None = np.zeros(0) if squares else None
 
     def update(self, x: Array) -> None:
         x = np.asarray(x, dtype=np.float32)
         if self.samples == 0:
-            self.sums, self.squares = np.zeros(x.shape[1:]), np.zeros(x.shape[-1])
-        rows = x.reshape(-1, x.shape[-1])
-        self.sums += x.sum(0, dtype=np.float64)
-        self.squares += np.einsum("ij,ij->j", rows, rows, dtype=np.float64)
+            self.sums = np.zeros(x.shape[1:])
+            self.squares = None if self.squares is None else np.zeros(x.shape[-1])
+        if x.shape[0] == 1:  # one sample: its float64 value added in place (the same sum)
+            np.add(self.sums, x[0], out=self.sums)
+        else:
+            self.sums += x.sum(0, dtype=np.float64)
+        if self.squares is not None:
+            rows = x.reshape(-1, x.shape[-1])
+            self.squares += np.einsum("ij,ij->j", rows, rows, dtype=np.float64)
         self.samples += x.shape[0]
 
     @property
@@ -116,12 +121,14 @@ class ChannelMoments:
     @property
     def mean(self) -> Array:
         """Per channel: the mean over samples and positions."""
-        mean: Array = self.mean_map.reshape(-1, self.squares.size).mean(0)
+        mean: Array = self.mean_map.reshape(-1, self.sums.shape[-1]).mean(0)
         return mean
 
     @property
     def variance(self) -> Array:
         """Per channel: the variance over samples and positions."""
+        if self.squares is None:
+            raise ValueError("these moments were kept without squares: no variance")
         positions = self.sums.size // max(self.squares.size, 1)
         square = self.squares / max(self.samples * positions, 1)
         return np.maximum(square - self.mean**2, 0.0)  # type: ignore[no-any-return]

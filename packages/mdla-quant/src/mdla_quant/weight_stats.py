@@ -32,13 +32,17 @@ def watched(graph: Graph, config: QuantConfig) -> dict[str, ChannelMoments]:
     rounding reads them, else none."""
     if config.weight_rounding not in DATA_ROUNDINGS:
         return {}
-    return {op.inputs[0]: ChannelMoments() for op in graph.ops if op.kind in READ}
+    squares = config.weight_rounding == "weighted"  # only its flips read the variance
+    return {op.inputs[0]: ChannelMoments(squares) for op in graph.ops if op.kind in READ}
 
 
 def stats_of(moments: dict[str, ChannelMoments], op: Op) -> tuple[Array, Array] | None:
-    """The (mean, variance) per channel of `op`'s input, if it was watched and seen."""
+    """The (mean, variance) per channel of `op`'s input, if it was watched (with squares)
+    and seen."""
     m = moments.get(op.inputs[0]) if op.kind in READ else None
-    return (m.mean, m.variance) if m is not None and m.samples else None
+    if m is None or not m.samples or m.squares is None:
+        return None
+    return m.mean, m.variance
 
 
 def mean_shift(graph: Graph, op: Op, w_int8: Tensor, moments: dict[str, ChannelMoments]) -> Array:
