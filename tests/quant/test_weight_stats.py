@@ -179,3 +179,31 @@ def test_one_sample_batches_sum_as_the_batched_update() -> None:
     assert one.samples == batched.samples == 4
     assert np.allclose(one.mean_map, batched.mean_map, rtol=0, atol=1e-12)
     assert np.allclose(one.variance, batched.variance, rtol=1e-12)
+
+
+def test_a_pointwise_conv_shifts_as_the_op_on_the_mean_map_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The 1x1 shortcut (weights times the channel means) against the op run on the map."""
+    import mdla_quant.weight_stats as ws
+    from mdla_ir.graph import QuantParams, Tensor
+    from mdla_ir.testing import GraphBuilder
+
+    b = GraphBuilder(layout="NHWC")
+    x = b.input("x", (1, 5, 5, 4))
+    b.const("w", (6, 1, 1, 4))
+    pointwise = {"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1)}
+    y = b.op(OpKind.CONV_2D, [x, "w", b.const("b", (6,))], name="p", fuse="RELU", **pointwise)
+    g = b.build(y)
+    op, w = g.ops[0], g.const("w")
+    wq = np.clip(np.round(w / 0.01), -127, 127).astype(np.int8)
+    wt = Tensor("w", w.shape, "int8", data=wq, quant=QuantParams((0.01,), (0,), 0))
+    m = ChannelMoments(squares=False)
+    m.update(np.random.default_rng(5).standard_normal((3, 5, 5, 4)).astype(np.float32))
+    assert ws._pointwise(op, w, g.layout)
+    shortcut = ws.mean_shift(g, op, wt, {"x": m})
+    monkeypatch.setattr(ws, "_pointwise", lambda *_: False)
+    whole = ws.mean_shift(g, op, wt, {"x": m})
+    assert np.abs(shortcut).max() > 1e-4  # a real shift, not zeros on both sides
+    # the interpreter's GEMM sums in float32, the shortcut in float64
+    assert np.allclose(shortcut, whole, rtol=1e-5, atol=0)

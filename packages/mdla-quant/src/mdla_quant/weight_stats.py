@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from mdla_ir import Graph, Op, OpKind, Tensor
-from mdla_ir.attrs import with_fuse
+from mdla_ir.attrs import ConvAttrs, with_fuse
 from mdla_ir.interp.registry import KERNELS
 from mdla_quant.bias_correction import corrected_bias
 from mdla_quant.config import QuantConfig
@@ -56,11 +56,23 @@ def mean_shift(graph: Graph, op: Op, w_int8: Tensor, moments: dict[str, ChannelM
     w = graph.const(op.inputs[1])
     assert w_int8.data is not None  # a quantized constant
     delta = dequantize(w_int8, np.asarray(w_int8.data)).astype(np.float64) - w
+    if _pointwise(op, delta, graph.layout):  # every position sums the same way: one product
+        return delta.reshape(out_channels, -1) @ m.mean  # type: ignore[no-any-return]
     plain = op.with_(attrs=with_fuse(op.attrs, "NONE"))
     x = m.mean_map[None]
     (y,) = KERNELS[op.kind](plain, [x, delta, np.zeros(out_channels)], graph.layout)
     shift: Array = np.asarray(y, np.float64).reshape(-1, out_channels).mean(0)
     return shift
+
+
+def _pointwise(op: Op, w: Array, layout: str) -> bool:
+    """A 1x1 CONV_2D of stride 1, no padding, one group, on NHWC: its mean over positions is
+    the weights times the input's per-channel mean (the op is linear and reads every position
+    once), without running it on the whole mean map."""
+    if op.kind != OpKind.CONV_2D or layout != "NHWC" or w.shape[1:3] != (1, 1):
+        return False
+    a = ConvAttrs.of(op)
+    return a.groups == 1 and tuple(a.stride) == (1, 1) and not any(a.padding)
 
 
 def with_mean_biases(graph: Graph, qgraph: Graph, moments: dict[str, ChannelMoments]) -> Graph:
