@@ -226,6 +226,15 @@ TECHNIQUES = {  # -1: the --adaround iterations
     "CLE+AdaRound": {"adaround": -1, "equalize": True},
     "CLE+Ada+bias": {"adaround": -1, "equalize": True, "bias_correction": True},
     "CLE+Ada+block": {"adaround": -1, "equalize": True, "reconstruction": "block"},
+    # the two above on the rounding that was the default before `mean`
+    "CLE+Ada+nearest": {"adaround": -1, "equalize": True, "weight_rounding": "nearest"},
+    "CLE+Ada+kernel": {"adaround": -1, "equalize": True, "weight_rounding": "kernel"},
+    "CLE+Ada+block+nearest": {
+        "adaround": -1,
+        "equalize": True,
+        "reconstruction": "block",
+        "weight_rounding": "nearest",
+    },
     "CLE+Ada+a16": {"adaround": -1, "equalize": True, "a16": "auto"},
     "CLE+Ada+joint": {"adaround": -1, "equalize": True, "a16": "joint"},
     "CLE+Ada+refit": {"adaround": -1, "equalize": True, "a16": "refit"},
