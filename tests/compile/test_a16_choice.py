@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import itertools
+from typing import Any
 
 import pytest
 
@@ -92,9 +93,9 @@ def _quantize_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, tuple[st
     real = mdla_quant.quantize
     calls: list[tuple[int, tuple[str, ...]]] = []
 
-    def spied(graph: Graph, data: object, config: mdla_quant.QuantConfig) -> Graph:
+    def spied(graph: Graph, data: object, config: mdla_quant.QuantConfig, **kw: Any) -> Graph:
         calls.append((config.adaround, config.a16))
-        return real(graph, data, config)  # type: ignore[arg-type]
+        return real(graph, data, config, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(mdla_quant, "quantize", spied)
     return calls
@@ -166,9 +167,11 @@ def test_folds_fit_on_the_whole_set_and_score_each_round_on_the_next_quarter(
     fits: list[tuple[int, int]] = []
     scored: list[list[list[object]]] = []
 
-    def quantize(graph: Graph, data: list[object], config: mdla_quant.QuantConfig) -> Graph:
+    def quantize(
+        graph: Graph, data: list[object], config: mdla_quant.QuantConfig, **kw: Any
+    ) -> Graph:
         fits.append((len(data), config.adaround))
-        return real_quantize(graph, data, config)  # type: ignore[arg-type]
+        return real_quantize(graph, data, config, **kw)  # type: ignore[arg-type]
 
     def sqnr(graph: Graph, q: Graph, held: list[list[object]], weights: Graph) -> object:
         scored.append(held)

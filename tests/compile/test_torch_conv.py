@@ -86,7 +86,7 @@ def test_pointwise_and_other_dtypes_stay_the_interpreters() -> None:
 
 def test_no_torch_means_the_interpreters(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tc.importlib.util, "find_spec", lambda name: None)
-    assert tc.calibration_kernels() == {}
+    assert tc.torch_kernels() == {}
 
 
 def test_a_compile_calibrates_with_them(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -96,7 +96,7 @@ def test_a_compile_calibrates_with_them(monkeypatch: pytest.MonkeyPatch) -> None
         seen.append(op.name)
         return tc.torch_conv_2d(op, args, layout)
 
-    monkeypatch.setattr(mdla_compile.compiled, "calibration_kernels", lambda: {OpKind.CONV_2D: spy})
+    monkeypatch.setattr(mdla_compile.compiled, "torch_kernels", lambda: {OpKind.CONV_2D: spy})
     compiled = mdla_compile.compile(CompileOptions(TINY, calib="random", count=2))
     convs = [op.name for op in compiled.device_graph.ops if op.kind is OpKind.CONV_2D]
     assert convs

@@ -109,3 +109,14 @@ def test_minima_the_pass_did_not_see_come_from_a_float_pass() -> None:
     got, report = absorption(g).apply(calib)  # its observer saw nothing
     assert report.pairs
     assert _same(got, a)
+
+
+@pytest.mark.parametrize(("low", "seen"), [(2, 32 + 40), (-9, 40)])
+def test_a_pass_whose_channels_move_stops_at_the_minima_samples(low: int, seen: int) -> None:
+    """Moved: the first pass stops inside its 32nd sample (the minima are complete), then the
+    absorbed graph's pass reads all 40; not moved: one pass of 40."""
+    calls: list[int] = []
+    config = QuantConfig(equalize=True)
+    quantize(pair(low), samples(40), config, progress=lambda n, _t: calls.append(n))
+    assert len(calls) + (1 if low == 2 else 0) == seen  # a stopped sample reports no progress
+    assert calls[-1] == 40

@@ -165,6 +165,7 @@ def test_only_weighted_keeps_the_squares_its_flips_read() -> None:
         moments = watched(g, QuantConfig(weight_rounding=rounding))
         assert moments
         assert all((m.squares is not None) == squares for m in moments.values())
+    assert watched(g, QuantConfig(weight_rounding="mean", adaround=5)) == {}  # nothing reads them
     plain = ChannelMoments(squares=False)
     plain.update(np.ones((1, 2, 2, 3), np.float32))
     assert np.array_equal(plain.mean, np.ones(3))

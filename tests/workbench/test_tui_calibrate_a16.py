@@ -12,7 +12,7 @@ import mdla_runtime
 from mdla_compile.report import a16_share
 from mdla_quant import QuantConfig, quantize
 from tests.quant.test_quantize import net, samples
-from tests.workbench.tui_pilot import calibrate, installed, sync, text, tiny, wait_for
+from tests.workbench.tui_pilot import applied, calibrate, installed, sync, text, tiny
 from workbench import pipeline
 from workbench.tui.state import describe, rows_from_graph
 
@@ -27,14 +27,9 @@ async def test_auto_int16_is_chosen_within_the_budget_and_kept(
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await calibrate(pilot, app)
         screen.query_one("#a16", Input).value = "auto:30%"
-        await pilot.press("a")
-        await wait_for(pilot, lambda: "top-1 agreement" in text(app, "#result"))
-        c = screen.comparison
-        assert c is not None
+        c, quant = await applied(pilot, app, screen)
         chosen = c.new.config.a16
         assert a16_share(tiny.device_graph, chosen) <= 0.30
-        quant = c.new.compiled.qgraph.provenance.quant
-        assert quant is not None
         assert quant.a16 == chosen
         out = tmp_path / "a16.mdla"
         screen.query_one("#save", Input).value = str(out)

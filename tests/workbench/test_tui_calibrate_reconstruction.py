@@ -15,7 +15,7 @@ from textual.widgets import Input, Select
 import mdla_quant
 import mdla_runtime
 from mdla_quant.sequential import WEIGHTED_KINDS
-from tests.workbench.tui_pilot import calibrate, installed, sync, text, tiny, wait_for
+from tests.workbench.tui_pilot import applied, calibrate, installed, sync, text, tiny
 from workbench import pipeline, tuning
 
 __all__ = ["tiny"]  # the module-scoped fixture
@@ -45,14 +45,9 @@ async def test_block_reconstruction_is_quantized_with_and_saved(
         assert select.value == "layer"  # AdaRound's default
         screen.query_one("#adaround", Input).value = "3"
         select.value = "block"
-        await pilot.press("a")
         label = "percentile 99.99 double +adaround 3 +block reconstruction"
-        await wait_for(pilot, lambda: f"{label}: top-1 agreement" in text(app, "#result"))
-        c = screen.comparison
-        assert c is not None
+        c, quant = await applied(pilot, app, screen, label)
         assert (c.new.config.adaround, c.new.config.reconstruction) == (3, "block")
-        quant = c.new.compiled.qgraph.provenance.quant  # what the quantizer itself recorded
-        assert quant is not None
         assert quant.reconstruction == "block"
         weighted = [op.name for op in tiny.device_graph.ops if op.kind.name in WEIGHTED_KINDS]
         assert fitted == [*weighted, "done"]  # TINY has no inverted-residual block

@@ -8,7 +8,7 @@ from textual.widgets import Select
 
 import mdla_quant
 from tests.workbench.snapshots import screen_text
-from tests.workbench.tui_pilot import calibrate, installed, settle, sync, text, tiny, wait_for
+from tests.workbench.tui_pilot import applied, calibrate, installed, settle, sync, tiny
 from workbench import pipeline
 
 __all__ = ["tiny"]  # the module-scoped fixture
@@ -26,12 +26,7 @@ async def test_weight_rounding_is_offered_and_quantized_with(tiny: pipeline.Comp
         line = next(r for r in screen_text(app).splitlines() if "w. rounding" in r)
         assert f"w. rounding {select.value}" in " ".join(line.split())  # whole at 80 columns
         select.value = "weighted"
-        await pilot.press("a")
         label = "percentile 99.99 double +weighted rounding"
-        await wait_for(pilot, lambda: f"{label}: top-1 agreement" in text(app, "#result"))
-        c = screen.comparison
-        assert c is not None
+        c, quant = await applied(pilot, app, screen, label)
         assert c.new.config.weight_rounding == "weighted"
-        quant = c.new.compiled.qgraph.provenance.quant  # what the quantizer itself recorded
-        assert quant is not None
         assert quant.weight_rounding == "weighted"

@@ -12,8 +12,9 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Static
 
+from mdla_ir import QuantRecord
 from tests.workbench.conftest import TINY
-from workbench import pipeline
+from workbench import pipeline, tuning
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.calibrate import CalibrateScreen
 from workbench.tui.state import Session, tui_options
@@ -84,3 +85,18 @@ async def calibrate(pilot: Pilot[None], app: WorkbenchApp) -> CalibrateScreen:
     screen = app.screen
     assert isinstance(screen, CalibrateScreen)
     return screen
+
+
+async def applied(
+    pilot: Pilot[None], app: WorkbenchApp, screen: CalibrateScreen, label: str = ""
+) -> tuple[tuning.Comparison, QuantRecord]:
+    """Press `a` on the Calibrate screen, wait for `label`'s agreement line, and return the
+    comparison it shows and the quant record the quantizer itself wrote into the new graph."""
+    await pilot.press("a")
+    line = f"{label}: top-1 agreement" if label else "top-1 agreement"
+    await wait_for(pilot, lambda: line in text(app, "#result"))
+    c = screen.comparison
+    assert c is not None
+    quant = c.new.compiled.qgraph.provenance.quant
+    assert quant is not None
+    return c, quant

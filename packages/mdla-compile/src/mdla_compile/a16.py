@@ -33,6 +33,7 @@ import numpy as np
 import mdla_quant
 from mdla_compile import events as ev
 from mdla_compile.errors import OptionError
+from mdla_compile.torch_conv import torch_kernels
 from mdla_ir import Graph
 from mdla_quant.joint import ROUNDS, Measure, eliminate, simulated_sqnr
 from mdla_quant.precision import (
@@ -90,7 +91,7 @@ def choose_a16(
     probe = dataclasses.replace(probe, equalize=False)
     if refit and config.adaround:
         return _refit(graph, rounded, (fit, held), probe, budget, rounds)
-    q8 = mdla_quant.quantize(rounded, fit, probe)
+    q8 = mdla_quant.quantize(rounded, fit, probe, kernels=torch_kernels())
     allowed = [n for n in a16_candidates(graph) if n in q8.tensors]
     if joint or refit:
         measure = simulated_sqnr(rounded, q8, held)
@@ -110,11 +111,13 @@ def _refit(
     """`refit`'s elimination: int8 grids from a plain probe, weights fit with `kept` int16;
     with "folds", round k scores on quarter k of `fit` (`held` is its first)."""
     fit, held = parts
-    grids = mdla_quant.quantize(rounded, fit, dataclasses.replace(probe, adaround=0))
+    plain = dataclasses.replace(probe, adaround=0)
+    grids = mdla_quant.quantize(rounded, fit, plain, kernels=torch_kernels())
     allowed = [n for n in a16_candidates(graph) if n in grids.tensors]
 
     def refit_to(kept: list[str]) -> Graph:
-        return mdla_quant.quantize(rounded, fit, dataclasses.replace(probe, a16=tuple(kept)))
+        kept_int16 = dataclasses.replace(probe, a16=tuple(kept))
+        return mdla_quant.quantize(rounded, fit, kept_int16, kernels=torch_kernels())
 
     weights = refit_to(allowed)
     later = iter(quarters(fit)[1:])

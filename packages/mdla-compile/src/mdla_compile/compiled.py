@@ -22,7 +22,7 @@ import mdla_runtime
 from mdla_compile import kinds, output
 from mdla_compile.placement import output_cosine
 from mdla_compile.source import Source, preprocess_record
-from mdla_compile.torch_conv import calibration_kernels
+from mdla_compile.torch_conv import torch_kernels
 from mdla_ir import Graph, Provenance
 from mdla_quant.compare import TensorStats
 from mdla_quant.precision import Choice
@@ -128,7 +128,7 @@ def quantize_graph(
         config,
         progress=progress,
         layer_progress=layer_progress,
-        kernels=calibration_kernels(),
+        kernels=torch_kernels(),
     )
     prov = dataclasses.replace(
         qgraph.provenance,

@@ -1,6 +1,6 @@
 """Calibration's float CONV_2D through PyTorch's (oneDNN's) convolution, when torch is installed.
 
-    mdla_quant.quantize(graph, calib, config, kernels=calibration_kernels())
+    mdla_quant.quantize(graph, calib, config, kernels=torch_kernels())
 
 mdla_quant stays torch-free: its interpreter multiplies im2col patches with OpenBLAS's SGEMM.
 A compile (which imports its models with torch) hands calibration this kernel instead: oneDNN's
@@ -32,7 +32,7 @@ from mdla_ir.ops import OpKind
 Array = np.ndarray[Any, Any]
 
 
-def calibration_kernels() -> dict[OpKind, Kernel]:
+def torch_kernels() -> dict[OpKind, Kernel]:
     """The torch kernels by op kind when torch can be imported, else {} (the interpreter's)."""
     if importlib.util.find_spec("torch") is None:
         return {}

@@ -23,7 +23,7 @@ to do there; the pairs it can absorb are linear 1x1 projections and RELU convs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -88,6 +88,11 @@ class Minima:
         low = value.reshape(-1, value.shape[-1]).min(axis=0).astype(np.float64)
         self.lows[name] = np.minimum(self.lows[name], low) if name in self.lows else low
 
+    @property
+    def full(self) -> bool:
+        """Whether every tensor has had its `samples` values (nothing more changes)."""
+        return len(self.seen) == len(self.names) and min(self.seen.values()) >= self.samples
+
 
 def channel_minima(graph: Graph, names: set[str], calibration: Iterable[Any]) -> dict[str, Array]:
     """Per-channel (last axis) minimum of each tensor in `names` over the calibration inputs."""
@@ -101,6 +106,10 @@ def channel_minima(graph: Graph, names: set[str], calibration: Iterable[Any]) ->
     return minima.lows
 
 
+class ChannelsMovedError(Exception):
+    """A calibration pass learned that high-bias absorption moves a channel (`until_moved`)."""
+
+
 @dataclass
 class Absorption:
     """The absorbable pairs of `graph` and the observer of their minima: `apply()` is
@@ -111,6 +120,25 @@ class Absorption:
     pairs: list[tuple[Op, Op]]
     report: AbsorbReport
     observe: Minima
+
+    def moves(self) -> bool:
+        """Whether a channel moves on the minima observed so far (`_absorb`'s test)."""
+        lows = self.observe.lows
+        return any(np.any(lows.get(a.outputs[0], 0.0) > 0) for a, _ in self.pairs)
+
+    def until_moved(self) -> Callable[[str, Array], None]:
+        """`observe` for a calibration pass, raising `ChannelsMovedError` once the minima are
+        complete and a channel moves: that pass calibrates a graph `apply` replaces."""
+        minima = self.observe
+
+        def observe(name: str, value: Array) -> None:
+            if name not in minima.names or minima.full:
+                return
+            minima(name, value)
+            if minima.full and self.moves():
+                raise ChannelsMovedError
+
+        return observe
 
     def apply(self, calibration: Iterable[Any]) -> tuple[Graph, AbsorbReport]:
         """The absorbed graph; a tensor `observe` was not given (a graph calibrated under
@@ -145,11 +173,7 @@ def absorb_high_biases(
 ) -> tuple[Graph, AbsorbReport]:
     """`graph` with each absorbable pair's constant channel part moved into op2's bias, c the
     channel's minimum over the first `samples` calibration inputs (module docstring)."""
-    found = absorption(graph, samples)
-    if not found.pairs:
-        return graph, found.report
-    lows = channel_minima(graph, found.observe.names, islice(calibration, samples))
-    return _absorb(graph, found.pairs, lows, found.report)
+    return absorption(graph, samples).apply(calibration)  # its observer saw nothing: a float pass
 
 
 def _absorb(

@@ -53,8 +53,8 @@ class QuantConfig(QuantRecord):
                  flips weighed by the input channels' means and variances; `balanced`: the
                  flips, then per output channel sums (data-free, SQuant-style); `nearest`:
                  round to nearest (`weight_fit.py`). AdaRound, when on, keeps these weights
-                 for a layer where its own rounding is no better; `mean` shifts the biases
-                 after it
+                 for a layer where its own rounding is no better; `mean` then shifts no
+                 bias (AdaRound's fit takes the mean error in), so it acts as `kernel`
     target, device   whose scale constraints apply (fixed output scales, shared scales)
 
     The fields and their defaults are `mdla_ir.QuantRecord`'s (what a graph's provenance

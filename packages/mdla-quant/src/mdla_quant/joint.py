@@ -20,7 +20,8 @@ measured SQNR rises with it.
 A chosen tensor's `Choice.gain_db` is its loss in the last round measured: what its 16 bits
 add on top of the others kept (a superset of the final choice). Cost: one simulated run per
 tensor still int16 per round, up to ROUNDS times a `sensitivity` pass (the large tensors, which
-go first, are few).
+go first, are few), and when the last round overshoots its budget, one more run per dropped
+tensor that still fits (`_fill`).
 """
 
 from __future__ import annotations

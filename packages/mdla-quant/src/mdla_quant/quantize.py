@@ -56,6 +56,7 @@ from mdla_quant.a16 import (
 )
 from mdla_quant.adaround import LayerProgress, adaround
 from mdla_quant.arith import round_half_away
+from mdla_quant.bias_absorption import ChannelsMovedError
 from mdla_quant.bias_correction import correct_biases
 from mdla_quant.config import QuantConfig
 from mdla_quant.errors import QuantError
@@ -67,7 +68,7 @@ from mdla_quant.observers import ChannelMoments, Histogram, clip_range
 from mdla_quant.rewrites import WEIGHTED, equalized
 from mdla_quant.ties import Groups, check_fits
 from mdla_quant.weight_fit import fit_weights
-from mdla_quant.weight_stats import stats_of, watched, with_mean_biases
+from mdla_quant.weight_stats import shifts_biases, stats_of, watched, with_mean_biases
 from mdla_target import load_target
 from mdla_target.errors import TargetDataError
 from mdla_target.target import Target
@@ -235,16 +236,22 @@ def _calibrated(
 ) -> tuple[Graph, frozenset[str], dict[str, Histogram], int, dict[str, ChannelMoments]]:
     """`float_rewrites`' graph with its requantizations placed, its wide tensors, calibration
     and watched moments. High-bias absorption's minima are observed in the calibration pass:
-    when no channel moves, that pass calibrated the very graph that is rounded (no float pass
-    of their own); when some do, the absorbed graph is calibrated again."""
+    when no channel moves, that pass calibrated the very graph that is rounded; when some do,
+    it stops once the minima are complete and the absorbed graph is calibrated instead."""
     graph, pending = equalized(graph, config)
     while True:
         placed, wide = requantize_boundaries(graph, config.a16)
         placed = place_requantizations(placed, target, config.device)
-        moments, observe = watched(placed, config), None if pending is None else pending.observe
-        hists, samples = calibrate(
-            placed, calibration, config.bins, progress, moments, observe, kernels
-        )
+        moments = watched(placed, config)
+        observe = None if pending is None else pending.until_moved()
+        try:
+            hists, samples = calibrate(
+                placed, calibration, config.bins, progress, moments, observe, kernels
+            )
+        except ChannelsMovedError:  # the absorption replaces the graph this pass calibrated
+            assert pending is not None  # only its observer raises
+            graph, pending = pending.apply(calibration)[0], None
+            continue
         if pending is None or (absorbed := pending.apply(calibration)[0]) is graph:
             return placed, wide, hists, samples, moments
         graph, pending = absorbed, None
@@ -332,10 +339,7 @@ def quantize(
             progress=layer_progress,
             blocks=config.reconstruction == "block",
         )
-    # the rounded weights' mean error moves into the bias; not after AdaRound, whose fit to
-    # the calibration outputs already takes their mean in (shifting again lost 0.4 dB plain
-    # and 1.1 dB with block reconstruction on lite0)
-    if config.weight_rounding == "mean" and not config.adaround:
+    if shifts_biases(config):  # the rounded weights' mean error moves into the bias
         qgraph = with_mean_biases(graph, qgraph, moments)
     return correct_biases(graph, qgraph, calibration) if config.bias_correction else qgraph
 

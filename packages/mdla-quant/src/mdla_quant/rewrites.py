@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from mdla_ir import Graph, OpKind
-from mdla_quant.bias_absorption import Absorption, absorb_high_biases, absorption
+from mdla_quant.bias_absorption import Absorption, absorption
 from mdla_quant.config import QuantConfig
 from mdla_quant.equalize import equalize
 from mdla_quant.unshare import own_weights
@@ -28,7 +28,7 @@ def float_rewrites(graph: Graph, calibration: Iterable[Any], config: QuantConfig
     what `simulate` compares them against. A weight or bias several ops share is first copied
     per op (`unshare.py`): its int8 form depends on the op that reads it."""
     graph, pending = equalized(graph, config)
-    return graph if pending is None else absorb_high_biases(graph, calibration)[0]
+    return graph if pending is None else pending.apply(calibration)[0]
 
 
 def equalized(graph: Graph, config: QuantConfig) -> tuple[Graph, Absorption | None]:

@@ -42,6 +42,9 @@ from mdla_quant.native import library
 
 Array = np.ndarray[Any, Any]
 ZETA, GAMMA = 1.1, -0.1
+# Adam's moments' decays (each with its complement written as the literal numpy rounded before),
+# learning rate and epsilon: the numpy step and the C step's constants read these
+B1, B1C, B2, B2C, LR, EPS = 0.9, 0.1, 0.999, 0.001, 1e-2, 1e-8
 MIN_CHUNK = 1 << 16  # elements per thread below which one thread does the whole array
 CHUNK = 1 << 15  # elements per block, its buffers in the core's L2 (best of 2^13..2^18 measured)
 MIN_MACS = 1 << 21  # multiply-adds per thread below which one thread does the whole GEMM
@@ -265,8 +268,8 @@ class SoftRounding:
         f = np.float32
         lb = f(self.lam * beta) if beta is not None else f(0.0)
         return _Consts(
-            lb, f(self.h.size), _ZG, f(0.9), f(0.1), f(0.999), f(0.001),
-            f(1 - 0.9**t), f(1 - 0.999**t), f(1e-2), f(1e-8), beta is not None, self.late_lr,
+            lb, f(self.h.size), _ZG, f(B1), f(B1C), f(B2), f(B2C),
+            f(1 - B1**t), f(1 - B2**t), f(LR), f(EPS), beta is not None, self.late_lr,
         )  # fmt: skip
 
     def _step_c(
@@ -322,20 +325,20 @@ class SoftRounding:
 
     def _adam(self, r: slice, g: Array, t: int) -> None:
         m, s2, a, b = self.m[r], self.s2[r], self.t1[r], self.t2[r]
-        np.multiply(m, 0.9, out=m)
-        np.multiply(g, 0.1, out=a)
+        np.multiply(m, B1, out=m)
+        np.multiply(g, B1C, out=a)
         np.add(m, a, out=m)
-        np.multiply(g, 0.001, out=a)
+        np.multiply(g, B2C, out=a)
         np.multiply(a, g, out=a)
-        np.multiply(s2, 0.999, out=s2)
+        np.multiply(s2, B2, out=s2)
         np.add(s2, a, out=s2)
-        np.divide(m, 1 - 0.9**t, out=a)
+        np.divide(m, 1 - B1**t, out=a)
         if not self.late_lr:
-            np.multiply(a, 1e-2, out=a)
-        np.divide(s2, 1 - 0.999**t, out=b)
+            np.multiply(a, LR, out=a)
+        np.divide(s2, 1 - B2**t, out=b)
         np.sqrt(b, out=b)
-        np.add(b, 1e-8, out=b)
+        np.add(b, EPS, out=b)
         np.divide(a, b, out=a)
         if self.late_lr:
-            np.multiply(a, 1e-2, out=a)
+            np.multiply(a, LR, out=a)
         np.subtract(self._v[r], a, out=self._v[r])

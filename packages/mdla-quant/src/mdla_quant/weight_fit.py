@@ -47,7 +47,6 @@ from mdla_quant.weights import quantize_weights
 Array = np.ndarray[Any, Any]
 WEIGHT_SCALES = ("max", "mse")
 WEIGHT_ROUNDINGS = ("nearest", "balanced", "kernel", "weighted", "mean")
-DATA_ROUNDINGS = frozenset({"weighted", "mean"})  # read the calibration's ChannelMoments
 MAX_FLIPS = 256  # greedy rounds per block of `weighted` (each flips one kernel per channel)
 CLIPS = np.round(np.arange(1.0, 0.795, -0.01), 2)  # 1.00, 0.99, ... 0.80: a = 1 first
 ROWS = 1 << 16  # values per pass of the clip search (cache-sized temporaries)

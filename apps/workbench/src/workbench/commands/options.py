@@ -154,8 +154,8 @@ WeightRounding = Annotated[
         "and output channel's error sums stay within half a step (data-free, fast); "
         "`kernel`: each kernel's only; `weighted`: then flips weighed by the calibration's "
         "input means and variances; `mean`: `kernel`, and the weights' mean error on the "
-        "calibration data moves into the bias; `nearest`: round to nearest. AdaRound keeps "
-        "it where its own is no better.",
+        "calibration data moves into the bias (not with AdaRound); `nearest`: round to "
+        "nearest. AdaRound keeps it where its own is no better.",
     ),
 ]
 A16 = Annotated[

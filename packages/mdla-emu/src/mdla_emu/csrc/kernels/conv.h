@@ -1,6 +1,7 @@
 /*
  * conv.h: CONV_2D's frozen parameters (k_conv_2d.c), shared with the rows path (conv_rows.c:
- * the implicit GEMM with the requantization in the register tile, x86-64 VNNI and aarch64 NEON).
+ * the implicit GEMM with the requantization in the register tile, x86-64 VNNI and aarch64 NEON)
+ * and the AMX paths (conv_amx.c, conv_amx_taps.c).
  */
 #ifndef MDLA_EMU_CONV_H
 #define MDLA_EMU_CONV_H
@@ -16,18 +17,18 @@ typedef struct {
     int16_t *filter; /* [copad][kpad], widened and zero-padded once (NULL when packed16) */
     int16_t *packed16; /* emu_gemm_s16_avx2's filter (simd.h), when emu_isa() has AVX2 */
     EmuRequant rq;
-    /* the uint8 fast path (gemm.h); filter is NULL when it is taken */
-    bool u8;
+    /* the 8-bit paths (gemm.h's packing): the rows or the AMX path below; filter is NULL when
+     * one is taken */
     int32_t kpad4, cpad16, tile_u8; /* depth to 4, co to EMU_U8_NR, rows per tile */
     int8_t *packed;
     int32_t *init; /* the rows path: plus the bias when rq.narrow */
-    /* the rows path (conv_rows.c, when emu_gemm_rows_ready() at prepare; u8 is true too) */
+    /* the rows path (conv_rows.c, when emu_gemm_rows_ready() at prepare) */
     bool rows;
     bool implicit; /* ci a multiple of 4: rows point into the input (no im2col) */
     int32_t nseg, seg; /* segments per row and their bytes (gemm_rows.h) */
     uint8_t *zrow; /* seg bytes of the input zero point's code: taps outside the image */
     int32_t *rqc; /* rq.narrow: left, mult, right, mask, cpad16 each (EmuGemmRq) */
-    /* the AMX path (conv_amx.c, when emu_gemm_amx_ready() at prepare; u8 is true too): packed,
+    /* the AMX path (conv_amx.c, when emu_gemm_amx_ready() at prepare): packed,
      * init and rqc over cpad32 columns, kpad64 depth; tile_u8 rows per tile */
     bool amx;
     int32_t kpad64, cpad32;

@@ -26,7 +26,7 @@
 #define TILE_AMX_BLOCKS 8     /* at most this many 32-row blocks per tile */
 
 int emu_conv_amx_prepare(ConvParams *p, const int8_t *w) {
-    p->u8 = p->amx = true;
+    p->amx = true;
     p->kpad64 = emu_round_up(p->depth, EMU_AMX_KB);
     p->cpad32 = emu_round_up(p->co, EMU_AMX_NR);
     const int32_t fit = TILE_AMX_BYTES / p->kpad64 / EMU_AMX_MR;

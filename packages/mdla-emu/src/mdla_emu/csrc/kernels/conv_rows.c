@@ -19,7 +19,7 @@
 #include "gemm.h"
 #include "gemm_rows.h"
 
-#define TILE_U8_BYTES 65536 /* the im2col tile's bytes (kept in L2), as k_conv_2d.c's */
+#define TILE_U8_BYTES 65536 /* the im2col tile's bytes (kept in L2) */
 
 int emu_conv_fold_requant(ConvParams *p, int32_t cpad) {
     const EmuRequant *rq = &p->rq;
@@ -36,7 +36,7 @@ int emu_conv_fold_requant(ConvParams *p, int32_t cpad) {
 }
 
 int emu_conv_rows_prepare(ConvParams *p, const int8_t *w) {
-    p->u8 = p->rows = true;
+    p->rows = true;
     p->implicit = p->ci % EMU_U8_KB == 0;
     p->kpad4 = emu_round_up(p->depth, EMU_U8_KB);
     p->cpad16 = emu_round_up(p->co, EMU_U8_NR);

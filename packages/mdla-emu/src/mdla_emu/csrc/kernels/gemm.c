@@ -16,6 +16,7 @@
 
 #include "kernels.h"
 #include "simd.h"
+#include "simd_neon.h"
 
 void emu_gemm_u8_pack(const int8_t *w, int32_t co, int32_t depth, int32_t z, int32_t kpad,
                       int32_t cpad, int8_t *packed, int32_t *init) {
@@ -75,9 +76,8 @@ EMU_VNNI static inline __mmask16 panel_mask(int32_t o, int32_t cols) {
     return n >= EMU_U8_NR ? (__mmask16)0xFFFF : (__mmask16)((1u << (n > 0 ? n : 0)) - 1u);
 }
 
-EMU_VNNI static inline __attribute__((always_inline)) void
-gemm_u8_vnni(const uint8_t *a, const int8_t *packed, const int32_t *init, int32_t *out,
-             int32_t rows, int32_t cols, int32_t kpad) {
+EMU_VNNI void emu_gemm_u8(const uint8_t *a, const int8_t *packed, const int32_t *init,
+                          int32_t *out, int32_t rows, int32_t cols, int32_t kpad) {
     const size_t panel = (size_t)kpad * EMU_U8_NR;
     const int32_t cpad = emu_round_up(cols, EMU_U8_NR);
     int32_t o = 0;
@@ -104,23 +104,10 @@ __attribute__((constructor)) static void detect_vnni(void) {
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
 }
 
-EMU_VNNI static void gemm_u8_bytes(const uint8_t *a, const int8_t *packed, const int32_t *init,
-                                   int32_t *out, int32_t rows, int32_t cols, int32_t kpad) {
-    gemm_u8_vnni(a, packed, init, out, rows, cols, kpad);
-}
-
-void emu_gemm_u8(const uint8_t *a, const int8_t *packed, const int32_t *init, int32_t *out,
-                 int32_t rows, int32_t cols, int32_t kpad) {
-    gemm_u8_bytes(a, packed, init, out, rows, cols, kpad);
-}
+static bool u8_cpu(void) { return vnni_cpu; }
 #elif defined(__aarch64__) && defined(__GNUC__)
 #include <arm_neon.h>
-#include <sys/auxv.h>
 
-#ifndef HWCAP_ASIMDDP
-#define HWCAP_ASIMDDP (1UL << 20) /* Linux arch/arm64 uapi hwcap.h */
-#endif
-#define EMU_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
 #define DOT_MR 4
 
 /* 4 rows x one panel of 16 columns; lane c of weight vector v is column 4v + c. */
@@ -152,10 +139,7 @@ EMU_DOTPROD static void tile_dot(const uint8_t *a, const int8_t *w, const int32_
     }
 }
 
-static bool vnni_cpu; /* here: the dot-product extension */
-__attribute__((constructor)) static void detect_dotprod(void) {
-    vnni_cpu = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
-}
+static bool u8_cpu(void) { return emu_neon_dotprod(); }
 
 void emu_gemm_u8(const uint8_t *a, const int8_t *packed, const int32_t *init, int32_t *out,
                  int32_t rows, int32_t cols, int32_t kpad) {
@@ -168,7 +152,7 @@ void emu_gemm_u8(const uint8_t *a, const int8_t *packed, const int32_t *init, in
     }
 }
 #else
-static const bool vnni_cpu = false;
+static bool u8_cpu(void) { return false; }
 
 void emu_gemm_u8(const uint8_t *a, const int8_t *packed, const int32_t *init, int32_t *out,
                  int32_t rows, int32_t cols, int32_t kpad) {
@@ -178,11 +162,12 @@ void emu_gemm_u8(const uint8_t *a, const int8_t *packed, const int32_t *init, in
 #endif
 
 bool emu_gemm_u8_ready(void) {
-    const char *v = getenv("MDLA_EMU_PORTABLE");
+    /* emu_isa() is EMU_ISA_PORTABLE under MDLA_EMU_PORTABLE=1 or MDLA_EMU_ISA=portable, and
+     * AVX2 under MDLA_EMU_ISA=avx2 (simd.h) */
 #if defined(__x86_64__)
-    if (emu_isa() != EMU_ISA_AVX512) return false; /* MDLA_EMU_ISA=avx2 or portable (simd.h) */
+    if (emu_isa() != EMU_ISA_AVX512) return false;
 #elif defined(__aarch64__)
-    if (emu_isa() != EMU_ISA_NEON) return false; /* MDLA_EMU_ISA=portable (simd.h) */
+    if (emu_isa() != EMU_ISA_NEON) return false;
 #endif
-    return vnni_cpu && !(v != NULL && strcmp(v, "1") == 0);
+    return u8_cpu();
 }

@@ -43,8 +43,9 @@
 #define EMU_U8_OFFSET 128 /* vpdpbusd: uint8 x int8 */
 #endif
 
-/* The CPU runs the 8-bit path (AVX-512 VNNI; aarch64 dot product) and MDLA_EMU_PORTABLE does
- * not forbid it. */
+/* The CPU runs the 8-bit path (AVX-512 VNNI; aarch64 dot product) and emu_isa() allows it
+ * (AVX-512 on x86-64, NEON on aarch64: not under MDLA_EMU_PORTABLE=1 or MDLA_EMU_ISA=portable,
+ * nor MDLA_EMU_ISA=avx2 on x86-64; simd.h). */
 bool emu_gemm_u8_ready(void);
 
 /* Pack w[co][depth] (int8) into `packed` (cpad * kpad bytes, layout above) and set

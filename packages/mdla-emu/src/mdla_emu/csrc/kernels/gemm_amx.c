@@ -62,21 +62,22 @@ EMU_AMX static void store_sums(const int32_t *buf, void *const *rowp, const int3
 }
 
 /* 16 columns' narrow requantization before its clamp, in simd.h's int64 form (emu_dw4_row's
- * proof there): v = (sums + init) << left, p = v * m in int64 lanes (the even columns' and the
- * odd columns' apart), t = (p + 2^30 + 2^(30 + r) [r >= 1] - 2^31 [p < -2^30, r >= 1]) >>
- * (31 + r) = RDBPOT(SRDHM(v, m), r) exactly. The constants are built per block from the
- * column arrays (once per 32 rows). */
+ * proof there; emu_rq16 of simd_x86.h): v = (sums + init) << left, t = RDBPOT(SRDHM(v, m), r)
+ * exactly. The constants are built per block from the column arrays (once per 32 rows). */
 typedef struct {
-    __m512i base, left, mult, mult_o, round_e, round_o, shift_e, shift_o;
-    __mmask8 pos_e, pos_o; /* the lanes with r >= 1 */
+    __m512i base, left, mult, mult_o;
+    EmuRqHalf e, o; /* the even and the odd columns' */
 } Half;
 
-/* One half's round constant, shift and r >= 1 lanes from its r in int64 lanes. */
-EMU_AMX static inline void half_round(__m512i r, __m512i *round, __m512i *shift, __mmask8 *pos) {
+/* One half's round constant, shift and r >= 1 lanes from its r in int64 lanes (emu_rq_round
+ * of simd.h in vector lanes). */
+EMU_AMX static inline EmuRqHalf half_round(__m512i r) {
     const __m512i b30 = _mm512_set1_epi64(INT64_C(1) << 30);
-    *pos = _mm512_cmpgt_epi64_mask(r, _mm512_setzero_si512());
-    *round = _mm512_add_epi64(b30, _mm512_maskz_sllv_epi64(*pos, b30, r));
-    *shift = _mm512_add_epi64(r, _mm512_set1_epi64(31));
+    EmuRqHalf h;
+    h.pos = _mm512_cmpgt_epi64_mask(r, _mm512_setzero_si512());
+    h.round = _mm512_add_epi64(b30, _mm512_maskz_sllv_epi64(h.pos, b30, r));
+    h.shift = _mm512_add_epi64(r, _mm512_set1_epi64(31));
+    return h;
 }
 
 EMU_AMX static inline Half half_at(const int32_t *init, const EmuGemmRq *rq, int32_t c) {
@@ -86,20 +87,9 @@ EMU_AMX static inline Half half_at(const int32_t *init, const EmuGemmRq *rq, int
     k.left = _mm512_loadu_si512(rq->left + c);
     k.mult = _mm512_loadu_si512(rq->mult + c);
     k.mult_o = _mm512_srli_epi64(k.mult, 32);
-    half_round(_mm512_srli_epi64(_mm512_slli_epi64(right, 32), 32), &k.round_e, &k.shift_e,
-               &k.pos_e);
-    half_round(_mm512_srli_epi64(right, 32), &k.round_o, &k.shift_o, &k.pos_o);
+    k.e = half_round(_mm512_srli_epi64(_mm512_slli_epi64(right, 32), 32));
+    k.o = half_round(_mm512_srli_epi64(right, 32));
     return k;
-}
-
-/* One int64 half of the rounding above. */
-EMU_AMX static inline __m512i half_round_p(__m512i p, __m512i round, __m512i shift,
-                                           __mmask8 pos) {
-    const __mmask8 neg =
-        _mm512_mask_cmplt_epi64_mask(pos, p, _mm512_set1_epi64(-(INT64_C(1) << 30)));
-    __m512i t = _mm512_add_epi64(p, round);
-    t = _mm512_mask_sub_epi64(t, neg, t, _mm512_set1_epi64(INT64_C(1) << 31));
-    return _mm512_srav_epi64(t, shift);
 }
 
 /* t of the 16 sums at `sums` (int32 lanes); `shifted`: some column of the block has left > 0
@@ -109,11 +99,7 @@ EMU_AMX static inline __attribute__((always_inline)) __m512i half_t(const int32_
                                                                     bool shifted) {
     __m512i v = _mm512_add_epi32(_mm512_loadu_si512(sums), k->base);
     if (shifted) v = _mm512_sllv_epi32(v, k->left);
-    const __m512i te = half_round_p(_mm512_mul_epi32(v, k->mult), k->round_e, k->shift_e,
-                                    k->pos_e);
-    const __m512i to = half_round_p(_mm512_mul_epi32(_mm512_srli_epi64(v, 32), k->mult_o),
-                                    k->round_o, k->shift_o, k->pos_o);
-    return _mm512_mask_shuffle_epi32(te, (__mmask16)0xAAAA, to, _MM_PERM_CDAB);
+    return emu_rq16(v, k->mult, k->mult_o, k->e, k->o, _mm512_set1_epi64(INT64_C(1) << 31));
 }
 
 /* Rows r, r + 1 of the 32 x 32 block `buf` requantized, zero point added and clamped: 64 codes

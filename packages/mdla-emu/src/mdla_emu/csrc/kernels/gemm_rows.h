@@ -1,7 +1,7 @@
 /*
- * gemm_rows.h: the x86-64 8-bit GEMM (AVX-512 VNNI, gemm.h's packing and exactness) with each
- * row of `a` given by pointers, one per segment of its depth, and the narrow requantization
- * done on the register tile.
+ * gemm_rows.h: the 8-bit GEMM (gemm.h's packing and exactness: AVX-512 VNNI on x86-64 as below,
+ * NEON on aarch64 as the last paragraph says) with each row of `a` given by pointers, one per
+ * segment of its depth, and the narrow requantization done on the register tile.
  *
  * Operand roles: vpdpbusd multiplies uint8 by int8. Here the weights are the unsigned operand,
  * packed as w' = w + 128 (w ^ 0x80, in [1, 255]), and the rows are the int8 codes x themselves

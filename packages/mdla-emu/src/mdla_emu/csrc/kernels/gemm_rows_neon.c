@@ -35,17 +35,13 @@
 #include "gemm.h"
 #include "kernels.h"
 #include "simd.h"
+#include "simd_neon.h"
 
 #if defined(__aarch64__) && defined(__ARM_NEON) && defined(__GNUC__)
 #include <arm_neon.h>
-#include <sys/auxv.h>
 
 #include "simd_neon_rq.h"
 
-#ifndef HWCAP_ASIMDDP
-#define HWCAP_ASIMDDP (1UL << 20) /* Linux arch/arm64 uapi hwcap.h */
-#endif
-#define EMU_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
 #define MR EMU_U8_MR /* rows per block of the pointer table */
 #define TR 4         /* rows per register tile: half a block */
 
@@ -167,17 +163,13 @@ static void tile_pairs(const RowsTile *t) {
                vaddq_s32(vpaddq_s32(acc[r][1][0], acc[r][1][1]), i1), t->ncols);
 }
 
-static bool dot_cpu;
-__attribute__((constructor)) static void detect_rows_dot(void) {
-    dot_cpu = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
-}
-
 /* Panel by panel (its weights stay in cache over the rows), block by block, half by half. */
 void emu_gemm_rows(const EmuGemmRows *a, const int8_t *packed, const int32_t *init,
                    const EmuGemmRq *rq, void *out, int32_t ldo, int32_t cols) {
     const size_t panel = (size_t)a->nseg * a->seg * EMU_U8_NR;
     const size_t row_bytes = (size_t)ldo * (rq == NULL ? sizeof(int32_t) : 1);
     const size_t col_bytes = rq == NULL ? sizeof(int32_t) : 1;
+    const bool dot_cpu = emu_neon_dotprod();
     const int32_t step = dot_cpu ? EMU_U8_NR : 8; /* columns per tile */
     for (int32_t o = 0; o < cols; o += step) {
         const int32_t ncols = cols - o < step ? cols - o : step;

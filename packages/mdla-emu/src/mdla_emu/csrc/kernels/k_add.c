@@ -8,7 +8,9 @@
  * Eval:
  *     a = MBQM((x1 - z1) * 2^20, M1, e1);  b = MBQM((x2 - z2) * 2^20, M2, e2)
  *     out = clamp(MBQM(a +- b, Mo, eo) + z_out, act_min, act_max)
- * out depends on the two int8 codes only, so prepare freezes it into a 256 x 256 table.
+ * out depends on the two int8 codes only, so prepare freezes it: into simd.h's EmuAddVec (the
+ * codes' a and +-b as byte planes, simd_add.c) when emu_add_vec_ready() and it packs, else into a
+ * 256 x 256 table.
  * |x - z| <= 255: (x - z) * 2^20 < 2^28 and a +- b < 2^29, within int32.
  *
  * 16x8 (int16 operands, TENSOR_QUANT16_SYMM, zero points 0; TFLite add.cc with

@@ -221,7 +221,7 @@ static void conv_eval(const void *params, const void *const *inputs, void *outpu
                          emu_conv_taps_tiles, &job);
         return;
     }
-    if (p->u8) {
+    if (p->rows || p->amx) {
         ConvJob job = {p, inputs[0], output,
                        conv_tile(p->tile_u8, p->amx ? EMU_AMX_MR : EMU_U8_MR, pixels, threads),
                        p->co, 1};

@@ -114,6 +114,11 @@ typedef struct {
     int32_t pix;     /* output pixels per block (simd_dw4.c: 64 / c for c | 64, stride_w 1) */
     bool shifted;    /* some left is not 0 */
 } EmuDw4;
+/* The round constant of that int64 form for r = right (0 <= r <= 31): 2^30 + 2^(30 + r), 2^30
+ * for r = 0 (emu_dw4_pack, emu_add_vec_pack; gemm_amx.c builds it in vector lanes). */
+static inline int64_t emu_rq_round(int32_t r) {
+    return (INT64_C(1) << 30) + (r > 0 ? INT64_C(1) << (30 + r) : 0);
+}
 /* 0, or -1 when out of memory (then emu_dw4_free what was allocated). */
 int emu_dw4_pack(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z, const EmuDwRq *rq);
 void emu_dw4_free(EmuDw4 *k);
@@ -196,7 +201,8 @@ void emu_lut_vbmi(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n);
  * fits int32, |t| < 2^30 and t + z fits int32, so the accumulator mode changes nothing. The
  * zero point and the clamp come after the saturating packs, exact as emu_dw4_row's. Steps
  * are 0 (one code for every element) or 1.
- * emu_add_vec_pack: false (nothing to use) when s > 0 or a value is out of those bounds. */
+ * emu_add_vec_pack: false (nothing to use) when s > 0 or s < -31 (r > 31), m is not in
+ * [0, 2^31) or a value is out of those bounds. */
 typedef struct {
     int8_t planes[2][4][256]; /* [A or +-B][byte j][code + 128] */
     int64_t mult, round, corr, shift;

@@ -1,6 +1,6 @@
 /*
  * simd_add.c: int8 ADD / SUB (k_add.c) in AVX-512 VBMI lanes, 64 codes a step, instead of one
- * 256 x 256 table read per code (emu_add_vbmi, simd.h says why it is the table's integers).
+ * 256 x 256 table read per code (emu_add_vec, simd.h says why it is the table's integers).
  *
  * Per step: each of the eight byte planes (byte j of A or of +-B, a 256-entry byte table) is
  * looked up as emu_lut_vbmi does (two vpermi2b, a blend on the index's top bit); the four
@@ -23,7 +23,7 @@ static void add_vec_rounding(EmuAddVec *k, int64_t m, int s, int rounding) {
         k->round = INT64_C(1) << (30 + r);
         k->corr = 0;
     } else { /* double: SRDHM then RDBPOT by r */
-        k->round = (INT64_C(1) << 30) + (r > 0 ? INT64_C(1) << (30 + r) : 0);
+        k->round = emu_rq_round(r);
         k->corr = r > 0 ? INT64_C(1) << 31 : 0;
     }
 }
@@ -50,6 +50,8 @@ bool emu_add_vec_pack(EmuAddVec *k, const int64_t *a, const int64_t *b, int sign
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+
+#include "simd_x86.h"
 
 #define EMU_T_ADD __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
 
@@ -81,22 +83,14 @@ values(const int8_t (*p)[256], __m512i x, __m512i *v) {
     v[3] = _mm512_unpackhi_epi16(hi01, hi23);
 }
 
-/* One int64 half of the rounding (even or odd lanes' products p). */
-EMU_T_ADD static inline __attribute__((always_inline)) __m512i round_half(const EmuAddVec *k,
-                                                                          __m512i p) {
-    const __mmask8 neg = _mm512_cmplt_epi64_mask(p, _mm512_set1_epi64(-(INT64_C(1) << 30)));
-    __m512i t = _mm512_add_epi64(p, _mm512_set1_epi64(k->round));
-    t = _mm512_mask_sub_epi64(t, neg, t, _mm512_set1_epi64(k->corr));
-    return _mm512_sra_epi64(t, _mm_cvtsi64_si128(k->shift));
-}
-
-/* t of the sums x (int32 lanes). */
+/* t of the sums x (int32 lanes): emu_rq16 of simd_x86.h, every lane's products taking corr off
+ * when p < -2^30 (corr is 0 in single rounding and for r = 0). */
 EMU_T_ADD static inline __attribute__((always_inline)) __m512i requant(const EmuAddVec *k,
                                                                        __m512i x) {
     const __m512i m = _mm512_set1_epi64(k->mult);
-    const __m512i te = round_half(k, _mm512_mul_epi32(x, m));
-    const __m512i to = round_half(k, _mm512_mul_epi32(_mm512_srli_epi64(x, 32), m));
-    return _mm512_mask_shuffle_epi32(te, (__mmask16)0xAAAA, to, _MM_PERM_CDAB);
+    const EmuRqHalf h = {_mm512_set1_epi64(k->round), _mm512_set1_epi64(k->shift),
+                         (__mmask8)0xFF};
+    return emu_rq16(x, m, m, h, h, _mm512_set1_epi64(k->corr));
 }
 
 /* The 64 (masked: m) codes at a, or a[0] in every lane for a step of 0. */

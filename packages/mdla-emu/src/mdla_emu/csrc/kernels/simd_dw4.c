@@ -60,7 +60,7 @@ static void dw4_pack_rq(EmuDw4 *k, size_t e, int32_t c, const EmuDwRq *rq) {
     k->left[e] = rq->left[c];
     k->mult[e] = rq->mult[c];
     if (e % 2) k->mult_o[q] = rq->mult[c]; /* the low dword vpmuldq reads */
-    round[q] = (INT64_C(1) << 30) + (r > 0 ? INT64_C(1) << (30 + r) : 0);
+    round[q] = emu_rq_round(r);
     shift[q] = 31 + r;
     if (r > 0) *pos |= (uint8_t)(1u << (q % 8));
     k->shifted = k->shifted || rq->left[c] != 0;
@@ -158,16 +158,6 @@ EMU_T_VNNI static inline __m512i dw4_w(const int8_t *w, int r) {
     return _mm512_loadu_si512((const void *)(w + 64 * r));
 }
 
-/* One half (even or odd lanes, int64 products p from the qwords at q) of the rounding of
- * simd.h: (p + round - 2^31 [p < -2^30, r >= 1]) >> (31 + r). */
-EMU_T_VNNI static inline __attribute__((always_inline)) __m512i
-dw4_round(__m512i p, const int64_t *round, const int64_t *shift, uint8_t pos) {
-    const __mmask8 neg = _mm512_mask_cmplt_epi64_mask(pos, p, _mm512_set1_epi64(-(INT64_C(1) << 30)));
-    __m512i t = _mm512_add_epi64(p, _mm512_load_si512((const void *)round));
-    t = _mm512_mask_sub_epi64(t, neg, t, _mm512_set1_epi64(INT64_C(1) << 31));
-    return _mm512_srav_epi64(t, _mm512_load_si512((const void *)shift));
-}
-
 /* 16 lanes of sums (from lane e of the block's constants) to t = RDBPOT(SRDHM(.)) in int32
  * lanes (simd.h), before the output zero point and the clamp. */
 EMU_T_VNNI static inline __attribute__((always_inline)) __m512i dw4_requant(const EmuDw4 *k,
@@ -175,12 +165,13 @@ EMU_T_VNNI static inline __attribute__((always_inline)) __m512i dw4_requant(cons
     const __m512i v =
         k->shifted ? _mm512_sllv_epi32(s, _mm512_load_si512((const void *)(k->left + e))) : s;
     const size_t q = e / 2;
-    const __m512i pe = _mm512_mul_epi32(v, _mm512_load_si512((const void *)(k->mult + e)));
-    const __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(v, 32),
-                                        _mm512_load_si512((const void *)(k->mult_o + q)));
-    const __m512i te = dw4_round(pe, k->round_e + q, k->shift_e + q, k->pos[e / 8]);
-    const __m512i to = dw4_round(po, k->round_o + q, k->shift_o + q, k->pos[e / 8 + 1]);
-    return _mm512_mask_shuffle_epi32(te, (__mmask16)0xAAAA, to, _MM_PERM_CDAB);
+    const EmuRqHalf he = {_mm512_load_si512((const void *)(k->round_e + q)),
+                          _mm512_load_si512((const void *)(k->shift_e + q)), k->pos[e / 8]};
+    const EmuRqHalf ho = {_mm512_load_si512((const void *)(k->round_o + q)),
+                          _mm512_load_si512((const void *)(k->shift_o + q)), k->pos[e / 8 + 1]};
+    return emu_rq16(v, _mm512_load_si512((const void *)(k->mult + e)),
+                    _mm512_load_si512((const void *)(k->mult_o + q)), he, ho,
+                    _mm512_set1_epi64(INT64_C(1) << 31));
 }
 
 /* One block of 64 channels from byte `at` of the pixel whose tap t's row is rows[t], or

@@ -76,21 +76,11 @@ int emu_dw4_neon_pack(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z,
 }
 
 #if defined(__aarch64__) && defined(__ARM_NEON) && defined(__GNUC__)
-#include <sys/auxv.h>
-
 #include "simd_neon_rq.h"
 
-#ifndef HWCAP_ASIMDDP
-#define HWCAP_ASIMDDP (1UL << 20) /* Linux arch/arm64 uapi hwcap.h */
-#endif
-#define EMU_T_DOT __attribute__((target("arch=armv8.2-a+dotprod")))
-
-static bool dw4n_cpu;
-__attribute__((constructor)) static void dw4n_detect(void) {
-    dw4n_cpu = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+bool emu_dw4_neon_ready(int32_t c) {
+    return c >= 16 && emu_neon_dotprod() && emu_isa() == EMU_ISA_NEON;
 }
-
-bool emu_dw4_neon_ready(int32_t c) { return c >= 16 && dw4n_cpu && emu_isa() == EMU_ISA_NEON; }
 
 static inline int8x16_t zip16(int8x16_t a, int8x16_t b, bool high) {
     const int16x8_t x = vreinterpretq_s16_s8(a), y = vreinterpretq_s16_s8(b);
@@ -106,7 +96,7 @@ static inline int32x4_t dw4n_requant(const EmuDw4 *k, size_t e, int32x4_t s,
 }
 
 /* Block b (16 channels from byte `at` of each row) of one pixel, stored to out[at..at + 16). */
-EMU_T_DOT static inline __attribute__((always_inline)) void
+EMU_DOTPROD static inline __attribute__((always_inline)) void
 dw4n_block(const EmuDw4 *k, const int8_t *const *rows, int32_t b, int32_t at,
            const EmuNeonClamp *c, int8_t *out) {
     const size_t e = (size_t)16 * b;
@@ -130,7 +120,7 @@ dw4n_block(const EmuDw4 *k, const int8_t *const *rows, int32_t b, int32_t at,
     vst1q_s8(out + at, vcombine_s8(q0, q1));
 }
 
-EMU_T_DOT void emu_dw4_neon_row(const EmuDw4 *k, const EmuDwGeom *g, const int8_t *image,
+EMU_DOTPROD void emu_dw4_neon_row(const EmuDw4 *k, const EmuDwGeom *g, const int8_t *image,
                                 int32_t oy, int8_t *out, const int8_t **rows) {
     int32_t lo, hi;
     emu_dw_columns(g, &lo, &hi);

@@ -14,7 +14,7 @@
  *   (vrshlq_s32: add 2^(e-1), then shift right arithmetically, in full width) of
  *   u = h + ((h >> 31) & nz) by -e, nz = vtst(mask, mask) (-1 where mask != 0, i.e. e >= 1);
  *   for e = 0, nz = 0: u = h, and srshl by 0 is h. u does not wrap: h >= -2^31 + 1 since
- *   M < 2^31. The same form as MUL's below.
+ *   M < 2^31. The same form as MUL's below (emu_neon_rdbpot, simd_neon_rq.h).
  * - clamp(clamp(t, +-2^16) + z, lo, hi) = clamp(t, lo - z, hi - z) + z (simd.c), in [-128, 127],
  *   so the two narrowing moves (xtn) to int16 and int8 change nothing.
  * Tails: the last < 8 values are copied into zero-filled blocks (M = 0, no shift: valid).
@@ -33,6 +33,23 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__aarch64__) && defined(__GNUC__)
+#include <sys/auxv.h>
+
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1UL << 20) /* Linux arch/arm64 uapi hwcap.h */
+#endif
+
+static bool neon_dotprod;
+__attribute__((constructor)) static void detect_dotprod(void) {
+    neon_dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+}
+
+bool emu_neon_dotprod(void) { return neon_dotprod; }
+#else
+bool emu_neon_dotprod(void) { return false; }
+#endif
 
 #if defined(__aarch64__) && defined(__ARM_NEON)
 #include "simd_neon_rq.h"
@@ -158,8 +175,7 @@ static inline void codes16(const int8_t *x, uint32_t step, int8x8_t z, int16x8_t
 /* RDBPOT(SRDHM(p, m), e) + z of 4 products (the header's shift form). */
 static inline int32x4_t mul_round4(const MulLanes *l, int32x4_t p) {
     const int32x4_t h = vqrdmulhq_s32(p, l->m);
-    const int32x4_t u = vaddq_s32(h, vandq_s32(vshrq_n_s32(h, 31), l->neg));
-    return vaddq_s32(vrshlq_s32(u, l->shift), l->z);
+    return vaddq_s32(emu_neon_rdbpot(h, l->neg, l->shift), l->z);
 }
 
 /* Two int16x8 of products' halves (x, y) as 8 outputs, saturated to int16 then int8. */

@@ -10,6 +10,15 @@
 
 #include "simd.h"
 
+#if defined(__aarch64__) && defined(__GNUC__)
+/* The dot-product extension's functions (sdot); they run only when emu_neon_dotprod(). */
+#define EMU_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
+#endif
+
+/* The CPU has the dot-product extension (ARMv8.2 dotprod: HWCAP_ASIMDDP in AT_HWCAP, read once
+ * at load); false off aarch64. */
+bool emu_neon_dotprod(void);
+
 /* simd.h's emu_requant_narrow_avx2, 8 int32 lanes (two q registers) at a time. */
 void emu_requant_narrow_neon(const EmuNarrow *k, const int32_t *acc, int8_t *out, int32_t n);
 

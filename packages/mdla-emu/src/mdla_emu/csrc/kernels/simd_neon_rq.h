@@ -17,15 +17,20 @@ static inline EmuNeonClamp emu_neon_clamp(int32_t z, int32_t lo, int32_t hi) {
     return (EmuNeonClamp){vdupq_n_s32(z), vdupq_n_s32(lo - z), vdupq_n_s32(hi - z)};
 }
 
-/* 4 lanes of v = (acc + bias) * 2^left: SRDHM by m, RDBPOT by right (mask = 2^right - 1),
- * then clamp(., lo - z, hi - z) + z. RDBPOT is one rounding shift (simd_neon.c): srshl of
- * h - [h < 0] by -right, the [h < 0] term kept only where right >= 1 (mask != 0). */
+/* RDBPOT(h, e) as one rounding shift (simd_neon.c's header): srshl of
+ * u = h + ((h >> 31) & neg) = h - [h < 0] (where neg is -1) by nshift = -e, with neg -1 in the
+ * lanes with e >= 1 and 0 in the others (e = 0: u = h, srshl by 0 is h). */
+static inline int32x4_t emu_neon_rdbpot(int32x4_t h, int32x4_t neg, int32x4_t nshift) {
+    return vrshlq_s32(vaddq_s32(h, vandq_s32(vshrq_n_s32(h, 31), neg)), nshift);
+}
+
+/* 4 lanes of v = (acc + bias) * 2^left: SRDHM by m, RDBPOT by right (mask = 2^right - 1:
+ * emu_neon_rdbpot with neg -1 where mask != 0), then clamp(., lo - z, hi - z) + z. */
 static inline int32x4_t emu_neon_narrow4(int32x4_t v, int32x4_t m, int32x4_t right,
                                          int32x4_t mask, const EmuNeonClamp *c) {
     const int32x4_t h = vqrdmulhq_s32(v, m);
     const int32x4_t nz = vreinterpretq_s32_u32(vtstq_s32(mask, mask));
-    const int32x4_t neg = vandq_s32(vshrq_n_s32(h, 31), nz);
-    const int32x4_t t = vrshlq_s32(vaddq_s32(h, neg), vnegq_s32(right));
+    const int32x4_t t = emu_neon_rdbpot(h, nz, vnegq_s32(right));
     return vaddq_s32(vminq_s32(vmaxq_s32(t, c->lo), c->hi), c->z);
 }
 
