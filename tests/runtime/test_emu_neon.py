@@ -1,6 +1,7 @@
 """The emulator's NEON kernels (kernels/simd_neon.c: the narrow requantization, the multiplier-1
 depthwise row, MUL's formula and the 256-entry table lookup; simd_dw4_neon.c: the depthwise
-with four taps per sdot; gemm_rows_neon.c: CONV_2D's rows GEMM, the requantization in its tile),
+with four taps per sdot; gemm_rows_neon.c: CONV_2D's rows GEMM, the requantization in its tile;
+simd_add_neon.c: ADD and SUB without their table),
 which are what the engine's cpu partitions run on the phone's ARM cores: the aarch64 cross
 build under qemu-aarch64, on the NEON path (the default there: qemu's `max` CPU, which has the
 dot-product extension), the NEON path of a CPU without it (QEMU_CPU=cortex-a53: the sdot
@@ -34,6 +35,8 @@ from mdla_runtime.engine.target import quantize as to_codes
 from mdla_target import load_target
 from tests.models import inputs_for, legalized
 from tests.runtime.cross import CC, QEMU, SYSROOT, build_arm
+from tests.runtime.test_emu_add import CASES as ADD_CASES
+from tests.runtime.test_emu_add import add_graph, every_pair
 from tests.runtime.test_emu_dw4 import tie_graph
 from tests.runtime.test_emu_gemm import SHAPES, conv_graph
 from tests.runtime.test_emu_simd import (
@@ -269,6 +272,31 @@ def test_aarch64_mul_gate_broadcast_bit_exact(arm: Path, tmp_path: Path, shapes:
             check(
                 arm, g, codes, tmp_path / f"{out}_{fuse}", what, {"neon": PATHS["neon"]}, ["double"]
             )
+
+
+@pytest.mark.parametrize("case", ADD_CASES)
+@pytest.mark.parametrize("kind", [OpKind.ADD, OpKind.SUB], ids=lambda k: k.name)
+def test_aarch64_add_sub_every_code_pair_bit_exact(
+    arm: Path, tmp_path: Path, kind: OpKind, case: str
+) -> None:
+    """ADD and SUB in NEON lanes (simd_add_neon.c: each side's MBQM computed, no table) on every
+    pair of codes, both steps 1, the second operand's step 0 and a broadcast row (the 16-code
+    steps and no tail: 256 per run), in both roundings (sqrdmulh and a rounding shift, or one
+    rounding shift of the int64 product), with RDBPOT ties of either sign (test_emu_add's
+    cases)."""
+    g = add_graph(kind, case)
+    codes = every_pair(ADD_CASES[case][7])
+    check(arm, g, codes, tmp_path, f"{kind.name} {case}", {"neon": PATHS["neon"]})
+
+
+def test_aarch64_add_tails_bit_exact(arm: Path, tmp_path: Path) -> None:
+    """ADD's NEON lanes on runs that are not a multiple of 16 (the zero-filled tail block):
+    rows of 37 codes broadcast against a column, and elementwise, in both roundings."""
+    for k, shape2 in enumerate([(5, 37), (5, 1), (1, 37)]):
+        ins = [act("x", (5, 37), qp(0.07, -9)), act("y", shape2, qp(0.03, 20))]
+        g = single_op_qgraph(OpKind.ADD, ins, (5, 37), qp(0.1, 4), {"fuse": "NONE"})
+        codes = random_codes(g, np.random.default_rng(k))
+        check(arm, g, codes, tmp_path / str(k), f"tail {shape2}", {"neon": PATHS["neon"]})
 
 
 @pytest.mark.parametrize("x_first", [True, False], ids=["x_sig", "sig_x"])

@@ -9,8 +9,9 @@
  *     a = MBQM((x1 - z1) * 2^20, M1, e1);  b = MBQM((x2 - z2) * 2^20, M2, e2)
  *     out = clamp(MBQM(a +- b, Mo, eo) + z_out, act_min, act_max)
  * out depends on the two int8 codes only, so prepare freezes it: into simd.h's EmuAddVec (the
- * codes' a and +-b as byte planes, simd_add.c) when emu_add_vec_ready() and it packs, else into a
- * 256 x 256 table.
+ * codes' a and +-b as byte planes, simd_add.c) when emu_add_vec_ready() and it packs, on aarch64
+ * into simd_neon.h's EmuAddNeon (the formula in NEON lanes, simd_add_neon.c) when it packs, else
+ * into a 256 x 256 table.
  * |x - z| <= 255: (x - z) * 2^20 < 2^28 and a +- b < 2^29, within int32.
  *
  * 16x8 (int16 operands, TENSOR_QUANT16_SYMM, zero points 0; TFLite add.cc with
@@ -19,6 +20,7 @@
  */
 #include "kernels.h"
 #include "simd.h"
+#include "simd_neon.h"
 
 /* The 16x8 form's frozen multipliers. */
 typedef struct {
@@ -35,6 +37,8 @@ typedef struct {
     int8_t out[256][256]; /* indexed by (code1 + 128, code2 + 128) */
     bool vec;             /* `v` computes `out`'s codes (simd.h emu_add_vec) */
     EmuAddVec v;
+    bool neon; /* `n` computes them (simd_neon.h emu_add_neon) */
+    EmuAddNeon n;
 } AddParams;
 
 static int add16_prepare(const EmuOperand *x1, const EmuOperand *x2, const EmuOperand *y,
@@ -95,7 +99,13 @@ static int add_sub_prepare(const NeuronModel *m, const EmuOperation *op, EmuNume
     const bool wrap = num.wrap; /* only the output multiplier can exceed 1 */
     p->vec = emu_add_vec_ready() &&
              emu_add_vec_pack(&p->v, a, b, sign, mo, eo, num.rounding, y->zero_point, lo, hi);
-    for (int i = 0; i < 256 && !p->vec; i++) /* add_run reads the table only without `v` */
+    if (!p->vec && emu_isa() == EMU_ISA_NEON) {
+        const int64_t ms[3] = {m1, m2, mo};
+        const int ss[3] = {e1, e2, eo};
+        const int32_t zs[2] = {x1->zero_point, x2->zero_point};
+        p->neon = emu_add_neon_pack(&p->n, ms, ss, zs, sign, num.rounding, y->zero_point, lo, hi);
+    }
+    for (int i = 0; i < 256 && !p->vec && !p->neon; i++) /* add_run's table: no `v`, no `n` */
         for (int j = 0; j < 256; j++) {
             const int64_t raw = sign > 0 ? a[i] + b[j] : a[i] - b[j];
             const int64_t h = emu_mbqm_acc(raw, mo, eo, num.rounding, wrap);
@@ -118,6 +128,10 @@ static void add_run(const void *ctx, const int8_t *a, const int8_t *b, int8_t *o
     const AddParams *p = ctx;
     if (p->vec) {
         emu_add_vec(&p->v, a, b, a_step, b_step, count, out);
+        return;
+    }
+    if (p->neon) {
+        emu_add_neon(&p->n, a, b, a_step, b_step, count, out);
         return;
     }
     for (uint32_t i = 0; i < count; i++) out[i] = p->out[a[i * a_step] + 128][b[i * b_step] + 128];

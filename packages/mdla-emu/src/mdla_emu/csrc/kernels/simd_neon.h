@@ -37,6 +37,22 @@ void emu_mul_narrow_neon(const EmuMulNarrow *k, const int8_t *a, const int8_t *b
 /* simd.h's emu_lut_vbmi: y[i] = table[x[i] + 128], 16 codes per four 64-byte tbl lookups. */
 void emu_lut_neon(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n);
 
+/* int8 ADD / SUB (k_add.c) in lanes, 16 codes a step (simd_add_neon.c, which says why these
+ * are k_add.c's integers): each side's MBQM((x - z) 2^20, M, s) computed in int32 lanes, their
+ * sum or difference requantized by the output's MBQM, in the rounding given. emu_add_neon_pack
+ * takes the three multipliers (the two inputs', the output's) and the input zero points; false
+ * (the table serves) unless every s is in [-31, 0], M in [0, 2^31), the zero points and the
+ * clamp int8. Steps are 0 or 1. */
+typedef struct {
+    int32_t m[3], r[3]; /* x1, x2, out: M and r = -s */
+    int32_t zin[2], sign, z, lo, hi;
+    bool single;
+} EmuAddNeon;
+bool emu_add_neon_pack(EmuAddNeon *k, const int64_t *m, const int *s, const int32_t *zin,
+                       int sign, int rounding, int32_t z, int32_t lo, int32_t hi);
+void emu_add_neon(const EmuAddNeon *k, const int8_t *a, const int8_t *b, uint32_t a_step,
+                  uint32_t b_step, uint32_t n, int8_t *out);
+
 /* simd.h's emu_dw4_row with the dot-product extension (simd_dw4_neon.c): the same integers,
  * four taps per sdot in blocks of 16 channels, from its own packing of the same EmuDw4 fields
  * (emu_dw4_free frees it). emu_dw4_neon_ready(c): c >= 16, the CPU has dotprod (hwcap) and
