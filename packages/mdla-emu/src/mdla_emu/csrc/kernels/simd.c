@@ -84,29 +84,46 @@ EMU_T_AVX2 static inline void store8(int8_t *out, __m256i q) {
     _mm_storel_epi64((__m128i *)(void *)out, _mm_packs_epi16(w, w));
 }
 
+/* 8 requantized lanes of acc + e (v = (acc + bias) << left, then narrow8) as int32. */
+EMU_T_AVX2 static inline __m256i requant8(const EmuNarrow *k, const int32_t *acc, int32_t e,
+                                          __m256i z, __m256i lo, __m256i hi) {
+#define LD(p) _mm256_loadu_si256((const __m256i *)(const void *)((p) + e))
+    const __m256i v = _mm256_sllv_epi32(_mm256_add_epi32(LD(acc), LD(k->bias)), LD(k->left));
+    return narrow8(v, LD(k->mult), LD(k->right), LD(k->mask), z, lo, hi);
+#undef LD
+}
+
+/* Whole blocks of 32 go out in one store (each lane already lies in [-128, 127], so the
+ * saturating packs are exact; the permute undoes their order within 128 bits), then blocks of
+ * 8, then the last < 8 values through zero-filled copies (M = 0 and no shift are valid
+ * constants). */
 EMU_T_AVX2 void emu_requant_narrow_avx2(const EmuNarrow *k, const int32_t *acc, int8_t *out,
                                         int32_t n) {
     const __m256i vz = _mm256_set1_epi32(k->z), vlo = _mm256_set1_epi32(k->lo - k->z),
                   vhi = _mm256_set1_epi32(k->hi - k->z);
-#define LD(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
-    for (int32_t e = 0; e < n; e += 8) {
-        /* the last n - e < 8 values zero-padded: M = 0 and no shift are valid constants */
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    int32_t e = 0;
+    for (; e + 32 <= n; e += 32) {
+        const __m256i q0 = requant8(k, acc, e, vz, vlo, vhi);
+        const __m256i q1 = requant8(k, acc, e + 8, vz, vlo, vhi);
+        const __m256i q2 = requant8(k, acc, e + 16, vz, vlo, vhi);
+        const __m256i q3 = requant8(k, acc, e + 24, vz, vlo, vhi);
+        const __m256i b =
+            _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
+        _mm256_storeu_si256((__m256i *)(void *)(out + e), _mm256_permutevar8x32_epi32(b, order));
+    }
+    for (; e + 8 <= n; e += 8) store8(out + e, requant8(k, acc, e, vz, vlo, vhi));
+    if (e < n) {
         int32_t a[8] = {0}, b[8] = {0}, l[8] = {0}, m[8] = {0}, r[8] = {0}, s[8] = {0};
-        const int32_t *pa = acc + e, *pb = k->bias + e, *pl = k->left + e, *pm = k->mult + e,
-                      *pr = k->right + e, *ps = k->mask + e;
-        const size_t c = (size_t)(n - e < 8 ? n - e : 8);
-        if (c < 8) {
-            memcpy(a, pa, c * sizeof *a), memcpy(b, pb, c * sizeof *b);
-            memcpy(l, pl, c * sizeof *l), memcpy(m, pm, c * sizeof *m);
-            memcpy(r, pr, c * sizeof *r), memcpy(s, ps, c * sizeof *s);
-            pa = a, pb = b, pl = l, pm = m, pr = r, ps = s;
-        }
-        const __m256i v = _mm256_sllv_epi32(_mm256_add_epi32(LD(pa), LD(pb)), LD(pl));
+        const size_t c = (size_t)(n - e);
+        memcpy(a, acc + e, c * sizeof *a), memcpy(b, k->bias + e, c * sizeof *b);
+        memcpy(l, k->left + e, c * sizeof *l), memcpy(m, k->mult + e, c * sizeof *m);
+        memcpy(r, k->right + e, c * sizeof *r), memcpy(s, k->mask + e, c * sizeof *s);
+        const EmuNarrow t = {b, l, m, r, s, k->z, k->lo, k->hi};
         int8_t o[8];
-        store8(o, narrow8(v, LD(pm), LD(pr), LD(ps), vz, vlo, vhi));
+        store8(o, requant8(&t, a, 0, vz, vlo, vhi));
         memcpy(out + e, o, c);
     }
-#undef LD
 }
 
 /* narrow16 on memory: `m` the lanes to load and store. */
