@@ -22,23 +22,25 @@ from tests.runtime.test_emu_support import run_single_op
 C, K = 70, 3
 
 
-def tie_graph(fuse: str, z_out: int) -> Graph:
+def tie_graph(fuse: str, z_out: int, c: int = C, w: int = 7) -> Graph:
+    """The module's ties on `c` channels (multipliers by channel index modulo 9) and an input
+    `w` pixels wide."""
     rng = np.random.default_rng(11)
     s_in, s_out = 0.25, 0.5
     # s_in * ws / s_out = 2^(2 - c % 9)
-    ws = np.array([2.0 ** (3 - c % 9) for c in range(C)], np.float32)
-    wt = rng.integers(-2, 3, size=(1, K, K, C), dtype=np.int8)
-    bias = rng.integers(-6, 7, size=C).astype(np.int32)
+    ws = np.array([2.0 ** (3 - j % 9) for j in range(c)], np.float32)
+    wt = rng.integers(-2, 3, size=(1, K, K, c), dtype=np.int8)
+    bias = rng.integers(-6, 7, size=c).astype(np.int32)
     pads = (1, 1, 1, 1)
     tensors = [
-        Tensor("x", (2, 6, 7, C), "int8", None, qp(s_in, 3)),
+        Tensor("x", (2, 6, w, c), "int8", None, qp(s_in, 3)),
         Tensor("w", wt.shape, "int8", wt, qp(ws, 0, 3)),
         Tensor("bias", bias.shape, "int32", bias, qp(np.float32(s_in) * ws, 0, 0)),
     ]
-    oh, ow = out_size(6, K, 1, 1, 1, 1), out_size(7, K, 1, 1, 1, 1)
+    oh, ow = out_size(6, K, 1, 1, 1, 1), out_size(w, K, 1, 1, 1, 1)
     attrs = {"stride": (1, 1), "dilation": (1, 1), "padding": pads, "multiplier": 1}
     return single_op_qgraph(
-        OpKind.DEPTHWISE_CONV_2D, tensors, (2, oh, ow, C), qp(s_out, z_out), attrs | {"fuse": fuse}
+        OpKind.DEPTHWISE_CONV_2D, tensors, (2, oh, ow, c), qp(s_out, z_out), attrs | {"fuse": fuse}
     )
 
 

@@ -136,13 +136,13 @@ def test_the_isa_is_neon_on_aarch64(arm: Path, isa_driver: Path) -> None:
 
 def test_the_sdot_depthwise_and_the_gemms_follow_the_cpu(arm: Path, isa_driver: Path) -> None:
     """The four-tap sdot depthwise runs where the CPU has the dot-product extension (hwcap
-    ASIMDDP: qemu's max CPU, not the ARMv8.0 cortex-a53) and on 16 channels or more; CONV_2D's
+    ASIMDDP: qemu's max CPU, not the ARMv8.0 cortex-a53), on any number of channels; CONV_2D's
     rows GEMM runs on both CPUs (its variant chosen by the same hwcap); FULLY_CONNECTED's 8-bit
     GEMM where the CPU has sdot; the portable C (either variable) turns all of them off."""
     cases = [
-        ({}, [ISA_NEON, 1, 0, 1, 1]),
-        ({"QEMU_CPU": "max"}, [ISA_NEON, 1, 0, 1, 1]),
-        ({"QEMU_CPU": "cortex-a76"}, [ISA_NEON, 1, 0, 1, 1]),
+        ({}, [ISA_NEON, 1, 1, 1, 1]),
+        ({"QEMU_CPU": "max"}, [ISA_NEON, 1, 1, 1, 1]),
+        ({"QEMU_CPU": "cortex-a76"}, [ISA_NEON, 1, 1, 1, 1]),
         ({"QEMU_CPU": "cortex-a53"}, [ISA_NEON, 0, 0, 1, 0]),
         ({"MDLA_EMU_PORTABLE": "1"}, [ISA_PORTABLE, 0, 0, 0, 0]),
         ({"MDLA_EMU_ISA": "portable"}, [ISA_PORTABLE, 0, 0, 0, 0]),
@@ -154,7 +154,9 @@ def test_the_sdot_depthwise_and_the_gemms_follow_the_cpu(arm: Path, isa_driver: 
 @pytest.mark.parametrize("name", DW_SHAPES)
 def test_aarch64_depthwise_bit_exact(arm: Path, tmp_path: Path, name: str) -> None:
     """The sdot depthwise (16-channel blocks, the last one overlapping when 16 does not divide
-    c; taps in fours; rows of zero points outside the image), and without dotprod the NEON
+    c; below 16 channels 16 / c pixels per block where c divides 16 at stride 1, else a block per
+    pixel, its rows staged near the image's end; taps in fours; rows of zero points outside the
+    image), and without dotprod the NEON
     depthwise row (16- and 8-channel blocks, the scalar tail) and the NEON requantization of
     its sums."""
     g = dw_graph(DW_SHAPES[name], seed=len(name))
@@ -210,6 +212,22 @@ def test_aarch64_rounding_ties_bit_exact(arm: Path, tmp_path: Path, kind: str) -
     (want,) = run_int8(g, as_floats(g, codes), raw=True)
     assert np.unique(want).size > 8, "outputs all clamped test nothing"
     check(arm, g, codes, tmp_path, kind, WITH_NO_DOT, ["double"])
+
+
+@pytest.mark.parametrize("c", [4, 8, 12, 24])
+def test_aarch64_depthwise_ties_few_channels_bit_exact(arm: Path, tmp_path: Path, c: int) -> None:
+    """The sdot depthwise's ties (test_emu_dw4's multipliers: left shifts, RDBPOT by 0..5 of
+    either sign) below and just above 16 channels: 4 and 8 channels take 4 and 2 pixels per
+    block inside a 13-pixel row and a block per pixel at its edges, 12 a block per pixel (16-byte
+    stores into the row, the last pixel's through a copy; rows staged at the image's end), 24
+    two overlapping 16-channel blocks; against run_int8, and the NEON row without dotprod."""
+    g = tie_graph("NONE", -3, c=c, w=13)
+    x = g.tensors[g.inputs[0]]
+    codes = [np.clip(3 + np.random.default_rng(c).integers(-3, 4, size=x.shape), -128, 127)]
+    codes = [codes[0].astype(np.int8)]
+    (want,) = run_int8(g, as_floats(g, codes), raw=True)
+    assert np.unique(want).size > 8, "outputs all clamped test nothing"
+    check(arm, g, codes, tmp_path, f"c{c}", WITH_NO_DOT, ["double"])
 
 
 @pytest.mark.parametrize("name", LEFT)

@@ -111,7 +111,8 @@ typedef struct {
     ptrdiff_t *off;  /* [kh * kw]: a tap's bytes from its window's top-left pixel (emu_dw4_pack:
                       * [4 * groups], 0 past kh * kw, read against zero weights) */
     int32_t blocks, groups, z_out, lo, hi;
-    int32_t pix;     /* output pixels per block (simd_dw4.c: 64 / c for c | 64, stride_w 1) */
+    int32_t pix;     /* output pixels per block (simd_dw4.c: 64 / c for c | 64, stride_w 1;
+                      * simd_dw4_neon.c: 16 / c for c | 16) */
     bool shifted;    /* some left is not 0 */
 } EmuDw4;
 /* The round constant of that int64 form for r = right (0 <= r <= 31): 2^30 + 2^(30 + r), 2^30

@@ -54,9 +54,10 @@ void emu_add_neon(const EmuAddNeon *k, const int8_t *a, const int8_t *b, uint32_
                   uint32_t b_step, uint32_t n, int8_t *out);
 
 /* simd.h's emu_dw4_row with the dot-product extension (simd_dw4_neon.c): the same integers,
- * four taps per sdot in blocks of 16 channels, from its own packing of the same EmuDw4 fields
- * (emu_dw4_free frees it). emu_dw4_neon_ready(c): c >= 16, the CPU has dotprod (hwcap) and
- * emu_isa() is EMU_ISA_NEON. emu_dw4_neon_pack returns 0, or -1 when out of memory. */
+ * four taps per sdot in blocks of 16 channels (below 16 channels, 16 / c pixels per block where
+ * c divides 16, else one pixel), from its own packing of the same EmuDw4 fields (emu_dw4_free
+ * frees it). emu_dw4_neon_ready(c): c >= 1, the CPU has dotprod (hwcap) and emu_isa() is
+ * EMU_ISA_NEON. emu_dw4_neon_pack returns 0, or -1 when out of memory. */
 int emu_dw4_neon_pack(EmuDw4 *k, const EmuDwGeom *g, const int8_t *w, int32_t z,
                       const EmuDwRq *rq);
 bool emu_dw4_neon_ready(int32_t c);
