@@ -5,12 +5,22 @@
    function works on the channels [c0, c1) of rows ld floats apart (z, w, dd, out, g), so the
    caller can cut the channels over threads. Each value is the sum numpy's form in
    block_taps.py computes, in the same order, every product and sum rounded to float32
-   (built with -ffp-contract=off): so the two give the same bits. */
+   (built with -ffp-contract=off): so the two give the same bits. On x86-64 each function is
+   built for AVX-512, AVX2 and the baseline, the CPU's own picked when the library is loaded
+   (GCC's target_clones): wider lanes of the same separately rounded float32 operations (no
+   FMA: -ffp-contract=off), so the same bits on every CPU. */
 
 #include <stddef.h>
 #include <stdint.h>
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define BLOCK_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define BLOCK_CLONES
+#endif
+
 /* out[i, c] = z[tap[i, 0], c] * w[0, c] + ... + z[tap[i, t-1], c] * w[t-1, c] */
+BLOCK_CLONES
 void mdla_block_dw_f32(const float *z, const int64_t *tap, size_t m, size_t t, const float *w,
                       size_t ld, size_t c0, size_t c1, float *out) {
     for (size_t i = 0; i < m; i++) {
@@ -27,6 +37,7 @@ void mdla_block_dw_f32(const float *z, const int64_t *tap, size_t m, size_t t, c
 }
 
 /* out[k, c] = z[tap[0, k], c] * dd[0, c] + ... + z[tap[m-1, k], c] * dd[m-1, c] */
+BLOCK_CLONES
 void mdla_block_dw_grad_f32(const float *z, const int64_t *tap, size_t m, size_t t,
                            const float *dd, size_t ld, size_t c0, size_t c1, float *out) {
     for (size_t i = 0; i < m; i++) {
@@ -44,6 +55,7 @@ void mdla_block_dw_grad_f32(const float *z, const int64_t *tap, size_t m, size_t
 }
 
 /* g[rows[u, k], c] += d[u, c] * w[k, c], for k in order, then u in order; g starts at 0 */
+BLOCK_CLONES
 void mdla_block_pixel_grad_f32(const int64_t *rows, size_t u, size_t t, const float *d,
                               const float *w, size_t ld, size_t c0, size_t c1, float *g) {
     for (size_t k = 0; k < t; k++) {
@@ -76,6 +88,7 @@ static void quant_f32(const float *y, size_t n, float lo, float hi, int grid, fl
     }
 }
 
+BLOCK_CLONES
 void mdla_block_fused_quant_f32(const float *y, size_t n, float lo, float hi, int grid, float s,
                                 float z, float *out, unsigned char *bits, float *deriv) {
     if (bits != NULL) {
