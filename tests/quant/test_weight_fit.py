@@ -110,6 +110,42 @@ def test_kernel_step_leaves_each_kernel_sum_within_half() -> None:
     assert np.abs(q - near).max() <= 1
 
 
+def _tied_rows(seed: int, rows: int, n: int) -> tuple[Array, Array]:
+    """x on a quarter-step grid (many equal errors in a row, and sums on x.5) with values past
+    +-127 (codes at the clip, which may not flip outward), and their round to nearest."""
+    x = np.random.default_rng(seed).integers(-130 * 4, 130 * 4, (rows, n)) / 4.0
+    x[::7] = np.round(x[::7]) + 0.25  # rows whose errors are all equal
+    near = np.clip(np.sign(x) * np.floor(np.abs(x) + 0.5), -127, 127).astype(np.int16)
+    return x, near
+
+
+@pytest.mark.parametrize("n", [1, 2, 9, 25, 49])
+def test_kernel_step_in_c_gives_numpys_codes(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C pass flips the same elements as numpy's repeated argmax: equal keys to the lower
+    index, no flip outward from +-127, fewer flips where a row has fewer candidates."""
+    from mdla_quant import native
+
+    assert native.library() is not None  # else both runs below are numpy's
+    calls = []
+    lib = native.library()
+
+    class Spy:
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(lib, name)
+
+    x, near = _tied_rows(n, 4000, n)
+    monkeypatch.setattr("mdla_quant.weight_fit.library", lambda: Spy())
+    got = _balance_kernels(x, near)
+    assert calls == ["mdla_balance_kernels"]
+    monkeypatch.setattr("mdla_quant.weight_fit.library", lambda: None)
+    want = _balance_kernels(x, near)
+    assert got.dtype == want.dtype == np.int16
+    assert np.array_equal(got, want)
+    if n > 1:
+        assert (got != near).any()
+
+
 def test_balanced_cancels_a_constant_inputs_error_per_channel() -> None:
     """A conv on a constant input sees s * sum(e) per output channel: balanced rounding holds it
     within half a step, round to nearest does not; each weight moves at most one step."""
@@ -166,3 +202,36 @@ def test_the_default_rounds_mean_and_says_so() -> None:
     for name in ("w", "b", "w2", "b2"):
         assert np.array_equal(default.const(name), mean_q.const(name))
     assert not np.array_equal(default.const("b"), near.const("b"))  # the shifted bias
+
+
+@pytest.mark.parametrize("rounding", ["kernel", "balanced", "weighted"])
+@pytest.mark.parametrize(
+    ("kind", "shape", "dim"),
+    [
+        (OpKind.CONV_2D, (70, 3, 3, 40), 0),
+        (OpKind.DEPTHWISE_CONV_2D, (1, 5, 5, 48), 3),
+        (OpKind.FULLY_CONNECTED, (30, 50), 0),
+        (OpKind.CONV_2D, (8, 3, 3, 5), None),
+    ],
+)
+def test_fit_weights_divides_by_the_scale_per_pass_as_on_the_whole(
+    kind: OpKind, shape: tuple[int, ...], dim: int | None, rounding: str
+) -> None:
+    """The values rounded are divided by their channel's scale a pass at a time: the codes of
+    the whole tensor divided first (the straightforward form), per channel and per tensor."""
+    rng = np.random.default_rng(11)
+    view = [1] * len(shape)
+    view[dim if dim is not None else 0] = -1
+    spread = rng.uniform(0.1, 3.0, shape[dim if dim is not None else 0]).reshape(view)
+    w = (rng.standard_normal(shape) * spread).astype(np.float32)
+    k = units(kind, w)[0].shape[1]  # kernels per output channel: the moments' channels
+    moments = (rng.uniform(0, 2, k), rng.uniform(0, 1, k)) if rounding == "weighted" else None
+    got, params = fit_weights(kind, w, dim, None, rounding=rounding, moments=moments)
+    q, p = quantize_weights(w, dim)
+    s = np.asarray(p.scale, np.float32).astype(np.float64).reshape(view if dim is not None else -1)
+    x, order = units(kind, w.astype(np.float64) / s)
+    near, _ = units(kind, q)
+    want = from_units(balanced(x, near, rounding, moments), w.shape, order)
+    assert params == p
+    assert np.array_equal(got, want)
+    assert (got != q).any() or (kind, rounding) == (OpKind.FULLY_CONNECTED, "kernel")

@@ -42,6 +42,7 @@ import numpy as np
 
 from mdla_ir import OpKind, QuantParams
 from mdla_quant.arith import round_half_away
+from mdla_quant.native import library
 from mdla_quant.weights import quantize_weights
 
 Array = np.ndarray[Any, Any]
@@ -100,16 +101,25 @@ def from_units(q: Array, shape: tuple[int, ...], order: tuple[int, ...]) -> Arra
 
 
 def balanced(
-    x: Array, q: Array, rounding: str = "balanced", moments: tuple[Array, Array] | None = None
+    x: Array,
+    q: Array,
+    rounding: str = "balanced",
+    moments: tuple[Array, Array] | None = None,
+    scale: Array | None = None,
 ) -> Array:
     """`q` (round to nearest of `x`, both (O, kernels, n)) with the flips of the module
     docstring: kernel sums of q - x within 0.5, then (`balanced`) output-channel sums within
-    0.5, or (`weighted`, with the input's per-channel (mean, variance)) the greedy flips."""
+    0.5, or (`weighted`, with the input's per-channel (mean, variance)) the greedy flips.
+    With `scale` (float64, one per output channel or one for all), `x` is the weights and
+    x / scale the values rounded, divided a pass at a time (no float64 copy of them all)."""
     out = np.empty(q.shape, np.int8)
     o, k, n = x.shape
+    per = None if scale is None else np.broadcast_to(scale.reshape(-1), (o,))[:, None, None]
     step = max(1, ROWS // max(1, k * n))  # output channels per pass: cache-sized temporaries
     for c in range(0, o, step):
         xs, qs = x[c : c + step], q[c : c + step].astype(np.int16)
+        if per is not None:
+            xs = xs.astype(np.float64) / per[c : c + step]
         m = xs.shape[0]
         if n > 1:
             qs = _balance_kernels(xs.reshape(m * k, n), qs.reshape(m * k, n)).reshape(m, k, n)
@@ -170,9 +180,18 @@ def _largest(key: Array, count: Array) -> Array:
 
 
 def _balance_kernels(x: Array, q: Array) -> Array:
-    """Rows (kernels) of x, q: flip round(sum e) elements per row against the sum."""
+    """Rows (kernels) of x, q: flip round(sum e) elements per row against the sum (in C when
+    it builds: one pass over the rows instead of one argmax over all of them per flip)."""
     e = q - x
     need = round_half_away(e.sum(1)).astype(np.int64)
+    lib = library()
+    if lib is not None and q.dtype == np.int16:
+        out = np.ascontiguousarray(q).copy()
+        e, need = np.ascontiguousarray(e, np.float64), np.ascontiguousarray(need)
+        n = e.shape[1]
+        taken = np.empty(n, np.uint8)
+        lib.mdla_balance_kernels(e.ctypes, out.ctypes, need.ctypes, e.shape[0], n, taken.ctypes)
+        return out
     down = np.where((q > -127) & (e > 0), e, -np.inf)  # flip down: e -> e - 1
     up = np.where((q < 127) & (e < 0), -e, -np.inf)  # flip up: e -> e + 1
     q = q - _largest(down, np.maximum(need, 0))
@@ -213,10 +232,8 @@ def fit_weights(
     q, params = quantize_weights(w, channel_dim, min_scale, amax)
     if rounding == "nearest" or w.size == 0:
         return q, params
-    shape = [1] * w.ndim
-    if channel_dim is not None:
-        shape[channel_dim] = -1
-    s = np.asarray(params.scale, np.float32).astype(np.float64).reshape(shape)
-    x, order = units(kind, w.astype(np.float64) / s)
+    s = np.asarray(params.scale, np.float32).astype(np.float64)
+    x, order = units(kind, w)
     near, _ = units(kind, q)
-    return from_units(balanced(x, near, rounding, moments), w.shape, order), params
+    fit = balanced(x, near, rounding, moments, scale=s)
+    return from_units(fit, w.shape, order), params
