@@ -211,3 +211,46 @@ def test_a_pointwise_conv_shifts_as_the_op_on_the_mean_map_does(
     assert np.abs(shortcut).max() > 1e-4  # a real shift, not zeros on both sides
     # the interpreter's GEMM sums in float32, the shortcut in float64
     assert np.allclose(shortcut, whole, rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize(
+    ("kind", "w_shape", "attrs"),
+    [
+        (OpKind.CONV_2D, (6, 3, 3, 4), {"stride": (1, 1), "padding": (1, 1, 1, 1)}),
+        (OpKind.CONV_2D, (6, 3, 3, 4), {"stride": (2, 2), "padding": (0, 1, 0, 1)}),
+        (OpKind.CONV_2D, (5, 7, 7, 4), {"stride": (2, 2), "padding": (3, 3, 3, 3)}),
+        (OpKind.CONV_2D, (6, 3, 2, 4), {"padding": (2, 0, 1, 1), "dilation": (2, 1)}),
+        (OpKind.DEPTHWISE_CONV_2D, (1, 3, 3, 4), {"stride": (2, 2), "padding": (1, 1, 1, 1)}),
+        (OpKind.DEPTHWISE_CONV_2D, (1, 5, 5, 8), {"padding": (2, 2, 2, 2)}),  # multiplier 2
+    ],
+)
+def test_a_convs_shift_from_its_tap_means_is_the_op_on_the_mean_map(
+    kind: OpKind, w_shape: tuple[int, ...], attrs: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Strides, asymmetric and dilated windows, a depthwise multiplier: the weights times each
+    tap's mean input against the op run on the whole mean map (which rounds each output to
+    float32)."""
+    import mdla_quant.weight_stats as ws
+    from mdla_ir.graph import QuantParams, Tensor
+    from mdla_ir.testing import GraphBuilder
+
+    b = GraphBuilder(layout="NHWC")
+    x = b.input("x", (1, 9, 8, 4))
+    b.const("w", w_shape)
+    full = {"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), **attrs}
+    if kind == OpKind.DEPTHWISE_CONV_2D:
+        full["multiplier"] = w_shape[-1] // 4
+    y = b.op(kind, [x, "w", b.const("b", (w_shape[-1 if w_shape[0] == 1 else 0],))], **full)
+    g = b.build(y)
+    op, w = g.ops[0], g.const("w")
+    wq = np.clip(np.round(w / 0.01), -127, 127).astype(np.int8)
+    wt = Tensor("w", w.shape, "int8", data=wq, quant=QuantParams((0.01,), (0,), None))
+    m = ChannelMoments(squares=False)
+    m.update(np.random.default_rng(7).normal(0.5, 1.0, (3, 9, 8, 4)).astype(np.float32))
+    assert ws._tap_means(op, w, m.mean_map, g.layout) is not None
+    taps = ws.mean_shift(g, op, wt, {"x": m})
+    monkeypatch.setattr(ws, "_tap_means", lambda *_: None)
+    whole = ws.mean_shift(g, op, wt, {"x": m})
+    assert taps.shape == whole.shape == (w_shape[-1 if w_shape[0] == 1 else 0],)
+    assert np.abs(whole).max() > 1e-4  # a real shift, not zeros on both sides
+    assert np.allclose(taps, whole, rtol=1e-5, atol=1e-9)

@@ -64,6 +64,12 @@ def mean_shift(graph: Graph, op: Op, w_int8: Tensor, moments: dict[str, ChannelM
     delta = dequantize(w_int8, np.asarray(w_int8.data)).astype(np.float64) - w
     if _pointwise(op, delta, graph.layout):  # every position sums the same way: one product
         return delta.reshape(out_channels, -1) @ m.mean  # type: ignore[no-any-return]
+    taps = _tap_means(op, delta, m.mean_map, graph.layout)
+    if taps is not None:  # a conv's mean is its weights times what each tap reads on average
+        if op.kind == OpKind.DEPTHWISE_CONV_2D:  # output channel o reads input o // multiplier
+            per_tap = delta[0] * np.repeat(taps, out_channels // taps.shape[-1], axis=-1)
+            return per_tap.reshape(-1, out_channels).sum(0)  # type: ignore[no-any-return]
+        return delta.reshape(out_channels, -1) @ taps.reshape(-1)  # type: ignore[no-any-return]
     plain = op.with_(attrs=with_fuse(op.attrs, "NONE"))
     x = m.mean_map[None]
     (y,) = KERNELS[op.kind](plain, [x, delta, np.zeros(out_channels)], graph.layout)
@@ -79,6 +85,36 @@ def _pointwise(op: Op, w: Array, layout: str) -> bool:
         return False
     a = ConvAttrs.of(op)
     return a.groups == 1 and tuple(a.stride) == (1, 1) and not any(a.padding)
+
+
+def _tap_means(op: Op, w: Array, x: Array, layout: str) -> Array | None:
+    """(KH, KW, C) float64: per filter tap, the mean over the output positions of the input
+    value that tap reads (zero in the padding), for an ungrouped CONV_2D or a
+    DEPTHWISE_CONV_2D on NHWC; else None. The op is linear, so its mean output is its weights
+    times these: the same shift as the op run on the whole mean map (to float64 rounding,
+    where the interpreter's run rounds each output value to float32), for a few strided sums
+    of the map instead of a float64 GEMM over every position."""
+    if op.kind not in (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D) or layout != "NHWC":
+        return None
+    a = ConvAttrs.of(op)
+    if (op.kind == OpKind.CONV_2D and a.groups != 1) or x.ndim != 3:
+        return None
+    (sh, sw), (dh, dw), (kh, kw) = a.stride, a.dilation, w.shape[1:3]
+    t, b, left, r = a.padding
+    xp = np.zeros((t + x.shape[0] + b, left + x.shape[1] + r, x.shape[2]))
+    xp[t : t + x.shape[0], left : left + x.shape[1]] = x
+    oh = (xp.shape[0] - dh * (kh - 1) - 1) // sh + 1
+    ow = (xp.shape[1] - dw * (kw - 1) - 1) // sw + 1
+    if oh <= 0 or ow <= 0:
+        return None
+    out = np.empty((kh, kw, x.shape[2]))
+    for i in range(kh):
+        for j in range(kw):
+            tap = xp[
+                i * dh : i * dh + sh * (oh - 1) + 1 : sh, j * dw : j * dw + sw * (ow - 1) + 1 : sw
+            ]
+            out[i, j] = tap.sum((0, 1)) / (oh * ow)
+    return out
 
 
 def with_mean_biases(graph: Graph, qgraph: Graph, moments: dict[str, ChannelMoments]) -> Graph:
