@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -384,3 +385,25 @@ def test_the_block_fit_is_deterministic() -> None:
     first = fit()
     assert first[2] < first[1] / 2  # the fit moved integers (it keeps them only if better)
     assert fit() == first
+
+
+def test_the_small_tensors_of_a_block_step_side_by_side(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block's one-lane weight tensors take their soft weight and step on both threads at
+    once (the pinned roundings hold them to the bits of one after the other)."""
+    monkeypatch.setattr(soft_rounding, "threads", lambda: 2)
+    patches, ws, bs, grids = _mbconv_patches()
+    target = patches.output(ws, bs, [None] * 3)
+    scales = [np.float32(np.abs(w).max() / 127) for w in ws]
+    start = [np.floor(w / s) for w, s in zip(ws, scales, strict=True)]
+    where: dict[str, set[str]] = {"soft": set(), "step": set()}
+    for name in where:
+        real = getattr(soft_rounding.SoftRounding, name)
+
+        def spy(self: Any, *args: Any, real: Any = real, name: str = name) -> Any:
+            where[name].add(threading.current_thread().name.split("_")[0])
+            return real(self, *args)
+
+        monkeypatch.setattr(soft_rounding.SoftRounding, name, spy)
+    rng = np.random.default_rng(7)
+    block_reconstruction.fit_block(patches, target, ws, start, scales, bs, grids, 5, 64, 0.01, rng)
+    assert where == {"soft": {"soft-rounding"}, "step": {"soft-rounding"}}

@@ -42,6 +42,7 @@ weights stay ordinary symmetric int8 and every kernel runs them bit for bit as b
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +52,7 @@ from mdla_ir import Graph, Op, OpKind, Tensor
 from mdla_ir.attrs import ConvAttrs
 from mdla_ir.selection import is_selection
 from mdla_quant.block_taps import depthwise, depthwise_grad, fused_quant_c, pixel_grad
-from mdla_quant.soft_rounding import SoftRounding, matmul
+from mdla_quant.soft_rounding import SoftRounding, each_tensor, matmul
 
 Array = np.ndarray[Any, Any]
 ZETA, GAMMA = 1.1, -0.1
@@ -285,6 +286,10 @@ class BlockPatches:
         return np.concatenate(parts)
 
 
+def _step(i: int, soft: SoftRounding, grads: list[Array], t: int, beta: float | None) -> None:
+    soft.step(grads[i], t, beta)
+
+
 def fit_block(
     patches_q: BlockPatches,
     target: Array,
@@ -317,13 +322,13 @@ def fit_block(
     warm = iters // 5
     for t in range(1, iters + 1):
         idx = rng.integers(0, patches_q.rows, min(batch, patches_q.rows))
-        ws = [soft.soft() for soft in softs]
+        ws = each_tensor(softs, lambda _, soft: soft.soft())
         y, cache = patches_q.forward(ws, bs, grids, idx)
         dy = 2.0 * (y - target[idx]) / (y.size * e_start)
         grads = patches_q.backward(ws, cache, dy)
         beta = 20.0 + (2.0 - 20.0) * (t - warm) / max(iters - warm, 1)
-        for soft, gw in zip(softs, grads, strict=True):
-            soft.step(gw, t, beta if t > warm else None)
+        late = beta if t > warm else None
+        each_tensor(softs, functools.partial(_step, grads=grads, t=t, beta=late))
     vs = [soft.v for soft in softs]
     learned = []
     for b0, v in zip(base, vs, strict=True):

@@ -116,6 +116,24 @@ def matmul(a: Array, b: Array) -> Array:
     return np.concatenate([p.result() for p in parts], axis=1)
 
 
+def each_tensor(softs: list[SoftRounding], work: Callable[[int, SoftRounding], Any]) -> list[Any]:
+    """[work(i, soft) for each soft], the tensors that run on one lane (too small to cut)
+    side by side over the threads, the others one after the other on all of them: a block's
+    three tensors are independent, so the order cannot change a bit, and on a 14x14 block
+    each is one lane (75 K, 17 K, 75 K weights) that would leave the second core idle."""
+    out: list[Any] = [None] * len(softs)
+    small = [i for i, soft in enumerate(softs) if len(soft.lanes) == 1]
+    n = min(threads(), len(small))
+    for i, soft in enumerate(softs):
+        if n < 2 or i not in small:
+            out[i] = work(i, soft)
+    if n >= 2:  # one-lane tensors submit nothing to the pool themselves: no nesting
+        done = {i: _pool(n).submit(work, i, softs[i]) for i in small}
+        for i, future in done.items():
+            out[i] = future.result()
+    return out
+
+
 class _Consts(ctypes.Structure):
     """csrc/soft_rounding.c's mdla_sr_consts: a step's constants, each rounded to float32."""
 
