@@ -38,7 +38,10 @@ def _kernels(z: Any, tap: Any, idx: Any, w: Any, dd: Any, pixels: int) -> list[b
     """The three kernels' bytes (pixel_grad's without the padding's row 0)."""
     out = depthwise(z, tap, w, np.empty(dd.shape, np.float32))
     grads = depthwise_grad(z, tap, dd), pixel_grad(tap, idx, dd, w, pixels)[1:]
-    return [a.tobytes() for a in (out, *grads)]
+    mask = np.random.default_rng(9).random((pixels, dd.shape[1])) < 0.7
+    into = np.full((pixels, dd.shape[1]), np.nan, np.float32)  # a reused array's garbage
+    masked = pixel_grad(tap, idx, dd, w, pixels, mask, into)[1:]
+    return [a.tobytes() for a in (out, *grads, masked)]
 
 
 @pytest.mark.parametrize("c", [True, False])
@@ -127,3 +130,18 @@ def test_the_kernels_are_picked_for_the_cpus_vector_width() -> None:
     kinds = {line.split()[-1]: line.split()[1] for line in symbols if line.strip()}
     for name in ("dw", "dw_grad", "pixel_grad", "fused_quant"):
         assert kinds[f"mdla_block_{name}_f32"] == "i"  # resolved when loaded
+
+
+def test_the_pixel_gradient_masked_in_place_is_the_sum_times_the_mask() -> None:
+    """The expand's derivative (bool) applied with the sums, into a reused array holding
+    garbage: numpy's g *= mask on the fresh sums, bit for bit (a -0.0 where a negative sum
+    meets a 0 of the mask)."""
+    _, tap, idx, w, dd, pixels = _step(2)
+    mask = np.random.default_rng(8).random((pixels, dd.shape[1])) < 0.5
+    want = pixel_grad(tap, idx, dd, w, pixels)
+    want *= mask
+    into = np.full((pixels, dd.shape[1]), np.inf, np.float32)
+    got = pixel_grad(tap, idx, dd, w, pixels, mask, into)
+    assert got is into
+    assert got[1:].tobytes() == want[1:].tobytes()
+    assert np.signbit(got[1:][~mask[1:]]).any()  # the -0.0s are there, as numpy's

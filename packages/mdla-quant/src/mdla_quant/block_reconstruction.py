@@ -257,8 +257,8 @@ class BlockPatches:
         dd = matmul(dp, ws[k + 1].T) * d2
         grads.insert(0, depthwise_grad(z1, tap, dd))
         if self.expand:
-            g = pixel_grad(tap, idx, dd, ws[1], len(pixel))
-            g *= d1
+            g = self._buffer("pixel_grad", (len(pixel), dd.shape[1]), np.result_type(dd, ws[1]))
+            g = pixel_grad(tap, idx, dd, ws[1], len(pixel), d1, g)
             inside = slice(int(pixel[0] < 0), None)  # the padding's row is 0
             grads.insert(0, matmul(self.pixels[pixel[inside]].T, g[inside]))
         return grads

@@ -87,33 +87,50 @@ def depthwise_grad(z: Array, tap: Array, dd: Array) -> Array:
     return out
 
 
-def pixel_grad(tap: Array, idx: Array, dd: Array, w: Array, pixels: int) -> Array:
-    """g[p, c] = sum over the taps (m, t) reading pixel p of dd[m, c] * w[t, c] ((P, C)).
+def pixel_grad(
+    tap: Array,
+    idx: Array,
+    dd: Array,
+    w: Array,
+    pixels: int,
+    mask: Array | None = None,
+    out: Array | None = None,
+) -> Array:
+    """g[p, c] = sum over the taps (m, t) reading pixel p of dd[m, c] * w[t, c] ((P, C)),
+    times mask[p, c] (a bool (P, C), the expand's derivative) when given; written into `out`
+    ((P, C), reused from step to step) when given.
 
     The same position may be sampled twice (`idx`, drawn with replacement): its rows of `dd`
     are summed first, so that at one offset t every position reads a different pixel (the
     padding's row, 0 when there is padding, aside: it is garbage here and the caller's
-    derivative zeroes it) and each offset's terms are added to their rows in one pass."""
+    derivative zeroes it) and each offset's terms are added to their rows in one pass. The
+    zeroing and the mask go with the sums, each thread on its channels."""
     _, first, back = np.unique(idx, return_index=True, return_inverse=True)
     d = dd[first]
     again = np.flatnonzero(first[back] != np.arange(len(idx)))
     np.add.at(d, back[again], dd[again])
     rows, w = np.ascontiguousarray(tap[first], np.int64), np.ascontiguousarray(w)
-    g = np.zeros((pixels, dd.shape[1]), np.result_type(dd, w))
-    lib: Any = _native(d, w)
+    dtype = np.result_type(dd, w)
+    g = out if out is not None else np.empty((pixels, dd.shape[1]), dtype)
+    bits = mask is not None and mask.dtype == np.bool_ and mask.flags.c_contiguous
+    lib: Any = _native(d, w, g) if g.dtype == dtype and (mask is None or bits) else None
 
     def native(r: slice) -> None:
         u, t = rows.shape
         args = (rows.ctypes.data, u, t, d.ctypes.data, w.ctypes.data, g.shape[1])
-        lib.mdla_block_pixel_grad_f32(*args, r.start, r.stop, g.ctypes.data)
+        at = None if mask is None else mask.ctypes.data
+        lib.mdla_block_pixel_grad_f32(*args, r.start, r.stop, g.ctypes.data, pixels, at)
 
     def work(r: slice) -> None:
+        g[:, r] = 0
         term, acc = (np.empty(d[:, r].shape, g.dtype) for _ in range(2))
         for t in range(rows.shape[1]):
             np.multiply(d[:, r], w[t, r], out=term)
             np.take(g[:, r], rows[:, t], axis=0, out=acc, mode="clip")
             acc += term
             g[rows[:, t], r] = acc
+        if mask is not None:
+            g[:, r] *= mask[:, r]
 
     by_rows(work if lib is None else native, dd.shape[1], rows.size * dd.shape[1])
     return g

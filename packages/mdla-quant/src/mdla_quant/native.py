@@ -45,7 +45,7 @@ SIGNATURES = {
     "mdla_sr_back_f32": (None, [_P, _P, _P, _P, _P, _N, _P, _P, _P, _P]),
     "mdla_block_dw_f32": (None, [_P, _P, _N, _N, _P, _N, _N, _N, _P]),
     "mdla_block_dw_grad_f32": (None, [_P, _P, _N, _N, _P, _N, _N, _N, _P]),
-    "mdla_block_pixel_grad_f32": (None, [_P, _N, _N, _P, _P, _N, _N, _N, _P]),
+    "mdla_block_pixel_grad_f32": (None, [_P, _N, _N, _P, _P, _N, _N, _N, _P, _N, _P]),
     "mdla_block_fused_quant_f32": (None, [_P, _N, _F, _F, _I, _F, _F, _P, _P, _P]),
     "mdla_balance_kernels": (None, [_P, _P, _P, _N, _N, _P]),
 }

@@ -54,16 +54,28 @@ void mdla_block_dw_grad_f32(const float *z, const int64_t *tap, size_t m, size_t
     }
 }
 
-/* g[rows[u, k], c] += d[u, c] * w[k, c], for k in order, then u in order; g starts at 0 */
+/* g[rows[u, k], c] += d[u, c] * w[k, c], for k in order, then u in order, on the g rows
+   [0, p) zeroed first; then, with `mask` (p rows of 0/1 bytes, ld apart), each g[q, c]
+   multiplied by mask[q, c] as a float (numpy's g *= mask on a bool mask) */
 BLOCK_CLONES
 void mdla_block_pixel_grad_f32(const int64_t *rows, size_t u, size_t t, const float *d,
-                              const float *w, size_t ld, size_t c0, size_t c1, float *g) {
+                              const float *w, size_t ld, size_t c0, size_t c1, float *g,
+                              size_t p, const unsigned char *mask) {
+    for (size_t q = 0; q < p; q++)
+        for (size_t c = c0; c < c1; c++) g[q * ld + c] = 0.0f;
     for (size_t k = 0; k < t; k++) {
         const float *restrict wk = w + k * ld;
         for (size_t i = 0; i < u; i++) {
             const float *restrict di = d + i * ld;
             float *restrict o = g + (size_t)rows[i * t + k] * ld;
             for (size_t c = c0; c < c1; c++) o[c] = o[c] + di[c] * wk[c];
+        }
+    }
+    if (mask != NULL) {
+        for (size_t q = 0; q < p; q++) {
+            float *restrict o = g + q * ld;
+            const unsigned char *restrict b = mask + q * ld;
+            for (size_t c = c0; c < c1; c++) o[c] = o[c] * (float)b[c];
         }
     }
 }
