@@ -156,9 +156,8 @@ def test_aarch64_depthwise_bit_exact(arm: Path, tmp_path: Path, name: str) -> No
     """The sdot depthwise (16-channel blocks, the last one overlapping when 16 does not divide
     c; below 16 channels 16 / c pixels per block where c divides 16 at stride 1, else a block per
     pixel, its rows staged near the image's end; taps in fours; rows of zero points outside the
-    image), and without dotprod the NEON
-    depthwise row (16- and 8-channel blocks, the scalar tail) and the NEON requantization of
-    its sums."""
+    image), and without dotprod the NEON depthwise row (16- and 8-channel blocks, the scalar
+    tail) requantized in registers (the tail through the NEON requantization)."""
     g = dw_graph(DW_SHAPES[name], seed=len(name))
     codes = random_codes(g, np.random.default_rng(11))
     codes[0][..., 0] = -128
@@ -203,7 +202,7 @@ def tie_conv_graph() -> Graph:
 @pytest.mark.parametrize("kind", ["depthwise", "conv"])
 def test_aarch64_rounding_ties_bit_exact(arm: Path, tmp_path: Path, kind: str) -> None:
     """RDBPOT's ties of either sign and r = 0 in the NEON requantization (emu_neon_narrow4's
-    rounding shift): in the sdot depthwise, after the NEON depthwise row (cortex-a53) and in the
+    rounding shift): in the sdot depthwise, in the NEON depthwise row (cortex-a53) and in the
     rows GEMM's tile, bit for bit with run_int8 (double rounding: the narrow lanes)."""
     g = tie_graph("NONE", -3) if kind == "depthwise" else tie_conv_graph()
     x = g.tensors[g.inputs[0]]

@@ -14,7 +14,8 @@
  * pixel and block of channels every tap is added in one vector register, stored once (exact:
  * every partial sum is bounded as acc is, so int32 lanes hold it in any order); with AVX-512
  * VNNI and the narrow requantization, emu_dw4_row: four taps per vpdpbusd (simd.h); on aarch64
- * with dotprod, emu_dw4_neon_row: four taps per sdot (simd_neon.h).
+ * with dotprod, emu_dw4_neon_row: four taps per sdot (simd_neon.h), without it the NEON row
+ * requantized in registers when narrow (emu_dw_row_rq_neon, as AVX-512's emu_dw_row_rq_avx512).
  */
 #include <string.h>
 
@@ -238,6 +239,10 @@ EMU_BODY void dw_rows(const DwJob *job, int64_t begin, int64_t end, uint8_t *scr
         }
         if (p->isa == EMU_ISA_AVX512 && p->rq.narrow) {
             emu_dw_row_rq_avx512(&d, &rq, oy, job->out + (size_t)row * p->ow * p->co, taps);
+            continue;
+        }
+        if (p->isa == EMU_ISA_NEON && p->rq.narrow) { /* no dotprod: no emu_dw4_neon_row */
+            emu_dw_row_rq_neon(&d, &rq, oy, job->out + (size_t)row * p->ow * p->co, taps);
             continue;
         }
         if (p->isa == EMU_ISA_AVX512)

@@ -84,11 +84,12 @@ void emu_requant_narrow_neon(const EmuNarrow *k, const int32_t *acc, int8_t *out
 }
 
 /* `nb` (1 or 2) blocks of 8 channels from channel k of one pixel: every tap added in registers
- * as (x - z) * w, both int16 (|x - z| <= 255), widened into int32 lanes by smlal. */
+ * as (x - z) * w, both int16 (|x - z| <= 255), widened into int32 lanes by smlal; s[2 b] and
+ * s[2 b + 1] hold block b's sums. */
 static inline __attribute__((always_inline)) void
-dw_blocks8(const EmuDwRow *d, const int32_t *taps, int32_t n, int32_t k, int nb, int32_t *out) {
+dw_sums8(const EmuDwRow *d, const int32_t *taps, int32_t n, int32_t k, int nb, int32x4_t s[4]) {
     const int16x8_t z = vdupq_n_s16((int16_t)d->z);
-    int32x4_t s[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
+    for (int q = 0; q < 4; q++) s[q] = vdupq_n_s32(0);
     for (int32_t t = 0; t < n; t++) {
         const int8_t *x = d->image + taps[2 * t] + k;
         const int32_t *w = d->filter + taps[2 * t + 1] + k;
@@ -101,24 +102,64 @@ dw_blocks8(const EmuDwRow *d, const int32_t *taps, int32_t n, int32_t k, int nb,
             s[2 * b + 1] = vmlal_s16(s[2 * b + 1], vget_high_s16(xv), w1);
         }
     }
-    for (int q = 0; q < 2 * nb; q++) vst1q_s32(out + k + 4 * q, s[q]);
+}
+
+/* Channels [k, c) of one pixel (c - k < 8) summed in C: the filter's low 16 bits are w. */
+static int32_t dw_sum1(const EmuDwRow *d, const int32_t *taps, int32_t n, int32_t k) {
+    int32_t s = 0;
+    for (int32_t t = 0; t < n; t++)
+        s += (d->image[taps[2 * t] + k] - d->z) *
+             (int16_t)(uint16_t)(uint32_t)d->filter[taps[2 * t + 1] + k];
+    return s;
 }
 
 void emu_dw_row_neon(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
     const int32_t c = d->g.c;
+    int32x4_t s[4];
     for (int32_t ox = 0; ox < d->g.ow; ox++) {
         const int32_t n = emu_dw_taps(&d->g, oy, ox, taps);
         int32_t *out = acc + (size_t)ox * c;
         int32_t k = 0;
-        for (; k + 16 <= c; k += 16) dw_blocks8(d, taps, n, k, 2, out);
-        for (; k + 8 <= c; k += 8) dw_blocks8(d, taps, n, k, 1, out);
-        for (; k < c; k++) {
-            int32_t s = 0;
-            for (int32_t t = 0; t < n; t++) /* the filter's low 16 bits: w as int16 */
-                s += (d->image[taps[2 * t] + k] - d->z) *
-                     (int16_t)(uint16_t)(uint32_t)d->filter[taps[2 * t + 1] + k];
-            out[k] = s;
+        for (; k + 8 <= c; k += 8 * (c - k >= 16 ? 2 : 1)) {
+            const int nb = c - k >= 16 ? 2 : 1;
+            dw_sums8(d, taps, n, k, nb, s);
+            for (int q = 0; q < 2 * nb; q++) vst1q_s32(out + k + 4 * q, s[q]);
         }
+        for (; k < c; k++) out[k] = dw_sum1(d, taps, n, k);
+    }
+}
+
+/* 4 sums of channels e.. requantized (narrow8_mem's steps on registers). */
+static inline int32x4_t dw_rq4(const EmuDwRq *q, size_t e, int32x4_t s, const EmuNeonClamp *c) {
+    const int32x4_t v = vshlq_s32(vaddq_s32(s, vld1q_s32(q->bias + e)), vld1q_s32(q->left + e));
+    return emu_neon_narrow4(v, vld1q_s32(q->mult + e), vld1q_s32(q->right + e),
+                            vld1q_s32(q->mask + e), c);
+}
+
+void emu_dw_row_rq_neon(const EmuDwRow *d, const EmuDwRq *rq, int32_t oy, int8_t *out,
+                        int32_t *taps) {
+    const int32_t c = d->g.c;
+    const EmuNeonClamp cl = emu_neon_clamp(rq->z, rq->lo, rq->hi);
+    int32x4_t s[4];
+    for (int32_t ox = 0; ox < d->g.ow; ox++) {
+        const int32_t n = emu_dw_taps(&d->g, oy, ox, taps);
+        int8_t *px = out + (size_t)ox * c;
+        int32_t k = 0;
+        for (; k + 8 <= c; k += 8 * (c - k >= 16 ? 2 : 1)) {
+            const int nb = c - k >= 16 ? 2 : 1;
+            dw_sums8(d, taps, n, k, nb, s);
+            for (int b = 0; b < nb; b++) {
+                const size_t e = (size_t)k + 8 * b;
+                vst1_s8(px + e, emu_neon_pack8(dw_rq4(rq, e, s[2 * b], &cl),
+                                               dw_rq4(rq, e + 4, s[2 * b + 1], &cl)));
+            }
+        }
+        if (k == c) continue;
+        int32_t tail[8];
+        for (int32_t j = k; j < c; j++) tail[j - k] = dw_sum1(d, taps, n, j);
+        const EmuNarrow q = {rq->bias + k, rq->left + k, rq->mult + k, rq->right + k,
+                             rq->mask + k, rq->z,        rq->lo,       rq->hi};
+        emu_requant_narrow_neon(&q, tail, px + k, c - k);
     }
 }
 
@@ -249,6 +290,12 @@ void emu_requant_narrow_neon(const EmuNarrow *k, const int32_t *acc, int8_t *out
 
 void emu_dw_row_neon(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
     (void)d, (void)oy, (void)acc, (void)taps;
+    abort(); /* unreachable: emu_isa() is EMU_ISA_NEON only on aarch64 */
+}
+
+void emu_dw_row_rq_neon(const EmuDwRow *d, const EmuDwRq *rq, int32_t oy, int8_t *out,
+                        int32_t *taps) {
+    (void)d, (void)rq, (void)oy, (void)out, (void)taps;
     abort(); /* unreachable: emu_isa() is EMU_ISA_NEON only on aarch64 */
 }
 

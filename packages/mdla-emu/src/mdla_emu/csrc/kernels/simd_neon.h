@@ -26,6 +26,12 @@ void emu_requant_narrow_neon(const EmuNarrow *k, const int32_t *acc, int8_t *out
  * convolution, 16 then 8 channels per block (x - z as int16, one widening smlal per product). */
 void emu_dw_row_neon(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
 
+/* simd.h's emu_dw_row_rq_avx512: emu_dw_row_neon's sums requantized in registers
+ * (emu_requant_narrow_neon's steps, the same integers) and stored as int8, no int32 row; the
+ * channels past the last whole 8 through emu_requant_narrow_neon. */
+void emu_dw_row_rq_neon(const EmuDwRow *d, const EmuDwRq *rq, int32_t oy, int8_t *out,
+                        int32_t *taps);
+
 /* simd.h's emu_dw16_row_avx2: the 16x8 depthwise row's int32 sums, 16 then 8 channels per block
  * (x * w of two int16 widened into int32 lanes by smlal: simd.h's bounds), the tail in C. */
 void emu_dw16_row_neon(const EmuDw16Row *d, int32_t oy, int32_t *acc, int32_t *taps);
