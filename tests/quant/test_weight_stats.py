@@ -42,7 +42,60 @@ def test_calibrate_fills_the_watched_moments_in_its_one_pass() -> None:
     calibrate(g, data, moments=moments)
     x = np.concatenate([s[0] for s in data]).astype(np.float64)
     assert moments["x"].samples == 5
-    assert np.allclose(moments["x"].mean_map, x.mean(0))
+    assert np.allclose(moments["x"].mean, x.reshape(-1, x.shape[-1]).mean(0))
+    assert np.allclose(moments["x"].variance, x.reshape(-1, x.shape[-1]).var(0))
+    maps = watched(g, QuantConfig(weight_rounding="mean"))
+    calibrate(g, data, moments=maps)
+    assert np.allclose(maps["x"].mean_map, x.mean(0))
+
+
+def test_moments_keep_a_map_only_for_a_reader_that_needs_one() -> None:
+    """`weighted` reads channel means and variances only, `mean`'s 1x1 convs the channel means:
+    their inputs keep per-channel sums (no float64 map per sample); a k x k conv's input keeps
+    its map (its tap means)."""
+    from mdla_ir.testing import GraphBuilder
+
+    b = GraphBuilder(layout="NHWC")
+    x = b.input("x", (1, 6, 6, 4))
+    b.const("w1", (5, 1, 1, 4))
+    one = {"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1)}
+    p = b.op(OpKind.CONV_2D, [x, "w1", b.const("b1", (5,))], name="p", **one)
+    b.const("w3", (3, 3, 3, 5))
+    k = b.op(OpKind.CONV_2D, [p, "w3", b.const("b3", (3,))], name="k", **one)
+    b.const("w4", (2, 1, 1, 5))
+    q = b.op(OpKind.CONV_2D, [p, "w4", b.const("b4", (2,))], name="q", **one)
+    g = b.build(k, q)
+    mean = watched(g, QuantConfig(weight_rounding="mean"))
+    assert not mean["x"].maps  # a 1x1 conv's only
+    assert mean["p"].maps  # a 3x3 conv reads it too
+    assert not any(m.maps for m in watched(g, QuantConfig(weight_rounding="weighted")).values())
+
+
+def test_channel_sums_are_each_channels_values_added_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without a map, the C pass adds every value to its channel's float64 sum, row by row:
+    the Python loop's additions bit for bit, and the mean and variance of the map form."""
+    from mdla_quant import native
+
+    assert native.library() is not None
+    rng = np.random.default_rng(3)
+    batches = [rng.normal(2.0, 3.0, (1, 7, 9, 5)).astype(np.float32) for _ in range(4)]
+    c, full = ChannelMoments(maps=False), ChannelMoments()
+    for x in batches:
+        c.update(x)
+        full.update(x)
+    monkeypatch.setattr("mdla_quant.observers.library", lambda: None)
+    loop = ChannelMoments(maps=False)
+    for x in batches:
+        loop.update(x)
+    assert c.sums.shape == (5,)
+    assert c.rows == 4 * 63
+    assert np.array_equal(c.sums, loop.sums)
+    assert np.allclose(c.mean, full.mean, rtol=1e-13, atol=0)
+    assert np.allclose(c.variance, full.variance, rtol=1e-12, atol=0)
+    with pytest.raises(ValueError, match="without their map"):
+        _ = c.mean_map
 
 
 def _model_j(x: Array, q: Array, mu: Array, var: Array) -> Array:
@@ -204,7 +257,7 @@ def test_a_pointwise_conv_shifts_as_the_op_on_the_mean_map_does(
     wt = Tensor("w", w.shape, "int8", data=wq, quant=QuantParams((0.01,), (0,), 0))
     m = ChannelMoments(squares=False)
     m.update(np.random.default_rng(5).standard_normal((3, 5, 5, 4)).astype(np.float32))
-    assert ws._pointwise(op, w, g.layout)
+    assert ws._pointwise(op, w.shape, g.layout)
     shortcut = ws.mean_shift(g, op, wt, {"x": m})
     monkeypatch.setattr(ws, "_pointwise", lambda *_: False)
     whole = ws.mean_shift(g, op, wt, {"x": m})

@@ -24,6 +24,7 @@ SOURCES = tuple(
         "taps.c",
         "block_taps.c",
         "balance.c",
+        "moments.c",
     )
 )
 FLAGS = ("-O3", "-ffp-contract=off", "-fno-math-errno")  # never one fused multiply-add;
@@ -48,6 +49,7 @@ SIGNATURES = {
     "mdla_block_pixel_grad_f32": (None, [_P, _N, _N, _P, _P, _N, _N, _N, _P, _N, _P]),
     "mdla_block_fused_quant_f32": (None, [_P, _N, _F, _F, _I, _F, _F, _P, _P, _P]),
     "mdla_balance_kernels": (None, [_P, _P, _P, _N, _N, _P]),
+    "mdla_channel_sums_f32": (None, [_P, _N, _N, _P]),
 }
 
 

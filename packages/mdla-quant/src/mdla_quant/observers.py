@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from mdla_quant.binning import c_bin_counts
+from mdla_quant.native import library
 
 Array = np.ndarray[Any, Any]
 
@@ -92,35 +93,56 @@ class Histogram:
 class ChannelMoments:
     """A tensor's running mean over the calibration samples (the whole map: (H, W, C) of an
     NHWC tensor, (C,) of a fully connected input), and per channel (the last axis) its mean
-    square over samples and positions when `squares` (only `variance` reads them); float64."""
+    square over samples and positions when `squares` (only `variance` reads them); float64.
+    Without `maps` only the per-channel sums are kept (`mean`, `variance`; no `mean_map`):
+    one C pass over each value instead of a float64 map read and written per sample."""
 
-    def __init__(self, squares: bool = True) -> None:
+    def __init__(self, squares: bool = True, maps: bool = True) -> None:
         self.samples = 0
+        self.maps = maps
+        self.rows = 0  # positions summed into the per-channel sums (maps=False)
         self.sums: Array = np.zeros(0)
         self.squares: Array | None = np.zeros(0) if squares else None
 
     def update(self, x: Array) -> None:
         x = np.asarray(x, dtype=np.float32)
         if self.samples == 0:
-            self.sums = np.zeros(x.shape[1:])
+            self.sums = np.zeros(x.shape[1:] if self.maps else x.shape[-1:])
             self.squares = None if self.squares is None else np.zeros(x.shape[-1])
-        if x.shape[0] == 1:  # one sample: its float64 value added in place (the same sum)
+        rows = x.reshape(-1, x.shape[-1])
+        if not self.maps:
+            self._add_rows(rows)
+        elif x.shape[0] == 1:  # one sample: its float64 value added in place (the same sum)
             np.add(self.sums, x[0], out=self.sums)
         else:
             self.sums += x.sum(0, dtype=np.float64)
         if self.squares is not None:
-            rows = x.reshape(-1, x.shape[-1])
             self.squares += np.einsum("ij,ij->j", rows, rows, dtype=np.float64)
         self.samples += x.shape[0]
+
+    def _add_rows(self, rows: Array) -> None:
+        """Each channel's values added to its float64 sum, row by row (in C when it builds)."""
+        lib = library()
+        if lib is not None:
+            rows = np.ascontiguousarray(rows)
+            lib.mdla_channel_sums_f32(rows.ctypes, rows.shape[0], rows.shape[1], self.sums.ctypes)
+        else:  # the same additions in the same order
+            for row in rows:
+                self.sums += row
+        self.rows += rows.shape[0]
 
     @property
     def mean_map(self) -> Array:
         """The mean input (one sample's shape without its batch axis)."""
+        if not self.maps:
+            raise ValueError("these moments were kept without their map: per channel only")
         return self.sums / max(self.samples, 1)
 
     @property
     def mean(self) -> Array:
         """Per channel: the mean over samples and positions."""
+        if not self.maps:
+            return self.sums / max(self.rows, 1)
         mean: Array = self.mean_map.reshape(-1, self.sums.shape[-1]).mean(0)
         return mean
 
@@ -129,8 +151,11 @@ class ChannelMoments:
         """Per channel: the variance over samples and positions."""
         if self.squares is None:
             raise ValueError("these moments were kept without squares: no variance")
-        positions = self.sums.size // max(self.squares.size, 1)
-        square = self.squares / max(self.samples * positions, 1)
+        if self.maps:
+            count = self.samples * (self.sums.size // max(self.squares.size, 1))
+        else:
+            count = self.rows
+        square = self.squares / max(count, 1)
         return np.maximum(square - self.mean**2, 0.0)  # type: ignore[no-any-return]
 
 

@@ -39,7 +39,22 @@ def watched(graph: Graph, config: QuantConfig) -> dict[str, ChannelMoments]:
     if config.weight_rounding != "weighted" and not shifts_biases(config):
         return {}
     squares = config.weight_rounding == "weighted"  # only its flips read the variance
-    return {op.inputs[0]: ChannelMoments(squares) for op in graph.ops if op.kind in READ}
+    readers: dict[str, list[Op]] = {}
+    for op in graph.ops:
+        if op.kind in READ:
+            readers.setdefault(op.inputs[0], []).append(op)
+    return {
+        name: ChannelMoments(
+            squares, maps=not squares and not all(_per_channel(graph, op) for op in ops)
+        )
+        for name, ops in readers.items()
+    }
+
+
+def _per_channel(graph: Graph, op: Op) -> bool:
+    """Whether `mean_shift` reads only the per-channel mean of `op`'s input (a 1x1 conv), not
+    its map."""
+    return _pointwise(op, graph.tensors[op.inputs[1]].shape, graph.layout)
 
 
 def stats_of(moments: dict[str, ChannelMoments], op: Op) -> tuple[Array, Array] | None:
@@ -62,7 +77,7 @@ def mean_shift(graph: Graph, op: Op, w_int8: Tensor, moments: dict[str, ChannelM
     w = graph.const(op.inputs[1])
     assert w_int8.data is not None  # a quantized constant
     delta = dequantize(w_int8, np.asarray(w_int8.data)).astype(np.float64) - w
-    if _pointwise(op, delta, graph.layout):  # every position sums the same way: one product
+    if _pointwise(op, delta.shape, graph.layout):  # every position sums the same way: one product
         return delta.reshape(out_channels, -1) @ m.mean  # type: ignore[no-any-return]
     taps = _tap_means(op, delta, m.mean_map, graph.layout)
     if taps is not None:  # a conv's mean is its weights times what each tap reads on average
@@ -77,11 +92,11 @@ def mean_shift(graph: Graph, op: Op, w_int8: Tensor, moments: dict[str, ChannelM
     return shift
 
 
-def _pointwise(op: Op, w: Array, layout: str) -> bool:
-    """A 1x1 CONV_2D of stride 1, no padding, one group, on NHWC: its mean over positions is
-    the weights times the input's per-channel mean (the op is linear and reads every position
-    once), without running it on the whole mean map."""
-    if op.kind != OpKind.CONV_2D or layout != "NHWC" or w.shape[1:3] != (1, 1):
+def _pointwise(op: Op, w: tuple[int, ...], layout: str) -> bool:
+    """A 1x1 CONV_2D (weight shape `w`) of stride 1, no padding, one group, on NHWC: its mean
+    over positions is the weights times the input's per-channel mean (the op is linear and
+    reads every position once), without running it on the whole mean map."""
+    if op.kind != OpKind.CONV_2D or layout != "NHWC" or w[1:3] != (1, 1):
         return False
     a = ConvAttrs.of(op)
     return a.groups == 1 and tuple(a.stride) == (1, 1) and not any(a.padding)
