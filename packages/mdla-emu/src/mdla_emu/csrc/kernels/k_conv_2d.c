@@ -83,11 +83,15 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumeric
     const int8_t *wv = f->value;
     if (emu_gemm_amx_ready()) return emu_conv_amx_prepare(p, wv);
     if (emu_gemm_rows_ready()) return emu_conv_rows_prepare(p, wv);
-    p->kpad = emu_round_up(depth, EMU_GEMM_KB);
+    /* emu_gemm_s16_blocked steps K in blocks of EMU_GEMM_KB; the AVX2 tiles step it in pairs,
+     * so there K is padded to even only: b0's 40-channel and the squeeze-excite's 4- to
+     * 28-channel inputs would otherwise go through 64 and 32 multiply-adds of mostly zeros. */
+    const bool avx2 = emu_isa() == EMU_ISA_AVX2 || emu_isa() == EMU_ISA_AVX512; /* x86 only */
+    p->kpad = emu_round_up(depth, avx2 ? 2 : EMU_GEMM_KB);
     p->copad = emu_round_up(p->co, EMU_GEMM_NR);
     const int32_t fit = TILE_BYTES / (p->kpad * (int32_t)sizeof(int16_t)) / EMU_GEMM_MR;
     p->tile_rows = EMU_GEMM_MR * (fit < 1 ? 1 : (fit > 16 ? 16 : fit));
-    if (emu_isa() == EMU_ISA_AVX2 || emu_isa() == EMU_ISA_AVX512) { /* x86 only */
+    if (avx2) {
         p->packed16 = malloc(emu_gemm_s16_avx2_size(p->co, p->kpad) * sizeof *p->packed16);
         if (p->packed16 == NULL) return NEURON_OUT_OF_MEMORY;
         emu_gemm_s16_avx2_pack(wv, p->co, depth, p->kpad, p->packed16);
