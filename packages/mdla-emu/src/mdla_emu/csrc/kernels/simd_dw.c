@@ -48,6 +48,25 @@ EMU_T_AVX2 void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int
         const int32_t n = emu_dw_taps(&d->g, oy, ox, taps);
         int32_t *out = acc + (size_t)ox * c;
         int32_t k = 0;
+        /* 32 channels per pass over the taps: four independent sums, and each tap's two
+         * offsets loaded once for them (8 at a time left the loop bound by those loads) */
+        for (; k + 32 <= c; k += 32) {
+            __m256i s[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
+                            _mm256_setzero_si256(), _mm256_setzero_si256()};
+            for (int32_t t = 0; t < n; t++) {
+                const int8_t *xp = d->image + taps[2 * t] + k;
+                const int32_t *wp = d->filter + taps[2 * t + 1] + k;
+                for (int q = 0; q < 4; q++) {
+                    const __m256i x = _mm256_cvtepi8_epi32(
+                        _mm_loadl_epi64((const __m128i *)(const void *)(xp + 8 * q)));
+                    const __m256i w =
+                        _mm256_loadu_si256((const __m256i *)(const void *)(wp + 8 * q));
+                    s[q] = _mm256_add_epi32(s[q], _mm256_madd_epi16(_mm256_sub_epi32(x, z), w));
+                }
+            }
+            for (int q = 0; q < 4; q++)
+                _mm256_storeu_si256((__m256i *)(void *)(out + k + 8 * q), s[q]);
+        }
         for (; k + 8 <= c; k += 8) {
             __m256i s = _mm256_setzero_si256();
             for (int32_t t = 0; t < n; t++) {
