@@ -439,3 +439,21 @@ def test_silu_mul_of_its_logistic_bit_exact(x_first: bool, fuse: str, tmp_path: 
     (got,) = open_target("emu").run(manifest, xs).raw_outputs
     (want,) = run_int8(g, xs, raw=True)
     np.testing.assert_array_equal(np.asarray(got).reshape(want.shape), want)
+
+
+@pytest.mark.skipif(cpu_isa() < ISA["avx2"], reason="needs an x86-64 CPU with AVX2")
+def test_lut_avx2_every_code_and_tail() -> None:
+    """emu_lut_avx2 (16 vpshufb rows of the 256-entry table) is table[x + 128] for every code,
+    random tables, every length from 0 to 99 (whole 32-code steps, copied tails), 256, 300."""
+    lut = ctypes.CDLL(str(build_emulator())).emu_lut_avx2
+    lut.restype = None
+    ptr = ctypes.c_void_p
+    lut.argtypes = [ptr, ptr, ptr, ctypes.c_uint64]
+    rng = np.random.default_rng(3)
+    for n in [*range(100), 256, 300]:  # 256 and 300: every code
+        table = rng.integers(-128, 128, 256).astype(np.int8)
+        x = np.resize(rng.permutation(np.arange(-128, 128)), n + 2).astype(np.int8)
+        y = np.full(n + 2, 77, np.int8)  # the two bytes past n must stay
+        lut(table.ctypes.data, x.ctypes.data, y.ctypes.data, n)
+        want = np.concatenate([table[x[:n].astype(np.int32) + 128], [77, 77]]).astype(np.int8)
+        np.testing.assert_array_equal(y, want, err_msg=f"n {n}")

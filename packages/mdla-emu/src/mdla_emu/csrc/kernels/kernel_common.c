@@ -377,6 +377,7 @@ void emu_gemm_s16_blocked(const int16_t *a, const int16_t *b, int32_t *out, int3
 
 int emu_lut_path(void) {
     if (emu_lut_vbmi_ready()) return EMU_LUT_VBMI;
+    if (emu_isa() == EMU_ISA_AVX2 || emu_isa() == EMU_ISA_AVX512) return EMU_LUT_AVX2;
     return emu_isa() == EMU_ISA_NEON ? EMU_LUT_NEON : EMU_LUT_C;
 }
 
@@ -387,6 +388,10 @@ void emu_lut_apply(int path, const int8_t *table, const int8_t *x, int8_t *y, ui
     }
     if (path == EMU_LUT_NEON) {
         emu_lut_neon(table, x, y, n);
+        return;
+    }
+    if (path == EMU_LUT_AVX2) {
+        emu_lut_avx2(table, x, y, n);
         return;
     }
     for (uint64_t i = 0; i < n; i++) y[i] = table[x[i] + 128];

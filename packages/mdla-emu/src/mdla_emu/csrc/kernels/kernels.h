@@ -129,9 +129,10 @@ int emu_lut_alloc(const NeuronModel *m, const EmuOperation *op, EmuLut **lut);
  * every code q; the caller has checked y's fixed scale and zero point. */
 void emu_act_table(const EmuOperand *x, const EmuOperand *y, bool logistic, int8_t *table);
 /* How a table is applied: EMU_LUT_VBMI (emu_lut_vbmi_ready(), simd.h), EMU_LUT_NEON (emu_isa()
- * is EMU_ISA_NEON, simd_neon.h) or the C loop; the same bytes on each. emu_lut_apply:
+ * is EMU_ISA_NEON, simd_neon.h), EMU_LUT_AVX2 (emu_isa() is AVX2 or AVX-512 without VBMI,
+ * simd.h) or the C loop; the same bytes on each. emu_lut_apply:
  * y[i] = table[x[i] + 128] for i < n on `path` (emu_lut_path()'s answer). */
-enum { EMU_LUT_C = 0, EMU_LUT_VBMI = 1, EMU_LUT_NEON = 2 };
+enum { EMU_LUT_C = 0, EMU_LUT_VBMI = 1, EMU_LUT_NEON = 2, EMU_LUT_AVX2 = 3 };
 int emu_lut_path(void);
 void emu_lut_apply(int path, const int8_t *table, const int8_t *x, int8_t *y, uint64_t n);
 void emu_lut_eval(const void *params, const void *const *inputs, void *output,

@@ -307,6 +307,39 @@ EMU_T_VBMI void emu_lut_vbmi(const int8_t *table, const int8_t *x, int8_t *y, ui
 
 bool emu_lut_vbmi_ready(void) { return cpu_vbmi && emu_isa() == EMU_ISA_AVX512; }
 
+EMU_T_AVX2 void emu_lut_avx2(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n) {
+    __m256i rows[16], keys[16];
+    for (int j = 0; j < 16; j++) { /* row j in both halves; the key folds x ^ 0x80 in */
+        rows[j] = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128((const __m128i *)(const void *)(table + 16 * j)));
+        keys[j] = _mm256_set1_epi8((int8_t)(uint8_t)(0x80 ^ (16 * j)));
+    }
+    const __m256i bias = _mm256_set1_epi8(0x70);
+    uint64_t i = 0;
+    for (; i < n; i += 32) {
+        const uint64_t c = n - i < 32 ? n - i : 32;
+        __m256i v;
+        int8_t tmp[32];
+        if (c == 32) {
+            v = _mm256_loadu_si256((const __m256i *)(const void *)(x + i));
+        } else { /* the last < 32 codes through a copy */
+            memset(tmp, 0, sizeof tmp);
+            memcpy(tmp, x + i, c);
+            v = _mm256_loadu_si256((const __m256i *)(void *)tmp);
+        }
+        __m256i r = _mm256_setzero_si256();
+        for (int j = 0; j < 16; j++) {
+            const __m256i k = _mm256_adds_epu8(_mm256_xor_si256(v, keys[j]), bias);
+            r = _mm256_or_si256(r, _mm256_shuffle_epi8(rows[j], k));
+        }
+        if (c == 32) {
+            _mm256_storeu_si256((__m256i *)(void *)(y + i), r);
+        } else {
+            _mm256_storeu_si256((__m256i *)(void *)tmp, r);
+            memcpy(y + i, tmp, c);
+        }
+    }
+}
 #else
 #if defined(__aarch64__) && defined(__ARM_NEON)
 static const int cpu_isa = EMU_ISA_NEON; /* NEON is part of the aarch64 base */
@@ -336,6 +369,11 @@ void emu_mul_narrow_avx512(const EmuMulNarrow *k, const int8_t *a, const int8_t 
 void emu_lut_vbmi(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n) {
     (void)table, (void)x, (void)y, (void)n;
     abort(); /* unreachable: emu_lut_vbmi_ready() is false here */
+}
+
+void emu_lut_avx2(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n) {
+    (void)table, (void)x, (void)y, (void)n;
+    abort(); /* unreachable: emu_isa() is not AVX2 here */
 }
 
 void emu_requant_narrow_avx2(const EmuNarrow *k, const int32_t *acc, int8_t *out, int32_t n) {

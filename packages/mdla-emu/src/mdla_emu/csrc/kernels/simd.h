@@ -190,6 +190,13 @@ void emu_gemm_s16_avx2(const int16_t *a, const int16_t *packed, int32_t *out, in
  * low 7 bits pick a byte of the low or the high 128 entries, its top bit which of the two. */
 bool emu_lut_vbmi_ready(void);
 void emu_lut_vbmi(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n);
+/* The same lookup in AVX2 (emu_isa() at least EMU_ISA_AVX2), 32 codes a step: vpshufb looks up
+ * 16-byte tables only, so the 256 entries are 16 rows of 16 and every row is tried. With
+ * u = x + 128 = x ^ 0x80, row j's index is (u ^ 16 j) saturating-plus 0x70: u's high nibble is j
+ * exactly when u ^ 16 j < 16, and then the index is 0x70 + (u & 15), whose low 4 bits pick the
+ * entry; otherwise it is at least 0x80, whose top bit makes vpshufb write 0. So exactly one row
+ * gives a nonzero lane's byte and the OR of the 16 lookups is table[u]. */
+void emu_lut_avx2(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n);
 
 /* int8 ADD / SUB (k_add.c) without its 256 x 256 table, 64 codes a step (simd_add.c):
  *   out[i] = clamp(MBQM(A[x[i] + 128] +- B[y[i] + 128], m, s) + z, lo, hi)
