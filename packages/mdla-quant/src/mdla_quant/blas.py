@@ -5,8 +5,10 @@ element-wise work: OpenBLAS's own threads, idle between two GEMMs, spin on a cor
 the element-wise work waits for it, so two BLAS threads cost about three times one's CPU and
 gain no wall time. `one_blas_thread()` runs a block of code on one BLAS thread; the second core
 is then given work by `soft_rounding`'s own pool (columns of a GEMM, blocks of the element-wise
-step), whose idle threads sleep. OpenBLAS's threads split a GEMM's output, never a sum, so
-the results are bit for bit those of its default thread count.
+step), whose idle threads sleep. OpenBLAS's threads split a GEMM's output, never a sum: on
+its AVX-512 kernels the results are bit for bit those of its default thread count; its AVX2
+kernels sum a row by its position within a 12-row tile, so there they can move in the last
+float32 bits with the split.
 
 The library is found among the process's mapped shared objects (numpy's wheels bundle it as
 `libscipy_openblas64_*.so`, a system numpy links `libopenblas*.so`); with another BLAS, or off

@@ -86,12 +86,14 @@ def _row_blocks(n: int, oh: int, ow: int, o: int, k: int) -> list[tuple[int, int
     """(image, first row, end row) blocks of a CONV_2D's output whose im2col rows are
     multiplied one block at a time, or [] for one product of the whole matrix.
 
-    A block's GEMM gives each output value exactly what the whole product gives: OpenBLAS's
-    blocked SGEMM sums each value over K in an order set by K alone (M only splits the
-    work), and every block stays above `GEMM_MIN_MNK`, clear of the smaller products' other
-    kernels (its direct and small-matrix SGEMMs stop at 7.3 M). What changes is only that a
-    block's patches are still in cache when they are multiplied: 0.6-0.7x the time on
-    resnet18's 56x56 and 112x112 layers."""
+    On OpenBLAS's AVX-512 kernels a block's GEMM gives each output value exactly what the
+    whole product gives: they sum each value over K in an order set by K alone (M only splits
+    the work), and every block stays above `GEMM_MIN_MNK`, clear of the smaller products'
+    other kernels (its direct and small-matrix SGEMMs stop at 7.3 M). Its AVX2 kernels sum a
+    row by its position within a 12-row tile, so there a block's values (like an image's in a
+    batch, or a product cut over another thread count) can move in the last float32 bits.
+    What blocks buy is that a block's patches are still in cache when they are multiplied:
+    0.6-0.7x the time on resnet18's 56x56 and 112x112 layers."""
     per_row = ow * o * k  # one output row's m * n * k
     if n * oh * ow * k * 4 <= IM2COL_WHOLE_BYTES or per_row == 0:
         return []
