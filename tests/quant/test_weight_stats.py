@@ -307,3 +307,26 @@ def test_a_convs_shift_from_its_tap_means_is_the_op_on_the_mean_map(
     assert taps.shape == whole.shape == (w_shape[-1 if w_shape[0] == 1 else 0],)
     assert np.abs(whole).max() > 1e-4  # a real shift, not zeros on both sides
     assert np.allclose(taps, whole, rtol=1e-5, atol=1e-9)
+
+
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_the_weight_error_product_by_blocks_of_channels_is_the_whole_ones(
+    per_channel: bool,
+) -> None:
+    """(w_int8 - w) @ v a few output channels at a time (here 3 per block, 14 blocks, a
+    short last one): each channel's dequantized error is the whole tensor's, per-channel
+    scales sliced with their rows."""
+    import mdla_quant.weight_stats as ws
+    from mdla_ir.graph import QuantParams, Tensor
+
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((40, 3, 3, 2000)).astype(np.float32)
+    scale = rng.uniform(0.01, 0.03, 40) if per_channel else np.array([0.02])
+    q = np.clip(np.round(w / scale.reshape(-1, 1, 1, 1)), -127, 127).astype(np.int8)
+    p = QuantParams(tuple(scale), (0,) * scale.size, 0 if per_channel else None)
+    t = Tensor("w", w.shape, "int8", data=q, quant=p)
+    v = rng.standard_normal(3 * 3 * 2000)
+    whole = (dequantize(t, q).astype(np.float64) - w).reshape(40, -1) @ v
+    got = ws._rows_times(t, q, w, v)
+    assert np.abs(whole).max() > 1e-3
+    assert np.allclose(got, whole, rtol=1e-12, atol=1e-15)

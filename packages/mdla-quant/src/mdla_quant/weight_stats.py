@@ -76,20 +76,45 @@ def mean_shift(graph: Graph, op: Op, w_int8: Tensor, moments: dict[str, ChannelM
         return np.zeros(out_channels)
     w = graph.const(op.inputs[1])
     assert w_int8.data is not None  # a quantized constant
-    delta = dequantize(w_int8, np.asarray(w_int8.data)).astype(np.float64) - w
-    if _pointwise(op, delta.shape, graph.layout):  # every position sums the same way: one product
-        return delta.reshape(out_channels, -1) @ m.mean  # type: ignore[no-any-return]
-    taps = _tap_means(op, delta, m.mean_map, graph.layout)
-    if taps is not None:  # a conv's mean is its weights times what each tap reads on average
-        if op.kind == OpKind.DEPTHWISE_CONV_2D:  # output channel o reads input o // multiplier
-            per_tap = delta[0] * np.repeat(taps, out_channels // taps.shape[-1], axis=-1)
-            return per_tap.reshape(-1, out_channels).sum(0)  # type: ignore[no-any-return]
-        return delta.reshape(out_channels, -1) @ taps.reshape(-1)  # type: ignore[no-any-return]
+    codes = np.asarray(w_int8.data)
+    pointwise = _pointwise(op, w.shape, graph.layout)  # every position sums alike
+    taps = None if pointwise else _tap_means(op, w, m.mean_map, graph.layout)
+    v = m.mean if pointwise else None if taps is None else taps.reshape(-1)
+    by_rows = w_int8.quant is not None and w_int8.quant.channel_dim in (None, 0)
+    if v is not None and op.kind == OpKind.CONV_2D and by_rows:
+        return _rows_times(w_int8, codes, w, v)
+    delta = dequantize(w_int8, codes).astype(np.float64) - w
+    if v is not None and op.kind == OpKind.CONV_2D:
+        return delta.reshape(out_channels, -1) @ v  # type: ignore[no-any-return]
+    if taps is not None:  # a depthwise conv: output channel o reads input o // multiplier
+        per_tap = delta[0] * np.repeat(taps, out_channels // taps.shape[-1], axis=-1)
+        return per_tap.reshape(-1, out_channels).sum(0)  # type: ignore[no-any-return]
     plain = op.with_(attrs=with_fuse(op.attrs, "NONE"))
     x = m.mean_map[None]
     (y,) = KERNELS[op.kind](plain, [x, delta, np.zeros(out_channels)], graph.layout)
     shift: Array = np.asarray(y, np.float64).reshape(-1, out_channels).mean(0)
     return shift
+
+
+def _rows_times(w_int8: Tensor, codes: Array, w: Array, v: Array) -> Array:
+    """(w_int8 - w) @ v per output channel (axis 0) of a conv's filter, a block of channels
+    at a time: each block's float64 error is a cache-sized temporary instead of a fresh copy
+    of the whole filter (resnet18's 3x3x512x512 layers: 19 MB each, page faults every time).
+    Each weight's error is `dequantize`'s value (the same float32 operations) minus w."""
+    p = w_int8.quant
+    assert p is not None  # a quantized constant
+    o = w.shape[0]
+    rows, codes = w.reshape(o, -1), codes.reshape(o, -1)
+    scale, zp = np.asarray(p.scale, np.float32), np.asarray(p.zero_point, np.float32)
+    if p.channel_dim is not None:  # per output channel (a conv filter's axis 0)
+        scale, zp = scale.reshape(-1, 1), zp.reshape(-1, 1)
+    out = np.empty(o)
+    step = max(1, (1 << 16) // max(1, rows.shape[1]))
+    for c in range(0, o, step):
+        s, z = (scale[c : c + step], zp[c : c + step]) if p.channel_dim is not None else (scale, zp)
+        real = (s * (codes[c : c + step].astype(np.float32) - z)).astype(np.float32)
+        out[c : c + step] = (real.astype(np.float64) - rows[c : c + step]) @ v
+    return out
 
 
 def _pointwise(op: Op, w: tuple[int, ...], layout: str) -> bool:
