@@ -202,30 +202,71 @@ EMU_T_AVX2 void emu_gemm_s16_avx2(const int16_t *a, const int16_t *packed, int32
     }
 }
 
-/* 8 codes from x (step 1) or x[0] (step 0) as int32 minus z; `k` codes (<= 8) loaded. */
-EMU_T_AVX2 static inline __m256i codes8(const int8_t *x, uint32_t step, uint32_t k, __m256i z) {
-    if (step == 0) return _mm256_sub_epi32(_mm256_set1_epi32(x[0]), z);
-    int64_t q = 0;
-    memcpy(&q, x, k);
-    return _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(q)), z);
+/* 16 codes minus z as int16 lanes (|x - z| <= 255): x[0] in every lane for step 0, else
+ * the first `k` (<= 16) codes (the lanes past it zero). */
+EMU_T_AVX2 static inline __m256i codes16(const int8_t *x, uint32_t step, uint32_t k, __m256i z) {
+    if (step == 0) return _mm256_sub_epi16(_mm256_set1_epi16(x[0]), z);
+    __m128i v;
+    if (k == 16) {
+        v = _mm_loadu_si128((const __m128i *)(const void *)x);
+    } else {
+        int8_t tmp[16] = {0};
+        memcpy(tmp, x, k);
+        v = _mm_loadu_si128((const __m128i *)(void *)tmp);
+    }
+    return _mm256_sub_epi16(_mm256_cvtepi8_epi16(v), z);
 }
 
+/* 8 lanes of emu_mul_narrow_avx512's mul_round16 (simd.h's proof): SRDHM as narrow8's, then
+ * (h + nudge + (h < 0 ? neg : 0)) >> e. */
+EMU_T_AVX2 static inline __m256i mul_round8(__m256i p, __m256i m, __m128i e, __m256i nudge,
+                                            __m256i neg) {
+    const __m256i round = _mm256_set1_epi64x(INT64_C(1) << 30);
+    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(p, m), round);
+    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(p, 32), m), round);
+    const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1),
+                                         0xAA);
+    const __m256i up = _mm256_add_epi32(_mm256_add_epi32(h, nudge),
+                                        _mm256_and_si256(_mm256_srai_epi32(h, 31), neg));
+    return _mm256_sra_epi32(up, e);
+}
+
+/* The AVX-512 formula's int16 lanes at half the width: per step 32 codes, as two halves of 16
+ * (vpmullw / vpmulhw give the int32 product's halves, the unpacks join them in 128-bit lanes,
+ * the packs undo that order within each 128 bits and one permute orders the 64-bit pieces). */
 EMU_T_AVX2 void emu_mul_narrow_avx2(const EmuMulNarrow *k, const int8_t *a, const int8_t *b,
                                     uint32_t a_step, uint32_t b_step, uint32_t n, int8_t *out) {
-    const __m256i z1 = _mm256_set1_epi32(k->z1), z2 = _mm256_set1_epi32(k->z2),
-                  m = _mm256_set1_epi32(k->mult), r = _mm256_set1_epi32(k->right),
-                  msk = _mm256_set1_epi32(k->mask), z = _mm256_set1_epi32(k->z),
-                  lo = _mm256_set1_epi32(k->lo - k->z), hi = _mm256_set1_epi32(k->hi - k->z);
-    for (uint32_t i = 0; i < n; i += 8) {
-        const uint32_t c = n - i < 8 ? n - i : 8;
-        const __m256i x = codes8(a + i * a_step, a_step, c, z1);
-        const __m256i y = codes8(b + i * b_step, b_step, c, z2);
-        const __m256i q = narrow8(_mm256_mullo_epi32(x, y), m, r, msk, z, lo, hi);
-        if (c == 8) {
-            store8(out + i, q);
+    const int32_t e = k->right < 17 ? k->right : 17; /* |h| < 2^16: t = 0 from e = 17 on */
+    const int32_t nudge = (e > 0 ? INT32_C(1) << (e - 1) : 0) + k->z * (INT32_C(1) << e);
+    const __m256i z1 = _mm256_set1_epi16((int16_t)k->z1), z2 = _mm256_set1_epi16((int16_t)k->z2),
+                  m = _mm256_set1_epi32(k->mult), vn = _mm256_set1_epi32(nudge),
+                  neg = _mm256_set1_epi32(e > 0 ? -1 : 0);
+    const __m128i ve = _mm_cvtsi32_si128(e);
+    const __m256i lo = _mm256_set1_epi8((int8_t)k->lo), hi = _mm256_set1_epi8((int8_t)k->hi);
+    for (uint32_t i = 0; i < n; i += 32) {
+        const uint32_t c = n - i < 32 ? n - i : 32;
+        __m256i half[2];
+        for (uint32_t h = 0; h < 2; h++) {
+            const uint32_t j = i + 16 * h, r = c > 16 * h ? c - 16 * h : 0, kk = r > 16 ? 16 : r;
+            if (kk == 0) {
+                half[h] = _mm256_setzero_si256();
+                continue;
+            }
+            const __m256i x = codes16(a + j * a_step, a_step, kk, z1);
+            const __m256i y = codes16(b + j * b_step, b_step, kk, z2);
+            const __m256i pl = _mm256_mullo_epi16(x, y), ph = _mm256_mulhi_epi16(x, y);
+            const __m256i t0 = mul_round8(_mm256_unpacklo_epi16(pl, ph), m, ve, vn, neg);
+            const __m256i t1 = mul_round8(_mm256_unpackhi_epi16(pl, ph), m, ve, vn, neg);
+            half[h] = _mm256_packs_epi32(t0, t1); /* 16 int16 in order within each 128 bits */
+        }
+        /* bytes: [h0 lane0, h1 lane0 | h0 lane1, h1 lane1] in 64-bit pieces -> 0, 2, 1, 3 */
+        const __m256i q = _mm256_permute4x64_epi64(_mm256_packs_epi16(half[0], half[1]), 0xD8);
+        const __m256i v = _mm256_min_epi8(_mm256_max_epi8(q, lo), hi);
+        if (c == 32) {
+            _mm256_storeu_si256((__m256i *)(void *)(out + i), v);
         } else {
-            int8_t tmp[8];
-            store8(tmp, q);
+            int8_t tmp[32];
+            _mm256_storeu_si256((__m256i *)(void *)tmp, v);
             memcpy(out + i, tmp, c);
         }
     }
