@@ -69,17 +69,31 @@ def test_the_gemm_cut_by_columns_is_the_whole_gemm(
         calls.append(y.shape)
         return real(x, y)
 
-    monkeypatch.setattr(soft_rounding, "threads", lambda: 3)
     monkeypatch.setattr(soft_rounding, "MIN_MACS", 1)
     monkeypatch.setattr(soft_rounding.np, "matmul", counted)
-    with one_blas_thread():
-        got = soft_rounding.matmul(a, b)
-        got_f = soft_rounding.matmul(a, np.asfortranarray(b))
-    np.testing.assert_array_equal(got, a @ b)
-    np.testing.assert_array_equal(got_f, a @ b)
-    parts = min(3, cols // soft_rounding.COLUMNS)  # one part: the plain `a @ b`
-    assert len(calls) == (2 * parts if parts > 1 else 0)
-    assert sum(shape[1] for shape in calls) == (2 * cols if parts > 1 else 0)
+    results = []
+    for n in (1, 2, 3):
+        monkeypatch.setattr(soft_rounding, "threads", lambda n=n: n)
+        with one_blas_thread():
+            results += [soft_rounding.matmul(a, b), soft_rounding.matmul(a, np.asfortranarray(b))]
+    # the same bits on any thread count (the cut follows the shapes), and on an SGEMM whose
+    # column sums do not depend on the cut (AVX-512 OpenBLAS) the whole product's bits too
+    assert len({r.tobytes() for r in results}) == 1
+    if _columns_invariant():
+        np.testing.assert_array_equal(results[0], a @ b)
+    else:
+        np.testing.assert_allclose(results[0], a @ b, rtol=1e-5, atol=1e-5)
+    parts = min(soft_rounding.PARTS, cols // soft_rounding.COLUMNS)  # one: the plain `a @ b`
+    assert len(calls) == (6 * parts if parts > 1 else 0)
+    assert sum(shape[1] for shape in calls) == (6 * cols if parts > 1 else 0)
+
+
+def _columns_invariant() -> bool:
+    """Whether numpy's SGEMM gives a column the same sum in a part of the columns."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((64, 96)).astype(np.float32)
+    b = rng.standard_normal((96, 200)).astype(np.float32)
+    return (a @ b[:, 16:]).tobytes() == (a @ b)[:, 16:].tobytes()
 
 
 @pytest.mark.parametrize(

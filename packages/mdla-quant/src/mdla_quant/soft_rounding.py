@@ -49,6 +49,7 @@ MIN_CHUNK = 1 << 16  # elements per thread below which one thread does the whole
 CHUNK = 1 << 15  # elements per block, its buffers in the core's L2 (best of 2^13..2^18 measured)
 MIN_MACS = 1 << 21  # multiply-adds per thread below which one thread does the whole GEMM
 COLUMNS = 16  # a GEMM's column cuts fall on multiples of this (whole register tiles)
+PARTS = 4  # a large GEMM's column parts, whatever the thread count (`matmul` says why)
 _FAST_POWERS = (-1.0, 0.0, 0.5, 1.0, 2.0)  # exponents ndarray.__pow__ computes without pow()
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _ZG, _G = np.float32(ZETA - GAMMA), np.float32(GAMMA)  # as numpy rounds them against float32
@@ -104,15 +105,23 @@ def by_rows(work: Callable[[slice], None], rows: int, size: int) -> None:
 
 
 def matmul(a: Array, b: Array) -> Array:
-    """a @ b (both 2-D), b's columns cut over the threads when the product is large enough
-    (each on one BLAS thread: `blas.one_blas_thread`): every output column is the same sum of
-    the same products, whichever part holds it, as when OpenBLAS's own threads split it."""
-    n = max(1, min(threads(), a.shape[0] * b.size // MIN_MACS, b.shape[1] // COLUMNS))
+    """a @ b (both 2-D), b's columns cut into parts when the product is large enough, the
+    parts run over the threads (each on one BLAS thread: `blas.one_blas_thread`).
+
+    The cut depends on the shapes alone, never on the thread count: OpenBLAS's AVX-512
+    kernels give every output column the same sum however the columns are cut, but its AVX2
+    kernels sum a column by where it sits in the part, so a cut that followed the threads
+    would make the chosen roundings depend on the machine's cores."""
+    n = max(1, min(PARTS, a.shape[0] * b.size // MIN_MACS, b.shape[1] // COLUMNS))
     if n == 1:
         out: Array = a @ b
         return out
     cuts = [b.shape[1] * i // n // COLUMNS * COLUMNS for i in range(n)] + [b.shape[1]]
-    parts = [_pool(n).submit(np.matmul, a, b[:, i:j]) for i, j in itertools.pairwise(cuts)]
+    pieces = [(a, b[:, i:j]) for i, j in itertools.pairwise(cuts)]
+    workers = min(threads(), n)
+    if workers == 1:
+        return np.concatenate([np.matmul(x, y) for x, y in pieces], axis=1)
+    parts = [_pool(workers).submit(np.matmul, x, y) for x, y in pieces]
     return np.concatenate([p.result() for p in parts], axis=1)
 
 
