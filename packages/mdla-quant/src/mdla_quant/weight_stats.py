@@ -159,7 +159,8 @@ def _tap_means(op: Op, w: Array, x: Array, layout: str) -> Array | None:
 
 def with_mean_biases(graph: Graph, qgraph: Graph, moments: dict[str, ChannelMoments]) -> Graph:
     """`qgraph` with each watched conv / FC op's bias b - `mean_shift` of its int8 weights (in
-    the bias's own dtype and scale): applied after AdaRound, to the weights the graph keeps."""
+    the bias's own dtype and scale), to the int8 weights the graph keeps; quantize calls it
+    only when `shifts_biases` (never after AdaRound)."""
     tensors = dict(qgraph.tensors)
     for op in graph.ops:
         if op.kind not in READ or op.inputs[0] not in moments or len(op.inputs) < 3:
