@@ -12,13 +12,14 @@ default compile; nearest, balanced, kernel, weighted, mean: its weights rounded 
 absorption, bias correction, AdaRound, CLE + AdaRound, that + bias correction, that with block
 reconstruction, CLE + AdaRound with the int16 activations `--a16 auto`, `joint`, `refit`,
 `refit:50%` and `refit:75%` choose, and `refit` scoring its rounds on quarters of the whole
-calibration set (`folds`)) on the real-weight EfficientNet-Lites, judged on held-out inputs;
---quick is a brief run of it.
+calibration set (`folds`), and the logits alone in int16 (`out16`)) on the real-weight
+EfficientNet-Lites, judged on held-out inputs; their int8 side runs on the C emulator, checked
+against `run_int8` (`emulator_scores.py`); --quick is a brief run of it.
 
     .venv/bin/python bench/accuracy.py [--crops 200] [--calib 32]
     .venv/bin/python bench/accuracy.py --techniques efficientnet_lite0,efficientnet_lite1 \
         [--crops 200] [--calib 32] [--adaround 300] [--held-out crops|harder] \
-        [--methods minmax,mse] [--only none,CLE+AdaRound] [--ceiling]
+        [--methods minmax,mse] [--only none,CLE+AdaRound] [--ceiling] [--check-ref]
     .venv/bin/python bench/accuracy.py --quick
 """
 
@@ -142,10 +143,13 @@ def setting_of(method: str, technique: str, iters: int) -> QuantConfig:
 def with_a16(first: Compiled, config: QuantConfig, technique: str) -> QuantConfig:
     """`config` with the int16 tensors a TECHNIQUES entry's `a16` request (`auto[:BUDGET]`,
     `joint[:BUDGET]`, `refit[:BUDGET]`) chooses on `first`'s device graph and calibration,
-    as `workbench compile --a16` does."""
+    as `workbench compile --a16` does; `outputs`: the graph's outputs, nothing chosen."""
     text = TECHNIQUES[technique].get("a16")
     if not isinstance(text, str):
         return config
+    if text == "outputs":  # the logits alone: int16's grid bounds what any range of theirs gives
+        names = tuple(first.device_graph.outputs)
+        return dataclasses.replace(config, a16=names, a16_gain_db=(), a16_mode=",".join(names))
     from mdla_compile.a16 import a16_request, choose_a16
 
     request = a16_request(text)
@@ -235,6 +239,8 @@ TECHNIQUES = {  # -1: the --adaround iterations
         "reconstruction": "block",
         "weight_rounding": "nearest",
     },
+    # the graph outputs (the logits) in int16: a 256 times finer grid than any int8 range
+    "out16": {"a16": "outputs"},
     "CLE+Ada+a16": {"adaround": -1, "equalize": True, "a16": "auto"},
     "CLE+Ada+joint": {"adaround": -1, "equalize": True, "a16": "joint"},
     "CLE+Ada+refit": {"adaround": -1, "equalize": True, "a16": "refit"},
@@ -294,18 +300,22 @@ def techniques(
     methods: list[str],
     chosen: list[str],
     ceiling: bool = False,
+    check_all: bool = False,
 ) -> None:
     """Per model, calibration method and weight technique: top-1 agreement with FP32 on the
     held-out inputs FP32 decides (margin >= 0.05) and on all of them, each with its 95 % Wilson
-    interval, the logits' SQNR, the compile (quantize) time, the CPU seconds of the int16
-    choice and the quantize (the first row: of the whole compile), and the share of activation
-    elements held in int16, and for a row with int16 tensors the emulated ms per image and
+    interval (the int8 side run on the C emulator, its first inputs, or with `check_all`
+    every one, checked byte for byte against `run_int8`: `emulator_scores`), the logits'
+    SQNR, the compile (quantize) time, the CPU seconds of the int16 choice and the quantize
+    (the first row: of the whole compile), and the share of activation elements held in
+    int16, and for a row with int16 tensors the emulated ms per image and
     CPU ratio over its all-int8 twin (`latency_columns`). With `ceiling`, also the
     agreement on all of them of the same network with float weights and the row's int8
     activation grids (`mdla_quant.simulate`): the grids' own cost, which AdaRound's asymmetric
     fit can beat by undoing some activation error through the weights."""
     import skimage.data
     import skimage.util
+    from emulator_scores import CHECKED, emulator_scores  # the sibling script
 
     pictures = []
     for name in HELD_OUT_PICTURES:
@@ -356,7 +366,8 @@ def techniques(
                 setting = sweep(first, config)
                 cpu = time.process_time() - cpu + (cpu_first if setting is first else 0.0)
                 q, t_q = setting.qgraph, setting.seconds["quantize"]
-                int8 = [run_int8(q, [x])[0][0] for x in held]
+                scores = emulator_scores(q, held, len(held) if check_all else CHECKED)
+                int8 = [out[0][0] for out in scores.outputs]
                 same = np.array(
                     [np.argmax(a) == np.argmax(b) for a, b in zip(int8, fp32, strict=True)]
                 )
@@ -436,6 +447,12 @@ def main(argv: list[str] | None = None) -> None:
         "int8 activation grids (those grids' own cost; ~1 min per row)",
     )
     parser.add_argument(
+        "--check-ref",
+        action="store_true",
+        help="the techniques table checks every held-out input's emulator output against "
+        "run_int8 byte for byte (default: the first 4, emulator_scores.CHECKED)",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="a brief techniques run: efficientnet_lite0, 60 held-out crops, 16 calibration "
@@ -487,6 +504,7 @@ def main(argv: list[str] | None = None) -> None:
             args.methods.split(","),
             args.only.split(","),
             args.ceiling,
+            args.check_ref,
         )
         return
     lite0(args.crops, args.calib)

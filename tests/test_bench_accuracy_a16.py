@@ -49,6 +49,10 @@ def test_the_a16_technique_adds_the_auto_choice_to_cle_and_adaround() -> None:
     chosen = choose_a16(first.device_graph, first.calibration, config, 0.25, True, True, "folds")
     assert folds.a16 == tuple(c.tensor for c in chosen)
     assert folds.a16_mode == "refit"
+    assert bench.setting_of("percentile", "out16", 7) == QuantConfig(method="percentile")
+    logits = bench.with_a16(first, QuantConfig(), "out16")
+    assert logits.a16 == tuple(first.device_graph.outputs)
+    assert logits.a16_mode == ",".join(first.device_graph.outputs)
 
 
 def test_the_techniques_table_prints_a_row_per_technique(
