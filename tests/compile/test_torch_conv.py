@@ -1,6 +1,7 @@
 """`mdla_compile.torch_conv`: calibration's CONV_2D through torch agrees with the interpreter's
 to float32 rounding, gives the same bits on 1, 2 and 3 threads, leaves a 1x1 conv and operands
-that are not float32 to the interpreter, and is what a compile calibrates with."""
+that are not float32 to the interpreter, and is what a compile calibrates with; with each filter
+reordered once (`TorchConv`) it gives conv2d's bits."""
 
 from __future__ import annotations
 
@@ -115,3 +116,67 @@ def test_quantize_runs_the_given_kernels() -> None:
     other = mdla_quant.quantize(graph, calib, kernels={OpKind.CONV_2D: doubled})
     conv = next(op for op in graph.ops if op.kind is OpKind.CONV_2D).outputs[0]
     assert other.tensors[conv].quant != plain.tensors[conv].quant
+
+
+@pytest.mark.parametrize("case", CONVS)
+def test_a_reordered_filter_gives_conv2ds_bits(case: Any) -> None:
+    xs, ws, stride, dilation, padding, groups, fuse = case
+    op = _op(OpKind.CONV_2D, stride, dilation, padding, groups, fuse)
+    args = [_f32(xs), _f32(ws), _f32(ws[:1])]
+    want = tc.torch_conv_2d(op, args, "NHWC")[0].view(np.int32)
+    conv = tc.TorchConv()
+    for _ in range(2):  # the first call reorders the filter, the second reuses it
+        got = conv(op, args, "NHWC")[0]
+        assert got.dtype == np.float32
+        assert got.flags.c_contiguous
+        assert np.array_equal(got.view(np.int32), want)
+
+
+def test_each_filter_is_reordered_once_per_input_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[int, ...]] = []
+
+    def counted(w: Array, x_shape: Sequence[int], *rest: Any) -> Any:
+        calls.append(tuple(x_shape))
+        return reorder(w, x_shape, *rest)
+
+    reorder = tc.reorder_filter
+    monkeypatch.setattr(tc, "reorder_filter", counted)
+    op = _op(OpKind.CONV_2D, (1, 1), (1, 1), (1, 1, 1, 1), 1, "RELU")
+    w, b = _f32((8, 3, 3, 4)), _f32((8,))
+    conv = tc.TorchConv()
+    for _ in range(3):
+        conv(op, [_f32((1, 10, 10, 4)), w, b], "NHWC")
+    assert calls == [(1, 10, 10, 4)]
+    conv(op, [_f32((1, 6, 6, 4)), w, b], "NHWC")  # another input shape: its own layout
+    other = w.copy()  # the same values in another array: a filter of its own
+    y = conv(op, [x := _f32((1, 10, 10, 4)), other, b], "NHWC")[0]
+    assert calls == [(1, 10, 10, 4), (1, 6, 6, 4), (1, 10, 10, 4)]
+    want = tc.torch_conv_2d(op, [x, other, b], "NHWC")[0]
+    assert np.array_equal(y.view(np.int32), want.view(np.int32))
+
+
+def test_reordered_filters_give_the_same_bits_on_any_thread_count(threads: None) -> None:
+    op = _op(OpKind.CONV_2D, (1, 1), (1, 1), (1, 1, 1, 1), 1, "NONE")
+    args = [_f32((1, 28, 28, 64)), _f32((64, 3, 3, 64)), _f32((64,))]
+    outs = []
+    conv = tc.TorchConv()
+    for n in (1, 2, 3):
+        torch.set_num_threads(n)
+        outs.append(conv(op, args, "NHWC")[0].view(np.int32))
+    assert all(np.array_equal(outs[0], o) for o in outs[1:])
+
+
+def test_the_compile_kernels_reorder_filters() -> None:
+    kernels = tc.torch_kernels()
+    assert isinstance(kernels[OpKind.CONV_2D], tc.TorchConv)
+    assert tc.torch_kernels()[OpKind.CONV_2D] is not kernels[OpKind.CONV_2D]  # one per compile
+
+
+def test_only_shapes_conv2d_runs_on_onednn_are_reordered() -> None:
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch has no oneDNN")
+    big = tc.reorder_filter(_f32((64, 3, 3, 64)), (1, 28, 28, 64), (1, 1, 1, 1), (1, 1), (1, 1), 1)
+    assert big is not None
+    # torch's own im2col kernel (Slow2d) runs this one: reordered, its sums would round otherwise
+    small = tc.reorder_filter(_f32((8, 3, 3, 5)), (1, 19, 21, 5), (0,) * 4, (1, 1), (1, 1), 1)
+    assert small is None
