@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from mdla_emu import load_emulator
-from mdla_ir.graph import Graph, Tensor
+from mdla_ir.graph import Graph, Op, Tensor
 from mdla_ir.ops import OpKind
 
 Array = np.ndarray[Any, Any]
@@ -221,7 +221,26 @@ def lower_single_op(g: Graph) -> tuple[NeuronModelBuilder, list[str]]:
     (op,) = g.ops
     b = NeuronModelBuilder()
     idx = {name: _tensor(b, g.tensors[name]) for name in op.inputs}
-    out = _tensor(b, g.tensors[op.outputs[0]])
+    idx[op.outputs[0]] = _tensor(b, g.tensors[op.outputs[0]])
+    add_operation(b, g, op, idx)
+    inputs = [n for n in op.inputs if g.tensors[n].data is None]
+    assert b.identify([idx[n] for n in inputs], [idx[op.outputs[0]]]) == NO_ERROR
+    return b, inputs
+
+
+def lower_graph(g: Graph) -> NeuronModelBuilder:
+    """A NeuronModel (not finished) of every op of `g` in order, its inputs and outputs g's."""
+    b = NeuronModelBuilder()
+    idx = {name: _tensor(b, t) for name, t in g.tensors.items()}
+    for op in g.ops:
+        add_operation(b, g, op, idx)
+    assert b.identify([idx[n] for n in g.inputs], [idx[n] for n in g.outputs]) == NO_ERROR
+    return b
+
+
+def add_operation(b: NeuronModelBuilder, g: Graph, op: Op, idx: dict[str, int]) -> None:
+    """`op` of `g` as a Neuron operation of `b`; `idx` holds its tensors' operand indices."""
+    out = idx[op.outputs[0]]
     a = dataclasses.asdict(op.attrs)
     x = idx[op.inputs[0]]
     k = op.kind
@@ -282,9 +301,6 @@ def lower_single_op(g: Graph) -> tuple[NeuronModelBuilder, list[str]]:
         ins = [x]
     rc = b.operation(k.value, ins, [out])
     assert rc == NO_ERROR, f"addOperation({k.name}) -> {rc}"
-    inputs = [n for n in op.inputs if g.tensors[n].data is None]
-    assert b.identify([idx[n] for n in inputs], [out]) == NO_ERROR
-    return b, inputs
 
 
 def run_single_op(g: Graph, codes: Sequence[Array], what: str = "") -> Array:

@@ -37,6 +37,8 @@ static void release_params(NeuronCompilation *c) {
     c->params = NULL;
     free(c->skip);
     c->skip = NULL;
+    free(c->temp_off);
+    c->temp_off = NULL;
 }
 
 int NeuronCompilation_createForDevices(NeuronModel *model, const NeuronDevice *const *devices,
@@ -133,6 +135,13 @@ int NeuronCompilation_finish(NeuronCompilation *compilation) {
         if (need > c->scratch) c->scratch = need;
     }
     c->skip = emu_plan_skips(c->model, c->params);
+    c->temp_off = emu_arena_plan(c->model, &c->arena);
+    if (c->temp_off == NULL) {
+        release_params(c);
+        emu_model_release(c->model);
+        c->model = NULL;
+        return NEURON_OUT_OF_MEMORY;
+    }
     c->finished = true;
     if (!cached) emu_cache_store(c);
     return NEURON_NO_ERROR;
@@ -145,6 +154,7 @@ void NeuronCompilation_free(NeuronCompilation *compilation) {
     release_params(compilation);
     emu_model_release(compilation->model);
     emu_compilation_release_ext(compilation);
+    free(compilation->spare);
     free(compilation);
 }
 

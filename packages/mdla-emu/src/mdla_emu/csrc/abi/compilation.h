@@ -18,6 +18,12 @@ struct NeuronCompilation {
     void **params;  /* frozen kernel params, one per operation */
     size_t scratch; /* the largest scratch any kernel needs */
     bool *skip;     /* per operation: left out of every compute (plan.c), or NULL: none */
+    /* the temporaries' block (arena.c): per operand a temporary's byte offset in it, the
+     * block's bytes, and the last freed execution's block (scratch, then the temporaries),
+     * kept for the next execution; every block of a compilation has the same size */
+    size_t *temp_off;
+    size_t arena;
+    uint8_t *spare;
     /* what the client asked for (compilation_ext.c), stored, traced and reported back */
     CompilationType type;
     char *options;            /* createWithOptions / createV2 (owned) */
@@ -39,9 +45,9 @@ struct NeuronCompilation {
 struct NeuronExecution {
     NeuronCompilation *compilation;
     void **data;      /* per operand: its bytes during compute */
-    void **temps;     /* per operand: the owned temporary, else NULL */
+    uint8_t *block;   /* the scratch, then the temporaries at the compilation's temp_off */
     bool *in_set, *out_set;
-    uint8_t *scratch; /* the compilation's threads * scratch_len bytes */
+    uint8_t *scratch; /* the block's first threads * scratch_len bytes */
     size_t scratch_len;
     const void **args; /* the input pointers of one operation */
     uint32_t max_in;
@@ -72,6 +78,17 @@ void emu_report_close(EmuReport *r);
 /* Which operations of `m` (with their frozen params) a compute leaves out: a calloc'd flag per
  * operation, or NULL when it leaves out none (plan.c). */
 bool *emu_plan_skips(const NeuronModel *m, void *const *params);
+
+/* Where the temporaries of `m` live in one block (arena.c): a calloc'd byte offset per operand
+ * (temporaries only; two share bytes only when no operation runs while both are live) and the
+ * block's size in `arena`; NULL when out of memory. */
+#define EMU_ARENA_ALIGN 64
+size_t *emu_arena_plan(const NeuronModel *m, size_t *arena);
+/* An execution's block of `bytes` (EMU_ARENA_ALIGN-aligned): the compilation's kept one, else a
+ * new one (NULL when out of memory); give hands it back when the execution ends (kept for the
+ * next unless one is kept already, then freed). */
+uint8_t *emu_arena_take(NeuronCompilation *c, size_t bytes);
+void emu_arena_give(NeuronCompilation *c, uint8_t *block);
 
 /* The arithmetic `c` finishes with: its rounding, the target's accumulator fact, and the
  * environment's overrides, each announced on stderr (numerics.c). */

@@ -3,7 +3,8 @@
  *
  * An execution may compute many times (the engine's --repeat). setInput/setOutput take the
  * model input/output index, type NULL (or a type equal to the operand's) and the exact byte
- * size; buffers must outlive the execution. Temporaries live in the execution. A compute on an
+ * size; buffers must outlive the execution. Temporaries live in the execution's block, at the
+ * offsets the compilation planned (arena.c), after the threads' scratch. A compute on an
  * APU device (mtk-mdla, mtk-dsp) resumes the fake APU runtime-PM node for its duration.
  * MDLA_EMU_THREADS=n (default 1) gives the compilation n - 1 worker threads for the ops with
  * enough work: the process's pool for n (kernels/pool.c), acquired by its first execution (which
@@ -22,13 +23,10 @@ void NeuronExecution_free(NeuronExecution *execution) {
     EMU_TRACE();
     NeuronExecution *e = execution;
     if (e == NULL) return;
-    if (e->temps != NULL && e->compilation->model != NULL)
-        for (uint32_t i = 0; i < e->compilation->model->n_opnds; i++) free(e->temps[i]);
-    free(e->temps);
+    emu_arena_give(e->compilation, e->block);
     free(e->data);
     free(e->in_set);
     free(e->out_set);
-    free(e->scratch);
     free(e->args);
     free(e);
 }
@@ -58,25 +56,23 @@ int NeuronExecution_create(NeuronCompilation *compilation, NeuronExecution **exe
     emu_trace_silence(-1);
     const size_t n = m->n_opnds ? m->n_opnds : 1;
     e->data = calloc(n, sizeof *e->data);
-    e->temps = calloc(n, sizeof *e->temps);
     e->in_set = calloc(m->n_inputs + 1, sizeof *e->in_set);
     e->out_set = calloc(m->n_outputs + 1, sizeof *e->out_set);
     const int threads = emu_compilation_threads(compilation);
     e->scratch_len = (compilation->scratch + 63) / 64 * 64; /* each thread's on its own lines */
-    e->scratch = malloc(e->scratch_len ? e->scratch_len * (size_t)threads : 1);
+    const size_t scratch = e->scratch_len * (size_t)threads; /* a multiple of EMU_ARENA_ALIGN */
+    e->block = emu_arena_take(compilation, scratch + compilation->arena);
+    e->scratch = e->block;
     for (uint32_t k = 0; k < m->n_ops; k++)
         if (m->ops[k].n_in > e->max_in) e->max_in = m->ops[k].n_in;
     e->args = calloc(e->max_in + 1, sizeof *e->args);
-    bool ok = e->data && e->temps && e->in_set && e->out_set && e->scratch && e->args;
+    const bool ok = e->data && e->in_set && e->out_set && e->block && e->args;
     for (uint32_t i = 0; ok && i < m->n_opnds; i++) {
         const EmuOperand *o = &m->opnds[i];
-        if (o->lifetime == EMU_CONST) {
+        if (o->lifetime == EMU_CONST)
             e->data[i] = (void *)o->value;
-        } else if (o->lifetime == EMU_TEMP) {
-            e->temps[i] = malloc(emu_bytes(o) ? emu_bytes(o) : 1);
-            e->data[i] = e->temps[i];
-            ok = e->temps[i] != NULL;
-        }
+        else if (o->lifetime == EMU_TEMP)
+            e->data[i] = e->block + scratch + compilation->temp_off[i];
     }
     if (!ok) {
         NeuronExecution_free(e);
