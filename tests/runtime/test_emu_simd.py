@@ -95,6 +95,9 @@ DW_SHAPES = {
     "c64_valid": (1, 6, 5, 64, 3, 1, 1, (0, 0, 0, 0), -128),
     "c72": (1, 5, 5, 72, 3, 1, 1, (1, 1, 1, 1), 127),
     "c100_big_pad": (1, 4, 4, 100, 5, 1, 1, (4, 4, 4, 4), -77),
+    # emu_dw2_row_avx2: blocks of 32, 16 and 8 channels, then 3 one at a time; 4 taps (even:
+    # no pad tap), a stride and pads on every side
+    "c59_blocks_2x2_s2": (1, 9, 8, 59, 2, 2, 1, (1, 1, 0, 1), -128),
     # emu_dw4_row (AVX-512 VNNI): 64-channel blocks and their masked tail, taps in fours (1, 4
     # and 49 taps: 3, 0 and 3 zero-weight taps), windows inside and across every edge
     "c96_s2_skew": (2, 9, 10, 96, 3, 2, 1, (0, 1, 2, 0), 10),

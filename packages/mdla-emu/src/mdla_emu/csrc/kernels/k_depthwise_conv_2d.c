@@ -12,7 +12,9 @@
  * tap's weights repeated `period` times (`wrep`): the same products, added in the same order.
  * Above EMU_ISA_PORTABLE (simd.h, chosen at prepare) multiplier-1 rows run emu_dw_row_*: per
  * pixel and block of channels every tap is added in one vector register, stored once (exact:
- * every partial sum is bounded as acc is, so int32 lanes hold it in any order); with AVX-512
+ * every partial sum is bounded as acc is, so int32 lanes hold it in any order); in AVX2
+ * emu_dw2_row_avx2 adds two taps per vpmaddwd from the codes as they are (the zero point's share
+ * -z * sum w preset, a tap outside the image reading a row of zero points); with AVX-512
  * VNNI and the narrow requantization, emu_dw4_row: four taps per vpdpbusd (simd.h); on aarch64
  * with dotprod, emu_dw4_neon_row: four taps per sdot (simd_neon.h), without it the NEON row
  * requantized in registers when narrow (emu_dw_row_rq_neon, as AVX-512's emu_dw_row_rq_avx512).
@@ -33,6 +35,8 @@ typedef struct {
     int isa;          /* emu_isa() at prepare for multiplier 1, else EMU_ISA_PORTABLE */
     int32_t *filter32; /* [KH*KW][co] as EmuDwRow.filter (isa above portable only) */
     int32_t *zw;       /* [co] as EmuDwRow.zw (likewise) */
+    int16_t *pairs;    /* AVX2: EmuDw2Row's pairs and zero-point row, else NULL */
+    int8_t *zrow;
     EmuRequant rq;
     EmuDw4 dw4;      /* emu_dw4_row's constants (dw4.w NULL: not that path) */
     EmuConv16 *wide; /* int16 activations (conv16.c): every other field unused */
@@ -45,6 +49,8 @@ static void dw_release(void *params) {
     free(p->wrep);
     free(p->filter32);
     free(p->zw);
+    free(p->pairs);
+    free(p->zrow);
     emu_dw4_free(&p->dw4);
     emu_conv16_free(p->wide);
     emu_requant_free(&p->rq);
@@ -96,6 +102,13 @@ static int dw_fill(const NeuronModel *m, const EmuOperation *op, EmuNumerics num
         for (size_t i = 0; i < taps * p->co; i++) { /* simd.h: w's int16, a zero int16 */
             p->filter32[i] = (int32_t)(uint16_t)(int16_t)wv[i];
             p->zw[i % (size_t)p->co] -= p->z_in * wv[i];
+        }
+        if (p->isa == EMU_ISA_AVX2) {
+            p->pairs = malloc((taps + 1) / 2 * 2 * (size_t)p->co * sizeof *p->pairs);
+            p->zrow = malloc((size_t)p->co);
+            if (p->pairs == NULL || p->zrow == NULL) return NEURON_OUT_OF_MEMORY;
+            emu_dw2_pack(wv, (int32_t)taps, p->co, p->pairs);
+            memset(p->zrow, (uint8_t)(int8_t)p->z_in, (size_t)p->co);
         }
         if (p->isa == EMU_ISA_AVX512 && p->rq.narrow && emu_dw4_ready())
             return dw_fill4(p, wv, emu_dw4_pack);
@@ -226,11 +239,13 @@ EMU_BODY void dw_rows(const DwJob *job, int64_t begin, int64_t end, uint8_t *scr
     int16_t *xs = (int16_t *)(acc + (size_t)p->ow * p->co);
     EmuDwRow d = {NULL, p->filter32, emu_dw_geom(&p->win, p->h, p->w, p->ci, p->ow), p->z_in,
                   p->zw};
+    EmuDw2Row d2 = {NULL, p->pairs, p->zw, p->zrow, d.g};
     const EmuDwRq rq = {p->rq.bias32, p->rq.left32, p->rq.m32, p->rq.right32, p->rq.mask32,
                         p->rq.z_out, p->rq.lo, p->rq.hi};
     for (int64_t row = begin; row < end; row++) {
         const int32_t b = (int32_t)(row / p->oh), oy = (int32_t)(row % p->oh);
         d.image = job->in + (size_t)b * p->h * p->w * p->ci;
+        d2.image = d.image;
         if (p->dw4.w != NULL) {
             (p->isa == EMU_ISA_NEON ? emu_dw4_neon_row : emu_dw4_row)(
                 &p->dw4, &d.g, d.image, oy, job->out + (size_t)row * p->ow * p->co,
@@ -248,7 +263,7 @@ EMU_BODY void dw_rows(const DwJob *job, int64_t begin, int64_t end, uint8_t *scr
         if (p->isa == EMU_ISA_AVX512)
             emu_dw_row_avx512(&d, oy, acc, taps);
         else if (p->isa == EMU_ISA_AVX2)
-            emu_dw_row_avx2(&d, oy, acc, taps);
+            emu_dw2_row_avx2(&d2, oy, acc, (const int8_t **)(void *)taps);
         else if (p->isa == EMU_ISA_NEON)
             emu_dw_row_neon(&d, oy, acc, taps);
         else if (p->wrep != NULL)

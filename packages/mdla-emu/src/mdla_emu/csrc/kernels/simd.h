@@ -60,7 +60,28 @@ typedef struct {
 /* The taps of output pixel (oy, ox) inside the image, as pairs (input offset, filter offset)
  * in `taps` (2 * kh * kw int32); their count is returned. Both rows' (int8 and 16x8). */
 int32_t emu_dw_taps(const EmuDwGeom *g, int32_t oy, int32_t ox, int32_t *taps);
-void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
+/* The same int32 sums in AVX2 two taps per vpmaddwd (simd_dw.c; emu_isa() at least AVX2), from
+ * the codes x as they are:
+ *   acc[ox][c] = zw[c] + sum over the taps t (padded to even) of x_t[c] * w_t[c]
+ * where x_t is the input pixel tap t reads, or a row of zero points z when it lies outside the
+ * image (or t is the pad tap past kh * kw, whose w is 0), and zw = -z * sum_t w_t: an outside
+ * tap adds z * w - z * w = 0 and an inside one (x - z) * w: the sums above. Per
+ * pair of taps the two rows' bytes are interleaved and widened to int16 pairs (x_a, x_b), and
+ * vpmaddwd against (w_a, w_b) adds x_a w_a + x_b w_b to the channel's int32 lane. Exact:
+ * |x| <= 128 and |w| <= 127, so each product and the pair's sum fit (|.| <= 2 * 2^14), and the
+ * int32 additions wrap modulo 2^32 while the final value, the true acc, fits int32 (the
+ * header's bound), so the lane ends on it whatever the order. `rows` holds kh * kw + 1
+ * pointers. */
+typedef struct {
+    const int8_t *image;  /* [h][w][c] of one batch item */
+    const int16_t *pairs; /* [(kh * kw + 1) / 2][c][2]: taps 2p and 2p + 1's w (emu_dw2_pack) */
+    const int32_t *zw;    /* [c]: -z * sum over the kh * kw taps of w[t][c] */
+    const int8_t *zrow;   /* [c] codes z */
+    EmuDwGeom g;
+} EmuDw2Row;
+/* `pairs` ((taps + 1) / 2 * c * 2 int16) from w[taps][c], 0 for the pad tap. */
+void emu_dw2_pack(const int8_t *w, int32_t taps, int32_t c, int16_t *pairs);
+void emu_dw2_row_avx2(const EmuDw2Row *d, int32_t oy, int32_t *acc, const int8_t **rows);
 void emu_dw_row_avx512(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
 /* emu_dw_row_avx512 with the narrow requantization (kernels.h EmuRequant.narrow) on the
  * registers: out[ox][c] = requant_narrow((acc[ox][c] + bias[c]) * 2^left[c]), int8,

@@ -1,6 +1,6 @@
 /*
- * simd_dw.c: the multiplier-1 DEPTHWISE_CONV_2D rows of simd.h (emu_dw_row_*) in AVX2 and
- * AVX-512 intrinsics; their exactness is beside their declarations in simd.h, the narrow
+ * simd_dw.c: the multiplier-1 DEPTHWISE_CONV_2D rows of simd.h (emu_dw2_row_avx2, emu_dw_row_*)
+ * in AVX2 and AVX-512 intrinsics; their exactness is beside their declarations in simd.h, the narrow
  * requantization's in simd.c's header.
  */
 #include <stdlib.h>
@@ -34,6 +34,15 @@ void emu_dw_columns(const EmuDwGeom *g, int32_t *lo, int32_t *hi) {
     if (*hi < *lo) *hi = *lo;
 }
 
+void emu_dw2_pack(const int8_t *w, int32_t taps, int32_t c, int16_t *pairs) {
+    for (int32_t p = 0; p < (taps + 1) / 2; p++)
+        for (int32_t k = 0; k < c; k++)
+            for (int32_t j = 0; j < 2; j++) {
+                const int32_t t = 2 * p + j;
+                pairs[((size_t)p * c + k) * 2 + j] = t < taps ? w[(size_t)t * c + k] : 0;
+            }
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
@@ -41,49 +50,74 @@ void emu_dw_columns(const EmuDwGeom *g, int32_t *lo, int32_t *hi) {
 
 #define EMU_T_AVX2 __attribute__((target("avx2")))
 
-EMU_T_AVX2 void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
+/* Output pixel (oy, ox)'s tap rows in `rows` (simd.h EmuDw2Row): the input pixel each tap reads,
+ * or the zero-point row for a tap outside the image and for the pad tap past kh * kw. */
+static void dw2_rows(const EmuDw2Row *d, int32_t oy, int32_t ox, const int8_t **rows) {
+    const EmuDwGeom *g = &d->g;
+    int32_t t = 0;
+    for (int32_t i = 0; i < g->kh; i++) {
+        const int32_t iy = oy * g->stride_h + i * g->dil_h - g->pad_top;
+        for (int32_t j = 0; j < g->kw; j++, t++) {
+            const int32_t ix = ox * g->stride_w + j * g->dil_w - g->pad_left;
+            const bool inside = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w;
+            rows[t] = inside ? d->image + ((size_t)iy * g->w + ix) * g->c : d->zrow;
+        }
+    }
+    if (t % 2) rows[t] = d->zrow;
+}
+
+/* Channels [k, k + 8 * nb) of one pixel (nb 2 or 4: 16 or 32 channels, whole blocks of 16
+ * bytes per row) or, for nb 1, the 8 from k (8-byte loads): per pair of taps the two rows'
+ * bytes interleaved (unpack), widened to int16 pairs and one vpmaddwd against the pair's
+ * weights per 8 channels. */
+EMU_T_AVX2 static inline __attribute__((always_inline)) void
+dw2_block(const EmuDw2Row *d, const int8_t *const *rows, int32_t pairs, int32_t k, int nb,
+          int32_t *out) {
     const int32_t c = d->g.c;
-    const __m256i z = _mm256_set1_epi32(d->z);
+    __m256i s[4];
+    for (int b = 0; b < nb; b++)
+        s[b] = _mm256_loadu_si256((const __m256i *)(const void *)(d->zw + k + 8 * b));
+    for (int32_t p = 0; p < pairs; p++) {
+        const int8_t *r0 = rows[2 * p] + k, *r1 = rows[2 * p + 1] + k;
+        const int16_t *w = d->pairs + ((size_t)p * c + k) * 2;
+        for (int h = 0; h < nb; h += 2) { /* 16 channels: two 8-channel sums */
+            __m128i lo, hi;
+            if (nb == 1) {
+                lo = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)r0),
+                                       _mm_loadl_epi64((const __m128i *)(const void *)r1));
+                hi = lo;
+            } else {
+                const __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(r0 + 8 * h));
+                const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(r1 + 8 * h));
+                lo = _mm_unpacklo_epi8(a, b);
+                hi = _mm_unpackhi_epi8(a, b);
+            }
+            const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 16 * h));
+            s[h] = _mm256_add_epi32(s[h], _mm256_madd_epi16(_mm256_cvtepi8_epi16(lo), w0));
+            if (nb == 1) break;
+            const __m256i w1 =
+                _mm256_loadu_si256((const __m256i *)(const void *)(w + 16 * h + 16));
+            s[h + 1] = _mm256_add_epi32(s[h + 1], _mm256_madd_epi16(_mm256_cvtepi8_epi16(hi), w1));
+        }
+    }
+    for (int b = 0; b < nb; b++) _mm256_storeu_si256((__m256i *)(void *)(out + k + 8 * b), s[b]);
+}
+
+EMU_T_AVX2 void emu_dw2_row_avx2(const EmuDw2Row *d, int32_t oy, int32_t *acc,
+                                 const int8_t **rows) {
+    const int32_t c = d->g.c, taps = d->g.kh * d->g.kw, pairs = (taps + 1) / 2;
     for (int32_t ox = 0; ox < d->g.ow; ox++) {
-        const int32_t n = emu_dw_taps(&d->g, oy, ox, taps);
+        dw2_rows(d, oy, ox, rows);
         int32_t *out = acc + (size_t)ox * c;
         int32_t k = 0;
-        /* 32 channels per pass over the taps: four independent sums, and each tap's two
-         * offsets loaded once for them (8 at a time left the loop bound by those loads) */
-        for (; k + 32 <= c; k += 32) {
-            __m256i s[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(),
-                            _mm256_setzero_si256(), _mm256_setzero_si256()};
-            for (int32_t t = 0; t < n; t++) {
-                const int8_t *xp = d->image + taps[2 * t] + k;
-                const int32_t *wp = d->filter + taps[2 * t + 1] + k;
-                for (int q = 0; q < 4; q++) {
-                    const __m256i x = _mm256_cvtepi8_epi32(
-                        _mm_loadl_epi64((const __m128i *)(const void *)(xp + 8 * q)));
-                    const __m256i w =
-                        _mm256_loadu_si256((const __m256i *)(const void *)(wp + 8 * q));
-                    s[q] = _mm256_add_epi32(s[q], _mm256_madd_epi16(_mm256_sub_epi32(x, z), w));
-                }
-            }
-            for (int q = 0; q < 4; q++)
-                _mm256_storeu_si256((__m256i *)(void *)(out + k + 8 * q), s[q]);
-        }
-        for (; k + 8 <= c; k += 8) {
-            __m256i s = _mm256_setzero_si256();
-            for (int32_t t = 0; t < n; t++) {
-                const __m256i x = _mm256_cvtepi8_epi32(
-                    _mm_loadl_epi64((const __m128i *)(const void *)(d->image + taps[2 * t] + k)));
-                const __m256i w = _mm256_loadu_si256(
-                    (const __m256i *)(const void *)(d->filter + taps[2 * t + 1] + k));
-                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_sub_epi32(x, z), w));
-            }
-            _mm256_storeu_si256((__m256i *)(void *)(out + k), s);
-        }
-        for (; k < c; k++) {
-            int32_t s = 0;
-            for (int32_t t = 0; t < n; t++) /* the filter's low 16 bits: w as int16 */
-                s += (d->image[taps[2 * t] + k] - d->z) *
-                     (int16_t)(uint16_t)(uint32_t)d->filter[taps[2 * t + 1] + k];
-            out[k] = s;
+        for (; k + 32 <= c; k += 32) dw2_block(d, rows, pairs, k, 4, out);
+        for (; k + 16 <= c; k += 16) dw2_block(d, rows, pairs, k, 2, out);
+        for (; k + 8 <= c; k += 8) dw2_block(d, rows, pairs, k, 1, out);
+        for (; k < c; k++) { /* the same integers, one channel at a time */
+            int32_t v = d->zw[k];
+            for (int32_t t = 0; t < 2 * pairs; t++)
+                v += rows[t][k] * d->pairs[((size_t)(t / 2) * c + k) * 2 + t % 2];
+            out[k] = v;
         }
     }
 }
@@ -170,13 +204,14 @@ EMU_T_AVX512 void emu_dw_row_rq_avx512(const EmuDwRow *d, const EmuDwRq *rq, int
     dw_row16(d, oy, NULL, taps, rq, out);
 }
 #else
-void emu_dw_row_avx2(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
-    (void)d, (void)oy, (void)acc, (void)taps;
+void emu_dw2_row_avx2(const EmuDw2Row *d, int32_t oy, int32_t *acc, const int8_t **rows) {
+    (void)d, (void)oy, (void)acc, (void)rows;
     abort(); /* unreachable: emu_isa() is EMU_ISA_PORTABLE here */
 }
 
 void emu_dw_row_avx512(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps) {
-    emu_dw_row_avx2(d, oy, acc, taps);
+    (void)d, (void)oy, (void)acc, (void)taps;
+    abort(); /* unreachable: emu_isa() is EMU_ISA_PORTABLE here */
 }
 
 void emu_dw_row_rq_avx512(const EmuDwRow *d, const EmuDwRq *rq, int32_t oy, int8_t *out,

@@ -22,7 +22,7 @@ bool emu_neon_dotprod(void);
 /* simd.h's emu_requant_narrow_avx2, 8 int32 lanes (two q registers) at a time. */
 void emu_requant_narrow_neon(const EmuNarrow *k, const int32_t *acc, int8_t *out, int32_t n);
 
-/* simd.h's emu_dw_row_avx2: the int32 sums of one output row of a multiplier-1 depthwise
+/* simd.h's emu_dw_row_avx512 (emu_dw2_row_avx2): the int32 sums of one output row of a multiplier-1 depthwise
  * convolution, 16 then 8 channels per block (x - z as int16, one widening smlal per product). */
 void emu_dw_row_neon(const EmuDwRow *d, int32_t oy, int32_t *acc, int32_t *taps);
 
