@@ -185,13 +185,55 @@ tile_s16(const int16_t *a, const int16_t *w, size_t panel, int32_t depth, int32_
     }
 }
 
+/* 6 rows x 16 columns (two whole panels): 12 sums, the 2 filter vectors and one row broadcast
+ * at a time in the 16 ymm registers, each as a named variable (gcc 12 allocates those without
+ * the copies it made of an array's), so each k pair's two filter loads serve 12 multiply-adds. */
+#define MADD2(r)                                                                                 \
+    memcpy(&pair, a + (size_t)(r) * depth + k, sizeof pair);                                     \
+    x = _mm256_set1_epi32(pair);                                                                 \
+    c##r##0 = _mm256_add_epi32(c##r##0, _mm256_madd_epi16(x, b0));                               \
+    c##r##1 = _mm256_add_epi32(c##r##1, _mm256_madd_epi16(x, b1))
+EMU_T_AVX2 static void tile6_s16(const int16_t *a, const int16_t *w, size_t panel, int32_t depth,
+                                 int32_t *out, int32_t ldo) {
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    const __m256i *w0 = (const __m256i *)(const void *)w;
+    const __m256i *w1 = (const __m256i *)(const void *)(w + panel);
+    for (int32_t k = 0; k < depth; k += 2) {
+        int32_t pair; /* row r's (a[k], a[k + 1]) */
+        const __m256i b0 = _mm256_loadu_si256(w0 + k / 2), b1 = _mm256_loadu_si256(w1 + k / 2);
+        __m256i x;
+        MADD2(0);
+        MADD2(1);
+        MADD2(2);
+        MADD2(3);
+        MADD2(4);
+        MADD2(5);
+    }
+#define ST2(r)                                                                                   \
+    _mm256_storeu_si256((__m256i *)(void *)(out + (size_t)(r) * ldo), c##r##0);                  \
+    _mm256_storeu_si256((__m256i *)(void *)(out + (size_t)(r) * ldo + 8), c##r##1)
+    ST2(0);
+    ST2(1);
+    ST2(2);
+    ST2(3);
+    ST2(4);
+    ST2(5);
+#undef ST2
+}
+#undef MADD2
+
 EMU_T_AVX2 void emu_gemm_s16_avx2(const int16_t *a, const int16_t *packed, int32_t *out,
                                   int32_t rows, int32_t cols, int32_t depth, int32_t ldo) {
     const size_t panel = (size_t)depth * 8;
+    const int32_t rows6 = rows / 12 * 12; /* in 6-row tiles; the rest (a multiple of 4) in 4 */
     for (int32_t o = 0; o < cols; o += 16) {
         const int np = cols - o > 8 ? 2 : 1; /* the second panel masked past cols */
         const int16_t *w = packed + (size_t)(o / 8) * panel;
-        for (int32_t p = 0; p < rows; p += 4) {
+        int32_t p = 0;
+        for (; np == 2 && cols - o >= 16 && p < rows6; p += 6)
+            tile6_s16(a + (size_t)p * depth, w, panel, depth, out + (size_t)p * ldo + o, ldo);
+        for (; p < rows; p += 4) {
             const int16_t *ap = a + (size_t)p * depth;
             int32_t *op = out + (size_t)p * ldo + o;
             if (np == 2)
