@@ -1,6 +1,7 @@
 """One engine build recipe: the local build, `workbench engine --build` and a phone's own build
 over SSH (remote.BUILD) use the same flags, libraries and compiler search order
-(mdla_runtime.build: `flat_build_command`, `shell_build_script`, mdla_emu's `COMPILERS`)."""
+(mdla_runtime.build: `flat_build_commands`, `shell_build_script`, mdla_emu's `COMPILERS`), and
+compile their files side by side (mdla_emu.build: `build_commands`, `run_build`, `jobs`)."""
 
 from __future__ import annotations
 
@@ -18,20 +19,72 @@ from mdla_runtime.build import (
     ENGINE_LIBS,
     engine_source_names,
     engine_sources,
-    flat_build_command,
+    flat_build_commands,
     shell_build_script,
 )
 from mdla_runtime.engine.ssh import remote
 
 
-def test_the_phone_runs_the_same_recipe() -> None:
+def _recording_compiler(path: Path, log: Path) -> None:
+    """A compiler that appends its argv (one line, NUL-separated) to `log` and writes its -o."""
+    path.write_text(
+        "#!/bin/sh\n"
+        f'printf "%s\\0" "$@" >> "{log}"; echo >> "{log}"\n'
+        'while [ $# -gt 0 ]; do [ "$1" = -o ] && : > "$2"; shift; done\n'
+    )
+    path.chmod(0o755)
+
+
+def _recorded(log: Path) -> list[list[str]]:
+    return [line.rstrip("\0").split("\0") for line in log.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("jobs", ["1", "3", "64"])
+def test_the_phone_runs_the_same_commands(tmp_path: Path, jobs: str) -> None:
+    """The phone's script runs `flat_build_commands`' compiles (any order, `jobs` at a time),
+    then its link, word for word."""
     assert shell_build_script() in remote.BUILD
-    line = next(s for s in shell_build_script().splitlines() if s.startswith('"$CC_"'))
-    flags, libs = " ".join((*BASE_FLAGS, *ENGINE_FLAGS)), " ".join(ENGINE_LIBS)
-    assert line == f'"$CC_" {flags} -I. "$@" -o mdla-engine {libs}; chmod 700 mdla-engine'
-    cmd = flat_build_command("cc")
-    assert cmd == ["cc", *BASE_FLAGS, *ENGINE_FLAGS, "-I.", *engine_source_names(), "-o",
-                   "mdla-engine", *ENGINE_LIBS]  # fmt: skip
+    log, cc = tmp_path / "log", tmp_path / "fakecc"
+    _recording_compiler(cc, log)
+    env = os.environ | {"CC": str(cc), "MDLA_BUILD_JOBS": jobs}
+    proc = subprocess.run(
+        ["sh", "-c", shell_build_script(), "sh", *engine_source_names()],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    compiles, link = flat_build_commands(str(cc))
+    ran = _recorded(log)
+    assert sorted(ran[:-1]) == sorted([c[1:] for c in compiles])
+    assert ran[-1] == link[1:]
+    flags, names = [*BASE_FLAGS, *ENGINE_FLAGS], engine_source_names()
+    objs = [f"{i:03d}-{Path(n).stem}.o" for i, n in enumerate(names)]
+    assert compiles == [
+        [str(cc), *flags, "-I.", "-c", n, "-o", o] for n, o in zip(names, objs, strict=True)
+    ]
+    assert link == [str(cc), *flags, *objs, "-o", "mdla-engine", *ENGINE_LIBS]
+
+
+def test_a_file_that_does_not_compile_stops_the_phone_build_before_the_link(tmp_path: Path) -> None:
+    for name, text in {
+        "a.c": "int a(void) { return 1; }\n",
+        "b.c": "int b(void) { nope }\n",
+    }.items():
+        (tmp_path / name).write_text(text)
+    env = os.environ | {"CC": find_compiler(), "MDLA_BUILD_JOBS": "2"}
+    proc = subprocess.run(
+        ["sh", "-c", shell_build_script(), "sh", "a.c", "b.c"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 1
+    assert "b.c" in proc.stderr
+    assert "nope" in proc.stderr
+    assert not (tmp_path / "mdla-engine").exists()
 
 
 def _fake_compilers(bin_dir: Path, names: tuple[str, ...], log: Path) -> None:
@@ -62,7 +115,9 @@ def test_the_shell_recipe_searches_compilers_in_the_local_order(
     assert proc.returncode == 0, proc.stderr
     monkeypatch.setenv("PATH", path)
     monkeypatch.delenv("CC", raising=False)
-    assert log.read_text().split() == [Path(find_compiler()).name]
+    called = log.read_text().split()  # one line per compile, one for the link
+    assert set(called) == {Path(find_compiler()).name}
+    assert len(called) == 2
     assert Path(find_compiler()).name == next(c for c in COMPILERS if c in present)
 
 

@@ -4,11 +4,12 @@ name, for a shell, a script or `adb push`:
     workbench engine --build -o mdla-engine                                   # this machine
     workbench engine --build --cc $NDK/.../aarch64-linux-android30-clang -o mdla-engine
 
-The recipe is the one a phone builds by itself over SSH (`mdla_runtime.build.flat_build_command`,
+The recipe is the one a phone builds by itself over SSH (`mdla_runtime.build.flat_build_commands`,
 which `mdla_runtime.engine.ssh.remote.BUILD` runs as shell):
 every engine source and header, the ones generated from the op schema included
-(`mdla_runtime.build.engine_sources`), written flat into a temporary directory and compiled in
-one call with the host build's flags and libraries. So a cross-build needs nothing from this
+(`mdla_runtime.build.engine_sources`), written flat into a temporary directory, each .c file
+compiled with the host build's flags (side by side, `mdla_emu.build.jobs()` at once) and linked
+with its libraries. So a cross-build needs nothing from this
 checkout but the command, and cannot miss a file the source list gained.
 """
 
@@ -16,13 +17,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from mdla_runtime.atomic import write_atomic
-from mdla_runtime.build import COMPILERS, engine_sources, flat_build_command
+from mdla_runtime.build import COMPILERS, engine_sources, flat_build_commands, run_build
+from mdla_runtime.errors import BuildError
 from workbench.errors import BAD_INPUT, USAGE, WorkbenchError
 
 MACHINES = {3: "x86 (32-bit)", 40: "arm (32-bit)", 62: "x86-64", 183: "aarch64", 243: "riscv"}
@@ -67,15 +68,15 @@ def build_engine(out: Path, cc: str | None = None) -> Built:
         for name, blob in engine_sources().items():
             (Path(tmp) / name).write_bytes(blob)
         built = Path(tmp) / "mdla-engine"
-        cmd = flat_build_command(compiler, built.name)
-        proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0:
-            detail = proc.stderr.strip().splitlines()[-3:] or ["no message"]
+        try:
+            run_build(*flat_build_commands(compiler, built.name), "mdla-engine", cwd=tmp)
+        except BuildError as exc:
+            detail = str(exc).strip().splitlines()[1:][-3:] or ["no message"]
             raise WorkbenchError(
-                f"{compiler} could not build mdla-engine (exit {proc.returncode}): "
+                f"{compiler} could not build mdla-engine (exit {exc.returncode}): "
                 + " | ".join(detail),
                 BAD_INPUT,
-            )
+            ) from None
         out.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(out, built.read_bytes(), mode=0o777)
     return Built(out, compiler, machine_of(out))

@@ -23,6 +23,7 @@ from mdla_emu.build import COMPILERS as COMPILERS
 from mdla_emu.build import cache_dir as cache_dir
 from mdla_emu.build import find_compiler as find_compiler
 from mdla_emu.build import generated_file as generated_file
+from mdla_emu.build import run_build as run_build
 from mdla_emu.emulator import CSRC as EMU_CSRC
 from mdla_emu.emulator import KERNELS, kernel_sources
 from mdla_runtime.codegen import headers
@@ -78,25 +79,40 @@ def engine_source_names() -> tuple[str, ...]:
     return tuple(s.name for s in ENGINE_SOURCES)
 
 
-def flat_build_command(cc: str, out: str = "mdla-engine") -> list[str]:
-    """The engine's build recipe in a directory holding `engine_sources()` flat: what
-    `workbench engine --build` runs, and (as `shell_build_script`) what a phone runs over SSH;
-    the local build (`engine_path`) passes the same flags and libraries."""
-    return [cc, *BASE_FLAGS, *ENGINE_FLAGS, "-I.", *engine_source_names(), "-o", out, *ENGINE_LIBS]
+def flat_build_commands(cc: str, out: str = "mdla-engine") -> tuple[list[list[str]], list[str]]:
+    """The engine's build recipe in a directory holding `engine_sources()` flat, as (one compile
+    per .c file, the link) to run with `mdla_emu.build.run_build`: what `workbench engine
+    --build` runs, and (as `shell_build_script`) what a phone runs over SSH; the local build
+    (`engine_path`) passes the same flags and libraries."""
+    return emu_build.build_commands(
+        cc, (*BASE_FLAGS, *ENGINE_FLAGS), engine_source_names(), out, ENGINE_LIBS, includes=("-I.",)
+    )
 
 
 def shell_build_script() -> str:
-    """`flat_build_command` as POSIX sh for a phone: the compiler is $CC, else the first of
-    `COMPILERS` found (the local build's order); the source names come as the script's "$@".
-    Prints MDLA_NO_COMPILER and exits 3 when there is none."""
+    """`flat_build_commands` as POSIX sh for a phone: the compiler is $CC, else the first of
+    `COMPILERS` found (the local build's order); the source names come as the script's "$@",
+    compiled `nproc` at a time (`$MDLA_BUILD_JOBS` overrides), then linked. Prints
+    MDLA_NO_COMPILER and exits 3 when there is none; exits 1 when a file does not compile (the
+    compiler's messages on stderr)."""
     names = " ".join(f'"{c}"' for c in ("${CC:-cc}", *COMPILERS))
-    flags = " ".join(shlex.quote(f) for f in (*BASE_FLAGS, *ENGINE_FLAGS, "-I."))
+    flags = " ".join(shlex.quote(f) for f in (*BASE_FLAGS, *ENGINE_FLAGS))
     libs = " ".join(shlex.quote(f) for f in ENGINE_LIBS)
     return (
         f"CC_=; for c in {names}; do\n"
         '  if command -v "$c" >/dev/null 2>&1; then CC_=$c; break; fi\ndone\n'
         '[ -n "$CC_" ] || { echo MDLA_NO_COMPILER >&2; exit 3; }\n'
-        f'"$CC_" {flags} "$@" -o mdla-engine {libs}; chmod 700 mdla-engine\n'
+        "n=${MDLA_BUILD_JOBS:-$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null)}\n"
+        "case $n in '' | *[!0-9]* | 0) n=1;; esac\n"
+        "i=0; objs=; pids=; bad=0\n"
+        'for s in "$@"; do\n'
+        '  o=$(printf %03d "$i")-${s%.c}.o; objs="$objs $o"; i=$((i + 1))\n'
+        f'  "$CC_" {flags} -I. -c "$s" -o "$o" & pids="$pids $!"\n'
+        '  if [ $((i % n)) -eq 0 ]; then for q in $pids; do wait "$q" || bad=1; done; pids=; fi\n'
+        "done\n"
+        'for q in $pids; do wait "$q" || bad=1; done\n'
+        '[ "$bad" -eq 0 ] || exit 1\n'
+        f'"$CC_" {flags} $objs -o mdla-engine {libs}; chmod 700 mdla-engine\n'
     )
 
 
