@@ -391,15 +391,12 @@ EMU_T_VBMI void emu_lut_vbmi(const int8_t *table, const int8_t *x, int8_t *y, ui
 bool emu_lut_vbmi_ready(void) { return cpu_vbmi && emu_isa() == EMU_ISA_AVX512; }
 
 EMU_T_AVX2 void emu_lut_avx2(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n) {
-    __m256i rows[16], keys[16];
-    for (int j = 0; j < 16; j++) { /* row j in both halves; the key folds x ^ 0x80 in */
+    __m256i rows[16];
+    for (int j = 0; j < 16; j++) /* row j in both 128-bit halves */
         rows[j] = _mm256_broadcastsi128_si256(
             _mm_loadu_si128((const __m128i *)(const void *)(table + 16 * j)));
-        keys[j] = _mm256_set1_epi8((int8_t)(uint8_t)(0x80 ^ (16 * j)));
-    }
-    const __m256i bias = _mm256_set1_epi8(0x70);
-    uint64_t i = 0;
-    for (; i < n; i += 32) {
+    const __m256i flip = _mm256_set1_epi8(-128), low = _mm256_set1_epi8(15);
+    for (uint64_t i = 0; i < n; i += 32) {
         const uint64_t c = n - i < 32 ? n - i : 32;
         __m256i v;
         int8_t tmp[32];
@@ -410,11 +407,18 @@ EMU_T_AVX2 void emu_lut_avx2(const int8_t *table, const int8_t *x, int8_t *y, ui
             memcpy(tmp, x + i, c);
             v = _mm256_loadu_si256((const __m256i *)(void *)tmp);
         }
-        __m256i r = _mm256_setzero_si256();
-        for (int j = 0; j < 16; j++) {
-            const __m256i k = _mm256_adds_epu8(_mm256_xor_si256(v, keys[j]), bias);
-            r = _mm256_or_si256(r, _mm256_shuffle_epi8(rows[j], k));
-        }
+        const __m256i u = _mm256_xor_si256(v, flip), at = _mm256_and_si256(u, low);
+        const __m256i b4 = _mm256_slli_epi16(u, 3), b5 = _mm256_slli_epi16(u, 2),
+                      b6 = _mm256_slli_epi16(u, 1);
+#define ROW(j) _mm256_shuffle_epi8(rows[j], at)
+#define PAIR(i) _mm256_blendv_epi8(ROW(2 * (i)), ROW(2 * (i) + 1), b4)
+#define QUAD(i) _mm256_blendv_epi8(PAIR(2 * (i)), PAIR(2 * (i) + 1), b5)
+#define OCT(i) _mm256_blendv_epi8(QUAD(2 * (i)), QUAD(2 * (i) + 1), b6)
+        const __m256i r = _mm256_blendv_epi8(OCT(0), OCT(1), u);
+#undef OCT
+#undef QUAD
+#undef PAIR
+#undef ROW
         if (c == 32) {
             _mm256_storeu_si256((__m256i *)(void *)(y + i), r);
         } else {

@@ -212,11 +212,13 @@ void emu_gemm_s16_avx2(const int16_t *a, const int16_t *packed, int32_t *out, in
 bool emu_lut_vbmi_ready(void);
 void emu_lut_vbmi(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n);
 /* The same lookup in AVX2 (emu_isa() at least EMU_ISA_AVX2), 32 codes a step: vpshufb looks up
- * 16-byte tables only, so the 256 entries are 16 rows of 16 and every row is tried. With
- * u = x + 128 = x ^ 0x80, row j's index is (u ^ 16 j) saturating-plus 0x70: u's high nibble is j
- * exactly when u ^ 16 j < 16, and then the index is 0x70 + (u & 15), whose low 4 bits pick the
- * entry; otherwise it is at least 0x80, whose top bit makes vpshufb write 0. So exactly one row
- * gives a nonzero lane's byte and the OR of the 16 lookups is table[u]. */
+ * 16-byte tables only, so the 256 entries are 16 rows of 16. With u = x + 128 = x ^ 0x80, row j
+ * looked up at u & 15 gives table[16 j + (u & 15)] in every lane (index < 16: no lane zeroed);
+ * then a tree of byte blends keeps, lane by lane, the row whose number is u's high nibble:
+ * between rows 2i and 2i + 1 by u's bit 4, between those pairs by bit 5, then 6, then 7
+ * (vpblendvb reads each byte's top bit: u shifted left by 3, 2, 1, 0 puts bit 4, 5, 6, 7
+ * there, the shift's carries from the byte below landing in the low bits). The lane keeps
+ * table[u]. */
 void emu_lut_avx2(const int8_t *table, const int8_t *x, int8_t *y, uint64_t n);
 
 /* int8 ADD / SUB (k_add.c) without its 256 x 256 table, 64 codes a step (simd_add.c):
