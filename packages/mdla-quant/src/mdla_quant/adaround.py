@@ -49,10 +49,11 @@ from mdla_quant.block_reconstruction import (
     grids_of,
     replace_weights,
 )
+from mdla_quant.native import library
 from mdla_quant.patch_rows import TapMap, maps_are_smaller, patches, reals
 from mdla_quant.reference import graph_accumulator, graph_numerics, run_op
 from mdla_quant.sequential import WEIGHTED_KINDS, Env, calibration_batch, dequantize, lockstep
-from mdla_quant.soft_rounding import SoftRounding, by_columns, matmul
+from mdla_quant.soft_rounding import SoftRounding, by_columns, by_rows, matmul
 
 Array = np.ndarray[Any, Any]
 ZETA, GAMMA = 1.1, -0.1
@@ -174,19 +175,48 @@ class _Layer:
     out_scale: float = 0.0  # the output's int8 grid when Q is in the loss (0: no Q)
     out_zero = 0
 
-    def act(self, y: Array) -> tuple[Array, Array]:
-        """Q(f(y)) and its straight-through derivative (f'(y) inside Q's range)."""
+    def _range(self) -> tuple[float, float]:
+        """The range f (and Q, when in the loss) clip to."""
         lo, hi = {"RELU": (0.0, np.inf), "RELU6": (0.0, 6.0), "RELU1": (-1.0, 1.0)}.get(
             self.fuse, (-np.inf, np.inf)
         )
         if self.out_scale > 0:
             s, z = self.out_scale, self.out_zero
             lo, hi = max(lo, s * (-128 - z)), min(hi, s * (127 - z))
+        return lo, hi
+
+    def act(self, y: Array) -> tuple[Array, Array]:
+        """Q(f(y)) and its straight-through derivative (f'(y) inside Q's range)."""
+        lo, hi = self._range()
         pass_through = ((y > lo) & (y < hi)).astype(y.dtype)
         y = np.clip(y, lo, hi)
         if self.out_scale > 0:
             y = (np.round(y / self.out_scale + self.out_zero) - self.out_zero) * self.out_scale
         return y, pass_through
+
+    def loss_grad(self, a: Array, bias: Array, target: Array, idx: Array, e0: float) -> Array:
+        """The step's d loss / d (layer output), 2 (Q(f(a + bias)) - target[idx]) f'(a + bias)
+        / (a.size * e0), from `a` the GEMM's rows `idx` (before the bias). Without Q in the
+        loss and on float32, one pass of C (`csrc/fit_grad.c`: numpy's operations in its
+        order, so the same bits) writes it over `a`, the rows cut over the threads; numpy's
+        passes otherwise (a dozen, each into a new array)."""
+        operands = (a, bias, target)
+        lib = library() if self.out_scale == 0 else None
+        shapes = a.ndim == 2 and bias.shape == (a.shape[1],) and target.shape[1:] == bias.shape
+        f32 = all(x.dtype == np.float32 and x.flags.c_contiguous for x in operands)
+        if lib is None or not (shapes and f32):
+            y, dact = self.act(a + bias)
+            out: Array = 2.0 * (y - target[idx]) * dact / (y.size * e0)
+            return out
+        lo, hi = self._range()
+        rows, c = np.ascontiguousarray(idx, np.int64), float(np.float32(a.size * e0))
+        at = (a.ctypes.data, bias.ctypes.data, target.ctypes.data, rows.ctypes.data)
+
+        def part(r: slice) -> None:
+            lib.mdla_fit_dy_f32(*at, a.shape[1], lo, hi, c, r.start, r.stop, a.ctypes.data)
+
+        by_rows(part, a.shape[0], a.size)
+        return a
 
 
 def _h(v: Array) -> Array:
@@ -223,9 +253,7 @@ def _fit(
     for t in range(1, iters + 1):
         idx = rng.integers(0, target.shape[0], min(batch, target.shape[0]))
         cols = layer.take(idx)
-        pre = layer.forward(soft.soft(), cols) + bias
-        y, dact = layer.act(pre)
-        dy = 2.0 * (y - target[idx]) * dact / (y.size * e_nearest)
+        dy = layer.loss_grad(layer.forward(soft.soft(), cols), bias, target, idx, e_nearest)
         beta = 20.0 + (2.0 - 20.0) * (t - warm) / max(iters - warm, 1) if t > warm else None
         soft.step(layer.grad(dy, cols), t, beta)
     v = soft.v

@@ -25,6 +25,7 @@ SOURCES = tuple(
         "block_taps.c",
         "balance.c",
         "moments.c",
+        "fit_grad.c",
     )
 )
 FLAGS = ("-O3", "-ffp-contract=off", "-fno-math-errno")  # never one fused multiply-add;
@@ -50,6 +51,7 @@ SIGNATURES = {
     "mdla_block_fused_quant_f32": (None, [_P, _N, _F, _F, _I, _F, _F, _P, _P, _P]),
     "mdla_balance_kernels": (None, [_P, _P, _P, _N, _N, _P]),
     "mdla_channel_sums_f32": (None, [_P, _N, _N, _P]),
+    "mdla_fit_dy_f32": (None, [_P, _P, _P, _P, _N, _F, _F, _F, _N, _N, _P]),
 }
 
 
