@@ -65,9 +65,10 @@ def test_the_gemm_cut_by_columns_is_the_whole_gemm(
     calls: list[tuple[int, ...]] = []
     real = np.matmul
 
-    def counted(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    def counted(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         calls.append(y.shape)
-        return real(x, y)
+        result: np.ndarray = real(x, y, out=out)
+        return result
 
     monkeypatch.setattr(soft_rounding, "MIN_MACS", 1)
     monkeypatch.setattr(soft_rounding.np, "matmul", counted)
@@ -107,3 +108,50 @@ def test_rows_are_cut_over_the_threads_once_each(
     soft_rounding.by_rows(seen.append, rows, size)
     assert len(seen) == parts
     assert sorted(i for r in seen for i in range(rows)[r]) == list(range(rows))
+
+
+def test_the_caller_takes_the_first_share_of_a_cut() -> None:
+    """`spread` runs the first lane on the calling thread and each other lane as one task of
+    the pool, and gives the results in the jobs' order."""
+    import threading
+
+    def job(k: int) -> tuple[int, str]:
+        return k, threading.current_thread().name.split("_")[0]
+
+    jobs = [lambda k=k: job(k) for k in range(5)]
+    got = soft_rounding.spread(jobs, 2)
+    assert [k for k, _ in got] == list(range(5))
+    assert [name for _, name in got] == ["MainThread", "soft-rounding"] * 2 + ["MainThread"]
+
+
+def test_a_cut_from_a_pool_thread_runs_inline() -> None:
+    """A job that cuts its own work (a pool thread calling `spread`) runs it on its own thread:
+    the pool never waits for itself, so there is no deadlock however small the pool."""
+    import threading
+
+    def inner() -> set[str]:
+        names = soft_rounding.spread([lambda: threading.current_thread().name] * 4, 2)
+        return set(names)
+
+    _, names = soft_rounding.spread([lambda: set(), inner], 2)  # `inner` on the pool's lane
+    assert len(names) == 1
+    assert names.pop().startswith("soft-rounding")
+
+
+def test_a_failing_share_waits_for_the_others() -> None:
+    """When the caller's share raises, the pool's shares (writing the caller's arrays) have
+    finished before the error propagates."""
+    import time
+
+    done: list[int] = []
+
+    def slow() -> None:
+        time.sleep(0.05)
+        done.append(1)
+
+    def fail() -> None:
+        raise ValueError("first share")
+
+    with pytest.raises(ValueError, match="first share"):
+        soft_rounding.spread([fail, slow], 2)
+    assert done == [1]

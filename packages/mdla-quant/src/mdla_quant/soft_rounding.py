@@ -24,16 +24,19 @@ and masks are kept), so the same bits; without the library, numpy as above.
 Threads: numpy's element-wise loops release the GIL, so the blocks of a large layer run in
 parallel (as do a depthwise layer's einsums cut by channels, `by_columns`, and the GEMMs cut
 by columns, `matmul`, each on one BLAS thread: `blas.one_blas_thread`); the thread count is
-the process's budget (`threads()`), never more than its cores.
+the process's budget (`threads()`), never more than its cores. The calling thread takes the
+first share of every cut itself and the pool the others (`spread`).
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
 import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -52,6 +55,7 @@ COLUMNS = 16  # a GEMM's column cuts fall on multiples of this (whole register t
 PARTS = 4  # a large GEMM's column parts, whatever the thread count (`matmul` says why)
 _FAST_POWERS = (-1.0, 0.0, 0.5, 1.0, 2.0)  # exponents ndarray.__pow__ computes without pow()
 _POOLS: dict[int, ThreadPoolExecutor] = {}
+POOL_NAME = "soft-rounding"  # the pool threads' name prefix
 _ZG, _G = np.float32(ZETA - GAMMA), np.float32(GAMMA)  # as numpy rounds them against float32
 
 
@@ -72,8 +76,34 @@ def threads() -> int:
 
 def _pool(n: int) -> ThreadPoolExecutor:
     if n not in _POOLS:
-        _POOLS[n] = ThreadPoolExecutor(n, thread_name_prefix="soft-rounding")
+        _POOLS[n] = ThreadPoolExecutor(n, thread_name_prefix=POOL_NAME)
     return _POOLS[n]
+
+
+def spread(jobs: Sequence[Callable[[], Any]], n: int) -> list[Any]:
+    """[job() for job in jobs], the jobs dealt out in turn to `n` lanes: the first lane runs on
+    the calling thread, each other one as one task of the pool (n - 1 threads). So a cut into
+    n parts costs n - 1 hand-offs, not n plus the caller's wake-up, and the caller works
+    instead of waiting. Which thread runs a job cannot change what it computes. From a pool
+    thread everything runs inline: a pool never waits for itself."""
+    n = min(n, len(jobs))
+    if n <= 1 or threading.current_thread().name.startswith(POOL_NAME):
+        return [job() for job in jobs]
+    lanes = [range(len(jobs))[i::n] for i in range(n)]
+
+    def run(lane: range) -> list[Any]:
+        return [jobs[k]() for k in lane]
+
+    futures = [_pool(n - 1).submit(run, lane) for lane in lanes[1:]]
+    try:
+        mine = run(lanes[0])
+    finally:  # the other lanes write into the caller's arrays: never leave them running
+        wait(futures)
+    out: list[Any] = [None] * len(jobs)
+    for lane, done in zip(lanes, [mine, *(f.result() for f in futures)], strict=True):
+        for k, value in zip(lane, done, strict=True):
+            out[k] = value
+    return out
 
 
 def by_columns(spec: str, a: Array, b: Array) -> Array:
@@ -85,11 +115,11 @@ def by_columns(spec: str, a: Array, b: Array) -> Array:
         out: Array = np.einsum(spec, a, b)
         return out
     cuts = [a.shape[-1] * i // n for i in range(n + 1)]
-    parts = [
-        _pool(n).submit(np.einsum, spec, a[..., i:j], b[..., i:j])
+    jobs = [
+        functools.partial(np.einsum, spec, a[..., i:j], b[..., i:j])
         for i, j in itertools.pairwise(cuts)
     ]
-    return np.concatenate([p.result() for p in parts], axis=-1)
+    return np.concatenate(spread(jobs, n), axis=-1)
 
 
 def by_rows(work: Callable[[slice], None], rows: int, size: int) -> None:
@@ -100,13 +130,13 @@ def by_rows(work: Callable[[slice], None], rows: int, size: int) -> None:
         work(slice(0, rows))
         return
     cuts = [rows * i // n for i in range(n + 1)]
-    for done in [_pool(n).submit(work, slice(i, j)) for i, j in itertools.pairwise(cuts)]:
-        done.result()
+    spread([functools.partial(work, slice(i, j)) for i, j in itertools.pairwise(cuts)], n)
 
 
 def matmul(a: Array, b: Array) -> Array:
     """a @ b (both 2-D), b's columns cut into parts when the product is large enough, the
-    parts run over the threads (each on one BLAS thread: `blas.one_blas_thread`).
+    parts run over the threads (each on one BLAS thread: `blas.one_blas_thread`), each
+    writing its columns of the result in place.
 
     The cut depends on the shapes alone, never on the thread count: OpenBLAS's AVX-512
     kernels give every output column the same sum however the columns are cut, but its AVX2
@@ -117,12 +147,13 @@ def matmul(a: Array, b: Array) -> Array:
         out: Array = a @ b
         return out
     cuts = [b.shape[1] * i // n // COLUMNS * COLUMNS for i in range(n)] + [b.shape[1]]
-    pieces = [(a, b[:, i:j]) for i, j in itertools.pairwise(cuts)]
-    workers = min(threads(), n)
-    if workers == 1:
-        return np.concatenate([np.matmul(x, y) for x, y in pieces], axis=1)
-    parts = [_pool(workers).submit(np.matmul, x, y) for x, y in pieces]
-    return np.concatenate([p.result() for p in parts], axis=1)
+    out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))
+    jobs = [  # each part's GEMM writes its columns of `out` in place (BLAS's ldc)
+        functools.partial(np.matmul, a, b[:, i:j], out=out[:, i:j])
+        for i, j in itertools.pairwise(cuts)
+    ]
+    spread(jobs, min(threads(), n))
+    return out
 
 
 def each_tensor(softs: list[SoftRounding], work: Callable[[int, SoftRounding], Any]) -> list[Any]:
@@ -137,9 +168,9 @@ def each_tensor(softs: list[SoftRounding], work: Callable[[int, SoftRounding], A
         if n < 2 or i not in small:
             out[i] = work(i, soft)
     if n >= 2:  # one-lane tensors submit nothing to the pool themselves: no nesting
-        done = {i: _pool(n).submit(work, i, softs[i]) for i in small}
-        for i, future in done.items():
-            out[i] = future.result()
+        done = spread([functools.partial(work, i, softs[i]) for i in small], n)
+        for i, value in zip(small, done, strict=True):
+            out[i] = value
     return out
 
 
@@ -225,11 +256,7 @@ class SoftRounding:
             for r in blocks:
                 work(r)
 
-        if len(self.lanes) == 1:
-            run(self.lanes[0])
-            return
-        for done in [_pool(len(self.lanes)).submit(run, lane) for lane in self.lanes]:
-            done.result()
+        spread([functools.partial(run, lane) for lane in self.lanes], len(self.lanes))
 
     def _scale(self, r: slice) -> Array:
         """The scales of the rows `r` (per row when flipped, per column or one otherwise)."""
