@@ -72,16 +72,21 @@ def test_no_cut_of_the_channels_changes_a_bit(
     assert _kernels(*step) == whole
 
 
-def test_c_and_numpy_give_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("positions", "taps"), [(256, 25), (255, 16)])
+def test_c_and_numpy_give_the_same_bits(
+    positions: int, taps: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """csrc/block_taps.c does numpy's float32 operations in numpy's order, on a lite0-sized
-    step (256 positions x 25 taps over 700 pixels, 1152 channels)."""
+    step (256 positions x 25 taps over 700 pixels, 1152 channels), and on one whose taps and
+    positions are not whole fours after the first (the C's register sums, and what is left)."""
     assert native.library() is not None
     rng = np.random.default_rng(3)
-    idx = rng.integers(0, 400, 256)
-    table = np.stack([rng.permutation(np.arange(1, 700))[:400] for _ in range(25)], 1)
+    idx = rng.integers(0, 400, positions)
+    table = np.stack([rng.permutation(np.arange(1, 700))[:400] for _ in range(taps)], 1)
     tap = table[idx]
     z, w, dd = (
-        rng.standard_normal(s).astype(np.float32) for s in [(700, 1152), (25, 1152), (256, 1152)]
+        rng.standard_normal(s).astype(np.float32)
+        for s in [(700, 1152), (taps, 1152), (positions, 1152)]
     )
     c = _kernels(z, tap, idx, w, dd, 700)
     monkeypatch.setattr(block_taps, "NATIVE", False)

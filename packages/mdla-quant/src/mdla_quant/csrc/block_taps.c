@@ -19,7 +19,9 @@
 #define BLOCK_CLONES
 #endif
 
-/* out[i, c] = z[tap[i, 0], c] * w[0, c] + ... + z[tap[i, t-1], c] * w[t-1, c] */
+/* out[i, c] = z[tap[i, 0], c] * w[0, c] + ... + z[tap[i, t-1], c] * w[t-1, c]; four terms at a
+   time are added in a register between one load and one store of out (the same additions in
+   the same order) */
 BLOCK_CLONES
 void mdla_block_dw_f32(const float *z, const int64_t *tap, size_t m, size_t t, const float *w,
                       size_t ld, size_t c0, size_t c1, float *out) {
@@ -28,7 +30,24 @@ void mdla_block_dw_f32(const float *z, const int64_t *tap, size_t m, size_t t, c
         const int64_t *tp = tap + i * t;
         const float *restrict x = z + (size_t)tp[0] * ld;
         for (size_t c = c0; c < c1; c++) o[c] = x[c] * w[c];
-        for (size_t k = 1; k < t; k++) {
+        size_t k = 1;
+        for (; k + 4 <= t; k += 4) {
+            const float *restrict x0 = z + (size_t)tp[k] * ld;
+            const float *restrict x1 = z + (size_t)tp[k + 1] * ld;
+            const float *restrict x2 = z + (size_t)tp[k + 2] * ld;
+            const float *restrict x3 = z + (size_t)tp[k + 3] * ld;
+            const float *restrict w0 = w + k * ld, *restrict w1 = w0 + ld;
+            const float *restrict w2 = w1 + ld, *restrict w3 = w2 + ld;
+            for (size_t c = c0; c < c1; c++) {
+                float s = o[c];
+                s = s + x0[c] * w0[c];
+                s = s + x1[c] * w1[c];
+                s = s + x2[c] * w2[c];
+                s = s + x3[c] * w3[c];
+                o[c] = s;
+            }
+        }
+        for (; k < t; k++) {
             const float *restrict xk = z + (size_t)tp[k] * ld;
             const float *restrict wk = w + k * ld;
             for (size_t c = c0; c < c1; c++) o[c] = o[c] + xk[c] * wk[c];
@@ -36,20 +55,44 @@ void mdla_block_dw_f32(const float *z, const int64_t *tap, size_t m, size_t t, c
     }
 }
 
-/* out[k, c] = z[tap[0, k], c] * dd[0, c] + ... + z[tap[m-1, k], c] * dd[m-1, c] */
+/* out[k, c] = z[tap[0, k], c] * dd[0, c] + ... + z[tap[m-1, k], c] * dd[m-1, c]; four rows'
+   terms at a time are added in a register between one load and one store of out */
 BLOCK_CLONES
 void mdla_block_dw_grad_f32(const float *z, const int64_t *tap, size_t m, size_t t,
                            const float *dd, size_t ld, size_t c0, size_t c1, float *out) {
-    for (size_t i = 0; i < m; i++) {
+    if (m == 0) return;
+    for (size_t k = 0; k < t; k++) {
+        const float *restrict x = z + (size_t)tap[k] * ld;
+        float *restrict o = out + k * ld;
+        for (size_t c = c0; c < c1; c++) o[c] = x[c] * dd[c];
+    }
+    size_t i = 1;
+    for (; i + 4 <= m; i += 4) {
+        const int64_t *t0 = tap + i * t, *t1 = t0 + t, *t2 = t1 + t, *t3 = t2 + t;
+        const float *restrict d0 = dd + i * ld, *restrict d1 = d0 + ld;
+        const float *restrict d2 = d1 + ld, *restrict d3 = d2 + ld;
+        for (size_t k = 0; k < t; k++) {
+            const float *restrict x0 = z + (size_t)t0[k] * ld;
+            const float *restrict x1 = z + (size_t)t1[k] * ld;
+            const float *restrict x2 = z + (size_t)t2[k] * ld;
+            const float *restrict x3 = z + (size_t)t3[k] * ld;
+            float *restrict o = out + k * ld;
+            for (size_t c = c0; c < c1; c++) {
+                float s = o[c];
+                s = s + x0[c] * d0[c];
+                s = s + x1[c] * d1[c];
+                s = s + x2[c] * d2[c];
+                s = s + x3[c] * d3[c];
+                o[c] = s;
+            }
+        }
+    }
+    for (; i < m; i++) {
         const float *restrict d = dd + i * ld;
         for (size_t k = 0; k < t; k++) {
             const float *restrict x = z + (size_t)tap[i * t + k] * ld;
             float *restrict o = out + k * ld;
-            if (i == 0) {
-                for (size_t c = c0; c < c1; c++) o[c] = x[c] * d[c];
-            } else {
-                for (size_t c = c0; c < c1; c++) o[c] = o[c] + x[c] * d[c];
-            }
+            for (size_t c = c0; c < c1; c++) o[c] = o[c] + x[c] * d[c];
         }
     }
 }
