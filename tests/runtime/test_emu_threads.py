@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import platform
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -231,5 +232,63 @@ def test_one_pixel_convs_split_at_the_default_minimum(monkeypatch: pytest.Monkey
     assert splits(conv_graph(small, seed=1), rng) == 0
     if not cpu_has_8bit_gemm() or platform.machine() != "x86_64":
         return  # the portable and aarch64 convs cut pixels only
+    for shape in (ONE_TILE["se_squeeze_1152_48"], (1, 1, 1, 48, 1152, 1, 1, 1, (0,) * 4, 0)):
+        assert splits(conv_graph(shape, seed=2), rng) == 1
+
+
+def cpu_has_avx2() -> bool:
+    return platform.machine() == "x86_64" and "avx2" in Path("/proc/cpuinfo").read_text().split()
+
+
+# (n, h, w, c, o, k, stride, dilation, pads, z_in): more output channels than pixels, so the
+# int16 AVX2 tiles cut the filter's channels over the threads (co not a multiple of 16 in most)
+WIDE = {
+    "classifier_640_1000": (1, 1, 1, 640, 1000, 1, 1, 1, (0, 0, 0, 0), -3),
+    "se_expand_48_200": ONE_TILE["se_expand_48_200"],
+    "two_images_64_97": ONE_TILE["two_images_64_97"],
+    "7x7_1x1_96_200": (1, 7, 7, 96, 200, 1, 1, 1, (0, 0, 0, 0), 9),
+    "7x7_3x3_64_120": (1, 7, 7, 64, 120, 3, 1, 1, (1, 1, 1, 1), -7),
+    "3x3_s2_four_pixels": ONE_TILE["3x3_s2_four_pixels"],
+}
+
+
+@pytest.mark.skipif(not cpu_has_avx2(), reason="the int16 AVX2 tiles need AVX2")
+@pytest.mark.parametrize("rounding", ["double", "single"])
+@pytest.mark.parametrize("name", WIDE)
+def test_avx2_conv_cut_by_channels_keeps_every_byte(
+    name: str, rounding: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The int16 AVX2 tiles (MDLA_EMU_ISA=avx2: no 8-bit GEMM) cut a conv with more output
+    channels than pixels into blocks of output channels, each requantized with its channels'
+    own constants (both roundings: the narrow and the wide pipeline): at 1, 2 and 3 threads,
+    every block cut, the bytes are run_int8's."""
+    monkeypatch.setenv("MDLA_EMU_MIN_WORK", "1")
+    monkeypatch.setenv("MDLA_EMU_ISA", "avx2")
+    monkeypatch.setenv("MDLA_EMU_ROUNDING", rounding)
+    g = conv_graph(WIDE[name], seed=len(name) + 3)
+    codes = random_codes(g, np.random.default_rng(11))
+    (want,) = run_int8(g, as_floats(g, codes), raw=True, rounding=rounding)
+    assert np.unique(want).size > 4, "a case whose outputs are all clamped tests nothing"
+    for threads in (1, 2, 3):
+        monkeypatch.setenv("MDLA_EMU_THREADS", str(threads))
+        got = np.asarray(run_single_op(g, codes))
+        assert got.tobytes() == np.asarray(want).tobytes(), f"{threads} threads"
+
+
+@pytest.mark.skipif(not cpu_has_avx2(), reason="the int16 AVX2 tiles need AVX2")
+def test_avx2_one_pixel_convs_split_at_the_default_minimum(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On the int16 AVX2 tiles a squeeze-excite's one-pixel 1152 -> 48 and 48 -> 1152 convs
+    split over two threads at the default minimum work (their one tile of pixels never did:
+    a classifier or squeeze-excite conv ran on one thread while the other waited); an
+    8 -> 16 one does not."""
+    emu().emu_split_jobs.restype = ctypes.c_uint64
+    for var in ("MDLA_EMU_MIN_WORK", "MDLA_EMU_AMX", "MDLA_EMU_PORTABLE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("MDLA_EMU_ISA", "avx2")
+    monkeypatch.setenv("MDLA_EMU_THREADS", "2")
+    rng = np.random.default_rng(3)
+    assert splits(conv_graph((1, 1, 1, 8, 16, 1, 1, 1, (0,) * 4, 0), seed=1), rng) == 0
     for shape in (ONE_TILE["se_squeeze_1152_48"], (1, 1, 1, 48, 1152, 1, 1, 1, (0,) * 4, 0)):
         assert splits(conv_graph(shape, seed=2), rng) == 1

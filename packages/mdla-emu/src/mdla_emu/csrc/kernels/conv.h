@@ -45,7 +45,8 @@ typedef struct {
     const int8_t *in;
     int8_t *out;
     int32_t tile; /* output pixels per tile: the prepared size or less (conv_tile) */
-    int32_t cols, blocks; /* output channels per item and items per tile (co and 1, or conv_cols) */
+    int32_t cols, blocks; /* output channels per item and items per tile (co and 1, or conv_cols;
+                           * the int16 tiles' conv_cols16 orders its items block-major) */
 } ConvJob;
 
 /* Item i of a ConvJob: its tile (the return) and its output channels [*c0, *c0 + *width).

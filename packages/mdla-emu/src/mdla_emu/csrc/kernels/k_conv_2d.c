@@ -136,7 +136,9 @@ static void im2col_row(const ConvParams *p, const int8_t *in, int32_t b, int32_t
     memset(col + p->depth, 0, (size_t)(p->kpad - p->depth) * sizeof *col);
 }
 
-/* GEMM tiles [begin, end): tile t covers output pixels [t * tile, (t + 1) * tile). */
+/* GEMM items [begin, end): item i is tile i % tiles (output pixels [t * tile, (t + 1) * tile))
+ * of block i / tiles (output channels [b * cols, (b + 1) * cols), conv_cols16): block-major, so
+ * a thread claiming from one end keeps to its part of the filter. */
 static void conv_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scratch) {
     const ConvJob *job = ctx;
     const ConvParams *p = job->p;
@@ -144,8 +146,11 @@ static void conv_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scr
     int16_t *cols = (int16_t *)scratch;
     int32_t *acc = (int32_t *)(scratch + (size_t)tile * p->kpad * sizeof(int16_t));
     const int64_t pixels = (int64_t)p->n * p->oh * p->ow;
-    for (int64_t t = begin; t < end; t++) {
-        const int64_t start = t * tile;
+    const int64_t tiles = (pixels + tile - 1) / tile;
+    for (int64_t i = begin; i < end; i++) {
+        const int64_t t = i % tiles, start = t * tile;
+        const int32_t c0 = (int32_t)(i / tiles) * job->cols;
+        const int32_t width = p->co - c0 < job->cols ? p->co - c0 : job->cols;
         const int32_t rows = (int32_t)(pixels - start < tile ? pixels - start : tile);
         int32_t b = (int32_t)(start / ((int64_t)p->ow * p->oh));
         int32_t oy = (int32_t)((start / p->ow) % p->oh), ox = (int32_t)(start % p->ow);
@@ -165,11 +170,23 @@ static void conv_tiles(const void *ctx, int64_t begin, int64_t end, uint8_t *scr
         const int32_t padded = emu_round_up(rows, EMU_GEMM_MR);
         memset(cols + (size_t)rows * p->kpad, 0,
                (size_t)(padded - rows) * p->kpad * sizeof *cols);
-        if (p->packed16 != NULL)
-            emu_gemm_s16_avx2(cols, p->packed16, acc, padded, p->co, p->kpad, p->copad);
-        else
-            emu_gemm_s16_blocked(cols, p->filter, acc, padded, p->copad, p->kpad);
-        emu_requant_rows(&p->rq, acc, (size_t)p->copad, job->out + (size_t)start * p->co, rows);
+        int8_t *out = job->out + (size_t)start * p->co;
+        if (job->blocks == 1) {
+            if (p->packed16 != NULL)
+                emu_gemm_s16_avx2(cols, p->packed16, acc, padded, p->co, p->kpad, p->copad);
+            else
+                emu_gemm_s16_blocked(cols, p->filter, acc, padded, p->copad, p->kpad);
+            emu_requant_rows(&p->rq, acc, (size_t)p->copad, out, rows);
+            continue;
+        }
+        /* a block: its panels of the packed filter (8 columns each), its channels' pipeline */
+        emu_gemm_s16_avx2(cols, p->packed16 + (size_t)(c0 / 8) * p->kpad * 8, acc + c0, padded,
+                          width, p->kpad, p->copad);
+        EmuRequant rq;
+        emu_requant_slice(&p->rq, c0, width, &rq);
+        for (int32_t r = 0; r < rows; r++)
+            emu_requant_rows(&rq, acc + (size_t)r * p->copad + c0, (size_t)p->copad,
+                             out + (size_t)r * p->co + c0, 1);
     }
 }
 
@@ -204,6 +221,25 @@ static void conv_cols(const ConvParams *p, int64_t tiles, int threads, const Emu
     job->blocks = (p->co + cols - 1) / cols;
 }
 
+/* The int16 AVX2 tiles cut output channels instead of pixels (one block of whole 16-column
+ * steps per thread, every block over every tile at the one-thread size) when the filter
+ * outweighs the im2col rows (more output channels than pixels: the 7 x 7 and 14 x 14 layers,
+ * the one-pixel squeeze-excite and classifier convs) and each block holds a thread's least
+ * work of weights. A pixel cut of such a layer streams the whole filter through each thread
+ * for every tile and leaves few tiles to balance (49 pixels were 16 + 16 + 16 + 1, a
+ * one-pixel conv one tile on one thread); a channel cut streams half of it through each and
+ * gives each thread the same tiles. Each output element's sum and requantization are the same
+ * whatever block holds it. */
+static void conv_cols16(const ConvParams *p, int64_t pixels, int threads, const EmuScratch *s,
+                        ConvJob *job) {
+    if (threads <= 1 || p->packed16 == NULL || p->co <= pixels) return;
+    const int32_t cols = emu_round_up((p->co + threads - 1) / threads, 16);
+    if (cols >= p->co || emu_par_grain(s, (int64_t)cols * p->kpad) > 1) return;
+    job->cols = cols;
+    job->blocks = (p->co + cols - 1) / cols;
+    job->tile = conv_tile(p->tile_rows, EMU_GEMM_MR, pixels, 1);
+}
+
 static void conv_eval(const void *params, const void *const *inputs, void *output,
                       EmuScratch *scratch) {
     const ConvParams *p = params;
@@ -235,9 +271,11 @@ static void conv_eval(const void *params, const void *const *inputs, void *outpu
                          p->amx ? emu_conv_amx_tiles : emu_conv_rows_tiles, &job);
         return;
     }
-    const ConvJob job = {p, inputs[0], output,
-                         conv_tile(p->tile_rows, EMU_GEMM_MR, pixels, threads), p->co, 1};
-    emu_parallel_for(scratch, (pixels + job.tile - 1) / job.tile, 1, conv_tiles, &job);
+    ConvJob job = {p, inputs[0], output, conv_tile(p->tile_rows, EMU_GEMM_MR, pixels, threads),
+                   p->co, 1};
+    conv_cols16(p, pixels, threads, scratch, &job);
+    emu_parallel_for(scratch, (pixels + job.tile - 1) / job.tile * job.blocks, 1, conv_tiles,
+                     &job);
 }
 
 static int conv_prepare_checked(const NeuronModel *m, const EmuOperation *op, EmuNumerics num,

@@ -291,6 +291,26 @@ void emu_requant_rows(const EmuRequant *rq, const int32_t *acc, size_t acc_strid
     EMU_CALL(requant_rows, (rq, acc, acc_stride, out, rows));
 }
 
+void emu_requant_slice(const EmuRequant *rq, int32_t c0, int32_t n, EmuRequant *out) {
+    *out = *rq;
+    out->channels = n;
+    out->period = 1; /* the narrow constants' first row, offset: one output row at a time */
+#define EMU_SLICE(f) out->f = rq->f == NULL ? NULL : rq->f + c0
+    EMU_SLICE(mult);
+    EMU_SLICE(shift);
+    EMU_SLICE(bias);
+    EMU_SLICE(lmul);
+    EMU_SLICE(right);
+    EMU_SLICE(mask);
+    EMU_SLICE(round);
+    EMU_SLICE(left32);
+    EMU_SLICE(m32);
+    EMU_SLICE(right32);
+    EMU_SLICE(mask32);
+    EMU_SLICE(bias32);
+#undef EMU_SLICE
+}
+
 void emu_requant_row(const EmuRequant *rq, const int32_t *acc, int8_t *out) {
     EMU_CALL(requant_rows, (rq, acc, 0, out, 1));
 }

@@ -90,6 +90,9 @@ void emu_requant_row(const EmuRequant *rq, const int32_t *acc, int8_t *out);
 /* emu_requant_row over `rows` rows of acc (`acc_stride` apart) into consecutive output rows. */
 void emu_requant_rows(const EmuRequant *rq, const int32_t *acc, size_t acc_stride, int8_t *out,
                       int32_t rows);
+/* Channels [c0, c0 + n) of rq as a pipeline of n channels (its arrays offset, not copied; valid
+ * while rq is): a cut of a layer's output channels requantizes each with its own constants. */
+void emu_requant_slice(const EmuRequant *rq, int32_t c0, int32_t n, EmuRequant *out);
 
 /* Numpy broadcasting of two operands to the output (broadcast.c): right-aligned to
  * EMU_MAX_RANK dims, each merged into the dim inside it where both operands allow. */
