@@ -32,6 +32,7 @@
 #include "simd.h"
 
 #define TILE_BYTES 32768 /* im2col bytes per GEMM tile: its rows stay in L1 */
+#define AVX2_LEAST 3      /* register blocks of EMU_GEMM_MR rows an AVX2 tile has at least */
 
 
 static void conv_free(void *p) {
@@ -89,8 +90,12 @@ static int conv_prepare(const NeuronModel *m, const EmuOperation *op, EmuNumeric
     const bool avx2 = emu_isa() == EMU_ISA_AVX2 || emu_isa() == EMU_ISA_AVX512; /* x86 only */
     p->kpad = emu_round_up(depth, avx2 ? 2 : EMU_GEMM_KB);
     p->copad = emu_round_up(p->co, EMU_GEMM_NR);
+    /* At least 12 rows for the AVX2 tiles, even past TILE_BYTES: each tile streams the whole
+     * filter past its rows, so a deep one (resnet18's 4608 x 512, 4.7 MB as int16) was read
+     * once per 4 pixels; and 12 rows take the 6-row register tiles. */
     const int32_t fit = TILE_BYTES / (p->kpad * (int32_t)sizeof(int16_t)) / EMU_GEMM_MR;
-    p->tile_rows = EMU_GEMM_MR * (fit < 1 ? 1 : (fit > 16 ? 16 : fit));
+    const int32_t least = avx2 ? AVX2_LEAST : 1;
+    p->tile_rows = EMU_GEMM_MR * (fit < least ? least : (fit > 16 ? 16 : fit));
     if (avx2) {
         p->packed16 = malloc(emu_gemm_s16_avx2_size(p->co, p->kpad) * sizeof *p->packed16);
         if (p->packed16 == NULL) return NEURON_OUT_OF_MEMORY;
