@@ -91,8 +91,9 @@ def test_the_output_grid_in_the_loss_keeps_numpy() -> None:
 
 def test_the_element_wise_passes_are_picked_for_the_cpus_vector_width() -> None:
     """On x86-64 the per-layer fit's C passes (the soft weight and step, the depthwise layer's
-    taps, this gradient) are ifuncs over their AVX2 and baseline builds (GCC's target_clones);
-    the tests of each hold whichever the CPU runs to numpy's bits."""
+    taps, this gradient) and calibration's depthwise conv (which lockstep runs too) are ifuncs
+    over their AVX2 and baseline builds (GCC's target_clones); the tests of each hold
+    whichever the CPU runs to numpy's (or the interpreter's) bits."""
     version = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout
     if "clang" in version.lower():
         pytest.skip("built by clang: one baseline build")
@@ -102,5 +103,5 @@ def test_the_element_wise_passes_are_picked_for_the_cpus_vector_width() -> None:
         ["nm", "-D", "--defined-only", lib._name], capture_output=True, text=True, check=True
     ).stdout.split("\n")
     kinds = {line.split()[-1]: line.split()[1] for line in symbols if line.strip()}
-    names = ["sr_soft", "sr_front", "sr_back", "taps_forward", "taps_grad", "fit_dy"]
+    names = ["sr_soft", "sr_front", "sr_back", "taps_forward", "taps_grad", "fit_dy", "dw"]
     assert {n: kinds[f"mdla_{n}_f32"] for n in names} == dict.fromkeys(names, "i")

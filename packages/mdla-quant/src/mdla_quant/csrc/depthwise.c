@@ -9,11 +9,21 @@
 
    xp is the padded input (n, hp, wp, c), channels already repeated for a multiplier; w is
    (kh, kw, c); out is (n, oh, ow, c); all contiguous float32. The caller checks the shapes
-   (oh, ow from hp, wp, the kernel, stride and dilation), so every read is inside xp. */
+   (oh, ow from hp, wp, the kernel, stride and dilation), so every read is inside xp.
+
+   On x86-64 built for AVX2 and for the baseline (SSE2), the CPU's own picked when the library
+   is loaded (GCC's target_clones): the same separately rounded operations, 8 lanes instead of 4.
+   */
 
 #include <stddef.h>
 
-static void pixel(const float *restrict xp, size_t wp, size_t c, const float *restrict w,
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DW_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DW_CLONES
+#endif
+
+static inline __attribute__((always_inline)) void pixel(const float *restrict xp, size_t wp, size_t c, const float *restrict w,
                   size_t kh, size_t kw, size_t dh, size_t dw, const float *restrict bias,
                   float *restrict o) {
     for (size_t k = 0; k < c; k++) o[k] = 0.0f;
@@ -29,6 +39,7 @@ static void pixel(const float *restrict xp, size_t wp, size_t c, const float *re
     }
 }
 
+DW_CLONES
 void mdla_dw_f32(const float *xp, size_t n, size_t hp, size_t wp, size_t c, const float *w,
                  size_t kh, size_t kw, size_t sh, size_t sw, size_t dh, size_t dw,
                  const float *bias, float *out, size_t oh, size_t ow) {
