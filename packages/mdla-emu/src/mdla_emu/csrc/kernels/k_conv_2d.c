@@ -120,13 +120,23 @@ static size_t conv_scratch(const void *params) {
 }
 
 /* The im2col row of output pixel (b, oy, ox): KH*KW runs of I channels, each copied or zero,
- * then zeros up to kpad. */
+ * then zeros up to kpad. A kernel row whose KW taps are neighbouring pixels inside the image
+ * (dilation 1) is one run of KW*I codes in the input, copied as one: a 3-channel stem's taps
+ * were 3 codes a loop. */
 static void im2col_row(const ConvParams *p, const int8_t *in, int32_t b, int32_t oy, int32_t ox,
                        int16_t *restrict col) {
     const EmuWindow *w = &p->win;
     const int32_t ci = p->ci, z = p->z_in;
+    const int32_t ix0 = ox * w->stride_w - w->pad_left;
+    const bool run = w->dilation_w == 1 && ix0 >= 0 && ix0 + p->kw <= p->w;
     for (int32_t i = 0; i < p->kh; i++) {
         const int32_t iy = oy * w->stride_h + i * w->dilation_h - w->pad_top;
+        if (run && iy >= 0 && iy < p->h) {
+            const int8_t *restrict src = in + (((size_t)b * p->h + iy) * p->w + ix0) * ci;
+            int16_t *restrict dst = col + (size_t)i * p->kw * ci;
+            for (int32_t e = 0; e < p->kw * ci; e++) dst[e] = (int16_t)(src[e] - z);
+            continue;
+        }
         for (int32_t j = 0; j < p->kw; j++) {
             const int32_t ix = ox * w->stride_w + j * w->dilation_w - w->pad_left;
             int16_t *restrict dst = col + (size_t)(i * p->kw + j) * ci;
