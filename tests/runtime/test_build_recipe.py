@@ -25,27 +25,44 @@ from mdla_runtime.build import (
 from mdla_runtime.engine.ssh import remote
 
 
-def _recording_compiler(path: Path, log: Path) -> None:
-    """A compiler that appends its argv (one line, NUL-separated) to `log` and writes its -o."""
+def _recording_compiler(path: Path, calls: Path, fail: str = "") -> None:
+    """A compiler that writes its argv (NUL-separated) to a file of its own in `calls` (calls
+    run side by side, so no shared log). A compile takes 0.1 s, then creates its -o, or fails
+    (exit 1, "nope" on stderr) when it compiles `fail`; a link (no -c) first checks that every
+    object it is given exists, else exits 9. Each compile counts the compiles running as it
+    starts (itself included) into `calls`/../running.max.* files."""
+    calls.mkdir()
+    running = calls.parent / "running"
+    running.mkdir()
     path.write_text(
         "#!/bin/sh\n"
-        f'printf "%s\\0" "$@" >> "{log}"; echo >> "{log}"\n'
+        f'f=$(mktemp "{calls}/call.XXXXXX")\n'
+        'printf "%s\\0" "$@" > "$f"\n'
+        'case " $* " in *" -c "*)\n'
+        f'  : > "{running}/$$"; ls "{running}" | wc -l > "{calls.parent}/running.max.$$";;\n'
+        "esac\n"
+        'case " $* " in\n'
+        f'  *" -c {fail} "*) sleep 0.1; echo "{fail}: nope" >&2; exit 1;;\n'
+        '  *" -c "*) sleep 0.1;;\n'
+        '  *) for a in "$@"; do case $a in *.o) [ -e "$a" ] || exit 9;; esac; done;;\n'
+        "esac\n"
         'while [ $# -gt 0 ]; do [ "$1" = -o ] && : > "$2"; shift; done\n'
+        f'rm -f "{running}/$$"\n'
     )
     path.chmod(0o755)
 
 
-def _recorded(log: Path) -> list[list[str]]:
-    return [line.rstrip("\0").split("\0") for line in log.read_text().splitlines()]
+def _recorded(calls: Path) -> list[list[str]]:
+    return [f.read_text().rstrip("\0").split("\0") for f in sorted(calls.iterdir())]
 
 
 @pytest.mark.parametrize("jobs", ["1", "3", "64"])
 def test_the_phone_runs_the_same_commands(tmp_path: Path, jobs: str) -> None:
     """The phone's script runs `flat_build_commands`' compiles (any order, `jobs` at a time),
-    then its link, word for word."""
+    then its link once they are done, word for word."""
     assert shell_build_script() in remote.BUILD
-    log, cc = tmp_path / "log", tmp_path / "fakecc"
-    _recording_compiler(cc, log)
+    calls, cc = tmp_path / "calls", tmp_path / "fakecc"
+    _recording_compiler(cc, calls)
     env = os.environ | {"CC": str(cc), "MDLA_BUILD_JOBS": jobs}
     proc = subprocess.run(
         ["sh", "-c", shell_build_script(), "sh", *engine_source_names()],
@@ -56,9 +73,11 @@ def test_the_phone_runs_the_same_commands(tmp_path: Path, jobs: str) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     compiles, link = flat_build_commands(str(cc))
-    ran = _recorded(log)
-    assert sorted(ran[:-1]) == sorted([c[1:] for c in compiles])
-    assert ran[-1] == link[1:]
+    ran = _recorded(calls)
+    assert sorted(c for c in ran if "-c" in c) == sorted(c[1:] for c in compiles)
+    assert [c for c in ran if "-c" not in c] == [link[1:]]  # after them: its objects existed
+    most = max(int(f.read_text()) for f in tmp_path.glob("running.max.*"))
+    assert most <= int(jobs)
     flags, names = [*BASE_FLAGS, *ENGINE_FLAGS], engine_source_names()
     objs = [f"{i:03d}-{Path(n).stem}.o" for i, n in enumerate(names)]
     assert compiles == [
@@ -68,22 +87,21 @@ def test_the_phone_runs_the_same_commands(tmp_path: Path, jobs: str) -> None:
 
 
 def test_a_file_that_does_not_compile_stops_the_phone_build_before_the_link(tmp_path: Path) -> None:
-    for name, text in {
-        "a.c": "int a(void) { return 1; }\n",
-        "b.c": "int b(void) { nope }\n",
-    }.items():
-        (tmp_path / name).write_text(text)
-    env = os.environ | {"CC": find_compiler(), "MDLA_BUILD_JOBS": "2"}
+    calls, cc = tmp_path / "calls", tmp_path / "fakecc"
+    _recording_compiler(cc, calls, fail="b.c")
+    env = os.environ | {"CC": str(cc), "MDLA_BUILD_JOBS": "2"}
     proc = subprocess.run(
-        ["sh", "-c", shell_build_script(), "sh", "a.c", "b.c"],
+        ["sh", "-c", shell_build_script(), "sh", "a.c", "b.c", "c.c"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
         text=True,
     )
     assert proc.returncode == 1
-    assert "b.c" in proc.stderr
-    assert "nope" in proc.stderr
+    assert "b.c: nope" in proc.stderr
+    ran = _recorded(calls)
+    assert len(ran) == 3  # every file compiled (its messages shown), no link
+    assert all("-c" in c for c in ran)
     assert not (tmp_path / "mdla-engine").exists()
 
 
