@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,21 @@ def _recorded(calls: Path) -> list[list[str]]:
     return [f.read_text().rstrip("\0").split("\0") for f in sorted(calls.iterdir())]
 
 
+def _phone_build(
+    cwd: Path, cc: str, names: Sequence[str], jobs: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """The phone's build script run in `cwd` on the files `names`, with $CC = `cc`."""
+    env = os.environ | {"CC": cc} | ({"MDLA_BUILD_JOBS": jobs} if jobs else {})
+    return subprocess.run(
+        ["sh", "-c", shell_build_script(), "sh", *names],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
 @pytest.mark.parametrize("jobs", ["1", "3", "64"])
 def test_the_phone_runs_the_same_commands(tmp_path: Path, jobs: str) -> None:
     """The phone's script runs `flat_build_commands`' compiles (any order, `jobs` at a time),
@@ -63,14 +79,7 @@ def test_the_phone_runs_the_same_commands(tmp_path: Path, jobs: str) -> None:
     assert shell_build_script() in remote.BUILD
     calls, cc = tmp_path / "calls", tmp_path / "fakecc"
     _recording_compiler(cc, calls)
-    env = os.environ | {"CC": str(cc), "MDLA_BUILD_JOBS": jobs}
-    proc = subprocess.run(
-        ["sh", "-c", shell_build_script(), "sh", *engine_source_names()],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    proc = _phone_build(tmp_path, str(cc), engine_source_names(), jobs)
     assert proc.returncode == 0, proc.stderr
     compiles, link = flat_build_commands(str(cc))
     ran = _recorded(calls)
@@ -89,14 +98,7 @@ def test_the_phone_runs_the_same_commands(tmp_path: Path, jobs: str) -> None:
 def test_a_file_that_does_not_compile_stops_the_phone_build_before_the_link(tmp_path: Path) -> None:
     calls, cc = tmp_path / "calls", tmp_path / "fakecc"
     _recording_compiler(cc, calls, fail="b.c")
-    env = os.environ | {"CC": str(cc), "MDLA_BUILD_JOBS": "2"}
-    proc = subprocess.run(
-        ["sh", "-c", shell_build_script(), "sh", "a.c", "b.c", "c.c"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    proc = _phone_build(tmp_path, str(cc), ["a.c", "b.c", "c.c"], "2")
     assert proc.returncode == 1
     assert "b.c: nope" in proc.stderr
     ran = _recorded(calls)
@@ -142,15 +144,7 @@ def test_the_shell_recipe_searches_compilers_in_the_local_order(
 def test_the_shell_recipe_builds_an_engine_that_runs(tmp_path: Path) -> None:
     for name, blob in engine_sources().items():
         (tmp_path / name).write_bytes(blob)
-    env = os.environ | {"CC": find_compiler()}
-    proc = subprocess.run(
-        ["sh", "-c", shell_build_script(), "sh", *engine_source_names()],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = _phone_build(tmp_path, find_compiler(), engine_source_names())
     assert proc.returncode == 0, proc.stderr
     run = subprocess.run([str(tmp_path / "mdla-engine"), "--help"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
