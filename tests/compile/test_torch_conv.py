@@ -155,6 +155,26 @@ def test_each_filter_is_reordered_once_per_input_shape(monkeypatch: pytest.Monke
     assert np.array_equal(y.view(np.int32), want.view(np.int32))
 
 
+@pytest.mark.parametrize("where", ["reorder_filter", "packed_conv_nhwc"])
+def test_a_torch_whose_internals_differ_falls_back_to_conv2d(
+    monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    calls: list[str] = []
+
+    def changed(*args: Any) -> Any:
+        calls.append(where)
+        raise TypeError("_reorder_convolution_weight(): incompatible function arguments")
+
+    op = _op(OpKind.CONV_2D, (1, 1), (1, 1), (1, 1, 1, 1), 1, "RELU")
+    args = [_f32((1, 28, 28, 64)), _f32((64, 3, 3, 64)), _f32((64,))]
+    want = tc.torch_conv_2d(op, args, "NHWC")[0].view(np.int32)
+    monkeypatch.setattr(tc, where, changed)
+    conv = tc.TorchConv()
+    for _ in range(3):
+        assert np.array_equal(conv(op, args, "NHWC")[0].view(np.int32), want)
+    assert calls == [where]  # tried once, then conv2d for good
+
+
 def test_reordered_filters_give_the_same_bits_on_any_thread_count(threads: None) -> None:
     op = _op(OpKind.CONV_2D, (1, 1), (1, 1), (1, 1, 1, 1), 1, "NONE")
     args = [_f32((1, 28, 28, 64)), _f32((64, 3, 3, 64)), _f32((64,))]

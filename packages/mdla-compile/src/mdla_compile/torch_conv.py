@@ -71,13 +71,20 @@ def torch_conv_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     return [apply_fuse(y, op.fuse, in_place=True)]
 
 
+# What a torch whose internal oneDNN ops differ from this one's raises when they are called.
+INTERNAL_ERRORS = (TypeError, RuntimeError, AttributeError, ValueError)
+
+
 class TorchConv:
     """`torch_conv_2d` with each filter reordered for oneDNN once, on its first call, and kept
     (with the array, so that an id names one filter) for every later call with the same filter
-    and input shape. A filter must not be changed in place while its kernel is in use."""
+    and input shape. A filter must not be changed in place while its kernel is in use. The
+    oneDNN ops are torch internals: should one fail (another torch's signature), every later
+    call runs conv2d, which gives the same values."""
 
     def __init__(self) -> None:
         self._packed: dict[tuple[int, tuple[int, ...]], tuple[Array, Any]] = {}
+        self._internals_work = True
 
     def __call__(self, op: Op, args: Sequence[Array], layout: str) -> list[Array]:
         if not _by_torch(op, args, layout):
@@ -91,10 +98,14 @@ class TorchConv:
             padding = a.padding
         packed = self._filter(w, x.shape, padding, a.stride, a.dilation, a.groups)
         b = args[2] if len(args) > 2 else None
-        if packed is None:
+        y = None
+        if packed is not None:
+            try:
+                y = packed_conv_nhwc(x, packed, b, a.stride, a.dilation, padding, a.groups)
+            except INTERNAL_ERRORS:
+                self._internals_work = False
+        if y is None:
             y = conv_nhwc(x, w, b, a.stride, a.dilation, padding, a.groups)
-        else:
-            y = packed_conv_nhwc(x, packed, b, a.stride, a.dilation, padding, a.groups)
         return [apply_fuse(y, op.fuse, in_place=True)]
 
     def _filter(
@@ -107,11 +118,17 @@ class TorchConv:
         groups: int,
     ) -> Any:
         """`reorder_filter`'s `w` for inputs of `x_shape` (NHWC), made on the first call."""
+        if not self._internals_work:
+            return None
         key = (id(w), tuple(x_shape))
         kept = self._packed.get(key)
         if kept is not None and kept[0] is w:
             return kept[1]
-        packed = reorder_filter(w, x_shape, padding, stride, dilation, groups)
+        try:
+            packed = reorder_filter(w, x_shape, padding, stride, dilation, groups)
+        except INTERNAL_ERRORS:
+            self._internals_work = False
+            return None
         self._packed[key] = (w, packed)
         return packed
 
