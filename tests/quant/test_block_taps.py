@@ -4,9 +4,6 @@ bit for bit, and no cut of the channels over threads changes a bit of it."""
 
 from __future__ import annotations
 
-import platform
-import shutil
-import subprocess
 from typing import Any
 
 import numpy as np
@@ -15,6 +12,7 @@ import pytest
 from mdla_quant import block_taps, native, soft_rounding
 from mdla_quant.block_reconstruction import fused_quant
 from mdla_quant.block_taps import depthwise, depthwise_grad, pixel_grad
+from tests.quant.native_symbols import symbol_kinds
 
 
 def _step(seed: int = 0) -> tuple[Any, Any, Any, Any, Any, Any]:
@@ -118,21 +116,10 @@ def test_the_fused_quant_in_c_is_numpys_bit_for_bit(
         monkeypatch.setattr(block_taps, "NATIVE", True)
 
 
-@pytest.mark.skipif(
-    platform.machine() != "x86_64" or shutil.which("nm") is None, reason="x86-64 clones only"
-)
 def test_the_kernels_are_picked_for_the_cpus_vector_width() -> None:
     """On x86-64 each kernel is an ifunc over its AVX-512, AVX2 and baseline builds (GCC's
     target_clones); the tests above hold whichever the CPU runs to numpy's bits."""
-    version = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout
-    if "clang" in version.lower():
-        pytest.skip("built by clang: one baseline build")
-    lib = native.library()
-    assert lib is not None
-    symbols = subprocess.run(
-        ["nm", "-D", "--defined-only", lib._name], capture_output=True, text=True, check=True
-    ).stdout.split("\n")
-    kinds = {line.split()[-1]: line.split()[1] for line in symbols if line.strip()}
+    kinds = symbol_kinds()
     for name in ("dw", "dw_grad", "pixel_grad", "fused_quant"):
         assert kinds[f"mdla_block_{name}_f32"] == "i"  # resolved when loaded
 

@@ -5,7 +5,6 @@ drawn twice, and the rows cut over threads; with the output's int8 grid in the l
 
 from __future__ import annotations
 
-import subprocess
 from typing import Any
 
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 
 from mdla_quant import adaround, native, soft_rounding
 from mdla_quant.adaround import _Layer
+from tests.quant.native_symbols import symbol_kinds
 
 Array = np.ndarray[Any, Any]
 EDGES = np.array(
@@ -94,14 +94,6 @@ def test_the_element_wise_passes_are_picked_for_the_cpus_vector_width() -> None:
     taps, this gradient) and calibration's depthwise conv (which lockstep runs too) are ifuncs
     over their AVX2 and baseline builds (GCC's target_clones); the tests of each hold
     whichever the CPU runs to numpy's (or the interpreter's) bits."""
-    version = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout
-    if "clang" in version.lower():
-        pytest.skip("built by clang: one baseline build")
-    lib = native.library()
-    assert lib is not None
-    symbols = subprocess.run(
-        ["nm", "-D", "--defined-only", lib._name], capture_output=True, text=True, check=True
-    ).stdout.split("\n")
-    kinds = {line.split()[-1]: line.split()[1] for line in symbols if line.strip()}
+    kinds = symbol_kinds()
     names = ["sr_soft", "sr_front", "sr_back", "taps_forward", "taps_grad", "fit_dy", "dw"]
     assert {n: kinds[f"mdla_{n}_f32"] for n in names} == dict.fromkeys(names, "i")

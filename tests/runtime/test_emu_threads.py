@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import platform
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -72,6 +73,27 @@ def tokens_fc(rng: np.random.Generator) -> Graph:
     )
 
 
+def assert_threads_keep_bytes(
+    g: Graph,
+    codes: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    what: str = "",
+    rounding: str | None = None,
+    distinct: int = 0,
+) -> None:
+    """`g` on `codes` in the emulator at 1, 2 and 3 threads gives run_int8's bytes (in
+    `rounding` when given); with `distinct`, run_int8's output holds more distinct codes than
+    that (a case whose outputs are all clamped tests nothing)."""
+    kw = {} if rounding is None else {"rounding": rounding}
+    (want,) = run_int8(g, as_floats(g, codes), raw=True, **kw)
+    if distinct:
+        assert np.unique(want).size > distinct, "a case whose outputs are all clamped tests nothing"
+    for threads in (1, 2, 3):
+        monkeypatch.setenv("MDLA_EMU_THREADS", str(threads))
+        got = np.asarray(run_single_op(g, codes))
+        assert got.tobytes() == np.asarray(want).tobytes(), f"{what}{threads} threads"
+
+
 @pytest.mark.parametrize("min_work", ["1", ""], ids=["split_all", "default"])
 @pytest.mark.parametrize("kind", SPLIT, ids=lambda k: k.name)
 def test_thread_count_never_changes_a_byte(
@@ -86,11 +108,7 @@ def test_thread_count_never_changes_a_byte(
             else random_qgraph(kind, rng, large=seed == 0)
         )
         codes = random_codes(g, rng)
-        (want,) = run_int8(g, as_floats(g, codes), raw=True)
-        for threads in (1, 2, 3):
-            monkeypatch.setenv("MDLA_EMU_THREADS", str(threads))
-            got = np.asarray(run_single_op(g, codes))
-            assert got.tobytes() == np.asarray(want).tobytes(), f"seed {seed}, {threads} threads"
+        assert_threads_keep_bytes(g, codes, monkeypatch, f"seed {seed}, ")
 
 
 def binary(kind: OpKind, a: tuple[int, ...], b: tuple[int, ...], rng: np.random.Generator) -> Graph:
@@ -122,11 +140,7 @@ def test_elementwise_chunks_cut_inside_runs(kind: OpKind, monkeypatch: pytest.Mo
     for a, b in RUNS:
         g = binary(kind, a, b, rng)
         codes = random_codes(g, rng)
-        (want,) = run_int8(g, as_floats(g, codes), raw=True)
-        for threads in (1, 2, 3):
-            monkeypatch.setenv("MDLA_EMU_THREADS", str(threads))
-            got = np.asarray(run_single_op(g, codes))
-            assert got.tobytes() == np.asarray(want).tobytes(), f"{a} {b}, {threads} threads"
+        assert_threads_keep_bytes(g, codes, monkeypatch, f"{a} {b}, ")
 
 
 def splits(g: Graph, rng: np.random.Generator) -> int:
@@ -174,11 +188,7 @@ def test_pad_writes_every_row_once_at_any_thread_count(
     out = [d + a + b for d, (a, b) in zip(shape, pads, strict=True)]
     g = single_op_qgraph(OpKind.PAD, [act("x", shape, q)], out, q, {"pads": pads})
     codes = random_codes(g, rng)
-    (want,) = run_int8(g, as_floats(g, codes), raw=True)
-    for threads in (1, 2, 3):
-        monkeypatch.setenv("MDLA_EMU_THREADS", str(threads))
-        got = np.asarray(run_single_op(g, codes))
-        assert got.tobytes() == np.asarray(want).tobytes(), f"{threads} threads"
+    assert_threads_keep_bytes(g, codes, monkeypatch)
 
 
 # (n, h, w, c, o, k, stride, dilation, (top, bottom, left, right), z_in): pixels of one tile
@@ -210,12 +220,7 @@ def test_conv_of_one_tile_cuts_its_output_channels(
     monkeypatch.setenv("MDLA_EMU_ROUNDING", rounding)
     g = conv_graph(ONE_TILE[name], seed=len(name))
     codes = random_codes(g, np.random.default_rng(5))
-    (want,) = run_int8(g, as_floats(g, codes), raw=True, rounding=rounding)
-    assert np.unique(want).size > 4, "a case whose outputs are all clamped tests nothing"
-    for threads in (1, 2, 3):
-        monkeypatch.setenv("MDLA_EMU_THREADS", str(threads))
-        got = np.asarray(run_single_op(g, codes))
-        assert got.tobytes() == np.asarray(want).tobytes(), f"{threads} threads"
+    assert_threads_keep_bytes(g, codes, monkeypatch, rounding=rounding, distinct=4)
 
 
 def test_one_pixel_convs_split_at_the_default_minimum(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -267,12 +272,7 @@ def test_avx2_conv_cut_by_channels_keeps_every_byte(
     monkeypatch.setenv("MDLA_EMU_ROUNDING", rounding)
     g = conv_graph(WIDE[name], seed=len(name) + 3)
     codes = random_codes(g, np.random.default_rng(11))
-    (want,) = run_int8(g, as_floats(g, codes), raw=True, rounding=rounding)
-    assert np.unique(want).size > 4, "a case whose outputs are all clamped tests nothing"
-    for threads in (1, 2, 3):
-        monkeypatch.setenv("MDLA_EMU_THREADS", str(threads))
-        got = np.asarray(run_single_op(g, codes))
-        assert got.tobytes() == np.asarray(want).tobytes(), f"{threads} threads"
+    assert_threads_keep_bytes(g, codes, monkeypatch, rounding=rounding, distinct=4)
 
 
 @pytest.mark.skipif(not cpu_has_avx2(), reason="the int16 AVX2 tiles need AVX2")

@@ -9,7 +9,7 @@ order every build uses, the remote shell recipe included). Outputs go to `$MDLA_
 every header of the source and include directories, and the generated headers, so an edit
 rebuilds and an unchanged tree never does. Writes are atomic, so concurrent builds cannot leave a
 half-written binary. The sources compile side by side (`jobs()` compilers at once, then one
-link): the engine's 67 files build in about half the time on two cores.
+link): on two cores the engine and the emulator library build cold in 18.7 s instead of 32.3.
 
 Every build also sees headers generated from their Python definitions (`codegen.headers()` by
 default, or the caller's set): `generated_dir(texts)` writes them into the cache (never into the

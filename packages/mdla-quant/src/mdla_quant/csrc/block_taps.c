@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lanes.h"
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define BLOCK_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
@@ -36,16 +38,8 @@ void mdla_block_dw_f32(const float *z, const int64_t *tap, size_t m, size_t t, c
             const float *restrict x1 = z + (size_t)tp[k + 1] * ld;
             const float *restrict x2 = z + (size_t)tp[k + 2] * ld;
             const float *restrict x3 = z + (size_t)tp[k + 3] * ld;
-            const float *restrict w0 = w + k * ld, *restrict w1 = w0 + ld;
-            const float *restrict w2 = w1 + ld, *restrict w3 = w2 + ld;
-            for (size_t c = c0; c < c1; c++) {
-                float s = o[c];
-                s = s + x0[c] * w0[c];
-                s = s + x1[c] * w1[c];
-                s = s + x2[c] * w2[c];
-                s = s + x3[c] * w3[c];
-                o[c] = s;
-            }
+            const float *restrict w0 = w + k * ld;
+            mdla_add4_f32(o, x0, w0, x1, w0 + ld, x2, w0 + 2 * ld, x3, w0 + 3 * ld, c0, c1);
         }
         for (; k < t; k++) {
             const float *restrict xk = z + (size_t)tp[k] * ld;
@@ -76,15 +70,7 @@ void mdla_block_dw_grad_f32(const float *z, const int64_t *tap, size_t m, size_t
             const float *restrict x1 = z + (size_t)t1[k] * ld;
             const float *restrict x2 = z + (size_t)t2[k] * ld;
             const float *restrict x3 = z + (size_t)t3[k] * ld;
-            float *restrict o = out + k * ld;
-            for (size_t c = c0; c < c1; c++) {
-                float s = o[c];
-                s = s + x0[c] * d0[c];
-                s = s + x1[c] * d1[c];
-                s = s + x2[c] * d2[c];
-                s = s + x3[c] * d3[c];
-                o[c] = s;
-            }
+            mdla_add4_f32(out + k * ld, x0, d0, x1, d1, x2, d2, x3, d3, c0, c1);
         }
     }
     for (; i < m; i++) {

@@ -17,11 +17,7 @@
 
 #include <stddef.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define DW_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define DW_CLONES
-#endif
+#include "lanes.h"
 
 static inline __attribute__((always_inline)) void pixel(const float *restrict xp, size_t wp, size_t c, const float *restrict w,
                   size_t kh, size_t kw, size_t dh, size_t dw, const float *restrict bias,
@@ -39,7 +35,7 @@ static inline __attribute__((always_inline)) void pixel(const float *restrict xp
     }
 }
 
-DW_CLONES
+MDLA_CLONES
 void mdla_dw_f32(const float *xp, size_t n, size_t hp, size_t wp, size_t c, const float *w,
                  size_t kh, size_t kw, size_t sh, size_t sw, size_t dh, size_t dw,
                  const float *bias, float *out, size_t oh, size_t ow) {

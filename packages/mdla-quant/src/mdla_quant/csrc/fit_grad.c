@@ -18,13 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define FIT_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define FIT_CLONES
-#endif
+#include "lanes.h"
 
-FIT_CLONES
+MDLA_CLONES
 void mdla_fit_dy_f32(const float *a, const float *bias, const float *target, const int64_t *idx,
                      size_t o, float lo, float hi, float c, size_t r0, size_t r1, float *dy) {
     for (size_t i = r0; i < r1; i++) {

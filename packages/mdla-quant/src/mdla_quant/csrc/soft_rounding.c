@@ -27,11 +27,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define SR_CLONES
-#endif
+#include "lanes.h"
 
 static inline float clipf(float x, float lo, float hi) {
     float y = x < lo ? lo : x;
@@ -63,7 +59,7 @@ static inline __attribute__((always_inline)) void soft_row(
 }
 
 /* e = exp(-V) (numpy's) in; sigmoid(V), h, b + h and the soft weight w~ out. */
-SR_CLONES
+MDLA_CLONES
 void mdla_sr_soft_f32(const float *e, const float *base, const float *scale, ptrdiff_t srs,
                       ptrdiff_t scs, size_t rows, size_t cols, float zg, float gamma,
                       float *sig, float *h, float *bh, float *w) {
@@ -97,7 +93,7 @@ static inline __attribute__((always_inline)) void front_row(
 
 /* The step's first pass: dh = dL/dw~ * s * [-127 < b + h < 127]; with `reg`, also
    u = |2h - 1| and its sign, for numpy's power of u between the passes. */
-SR_CLONES
+MDLA_CLONES
 void mdla_sr_front_f32(const float *g, ptrdiff_t grs, ptrdiff_t gcs, const float *scale,
                        ptrdiff_t srs, ptrdiff_t scs, const float *bh, const float *h,
                        size_t rows, size_t cols, int reg, float *dh, float *u, float *sgn) {
@@ -179,7 +175,7 @@ static inline __attribute__((always_inline)) void adam(
 }
 
 /* The step's second pass: the regularizer's term, then `adam`. */
-SR_CLONES
+MDLA_CLONES
 void mdla_sr_back_f32(const mdla_sr_consts *c, const float *u, const float *sgn,
                       const float *sig, const float *h, size_t n, float *dh, float *m,
                       float *s2, float *v) {

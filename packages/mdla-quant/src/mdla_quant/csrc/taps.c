@@ -18,13 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TAPS_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define TAPS_CLONES
-#endif
+#include "lanes.h"
 
-TAPS_CLONES
+MDLA_CLONES
 void mdla_taps_forward_f32(const float *map, size_t c, const int64_t *ix, size_t k,
                            const int64_t *rows, size_t m, const float *w, size_t o0,
                            size_t o1, float *y) {
@@ -38,16 +34,8 @@ void mdla_taps_forward_f32(const float *map, size_t c, const int64_t *ix, size_t
             const float *restrict x1 = map + (size_t)taps[t + 1] * c;
             const float *restrict x2 = map + (size_t)taps[t + 2] * c;
             const float *restrict x3 = map + (size_t)taps[t + 3] * c;
-            const float *restrict w0 = w + t * c, *restrict w1 = w0 + c;
-            const float *restrict w2 = w1 + c, *restrict w3 = w2 + c;
-            for (size_t o = o0; o < o1; o++) {
-                float s = out[o];
-                s = s + x0[o] * w0[o];
-                s = s + x1[o] * w1[o];
-                s = s + x2[o] * w2[o];
-                s = s + x3[o] * w3[o];
-                out[o] = s;
-            }
+            const float *restrict w0 = w + t * c;
+            mdla_add4_f32(out, x0, w0, x1, w0 + c, x2, w0 + 2 * c, x3, w0 + 3 * c, o0, o1);
         }
         for (; t < k; t++) {
             const float *restrict x = map + (size_t)taps[t] * c;
@@ -57,7 +45,7 @@ void mdla_taps_forward_f32(const float *map, size_t c, const int64_t *ix, size_t
     }
 }
 
-TAPS_CLONES
+MDLA_CLONES
 void mdla_taps_grad_f32(const float *map, size_t c, const int64_t *ix, size_t k,
                         const int64_t *rows, size_t m, const float *dy, size_t o0, size_t o1,
                         float *g) {
@@ -74,15 +62,7 @@ void mdla_taps_grad_f32(const float *map, size_t c, const int64_t *ix, size_t k,
             const float *restrict x1 = map + (size_t)t1[t] * c;
             const float *restrict x2 = map + (size_t)t2[t] * c;
             const float *restrict x3 = map + (size_t)t3[t] * c;
-            float *restrict out = g + t * c;
-            for (size_t o = o0; o < o1; o++) {
-                float s = out[o];
-                s = s + x0[o] * d0[o];
-                s = s + x1[o] * d1[o];
-                s = s + x2[o] * d2[o];
-                s = s + x3[o] * d3[o];
-                out[o] = s;
-            }
+            mdla_add4_f32(g + t * c, x0, d0, x1, d1, x2, d2, x3, d3, o0, o1);
         }
     }
     for (; i < m; i++) {

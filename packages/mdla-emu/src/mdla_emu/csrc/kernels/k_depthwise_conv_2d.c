@@ -33,7 +33,7 @@ typedef struct {
     int16_t *wrep;   /* [KH*KW][period * co] (flat rows only, else NULL) */
     int32_t period;
     int isa;          /* emu_isa() at prepare for multiplier 1, else EMU_ISA_PORTABLE */
-    int32_t *filter32; /* [KH*KW][co] as EmuDwRow.filter (isa above portable only) */
+    int32_t *filter32; /* [KH*KW][co] as EmuDwRow.filter (isa above portable, not AVX2) */
     int32_t *zw;       /* [co] as EmuDwRow.zw (likewise) */
     int16_t *pairs;    /* AVX2: EmuDw2Row's pairs and zero-point row, else NULL */
     int8_t *zrow;
@@ -96,14 +96,15 @@ static int dw_fill(const NeuronModel *m, const EmuOperation *op, EmuNumerics num
     for (size_t i = 0; i < taps * p->co; i++) p->filter[i] = wv[i];
     p->isa = p->mult == 1 ? emu_isa() : EMU_ISA_PORTABLE;
     if (p->isa != EMU_ISA_PORTABLE) {
-        p->filter32 = malloc(taps * p->co * sizeof *p->filter32);
         p->zw = calloc((size_t)p->co, sizeof *p->zw);
-        if (p->filter32 == NULL || p->zw == NULL) return NEURON_OUT_OF_MEMORY;
-        for (size_t i = 0; i < taps * p->co; i++) { /* simd.h: w's int16, a zero int16 */
-            p->filter32[i] = (int32_t)(uint16_t)(int16_t)wv[i];
-            p->zw[i % (size_t)p->co] -= p->z_in * wv[i];
-        }
-        if (p->isa == EMU_ISA_AVX2) {
+        if (p->zw == NULL) return NEURON_OUT_OF_MEMORY;
+        for (size_t i = 0; i < taps * p->co; i++) p->zw[i % (size_t)p->co] -= p->z_in * wv[i];
+        if (p->isa != EMU_ISA_AVX2) { /* the AVX2 row reads `pairs` instead */
+            p->filter32 = malloc(taps * p->co * sizeof *p->filter32);
+            if (p->filter32 == NULL) return NEURON_OUT_OF_MEMORY;
+            for (size_t i = 0; i < taps * p->co; i++) /* simd.h: w's int16, a zero int16 */
+                p->filter32[i] = (int32_t)(uint16_t)(int16_t)wv[i];
+        } else {
             p->pairs = malloc((taps + 1) / 2 * 2 * (size_t)p->co * sizeof *p->pairs);
             p->zrow = malloc((size_t)p->co);
             if (p->pairs == NULL || p->zrow == NULL) return NEURON_OUT_OF_MEMORY;
