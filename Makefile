@@ -8,7 +8,7 @@ PKGS   := packages/mdla-ir packages/mdla-target packages/mdla-legalize packages/
           packages/mdla-runtime packages/mdla-witness packages/mdla-zoo packages/mdla-compile apps/workbench apps/lipread
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PKGS))
 
-.PHONY: demo test lint typecheck imports pytest clean venv sysdeps wheels fuzz size
+.PHONY: demo test deep lint typecheck imports pytest clean venv sysdeps wheels fuzz size
 
 venv: $(STAMP)
 
@@ -44,8 +44,15 @@ imports: $(STAMP)
 sysdeps:
 	bash scripts/sysdeps.sh
 
+# The suite less the deep checks, with its slowest tests named, so that growth towards the
+# 30-minute budget is seen when it happens.
 pytest: $(STAMP) sysdeps
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not deep" --durations=25
+
+# The deep checks: each package's wheel built and installed alone in a fresh venv, and the
+# libFuzzer runs of the C reader and the engine. .ci/run runs them after `make test`.
+deep: $(STAMP) sysdeps
+	$(PY) -m pytest -m deep --durations=10
 
 # sysdeps first: on a machine without the system tools (and no root or sudo), make test stops in
 # its first seconds with one line naming the packages, before building anything.

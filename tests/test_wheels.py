@@ -17,6 +17,11 @@ from pathlib import Path
 
 import pytest
 
+# A deep check (`make deep`, run by .ci/run after `make test`): eleven fresh venvs and cold C
+# builds, about two and a half minutes, for the packaging (each wheel's files and declared
+# dependencies) that the editable install the other tests use cannot show.
+pytestmark = pytest.mark.deep
+
 ROOT = Path(__file__).resolve().parents[1]
 # distribution -> (folder, import name)
 PACKAGES = {

@@ -124,6 +124,7 @@ def test_header_value_mutations_only_raise_manifest_errors(data: st.DataObject) 
     _reads_or_rejects(pack(header, body))
 
 
+@pytest.mark.deep  # timed fuzz runs: `make deep`
 def test_libfuzzer_finds_no_crash_in_the_c_reader(tmp_path: Path) -> None:
     clang = shutil.which("clang")
     if clang is None:
@@ -236,6 +237,7 @@ def test_engine_harness_survives_float_resize_scales(tmp_path: Path, kind: OpKin
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 
+@pytest.mark.deep  # timed fuzz runs: `make deep`
 def test_libfuzzer_finds_no_crash_in_the_engine(tmp_path: Path) -> None:
     """~20 s of libFuzzer through reader, planning, the emulator's build, compile, execution and
     compiled-network round trip (the `make fuzz` harness, briefly)."""
