@@ -2,8 +2,8 @@
 
 Each form is held against the formulation it replaced, written out here: a 1x1 conv's product
 without the im2col copy, padding without np.pad, depthwise taps multiplied into one reused
-buffer, fused activations written in place, the logistic in two buffers and `round_half_away`
-in one.
+buffer, fused activations written in place, a max pool's max by window offsets, the logistic
+in two buffers and `round_half_away` in one.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from mdla_ir.affine import round_half_away
 from mdla_ir.interp import conv
 from mdla_ir.interp.conv import conv2d_nhwc, depthwise_nhwc, pad_nhwc, windows
 from mdla_ir.interp.elementwise import binary, sigmoid
+from mdla_ir.interp.pool import window_max
 from mdla_ir.interp.registry import apply_fuse
 from mdla_ir.interp.resample import _bilinear_axis, resize_bilinear
 
@@ -114,6 +115,25 @@ def test_fused_activation_in_place_is_the_same_values(fuse: str) -> None:
     got = apply_fuse(owned, fuse, in_place=True)
     assert got is owned
     assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("kernel_hw", [(3, 3), (2, 2), (1, 3), (3, 2)])
+@pytest.mark.parametrize("stride", [(1, 1), (2, 2), (3, 1)])
+def test_window_max_by_offsets_is_the_window_reduction(
+    kernel_hw: tuple[int, int], stride: tuple[int, int]
+) -> None:
+    """Bit for bit, with ties of -0.0 and 0.0, infinities and NaNs among the values."""
+    rng = np.random.default_rng(kernel_hw[0] * 10 + stride[0])
+    values = np.array([-0.0, 0.0, 1.5, -2.0, np.inf, -np.inf, np.nan, 0.25], np.float32)
+    for shape in [(2, 9, 8, 5), (1, 3, 3, 2), (1, 12, 7, 1)]:
+        x = rng.choice(values, size=shape)
+        want = windows(x, kernel_hw, stride, (1, 1)).max(axis=(4, 5))
+        got = window_max(x, kernel_hw, stride)
+        assert got.dtype == want.dtype
+        assert got.tobytes() == want.tobytes()
+        real = rng.standard_normal(shape).astype(np.float32)  # and plain values
+        want = windows(real, kernel_hw, stride, (1, 1)).max(axis=(4, 5))
+        assert window_max(real, kernel_hw, stride).tobytes() == want.tobytes()
 
 
 def definition(x: np.ndarray) -> np.ndarray:

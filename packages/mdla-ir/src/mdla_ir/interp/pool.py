@@ -28,9 +28,30 @@ def _pad(x: Array, padding: Sequence[int], value: float) -> Array:
 @kernel(OpKind.MAX_POOL_2D)
 def max_pool_2d(op: Op, args: Sequence[Array], layout: str) -> list[Array]:
     x, a = to_nhwc(args[0], layout), PoolAttrs.of(op)
-    win = windows(_pad(x, a.padding, -np.inf), a.kernel, a.stride, (1, 1))
-    y = win.max(axis=(4, 5)).astype(np.float32)
-    return [from_nhwc(apply_fuse(y, op.fuse), layout)]
+    y = window_max(_pad(x, a.padding, -np.inf) if any(a.padding) else x, a.kernel, a.stride)
+    return [from_nhwc(apply_fuse(y.astype(np.float32, copy=False), op.fuse), layout)]
+
+
+def window_max(x: Array, kernel_hw: Sequence[int], stride: Sequence[int]) -> Array:
+    """The max over each (kh, kw) window of the padded NHWC `x` (N, OH, OW, C), in x's dtype:
+    one in-place maximum per window offset over a strided view of all the windows' values
+    there (nine passes over contiguous rows for 3x3), not a reduction over the window axes of
+    `windows`' view, which walks each window's nine values with a stride apart and ran 3x
+    slower on a ResNet's 114x114x64 pool. A max is exact, so either order gives its value."""
+    (kh, kw), (sh, sw) = kernel_hw, stride
+    oh, ow = (x.shape[1] - kh) // sh + 1, (x.shape[2] - kw) // sw + 1
+    if oh <= 0 or ow <= 0:  # no window fits: the view's own error
+        return windows(x, kernel_hw, stride, (1, 1)).max(axis=(4, 5))  # type: ignore[no-any-return]
+    out: Array | None = None
+    for i in range(kh):
+        for j in range(kw):
+            view = x[:, i : i + sh * (oh - 1) + 1 : sh, j : j + sw * (ow - 1) + 1 : sw]
+            if out is None:
+                out = view.copy()
+            else:
+                np.maximum(out, view, out=out)
+    assert out is not None
+    return out
 
 
 @kernel(OpKind.AVERAGE_POOL_2D)
