@@ -7,6 +7,7 @@ number of calibration batches streams through in constant memory.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,30 +18,97 @@ from mdla_quant.native import library
 Array = np.ndarray[Any, Any]
 
 
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _first_radius(need: float) -> float:
+    """A histogram's radius on its first values: the power of two at or above their largest
+    magnitude (1 for all zeros)."""
+    return float(2.0 ** np.ceil(np.log2(need))) if need > 0 else 1.0
+
+
+@dataclass(frozen=True)
+class _Update:
+    """One `Histogram.update`'s own contribution, as `Histogram.update_padded` reads it."""
+
+    counts: Array  # int64, bins (float32 binning of the update's values)
+    zeros: int
+    lo: float
+    hi: float
+    radius: float  # the radius they were binned at
+    size: int
+    finite: bool
+
+
 class Histogram:
     use_c = True  # bin through the C kernel when it builds (False: numpy's form; same counts)
 
-    def __init__(self, bins: int = 2048) -> None:
+    def __init__(self, bins: int = 2048, keep_last: bool = False) -> None:
         self.bins = bins
         self.counts = np.zeros(bins, dtype=np.float64)
         self.radius = 0.0
         self.lo, self.hi = np.inf, -np.inf
         self.zeros = 0  # exact zeros (a ReLU's), also counted in the bins
+        self.updates = 0  # calls of update (or update_padded)
+        self.keep_last = keep_last  # keep the last update's own counts (`update_padded` reads)
+        self.last: _Update | None = None
 
     def update(self, x: Array) -> None:
         x = np.asarray(x, dtype=np.float32).ravel()
+        self.updates += 1
+        self.last = None
         if x.size == 0:
             return
         lo, hi = float(x.min()), float(x.max())
         self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
-        need = max(abs(lo), abs(hi))
-        if self.radius == 0.0:
-            self.radius = 2.0 ** np.ceil(np.log2(need)) if need > 0 else 1.0
-        while need > self.radius:
-            self._grow()
-        counts, zeros = self._bin_counts(x, np.isfinite(lo) and np.isfinite(hi))
+        self._reach(max(abs(lo), abs(hi)))
+        finite = bool(np.isfinite(lo) and np.isfinite(hi))
+        counts, zeros = self._bin_counts(x, finite)
         self.counts += counts
         self.zeros += zeros
+        if self.keep_last:
+            self.last = _Update(counts, zeros, lo, hi, self.radius, x.size, finite)
+
+    def update_padded(self, source: Histogram, size: int) -> bool:
+        """`update(x)` for x (`size` values) = the values `source` was last updated with plus
+        exact zeros (a zero PAD's output), from source's kept counts of that update instead of
+        binning them again: the padded values' bins are the source's plus the zeros', in the
+        zeros' bin; their min and max reach 0; their radius is the source's, since a zero
+        does not raise max(|min|, |max|). So the counts, range, radius and zero count are
+        update(x)'s exactly. False, with nothing changed, when it does not apply: the source
+        kept no counts of its update just before this one's (`keep_last`, each histogram
+        updated once per sample), or binned them on the non-finite or tiny-radius path."""
+        last = source.last
+        if last is None or source.updates != self.updates + 1 or not last.finite:
+            return False
+        border = size - last.size
+        lo, hi = (min(last.lo, 0.0), max(last.hi, 0.0)) if border > 0 else (last.lo, last.hi)
+        need = max(abs(lo), abs(hi))
+        radius = self.radius or _first_radius(need)
+        while need > radius:
+            radius *= 2.0
+        if border < 0 or radius != last.radius or self._scale(radius) > F32_MAX:
+            return False
+        self.updates += 1
+        self.last = None
+        self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
+        self._reach(need)
+        self.counts += last.counts
+        if border > 0:
+            zero_bin, _ = self._bin_counts(np.zeros(1, dtype=np.float32), True)
+            self.counts += border * zero_bin
+        self.zeros += last.zeros + border
+        return True
+
+    def _reach(self, need: float) -> None:
+        """The radius set on the first values, doubled (bins merging) until it holds `need`."""
+        if self.radius == 0.0:
+            self.radius = _first_radius(need)
+        while need > self.radius:
+            self._grow()
+
+    def _scale(self, radius: float) -> float:
+        return self.bins / (2 * radius)
 
     def _bin_counts(self, x: Array, finite: bool) -> tuple[Array, int]:
         """Counts of bin(x) = clip(int((x + R) * (bins / 2R)), 0, bins - 1), in float32, and
@@ -54,8 +122,8 @@ class Histogram:
         are the same; the product is computed in place to save a pass. The C kernel
         (`binning.c_bin_counts`) does the same float32 operations in one pass, when built,
         and counts the zeros in it."""
-        scale = self.bins / (2 * self.radius)
-        if not finite or scale > float(np.finfo(np.float32).max):  # (R < 2^-118: as defined)
+        scale = self._scale(self.radius)
+        if not finite or scale > F32_MAX:  # (R < 2^-118: as defined)
             idx = ((x + self.radius) * scale).astype(np.int64)
             counts = np.bincount(np.clip(idx, 0, self.bins - 1), minlength=self.bins)
             return counts, int(np.count_nonzero(x == 0))

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from mdla_ir import Graph, OpKind, QuantParams, Tensor, evaluate
+from mdla_ir.attrs import PadAttrs
 from mdla_ir.devices import DEFAULT_TARGET
 from mdla_ir.interp.registry import Kernel
 from mdla_ir.partitions import CPU_FLOAT, CPU_FLOAT32
@@ -106,9 +107,16 @@ def calibrate(
     runs with `kernels` (by op kind) over `fast_kernels.calibration_kernels()`."""
     hists: dict[str, Histogram] = {}
     moments = moments or {}
+    padded = zero_pads(graph)  # a zero PAD's output: its input's bins plus the zeros'
+    sources = set(padded.values())
 
     def observe(name: str, value: Array) -> None:
-        hists.setdefault(name, Histogram(bins)).update(value)
+        hist = hists.get(name)
+        if hist is None:
+            hist = hists[name] = Histogram(bins, keep_last=name in sources)
+        source = hists.get(padded[name]) if name in padded else None
+        if source is None or not hist.update_padded(source, np.size(value)):
+            hist.update(value)
         if name in moments:
             moments[name].update(value)
         if also is not None:
@@ -128,6 +136,19 @@ def calibrate(
             "input lists (e.g. preprocessed images)"
         )
     return hists, n
+
+
+def zero_pads(graph: Graph) -> dict[str, str]:
+    """Each PAD of zeros: its output's name -> its input's (an activation). The output holds
+    the input's values and zeros, so calibration takes its histogram from the input's
+    (`Histogram.update_padded`) rather than binning the input's values twice."""
+    return {
+        op.outputs[0]: op.inputs[0]
+        for op in graph.ops
+        if op.kind is OpKind.PAD
+        and PadAttrs.of(op).value == 0.0
+        and not graph.tensors[op.inputs[0]].is_const
+    }
 
 
 def activation_params(lo: float, hi: float, min_scale: float = 0.0) -> QuantParams:
