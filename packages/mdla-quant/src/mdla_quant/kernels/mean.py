@@ -8,6 +8,8 @@ out = clamp(MBQM((int32)(sum x - z_in * n), M', s') + z_out)
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from mdla_ir.attrs import MeanAttrs
@@ -15,6 +17,8 @@ from mdla_ir.graph import Op, QuantParams
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, add_offset, f32, mbqm, quantize_multiplier, saturate
 from mdla_quant.kernels.registry import fail, kernel, unary_operands
+
+FLOAT32_EXACT = 2**24
 
 
 @kernel(OpKind.MEAN)
@@ -34,10 +38,32 @@ def mean(
     n = int(np.prod([x.shape[a] for a in axes]))
     if n == 0 or n > 2**23:
         raise fail(op, f"{n} reduced elements: need 1 .. 2^23 so that the int32 sum is exact")
-    m, s = quantize_multiplier(f32(s_in) / f32(s_out), rounding)
-    k = min(n.bit_length() - 1, 32, 31 + int(s))
-    m2, s2 = (int(m) << k) // n, int(s) - k  # M < 2^31, k <= 32: the shift fits int64
-    # |sum| <= 2^23 * 128 = 2^30: an int32 accumulator is exact (and cheaper than a copy)
-    total = x.sum(axis=axes, keepdims=attrs.keepdims, dtype=np.int32).astype(np.int64)
+    m2, s2 = mean_multiplier(s_in, s_out, n, rounding)
+    total = code_sum(x, axes, attrs.keepdims)
     shifted = total - z_in * n  # |sum| <= 2^23 * 255 < 2^31: the int32 cast is exact
     return saturate(add_offset(mbqm(shifted, m2, s2, rounding, accumulator), z_out, accumulator))
+
+
+@lru_cache(maxsize=1024)
+def mean_multiplier(s_in: np.float32, s_out: np.float32, n: int, rounding: str) -> tuple[int, int]:
+    """(M', s') of the module docstring for n reduced elements (a pure function of its
+    arguments, so computed once per distinct set)."""
+    m, s = quantize_multiplier(f32(s_in) / f32(s_out), rounding)
+    k = min(n.bit_length() - 1, 32, 31 + int(s))
+    return (int(m) << k) // n, int(s) - k  # M < 2^31, k <= 32: the shift fits int64
+
+
+def code_sum(x: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
+    """sum x over `axes` (int8 codes, n of them per output, n <= 2^23), int64.
+
+    The spatial mean of an NHWC map (axes (1, 2)) is a float32 product with a row of ones,
+    ones(1, H*W) @ x(H*W, C), where 128 * H*W <= 2^24: every partial sum, in whatever order
+    and blocking the BLAS adds them, is an integer of magnitude at most 128 * H*W, so each
+    is a float32 and no addition (or fused multiply-add of 1 * x) rounds; the result is the
+    exact sum. Otherwise an int32 accumulator (|sum| <= 2^23 * 128 = 2^30: exact)."""
+    if axes == (1, 2) and x.ndim == 4 and 128 * x.shape[1] * x.shape[2] <= FLOAT32_EXACT:
+        b, h, w, c = x.shape
+        rows = np.ascontiguousarray(x).reshape(b, h * w, c).astype(np.float32)
+        total = np.matmul(np.ones((1, h * w), np.float32), rows)  # (b, 1, c)
+        return total.astype(np.int64).reshape((b, 1, 1, c) if keepdims else (b, c))
+    return x.sum(axis=axes, keepdims=keepdims, dtype=np.int32).astype(np.int64)
