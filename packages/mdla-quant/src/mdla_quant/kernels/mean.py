@@ -64,6 +64,7 @@ def code_sum(x: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
     if axes == (1, 2) and x.ndim == 4 and 128 * x.shape[1] * x.shape[2] <= FLOAT32_EXACT:
         b, h, w, c = x.shape
         rows = np.ascontiguousarray(x).reshape(b, h * w, c).astype(np.float32)
-        total = np.matmul(np.ones((1, h * w), np.float32), rows)  # (b, 1, c)
+        total: Array = np.matmul(np.ones((1, h * w), np.float32), rows)  # (b, 1, c)
         return total.astype(np.int64).reshape((b, 1, 1, c) if keepdims else (b, c))
-    return x.sum(axis=axes, keepdims=keepdims, dtype=np.int32).astype(np.int64)
+    sums: Array = x.sum(axis=axes, keepdims=keepdims, dtype=np.int32)
+    return sums.astype(np.int64)
