@@ -26,7 +26,7 @@ from mdla_quant.kernels.add import add_sub_formula
 from mdla_quant.kernels.conv import requantize
 from mdla_quant.kernels.hard_swish import hard_swish_formula
 from mdla_quant.kernels.lut import lut_activation_formula
-from mdla_quant.kernels.memo import cache_size, memo, words
+from mdla_quant.kernels.memo import SMALL_BYTES, cache_size, memo, words
 from mdla_quant.kernels.mul import mul_formula
 from mdla_quant.kernels.plan import FLOAT32_EXACT, MAX_SPLITS, build_plan, tap_ranges
 from mdla_quant.kernels.registry import INT8_KERNELS, spatial_pad, windows
@@ -406,7 +406,9 @@ def test_memo_compares_words_and_sees_a_write_to_any_byte() -> None:
     assert words(odd.copy(), odd)[1] is odd  # not a whole number of words: by value
     view = whole[:, 1:5]  # 16 bytes, strided: by value (its contiguous snapshot too)
     assert [w.shape for w in words(view.copy(), view)] == [(4, 4), (4, 4)]
-    for w in (whole, odd, view):
+    big = np.zeros((2, SMALL_BYTES // 2 + 8), np.int8)  # past SMALL_BYTES: compared as words
+    wide = big[:, 1:]  # and strided: by value
+    for w in (whole, odd, view, big, wide):
         first = memo([w], "words", build)
         assert memo([w], "words", build) == first
         w[-1, ...] += 1  # the last row (of a 1-D array, the last byte) only

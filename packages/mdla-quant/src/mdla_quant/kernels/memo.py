@@ -3,12 +3,13 @@
 Immutable records (frozen QuantParams with tuple fields: hashing a per-channel one costs more
 than the lookup saves) may be keyed by identity instead: the entry holds them, so their ids
 cannot be reused while it lives. An entry is valid only while every keyed array is the same
-object *and* holds the same bytes as when the entry was built (a snapshot copy is compared, 8
-bytes at a time where the layout allows: `words`; an int8 weight compares at memory speed, far
-cheaper than re-deriving float weights and bounds), so an in-place write to a weight between
-two runs is seen. Equal bytes are equal values, so a build from them is the same. An entry
-dies with its arrays (weak references) and the cache holds at most MAX_ENTRIES (least
-recently used dropped first).
+object *and* holds the same bytes as when the entry was built (a snapshot copy is compared:
+as bytes objects up to SMALL_BYTES, else 8 bytes at a time where the layout allows;
+`same_bytes`, `words`; an int8 weight compares at memory speed, far cheaper than re-deriving
+float weights and bounds), so an in-place write to a weight between two runs is seen. Equal
+bytes are equal values, so a build from them is the same. An entry dies with its arrays
+(weak references) and the cache holds at most MAX_ENTRIES (least recently used dropped
+first).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from mdla_quant.arith import Array
 
 T = TypeVar("T")
 MAX_ENTRIES = 1024  # at most 64 MiB of 256 x 256 tables; plans die with their weights
+SMALL_BYTES = 1 << 16  # arrays up to this size compare as bytes objects (`same_bytes`)
 
 _Entry = tuple[
     tuple["weakref.ref[Array] | None", ...], tuple[Array | None, ...], tuple[object, ...], Any
@@ -48,9 +50,20 @@ def _valid(entry: _Entry, arrays: Sequence[Array | None], records: Sequence[obje
             continue
         if ref() is not a or snap.shape != a.shape or snap.dtype != a.dtype:
             return False
-        if not np.array_equal(*words(snap, a)):
+        if not same_bytes(snap, a):
             return False
     return True
+
+
+def same_bytes(snap: Array, a: Array) -> bool:
+    """Whether `a` holds the bytes of its snapshot (a C-order copy of the same shape and
+    dtype). Up to SMALL_BYTES both are copied out with `tobytes` (C order) and compared as
+    bytes objects: two memcpys and a memcmp cost less than the fixed overhead of a numpy
+    comparison and reduction, and most weights and biases are that small. Larger arrays
+    compare as `words`."""
+    if a.nbytes <= SMALL_BYTES:
+        return snap.tobytes() == a.tobytes()
+    return bool(np.array_equal(*words(snap, a)))
 
 
 def words(snap: Array, a: Array) -> tuple[Array, Array]:
