@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import cache
+from types import EllipsisType
 from typing import Any
 
 import numpy as np
@@ -105,11 +106,12 @@ def run_int8(
             observe(name, value)
     last_use = {n: i for i, op in enumerate(qgraph.ops) for n in op.inputs}
     keep = set(qgraph.outputs)
-    skip = unread_unaries(qgraph, unary_partner) if observe is None else frozenset()
+    partners = [unary_partner(qgraph, i) for i in range(len(qgraph.ops))]  # once per run
+    skip = unread_unaries(qgraph, lambda _, i: partners[i]) if observe is None else frozenset()
     for i, op in enumerate(qgraph.ops):
         if i in skip:
             continue
-        value = run_op(qgraph, i, env, mode, acc_mode)
+        value = run_op(qgraph, i, env, mode, acc_mode, partners[i])
         env[op.outputs[0]] = value
         if observe is not None:
             observe(op.outputs[0], value)
@@ -183,10 +185,16 @@ def _kernel(qgraph: Graph, i: int) -> Kernel:
 
 
 def run_op(
-    qgraph: Graph, i: int, env: dict[str, Array], mode: str, accumulator: str = "saturate"
+    qgraph: Graph,
+    i: int,
+    env: dict[str, Array],
+    mode: str,
+    accumulator: str = "saturate",
+    pair: tuple[int, int] | EllipsisType | None = ...,
 ) -> Array:
     """The int8 output of op #i of `qgraph`, its activation inputs taken from `env` (float32
-    for an op of a float region: `kernels/gru.py`)."""
+    for an op of a float region: `kernels/gru.py`). `pair`: `unary_partner(qgraph, i)` where
+    the caller has it (found here otherwise)."""
     op = qgraph.ops[i]
     if len(op.outputs) == 1 and _is_float32(qgraph, op.outputs[0]):
         return _run_float32(qgraph, i, env)
@@ -202,7 +210,8 @@ def run_op(
             f"op `{op.name}` ({op.kind.name}): output `{out.name}` has no quantization parameters",
             op.name,
         )
-    pair = unary_partner(qgraph, i)  # bin(a, un(a)): one table of a (kernels/pairs.py)
+    if pair is ...:
+        pair = unary_partner(qgraph, i)  # bin(a, un(a)): one table of a (kernels/pairs.py)
     names = op.inputs if pair is None else op.inputs[pair[1] : pair[1] + 1]  # b is not read
     args = [_operand(qgraph, env, n) for n in names]
     try:
