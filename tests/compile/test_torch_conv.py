@@ -200,3 +200,59 @@ def test_only_shapes_conv2d_runs_on_onednn_are_reordered() -> None:
     # torch's own im2col kernel (Slow2d) runs this one: reordered, its sums would round otherwise
     small = tc.reorder_filter(_f32((8, 3, 3, 5)), (1, 19, 21, 5), (0,) * 4, (1, 1), (1, 1), 1)
     assert small is None
+
+
+# (x shape, filter, stride, dilation, padding, groups): left to oneDNN by `by_winograd`
+NOT_WINOGRAD = [
+    ((1, 7, 7, 32), (32, 3, 3, 32), (1, 1), (1, 1), (1, 1, 1, 1), 1),  # 49 outputs: too few
+    ((1, 30, 30, 16), (16, 3, 3, 16), (2, 2), (1, 1), (1, 1, 1, 1), 1),  # strided
+    ((1, 30, 30, 16), (16, 3, 3, 16), (1, 1), (2, 2), (2, 2, 2, 2), 1),  # dilated
+    ((1, 30, 30, 16), (16, 3, 3, 8), (1, 1), (1, 1), (1, 1, 1, 1), 2),  # grouped
+    ((1, 30, 30, 16), (16, 5, 5, 16), (1, 1), (1, 1), (2, 2, 2, 2), 1),  # 5x5
+]
+
+
+def test_large_3x3_convs_go_by_winograd_and_the_rest_by_onednn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[tuple[int, ...]] = []
+    transforms: list[tuple[int, ...]] = []
+    real, real_transform = tc.conv3x3, tc.filter_transform
+
+    def spy(x: Array, *rest: Any) -> Any:
+        calls.append(x.shape)
+        return real(x, *rest)
+
+    def counted(w: Array) -> Array:
+        transforms.append(w.shape)
+        return real_transform(w)
+
+    monkeypatch.setattr(tc, "conv3x3", spy)
+    monkeypatch.setattr(tc, "filter_transform", counted)
+    conv = tc.TorchConv(winograd=True)
+    op = _op(OpKind.CONV_2D, (1, 1), (1, 1), (0, 1, 1, 0), 1, "RELU")  # 14x14 outputs
+    args = [_f32((2, 15, 15, 32)), _f32((16, 3, 3, 32)), _f32((16,))]
+    want = tc.torch_conv_2d(op, args, "NHWC")[0]
+    for _ in range(2):
+        got = conv(op, args, "NHWC")[0]
+        assert got.shape == want.shape
+        assert got.min() >= 0  # the fused ReLU applied
+        assert np.abs(got - want).max() < 2e-5 * np.abs(want).max()
+    assert calls == [(2, 15, 15, 32)] * 2
+    assert transforms == [(16, 3, 3, 32)]  # once per filter
+    for xs, ws, stride, dilation, padding, groups in NOT_WINOGRAD:
+        op = _op(OpKind.CONV_2D, stride, dilation, padding, groups, "NONE")
+        args = [_f32(xs), _f32(ws), _f32(ws[:1])]
+        want = tc.torch_conv_2d(op, args, "NHWC")[0]
+        assert np.array_equal(conv(op, args, "NHWC")[0].view(np.int32), want.view(np.int32))
+    assert len(calls) == 2
+
+
+def test_the_compile_kernels_follow_the_winograd_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert tc.torch_kernels(winograd=True)[OpKind.CONV_2D].winograd  # type: ignore[attr-defined]
+    assert not tc.torch_kernels(winograd=False)[OpKind.CONV_2D].winograd  # type: ignore[attr-defined]
+    monkeypatch.setattr(tc, "WINOGRAD", False)
+    assert not tc.torch_kernels()[OpKind.CONV_2D].winograd  # type: ignore[attr-defined]
+    monkeypatch.setattr(tc, "WINOGRAD", True)
+    assert tc.torch_kernels()[OpKind.CONV_2D].winograd  # type: ignore[attr-defined]
+    assert not tc.TorchConv().winograd  # bit for bit conv2d's unless asked

@@ -26,6 +26,7 @@ SOURCES = tuple(
         "balance.c",
         "moments.c",
         "fit_grad.c",
+        "winograd.c",
     )
 )
 FLAGS = ("-O3", "-ffp-contract=off", "-fno-math-errno")  # never one fused multiply-add;
@@ -52,6 +53,8 @@ SIGNATURES = {
     "mdla_balance_kernels": (None, [_P, _P, _P, _N, _N, _P]),
     "mdla_channel_sums_f32": (None, [_P, _N, _N, _P]),
     "mdla_fit_dy_f32": (None, [_P, _P, _P, _P, _N, _F, _F, _F, _N, _N, _P]),
+    "mdla_wino43_input_f32": (_I, [_P, _N, _N, _N, _N, _N, _N, _P]),
+    "mdla_wino43_output_f32": (_I, [_P, _N, _N, _N, _N, _P, _N, _N, _P]),
 }
 
 
