@@ -93,6 +93,19 @@ def test_kept_buffers_give_fresh_buffers_values() -> None:
         assert kept.tobytes() == fresh.tobytes()
 
 
+def test_the_filter_transform_in_c_is_numpys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """G g G^T in float64 both ways, each rounded once: equal up to the float64 sums' order."""
+    w = np.random.default_rng(5).standard_normal((24, 3, 3, 40)).astype(np.float32)
+    in_c = filter_transform(w)
+    monkeypatch.setattr(winograd, "library", lambda: None)
+    in_numpy = filter_transform(w)
+    assert in_c.shape == in_numpy.shape == (36, 40, 24)
+    assert in_c.dtype == in_numpy.dtype == np.float32
+    np.testing.assert_allclose(in_c, in_numpy, rtol=1e-7, atol=1e-7)
+    want = np.einsum("ai,kijc,bj->abck", winograd.G, w.astype(np.float64), winograd.G)
+    np.testing.assert_allclose(in_c, want.reshape(36, 40, 24), rtol=1e-6, atol=1e-7)
+
+
 def test_without_the_library_there_is_no_winograd(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(winograd, "library", lambda: None)
     x, w, b = layer(CASES[0], 0)

@@ -60,6 +60,40 @@ static inline __attribute__((always_inline)) void at6(const float *restrict m0,
     }
 }
 
+/* G of F(4x4, 3x3): the filter's transform U = G g G^T. */
+static const double G[6][3] = {
+    {1.0 / 4, 0, 0},
+    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+    {1.0 / 24, 1.0 / 12, 1.0 / 6},
+    {1.0 / 24, -1.0 / 12, 1.0 / 6},
+    {0, 0, 1},
+};
+
+/* w: (k, 3, 3, c) filters; u: (36, c, k), u[6a + b][ch][o] = (G g G^T)[a][b] of the filter
+   g = w[o, :, :, ch], in double and rounded once to float. */
+void mdla_wino43_filter_f32(const float *w, size_t k, size_t c, float *u) {
+    for (size_t ch = 0; ch < c; ch++) {
+        for (size_t o = 0; o < k; o++) {
+            double g[3][3], t[6][3];
+            for (size_t i = 0; i < 3; i++) {
+                for (size_t j = 0; j < 3; j++) g[i][j] = (double)w[((o * 3 + i) * 3 + j) * c + ch];
+            }
+            for (size_t a = 0; a < 6; a++) {
+                for (size_t j = 0; j < 3; j++) {
+                    t[a][j] = G[a][0] * g[0][j] + G[a][1] * g[1][j] + G[a][2] * g[2][j];
+                }
+            }
+            for (size_t a = 0; a < 6; a++) {
+                for (size_t b = 0; b < 6; b++) {
+                    double v = t[a][0] * G[b][0] + t[a][1] * G[b][1] + t[a][2] * G[b][2];
+                    u[((a * 6 + b) * c + ch) * k + o] = (float)v;
+                }
+            }
+        }
+    }
+}
+
 /* xp: (n, hp, wp, c), hp >= 4 th + 2, wp >= 4 tw + 2 (the padded input); v: (36, n th tw, c).
    Returns 0, or -2 when out of memory. */
 MDLA_CLONES
