@@ -218,6 +218,9 @@ def _block_error(g: Graph, q: Graph, data: list[list[Any]]) -> float:
 def test_block_reconstruction_beats_per_layer_adaround_on_the_block_output(
     fitted: tuple[Graph, list[list[Any]], Graph, Graph, Graph, Any],
 ) -> None:
+    """The block's output off the fit's positions too (the whole maps of every sample), summed
+    over five seeds so that the comparison does not hinge on one draw: a single seed's goes
+    either way (the block wins on 14 of seeds 0-19, by -0.99 on average)."""
     g, calib, q, per_layer, per_block, report = fitted
     names = [row[0] for row in report.layers]
     assert names == ["stem", "expand", "dw", "project", "expand+dw+project", "head"]
@@ -228,9 +231,15 @@ def test_block_reconstruction_beats_per_layer_adaround_on_the_block_output(
         t0, t1 = q.tensors[name], per_block.tensors[name]
         assert t0.quant == t1.quant
         assert np.abs(t0.data.astype(int) - t1.data.astype(int)).max() <= 1  # type: ignore[union-attr]
-    errors = {
-        k: _block_error(g, m, calib) for k, m in [("n", q), ("l", per_layer), ("b", per_block)]
-    }
+    errors = {"n": 5 * _block_error(g, q, calib), "l": 0.0, "b": 0.0}
+    for seed in range(5):
+        if seed:
+            per_layer, _ = adaround(g, q, calib, iters=300, rows=512, batch=128, seed=seed)
+            per_block, _ = adaround(
+                g, q, calib, iters=300, rows=512, batch=128, blocks=True, seed=seed
+            )
+        errors["l"] += _block_error(g, per_layer, calib)
+        errors["b"] += _block_error(g, per_block, calib)
     assert errors["b"] < errors["l"] < errors["n"], errors
 
 
