@@ -327,6 +327,71 @@ def test_multipliers_above_one_bit_exact(name: str, isa_path: str, rounding: str
     np.testing.assert_array_equal(got, want, err_msg=f"{name}, {isa_path}, {rounding}")
 
 
+# The AVX2 requantization's short form (simd.h emu_requant_nudge_avx2: RDBPOT and the output
+# zero point as one add and an arithmetic shift, the clamp in int8 after the packs), per
+# channel: multipliers above 1 (a left shift), in [0.5, 1) (no right shift: [h < 0] masked off)
+# and 2^-1 .. 2^-14 (right shifts), so a layer has all three or only right shifts (no mask);
+# output zero points at both ends and clamps inside [-128, 127] (RELU6 at z = -100: [-100, 20]);
+# channel counts with 32-, 8- and < 8-lane pieces. "no_room": one channel's right shift of 25
+# against z = 127 (127 * 2^25 overflows int32), so the layer keeps the long form. Sums span
+# int32 lanes' low 20 bits (random int8 weights and codes); outputs are mostly unclamped.
+# (kind, c, o, k, z_out, s_out, fuse, multipliers: "mixed" | "right" | "no_room")
+NUDGE = {
+    "pw_o45_mixed_z127": (OpKind.CONV_2D, 16, 45, 1, 127, 1.0, "NONE", "mixed"),
+    "pw_o70_right_zm128": (OpKind.CONV_2D, 24, 70, 1, -128, 1.0, "NONE", "right"),
+    "pw_o37_mixed_relu6": (OpKind.CONV_2D, 9, 37, 1, -100, 0.05, "RELU6", "mixed"),
+    "conv3_o16_right_relu6": (OpKind.CONV_2D, 5, 16, 3, -100, 0.05, "RELU6", "right"),
+    "dw_c43_mixed_z5": (OpKind.DEPTHWISE_CONV_2D, 43, 43, 3, 5, 1.0, "NONE", "mixed"),
+    "dw_c32_right_relu6": (OpKind.DEPTHWISE_CONV_2D, 32, 32, 5, -100, 0.05, "RELU6", "right"),
+    "pw_o21_no_room": (OpKind.CONV_2D, 16, 21, 1, 127, 1.0, "NONE", "no_room"),
+}
+
+
+def nudge_graph(name: str) -> Graph:
+    kind, c, o, k, z_out, s_out, fuse, mults = NUDGE[name]
+    rng = np.random.default_rng(len(name))
+    dw = kind is OpKind.DEPTHWISE_CONV_2D
+    wt = rng.integers(-127, 128, size=(1, k, k, o) if dw else (o, k, k, c), dtype=np.int8)
+    bias = rng.integers(-3000, 3001, size=o).astype(np.int32)
+    exp = rng.integers(7, 20, size=o).astype(np.float64)  # output / sum = 2^-exp * [1, 2)
+    if mults != "right":  # 1-2 (a left shift of 1) and 0.5-1 (no shift) on every 4th channel
+        exp[::4], exp[1::4] = 0, 1
+        small = np.zeros(o, bool)
+        small[::4] = small[1::4] = True
+        one = np.zeros_like(wt[..., small] if dw else wt[small])  # one tap of +-1: |sum| <= 255
+        one.reshape(-1, one.shape[-1] if dw else one[0].size)[..., 0] = 1
+        if dw:
+            wt[..., small] = one * rng.choice([-1, 1], size=small.sum()).astype(np.int8)
+        else:
+            wt[small] = one * rng.choice([-1, 1], size=(small.sum(), 1, 1, 1)).astype(np.int8)
+        bias[small] = rng.integers(-20, 21, size=small.sum())
+    if mults == "no_room":
+        exp[3] = 26
+    real = 2.0**-exp * rng.uniform(1.0, 1.99, size=o)
+    s_in = 0.05
+    ws = (s_out / s_in * real).astype(np.float32)
+    pad = k // 2
+    tensors = [
+        Tensor("x", (1, 6, 5, c), "int8", None, qp(s_in, -3)),
+        Tensor("w", wt.shape, "int8", wt, qp(ws, 0, 3 if dw else 0)),
+        Tensor("bias", bias.shape, "int32", bias, qp(np.float32(s_in) * ws, 0, 0)),
+    ]
+    attrs: dict[str, Any] = {"stride": (1, 1), "dilation": (1, 1), "padding": (pad,) * 4}
+    attrs |= {"multiplier": 1} if dw else {"groups": 1}
+    return single_op_qgraph(kind, tensors, (1, 6, 5, o), qp(s_out, z_out), attrs | {"fuse": fuse})
+
+
+@pytest.mark.parametrize("name", NUDGE)
+def test_requant_short_form_bit_exact(name: str, isa_path: str) -> None:
+    g = nudge_graph(name)
+    x = g.tensors[g.inputs[0]]
+    codes = [np.random.default_rng(9).integers(-128, 128, size=x.shape).astype(np.int8)]
+    (want,) = run_int8(g, as_floats(g, codes), raw=True)
+    assert np.unique(want).size > 50, "a case whose outputs are all clamped tests nothing"
+    got = np.asarray(run_single_op(g, codes))
+    np.testing.assert_array_equal(got, want, err_msg=f"{name}, {isa_path}")
+
+
 # The narrow lanes' bound is per channel, from the channel's own weights: |acc + bias| <=
 # 255 * sum |w| + |bias|. Channel 0's bias puts that bound at 2^31 - 1 exactly ("at") or 2 past it
 # ("past": the sum can leave int32, so the layer stays on the int64 rows, which saturate it), with

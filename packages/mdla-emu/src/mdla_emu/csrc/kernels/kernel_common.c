@@ -70,6 +70,21 @@ static bool narrow_fits(const EmuRequant *rq, const int64_t *bound) {
     return true;
 }
 
+/* Whether every channel of a narrow pipeline leaves emu_requant_nudge_avx2 room (simd.h):
+ * |h| <= hmax = (vmax M >> 31) + 1 for |v| <= vmax = bound * 2^max(s, 0) (SRDHM rounds once),
+ * and hmax + 2^e (|z| + 1) + 1 < 2^31 bounds the int32 sum h + nudge - [h < 0]. */
+static bool nudge_fits(const EmuRequant *rq, const int64_t *bound, int32_t z) {
+    const int64_t za = z < 0 ? -(int64_t)z : z;
+    for (int32_t c = 0; c < rq->channels; c++) {
+        const int s = rq->shift[c];
+        const int64_t e = rq->right[c], vmax = s > 0 ? bound[c] << s : bound[c];
+        if (e > 30) return false;
+        const int64_t hmax = ((vmax * rq->mult[c]) >> 31) + 1;
+        if (hmax + (INT64_C(1) << e) * (za + 1) + 1 > EMU_INT32_MAX) return false;
+    }
+    return true;
+}
+
 int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t bias,
                         uint32_t out, int32_t channels, uint32_t channel_dim, int32_t fuse,
                         EmuNumerics num, EmuRequant *rq) {
@@ -135,6 +150,7 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
         sum_bounds(f, channels, channel_dim, rq->bias, bound);
         rq->narrow = narrow_fits(rq, bound);
     }
+    const bool nudge = rq->narrow && nudge_fits(rq, bound, y->zero_point);
     free(bound);
     if (rq->narrow) {
         int32_t g = 64, r = channels; /* period = 64 / gcd(channels, 64) */
@@ -146,7 +162,7 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
         rq->period = 64 / g;
         const size_t len = (size_t)rq->period * channels;
         rq->left32 = malloc(len * sizeof *rq->left32);
-        rq->m32 = malloc(len * sizeof *rq->m32);
+        rq->m32 = malloc((len + 1) * sizeof *rq->m32); /* + 1: emu_requant_nudge_avx2's read */
         rq->right32 = malloc(len * sizeof *rq->right32);
         rq->mask32 = malloc(len * sizeof *rq->mask32);
         rq->bias32 = malloc(len * sizeof *rq->bias32);
@@ -162,6 +178,24 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
             rq->right32[i] = (int32_t)rq->right[c];
             rq->mask32[i] = (int32_t)rq->mask[c];
             rq->bias32[i] = rq->bias[c];
+            rq->any_left = rq->any_left || rq->left32[i] != 0;
+        }
+        rq->m32[len] = 0;
+    }
+    if (nudge) {
+        const size_t len = (size_t)rq->period * channels;
+        bool e0 = false; /* some channel has e = 0: its [h < 0] is masked off */
+        for (size_t i = 0; i < len; i++) e0 = e0 || rq->right32[i] == 0;
+        rq->nudge32 = malloc(len * sizeof *rq->nudge32);
+        rq->neg32 = e0 ? malloc(len * sizeof *rq->neg32) : NULL;
+        if (rq->nudge32 == NULL || (e0 && rq->neg32 == NULL)) {
+            emu_requant_free(rq);
+            return NEURON_OUT_OF_MEMORY;
+        }
+        for (size_t i = 0; i < len; i++) { /* z 2^e: |z| 2^e < 2^31 (nudge_fits) */
+            const int32_t e = rq->right32[i];
+            rq->nudge32[i] = (e > 0 ? INT32_C(1) << (e - 1) : 0) + y->zero_point * (INT32_C(1) << e);
+            if (e0) rq->neg32[i] = e > 0 ? -1 : 0;
         }
     }
     rq->isa = emu_isa();
@@ -185,6 +219,8 @@ void emu_requant_free(EmuRequant *rq) {
     free(rq->right32);
     free(rq->mask32);
     free(rq->bias32);
+    free(rq->nudge32);
+    free(rq->neg32);
     memset(rq, 0, sizeof *rq);
 }
 
@@ -216,6 +252,12 @@ EMU_BODY void requant_row_narrow(const EmuRequant *rq, const int32_t *restrict a
     const EmuNarrow k = {bias, left, mult, right, mask, z, lo, hi};
     if (rq->isa == EMU_ISA_AVX512) { /* the same integers in intrinsics (simd.c) */
         emu_requant_narrow_avx512(&k, acc, out, n);
+        return;
+    }
+    if (rq->isa == EMU_ISA_AVX2 && rq->nudge32 != NULL) { /* fewer steps, the same integers */
+        const EmuNudge q = {bias, rq->any_left ? left : NULL, mult, right, rq->nudge32, rq->neg32,
+                            lo, hi};
+        emu_requant_nudge_avx2(&q, acc, out, n);
         return;
     }
     if (rq->isa == EMU_ISA_AVX2) {
@@ -308,6 +350,8 @@ void emu_requant_slice(const EmuRequant *rq, int32_t c0, int32_t n, EmuRequant *
     EMU_SLICE(right32);
     EMU_SLICE(mask32);
     EMU_SLICE(bias32);
+    EMU_SLICE(nudge32);
+    EMU_SLICE(neg32);
 #undef EMU_SLICE
 }
 

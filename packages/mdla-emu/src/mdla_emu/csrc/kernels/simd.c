@@ -126,6 +126,77 @@ EMU_T_AVX2 void emu_requant_narrow_avx2(const EmuNarrow *k, const int32_t *acc, 
     }
 }
 
+/* 8 lanes of emu_requant_nudge_avx2 (simd.h): t + z, unclamped, as int32. The odd lanes'
+ * multipliers are read one element on (vpmuldq reads each qword's low dword: mult[e + 2i + 1]),
+ * which needs no shift; `shift`: k->left is read, `neg`: k->neg is (else every lane's is -1). */
+EMU_T_AVX2 static inline __attribute__((always_inline)) __m256i
+nudge8(const EmuNudge *k, const int32_t *acc, int32_t e, bool shift, bool neg) {
+#define LD(p) _mm256_loadu_si256((const __m256i *)(const void *)((p) + e))
+    __m256i v = _mm256_add_epi32(LD(acc), LD(k->bias));
+    if (shift) v = _mm256_sllv_epi32(v, LD(k->left));
+    const __m256i round = _mm256_set1_epi64x(INT64_C(1) << 30);
+    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(v, LD(k->mult)), round);
+    const __m256i odd =
+        _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(v, 32), LD(k->mult + 1)), round);
+    const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1),
+                                         0xAA);
+    __m256i sign = _mm256_srai_epi32(h, 31); /* -[h < 0] */
+    if (neg) sign = _mm256_and_si256(sign, LD(k->neg));
+    return _mm256_srav_epi32(_mm256_add_epi32(_mm256_add_epi32(h, LD(k->nudge)), sign),
+                             LD(k->right));
+#undef LD
+}
+
+/* 8 lanes to int8 through the saturating packs, clamped in int8 (the low 8 bytes). */
+EMU_T_AVX2 static inline __m128i pack8(__m256i q, __m128i lo, __m128i hi) {
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    return _mm_min_epi8(_mm_max_epi8(_mm_packs_epi16(w, w), lo), hi);
+}
+
+EMU_T_AVX2 static inline __attribute__((always_inline)) void
+nudge_run(const EmuNudge *k, const int32_t *acc, int8_t *out, int32_t n, bool shift, bool neg) {
+    const __m256i lo = _mm256_set1_epi8((int8_t)k->lo), hi = _mm256_set1_epi8((int8_t)k->hi);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    int32_t e = 0;
+    for (; e + 32 <= n; e += 32) {
+        const __m256i q0 = nudge8(k, acc, e, shift, neg), q1 = nudge8(k, acc, e + 8, shift, neg);
+        const __m256i q2 = nudge8(k, acc, e + 16, shift, neg);
+        const __m256i q3 = nudge8(k, acc, e + 24, shift, neg);
+        __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
+        b = _mm256_min_epi8(_mm256_max_epi8(b, lo), hi);
+        _mm256_storeu_si256((__m256i *)(void *)(out + e), _mm256_permutevar8x32_epi32(b, order));
+    }
+    const __m128i lo8 = _mm256_castsi256_si128(lo), hi8 = _mm256_castsi256_si128(hi);
+    for (; e + 8 <= n; e += 8)
+        _mm_storel_epi64((__m128i *)(void *)(out + e),
+                         pack8(nudge8(k, acc, e, shift, neg), lo8, hi8));
+    if (e < n) { /* zero-filled copies: M = 0, nudge 0, no shifts are valid constants */
+        int32_t a[8] = {0}, b[8] = {0}, l[8] = {0}, m[9] = {0}, r[8] = {0}, u[8] = {0}, g[8] = {0};
+        const size_t c = (size_t)(n - e);
+        memcpy(a, acc + e, c * sizeof *a), memcpy(b, k->bias + e, c * sizeof *b);
+        if (shift) memcpy(l, k->left + e, c * sizeof *l);
+        if (neg) memcpy(g, k->neg + e, c * sizeof *g);
+        memcpy(m, k->mult + e, c * sizeof *m), memcpy(r, k->right + e, c * sizeof *r);
+        memcpy(u, k->nudge + e, c * sizeof *u);
+        const EmuNudge t = {b, l, m, r, u, g, k->lo, k->hi};
+        int8_t o[8];
+        _mm_storel_epi64((__m128i *)(void *)o, pack8(nudge8(&t, a, 0, shift, neg), lo8, hi8));
+        memcpy(out + e, o, c);
+    }
+}
+
+EMU_T_AVX2 void emu_requant_nudge_avx2(const EmuNudge *k, const int32_t *acc, int8_t *out,
+                                       int32_t n) {
+    if (k->left != NULL && k->neg != NULL)
+        nudge_run(k, acc, out, n, true, true);
+    else if (k->left != NULL)
+        nudge_run(k, acc, out, n, true, false);
+    else if (k->neg != NULL)
+        nudge_run(k, acc, out, n, false, true);
+    else
+        nudge_run(k, acc, out, n, false, false);
+}
+
 /* narrow16 on memory: `m` the lanes to load and store. */
 EMU_T_AVX512 static inline void narrow16_mem(const EmuNarrow *k, const int32_t *acc, int32_t e,
                                              __m512i z, __m512i lo, __m512i hi, int8_t *out,
@@ -470,6 +541,11 @@ void emu_requant_narrow_avx2(const EmuNarrow *k, const int32_t *acc, int8_t *out
 
 void emu_requant_narrow_avx512(const EmuNarrow *k, const int32_t *acc, int8_t *out, int32_t n) {
     emu_requant_narrow_avx2(k, acc, out, n);
+}
+
+void emu_requant_nudge_avx2(const EmuNudge *k, const int32_t *acc, int8_t *out, int32_t n) {
+    (void)k, (void)acc, (void)out, (void)n;
+    abort(); /* unreachable: emu_isa() is EMU_ISA_PORTABLE here */
 }
 #endif
 

@@ -32,6 +32,26 @@ typedef struct {
 } EmuNarrow;
 void emu_requant_narrow_avx2(const EmuNarrow *k, const int32_t *acc, int8_t *out, int32_t n);
 void emu_requant_narrow_avx512(const EmuNarrow *k, const int32_t *acc, int8_t *out, int32_t n);
+/* emu_requant_narrow_avx2's outputs in fewer steps, for a pipeline whose every channel leaves
+ * room (kernels.h EmuRequant.nudge32): with h = SRDHM(v, mult) as there and e = right,
+ *   RDBPOT(h, e) + z = (h + nudge - [h < 0] neg) >> e   (arithmetic shift, int32),
+ *   nudge = (e >= 1 ? 2^(e-1) : 0) + z 2^e,  neg = 1 for e >= 1, else 0.
+ * For e >= 1 write h = q 2^e + r (0 <= r < 2^e): the shift gives q + z + [r >= 2^(e-1) + [h < 0]]
+ * (z 2^e is a whole multiple), and RDBPOT adds 1 to q exactly when r > (mask >> 1) + [h < 0],
+ * the same condition (mask >> 1 = 2^(e-1) - 1); for e = 0 it is h + z. Exact when the int32 sum
+ * cannot overflow: prepare keeps this form only where |h| + 2^e (|z| + 1) + 1 < 2^31 for the
+ * channel's bound of |h|. That is t + z, the unclamped output; it goes through the saturating
+ * packs to int16 and int8 and is clamped to [lo, hi] in int8: both saturations are monotone
+ * and leave [lo, hi] (inside [-128, 127]) as it is, so the result is clamp(t + z, lo, hi), which
+ * is requant_narrow's clamp(clamp(t, +-2^16) + z, lo, hi) (|z| <= 128). This drops the
+ * remainder, threshold and compare of RDBPOT and the int32 clamp; `left` NULL (every channel's
+ * left shift 0) drops the shift and its load, `neg` NULL (every e >= 1) the mask of [h < 0]. Only for EMU_ISA_AVX2 (as emu_isa() returned). */
+typedef struct {
+    /* per element; mult has one more (read as the odd lanes' one element on); neg 0 or -1 */
+    const int32_t *bias, *left, *mult, *right, *nudge, *neg;
+    int32_t lo, hi;
+} EmuNudge;
+void emu_requant_nudge_avx2(const EmuNudge *k, const int32_t *acc, int8_t *out, int32_t n);
 
 /* DEPTHWISE_CONV_2D with multiplier 1 (k_depthwise_conv_2d.c), one output row:
  *   acc[ox][c] = sum over the taps (i, j) inside the image of
