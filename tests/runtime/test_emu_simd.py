@@ -332,10 +332,14 @@ def test_multipliers_above_one_bit_exact(name: str, isa_path: str, rounding: str
 # channel: multipliers above 1 (a left shift), in [0.5, 1) (no right shift: [h < 0] masked off)
 # and 2^-1 .. 2^-14 (right shifts), so a layer has all three or only right shifts (no mask);
 # output zero points at both ends and clamps inside [-128, 127] (RELU6 at z = -100: [-100, 20]);
-# channel counts with 32-, 8- and < 8-lane pieces. "no_room": one channel's right shift of 25
-# against z = 127 (127 * 2^25 overflows int32), so the layer keeps the long form. Sums span
-# int32 lanes' low 20 bits (random int8 weights and codes); outputs are mostly unclamped.
-# (kind, c, o, k, z_out, s_out, fuse, multipliers: "mixed" | "right" | "no_room")
+# channel counts with 32-, 8- and < 8-lane pieces. "capped_dead": two channels of one output
+# code whatever the sum, as the form's constant lanes: a right shift of 25-26 against z = 127
+# (127 * 2^26 overflows int32; RDBPOT is 0 for every sum) and a dead channel (a bias near 2^30
+# that always clamps). "no_room": 600
+# input channels, one channel's weights all +-127 (|sum| up to 2^24) at a right shift of 24
+# against z = 127, so the layer keeps the long form. Sums span int32 lanes' low 20 bits (random
+# int8 weights and codes).
+# (kind, c, o, k, z_out, s_out, fuse, multipliers: "mixed" | "right" | "capped_dead" | "no_room")
 NUDGE = {
     "pw_o45_mixed_z127": (OpKind.CONV_2D, 16, 45, 1, 127, 1.0, "NONE", "mixed"),
     "pw_o70_right_zm128": (OpKind.CONV_2D, 24, 70, 1, -128, 1.0, "NONE", "right"),
@@ -343,7 +347,8 @@ NUDGE = {
     "conv3_o16_right_relu6": (OpKind.CONV_2D, 5, 16, 3, -100, 0.05, "RELU6", "right"),
     "dw_c43_mixed_z5": (OpKind.DEPTHWISE_CONV_2D, 43, 43, 3, 5, 1.0, "NONE", "mixed"),
     "dw_c32_right_relu6": (OpKind.DEPTHWISE_CONV_2D, 32, 32, 5, -100, 0.05, "RELU6", "right"),
-    "pw_o21_no_room": (OpKind.CONV_2D, 16, 21, 1, 127, 1.0, "NONE", "no_room"),
+    "pw_o21_capped_dead": (OpKind.CONV_2D, 16, 21, 1, 127, 1.0, "NONE", "capped_dead"),
+    "pw_c600_o11_no_room": (OpKind.CONV_2D, 600, 11, 1, 127, 1.0, "NONE", "no_room"),
 }
 
 
@@ -365,14 +370,18 @@ def nudge_graph(name: str) -> Graph:
         else:
             wt[small] = one * rng.choice([-1, 1], size=(small.sum(), 1, 1, 1)).astype(np.int8)
         bias[small] = rng.integers(-20, 21, size=small.sum())
+    if mults == "capped_dead":  # channel 3 reaches its bound at a pixel of -128 (z_in 127)
+        exp[3], exp[5], bias[5] = 26, 24, 2**30 - 2**20
+        wt[3], bias[3] = np.maximum(np.abs(wt[3]), 1), -abs(bias[3])
     if mults == "no_room":
-        exp[3] = 26
+        exp[3] = 24
+        wt[3] = rng.choice(np.array([-127, 127], np.int8), size=wt[3].shape)
     real = 2.0**-exp * rng.uniform(1.0, 1.99, size=o)
     s_in = 0.05
     ws = (s_out / s_in * real).astype(np.float32)
     pad = k // 2
     tensors = [
-        Tensor("x", (1, 6, 5, c), "int8", None, qp(s_in, -3)),
+        Tensor("x", (1, 6, 5, c), "int8", None, qp(s_in, 127 if mults == "capped_dead" else -3)),
         Tensor("w", wt.shape, "int8", wt, qp(ws, 0, 3 if dw else 0)),
         Tensor("bias", bias.shape, "int32", bias, qp(np.float32(s_in) * ws, 0, 0)),
     ]
@@ -386,6 +395,7 @@ def test_requant_short_form_bit_exact(name: str, isa_path: str) -> None:
     g = nudge_graph(name)
     x = g.tensors[g.inputs[0]]
     codes = [np.random.default_rng(9).integers(-128, 128, size=x.shape).astype(np.int8)]
+    codes[0][0, 0, 0] = -128
     (want,) = run_int8(g, as_floats(g, codes), raw=True)
     assert np.unique(want).size > 50, "a case whose outputs are all clamped tests nothing"
     got = np.asarray(run_single_op(g, codes))

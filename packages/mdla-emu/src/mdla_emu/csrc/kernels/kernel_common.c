@@ -70,17 +70,38 @@ static bool narrow_fits(const EmuRequant *rq, const int64_t *bound) {
     return true;
 }
 
-/* Whether every channel of a narrow pipeline leaves emu_requant_nudge_avx2 room (simd.h):
- * |h| <= hmax = (vmax M >> 31) + 1 for |v| <= vmax = bound * 2^max(s, 0) (SRDHM rounds once),
- * and hmax + 2^e (|z| + 1) + 1 < 2^31 bounds the int32 sum h + nudge - [h < 0]. */
-static bool nudge_fits(const EmuRequant *rq, const int64_t *bound, int32_t z) {
+EMU_BODY int8_t requant_narrow(int32_t v, int32_t mult, int32_t right, int32_t mask, int32_t z,
+                               int32_t lo, int32_t hi);
+
+/* Whether every channel of a narrow pipeline leaves emu_requant_nudge_avx2 room (simd.h), and
+ * each channel's shift for it in e[c]: |h| <= hmax = (vmax M >> 31) + 1 for |v| <= vmax =
+ * bound * 2^max(s, 0) (SRDHM rounds once), and hmax + 2^e (|z| + 1) + 1 < 2^31 bounds the int32
+ * sum h + nudge - [h < 0]. A channel whose output is one code k whatever its sum needs no room
+ * (the requantization is monotone in v, and v lies in bias +- (bound - |bias|) times
+ * 2^max(s, 0): a dead channel's huge bias or a right shift so large that RDBPOT is 0 for every
+ * sum, which z 2^e would overflow): k[c] = that code (else 256), its lanes take M = 0, e = 1
+ * and nudge 2k + 1, which give (2k + 1) >> 1 = k. */
+static bool nudge_fits(const EmuRequant *rq, const int64_t *bound, int32_t z, int32_t lo,
+                       int32_t hi, int32_t *e, int32_t *k) {
     const int64_t za = z < 0 ? -(int64_t)z : z;
     for (int32_t c = 0; c < rq->channels; c++) {
-        const int s = rq->shift[c];
-        const int64_t e = rq->right[c], vmax = s > 0 ? bound[c] << s : bound[c];
-        if (e > 30) return false;
+        const int s = rq->shift[c], left = s > 0 ? s : 0;
+        const int64_t b = rq->bias[c], w = bound[c] - (b < 0 ? -b : b);
+        const int32_t r = (int32_t)rq->right[c], mask = (int32_t)rq->mask[c];
+        const int32_t m = (int32_t)rq->mult[c];
+        const int8_t k0 = requant_narrow((int32_t)((b - w) * (INT64_C(1) << left)), m, r, mask, z,
+                                         lo, hi);
+        const int8_t k1 = requant_narrow((int32_t)((b + w) * (INT64_C(1) << left)), m, r, mask, z,
+                                         lo, hi);
+        k[c] = k0 == k1 ? k0 : 256;
+        if (k0 == k1) {
+            e[c] = 1;
+            continue;
+        }
+        const int64_t vmax = bound[c] * (INT64_C(1) << left);
         const int64_t hmax = ((vmax * rq->mult[c]) >> 31) + 1;
-        if (hmax + (INT64_C(1) << e) * (za + 1) + 1 > EMU_INT32_MAX) return false;
+        if (r > 30 || hmax + (INT64_C(1) << r) * (za + 1) + 1 > EMU_INT32_MAX) return false;
+        e[c] = r;
     }
     return true;
 }
@@ -150,7 +171,17 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
         sum_bounds(f, channels, channel_dim, rq->bias, bound);
         rq->narrow = narrow_fits(rq, bound);
     }
-    const bool nudge = rq->narrow && nudge_fits(rq, bound, y->zero_point);
+    int32_t *ne = rq->narrow ? malloc(2 * (size_t)channels * sizeof *ne) : NULL, *nk = NULL;
+    if (rq->narrow && ne == NULL) {
+        free(bound);
+        emu_requant_free(rq);
+        return NEURON_OUT_OF_MEMORY;
+    }
+    if (ne != NULL) nk = ne + channels;
+    int32_t act_lo, act_hi;
+    emu_activation_range(fuse, y->scale, y->zero_point, &act_lo, &act_hi);
+    const bool nudge =
+        rq->narrow && nudge_fits(rq, bound, y->zero_point, act_lo, act_hi, ne, nk);
     free(bound);
     if (rq->narrow) {
         int32_t g = 64, r = channels; /* period = 64 / gcd(channels, 64) */
@@ -162,7 +193,7 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
         rq->period = 64 / g;
         const size_t len = (size_t)rq->period * channels;
         rq->left32 = malloc(len * sizeof *rq->left32);
-        rq->m32 = malloc((len + 1) * sizeof *rq->m32); /* + 1: emu_requant_nudge_avx2's read */
+        rq->m32 = malloc(len * sizeof *rq->m32);
         rq->right32 = malloc(len * sizeof *rq->right32);
         rq->mask32 = malloc(len * sizeof *rq->mask32);
         rq->bias32 = malloc(len * sizeof *rq->bias32);
@@ -180,24 +211,34 @@ int emu_requant_prepare(const NeuronModel *m, uint32_t in, uint32_t w, uint32_t 
             rq->bias32[i] = rq->bias[c];
             rq->any_left = rq->any_left || rq->left32[i] != 0;
         }
-        rq->m32[len] = 0;
     }
     if (nudge) {
         const size_t len = (size_t)rq->period * channels;
         bool e0 = false; /* some channel has e = 0: its [h < 0] is masked off */
-        for (size_t i = 0; i < len; i++) e0 = e0 || rq->right32[i] == 0;
+        for (int32_t c = 0; c < channels; c++) e0 = e0 || ne[c] == 0;
         rq->nudge32 = malloc(len * sizeof *rq->nudge32);
+        rq->nright32 = malloc(len * sizeof *rq->nright32);
+        rq->nm32 = malloc((len + 1) * sizeof *rq->nm32);
         rq->neg32 = e0 ? malloc(len * sizeof *rq->neg32) : NULL;
-        if (rq->nudge32 == NULL || (e0 && rq->neg32 == NULL)) {
+        if (rq->nudge32 == NULL || rq->nright32 == NULL || rq->nm32 == NULL ||
+            (e0 && rq->neg32 == NULL)) {
+            free(ne);
             emu_requant_free(rq);
             return NEURON_OUT_OF_MEMORY;
         }
         for (size_t i = 0; i < len; i++) { /* z 2^e: |z| 2^e < 2^31 (nudge_fits) */
-            const int32_t e = rq->right32[i];
-            rq->nudge32[i] = (e > 0 ? INT32_C(1) << (e - 1) : 0) + y->zero_point * (INT32_C(1) << e);
+            const size_t c = i % (size_t)channels;
+            const int32_t e = ne[c];
+            rq->nright32[i] = e;
+            rq->nm32[i] = nk[c] == 256 ? rq->m32[i] : 0;
+            rq->nudge32[i] = nk[c] != 256 ? 2 * nk[c] + 1
+                                          : (e > 0 ? INT32_C(1) << (e - 1) : 0) +
+                                                y->zero_point * (INT32_C(1) << e);
             if (e0) rq->neg32[i] = e > 0 ? -1 : 0;
         }
+        rq->nm32[len] = 0;
     }
+    free(ne);
     rq->isa = emu_isa();
     rq->z_out = y->zero_point;
     rq->rounding = rounding;
@@ -220,6 +261,8 @@ void emu_requant_free(EmuRequant *rq) {
     free(rq->mask32);
     free(rq->bias32);
     free(rq->nudge32);
+    free(rq->nright32);
+    free(rq->nm32);
     free(rq->neg32);
     memset(rq, 0, sizeof *rq);
 }
@@ -255,8 +298,8 @@ EMU_BODY void requant_row_narrow(const EmuRequant *rq, const int32_t *restrict a
         return;
     }
     if (rq->isa == EMU_ISA_AVX2 && rq->nudge32 != NULL) { /* fewer steps, the same integers */
-        const EmuNudge q = {bias, rq->any_left ? left : NULL, mult, right, rq->nudge32, rq->neg32,
-                            lo, hi};
+        const EmuNudge q = {bias,          rq->any_left ? left : NULL, rq->nm32, rq->nright32,
+                            rq->nudge32,   rq->neg32,                  lo,       hi};
         emu_requant_nudge_avx2(&q, acc, out, n);
         return;
     }
@@ -351,6 +394,8 @@ void emu_requant_slice(const EmuRequant *rq, int32_t c0, int32_t n, EmuRequant *
     EMU_SLICE(mask32);
     EMU_SLICE(bias32);
     EMU_SLICE(nudge32);
+    EMU_SLICE(nright32);
+    EMU_SLICE(nm32);
     EMU_SLICE(neg32);
 #undef EMU_SLICE
 }

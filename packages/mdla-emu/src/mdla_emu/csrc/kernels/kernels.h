@@ -69,12 +69,13 @@ typedef struct {
      * 2^right32 - 1). */
     bool narrow;
     int32_t *left32, *m32, *right32, *mask32, *bias32;
-    /* simd.h's emu_requant_nudge_avx2 constants (nudge = 2^(right32 - 1) if right32 >= 1, plus
-     * z_out 2^right32; neg = -1 if right32 >= 1, else 0, NULL when every right32 is) when
-     * narrow and every channel leaves that form room (|h| + 2^right32 (|z_out| + 1) + 1 < 2^31
-     * for the bound of |SRDHM|), else NULL; any_left: some left32 is not 0. m32 holds one
-     * element past period * channels (0), which that form reads. */
-    int32_t *nudge32, *neg32;
+    /* simd.h's emu_requant_nudge_avx2 constants when narrow and every channel leaves that form
+     * room (|h| + 2^e (|z_out| + 1) + 1 < 2^31 for the bound of |SRDHM|), else NULL: nright32
+     * = e (right32, or 1 for a channel of one output code: kernel_common.c nudge_fits), nudge = 2^(e - 1) if e >= 1, plus z_out 2^e; neg = -1 if e >= 1, else 0
+     * (NULL when every e is); nm32 = m32 but 0 for a channel whose output is one code k (then
+     * e = 1, nudge = 2k + 1); any_left: some left32 is not 0. nm32 holds one element past
+     * period * channels (0), which that form reads. */
+    int32_t *nudge32, *neg32, *nright32, *nm32;
     bool any_left;
     /* The narrow constants repeat for `period` rows (period * channels is a multiple of 64), so
      * `period` consecutive rows are one flat loop of whole vectors. */
