@@ -43,3 +43,12 @@ def test_other_axes_sum_in_int32() -> None:
     for axes in [(1,), (3,), (1, 2, 3), (0, 1)]:
         want = x.astype(np.int64).sum(axis=axes, keepdims=True)
         assert np.array_equal(code_sum(x, axes, True), want)
+
+
+def test_wider_codes_are_not_summed_in_float32() -> None:
+    """The float32 bound is int8's: 16-bit codes on a map that int8 may sum in float32 would
+    round there (an odd total past 2^24), so they take the integer sum."""
+    x = np.full((1, 64, 64, 2), 32767, np.int16)
+    x[0, 0, 0, :] = 32766  # odd total, 32767 * 4096 - 1 > 2^24
+    want = x.astype(np.int64).sum(axis=(1, 2))
+    assert np.array_equal(code_sum(x, (1, 2), False), want)

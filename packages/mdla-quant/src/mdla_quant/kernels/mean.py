@@ -60,8 +60,10 @@ def code_sum(x: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
     ones(1, H*W) @ x(H*W, C), where 128 * H*W <= 2^24: every partial sum, in whatever order
     and blocking the BLAS adds them, is an integer of magnitude at most 128 * H*W, so each
     is a float32 and no addition (or fused multiply-add of 1 * x) rounds; the result is the
-    exact sum. Otherwise an int32 accumulator (|sum| <= 2^23 * 128 = 2^30: exact)."""
-    if axes == (1, 2) and x.ndim == 4 and 128 * x.shape[1] * x.shape[2] <= FLOAT32_EXACT:
+    exact sum. Otherwise (or for codes other than int8, whose bound this is not) an int32
+    accumulator (|sum| <= 2^23 * 128 = 2^30: exact)."""
+    spatial = axes == (1, 2) and x.ndim == 4 and x.dtype == np.int8
+    if spatial and 128 * x.shape[1] * x.shape[2] <= FLOAT32_EXACT:
         b, h, w, c = x.shape
         rows = np.ascontiguousarray(x).reshape(b, h * w, c).astype(np.float32)
         total: Array = np.matmul(np.ones((1, h * w), np.float32), rows)  # (b, 1, c)

@@ -1,5 +1,6 @@
 /*
- * kernel_common.c: the kernel lookup (the table is generated: emu_kernels.h), the per-channel requantization pipeline and the int16 GEMM.
+ * kernel_common.c: the kernel lookup (the table is generated: emu_kernels.h), the per-channel
+ * requantization pipeline and the int16 GEMM.
  *
  * Requantization (TFLite reference_integer_ops/conv.h output stage):
  *     (M_c, s_c) = QuantizeMultiplier((double)s_in * (double)s_w[c] / (double)s_out)

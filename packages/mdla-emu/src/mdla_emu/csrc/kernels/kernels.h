@@ -64,14 +64,15 @@ typedef struct {
     /* narrow (double rounding, depth <= 2^16 and (255 * sum_k |w_ck| + |bias_c|) *
      * 2^max(s_c, 0) < 2^31 for every c: a bound of |acc + bias| from channel c's own weights,
      * so one tiny-scaled channel's huge bias does not widen the others): neither the int32 sum
-     * acc + bias nor its product by 2^s_c (s_c > 0) can overflow, so the left shift is exact, SRDHM is one 32x32->64 product and RDBPOT runs in
-     * int32 (left32 = max(s_c, 0), m32 = M_c, right32 = max(-s_c, 0), mask32 =
-     * 2^right32 - 1). */
+     * acc + bias nor its product by 2^s_c (s_c > 0) can overflow, so the left shift is exact,
+     * SRDHM is one 32x32->64 product and RDBPOT runs in int32 (left32 = max(s_c, 0),
+     * m32 = M_c, right32 = max(-s_c, 0), mask32 = 2^right32 - 1). */
     bool narrow;
     int32_t *left32, *m32, *right32, *mask32, *bias32;
     /* simd.h's emu_requant_nudge_avx2 constants when narrow and every channel leaves that form
      * room (|h| + 2^e (|z_out| + 1) + 1 < 2^31 for the bound of |SRDHM|), else NULL: nright32
-     * = e (right32, or 1 for a channel of one output code: kernel_common.c nudge_fits), nudge = 2^(e - 1) if e >= 1, plus z_out 2^e; neg = -1 if e >= 1, else 0
+     * = e (right32, or 1 for a channel of one output code: kernel_common.c nudge_fits),
+     * nudge = 2^(e - 1) if e >= 1, plus z_out 2^e; neg = -1 if e >= 1, else 0
      * (NULL when every e is); nm32 = m32 but 0 for a channel whose output is one code k (then
      * e = 1, nudge = 2k + 1); any_left: some left32 is not 0. nm32 holds one element past
      * period * channels (0), which that form reads. */

@@ -45,7 +45,8 @@ void emu_requant_narrow_avx512(const EmuNarrow *k, const int32_t *acc, int8_t *o
  * and leave [lo, hi] (inside [-128, 127]) as it is, so the result is clamp(t + z, lo, hi), which
  * is requant_narrow's clamp(clamp(t, +-2^16) + z, lo, hi) (|z| <= 128). This drops the
  * remainder, threshold and compare of RDBPOT and the int32 clamp; `left` NULL (every channel's
- * left shift 0) drops the shift and its load, `neg` NULL (every e >= 1) the mask of [h < 0]. Only for EMU_ISA_AVX2 (as emu_isa() returned). */
+ * left shift 0) drops the shift and its load, `neg` NULL (every e >= 1) the mask of [h < 0].
+ * Only for EMU_ISA_AVX2 (as emu_isa() returned). */
 typedef struct {
     /* per element; mult has one more (read as the odd lanes' one element on); neg 0 or -1 */
     const int32_t *bias, *left, *mult, *right, *nudge, *neg;
