@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mdla_emu.build import BuildError, build_commands, run_build
 from mdla_emu.emulator import INCLUDES as EMU_INCLUDES
 from mdla_emu.emulator import emulator_sources
 from mdla_ir.builders import INT8_KINDS, random_qgraph
@@ -100,11 +101,15 @@ def _compile(sources: list[Path], name: str, flags: list[str]) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=out.parent)
     os.close(fd)
-    cmd = [clang(), *flags, *includes, *map(str, sources), "-o", tmp, "-lm"]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-        if proc.returncode != 0:
-            raise RuntimeError(f"building {name} failed ({' '.join(cmd)}):\n{proc.stderr}")
+    try:  # the files side by side, then the link (an ASan build of ~70 files: ~1 min serial)
+        with tempfile.TemporaryDirectory(dir=out.parent) as objects:
+            compiles, link = build_commands(
+                clang(), flags, list(map(str, sources)), tmp, ["-lm"], objects, includes
+            )
+            try:
+                run_build(compiles, link, name)
+            except BuildError as exc:
+                raise RuntimeError(str(exc)) from None
         os.chmod(tmp, 0o755)
         os.replace(tmp, out)
     finally:
