@@ -235,3 +235,74 @@ def test_fit_weights_divides_by_the_scale_per_pass_as_on_the_whole(
     assert params == p
     assert np.array_equal(got, want)
     assert (got != q).any() or (kind, rounding) == (OpKind.FULLY_CONNECTED, "kernel")
+
+
+@pytest.mark.parametrize("rounding", ["kernel", "mean"])
+@pytest.mark.parametrize("scale", ["max", "mse"])
+@pytest.mark.parametrize(
+    ("kind", "shape", "dim"),
+    [
+        (OpKind.CONV_2D, (24, 3, 3, 40), 0),
+        (OpKind.CONV_2D, (16, 7, 7, 3), 0),
+        (OpKind.CONV_2D, (12, 12, 12, 2), 0),  # 144 elements a kernel: numpy's split sum
+        (OpKind.CONV_2D, (20, 1, 1, 64), 0),
+        (OpKind.DEPTHWISE_CONV_2D, (1, 5, 5, 48), 3),
+        (OpKind.FULLY_CONNECTED, (30, 50), 0),
+        (OpKind.CONV_2D, (8, 3, 3, 5), None),
+    ],
+)
+def test_the_kernel_step_in_one_c_pass_gives_numpys_codes(
+    kind: OpKind,
+    shape: tuple[int, ...],
+    dim: int | None,
+    scale: str,
+    rounding: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`kernel` and `mean` fit from the float32 weights in one C pass: the codes and params of
+    quantize_weights + balanced (numpy's path), bit for bit, on weights whose quotients sit on
+    a quarter-step grid (ties at x.5 in the codes and in the kernel sums) and past the clip,
+    with a bias floor raising some scales; and the C pass is what ran."""
+    from mdla_quant import native
+
+    lib = native.library()
+    assert lib is not None  # else both runs below are numpy's
+    rng = np.random.default_rng(sum(shape))
+    w = (rng.integers(-140 * 4, 140 * 4, shape) / 4.0).astype(np.float32)
+    o = shape[dim] if dim is not None else 1
+    view = [1] * len(shape)
+    view[dim if dim is not None else 0] = -1
+    w = w * rng.choice([0.5, 1.0, 2.0], o).reshape(view).astype(np.float32)
+    floor = np.where(np.arange(o) % 3 == 0, 3.0, 0.0) if dim is not None else None
+    calls = []
+
+    class Spy:
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(lib, name)
+
+    monkeypatch.setattr("mdla_quant.weight_fit.library", lambda: Spy())
+    got, params = fit_weights(kind, w, dim, floor, scale, rounding)
+    assert calls == ["mdla_fit_kernels_f32"]
+    monkeypatch.setattr("mdla_quant.weight_fit.library", lambda: None)
+    want, want_params = fit_weights(kind, w, dim, floor, scale, rounding)
+    assert params == want_params
+    assert got.dtype == want.dtype == np.int8
+    assert np.array_equal(got, want)
+    q, _ = quantize_weights(w, dim, floor)
+    if units(kind, w)[0].shape[2] > 1:
+        assert (got != q).any()  # flips happened
+
+
+def test_the_kernel_step_leaves_a_non_finite_quotient_to_numpy() -> None:
+    """A scale that underflows float32 divides a weight to an infinity: C gives it back to
+    numpy's path, whose result stands."""
+    w = np.zeros((2, 3, 3, 4), np.float32)
+    w[0, 0, 0, 0] = 1e-45  # amax / 127 is 0 in float32
+    w[1] = np.linspace(-1, 1, 36, dtype=np.float32).reshape(3, 3, 4)
+    from mdla_quant.weight_fit import _kernel_step_in_c
+
+    with np.errstate(all="ignore"):
+        assert _kernel_step_in_c(OpKind.CONV_2D, w, 0, None, None) is None
+        got, _ = fit_weights(OpKind.CONV_2D, w, 0, None, "max", "mean")
+    assert got.dtype == np.int8

@@ -51,6 +51,7 @@ SIGNATURES = {
     "mdla_block_pixel_grad_f32": (None, [_P, _N, _N, _P, _P, _N, _N, _N, _P, _N, _P]),
     "mdla_block_fused_quant_f32": (None, [_P, _N, _F, _F, _I, _F, _F, _P, _P, _P]),
     "mdla_balance_kernels": (None, [_P, _P, _P, _N, _N, _P]),
+    "mdla_fit_kernels_f32": (_I, [_P, _D, _D, _D, _N, _N, _N, _P, _D, _I, _P, _P, _P, _P, _P, _P]),
     "mdla_channel_sums_f32": (None, [_P, _N, _N, _P]),
     "mdla_fit_dy_f32": (None, [_P, _P, _P, _P, _N, _F, _F, _F, _N, _N, _P]),
     "mdla_wino43_filter_f32": (None, [_P, _N, _N, _P]),

@@ -43,7 +43,7 @@ import numpy as np
 from mdla_ir import OpKind, QuantParams
 from mdla_quant.arith import round_half_away
 from mdla_quant.native import library
-from mdla_quant.weights import quantize_weights
+from mdla_quant.weights import quantize_weights, weight_scales
 
 Array = np.ndarray[Any, Any]
 WEIGHT_SCALES = ("max", "mse")
@@ -229,6 +229,10 @@ def fit_weights(
     weight_rounding ("max" and "nearest" are exactly `quantize_weights`); `moments`, the op
     input's per-channel (mean, variance), for `weighted`."""
     amax = mse_amax(w, channel_dim) if scale == "mse" else None
+    if rounding in ("kernel", "mean") and w.size:
+        fitted = _kernel_step_in_c(kind, w, channel_dim, min_scale, amax)
+        if fitted is not None:
+            return fitted
     q, params = quantize_weights(w, channel_dim, min_scale, amax)
     if rounding == "nearest" or w.size == 0:
         return q, params
@@ -237,3 +241,36 @@ def fit_weights(
     near, _ = units(kind, q)
     fit = balanced(x, near, rounding, moments, scale=s)
     return from_units(fit, w.shape, order), params
+
+
+def _kernel_step_in_c(
+    kind: OpKind,
+    w: Array,
+    channel_dim: int | None,
+    min_scale: Array | None,
+    amax: Array | None,
+) -> tuple[Array, QuantParams] | None:
+    """`fit_weights` for `kernel` and `mean` (step 1 alone) in one C pass over the float32
+    weights: quantize_weights' codes, then `balanced`'s kernel flips, the same codes bit for
+    bit without numpy's float64 copies of the weights. None where C cannot take it (no library,
+    not float32, a value divided to a NaN or an infinity): numpy's path then."""
+    lib = library()
+    if lib is None or w.dtype != np.float32:
+        return None
+    scale = weight_scales(w, channel_dim, min_scale, amax)
+    x, order = units(kind, w)
+    o, k, n = x.shape
+    if scale.size not in (1, o) or any(st % x.itemsize for st in x.strides):
+        return None
+    s64 = np.ascontiguousarray(scale, np.float64)
+    out = np.empty(x.shape, np.int8)
+    so, sk, sn = (st // x.itemsize for st in x.strides)
+    e, q = np.empty((k + 8) * n, np.float64), np.empty((k + 8) * n, np.int16)  # C's layout
+    row_e, row_q, taken = np.empty(n, np.float64), np.empty(n, np.int16), np.empty(n, np.uint8)
+    flips = int(n > 1)
+    args = (x.ctypes, so, sk, sn, o, k, n, s64.ctypes, int(scale.size > 1), flips, out.ctypes)
+    scratch = (e.ctypes, q.ctypes, row_e.ctypes, row_q.ctypes, taken.ctypes)
+    if lib.mdla_fit_kernels_f32(*args, *scratch):
+        return None
+    params = QuantParams(tuple(float(v) for v in scale), (0,) * scale.size, channel_dim)
+    return from_units(out, w.shape, order), params

@@ -31,16 +31,24 @@ def quantize_weights(
     adjusts weight scales the same way): s >= |b| / (in_scale * 2^30). `amax` replaces max|w|
     per channel (a clipping range, `weight_fit.mse_amax`); values beyond it clip to +-127.
     """
-    amax = _abs_max(w, channel_dim) if amax is None else amax
-    scale64 = np.where(amax > 0, amax / 127.0, 1.0)
-    if min_scale is not None:
-        scale64 = np.maximum(scale64, min_scale)
-    scale = scale64.astype(np.float32)
+    scale = weight_scales(w, channel_dim, min_scale, amax)
     shape = [1] * w.ndim
     if channel_dim is not None:
         shape[channel_dim] = -1
     q = _round_chunks(w, scale.astype(np.float64).reshape(shape), channel_dim == 0)
     return q, QuantParams(tuple(float(s) for s in scale), (0,) * scale.size, channel_dim)
+
+
+def weight_scales(
+    w: Array, channel_dim: int | None, min_scale: Array | None = None, amax: Array | None = None
+) -> Array:
+    """`quantize_weights`' float32 scales (one per channel, or one), without the rounding."""
+    amax = _abs_max(w, channel_dim) if amax is None else amax
+    scale64 = np.where(amax > 0, amax / 127.0, 1.0)
+    if min_scale is not None:
+        scale64 = np.maximum(scale64, min_scale)
+    scale: Array = scale64.astype(np.float32)
+    return scale
 
 
 def _abs_max(w: Array, channel_dim: int | None) -> Array:
