@@ -192,6 +192,29 @@ def test_save_stores_the_float_graph_beside_the_mdla_unless_told_not(
     ]
 
 
+def test_save_writes_the_float_graph_as_it_is_made_and_puts_it_in_place_last(
+    tiny: tuple[mdla_compile.Compiled, list[Event]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The .mdla.fp32 is `stored.dumps`' bytes, written straight into its temporary file
+    (never first gathered in memory: `dumps` is not called); a save stopped before its files
+    are replaced (an interrupt) leaves no file and no temporary one."""
+    compiled, _ = tiny
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        compiled.save(tmp_path / "m.mdla", before_write=interrupted)
+    assert list(tmp_path.iterdir()) == []
+    want = mdla_ir.stored.dumps
+    monkeypatch.setattr(mdla_ir.stored, "dumps", lambda *_a: pytest.fail("a copy in memory"))
+    compiled.save(tmp_path / "m.mdla")
+    mdla = (tmp_path / "m.mdla").read_bytes()
+    fp32 = (tmp_path / "m.mdla.fp32").read_bytes()
+    assert fp32 == want(compiled.float_graph, hashlib.sha256(mdla).hexdigest())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.mdla", "m.mdla.fp32"]
+
+
 def test_save_checks_its_file_without_the_python_decoder(
     tiny: tuple[mdla_compile.Compiled, list[Event]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mdla_runtime import write_atomic
+from mdla_runtime.atomic import commit_staged, stage
 
 
 def test_replaces_the_file_with_ordinary_permissions(tmp_path: Path) -> None:
@@ -76,3 +77,24 @@ def test_an_executable_mode(tmp_path: Path) -> None:
     finally:
         os.umask(umask)
     assert stat.S_IMODE((tmp_path / "tool").stat().st_mode) == 0o755
+
+
+def test_a_staged_file_is_written_now_and_in_place_only_when_committed(tmp_path: Path) -> None:
+    path = tmp_path / "out.bin"
+    path.write_bytes(b"old")
+    tmp = stage(path, lambda f: (f.write(b"ne"), f.write(b"w")))
+    assert tmp.parent == tmp_path
+    assert tmp.read_bytes() == b"new"
+    assert path.read_bytes() == b"old"
+    assert commit_staged(tmp, path) == path
+    assert path.read_bytes() == b"new"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]
+
+
+def test_a_failing_writer_leaves_no_temporary_and_names_the_path(tmp_path: Path) -> None:
+    def full(_f: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with pytest.raises(OSError, match=r"No space left on device: '.*out\.bin'"):
+        stage(tmp_path / "out.bin", full)
+    assert list(tmp_path.iterdir()) == []

@@ -19,7 +19,7 @@ import mdla_runtime
 from mdla_compile.errors import CompileError, OptionError
 from mdla_ir import Graph, stored
 from mdla_ir.devices import NPU
-from mdla_runtime.atomic import write_atomic
+from mdla_runtime.atomic import commit_staged, stage, write_atomic
 
 Vet = Callable[[bytes], None]  # may refuse the bytes about to be written (raise)
 
@@ -78,13 +78,20 @@ def save(
         tflite_blob = mdla_runtime.tflite_bytes(qgraph)
     blob, manifest = mdla_runtime.written(qgraph, path)  # (checked: every check but the budget)
     vet(blob)
-    stored_blob = None
-    if float_graph is not None:
-        stored_blob = stored.dumps(float_graph, hashlib.sha256(blob).hexdigest())
-    before_write()
-    write_atomic(path, blob)
-    if stored_blob is not None:
-        write_atomic(stored.sidecar(path), stored_blob)
+    staged = None  # the float graph, written into its temporary file as it is made
+    try:
+        if float_graph is not None:
+            bound = hashlib.sha256(blob).hexdigest()
+            sidecar = stored.sidecar(path)
+            staged = stage(sidecar, lambda f: stored.dump(float_graph, bound, f))
+        before_write()
+        write_atomic(path, blob)
+        if staged is not None:
+            commit_staged(staged, sidecar)
+            staged = None
+    finally:
+        if staged is not None:
+            staged.unlink(missing_ok=True)
     if tflite is not None and tflite_blob is not None:
         write_atomic(tflite, tflite_blob)
     return manifest

@@ -2,6 +2,7 @@
 FP32 side of a model without importing it (no torch, no weights file, no code named by a file).
 
     blob = dumps(graph, bound_to=sha256_of_the_mdla)      # bytes (a .npz zip), for sidecar(mdla)
+    dump(graph, bound_to, file)                          # the same bytes, written to a file
     graph, bound_to = loads(blob)                        # StoredGraphError on anything malformed
     mdla_ir.run_float(graph, [x])
 
@@ -27,7 +28,7 @@ import os
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 from numpy.lib import format as npy
@@ -57,6 +58,14 @@ class StoredGraphError(IRError):
 
 def dumps(graph: Graph, bound_to: str) -> bytes:
     """`graph` (ops, tensors, constants) as `.npz` bytes tied to the file hashed `bound_to`."""
+    buf = io.BytesIO()
+    dump(graph, bound_to, buf)
+    return buf.getvalue()
+
+
+def dump(graph: Graph, bound_to: str, file: BinaryIO) -> None:
+    """`dumps`' bytes written to `file` (binary, seekable) as they are made: a model's weights
+    are not first gathered into one more copy in memory."""
     consts: dict[str, Any] = {}  # Any: savez's keywords are typed as its own options
     tensors = []
     for t in graph.tensors.values():
@@ -80,9 +89,7 @@ def dumps(graph: Graph, bound_to: str) -> bytes:
         "ops": [_op(op) for op in graph.ops],
     }
     text = np.frombuffer(json.dumps(header).encode(), np.uint8)
-    buf = io.BytesIO()
-    np.savez(buf, header=text, **consts)
-    return buf.getvalue()
+    np.savez(file, header=text, **consts)
 
 
 def _op(op: Op) -> dict[str, Any]:
