@@ -193,12 +193,15 @@ def test_the_gradient_is_the_loss_derivative(stride: int, residual: bool, expand
         np.testing.assert_allclose(gw, numeric, rtol=1e-4, atol=1e-4, err_msg=f"layer {layer}")
 
 
+FIT: dict[str, Any] = {"iters": 300, "rows": 512, "batch": 128}  # the fixture's and each seed's
+
+
 @pytest.fixture(scope="module")
 def fitted() -> tuple[Graph, list[list[Any]], Graph, Graph, Graph, Any]:
     g, calib = mbconv(seed=3), samples(8, seed=4)
     q = quantize(g, calib, QuantConfig(method="minmax", weight_rounding="nearest"))
-    per_layer, _ = adaround(g, q, calib, iters=300, rows=512, batch=128)
-    per_block, report = adaround(g, q, calib, iters=300, rows=512, batch=128, blocks=True)
+    per_layer, _ = adaround(g, q, calib, **FIT)
+    per_block, report = adaround(g, q, calib, **FIT, blocks=True)
     return g, calib, q, per_layer, per_block, report
 
 
@@ -234,10 +237,8 @@ def test_block_reconstruction_beats_per_layer_adaround_on_the_block_output(
     errors = {"n": 5 * _block_error(g, q, calib), "l": 0.0, "b": 0.0}
     for seed in range(5):
         if seed:
-            per_layer, _ = adaround(g, q, calib, iters=300, rows=512, batch=128, seed=seed)
-            per_block, _ = adaround(
-                g, q, calib, iters=300, rows=512, batch=128, blocks=True, seed=seed
-            )
+            per_layer, _ = adaround(g, q, calib, **FIT, seed=seed)
+            per_block, _ = adaround(g, q, calib, **FIT, blocks=True, seed=seed)
         errors["l"] += _block_error(g, per_layer, calib)
         errors["b"] += _block_error(g, per_block, calib)
     assert errors["b"] < errors["l"] < errors["n"], errors

@@ -17,20 +17,18 @@ driver that does the same (`build_harness(libfuzzer=False)`, for compilers witho
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from mdla_emu.build import BuildError, build_commands, run_build
+from mdla_emu.build import using_compiler
 from mdla_emu.emulator import INCLUDES as EMU_INCLUDES
 from mdla_emu.emulator import emulator_sources
 from mdla_ir.builders import INT8_KINDS, random_qgraph
@@ -38,10 +36,9 @@ from mdla_runtime.build import (
     CPU,
     CPU_SOURCES,
     CSRC,
-    ENGINE_INCLUDES,
     ENGINE_SOURCES,
     cache_dir,
-    generated_dir,
+    compile_c,
     wing_sources,
 )
 from mdla_runtime.format.manifest import to_bytes
@@ -86,44 +83,19 @@ def harness_sources() -> list[Path]:
     return [CSRC / "engine" / "fuzz_engine.c", *engine, *CPU_DEVICE, *emulator_sources()]
 
 
-def _compile(sources: list[Path], name: str, flags: list[str]) -> Path:
-    """`clang flags sources -o name`, cached under a key hashing the flags and every source and
-    header (so an edit rebuilds)."""
-    dirs = (*ENGINE_INCLUDES, *EMU_INCLUDES, generated_dir())
-    includes = [f"-I{d}" for d in dirs]
-    h = hashlib.sha256("\0".join([clang(), *flags, *includes]).encode())
-    headers = [h for d in dirs for h in d.glob("*.h")]
-    for path in sorted({*sources, *headers}):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    out = cache_dir() / f"{name}-{h.hexdigest()[:20]}" / name
-    if out.exists():
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=out.parent)
-    os.close(fd)
-    try:  # the files side by side, then the link (an ASan build of ~70 files: ~1 min serial)
-        with tempfile.TemporaryDirectory(dir=out.parent) as objects:
-            compiles, link = build_commands(
-                clang(), flags, list(map(str, sources)), tmp, ["-lm"], objects, includes
-            )
-            try:
-                run_build(compiles, link, name)
-            except BuildError as exc:
-                raise RuntimeError(str(exc)) from None
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, out)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return out
-
-
 def build_harness(libfuzzer: bool) -> Path:
-    """The engine harness under ASan + UBSan: a libFuzzer target, or the file driver."""
+    """The engine harness under ASan + UBSan: a libFuzzer target, or the file driver; built with
+    clang by the engine's cached build (its files side by side, keyed by every source, header
+    and flag, so an edit rebuilds)."""
     flags = [*FLAGS, *SANITIZE]
     if libfuzzer:
         flags[-2] = "-fsanitize=fuzzer," + SANITIZE[0].removeprefix("-fsanitize=")
         flags.append("-DMDLA_FUZZ_LIBFUZZER")
-    return _compile(harness_sources(), "fuzz_engine" if libfuzzer else "fuzz_engine_driver", flags)
+    name = "fuzz_engine" if libfuzzer else "fuzz_engine_driver"
+    with using_compiler(clang()):
+        return compile_c(
+            harness_sources(), name, flags=flags, libs=["-lm"], include_dirs=EMU_INCLUDES
+        )
 
 
 def seed_manifests() -> list[bytes]:

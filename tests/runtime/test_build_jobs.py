@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from mdla_emu.build import BuildError, build_commands, compile_c, find_compiler, jobs, run_build
+from mdla_emu.build import (
+    BuildError,
+    build_commands,
+    compile_c,
+    find_compiler,
+    jobs,
+    run_build,
+    using_compiler,
+)
 
 # Two files named util.c in two folders: their objects must not collide.
 SOURCES = {
@@ -80,3 +88,25 @@ def test_a_link_failure_is_named_as_the_link(tmp_path: Path) -> None:
     with pytest.raises(BuildError, match=r"the link failed \(exit 1") as err:
         run_build(compiles, link, "prog", cwd=str(tmp_path))
     assert "one" in str(err.value)  # the undefined reference
+
+
+def test_a_chosen_compiler_builds_apart_and_ends_with_its_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`using_compiler` (the cross and sanitizer builds): inside the block the build runs that
+    compiler, cached apart from the default one's; after it, the default is back."""
+    monkeypatch.setenv("MDLA_CACHE_DIR", str(tmp_path / "cache"))
+    srcs = _write(tmp_path, SOURCES)
+    native = compile_c(srcs, "prog", generated={})
+    calls = tmp_path / "calls"
+    wrapper = tmp_path / "mycc"  # a compiler that records each call, then compiles
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexec {find_compiler()} "$@"\n')
+    wrapper.chmod(0o755)
+    with using_compiler(str(wrapper)):
+        assert find_compiler() == str(wrapper)
+        chosen = compile_c(srcs, "prog", generated={})
+    assert find_compiler() != str(wrapper)
+    assert chosen.parent != native.parent  # its own cache entry
+    assert subprocess.run([str(chosen)]).returncode == 42
+    assert calls.read_text().count(" -c ") == len(SOURCES)  # every file went through it
+    assert compile_c(srcs, "prog", generated={}) == native

@@ -31,6 +31,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from pathlib import Path
 
 from mdla_emu.codegen import headers as emu_headers
@@ -68,8 +69,27 @@ def cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "mdla"
 
 
+_CHOSEN: ContextVar[str | None] = ContextVar("mdla_compiler", default=None)
+
+
+@contextlib.contextmanager
+def using_compiler(cc: str) -> Iterator[None]:
+    """Builds in this block compile with `cc` (a cross compiler, or clang for a sanitizer
+    build) instead of `find_compiler`'s choice; the compiler is part of each build's cache key,
+    so its outputs are kept apart from the native ones."""
+    token = _CHOSEN.set(cc)
+    try:
+        yield
+    finally:
+        _CHOSEN.reset(token)
+
+
 def find_compiler() -> str:
-    """`$CC`, else cc, gcc or clang; a `BuildError` saying what to install when none exists."""
+    """The compiler of an enclosing `using_compiler`, else `$CC`, else cc, gcc or clang; a
+    `BuildError` saying what to install when none exists."""
+    chosen = _CHOSEN.get()
+    if chosen:
+        return chosen
     env = os.environ.get("CC")
     candidates = [env] if env else list(COMPILERS)
     for name in candidates:

@@ -122,10 +122,12 @@ def compile_c(
     shared: bool = False,
     flags: Sequence[str] = (),
     libs: Sequence[str] = (),
+    include_dirs: Sequence[Path] = (),
 ) -> Path:
-    """`mdla_emu.build.compile_c` with the engine's include directories and generated headers."""
+    """`mdla_emu.build.compile_c` with the engine's include directories (then `include_dirs`)
+    and generated headers."""
     return emu_build.compile_c(
-        sources, output_name, shared, flags, libs, ENGINE_INCLUDES, headers()
+        sources, output_name, shared, flags, libs, [*ENGINE_INCLUDES, *include_dirs], headers()
     )
 
 

@@ -39,6 +39,7 @@ from mdla_ir.interp.resample import nearest_index
 from mdla_ir.ops import OpKind
 from mdla_quant.arith import Array, f32, mbqm, quantize_multiplier, saturate, saturate16
 from mdla_quant.kernels.a16_common import INT16, activation_range16, int16_arg, kernel16, sym16
+from mdla_quant.kernels.mean import mean_multiplier
 from mdla_quant.kernels.movement import concatenation_body, pad_body, reshape_body
 from mdla_quant.kernels.pooling import average_pool_body, max_pool_body
 from mdla_quant.kernels.prelu import prelu_body
@@ -135,9 +136,7 @@ def mean_16(
     if not 1 <= n <= 2**16:
         raise fail(op, f"{n} reduced elements (axes {attrs.axes}): need 1 .. 2^16 (int32 sum)")
     s_in, s_out = sym16(op, arg_q[0], "input"), sym16(op, out_q, "output")
-    m, s = quantize_multiplier(f32(s_in) / f32(s_out), rounding)
-    k = min(n.bit_length() - 1, 32, 31 + int(s))
-    m2, s2 = (int(m) << k) // n, int(s) - k
+    m2, s2 = mean_multiplier(s_in, s_out, n, rounding)  # int8's (M', s')
     total = x.sum(axis=axes, keepdims=attrs.keepdims, dtype=np.int64)
     return saturate16(mbqm(total, m2, s2, rounding, accumulator))
 
