@@ -78,6 +78,18 @@ static void flip_row(const double *e, int16_t *q, int64_t need, size_t n, uint8_
     const double sign = down ? 1.0 : -1.0;
     const int16_t step = down ? -1 : 1;
     const int64_t want = down ? need : -need;
+    if (want == 1) { /* the usual case: one pass, the candidates tested in it */
+        size_t best = n;
+        double key = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            double v = sign * e[i];
+            int take = (down ? q[i] > -127 : q[i] < 127) & (v > key);
+            best = take ? i : best;
+            key = take ? v : key;
+        }
+        if (best < n) q[best] = (int16_t)(q[best] + step);
+        return;
+    }
     for (size_t i = 0; i < n; i++)
         taken[i] = !(down ? (q[i] > -127 && e[i] > 0.0) : (q[i] < 127 && e[i] < 0.0));
     for (int64_t j = 0; j < want; j++) {
