@@ -233,5 +233,5 @@ def source_hash(code: str, tensors: Iterable[tuple[str, Any]]) -> str:
     for name, value in sorted(tensors, key=lambda kv: kv[0]):
         arr = np.ascontiguousarray(value)
         h.update(f"\0{name}\0{arr.dtype.str}\0{arr.shape}\0".encode())
-        h.update(arr.reshape(-1).view(np.uint8))  # its bytes, read in place: no copy of them
+        h.update(arr.reshape(-1).view(np.uint8).data)  # its bytes in place: no copy of them
     return h.hexdigest()
