@@ -45,9 +45,13 @@ sysdeps:
 	bash scripts/sysdeps.sh
 
 # The suite less the deep checks, with its slowest tests named, so that growth towards the
-# 30-minute budget is seen when it happens.
+# 30-minute budget is seen when it happens. It runs on PYTEST_WORKERS processes (pytest-xdist;
+# one test at a time kept one of the two cores idle most of the run). --dist loadscope gives each
+# module (or class) to one worker, so a module-scoped fixture (a compiled model, a built phone)
+# is made once, not once per worker.
+PYTEST_WORKERS ?= 2
 pytest: $(STAMP) sysdeps
-	$(PY) -m pytest -m "not deep" --durations=25
+	$(PY) -m pytest -m "not deep" -n $(PYTEST_WORKERS) --dist loadscope --durations=25
 
 # The deep checks: each package's wheel built and installed alone in a fresh venv, and the
 # libFuzzer runs of the C reader and the engine. .ci/run runs them after `make test`.
