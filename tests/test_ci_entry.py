@@ -41,6 +41,20 @@ def _pytest_args() -> list[str]:
     return shlex.split(line.split("-m pytest", 1)[1])
 
 
+def _pytest(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """pytest run with `args` in `cwd` (no cache written), asserted to pass."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc
+
+
 def test_make_test_runs_pytest_on_both_cores_keeping_modules_whole() -> None:
     """Two workers (the 2-core budget machine), each module on one worker, the slowest named;
     and pytest-xdist is among the dev tools that `make` installs into a fresh venv."""
@@ -88,15 +102,7 @@ def test_make_tests_command_builds_each_module_fixture_once_over_two_workers(
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     for name in ("test_a.py", "test_b.py"):
         (tmp_path / name).write_text(textwrap.dedent(MODULE))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", *_pytest_args(), "-p", "no:cacheprovider"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    proc = _pytest(_pytest_args(), tmp_path)
     assert "24 passed" in proc.stdout
     assert "slowest 25 durations" in proc.stdout
     log = [line.split() for line in (tmp_path / "log.txt").read_text().splitlines()]
@@ -115,27 +121,8 @@ def test_ci_runs_make_test_then_make_deep_and_stops_on_a_failure() -> None:
 def test_the_deep_checks_are_the_wheels_and_the_libfuzzer_runs() -> None:
     """A marker that silently stopped selecting (a typo, a file renamed) would drop these checks
     from CI without a failure anywhere; one that spread would slow `make test`'s budget."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--collect-only",
-            "-q",
-            "-m",
-            "deep",
-            "-p",
-            "no:cacheprovider",
-            "tests/test_wheels.py",
-            "tests/runtime/test_fuzz.py",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    deep = ["tests/test_wheels.py", "tests/runtime/test_fuzz.py"]
+    proc = _pytest(["--collect-only", "-q", "-m", "deep", *deep], ROOT)
     chosen = {line.split("[")[0] for line in proc.stdout.splitlines() if "::" in line}
     assert chosen == {
         "tests/test_wheels.py::test_every_package_builds_a_wheel_under_its_distribution_name",
