@@ -11,7 +11,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 from typer.testing import CliRunner
 
 from mdla_compile import CompileError
@@ -115,3 +115,47 @@ def test_run_on_a_1x1_image_says_it_means_little(
         "warning: `dot.png` is 1x1 pixels, upscaled 224x to the model's 224x224 input: the result "
         "says little about it" in result.stderr
     )
+
+
+def _recording(calls: list[str], plugin_missing: bool) -> object:
+    """An `Image.open` that records its files; with `plugin_missing`, as a library that patches
+    it leaves it (ultralytics' HEIF wrapper): on a file PIL cannot identify, it imports a
+    plugin that is not installed."""
+    pil_open = Image.open
+
+    def opener(fp: object, *args: object, **kwargs: object) -> Image.Image:
+        calls.append(str(fp))
+        try:
+            return pil_open(fp, *args, **kwargs)  # type: ignore[arg-type]
+        except UnidentifiedImageError:
+            if plugin_missing:
+                raise ModuleNotFoundError("No module named 'a_heif_plugin'") from None
+            raise
+
+    return opener
+
+
+@pytest.mark.parametrize("imported", ["before", "after"])
+def test_a_replaced_pil_opener_neither_runs_nor_breaks_the_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, imported: str
+) -> None:
+    """Images are read with the opener PIL had when the reader was imported, even after another
+    library replaced `Image.open` (ultralytics does, and pip-installs a plugin from its
+    wrapper); when that library came first, its plugin's ImportError is still a file that
+    cannot be read, named."""
+    import mdla_compile.images as reader
+
+    own: list[str] = []
+    replaced: list[str] = []
+    kept = _recording(own, plugin_missing=False) if imported == "before" else None
+    monkeypatch.setattr(reader, "_PIL_OPEN", kept)  # what the reader found at its import
+    monkeypatch.setattr(Image, "open", _recording(replaced, plugin_missing=True))
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"not a png")
+    good = tmp_path / "good.png"
+    Image.new("RGB", (5, 3), (9, 8, 7)).save(good)
+    with pytest.raises(CompileError, match=r"cannot decode image `.*broken\.png`"):
+        reader.read_image(broken)
+    assert reader.read_image(good).shape == (3, 5, 3)
+    files = [str(broken), str(good)]
+    assert (own, replaced) == ((files, []) if imported == "before" else ([], files))

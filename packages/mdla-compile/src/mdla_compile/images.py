@@ -26,6 +26,12 @@ MAX_PIXELS = 50_000_000  # decoded at most (a 50 Mpx phone photo); a JPEG decode
 REDUCIBLE = ("L", "LA", "RGB", "RGBA", "I", "F")  # modes Image.reduce takes
 KEEP_SIDE = 1024  # larger images are decoded reduced, short side still >= this (inputs <= 896)
 
+# PIL's own opener, as this module found it: a library imported later may replace `Image.open`
+# for every caller (ultralytics does: on a file PIL cannot identify, its wrapper checks for a
+# HEIF plugin, pip-installs it when online and imports it), and reading a user's photo must
+# neither install packages nor fail with that plugin's ImportError.
+_PIL_OPEN = Image.open if Image.open.__module__ == Image.__name__ else None
+
 
 def _skimage(name: str) -> Callable[[], Array]:
     def load() -> Array:
@@ -66,7 +72,7 @@ def read_image(path: str | Path) -> Array:
     try:
         with warnings.catch_warnings():  # PIL's own bomb check: MAX_PIXELS below is ours
             warnings.simplefilter("ignore", DecompressionBombWarning)
-            with Image.open(path) as img:
+            with (_PIL_OPEN or Image.open)(path) as img:
                 return _decoded(img, path)
     except FileNotFoundError:
         raise CompileError(
@@ -74,7 +80,7 @@ def read_image(path: str | Path) -> Array:
         ) from None
     except DecompressionBombError:
         raise _too_large(path, "over 178 M pixels") from None
-    except (UnidentifiedImageError, OSError) as exc:
+    except (UnidentifiedImageError, OSError, ImportError) as exc:  # a replaced opener's import
         raise CompileError(f"cannot decode image `{path}`: {exc}") from None
 
 
