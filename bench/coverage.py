@@ -22,6 +22,7 @@ A model that fails anywhere gives its row with the stage and the one-line error.
     .venv/bin/python bench/coverage.py unet mtcnn_onet      # some of them
     .venv/bin/python bench/coverage.py --size fcn_resnet50=128 --size 160   # smaller inputs
     .venv/bin/python bench/coverage.py --third-party     # timm/smp verdicts (third_party.py)
+    .venv/bin/python bench/coverage.py --third-party --wide   # the wider set nobody had tried
     .venv/bin/python bench/coverage.py --fresh           # the fresh hand-written set
 
 `bench/rewrites.py` prints its own columns from the same `measure`.
@@ -354,6 +355,9 @@ def main() -> None:
         "--exact", action="store_true", help="with --third-party: compile, emulate, compare"
     )
     parser.add_argument(
+        "--wide", action="store_true", help="with --third-party: the wider set nobody had tried"
+    )
+    parser.add_argument(
         "--fresh", action="store_true", help="the fresh hand-written set: end-to-end verdicts"
     )
     args = parser.parse_args()
@@ -363,7 +367,7 @@ def main() -> None:
     if args.third_party:  # its own table: import + legalize (+ placement) verdicts
         sizes = [int(g) for g in args.size if "=" not in g]
         names = [] if args.models is MODELS else args.models
-        third_party.main(names, sizes[-1] if sizes else 128, args.path, args.exact)
+        third_party.main(names, sizes[-1] if sizes else 128, args.path, args.exact, args.wide)
         return
     size_of = _sizes(args.size)
     _warm_up()

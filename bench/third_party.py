@@ -1,5 +1,5 @@
-"""Third-party models as users bring them (tests/models_third_party.py: timm and
-segmentation_models_pytorch, random weights): one row each,
+"""Third-party models as users bring them (tests/models_third_party.py: timm,
+segmentation_models_pytorch, ultralytics, torchvision with `--wide`; random weights): one row each,
 
     model | path | verdict | partitions | bit-exact | s | message
 
@@ -21,6 +21,7 @@ segmentation_models_pytorch, random weights): one row each,
     .venv/bin/python bench/coverage.py --third-party --exact         # and the bit-exact column
     .venv/bin/python bench/coverage.py --third-party timm:dla34       # some of them
     .venv/bin/python bench/coverage.py --third-party --path fx       # torch.fx only
+    .venv/bin/python bench/coverage.py --third-party --wide --exact  # the wider set (WIDE)
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from mdla_legalize import LegalizeError  # noqa: E402
 from mdla_quant import run_int8  # noqa: E402
 from mdla_runtime import open_target  # noqa: E402
 from mdla_zoo import Model  # noqa: E402
-from tests.models_third_party import MODELS, build  # noqa: E402
+from tests.models_third_party import MODELS, WIDE, build  # noqa: E402
 
 HEADER = (
     "| model (input) | path | verdict | partitions | bit-exact | s | message |\n"
@@ -168,10 +169,13 @@ def summary(rows: list[Verdict]) -> str:
     return text
 
 
-def main(names: list[str], side: int, path: str = "auto", exact: bool = False) -> None:
+def main(
+    names: list[str], side: int, path: str = "auto", exact: bool = False, wide: bool = False
+) -> None:
+    """The table of `names` (default: MODELS, or WIDE with `wide`) and its tally."""
     print(HEADER, flush=True)
     rows = []
-    for name in names or MODELS:
+    for name in names or (WIDE if wide else MODELS):
         row = judge(name, side, path, exact)
         rows.append(row)
         print(render(row), flush=True)
