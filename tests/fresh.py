@@ -26,6 +26,7 @@ from mdla_runtime import open_target
 from mdla_zoo import Model
 from tests import models_fresh as a
 from tests import models_fresh_more as b
+from tests import models_wide as w
 from tests.models_rewrites import _bn_stats
 from workbench.errors import UNSUPPORTED, exit_code, one_line
 
@@ -91,6 +92,9 @@ CASES: dict[str, Case] = {
     "tiny_video": Case(b.TinyVideo, ((1, 3, 4, 16, 16),)),
     "multi_scale_sum": Case(b.MultiScaleSum),
     "spatial_mean_gate": Case(b.SpatialMeanGate),
+    "upsampling_adaptive_head": Case(w.UpsamplingAdaptiveHead),
+    "signed_stem_pool": Case(w.SignedStemPool),
+    "space_to_depth_view": Case(w.SpaceToDepthView),
 }
 
 

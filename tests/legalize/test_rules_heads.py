@@ -6,6 +6,7 @@ from mdla_ir import OpKind
 from mdla_ir.testing import GraphBuilder
 from mdla_legalize.rules.heads import (
     adaptive_pool_to_avgpool,
+    adaptive_pool_upsample_to_resize,
     avgpool_include_pad_to_pad,
     avgpool_unpadded_count,
     global_avgpool_to_mean,
@@ -66,6 +67,27 @@ def test_adaptive_pool_to_one_is_mean_and_uneven_bins_stay() -> None:
     y = b.op(OpKind.ADAPTIVE_AVG_POOL_2D, [x], output_size=(1, 1))
     z = b.op(OpKind.ADAPTIVE_AVG_POOL_2D, [x], output_size=(3, 3))
     check_rule(adaptive_pool_to_avgpool, b.build(y, z), {"ADAPTIVE_AVG_POOL_2D": -1, "MEAN": 1})
+
+
+def test_adaptive_pool_of_one_pixel_bins_becomes_nearest_resize() -> None:
+    """An output at least the input's size copies pixel floor(i*H/OH): AlexNet's (6, 6) pool
+    on a 1x1 map, a max pool 2x3 -> 4x9; uneven bins (2 -> 3: one bin holds two pixels) and
+    the identity stay."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 1, 1))
+    y = b.op(OpKind.ADAPTIVE_AVG_POOL_2D, [x], output_size=(6, 6))
+    z = b.op(OpKind.ADAPTIVE_MAX_POOL_2D, [b.input("z", (1, 3, 2, 3))], output_size=(4, 9))
+    new = check_rule(
+        adaptive_pool_upsample_to_resize,
+        b.build(y, z),
+        {"ADAPTIVE_AVG_POOL_2D": -1, "ADAPTIVE_MAX_POOL_2D": -1, "RESIZE_NEAREST_NEIGHBOR": 2},
+    )
+    assert [op.attrs.size for op in new.ops] == [(6, 6), (4, 9)]
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 2, 2))
+    y = b.op(OpKind.ADAPTIVE_AVG_POOL_2D, [x], output_size=(3, 4))
+    z = b.op(OpKind.ADAPTIVE_AVG_POOL_2D, [x], output_size=(2, 2))
+    check_rule(adaptive_pool_upsample_to_resize, b.build(y, z), {})
 
 
 def test_global_average_pool_becomes_mean() -> None:

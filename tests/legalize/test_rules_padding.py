@@ -10,6 +10,7 @@ from mdla_legalize import load_target
 from mdla_legalize.rules.padding import (
     conv_pad_to_pad_valid,
     maxpool_pad_to_pad_valid,
+    maxpool_pad_to_same_then_subsample,
     pad_into_same_conv,
     same_pads,
 )
@@ -99,6 +100,50 @@ def test_maxpool_over_signed_values_keeps_its_pads() -> None:
         fuse="NONE",
     )
     check_rule(maxpool_pad_to_pad_valid, b.build(y), {}, TARGET)
+
+
+@pytest.mark.parametrize(
+    ("hw", "k", "s", "pads"),
+    [
+        ((16, 16), 3, 2, (1, 1, 1, 1)),  # the ResNet stem's pool (DPN, CSPResNet: signed input)
+        ((15, 12), 3, 2, (1, 1, 1, 1)),
+        ((13, 9), 5, 3, (2, 2, 2, 2)),
+        ((16, 16), 3, 2, (1, 2, 1, 2)),  # ceil_mode's extra bottom/right pad
+    ],
+)
+def test_maxpool_over_signed_values_pools_at_stride_1_then_picks(
+    hw: tuple[int, int], k: int, s: int, pads: tuple[int, int, int, int]
+) -> None:
+    """The same pixels as PyTorch's padded pool (check_rule compares the float results), with
+    device pads only: a stride-1 TF-SAME pool, then a 1x1 pool at the stride."""
+    b = GraphBuilder()
+    y = b.op(
+        OpKind.MAX_POOL_2D,
+        [b.input("x", (1, 4, *hw))],
+        kernel=(k, k),
+        stride=(s, s),
+        padding=pads,
+        fuse="NONE",
+    )
+    oh = (hw[0] + pads[0] + pads[1] - k) // s + 1
+    ow = (hw[1] + pads[2] + pads[3] - k) // s + 1
+    if ((hw[0] - 1) // s + 1, (hw[1] - 1) // s + 1) != (oh, ow):  # counts differ: left alone
+        check_rule(maxpool_pad_to_same_then_subsample, b.build(y), {}, TARGET)
+        return
+    new = check_rule(maxpool_pad_to_same_then_subsample, b.build(y), {"MAX_POOL_2D": 1}, TARGET)
+    dense, pick = new.ops
+    assert (dense.attrs.stride, pick.attrs.kernel, pick.attrs.stride) == ((1, 1), (1, 1), (s, s))
+    assert dense.attrs.padding == (k // 2, k // 2, k // 2, k // 2)
+
+
+def test_maxpool_of_uneven_lead_or_after_relu_is_not_subsampled() -> None:
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 16, 16))
+    y = b.op(OpKind.MAX_POOL_2D, [x], kernel=(4, 4), stride=(2, 2), padding=(2, 2, 2, 2))
+    z = b.op(
+        OpKind.MAX_POOL_2D, [b.op(OpKind.RELU, [x])], kernel=(3, 3), stride=(2, 2), padding=(1,) * 4
+    )
+    check_rule(maxpool_pad_to_same_then_subsample, b.build(y, z), {}, TARGET)
 
 
 def test_model_pad_equal_to_same_folds_into_the_conv() -> None:

@@ -129,7 +129,9 @@ def _moved(idx: Array, op: Op, out_shape: tuple[int, ...]) -> Array:
 
 def movement_chain_to_selection(op: Op, ctx: Ctx) -> list[Op] | None:
     """RESHAPE/TRANSPOSE chains from a 4-D x to a 4-D y that only permute channels (torch's
-    view-transpose-reshape channel shuffle of ShuffleNetV2) -> one permutation CONV_2D."""
+    view-transpose-reshape channel shuffle of ShuffleNetV2) -> one permutation CONV_2D; or that
+    move a x b pixel blocks into channels, in any channel order (a space-to-depth written as
+    view / permute / reshape of rank 6) -> one spatial selection CONV_2D, kernel = stride."""
     (y,) = op.outputs
     shape = ctx.shape(y)
     if ctx.layout != "NCHW" or len(shape) != 4:
@@ -143,20 +145,82 @@ def movement_chain_to_selection(op: Op, ctx: Ctx) -> list[Op] | None:
         chain.append(p)
     if len(chain) < 2:
         return None
-    for start in range(len(chain) - 1, 0, -1):  # the longest chain that is a permutation
+    for start in range(len(chain) - 1, 0, -1):  # the longest chain that is a selection
         x = chain[start].inputs[0]
-        if ctx.shape(x) != shape:
-            continue
-        idx = np.arange(int(np.prod(shape))).reshape(shape)
-        for o in reversed(chain[: start + 1]):
-            idx = _moved(idx, o, ctx.shape(o.outputs[0]))
-        order = channel_permutation(idx, shape)
-        if order is None:
-            continue
-        for o in chain[1 : start + 1]:
-            ctx.take(o.outputs[0])
-        return [selection_conv(op, ctx, x, y, order)]
+        made = _chain_selection(op, ctx, x, chain[: start + 1])
+        if made is not None:
+            for o in chain[1 : start + 1]:
+                ctx.take(o.outputs[0])
+            return [made]
     return None
+
+
+def _chain_selection(op: Op, ctx: Ctx, x: str, chain: list[Op]) -> Op | None:
+    """The selection conv from `x` computing the movement `chain` (last op first), if any."""
+    (y,), x_shape, shape = op.outputs, ctx.shape(x), ctx.shape(op.outputs[0])
+    if len(x_shape) != 4 or (x_shape != shape and _blocks(x_shape, shape) is None):
+        return None
+    idx = np.arange(int(np.prod(x_shape))).reshape(x_shape)
+    for o in reversed(chain):
+        idx = _moved(idx, o, ctx.shape(o.outputs[0]))
+    if x_shape == shape:
+        order = channel_permutation(idx, shape)
+        return None if order is None else selection_conv(op, ctx, x, y, order)
+    filt = space_to_depth_filter(idx, x_shape, shape)
+    return None if filt is None else spatial_selection_conv(op, ctx, x, y, filt)
+
+
+def _blocks(x_shape: tuple[int, ...], y_shape: tuple[int, ...]) -> tuple[int, int] | None:
+    """(a, b) when y could be x's space-to-depth by blocks a x b: (N, C, H, W) ->
+    (N, C*a*b, H/a, W/b), some block larger than 1."""
+    (n, c, h, w), (yn, yc, yh, yw) = x_shape, y_shape
+    if yn != n or h % yh or w % yw:
+        return None
+    a, b = h // yh, w // yw
+    return (a, b) if yc == c * a * b and (a, b) != (1, 1) else None
+
+
+def space_to_depth_filter(
+    idx: Array, x_shape: tuple[int, ...], y_shape: tuple[int, ...]
+) -> Array | None:
+    """The (C', C, a, b) one-hot filter when `idx` (y's element -> x's flat index) is a
+    space-to-depth with any channel order: y[n, k, h, w] = x[n, c_k, h*a + i_k, w*b + j_k]
+    (tresnet's and YOLO-style view(N, C, H/a, a, W/b, b).permute(...).reshape(...)), else None."""
+    blocks = _blocks(x_shape, y_shape)
+    if blocks is None:
+        return None
+    (a, b), (_, c, h, w), (_, yc, yh, yw) = blocks, x_shape, y_shape
+    first = idx[0, :, 0, 0]  # x[0, c_k, i_k, j_k]
+    ck, ik, jk = first // (h * w), first % (h * w) // w, first % w
+    if np.any(ik >= a) or np.any(jk >= b):
+        return None
+    base = np.arange(int(np.prod(x_shape))).reshape(x_shape)
+    rows = np.arange(yh)[None, :, None] * a + ik[:, None, None]
+    cols = np.arange(yw)[None, None, :] * b + jk[:, None, None]
+    if not np.array_equal(idx, base[:, ck[:, None, None], rows, cols]):
+        return None
+    filt = np.zeros((yc, c, a, b), np.float32)
+    filt[np.arange(yc), ck, ik, jk] = 1.0
+    return filt
+
+
+def spatial_selection_conv(op: Op, ctx: Ctx, x: str, y: str, filt: Array) -> Op:
+    """A VALID CONV_2D with kernel = stride = the filter's taps copying one input tap per output
+    channel (`mdla_ir.selection`'s spatial selection: exact in int8)."""
+    w = ctx.add_const(f"{op.name}.space_to_depth", filt)
+    bias = ctx.add_const(f"{op.name}.zero_bias", np.zeros(filt.shape[0], np.float32))
+    return derive(
+        op,
+        "",
+        OpKind.CONV_2D,
+        [x, w, bias],
+        [y],
+        stride=tuple(filt.shape[2:]),
+        dilation=(1, 1),
+        padding=(0, 0, 0, 0),
+        groups=1,
+        fuse="NONE",
+    )
 
 
 def channel_permutation(idx: Array, shape: tuple[int, ...]) -> list[int] | None:
@@ -207,7 +271,7 @@ GROUPS: list[Rule] = [
 SELECTIONS: list[Rule] = [
     (pat(OpKind.SLICE), channel_slice_to_selection),  # SLICE(x, channels) -> CONV 1×1 (0/1 w)
     (pat(OpKind.CHANNEL_SHUFFLE), channel_shuffle_to_selection),  # SHUFFLE -> CONV 1×1 (perm)
-    (pat(*_MOVES), movement_chain_to_selection),  # RESHAPE(TRANSPOSE(RESHAPE x)) -> CONV 1×1
+    (pat(*_MOVES), movement_chain_to_selection),  # RESHAPE(TRANSPOSE(RESHAPE x)) -> CONV 1×1/a×b
     (pat(OpKind.CONV_2D), fold_selection),  # CONV(SEL(x)) -> CONV(x), scattered filter
 ]
 

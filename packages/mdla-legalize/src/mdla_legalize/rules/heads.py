@@ -13,7 +13,8 @@ import dataclasses
 import numpy as np
 
 from mdla_ir import Op, OpKind
-from mdla_ir.attrs import AdaptivePoolAttrs, MeanAttrs, PoolAttrs
+from mdla_ir.attrs import AdaptivePoolAttrs, MeanAttrs, PoolAttrs, ResizeAttrs
+from mdla_ir.interp.resample import nearest_index
 from mdla_legalize.rules.base import Ctx, Rule, derive, pat
 
 
@@ -79,6 +80,24 @@ def adaptive_pool_to_avgpool(op: Op, ctx: Ctx) -> list[Op] | None:
         return [op.with_(kind=OpKind.MEAN, attrs=MeanAttrs(axes=_axes(ctx.layout), keepdims=True))]
     k = (h // oh, w // ow)
     return [op.with_(kind=OpKind.AVERAGE_POOL_2D, attrs=PoolAttrs(kernel=k, stride=k))]
+
+
+def adaptive_pool_upsample_to_resize(op: Op, ctx: Ctx) -> list[Op] | None:
+    """Bins of one pixel each (an output at least the input's size on both axes, e.g. AlexNet's
+    AdaptiveAvgPool2d((6, 6)) on a 1x1 map at small inputs): each output copies pixel
+    floor(i*H/OH), for an average and a max alike; RESIZE_NEAREST_NEIGHBOR when its source
+    indices are exactly those (checked in its own float32 arithmetic, as the interpreter's)."""
+    h, w = _spatial(ctx.shape(op.inputs[0]), ctx.layout)
+    oh, ow = AdaptivePoolAttrs.of(op).output_size
+    for n_in, n_out in ((h, oh), (w, ow)):
+        i = np.arange(n_out)
+        start, end = i * n_in // n_out, -(-(i + 1) * n_in // n_out)
+        if (oh, ow) == (h, w) or np.any(end - start != 1):
+            return None
+        if not np.array_equal(nearest_index(n_in, n_out, False, False), start):
+            return None
+    size = (oh, ow)
+    return [op.with_(kind=OpKind.RESIZE_NEAREST_NEIGHBOR, attrs=ResizeAttrs(size=size))]
 
 
 def _axes(layout: str) -> tuple[int, int]:
@@ -152,6 +171,8 @@ def clip_mean_to_pool(op: Op, ctx: Ctx) -> list[Op] | None:
 POOLS: list[Rule] = [
     (pat(OpKind.FULLY_CONNECTED), linear_to_conv1x1),  # FC(x) -> RESHAPE(CONV_2D 1×1(RESHAPE x))
     (pat(OpKind.ADAPTIVE_AVG_POOL_2D), adaptive_pool_to_avgpool),  # ADAPTIVE -> MEAN / AVG_POOL
+    (pat(OpKind.ADAPTIVE_AVG_POOL_2D), adaptive_pool_upsample_to_resize),  # 1-pixel bins -> NN
+    (pat(OpKind.ADAPTIVE_MAX_POOL_2D), adaptive_pool_upsample_to_resize),
     (pat(OpKind.AVERAGE_POOL_2D), global_avgpool_to_mean),  # AVG(whole image) -> MEAN(H, W)
     (pat(OpKind.AVERAGE_POOL_2D), avgpool_include_pad_to_pad),  # AVG(+pad) -> AVG VALID(PAD x)
     (pat(OpKind.AVERAGE_POOL_2D), avgpool_unpadded_count),  # AVG(+pad, no pads) -> AVG(-pad)

@@ -109,6 +109,34 @@ def maxpool_pad_to_pad_valid(op: Op, ctx: Ctx) -> list[Op] | None:
     return [pad, op.with_(inputs=(padded,), attrs=dataclasses.replace(a, padding=(0, 0, 0, 0)))]
 
 
+def maxpool_pad_to_same_then_subsample(op: Op, ctx: Ctx) -> list[Op] | None:
+    """A padded max pool over an input of either sign (a zero PAD could win there, e.g. after
+    a LeakyReLU or a bare BatchNorm): the same window at stride 1 with the device's TF-SAME pads
+    (which never win), then a 1x1 VALID max pool at the stride taking every s-th output.
+
+    At stride 1, TF-SAME's window at t is [t - (k-1)//2, t + k - 1 - (k-1)//2] clipped to the
+    input; PyTorch's output j at stride s with leading pad p is [s*j - p, s*j - p + k - 1]
+    clipped likewise: the same pixels at t = s*j when p == (k-1)//2 on both axes, and the
+    strided pick keeps exactly the outputs PyTorch has when their counts agree."""
+    a = PoolAttrs.of(op)
+    if padding_ok(op, ctx) or _non_negative(op.inputs[0], ctx) or a.stride == (1, 1):
+        return None
+    (h, w), (oh, ow) = _hw(ctx, op.inputs[0]), _hw(ctx, op.outputs[0])
+    t, _, left, _ = a.padding
+    for n, n_out, k, s, lead in zip((h, w), (oh, ow), a.kernel, a.stride, (t, left), strict=True):
+        if lead != (k - 1) // 2 or (n - 1) // s + 1 != n_out:
+            return None
+    pads = (*same_pads(h, a.kernel[0], 1), *same_pads(w, a.kernel[1], 1))
+    x, (y,) = op.inputs[0], op.outputs
+    dense = ctx.tensor(f"{y}.stride1", ctx.shape(x))
+    pool = dataclasses.replace(a, stride=(1, 1), padding=pads, fuse="NONE")
+    pick = dataclasses.replace(a, kernel=(1, 1), padding=(0, 0, 0, 0))
+    return [
+        op.with_(name=f"{op.name}.stride1", outputs=(dense,), attrs=pool),
+        op.with_(name=f"{op.name}.pick", inputs=(dense,), attrs=pick),
+    ]
+
+
 def pad_into_same_conv(op: Op, ctx: Ctx) -> list[Op] | None:
     """CONV VALID(PAD(x)) -> CONV(x) with those pads, when they are the device's SAME pads."""
     src = op.inputs[0]
@@ -141,4 +169,5 @@ PADDING: list[Rule] = [
     (pat(*CONVS), pad_into_same_conv),  # CONV VALID(PAD(x)) -> CONV SAME(x)
     (pat(*CONVS), conv_pad_to_pad_valid),  # CONV(pads != SAME) -> CONV VALID(PAD(x))
     (pat(OpKind.MAX_POOL_2D), maxpool_pad_to_pad_valid),  # MAXPOOL(pads) -> MAXPOOL VALID(PAD x)
+    (pat(OpKind.MAX_POOL_2D), maxpool_pad_to_same_then_subsample),  # -> MAXPOOL s1, 1x1 stride s
 ]

@@ -1,0 +1,60 @@
+"""Small hand-written modules reproducing the patterns the wider third-party set met
+(`bench/coverage.py --third-party --wide`), each the one construct a model family used, so a
+fix to the general mechanism is tested without the family's library."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class UpsamplingAdaptiveHead(nn.Module):
+    """AlexNet's and VGG's head at a small input: AdaptiveAvgPool2d((6, 6)) on a map smaller
+    than 6x6 (here 1x1 and 2x3), which copies pixels instead of averaging them, then flatten
+    and Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.ReLU(), nn.MaxPool2d(16))
+        self.pool = nn.AdaptiveAvgPool2d((6, 6))
+        self.side = nn.Conv2d(3, 4, 3, (16, 11), 1)
+        self.side_pool = nn.AdaptiveMaxPool2d((4, 9))
+        self.fc = nn.Linear(8 * 36, 10)
+        self.side_fc = nn.Linear(4 * 36, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = self.fc(self.pool(self.features(x)).flatten(1))
+        return a + self.side_fc(self.side_pool(torch.relu(self.side(x))).flatten(1))
+
+
+class SignedStemPool(nn.Module):
+    """CSPResNet's and DPN's stem: conv, BatchNorm, LeakyReLU (or no activation at all), then
+    MaxPool2d(3, 2, padding=1) over values of either sign, where a zero pad could win."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.BatchNorm2d(8), nn.LeakyReLU(0.1))
+        self.pool = nn.MaxPool2d(3, 2, padding=1)
+        self.conv = nn.Conv2d(8, 8, 3, 1, 1)
+        self.pool2 = nn.MaxPool2d(5, 2, padding=2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pool2(self.conv(self.pool(self.stem(x))))
+
+
+class SpaceToDepthView(nn.Module):
+    """TResNet's stem: space-to-depth by 4 written as view / permute / reshape of rank 6
+    (channels ordered block row, block column, channel), then a conv; and the other order
+    (channel first, as pixel_unshuffle) by 2 on a non-square map."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(48, 8, 3, 1, 1)
+        self.conv2 = nn.Conv2d(32, 8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, c, h, w = x.size()
+        y = x.view(n, c, h // 4, 4, w // 4, 4).permute(0, 3, 5, 1, 2, 4).contiguous()
+        y = self.conv(y.view(n, c * 16, h // 4, w // 4))
+        z = y.reshape(n, 8, 4, 2, 4, 2).permute(0, 1, 3, 5, 2, 4).reshape(n, 32, 4, 4)
+        return self.conv2(torch.relu(z))

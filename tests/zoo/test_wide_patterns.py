@@ -1,0 +1,21 @@
+"""The patterns the wider third-party set met (tests/models_wide.py), each end to end as a user
+compiles it (tests/fresh.py's run_case: the emulator bit-exact with run_int8), on the device
+the fix puts it: a pattern legalized into MDLA ops must not need `--cpu` any more."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fresh import run_case
+
+EXPECTED = {
+    "upsampling_adaptive_head": "npu",
+    "signed_stem_pool": "npu",
+    "space_to_depth_view": "npu",
+}
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_the_pattern_compiles_bit_exact_where_expected(name: str) -> None:
+    verdict = run_case(name)
+    assert verdict.verdict == EXPECTED[name], f"{name}: {verdict.verdict}: {verdict.message}"
