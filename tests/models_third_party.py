@@ -145,6 +145,8 @@ FIXED_SIDE = {
     "tv:maxvit_t": 224,
     "timm:levit_128s": 224,
     "timm:coatnet_nano_rw_224": 224,
+    "timm:inception_v4": 96,  # torch itself refuses 64 (a 3x3 VALID conv on a 2x2 map)
+    "smp:PAN/resnet18": 128,  # torch itself refuses 64 (its pyramid pools a 1x1 map by 2)
 }
 
 
