@@ -6,7 +6,8 @@ and nothing makes that graph differ from eager (no in-place aliasing hazard: `al
 `tracing.py`), else torch.export; `Imported.note` says which and why. Both give the same graph
 where fx qualifies (tests/ir/test_fast_path.py), and fx costs a fraction of export's time.
 
-fx: trace a module, propagate shapes (fx ShapeProp), emit the flat IR.
+fx: trace a module, propagate shapes (fx ShapeProp, with zeros standing in for its convolutions'
+values: `stand_in.py`), emit the flat IR.
 
 Every fx node becomes one op, a constant, or a compile-time Python value (sizes, shapes). The
 tables in `importer.tables` say which torch module / function / method becomes which op kind;
@@ -29,6 +30,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 from mdla_ir.errors import IRError, UnsupportedError
 from mdla_ir.graph import Graph, Tensor
 from mdla_ir.imported import DEFAULT_PATH, PATHS, Imported
+from mdla_ir.importer import stand_in
 from mdla_ir.importer.context import Ctx, Unsupported, target_name
 from mdla_ir.importer.exported import (
     ExportRefused,
@@ -39,6 +41,7 @@ from mdla_ir.importer.exported import (
 )
 from mdla_ir.importer.outputs import graph_outputs
 from mdla_ir.importer.refusals import module_refusal, refusal
+from mdla_ir.importer.stand_in import conv_stand_in, may_stand_in, reads_only_shapes
 from mdla_ir.importer.subclasses import known_base
 from mdla_ir.importer.tables import FUNCTIONS, METHODS, MODULES, identity
 from mdla_ir.importer.tracing import fx_risk, trace
@@ -56,13 +59,17 @@ FX_SUFFICED = (
 class _ValueProp(ShapeProp):
     """ShapeProp that also keeps the Python values (sizes, shapes) non-tensor nodes produce."""
 
-    def __init__(self, gm: fx.GraphModule) -> None:
+    def __init__(self, gm: fx.GraphModule, stand_ins: bool = False) -> None:
         super().__init__(gm)
         self.values: dict[fx.Node, Any] = {}
         self.constant: set[fx.Node] = set()  # computed from parameters and buffers only
         self.folded: dict[fx.Node, torch.Tensor] = {}  # such calls' tensors: constants
+        self.use_stand_ins = stand_ins  # convs give zeros of their shape (`stand_in.py`)
+        self.stand_ins: set[fx.Node] = set()
+        self._node: fx.Node | None = None
 
     def run_node(self, n: fx.Node) -> Any:
+        self._node = n
         result = super().run_node(n)
         if not isinstance(result, torch.Tensor):
             self.values[n] = result
@@ -77,6 +84,14 @@ class _ValueProp(ShapeProp):
 
     def _fixed(self, a: fx.Node) -> bool:
         return a in self.constant or (a in self.values and not _holds_tensor(self.values[a]))
+
+    def call_module(self, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if self.use_stand_ins and self._node is not None:
+            zeros = conv_stand_in(self.fetch_attr(str(target)), args, kwargs)
+            if zeros is not None:
+                self.stand_ins.add(self._node)
+                return zeros
+        return super().call_module(target, args, kwargs)
 
 
 def _convert_node(c: Ctx, node: fx.Node) -> None:
@@ -168,7 +183,7 @@ def _auto(module: nn.Module, examples: list[torch.Tensor], name: str, optimize: 
         gm = trace(module, name)
         risk = fx_risk(gm)
         if not risk:
-            graph = _from_fx(module, examples, name, gm)
+            graph = _from_fx(module, examples, name, gm, unaliased=True)
             return _imported(graph, optimize, "fx", FX_SUFFICED)
         fx_exc: Exception = UnsupportedError(risk, [risk])
         why_fx = f"torch.fx could not be used: {risk}"
@@ -268,14 +283,16 @@ def _finish(graph: Graph, optimize: bool) -> Graph:
 
 
 def _from_fx(
-    module: nn.Module, examples: list[torch.Tensor], name: str, gm: fx.GraphModule | None = None
+    module: nn.Module,
+    examples: list[torch.Tensor],
+    name: str,
+    gm: fx.GraphModule | None = None,
+    unaliased: bool = False,
 ) -> Graph:
     """The fx path: symbolic trace (or `gm`, the module's), ShapeProp, one converter per node
-    (the raw graph)."""
+    (the raw graph). `unaliased`: `gm` is known to have no in-place hazard (`fx_risk`)."""
     gm = gm if gm is not None else trace(module, name)
-    prop = _ValueProp(gm)
-    with torch.no_grad():  # on copies: a forward may write into its input in place
-        prop.propagate(*(x.clone() for x in examples))
+    prop = _propagated(gm, examples, unaliased)
     c = Ctx(gm, prop.values)
     inputs: list[str] = []
     outputs: list[str] = []
@@ -323,6 +340,30 @@ def _from_fx(
             module=type(module).__qualname__, source_hash=fx_source_hash(gm, module)
         ),
     )
+
+
+def _propagated(gm: fx.GraphModule, examples: list[torch.Tensor], unaliased: bool) -> _ValueProp:
+    """`gm` run on (copies of) `examples` for its shapes and values, with stand-ins for its
+    convolutions where nothing computed reads their values (`stand_in.py`), else for real.
+    (Run twice when that is found out only afterwards: so only when the forward writes into
+    no parameter or buffer and runs no module code but torch.nn's.)"""
+    prop = _ValueProp(gm, stand_in.STAND_INS and may_stand_in(gm, unaliased))
+    rng = torch.random.get_rng_state() if prop.use_stand_ins else None
+    try:
+        with torch.no_grad():  # on copies: a forward may write into its input in place
+            prop.propagate(*(x.clone() for x in examples))
+    except Exception:
+        if not prop.stand_ins:  # it failed on real values: so would the run below
+            raise
+    else:
+        if reads_only_shapes(gm, prop.stand_ins, prop.values):
+            return prop
+    if rng is not None:  # the run below draws what the first drew (a forward's torch.rand)
+        torch.random.set_rng_state(rng)
+    prop = _ValueProp(gm)
+    with torch.no_grad():
+        prop.propagate(*(x.clone() for x in examples))
+    return prop
 
 
 def _partial(
