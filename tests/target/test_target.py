@@ -270,3 +270,29 @@ def test_render_target_refuses_an_entry_under_the_wrong_device() -> None:
     dev = DeviceSpec("d", 4, 65535, ("int8",), "x", {OpKind.ADD: spec})
     with pytest.raises(TargetDataError, match="filed under device `d` says device `other`"):
         render_target(Target("t", "", {"d": dev}))
+
+
+def test_a_target_text_is_parsed_once_and_a_changed_file_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compile loads its target more than once: the same text gives the same Target without
+    parsing it again; a file whose text changed is parsed anew."""
+    import tomllib
+
+    parsed: list[str] = []
+    loads = tomllib.loads
+    monkeypatch.setattr(tomllib, "loads", lambda text: parsed.append(text) or loads(text))
+    path = tmp_path / "once.toml"
+    tiny = 'name = "{}"\n[device.npu]\nmax_rank = 4\nmax_dim = 8\nsource = "assumed"\n'
+    path.write_text(tiny.format("once"))
+    first = load_target(path)
+    assert load_target(path) is first
+    assert len(parsed) == 1
+    path.write_text(tiny.format("twice"))
+    assert load_target(path).name == "twice"
+    assert len(parsed) == 2
+    other = tmp_path / "other.toml"  # the same text elsewhere: its own path recorded
+    other.write_text(tiny.format("twice"))
+    assert load_target(other).path == str(other)
+    shipped = load_target("mdla3.5")
+    assert load_target("mdla3.5") is shipped

@@ -7,6 +7,7 @@ no entry, or an entry with `supported = false`, is not mapped; the entry's `reas
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -135,6 +136,14 @@ def load_target(spec: str | Path) -> Target:
             target_path(str(spec)).read_text(encoding="utf-8"),
             f"mdla_target/targets/{spec}.toml",
         )
+    return _loaded(text, where)
+
+
+@functools.lru_cache(maxsize=16)
+def _loaded(text: str, where: str) -> Target:
+    """The target `text` (read from `where`) describes, parsed once per text: a compile loads
+    its target two or three times, ~10 ms of TOML each. The same object is given each time; a
+    Target is not to be changed (its mappings are read, never written)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
