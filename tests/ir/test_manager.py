@@ -138,3 +138,22 @@ def test_a_stage_that_never_settles_is_an_error_naming_it() -> None:
 
 def test_run_passes_is_one_stage_to_a_fixed_point() -> None:
     assert run_passes(chain(), [drop_identities, OneRelu()]).count() == {"RELU6": 3}
+
+
+def test_the_rewriter_gives_an_op_whose_inputs_stay_as_it_is() -> None:
+    """Ops are immutable: the walk hands on an op none of whose inputs an alias redirects (no
+    copy per op and pass), and a copy reading the alias's target where one does."""
+    g = chain()
+    rw = Rewriter(g)
+    walked = []
+    for op in rw:
+        walked.append(op)
+        if op.kind == OpKind.DROPOUT:
+            rw.alias[op.outputs[0]] = op.inputs[0]  # dropped: its readers read its input
+        else:
+            rw.emit(op)
+    assert walked[0] is g.ops[0]
+    assert walked[1] is not g.ops[1]
+    assert walked[1] == g.ops[1].with_(inputs=(g.ops[0].inputs[0],))
+    assert all(a is b for a, b in zip(walked[2:], g.ops[2:], strict=True))
+    assert rw.finish().graph.ops == tuple(walked[1:])

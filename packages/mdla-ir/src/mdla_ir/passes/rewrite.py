@@ -36,9 +36,12 @@ class Rewriter:
         self._uses = {name: len(users) for name, users in graph.consumers().items()}
 
     def __iter__(self) -> Iterator[Op]:
-        """The old graph's ops, with inputs already redirected through the alias table."""
+        """The old graph's ops, with inputs already redirected through the alias table (an op
+        none of whose inputs is redirected is itself: ops are immutable, and a copy cost a
+        dataclass replace and an attribute check per op and pass)."""
         for op in self.old.ops:
-            yield op.with_(inputs=tuple(self.resolve(n) for n in op.inputs))
+            inputs = tuple(self.resolve(n) for n in op.inputs)
+            yield op if inputs == op.inputs else op.with_(inputs=inputs)
 
     def resolve(self, name: str) -> str:
         while name in self.alias:
