@@ -95,6 +95,7 @@ CASES: dict[str, Case] = {
     "upsampling_adaptive_head": Case(w.UpsamplingAdaptiveHead),
     "signed_stem_pool": Case(w.SignedStemPool),
     "space_to_depth_view": Case(w.SpaceToDepthView),
+    "token_mlp_decoder": Case(w.TokenMLPDecoder),
 }
 
 

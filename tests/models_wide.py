@@ -58,3 +58,19 @@ class SpaceToDepthView(nn.Module):
         y = self.conv(y.view(n, c * 16, h // 4, w // 4))
         z = y.reshape(n, 8, 4, 2, 4, 2).permute(0, 1, 3, 5, 2, 4).reshape(n, 32, 4, 4)
         return self.conv2(torch.relu(z))
+
+
+class TokenMLPDecoder(nn.Module):
+    """Segformer's MLP decoder stage: a map's pixels as tokens through a Linear and back to the
+    map, x.flatten(2).transpose(1, 2) -> Linear -> .transpose(1, 2).reshape(N, O, H, W)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3, 2, 1)
+        self.linear = nn.Linear(16, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv(x)
+        n, _, h, w = x.shape
+        t = self.linear(x.flatten(2).transpose(1, 2))
+        return torch.relu(t.transpose(1, 2).reshape(n, -1, h, w))

@@ -12,6 +12,7 @@ EXPECTED = {
     "upsampling_adaptive_head": "npu",
     "signed_stem_pool": "npu",
     "space_to_depth_view": "npu",
+    "token_mlp_decoder": "npu",
 }
 
 

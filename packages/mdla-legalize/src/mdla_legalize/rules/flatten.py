@@ -105,6 +105,61 @@ def _batch_keeping_permute(ctx: Ctx, x: str) -> tuple[int, ...] | None:
     return perm if len(perm) == 4 and perm[0] == 0 else None
 
 
+def _swap(ctx: Ctx, name: str) -> Op | None:
+    """The TRANSPOSE (0, 2, 1) producing `name`, read by nothing else, or None."""
+    t = ctx.producer(name)
+    if t is None or t.kind is not OpKind.TRANSPOSE or not ctx.sole_use(name):
+        return None
+    return t if tuple(TransposeAttrs.of(t).perm) == (0, 2, 1) else None
+
+
+def token_linear_to_conv1x1(op: Op, ctx: Ctx) -> list[Op] | None:
+    """A Linear over a map's pixels as tokens, back to the map (Segformer's MLP decoder):
+    x.flatten(2).transpose(1, 2) -> Linear(C, O) -> .transpose(1, 2).reshape(N, O, H, W) is a
+    1x1 CONV_2D of x with the Linear's weights (O, C, 1, 1): the same products per pixel,
+    exact in int8 as any Linear-as-conv, and no TRANSPOSE (not on the MDLA) left."""
+    (y,) = op.outputs
+    back = _swap(ctx, op.inputs[0])
+    fc = None if back is None else ctx.producer(back.inputs[0])
+    if ctx.layout != "NCHW" or len(ctx.shape(y)) != 4 or fc is None or back is None:
+        return None
+    w = ctx.const(fc.inputs[1]) if fc.kind is OpKind.FULLY_CONNECTED else None
+    tokens = None if w is None or not ctx.sole_use(fc.outputs[0]) else _swap(ctx, fc.inputs[0])
+    flat = None if tokens is None else ctx.producer(tokens.inputs[0])
+    if (
+        w is None
+        or tokens is None
+        or flat is None
+        or flat.kind not in (OpKind.RESHAPE, OpKind.FLATTEN)
+    ):
+        return None
+    x = flat.inputs[0]
+    if len(ctx.shape(x)) != 4:
+        return None
+    (n, c, h, wd), (o, _) = ctx.shape(x), w.shape
+    if ctx.shape(flat.outputs[0]) != (n, c, h * wd) or ctx.shape(y) != (n, o, h, wd):
+        return None
+    for name in (op.inputs[0], back.inputs[0], fc.inputs[0]):
+        ctx.take(name)
+    if ctx.sole_use(tokens.inputs[0]):
+        ctx.take(tokens.inputs[0])
+    filt = ctx.add_const(f"{fc.inputs[1]}.conv1x1", w.reshape(o, c, 1, 1))
+    return [
+        derive(
+            fc,
+            "",
+            OpKind.CONV_2D,
+            [x, filt, linear_bias(fc, ctx, o)],
+            [y],
+            stride=(1, 1),
+            dilation=(1, 1),
+            padding=(0, 0, 0, 0),
+            groups=1,
+            fuse=fc.fuse,
+        )
+    ]
+
+
 def identity_adaptive_pool(op: Op, ctx: Ctx) -> list[Op] | None:
     x, (y,) = op.inputs[0], op.outputs
     hw = ctx.shape(x)[2:] if ctx.layout == "NCHW" else ctx.shape(x)[1:3]
@@ -121,4 +176,5 @@ FLATTEN: list[Rule] = [
         pat(OpKind.FULLY_CONNECTED),
         flatten_sequence_linear_to_conv,
     ),  # FC(FLATTEN (N,C,L)) -> CONV 1×L
+    (pat(OpKind.RESHAPE), token_linear_to_conv1x1),  # map(FC(tokens(x))) -> CONV 1×1
 ]
