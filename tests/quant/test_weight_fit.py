@@ -294,7 +294,9 @@ def test_the_kernel_step_in_one_c_pass_gives_numpys_codes(
         assert (got != q).any()  # flips happened
 
 
-def test_the_kernel_step_leaves_a_non_finite_quotient_to_numpy() -> None:
+def test_the_kernel_step_leaves_a_non_finite_quotient_to_numpy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A scale that underflows float32 divides a weight to an infinity: C gives it back to
     numpy's path, whose result stands."""
     w = np.zeros((2, 3, 3, 4), np.float32)
@@ -304,5 +306,28 @@ def test_the_kernel_step_leaves_a_non_finite_quotient_to_numpy() -> None:
 
     with np.errstate(all="ignore"):
         assert _kernel_step_in_c(OpKind.CONV_2D, w, 0, None, None) is None
-        got, _ = fit_weights(OpKind.CONV_2D, w, 0, None, "max", "mean")
+        got, params = fit_weights(OpKind.CONV_2D, w, 0, None, "max", "mean")
+        monkeypatch.setattr("mdla_quant.weight_fit.library", lambda: None)
+        want, want_params = fit_weights(OpKind.CONV_2D, w, 0, None, "max", "mean")
+    assert params == want_params
     assert got.dtype == np.int8
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize(("need", "flipped"), [(1, [0, 1, 1, 0]), (2, [0, 0, 1, 0])])
+def test_the_c_flips_take_an_infinite_error_first_and_never_flip_it(
+    need: int, flipped: list[int]
+) -> None:
+    """numpy's repeated argmax picks an infinite error first and its finiteness test refuses
+    the flip: the C flips do the same, whether the row needs one flip (their one-pass form)
+    or more."""
+    from mdla_quant import native
+
+    lib = native.library()
+    assert lib is not None
+    e = np.array([np.inf, 0.4, 0.3, -0.2])
+    q = np.array([0, 1, 1, 0], np.int16)
+    wants = np.array([need], np.int64)
+    taken = np.empty(4, np.uint8)
+    lib.mdla_balance_kernels(e.ctypes, q.ctypes, wants.ctypes, 1, 4, taken.ctypes)
+    assert q.tolist() == flipped

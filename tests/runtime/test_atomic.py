@@ -98,3 +98,15 @@ def test_a_failing_writer_leaves_no_temporary_and_names_the_path(tmp_path: Path)
     with pytest.raises(OSError, match=r"No space left on device: '.*out\.bin'"):
         stage(tmp_path / "out.bin", full)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_commit_removes_the_staged_file_and_names_the_path(tmp_path: Path) -> None:
+    """The rename over a non-empty directory fails: the staged file is gone, the error names
+    the destination, and what was there is untouched."""
+    path = tmp_path / "out.bin"
+    (path / "kept").mkdir(parents=True)
+    tmp = stage(tmp_path / "elsewhere.bin", lambda f: f.write(b"new"))
+    with pytest.raises(OSError, match=r"out\.bin"):
+        commit_staged(tmp, path)
+    assert not tmp.exists()
+    assert (path / "kept").is_dir()

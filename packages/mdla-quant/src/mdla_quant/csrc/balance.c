@@ -15,36 +15,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-void mdla_balance_kernels(const double *e, int16_t *q, const int64_t *need, size_t rows,
-                          size_t n, uint8_t *taken) {
-    for (size_t r = 0; r < rows; r++) {
-        int64_t k = need[r];
-        if (k == 0) continue;
-        const double *er = e + r * n;
-        int16_t *qr = q + r * n;
-        int down = k > 0;
-        double sign = down ? 1.0 : -1.0;
-        int64_t want = down ? k : -k;
-        for (size_t i = 0; i < n; i++) {
-            int ok = down ? (qr[i] > -127 && er[i] > 0.0) : (qr[i] < 127 && er[i] < 0.0);
-            taken[i] = !ok; /* not a candidate: as if already taken */
-        }
-        for (int64_t j = 0; j < want; j++) {
-            size_t best = n;
-            double key = 0.0;
-            for (size_t i = 0; i < n; i++) {
-                if (taken[i]) continue;
-                double v = sign * er[i];
-                if (best == n || v > key) best = i, key = v;
-            }
-            if (best == n) break; /* no candidate left */
-            taken[best] = 1;
-            if (key > 1.7976931348623157e308) continue; /* +inf: numpy's pick, never taken */
-            qr[best] = (int16_t)(qr[best] + (down ? -1 : 1));
-        }
-    }
-}
-
 /* The numpy sum numpy's add.reduce takes along a contiguous row of n float64 (its pairwise
    summation: below 8 one running sum from 0, up to 128 eight running sums added as a tree, the
    rest added one by one, above 128 the two halves at a multiple of 8), so a row's sum here is
@@ -70,9 +40,9 @@ static double pairwise_sum(const double *a, size_t n) {
     return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
 }
 
-/* mdla_balance_kernels' flips of one row with need != 0 (and finite e), by selects instead of
-   branches: the candidates' keys are > 0, so the first strictly larger key from 0 is the first
-   maximum, as there. */
+/* The flips of one row with need != 0 (the file's first comment), by selects instead of
+   branches: a candidate's key is > 0 (a NaN is none), so the first strictly larger key from 0
+   is numpy's first maximum; an infinite key is picked and not flipped. */
 static void flip_row(const double *e, int16_t *q, int64_t need, size_t n, uint8_t *taken) {
     const int down = need > 0;
     const double sign = down ? 1.0 : -1.0;
@@ -87,7 +57,7 @@ static void flip_row(const double *e, int16_t *q, int64_t need, size_t n, uint8_
             best = take ? i : best;
             key = take ? v : key;
         }
-        if (best < n) q[best] = (int16_t)(q[best] + step);
+        if (best < n && key <= DBL_MAX) q[best] = (int16_t)(q[best] + step);
         return;
     }
     for (size_t i = 0; i < n; i++)
@@ -103,7 +73,7 @@ static void flip_row(const double *e, int16_t *q, int64_t need, size_t n, uint8_
         }
         if (best == n) break; /* no candidate left */
         taken[best] = 1;
-        q[best] = (int16_t)(q[best] + step);
+        if (key <= DBL_MAX) q[best] = (int16_t)(q[best] + step);
     }
 }
 
@@ -176,4 +146,10 @@ int mdla_fit_kernels_f32(const float *w, ptrdiff_t so, ptrdiff_t sk, ptrdiff_t s
         }
     }
     return 0;
+}
+
+void mdla_balance_kernels(const double *e, int16_t *q, const int64_t *need, size_t rows,
+                          size_t n, uint8_t *taken) {
+    for (size_t r = 0; r < rows; r++)
+        if (need[r] != 0) flip_row(e + r * n, q + r * n, need[r], n, taken);
 }
