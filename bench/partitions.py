@@ -184,11 +184,12 @@ def partition_latency(r: Any) -> tuple[str, dict[str, float]]:
     return text, {d: sum(m for _, m in t) for d, t in per.items()}
 
 
-def rows(name: str, runs: int) -> tuple[str, str]:
-    """The model's row of each table."""
-    compiled, placed, x = compile_placed(name)
+def cpu_times(
+    compiled: Any, x: np.ndarray[Any, Any], runs: int
+) -> tuple[Any, float, dict[str, float]]:
+    """(the engine's timed run, its CPU ms per inference, LiteRT's per resolver) of a compiled
+    model on input `x`, one thread everywhere."""
     qgraph = compiled.qgraph
-    blob = tflite_bytes(qgraph)
     codes = quantize_inputs(qgraph, [x])[qgraph.inputs[0]]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "m.mdla"
@@ -196,7 +197,16 @@ def rows(name: str, runs: int) -> tuple[str, str]:
         r = mdla_runtime.open_target("emu").run(path, [x], repeat=5, warmup=1)
         # enough runs for the difference to stand above the set-up's variation (~200 ms)
         engine = engine_cpu_ms(path, x, max(runs, math.ceil(200 / max(r.latency_ms[0], 0.01))))
+    blob = tflite_bytes(qgraph)
     lite = {k: litert_cpu_ms(blob, codes, v, runs) for k, v in RESOLVERS.items()}
+    return r, engine, lite
+
+
+def rows(name: str, runs: int) -> tuple[str, str]:
+    """The model's row of each table."""
+    compiled, placed, x = compile_placed(name)
+    qgraph = compiled.qgraph
+    r, engine, lite = cpu_times(compiled, x, runs)
     (want,) = mdla_quant.run_int8(qgraph, [x], raw=True)
     exact = np.array_equal(r.raw_outputs[0], want)
     (f,) = mdla_ir.run_float(placed.graph, [x])

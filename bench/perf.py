@@ -19,7 +19,15 @@ Everything single-threaded (torch, BLAS, LiteRT) unless a column says otherwise;
 os.getloadavg()[0] when the model's row finished (the machine is shared: ratios, not absolute
 times, are what to read).
 
+With `--targets`, two more measurements and a last table that holds every figure against its
+target: efficientnet_lite0's quantize with CLE + AdaRound (300 iterations, 32 crops) and with
+block reconstruction added, each in wall seconds on every core (a spawned child without the
+one-thread settings, as `workbench compile --adaround` runs), and ConvNeXt-Tiny@224 with
+LayerNorm and GELU on the CPU in the engine against XNNPACK on the same partitioned `.tflite`
+(bench/partitions.py's CPU ms per inference).
+
     .venv/bin/python bench/perf.py [--models mobilenet_v2,resnet18] [--n 32,256] [--rounds 3]
+    .venv/bin/python bench/perf.py --targets        # and the AdaRound and partition rows
     .venv/bin/python bench/perf.py --quick          # N = 4,8, one round, few repeats
 """
 
@@ -27,6 +35,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import math
+import multiprocessing
 import os
 import pickle
 import platform
@@ -37,6 +47,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -44,10 +55,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from accuracy import PHOTOS, crops
+from accuracy import PHOTOS, crops, setting_of
 from runtime import litert_times_ms
 
-from mdla_compile import CompileOptions
+from mdla_compile import CompileOptions, Event, Stage, StageFinished, StageStarted
 from mdla_compile import compile as compile_model
 from mdla_quant import run_int8
 from mdla_quant.reference import quantize_inputs
@@ -277,6 +288,145 @@ def _bench_model(spec: str, ns: list[int], rounds: int, repeat: int, tmp: Path) 
     return row
 
 
+def ratio_value(row: Row, a: str, b: str) -> float:
+    """The median per-round ratio of two columns, NaN when either is missing."""
+    text = row.ratio(a, b)
+    return float("nan") if text == "-" else float(text)
+
+
+def adaround_cost(
+    spec: str = "efficientnet_lite0", iters: int = 300, n_calib: int = 32
+) -> dict[str, tuple[float, float]]:
+    """The quantize of `spec` with CLE + AdaRound ("plain": a whole compile's quantize stage)
+    and with block reconstruction added ("block": its re-quantize of the same calibration), as
+    bench/accuracy.py times the two: (wall s, CPU s) each. Run in a spawned child whose
+    environment lacks the one-thread variables this process runs under: AdaRound's target is on
+    every core, where `soft_rounding`'s pool and OpenBLAS divide the work as in a compile."""
+    saved = {v: os.environ.pop(v) for v in THREAD_VARS if v in os.environ}
+    try:
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+            return pool.submit(_adaround_child, spec, iters, n_calib).result()
+    finally:
+        os.environ.update(saved)
+
+
+def _adaround_child(spec: str, iters: int, n_calib: int) -> dict[str, tuple[float, float]]:
+    model = load_model(spec)
+    side = int(model.example_inputs[0].shape[-1])
+    calib = [[c] for c in crops([f() for f in PHOTOS.values()], n_calib, seed=1, side=side)]
+    cpu: dict[type, float] = {}
+
+    def mark(event: Event) -> None:  # the quantize stage's CPU, not the import's or legalize's
+        if isinstance(event, StageStarted | StageFinished) and event.stage is Stage.QUANTIZE:
+            cpu[type(event)] = time.process_time()
+
+    plain = compile_model(
+        CompileOptions(
+            model, calib=calib, count=n_calib, quant=setting_of("minmax", "CLE+AdaRound", iters)
+        ),
+        on_event=mark,
+    )
+    costs = {"plain": (plain.seconds["quantize"], cpu[StageFinished] - cpu[StageStarted])}
+    start = time.process_time()
+    block = plain.requantize(setting_of("minmax", "CLE+Ada+block", iters))
+    costs["block"] = (block.seconds["quantize"], time.process_time() - start)
+    return costs
+
+
+def partition_ratio(name: str = "convnext_tiny@224", runs: int = 10) -> tuple[float, float]:
+    """(engine CPU ms, XNNPACK CPU ms) per inference of bench/partitions.py's model `name`,
+    placed with its `--cpu` kinds, on the same partitioned graph."""
+    import partitions
+
+    compiled, _, x = partitions.compile_placed(name)
+    _, engine, lite = partitions.cpu_times(compiled, x, runs)
+    return engine, lite["xnnpack"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A line of the targets table: what is measured, its bound, and which side passes."""
+
+    what: str
+    bound: float
+    at_least: bool = False  # the figure must reach the bound (a speed-up), not stay under it
+
+    def verdict(self, figures: list[float]) -> str:
+        """`met` when every figure passes, `not met` when any fails; a model that gave no
+        figure (a backend refused it) is counted out: `met (2 of 3)`."""
+        measured = [f for f in figures if not math.isnan(f)]
+        if not measured:
+            return "not measured"
+        ok = all(f >= self.bound if self.at_least else f <= self.bound for f in measured)
+        verdict = "met" if ok else "not met"
+        return (
+            verdict
+            if len(measured) == len(figures)
+            else f"{verdict} ({len(measured)} of {len(figures)})"
+        )
+
+
+def targets_table(
+    rows: list[Row],
+    ns: list[int],
+    ada: dict[str, tuple[float, float]] | None,
+    convnext: tuple[float, float] | None,
+) -> list[str]:
+    """Every figure of this run against its target, one line per target: the per-model ones
+    in `rows`' order, then AdaRound's and ConvNeXt's when they were measured."""
+
+    def compiled(n: int) -> list[float]:
+        return [float(r.compile_ratio.get(n, "nan").replace("-", "nan")) for r in rows]
+
+    lines: list[tuple[Target, list[float], str]] = [
+        (
+            Target("emulator / XNNPACK, 1 thread", 1.0),
+            [ratio_value(r, "emu1", "xnnpack") for r in rows],
+            "",
+        ),
+        *((Target(f"compile / FX PTQ, N = {n}", 0.5), compiled(n), "") for n in ns),
+        (
+            Target("emulator 2 threads / 1 thread", 1.7, at_least=True),
+            [ratio_value(r, "emu1", "emu2") for r in rows],
+            "",
+        ),
+        (
+            Target("run_int8 / emulator (wall best-of)", 5.0),
+            [ratio_value(r, "run_int8", "emu1") for r in rows],
+            "",
+        ),
+    ]
+    if ada is not None:
+        (plain, plain_cpu), (block, block_cpu) = ada["plain"], ada["block"]
+        lines += [
+            (Target("AdaRound lite0, wall s", 60.0), [plain], f" ({plain_cpu:.1f} CPU s)"),
+            (
+                Target("block / plain AdaRound, wall", 2.0),
+                [block / plain],
+                f" ({block:.1f} / {plain:.1f} s; CPU {block_cpu / plain_cpu:.2f})",
+            ),
+        ]
+    if convnext is not None:
+        engine, xnnpack = convnext
+        lines.append(
+            (
+                Target("ConvNeXt-Tiny@224 engine / XNNPACK", 1.5),
+                [engine / xnnpack],
+                f" ({engine:.1f} / {xnnpack:.1f} CPU ms)",
+            )
+        )
+    out = [
+        f"{'target':<36} {'bound':>7}  {'verdict':<16} figures ({', '.join(r.model for r in rows)})"
+    ]
+    for target, figures, detail in lines:
+        sign = ">=" if target.at_least else "<="
+        text = " / ".join(f"{f:.2f}" for f in figures).replace("nan", "-")
+        verdict = target.verdict(figures)
+        out.append(f"{target.what:<36} {sign} {target.bound:<4g}  {verdict:<16} {text}{detail}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS))
@@ -284,6 +434,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=16, help="timed runs per backend per round")
     parser.add_argument("--quick", action="store_true", help="N=4,8, one round, 4 repeats")
+    parser.add_argument(
+        "--targets",
+        action="store_true",
+        help="also time AdaRound (plain and block) and ConvNeXt's CPU partitions, then print "
+        "every figure against its target",
+    )
     args = parser.parse_args(argv)
     if any(os.environ.get(v) != "1" for v in THREAD_VARS):  # BLAS reads them when it loads
         os.environ.update(dict.fromkeys(THREAD_VARS, "1"))
@@ -306,9 +462,10 @@ def main(argv: list[str] | None = None) -> None:
         f"{'REF/emu':>7} {'emu 2t/1t':>9} {'run_int8/emu':>12} {'peak MiB':>11} {'load':>5}"
     )
     print(head)
-    all_notes = []
+    all_notes, rows = [], []
     for spec in bench_progress(args.models.split(","), "models"):
         row = bench_model(spec, ns, rounds, repeat)
+        rows.append(row)
         speedup = row.ratio("emu1", "emu2")
         compile_col = f"{row.compile_ratio.get(n0, '-')} / {row.compile_ratio.get(n1, '-')}"
         peak_col = f"{row.peak.get(n0, 0):.0f} / {row.peak.get(n1, 0):.0f}"
@@ -320,6 +477,12 @@ def main(argv: list[str] | None = None) -> None:
         )
         all_notes += [f"  {spec}: {n}" for n in row.notes]
     print("\n" + "\n".join(all_notes))
+    if args.targets:
+        ada = adaround_cost()
+        print(f"\nAdaRound timed (load {os.getloadavg()[0]:.1f})", flush=True)
+        convnext = partition_ratio()
+        print(f"ConvNeXt-Tiny@224 timed (load {os.getloadavg()[0]:.1f})\n", flush=True)
+        print("\n".join(targets_table(rows, ns, ada, convnext)))
     print(
         f"\nmaxrss of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10} MiB"
     )

@@ -122,3 +122,61 @@ def test_a_models_compiled_files_are_removed_after_its_row(
         perf.bench_model("boom", [1], 1, 1)
     assert len(seen) == 2
     assert not any(p.exists() for p in seen)
+
+
+@pytest.mark.parametrize(
+    ("bound", "at_least", "figures", "verdict"),
+    [
+        (1.0, False, [0.9, 1.0], "met"),  # the bound itself passes
+        (1.0, False, [0.9, 1.01], "not met"),
+        (1.7, True, [1.7, 2.0], "met"),
+        (1.7, True, [1.69, 2.0], "not met"),
+        (0.5, False, [0.4, float("nan"), 0.3], "met (2 of 3)"),  # a model FX PTQ refused
+        (0.5, False, [0.6, float("nan")], "not met (1 of 2)"),
+        (0.5, False, [float("nan")], "not measured"),
+        (0.5, False, [], "not measured"),
+    ],
+)
+def test_a_target_passes_on_its_side_of_the_bound(
+    perf: ModuleType, bound: float, at_least: bool, figures: list[float], verdict: str
+) -> None:
+    assert perf.Target("t", bound, at_least).verdict(figures) == verdict
+
+
+def test_the_targets_table_holds_every_figure_against_its_target(perf: ModuleType) -> None:
+    rows = [
+        perf.Row(
+            "mnv2",
+            compile_ratio={32: "0.22", 256: "0.30"},
+            times={"emu1": [10.0, 11.0], "emu2": [5.0, 5.5], "xnnpack": [11.0, 12.0]}
+            | {"run_int8": [45.0, 50.0]},
+        ),
+        perf.Row(
+            "r18",
+            compile_ratio={32: "0.57", 256: "-"},
+            times={"emu1": [10.0], "emu2": [6.0], "xnnpack": [9.0], "run_int8": [30.0]},
+        ),
+    ]
+    ada = {"plain": (50.0, 80.0), "block": (110.0, 200.0)}
+    table = perf.targets_table(rows, [32, 256], ada, (16.8, 114.3))
+    assert table[0].endswith("figures (mnv2, r18)")
+    assert len(table) == 9  # the header and eight targets
+
+    def row(name: str) -> str:
+        (line,) = [t for t in table if t.startswith(name)]
+        return " ".join(line.split())
+
+    assert row("emulator / XNNPACK") == "emulator / XNNPACK, 1 thread <= 1 not met 0.91 / 1.11"
+    assert row("compile / FX PTQ, N = 32") == "compile / FX PTQ, N = 32 <= 0.5 not met 0.22 / 0.57"
+    assert row("compile / FX PTQ, N = 256") == (
+        "compile / FX PTQ, N = 256 <= 0.5 met (1 of 2) 0.30 / -"
+    )
+    assert row("emulator 2 threads") == "emulator 2 threads / 1 thread >= 1.7 not met 2.00 / 1.67"
+    assert row("run_int8") == "run_int8 / emulator (wall best-of) <= 5 met 4.52 / 3.00"
+    assert row("AdaRound") == "AdaRound lite0, wall s <= 60 met 50.00 (80.0 CPU s)"
+    assert (
+        row("block") == "block / plain AdaRound, wall <= 2 not met 2.20 (110.0 / 50.0 s; CPU 2.50)"
+    )
+    assert row("ConvNeXt") == (
+        "ConvNeXt-Tiny@224 engine / XNNPACK <= 1.5 met 0.15 (16.8 / 114.3 CPU ms)"
+    )
