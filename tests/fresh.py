@@ -96,6 +96,8 @@ CASES: dict[str, Case] = {
     "signed_stem_pool": Case(w.SignedStemPool),
     "space_to_depth_view": Case(w.SpaceToDepthView),
     "token_mlp_decoder": Case(w.TokenMLPDecoder),
+    "class_token": Case(w.ClassToken),
+    "coord_channels": Case(w.CoordChannels),
 }
 
 

@@ -74,3 +74,37 @@ class TokenMLPDecoder(nn.Module):
         n, _, h, w = x.shape
         t = self.linear(x.flatten(2).transpose(1, 2))
         return torch.relu(t.transpose(1, 2).reshape(n, -1, h, w))
+
+
+class ClassToken(nn.Module):
+    """ViT's class token: a learned vector concatenated before the patch tokens, the head
+    reading it back (`torch.cat([cls.expand(n, -1, -1), tokens], 1)`); its values (0.1 to
+    2.5) lie outside the patch tokens' range on one side."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.patch = nn.Conv2d(3, 16, 8, 8)
+        self.cls = nn.Parameter(torch.linspace(0.1, 2.5, 16).reshape(1, 1, 16))
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t = self.patch(x).flatten(2).transpose(1, 2)
+        t = torch.cat([self.cls.expand(x.shape[0], -1, -1), t], dim=1)
+        return self.fc(t[:, 0] + t[:, 1])
+
+
+class CoordChannels(nn.Module):
+    """CoordConv: two constant channels holding each pixel's x and y in [-3, 3] concatenated to
+    the features, read by the next conv; the same buffer also added to a second branch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 3, 2, 1)
+        ys, xs = torch.meshgrid(torch.linspace(-3, 3, 16), torch.linspace(-3, 3, 16), indexing="ij")
+        self.register_buffer("coords", torch.stack([xs, ys])[None])
+        self.head = nn.Conv2d(8, 4, 3, 1, 1)
+        self.side = nn.Conv2d(3, 2, 3, 2, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        f = torch.cat([torch.relu(self.conv(x)), self.coords], dim=1)
+        return self.head(f) + (self.side(x) + self.coords).sum(1, keepdim=True)

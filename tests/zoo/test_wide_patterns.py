@@ -13,6 +13,8 @@ EXPECTED = {
     "signed_stem_pool": "npu",
     "space_to_depth_view": "npu",
     "token_mlp_decoder": "npu",
+    "class_token": "npu",
+    "coord_channels": "npu",
 }
 
 

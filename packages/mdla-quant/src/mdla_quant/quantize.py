@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from mdla_ir import Graph, OpKind, QuantParams, Tensor, evaluate
+from mdla_ir import Graph, Op, OpKind, QuantParams, Tensor, evaluate
 from mdla_ir.attrs import PadAttrs
 from mdla_ir.devices import DEFAULT_TARGET
 from mdla_ir.interp.registry import Kernel
@@ -68,6 +68,7 @@ from mdla_quant.kernels.functions import with_tables
 from mdla_quant.observers import ChannelMoments, Histogram, clip_range
 from mdla_quant.rewrites import WEIGHTED, equalized
 from mdla_quant.ties import Groups, check_fits
+from mdla_quant.unshare import own_operands
 from mdla_quant.weight_fit import fit_weights
 from mdla_quant.weight_stats import shifts_biases, stats_of, watched, with_mean_biases
 from mdla_target import load_target
@@ -168,7 +169,36 @@ def _activation_quant(
     target: Target,
     wide: frozenset[str] = frozenset(),
 ) -> dict[str, QuantParams]:
+    groups, fixed, held = _ties(graph, config, target, wide)
+    names = [*graph.inputs, *(o for op in graph.ops for o in op.outputs)]
+    outputs = set(graph.outputs)
+    observed = (  # never clip what the user reads
+        (n, clip_range(hists[n], "minmax" if n in outputs else config.method, config.percentile))
+        for n in names
+    )
+    ranges: dict[str, tuple[float, float]] = {}
+    for name, (lo, hi) in [*observed, *held.items()]:
+        root = groups.find(name)
+        old = ranges.get(root, (lo, hi))
+        ranges[root] = (min(old[0], lo), max(old[1], hi))
+    params = {n: activation_params(*ranges[groups.find(n)]) for n in names}
+    params = _raise_to_floors(graph, params, names, groups, ranges)
+    params.update(int16_quant(names, wide, hists, groups.find))  # min/max: they hold `held`
+    for name, q in fixed.items():
+        for other in (n for n in names if groups.find(n) == groups.find(name)):
+            check_fits(graph, other, name, hists[other], q)
+            params[other] = q
+    return params
+
+
+def _ties(
+    graph: Graph, config: QuantConfig, target: Target, wide: frozenset[str]
+) -> tuple[Groups, dict[str, QuantParams], dict[str, tuple[float, float]]]:
+    """The activations' tie groups (step 3 of the module docstring), the params fixed by the
+    op, and the values of the constants a shared-scale op quantizes at its output's params
+    (`_const`): their [min, max] by that output, which their group's range must hold."""
     groups, fixed = Groups(), {}
+    held: dict[str, tuple[float, float]] = {}
     floats = float_concats(graph)  # each input keeps its own params: no sharing
     for op in graph.ops:
         spec = target.op(config.device, op.kind)
@@ -180,28 +210,15 @@ def _activation_quant(
             groups.union([acts[0], op.outputs[0]])  # a selection conv copies: multiplier 1
         if spec.shared_scale:
             groups.union([*acts, op.outputs[0]])
+            for data in (graph.const(n) for n in op.inputs if graph.tensors[n].is_const):
+                lo, hi = held.get(op.outputs[0], (0.0, 0.0))
+                held[op.outputs[0]] = (min(lo, float(data.min())), max(hi, float(data.max())))
         if spec.fixed_output is not None:
             scale, zp = fixed_output(op, spec.fixed_output, wide)
             fixed[op.outputs[0]] = QuantParams((scale,), (zp,))
         if op.kind is OpKind.ARGMAX:
             fixed[op.outputs[0]] = INDEX_Q
-    ranges: dict[str, tuple[float, float]] = {}
-    names = [*graph.inputs, *(o for op in graph.ops for o in op.outputs)]
-    outputs = set(graph.outputs)
-    for name in names:
-        method = "minmax" if name in outputs else config.method  # never clip what the user reads
-        lo, hi = clip_range(hists[name], method, config.percentile)
-        root = groups.find(name)
-        old = ranges.get(root, (lo, hi))
-        ranges[root] = (min(old[0], lo), max(old[1], hi))
-    params = {n: activation_params(*ranges[groups.find(n)]) for n in names}
-    params = _raise_to_floors(graph, params, names, groups, ranges)
-    params.update(int16_quant(names, wide, hists, groups.find))
-    for name, q in fixed.items():
-        for other in (n for n in names if groups.find(n) == groups.find(name)):
-            check_fits(graph, other, name, hists[other], q)
-            params[other] = q
-    return params
+    return groups, fixed, held
 
 
 def _raise_to_floors(
@@ -333,6 +350,12 @@ def quantize(
     graph, wide, hists, samples, moments = _calibrated(
         graph, calibration, config, target, progress, kernels
     )
+    floats = float_concats(graph)  # on the CPU in float32: each input keeps its own params
+
+    def shares(op: Op) -> bool:  # all its operands at its output's params, constants too
+        return op.name not in floats and target.op(config.device, op.kind).shared_scale
+
+    graph = own_operands(graph, shares)
     acts = _activation_quant(graph, hists, config, target, wide)
     tensors: dict[str, Tensor] = {
         n: Tensor(n, t.shape, "int16" if n in wide else "int8", quant=acts[n])
@@ -344,7 +367,10 @@ def quantize(
             t = graph.tensors[name]
             if t.data is None or name in tensors:
                 continue
-            tensors[name] = _const(graph, op, i, t, acts, config, target, tensors, moments)
+            if shares(op):  # whose range holds the constant's values (`_ties`)
+                tensors[name] = _at(t, acts[op.outputs[0]], op.outputs[0] in wide)
+            else:
+                tensors[name] = _const(graph, op, i, t, acts, config, target, tensors, moments)
     numerics = Numerics(Rounding(config.rounding), Accumulator(target.accumulator), config.target)
     prov = dataclasses.replace(
         graph.provenance, quant=config.record(), numerics=numerics, calibration_samples=samples
@@ -363,6 +389,18 @@ def quantize(
     if shifts_biases(config):  # the rounded weights' mean error moves into the bias
         qgraph = with_mean_biases(graph, qgraph, moments)
     return correct_biases(graph, qgraph, calibration) if config.bias_correction else qgraph
+
+
+def _at(t: Tensor, q: QuantParams, wide: bool) -> Tensor:
+    """Constant `t` quantized at an activation's params `q` (int16 when `wide`). Its values lie
+    in the range `q` was made from, or within `check_fits`' slack of a fixed one (the
+    concatenation's observed values hold them)."""
+    bound = 2**15 if wide else 2**7
+    codes = round_half_away(np.asarray(t.data) / np.float32(q.scale[0])) + q.zero_point[0]
+    dtype = "int16" if wide else "int8"
+    return Tensor(
+        t.name, t.shape, dtype, data=np.clip(codes, -bound, bound - 1).astype(dtype), quant=q
+    )
 
 
 def _const(

@@ -12,9 +12,10 @@ names them (`net.conv1.bias.1`), and every op's weight and bias is quantized for
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Mapping
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping
 
-from mdla_ir import Graph, OpKind
+from mdla_ir import Graph, Op, OpKind
 
 READS = (1, 2)  # a weighted op's weight and bias inputs
 
@@ -46,3 +47,25 @@ def _fresh(name: str, taken: Mapping[str, object]) -> str:
     while f"{name}.{k}" in taken:
         k += 1
     return f"{name}.{k}"
+
+
+def own_operands(graph: Graph, select: Callable[[Op], bool]) -> Graph:
+    """`graph` with a private copy, for each `select`ed op, of every constant operand another
+    read also takes (any op, before or after; `graph` itself when there is none): a constant
+    that must be quantized at its op's output params (a CONCATENATION's) is then quantized for
+    that op alone."""
+    reads = Counter(n for op in graph.ops for n in op.inputs if graph.tensors[n].data is not None)
+    tensors = dict(graph.tensors)
+    ops = []
+    for op in graph.ops:
+        inputs = list(op.inputs)
+        if select(op):
+            for i, name in enumerate(inputs):
+                if reads[name] > 1:
+                    copy = _fresh(name, tensors)
+                    tensors[copy] = dataclasses.replace(graph.tensors[name], name=copy)
+                    inputs[i] = copy
+        ops.append(op.with_(inputs=tuple(inputs)) if inputs != list(op.inputs) else op)
+    if len(tensors) == len(graph.tensors):
+        return graph
+    return graph.with_(tensors=tensors, ops=tuple(ops))
