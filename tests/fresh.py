@@ -98,6 +98,7 @@ CASES: dict[str, Case] = {
     "token_mlp_decoder": Case(w.TokenMLPDecoder),
     "class_token": Case(w.ClassToken),
     "coord_channels": Case(w.CoordChannels),
+    "rotated_box_head": Case(w.RotatedBoxHead),
 }
 
 

@@ -57,6 +57,13 @@ def test_groups_are_derived_from_the_schema_and_unchanged() -> None:
         K.LOG_SIGMOID,
         K.TANHSHRINK,
         K.SOFTSIGN,
+        # torch's elementwise functions, tables too
+        K.COS,
+        K.SIN,
+        K.TAN,
+        K.ATAN,
+        K.EXPM1,
+        K.LOG1P,
     } == ops.ACTIVATIONS
     assert {K.ADD, K.MUL, K.SUB, K.DIV, K.PRELU} == ops.BINARY
     extra = {K.BATCH_NORM, K.RESIZE_BILINEAR, K.ADAPTIVE_AVG_POOL_2D, K.ADAPTIVE_MAX_POOL_2D}

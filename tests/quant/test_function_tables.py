@@ -44,6 +44,12 @@ TORCH: dict[OpKind, Any] = {
     OpKind.RSQRT: torch.rsqrt,
     OpKind.RECIPROCAL: torch.reciprocal,
     OpKind.WHERE: lambda x: torch.where(x >= 0.25, x, 0.1 * x - 0.5),
+    OpKind.COS: torch.cos,
+    OpKind.SIN: torch.sin,
+    OpKind.TAN: torch.tan,
+    OpKind.ATAN: torch.atan,
+    OpKind.EXPM1: torch.expm1,
+    OpKind.LOG1P: torch.log1p,
 }
 CODES = np.arange(-128, 128)
 
@@ -141,5 +147,26 @@ def test_both_importers_name_each_function(path: str) -> None:
     assert FunctionAttrs(alpha=0.5) in attrs
     assert FunctionAttrs(beta=3.0) in attrs
     assert FunctionAttrs(beta=2.0, threshold=5.0) in attrs
+    (got,) = mdla_ir.run_float(graph, [x.numpy()])
+    np.testing.assert_allclose(got, module(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+class Angles(nn.Module):
+    """A rotated-box head's angle and a positional code: torch's elementwise functions by
+    function, by method and through torch.export's ATen ops."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = torch.atan(x) * 2.0
+        y = torch.cat([a.cos(), torch.sin(a), torch.tan(x * 0.5)], 1)
+        return y + torch.cat([torch.expm1(x * 0.1), x.abs().log1p(), x], 1)
+
+
+@pytest.mark.parametrize("path", ["fx", "export"])
+def test_both_importers_take_torchs_elementwise_functions(path: str) -> None:
+    x = torch.randn(1, 3, 5, 5)
+    module = Angles().eval()
+    graph = mdla_ir.from_torch(module, (x,), name="angles", optimize=False, path=path)
+    kinds = {op.kind for op in graph.ops if op.kind in group("table")}
+    assert kinds == {OpKind.COS, OpKind.SIN, OpKind.TAN, OpKind.ATAN, OpKind.EXPM1, OpKind.LOG1P}
     (got,) = mdla_ir.run_float(graph, [x.numpy()])
     np.testing.assert_allclose(got, module(x).detach().numpy(), rtol=1e-5, atol=1e-5)

@@ -232,6 +232,10 @@ EXAMPLES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
         lambda: Fn(lambda x: F.elu(x) + nn.Mish()(x) + F.softplus(x, 2.0) + F.logsigmoid(x)),
         (1, 4, 8, 8),
     ),
+    "atan": (
+        lambda: Fn(lambda x: torch.cos(x) * x.sin() + torch.atan(x).tan() + x.expm1() * x.log1p()),
+        (1, 4, 8, 8),
+    ),
     "adaptive average and max": (
         lambda: Fn(lambda x: nn.AdaptiveAvgPool2d(3)(x) + F.adaptive_max_pool2d(x, 3)),
         (1, 4, 8, 8),

@@ -15,6 +15,8 @@ what the manifest carries (no engine evaluates these functions). Each is evaluat
     TANHSHRINK   x - tanh(x)
     SOFTSIGN     x / (1 + |x|)
     EXP, LOG, SQRT, RSQRT   exp(x), log(x), sqrt(x), 1 / sqrt(x)
+    COS, SIN, TAN, ATAN     cos(x), sin(x), tan(x), arctan(x)   (radians)
+    EXPM1, LOG1P            exp(x) - 1, log(1 + x)   (accurate near 0)
     RECIPROCAL   1 / x   (a DIV by an activation is a MUL by it)
     WHERE        then_scale * x + then_offset if x <compare> threshold
                  else else_scale * x + else_offset   (torch.where / masked_fill on one tensor)
@@ -71,6 +73,12 @@ FUNCTIONS: dict[OpKind, Function] = {
     OpKind.SQRT: lambda x, a: np.sqrt(x),
     OpKind.RSQRT: lambda x, a: 1.0 / np.sqrt(x),
     OpKind.RECIPROCAL: lambda x, a: 1.0 / x,
+    OpKind.COS: lambda x, a: np.cos(x),
+    OpKind.SIN: lambda x, a: np.sin(x),
+    OpKind.TAN: lambda x, a: np.tan(x),
+    OpKind.ATAN: lambda x, a: np.arctan(x),
+    OpKind.EXPM1: lambda x, a: np.expm1(x),
+    OpKind.LOG1P: lambda x, a: np.log1p(x),
 }
 # each comparison by its name: WHERE against its threshold, SELECT (interp) of two tensors
 COMPARES: dict[str, np.ufunc] = {

@@ -76,6 +76,14 @@ class OpKind(Enum):
     LOG_SIGMOID = -20
     TANHSHRINK = -21
     SOFTSIGN = -22
+    # Elementwise functions of torch (trigonometry in a head's angle or a positional code), a
+    # CPU partition's int8 tables as the ones above. (NNAPI's SIN, 85, is not in the adapter.)
+    COS = -150
+    SIN = -151
+    TAN = -152
+    ATAN = -153
+    EXPM1 = -154
+    LOG1P = -155
     ADAPTIVE_MAX_POOL_2D = -23  # to a size that does not divide: a CPU partition's
     REDUCE_SUM = -25  # sum over axes (MeanAttrs): legalized to MEAN times the count
     REDUCE_MAX = -26  # max over axes: legalized to MAX_POOL_2D windows over a reshaped view

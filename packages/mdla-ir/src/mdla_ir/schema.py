@@ -203,6 +203,8 @@ POOL_TAIL = f"{STRIDES} filter_w:i filter_h:i fuse:i [nchw:B]"
 RESIZE_TAIL = "[nchw:B [align_corners:B [half_pixel_centers:B]]]"
 UNARY, BINARY = ("x:a",), ("a:a b:a fuse:i",)
 K = OpKind
+# torch's elementwise functions with no Neuron operation, all in the table group (below).
+ELEMENTWISE_TABLES = (K.COS, K.SIN, K.TAN, K.ATAN, K.EXPM1, K.LOG1P)
 
 # kind, input forms (NNAPI order), attribute record, groups, outputs, emulated, none
 _ENTRIES: tuple[OpSchema, ...] = (
@@ -304,7 +306,8 @@ _ENTRIES: tuple[OpSchema, ...] = (
               "tflite": _FLOAT_REGION}),
     # The table group's functions (mdla_ir.functions): a CPU partition's int8 tables.
     *(_op(k, (), FunctionAttrs, "activation table cpu") for k in (
-        K.ELU, K.MISH, K.SOFTPLUS, K.CELU, K.SELU, K.LOG_SIGMOID, K.TANHSHRINK, K.SOFTSIGN)),
+        K.ELU, K.MISH, K.SOFTPLUS, K.CELU, K.SELU, K.LOG_SIGMOID, K.TANHSHRINK, K.SOFTSIGN,
+        *ELEMENTWISE_TABLES)),
     _op(K.REDUCE_SUM, (), MeanAttrs, none=_pre("reduce_sum_to_mean_mul")),
     _op(K.REDUCE_MAX, (), MeanAttrs, none=_pre("reduce_max_to_pool")),
     _op(K.REDUCE_MIN, (), MeanAttrs, none=_pre("reduce_min_to_pool")),
@@ -374,6 +377,7 @@ HOST_BY_CODE: dict[int, OpSchema] = {
         _host(K.RECIPROCAL, HOST_OP_BASE + 22, TABLE_FORM),
         _host(K.WHERE, HOST_OP_BASE + 23, TABLE_FORM),
         _host(K.SELECT, HOST_OP_BASE + 24, "x:a y:a a:a b:a compare:i"),
+        *(_host(k, HOST_OP_BASE + 25 + i, TABLE_FORM) for i, k in enumerate(ELEMENTWISE_TABLES)),
     )
     if e.code is not None
 }

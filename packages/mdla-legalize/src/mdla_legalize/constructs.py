@@ -260,6 +260,15 @@ CONSTRUCTS: tuple[Construct, ...] = (
         why="needs EXP (or a division), which the MDLA lacks (silicon fact 2)",
     ),
     Construct(
+        "`torch.cos`/`sin`/`tan`/`atan`/`expm1`/`log1p` (and their `Tensor` methods)",
+        "oriented-box heads' angles, positional codes",
+        "-",
+        (K.COS, K.SIN, K.TAN, K.ATAN, K.EXPM1, K.LOG1P),
+        Status.NEVER,
+        "a CPU partition (`--cpu auto`): one int8 table lookup",
+        why="no such operation on the MDLA; an int8 function of one input is a 256-entry table",
+    ),
+    Construct(
         "adaptive average and max pools (`nn.AdaptiveAvgPool2d`, `F.adaptive_max_pool2d`) to "
         "a size not dividing the input",
         "classifier heads and SPP on odd input sizes",

@@ -74,6 +74,7 @@ from mdla_ir.importer.transpose_conv import f_conv_transpose2d
 from mdla_ir.importer.unshuffle import m_pixel_unshuffle
 from mdla_ir.importer.where import compare, masked_fill, on_predicate, where
 from mdla_ir.ops import OpKind
+from mdla_ir.schema import ELEMENTWISE_TABLES
 
 aten = torch.ops.aten
 
@@ -431,6 +432,7 @@ ATEN: dict[Any, Converter] = {
     aten.rsqrt.default: unary(OpKind.RSQRT),
     aten.exp.default: unary(OpKind.EXP),
     aten.log.default: unary(OpKind.LOG),
+    **{getattr(aten, k.name.lower()).default: unary(k) for k in ELEMENTWISE_TABLES},
     aten.elu.default: fn.ATEN_ELU,
     aten.celu.default: fn.CELU,
     aten.selu.default: fn.SELU,

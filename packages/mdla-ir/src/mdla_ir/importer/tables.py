@@ -67,6 +67,7 @@ from mdla_ir.importer.transpose_conv import f_conv_transpose2d, m_conv_transpose
 from mdla_ir.importer.unshuffle import m_pixel_unshuffle
 from mdla_ir.importer.where import compare, masked_fill, to_float, where, where_method
 from mdla_ir.ops import OpKind
+from mdla_ir.schema import ELEMENTWISE_TABLES
 
 
 def unary(kind: OpKind, **attrs: Any) -> Converter:
@@ -321,6 +322,7 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.reciprocal: unary(OpKind.RECIPROCAL),
     torch.exp: unary(OpKind.EXP),
     torch.log: unary(OpKind.LOG),
+    **{getattr(torch, k.name.lower()): unary(k) for k in ELEMENTWISE_TABLES},
     F.channel_shuffle: _channel_shuffle,
     torch.channel_shuffle: _channel_shuffle,
     operator.getitem: pick_values,
@@ -406,6 +408,7 @@ METHODS: dict[str, Converter] = {
     "sqrt": unary(OpKind.SQRT),
     "rsqrt": unary(OpKind.RSQRT),
     "reciprocal": unary(OpKind.RECIPROCAL),
+    **{k.name.lower(): unary(k) for k in ELEMENTWISE_TABLES},
     "clamp": f_clamp,
     "expand": expand,
     "expand_as": expand,
