@@ -35,7 +35,7 @@ from tests.runtime.test_tflite_host_ops import operators
 
 class AllFunctions(nn.Module):
     """Every function of the table group, each after a conv; log, sqrt, rsqrt, the
-    reciprocal and a torch.where of an exp."""
+    reciprocal, a torch.where and log1p of an exp."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -50,6 +50,8 @@ class AllFunctions(nn.Module):
         pos = torch.exp(self.convs[0](x) * 0.5)
         ys += [pos.log(), torch.sqrt(pos), torch.rsqrt(pos), torch.reciprocal(pos)]
         ys.append(torch.where(pos > 1.0, pos, 0.5 * pos))
+        y = self.convs[1](x)
+        ys += [y.cos(), torch.sin(y), torch.tan(y * 0.5), torch.atan(y), y.expm1(), pos.log1p()]
         return torch.cat(ys, 1)
 
 
@@ -61,7 +63,7 @@ def test_every_function_runs_on_the_engines_cpu_bit_exact(tmp_path: Path) -> Non
     placed = mdla_legalize.place(graph, mdla_legalize.load_target("mdla3.5"), "mtk-mdla", ["auto"])
     on_cpu = {o.kind for o in placed.ops if o.device == CPU}
     assert on_cpu == {k.name for k in FUNCTIONS}  # Tanhshrink stays TANHSHRINK: no rule splits it
-    assert placed.notes[0].startswith("--cpu auto: placed 14 op(s) on the CPU (CELU, ELU, EXP,")
+    assert placed.notes[0].startswith("--cpu auto: placed 20 op(s) on the CPU (ATAN, CELU, COS,")
     rng = np.random.default_rng(1)
     calib = [[rng.normal(size=(1, 4, 6, 6)).astype(np.float32)] for _ in range(4)]
     qgraph = mdla_quant.quantize(placed.graph, calib)
@@ -77,7 +79,7 @@ def test_every_function_runs_on_the_engines_cpu_bit_exact(tmp_path: Path) -> Non
         code, out, err = engine(path, tmp_path, xs, "--lib", lib, "--json")
         assert code == 0, out + err
         parts = json.loads(out)["partitions"]
-        assert sum(p["ops"] for p in parts if p["device"] == CPU) == 14
+        assert sum(p["ops"] for p in parts if p["device"] == CPU) == 20
         want = run_int8(qgraph, xs, raw=True)
         for got, w in zip(outputs(path, tmp_path, want), want, strict=True):
             np.testing.assert_array_equal(got, w)

@@ -206,6 +206,19 @@ def _axis_attr(lo: _Layout, op: Op) -> list[Op]:
     return [op.with_(attrs=dataclasses.replace(a, axis=lo.axis(op.outputs[0], a.axis)))]
 
 
+def _concatenation(lo: _Layout, op: Op) -> list[Op]:
+    """The axis renumbered, and a constant operand (CoordConv's coordinate channels, a class
+    token) laid out as the activations beside it: the output's order."""
+    perm = lo.perm[op.outputs[0]]
+    ins = tuple(
+        lo.const(n, lambda d: d.transpose(perm), "nhwc")
+        if lo.g.tensors[n].data is not None and perm != tuple(range(len(perm)))
+        else n
+        for n in op.inputs
+    )
+    return _axis_attr(lo, op.with_(inputs=ins))
+
+
 def _strided_slice(lo: _Layout, op: Op) -> list[Op]:
     a, perm = StridedSliceAttrs.of(op), lo.perm[op.inputs[0]]
     if lo.perm[op.outputs[0]] != perm:
@@ -265,7 +278,7 @@ HANDLERS: dict[OpKind, Callable[[_Layout, Op], list[Op]]] = {
     OpKind.REDUCE_MAX: _mean,
     OpKind.REDUCE_MIN: _mean,
     OpKind.ARGMAX: _argmax,  # axis 1 -> 3
-    OpKind.CONCATENATION: _axis_attr,  # axis 1 -> 3
+    OpKind.CONCATENATION: _concatenation,  # axis 1 -> 3, constants NHWC
     OpKind.SOFTMAX: _axis_attr,  # axis 1 -> 3
     OpKind.PAD: _pad,  # pads (N, C, H, W) -> (N, H, W, C)
     OpKind.GROUP_NORM: _group_norm,  # axis 1 -> 3
