@@ -26,7 +26,7 @@ import numpy as np
 from mdla_ir import Op, OpKind
 from mdla_ir.attrs import AdaptivePoolAttrs, TransposeAttrs
 from mdla_legalize.rules.base import Ctx, Rule, derive, pat
-from mdla_legalize.rules.heads import linear_as_conv, linear_bias
+from mdla_legalize.rules.heads import linear_as_conv, linear_bias, valid_conv
 
 
 def flatten_linear_to_conv(op: Op, ctx: Ctx) -> list[Op] | None:
@@ -144,20 +144,7 @@ def token_linear_to_conv1x1(op: Op, ctx: Ctx) -> list[Op] | None:
     if ctx.sole_use(tokens.inputs[0]):
         ctx.take(tokens.inputs[0])
     filt = ctx.add_const(f"{fc.inputs[1]}.conv1x1", w.reshape(o, c, 1, 1))
-    return [
-        derive(
-            fc,
-            "",
-            OpKind.CONV_2D,
-            [x, filt, linear_bias(fc, ctx, o)],
-            [y],
-            stride=(1, 1),
-            dilation=(1, 1),
-            padding=(0, 0, 0, 0),
-            groups=1,
-            fuse=fc.fuse,
-        )
-    ]
+    return [valid_conv(fc, x, filt, linear_bias(fc, ctx, o), y)]
 
 
 def identity_adaptive_pool(op: Op, ctx: Ctx) -> list[Op] | None:
