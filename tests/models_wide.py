@@ -112,17 +112,21 @@ class CoordChannels(nn.Module):
 
 class RotatedBoxHead(nn.Module):
     """An oriented-box head (ultralytics' OBB): an angle from a sigmoid, the box's offsets
-    rotated by its cosine and sine; torch's elementwise functions run as CPU tables."""
+    rotated by its cosine and sine, joined with the class probabilities in one output (a
+    float32 concatenation on the CPU beside the tables, as YOLO's); torch's elementwise
+    functions run as CPU tables."""
 
     def __init__(self) -> None:
         super().__init__()
         self.features = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.ReLU())
         self.angle = nn.Conv2d(8, 1, 1)
         self.offsets = nn.Conv2d(8, 2, 1)
+        self.classes = nn.Conv2d(8, 3, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         f = self.features(x)
         theta = (torch.sigmoid(self.angle(f)) - 0.25) * torch.pi
         cos, sin = torch.cos(theta), torch.sin(theta)
-        dx, dy = self.offsets(f).split(1, dim=1)
-        return torch.cat([dx * cos - dy * sin, dx * sin + dy * cos, theta], dim=1)
+        dx, dy = (self.offsets(f) * 8.0).split(1, dim=1)
+        boxes = torch.cat([dx * cos - dy * sin, dx * sin + dy * cos, theta], dim=1)
+        return torch.cat([boxes, torch.sigmoid(self.classes(f))], dim=1)

@@ -100,7 +100,8 @@ def float_tensors(graph: Graph) -> set[str]:
 
 
 def _region_op(fgraph: Graph, op: Op, floats: set[str], concats: set[str]) -> bool:
-    acts = [n for n in op.inputs if not fgraph.tensors[n].is_const]
+    # `op` may be the int8 graph's: a table the quantizer attached is not in the float graph
+    acts = [n for n in op.inputs if n in fgraph.tensors and not fgraph.tensors[n].is_const]
     follows = op.kind in FOLLOWS and bool(acts) and acts[0] in floats
     return op.kind in STARTS or follows or op.name in concats
 
