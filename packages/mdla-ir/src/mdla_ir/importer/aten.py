@@ -74,7 +74,6 @@ from mdla_ir.importer.transpose_conv import f_conv_transpose2d
 from mdla_ir.importer.unshuffle import m_pixel_unshuffle
 from mdla_ir.importer.where import compare, masked_fill, on_predicate, where
 from mdla_ir.ops import OpKind
-from mdla_ir.schema import ELEMENTWISE_TABLES
 
 aten = torch.ops.aten
 
@@ -432,7 +431,7 @@ ATEN: dict[Any, Converter] = {
     aten.rsqrt.default: unary(OpKind.RSQRT),
     aten.exp.default: unary(OpKind.EXP),
     aten.log.default: unary(OpKind.LOG),
-    **{getattr(aten, k.name.lower()).default: unary(k) for k in ELEMENTWISE_TABLES},
+    **{getattr(aten, name).default: unary(kind) for name, kind in fn.ELEMENTWISE.items()},
     aten.elu.default: fn.ATEN_ELU,
     aten.celu.default: fn.CELU,
     aten.selu.default: fn.SELU,

@@ -52,3 +52,14 @@ MISH = function(OpKind.MISH)
 LOG_SIGMOID = function(OpKind.LOG_SIGMOID)
 TANHSHRINK = function(OpKind.TANHSHRINK)
 SOFTSIGN = function(OpKind.SOFTSIGN)
+
+# torch's elementwise functions, by their name in torch, Tensor and ATen (the table group's
+# `schema.ELEMENTWISE_TABLES`): each one op of its kind.
+ELEMENTWISE = {
+    "cos": OpKind.COS,
+    "sin": OpKind.SIN,
+    "tan": OpKind.TAN,
+    "atan": OpKind.ATAN,
+    "expm1": OpKind.EXPM1,
+    "log1p": OpKind.LOG1P,
+}

@@ -67,7 +67,6 @@ from mdla_ir.importer.transpose_conv import f_conv_transpose2d, m_conv_transpose
 from mdla_ir.importer.unshuffle import m_pixel_unshuffle
 from mdla_ir.importer.where import compare, masked_fill, to_float, where, where_method
 from mdla_ir.ops import OpKind
-from mdla_ir.schema import ELEMENTWISE_TABLES
 
 
 def unary(kind: OpKind, **attrs: Any) -> Converter:
@@ -322,7 +321,7 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.reciprocal: unary(OpKind.RECIPROCAL),
     torch.exp: unary(OpKind.EXP),
     torch.log: unary(OpKind.LOG),
-    **{getattr(torch, k.name.lower()): unary(k) for k in ELEMENTWISE_TABLES},
+    **{getattr(torch, name): unary(kind) for name, kind in fn.ELEMENTWISE.items()},
     F.channel_shuffle: _channel_shuffle,
     torch.channel_shuffle: _channel_shuffle,
     operator.getitem: pick_values,
@@ -408,7 +407,7 @@ METHODS: dict[str, Converter] = {
     "sqrt": unary(OpKind.SQRT),
     "rsqrt": unary(OpKind.RSQRT),
     "reciprocal": unary(OpKind.RECIPROCAL),
-    **{k.name.lower(): unary(k) for k in ELEMENTWISE_TABLES},
+    **{name: unary(kind) for name, kind in fn.ELEMENTWISE.items()},
     "clamp": f_clamp,
     "expand": expand,
     "expand_as": expand,
