@@ -185,11 +185,16 @@ class Row:
     notes: list[str] = field(default_factory=list)
     load: float = 0.0
 
-    def ratio(self, a: str, b: str) -> str:
+    def value(self, a: str, b: str) -> float:
+        """The median over rounds of column a's time over column b's; NaN when either is
+        missing (a backend that refused the model)."""
         if a not in self.times or b not in self.times:
-            return "-"
-        r = statistics.median(x / y for x, y in zip(self.times[a], self.times[b], strict=True))
-        return f"{r:.2f}"
+            return math.nan
+        return statistics.median(x / y for x, y in zip(self.times[a], self.times[b], strict=True))
+
+    def ratio(self, a: str, b: str) -> str:
+        r = self.value(a, b)
+        return "-" if math.isnan(r) else f"{r:.2f}"
 
 
 def machine() -> str:
@@ -288,12 +293,6 @@ def _bench_model(spec: str, ns: list[int], rounds: int, repeat: int, tmp: Path) 
     return row
 
 
-def ratio_value(row: Row, a: str, b: str) -> float:
-    """The median per-round ratio of two columns, NaN when either is missing."""
-    text = row.ratio(a, b)
-    return float("nan") if text == "-" else float(text)
-
-
 def adaround_cost(
     spec: str = "efficientnet_lite0", iters: int = 300, n_calib: int = 32
 ) -> dict[str, tuple[float, float]]:
@@ -379,21 +378,24 @@ def targets_table(
     def compiled(n: int) -> list[float]:
         return [float(r.compile_ratio.get(n, "nan").replace("-", "nan")) for r in rows]
 
+    def shown(a: str, b: str) -> list[float]:  # judged as printed, to two decimals
+        return [round(r.value(a, b), 2) for r in rows]
+
     lines: list[tuple[Target, list[float], str]] = [
         (
             Target("emulator / XNNPACK, 1 thread", 1.0),
-            [ratio_value(r, "emu1", "xnnpack") for r in rows],
+            shown("emu1", "xnnpack"),
             "",
         ),
         *((Target(f"compile / FX PTQ, N = {n}", 0.5), compiled(n), "") for n in ns),
         (
             Target("emulator 2 threads / 1 thread", 1.7, at_least=True),
-            [ratio_value(r, "emu1", "emu2") for r in rows],
+            shown("emu1", "emu2"),
             "",
         ),
         (
             Target("run_int8 / emulator (wall best-of)", 5.0),
-            [ratio_value(r, "run_int8", "emu1") for r in rows],
+            shown("run_int8", "emu1"),
             "",
         ),
     ]

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -167,9 +167,12 @@ def _activation_quant(
     hists: dict[str, Histogram],
     config: QuantConfig,
     target: Target,
+    floats: Collection[str],
     wide: frozenset[str] = frozenset(),
 ) -> dict[str, QuantParams]:
-    groups, fixed, held = _ties(graph, config, target, wide)
+    """Every activation's params; `floats`: the concatenations `float_concats` leaves in
+    float32, whose inputs keep their own."""
+    groups, fixed, held = _ties(graph, config, target, floats, wide)
     names = [*graph.inputs, *(o for op in graph.ops for o in op.outputs)]
     outputs = set(graph.outputs)
     observed = (  # never clip what the user reads
@@ -192,17 +195,16 @@ def _activation_quant(
 
 
 def _ties(
-    graph: Graph, config: QuantConfig, target: Target, wide: frozenset[str]
+    graph: Graph, config: QuantConfig, target: Target, floats: Collection[str], wide: frozenset[str]
 ) -> tuple[Groups, dict[str, QuantParams], dict[str, tuple[float, float]]]:
     """The activations' tie groups (step 3 of the module docstring), the params fixed by the
     op, and the values of the constants a shared-scale op quantizes at its output's params
     (`_const`): their [min, max] by that output, which their group's range must hold."""
     groups, fixed = Groups(), {}
     held: dict[str, tuple[float, float]] = {}
-    floats = float_concats(graph)  # each input keeps its own params: no sharing
     for op in graph.ops:
         spec = target.op(config.device, op.kind)
-        if op.name in floats:
+        if op.name in floats:  # each input keeps its own params: no sharing
             continue
         acts = [n for n in op.inputs if not graph.tensors[n].is_const]
         moves = spec.keeps_input_scale or op.kind in CPU_MOVES or is_selection(graph, op)
@@ -356,7 +358,7 @@ def quantize(
         return op.name not in floats and target.op(config.device, op.kind).shared_scale
 
     graph = own_operands(graph, shares)
-    acts = _activation_quant(graph, hists, config, target, wide)
+    acts = _activation_quant(graph, hists, config, target, floats, wide)
     tensors: dict[str, Tensor] = {
         n: Tensor(n, t.shape, "int16" if n in wide else "int8", quant=acts[n])
         for n, t in graph.tensors.items()
@@ -391,10 +393,10 @@ def quantize(
     return correct_biases(graph, qgraph, calibration) if config.bias_correction else qgraph
 
 
-def _at(t: Tensor, q: QuantParams, wide: bool) -> Tensor:
-    """Constant `t` quantized at an activation's params `q` (int16 when `wide`). Its values lie
-    in the range `q` was made from, or within `check_fits`' slack of a fixed one (the
-    concatenation's observed values hold them)."""
+def _at(t: Tensor, q: QuantParams, wide: bool = False) -> Tensor:
+    """Constant `t` quantized at an activation's params `q` (int16 when `wide`), clamped: its
+    own range's params, or a shared-scale op's output's, whose range holds its values (within
+    `check_fits`' slack of a fixed one: the concatenation's observed values hold them)."""
     bound = 2**15 if wide else 2**7
     codes = round_half_away(np.asarray(t.data) / np.float32(q.scale[0])) + q.zero_point[0]
     dtype = "int16" if wide else "int8"
@@ -452,8 +454,4 @@ def _const(
         return Tensor(t.name, t.shape, "int32", data=q, quant=params)
     if is_wide(op, done) and (op.kind, i) not in INT8_OPERANDS:  # of a 16x8 op (ADD's, MUL's)
         return const16(t.name, data)
-    params = activation_params(float(data.min(initial=0.0)), float(data.max(initial=0.0)))
-    q = np.clip(
-        round_half_away(data / np.float32(params.scale[0])) + params.zero_point[0], -128, 127
-    )
-    return Tensor(t.name, t.shape, "int8", data=q.astype(np.int8), quant=params)
+    return _at(t, activation_params(float(data.min(initial=0.0)), float(data.max(initial=0.0))))

@@ -23,18 +23,33 @@ READS = (1, 2)  # a weighted op's weight and bias inputs
 def own_weights(graph: Graph, weighted: Collection[OpKind]) -> Graph:
     """`graph` with a private copy of each weight or bias of a `weighted` op that an earlier
     op already reads (`graph` itself when no constant is shared)."""
+    return _copied(
+        graph, lambda op, i, name, read: op.kind in weighted and i in READS and name in read
+    )
+
+
+def own_operands(graph: Graph, select: Callable[[Op], bool]) -> Graph:
+    """`graph` with a private copy, for each `select`ed op, of every constant operand another
+    read also takes (any op, before or after; `graph` itself when there is none): a constant
+    that must be quantized at its op's output params (a CONCATENATION's) is then quantized for
+    that op alone."""
+    reads = Counter(n for op in graph.ops for n in op.inputs if graph.tensors[n].data is not None)
+    return _copied(graph, lambda op, i, name, read: select(op) and reads[name] > 1)
+
+
+def _copied(graph: Graph, copy: Callable[[Op, int, str, set[str]], bool]) -> Graph:
+    """`graph` with input `i` of each op, a constant `name`, replaced by a fresh copy of it where
+    `copy(op, i, name, read)` says so (`read`: the inputs of the ops before, copies included);
+    `graph` itself when nothing is copied."""
     tensors = dict(graph.tensors)
     read: set[str] = set()
     ops = []
     for op in graph.ops:
         inputs = list(op.inputs)
-        for i in READS if op.kind in weighted else ():
-            name = inputs[i] if i < len(inputs) else None
-            if name is None or name not in read or graph.tensors[name].data is None:
-                continue
-            copy = _fresh(name, tensors)
-            tensors[copy] = dataclasses.replace(graph.tensors[name], name=copy)
-            inputs[i] = copy
+        for i, name in enumerate(inputs):
+            if graph.tensors[name].data is not None and copy(op, i, name, read):
+                inputs[i] = _fresh(name, tensors)
+                tensors[inputs[i]] = dataclasses.replace(graph.tensors[name], name=inputs[i])
         read.update(inputs)
         ops.append(op.with_(inputs=tuple(inputs)) if inputs != list(op.inputs) else op)
     if len(tensors) == len(graph.tensors):
@@ -47,25 +62,3 @@ def _fresh(name: str, taken: Mapping[str, object]) -> str:
     while f"{name}.{k}" in taken:
         k += 1
     return f"{name}.{k}"
-
-
-def own_operands(graph: Graph, select: Callable[[Op], bool]) -> Graph:
-    """`graph` with a private copy, for each `select`ed op, of every constant operand another
-    read also takes (any op, before or after; `graph` itself when there is none): a constant
-    that must be quantized at its op's output params (a CONCATENATION's) is then quantized for
-    that op alone."""
-    reads = Counter(n for op in graph.ops for n in op.inputs if graph.tensors[n].data is not None)
-    tensors = dict(graph.tensors)
-    ops = []
-    for op in graph.ops:
-        inputs = list(op.inputs)
-        if select(op):
-            for i, name in enumerate(inputs):
-                if reads[name] > 1:
-                    copy = _fresh(name, tensors)
-                    tensors[copy] = dataclasses.replace(graph.tensors[name], name=copy)
-                    inputs[i] = copy
-        ops.append(op.with_(inputs=tuple(inputs)) if inputs != list(op.inputs) else op)
-    if len(tensors) == len(graph.tensors):
-        return graph
-    return graph.with_(tensors=tensors, ops=tuple(ops))

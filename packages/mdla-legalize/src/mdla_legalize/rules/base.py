@@ -125,3 +125,46 @@ def derive(
     """A new op standing for part of `op` (its name extended by `suffix`, same source)."""
     name = f"{op.name}.{suffix}" if suffix else op.name
     return Op(kind, name, tuple(inputs), tuple(outputs), attrs, op.source)
+
+
+def valid_conv(
+    op: Op,
+    operands: Sequence[str],
+    y: str,
+    *,
+    stride: Sequence[int] = (1, 1),
+    fuse: str | None = None,
+    suffix: str = "",
+) -> Op:
+    """A VALID CONV_2D (no padding or dilation, one group) standing for `op`: `operands`
+    (input, filter, bias) -> y at `stride`, with `op`'s fused activation unless `fuse` says
+    otherwise."""
+    return derive(
+        op,
+        suffix,
+        OpKind.CONV_2D,
+        operands,
+        [y],
+        stride=tuple(stride),
+        dilation=(1, 1),
+        padding=(0, 0, 0, 0),
+        groups=1,
+        fuse=op.fuse if fuse is None else fuse,
+    )
+
+
+def one_hot_conv(
+    op: Op,
+    ctx: Ctx,
+    x: str,
+    y: str,
+    filt: np.ndarray[Any, Any],
+    *,
+    stride: Sequence[int] = (1, 1),
+    suffix: str = "",
+) -> Op:
+    """A `valid_conv` copying one input tap per output channel (`filt` one-hot, zero bias, no
+    activation): `mdla_ir.selection`'s selection, exact in int8."""
+    w = ctx.add_const(f"{op.name}.selection", filt)
+    bias = ctx.add_const(f"{op.name}.zero_bias", np.zeros(filt.shape[0], np.float32))
+    return valid_conv(op, [x, w, bias], y, stride=stride, fuse="NONE", suffix=suffix)

@@ -35,7 +35,7 @@ import numpy as np
 from mdla_ir import Graph, Op, OpKind
 from mdla_ir.attrs import ConvAttrs, ShuffleAttrs, SliceAttrs, TransposeAttrs
 from mdla_ir.selection import selection_filter, selection_order
-from mdla_legalize.rules.base import Ctx, Rule, derive, pat
+from mdla_legalize.rules.base import Ctx, Rule, one_hot_conv, pat
 
 Array = np.ndarray[Any, Any]
 
@@ -71,21 +71,8 @@ def selection_conv(
     op: Op, ctx: Ctx, x: str, y: str, channels: Sequence[int], suffix: str = ""
 ) -> Op:
     """A 1×1 CONV_2D picking input channels `channels` (in order) of `x` into `y`."""
-    c_in = ctx.shape(x)[1]
-    filt = ctx.add_const(f"{op.name}.selection", selection_filter(channels, c_in))
-    bias = ctx.add_const(f"{op.name}.zero_bias", np.zeros(len(channels), np.float32))
-    return derive(
-        op,
-        suffix,
-        OpKind.CONV_2D,
-        [x, filt, bias],
-        [y],
-        stride=(1, 1),
-        dilation=(1, 1),
-        padding=(0, 0, 0, 0),
-        groups=1,
-        fuse="NONE",
-    )
+    filt = selection_filter(channels, ctx.shape(x)[1])
+    return one_hot_conv(op, ctx, x, y, filt, suffix=suffix)
 
 
 def channel_slice_to_selection(op: Op, ctx: Ctx) -> list[Op] | None:
@@ -167,7 +154,8 @@ def _chain_selection(op: Op, ctx: Ctx, x: str, chain: list[Op]) -> Op | None:
         order = channel_permutation(idx, shape)
         return None if order is None else selection_conv(op, ctx, x, y, order)
     filt = space_to_depth_filter(idx, x_shape, shape)
-    return None if filt is None else spatial_selection_conv(op, ctx, x, y, filt)
+    # kernel = stride = the block: one tap per output channel
+    return None if filt is None else one_hot_conv(op, ctx, x, y, filt, stride=filt.shape[2:])
 
 
 def _blocks(x_shape: tuple[int, ...], y_shape: tuple[int, ...]) -> tuple[int, int] | None:
@@ -202,25 +190,6 @@ def space_to_depth_filter(
     filt = np.zeros((yc, c, a, b), np.float32)
     filt[np.arange(yc), ck, ik, jk] = 1.0
     return filt
-
-
-def spatial_selection_conv(op: Op, ctx: Ctx, x: str, y: str, filt: Array) -> Op:
-    """A VALID CONV_2D with kernel = stride = the filter's taps copying one input tap per output
-    channel (`mdla_ir.selection`'s spatial selection: exact in int8)."""
-    w = ctx.add_const(f"{op.name}.space_to_depth", filt)
-    bias = ctx.add_const(f"{op.name}.zero_bias", np.zeros(filt.shape[0], np.float32))
-    return derive(
-        op,
-        "",
-        OpKind.CONV_2D,
-        [x, w, bias],
-        [y],
-        stride=tuple(filt.shape[2:]),
-        dilation=(1, 1),
-        padding=(0, 0, 0, 0),
-        groups=1,
-        fuse="NONE",
-    )
 
 
 def channel_permutation(idx: Array, shape: tuple[int, ...]) -> list[int] | None:

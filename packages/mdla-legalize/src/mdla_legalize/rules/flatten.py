@@ -25,8 +25,8 @@ import numpy as np
 
 from mdla_ir import Op, OpKind
 from mdla_ir.attrs import AdaptivePoolAttrs, TransposeAttrs
-from mdla_legalize.rules.base import Ctx, Rule, derive, pat
-from mdla_legalize.rules.heads import linear_as_conv, linear_bias, valid_conv
+from mdla_legalize.rules.base import Ctx, Rule, derive, pat, valid_conv
+from mdla_legalize.rules.heads import linear_as_conv, linear_bias
 
 
 def flatten_linear_to_conv(op: Op, ctx: Ctx) -> list[Op] | None:
@@ -144,7 +144,7 @@ def token_linear_to_conv1x1(op: Op, ctx: Ctx) -> list[Op] | None:
     if ctx.sole_use(tokens.inputs[0]):
         ctx.take(tokens.inputs[0])
     filt = ctx.add_const(f"{fc.inputs[1]}.conv1x1", w.reshape(o, c, 1, 1))
-    return [valid_conv(fc, x, filt, linear_bias(fc, ctx, o), y)]
+    return [valid_conv(fc, [x, filt, linear_bias(fc, ctx, o)], y)]
 
 
 def identity_adaptive_pool(op: Op, ctx: Ctx) -> list[Op] | None:

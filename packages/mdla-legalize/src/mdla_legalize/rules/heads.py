@@ -15,7 +15,7 @@ import numpy as np
 from mdla_ir import Op, OpKind
 from mdla_ir.attrs import AdaptivePoolAttrs, MeanAttrs, PoolAttrs, ResizeAttrs
 from mdla_ir.interp.resample import nearest_index
-from mdla_legalize.rules.base import Ctx, Rule, derive, pat
+from mdla_legalize.rules.base import Ctx, Rule, derive, pat, valid_conv
 
 
 def _image(n: int, c: int, layout: str) -> tuple[int, int, int, int]:
@@ -29,29 +29,12 @@ def linear_bias(op: Op, ctx: Ctx, out_features: int) -> str:
     return ctx.add_const(f"{op.name}.zero_bias", np.zeros(out_features, np.float32))
 
 
-def valid_conv(op: Op, x: str, filt: str, bias: str, y: str) -> Op:
-    """The Linear `op` as a VALID stride-1 CONV_2D from image `x` to image `y`, its fused
-    activation kept (the filter spans what the Linear reads at each output pixel)."""
-    return derive(
-        op,
-        "",
-        OpKind.CONV_2D,
-        [x, filt, bias],
-        [y],
-        stride=(1, 1),
-        dilation=(1, 1),
-        padding=(0, 0, 0, 0),
-        groups=1,
-        fuse=op.fuse,
-    )
-
-
 def linear_as_conv(op: Op, x4: str, filt: str, bias: str, y4: str, n: int, o: int) -> list[Op]:
     """The Linear `op` as a `valid_conv` to the (N, O, 1, 1) image `y4`, then the RESHAPE to
     the Linear's (N, O) output."""
     (y,) = op.outputs
     return [
-        valid_conv(op, x4, filt, bias, y4),
+        valid_conv(op, [x4, filt, bias], y4),
         derive(op, "flatten", OpKind.RESHAPE, [y4], [y], shape=(n, o)),
     ]
 

@@ -26,7 +26,7 @@ import numpy as np
 from mdla_ir import Op, OpKind
 from mdla_ir.attrs import AxisAttrs, ConvAttrs, SliceAttrs, StridedSliceAttrs
 from mdla_ir.selection import selection_filter_of
-from mdla_legalize.rules.base import Ctx, Rule, derive, pat
+from mdla_legalize.rules.base import Ctx, Rule, one_hot_conv, pat
 
 
 def _axes(op: Op) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
@@ -60,21 +60,7 @@ def strided_slice_to_selection(op: Op, ctx: Ctx) -> list[Op] | None:
     channels = [begin[1] + i * steps[1] for i in range(size[1])]
     w = np.zeros((len(channels), shape[1], kh, kw), np.float32)
     w[np.arange(len(channels)), channels, begin[2], begin[3]] = 1.0
-    filt = ctx.add_const(f"{op.name}.selection", w)
-    bias = ctx.add_const(f"{op.name}.zero_bias", np.zeros(len(channels), np.float32))
-    conv = derive(
-        op,
-        "",
-        OpKind.CONV_2D,
-        [x, filt, bias],
-        [y],
-        stride=(sh, sw),
-        dilation=(1, 1),
-        padding=(0, 0, 0, 0),
-        groups=1,
-        fuse="NONE",
-    )
-    return [conv]
+    return [one_hot_conv(op, ctx, x, y, w, stride=(sh, sw))]
 
 
 def compose_slices(op: Op, ctx: Ctx) -> list[Op] | None:
@@ -136,11 +122,8 @@ def concat_selections_to_one(op: Op, ctx: Ctx) -> list[Op] | None:
         grown = np.zeros((w.shape[0], w.shape[1], kh, kw), np.float32)
         grown[:, :, : w.shape[2], : w.shape[3]] = w
         parts.append(grown)
-    filt = ctx.add_const(f"{op.name}.selection", np.concatenate(parts))
-    bias = ctx.add_const(f"{op.name}.zero_bias", np.zeros(out_shape[1], np.float32))
-    conv = derive(op, "", OpKind.CONV_2D, [x, filt, bias], list(op.outputs), stride=stride,
-                  dilation=(1, 1), padding=(0, 0, 0, 0), groups=1, fuse="NONE")  # fmt: skip
-    return [conv]
+    (y,) = op.outputs
+    return [one_hot_conv(op, ctx, x, y, np.concatenate(parts), stride=stride)]
 
 
 COMPOSE: list[Rule] = [
