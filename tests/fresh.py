@@ -99,6 +99,8 @@ CASES: dict[str, Case] = {
     "class_token": Case(w.ClassToken),
     "coord_channels": Case(w.CoordChannels),
     "rotated_box_head": Case(w.RotatedBoxHead),
+    "split_attention": Case(w.SplitAttention),
+    "selective_kernel": Case(w.SelectiveKernel),
 }
 
 

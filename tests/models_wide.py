@@ -130,3 +130,48 @@ class RotatedBoxHead(nn.Module):
         dx, dy = (self.offsets(f) * 8.0).split(1, dim=1)
         boxes = torch.cat([dx * cos - dy * sin, dx * sin + dy * cos, theta], dim=1)
         return torch.cat([boxes, torch.sigmoid(self.classes(f))], dim=1)
+
+
+class SplitAttention(nn.Module):
+    """ResNeSt's split attention, radix 2 and cardinality 2: a grouped conv's [N, 2*C, H, W]
+    output viewed as [N, 2, C, H, W], summed over the radix for the gate, the gate's logits
+    through rSoftMax (view(N, K, R, -1).transpose(1, 2), softmax over R), viewed as
+    [N, 2, C, 1, 1], multiplied in and summed over the radix (rank-5 tensors throughout)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.ReLU())
+        self.conv = nn.Sequential(nn.Conv2d(16, 32, 3, 1, 1, groups=4), nn.ReLU())
+        self.fc1 = nn.Sequential(nn.Conv2d(16, 8, 1), nn.ReLU())
+        self.fc2 = nn.Conv2d(8, 32, 1, groups=2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv(self.stem(x))
+        n, rc, h, w = x.shape
+        x = x.reshape(n, 2, rc // 2, h, w)
+        gap = self.fc1(x.sum(dim=1).mean((2, 3), keepdim=True))
+        attn = self.fc2(gap).view(n, 2, 2, -1).transpose(1, 2)
+        attn = torch.softmax(attn, dim=1).reshape(n, -1).view(n, 2, rc // 2, 1, 1)
+        return (x * attn).sum(dim=1)
+
+
+class SelectiveKernel(nn.Module):
+    """SKNet's selective kernel: a 3x3 and a dilated 3x3 branch stacked as [N, 2, C, H, W], the
+    gate's logits viewed as [N, 2, C, 1, 1] with a softmax over the branches (rank 5), the
+    branches weighted and summed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.ReLU())
+        self.paths = nn.ModuleList(
+            nn.Sequential(nn.Conv2d(8, 8, 3, 1, d, dilation=d), nn.ReLU()) for d in (1, 2)
+        )
+        self.reduce = nn.Sequential(nn.Conv2d(8, 4, 1), nn.ReLU())
+        self.select = nn.Conv2d(4, 16, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stem(x)
+        paths = torch.stack([p(x) for p in self.paths], dim=1)
+        gate = self.select(self.reduce(paths.sum(1).mean((2, 3), keepdim=True)))
+        gate = torch.softmax(gate.view(x.shape[0], 2, 8, 1, 1), dim=1)
+        return (paths * gate).sum(dim=1) + x

@@ -16,6 +16,8 @@ EXPECTED = {
     "class_token": "cpu",  # the tokens' TRANSPOSE on the CPU; the concatenation on the MDLA
     "coord_channels": "npu",
     "rotated_box_head": "cpu",  # COS and SIN as int8 tables in a CPU partition
+    "split_attention": "npu",
+    "selective_kernel": "npu",
 }
 
 

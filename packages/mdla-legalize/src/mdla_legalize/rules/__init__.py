@@ -15,6 +15,7 @@ from mdla_legalize.rules.heads import POOLS
 from mdla_legalize.rules.lift import LIFT
 from mdla_legalize.rules.movement import MOVEMENT
 from mdla_legalize.rules.padding import PADDING
+from mdla_legalize.rules.radix import RADIX
 from mdla_legalize.rules.reduce import REDUCE
 from mdla_legalize.rules.requantize import REQUANTIZE
 from mdla_legalize.rules.strided import COMPOSE, STRIDED
@@ -25,6 +26,7 @@ MODEL_RULES: list[Rule] = (
     + COMPOSE
     + GROUPS
     + SELECTIONS
+    + RADIX
     + STRIDED
     + DETECT
     + PATTERNS
@@ -55,6 +57,7 @@ __all__ = [
     "PADDING",
     "PATTERNS",
     "POOLS",
+    "RADIX",
     "REDUCE",
     "REQUANTIZE",
     "SELECTIONS",
