@@ -294,9 +294,39 @@ def test_an_unmapped_aten_op_names_its_module_and_line() -> None:
     assert "in `c` (Conv2d)" not in item  # cumsum ran at the top level, not in the conv
     assert "test_importer_export.py:" in item
     assert item.endswith(
-        "; fix: `--import fx` traces the Python model instead (a .pt2 has "
-        "none: compile the model's Python file), or compute that line with ops "
-        "the importer maps"
+        "; fix: `--import fx` traces the Python model instead (torch.fx traces it), or "
+        "compute that line with ops the importer maps"
+    )
+
+
+class _ShapeBranch(nn.Module):
+    """A branch on a shape: torch.export specializes it, torch.fx cannot trace it (as
+    ultralytics' heads); and cumsum, which no importer maps."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] > 2:
+            x = x * 2
+        return torch.cumsum(x, 1)
+
+
+@pytest.mark.parametrize("path", ["auto", "export"])
+def test_an_unmapped_aten_op_offers_fx_only_where_fx_gets_through(path: str) -> None:
+    x = (torch.randn(1, 2, 3, 3),)
+    with pytest.raises(mdla_ir.IRError) as err:
+        import_torch(_ShapeBranch().eval(), x, path=path)
+    text = str(err.value)
+    assert "aten.cumsum.default" in text
+    assert "`--import fx` traces" not in text
+    assert (
+        "fix: compute that line with ops the importer maps (torch.fx cannot trace the model, "
+        "so `--import fx` is no way round)"
+    ) in text
+    # fx traces this one but its importer has no cumsum either: auto has tried it
+    traced = Fn(lambda m, x: torch.cumsum(m.c(x), 1), c=nn.Conv2d(2, 2, 1)).eval()
+    with pytest.raises(mdla_ir.IRError) as err:
+        import_torch(traced, x, path="auto")
+    assert "(the fx importer does not map the model either, so `--import fx` is no way" in str(
+        err.value
     )
 
 

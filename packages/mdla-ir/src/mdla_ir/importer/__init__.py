@@ -18,7 +18,9 @@ fx node, what it called and the model's source line.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -171,7 +173,8 @@ def import_torch(
     if path == "fx":
         return _imported(_from_fx(module, examples, name), optimize, "fx", "")
     if path == "export":
-        return _imported(_from_export(module, examples, name), optimize, "export", EXPORTED)
+        graph = _from_export(module, examples, name, lambda: _untraced(module, name))
+        return _imported(graph, optimize, "export", EXPORTED)
     return _auto(module, examples, name, optimize)
 
 
@@ -179,6 +182,7 @@ def _auto(module: nn.Module, examples: list[torch.Tensor], name: str, optimize: 
     """torch.fx when it traces the whole module, maps every node and nothing makes its graph
     differ from export's (`tracing.fx_risk`): the same graph as torch.export's, at a quarter to
     a half of its cost. Else torch.export, the front door; when that fails too, both reasons."""
+    fx_failure: Exception | None = None  # what stopped fx (None: it traced and mapped)
     try:
         gm = trace(module, name)
         risk = fx_risk(gm)
@@ -188,9 +192,9 @@ def _auto(module: nn.Module, examples: list[torch.Tensor], name: str, optimize: 
         fx_exc: Exception = UnsupportedError(risk, [risk])
         why_fx = f"torch.fx could not be used: {risk}"
     except Exception as exc:  # whatever stops fx, export is the way in, as without fx first
-        fx_exc, why_fx = exc, _why_not_fx(exc)
+        fx_exc, why_fx, fx_failure = exc, _why_not_fx(exc), exc
     try:
-        graph = _from_export(module, examples, name)
+        graph = _from_export(module, examples, name, lambda: fx_failure)
     except (ExportRefused, UnsupportedError) as exc:
         _check_runs(module, examples, name)
         if not isinstance(fx_exc, IRError):
@@ -202,9 +206,43 @@ def _auto(module: nn.Module, examples: list[torch.Tensor], name: str, optimize: 
     return _imported(graph, optimize, "export", f"{why_fx}; {EXPORTED}")
 
 
-def _from_export(module: nn.Module, examples: list[torch.Tensor], name: str) -> Graph:
+def _from_export(
+    module: nn.Module,
+    examples: list[torch.Tensor],
+    name: str,
+    fx_failure: Callable[[], Exception | None],
+) -> Graph:
+    """The export path; `fx_failure()` says what stops torch.fx on the module (None: nothing),
+    asked only when an ATen op has no mapping, so its refusal names a way round that works."""
     program = export_program(module, examples)
-    return import_program(program, name, type(module).__qualname__, _layers(module))
+    fix = functools.cache(lambda: _unmapped_fix(fx_failure()))
+    return import_program(program, name, type(module).__qualname__, _layers(module), fix)
+
+
+def _untraced(module: nn.Module, name: str) -> Exception | None:
+    """Why torch.fx cannot trace `module` (None when it can): a symbolic trace, no shapes."""
+    try:
+        trace(module, name)
+    except Exception as exc:  # any failure of the trace is the answer
+        return exc
+    return None
+
+
+def _unmapped_fix(fx_failure: Exception | None) -> str:
+    """The way round an ATen op the importer does not map: `--import fx` only when torch.fx
+    gets through the model (`fx_failure` is None), else the model's line itself."""
+    if fx_failure is None:
+        return (
+            "`--import fx` traces the Python model instead (torch.fx traces it), or compute "
+            "that line with ops the importer maps"
+        )
+    if isinstance(fx_failure, UnsupportedError):
+        why = "the fx importer does not map the model either"
+    elif str(fx_failure).startswith("torch.fx cannot trace"):
+        why = "torch.fx cannot trace the model"
+    else:
+        why = f"torch.fx fails on the model too ({type(fx_failure).__name__})"
+    return f"compute that line with ops the importer maps ({why}, so `--import fx` is no way round)"
 
 
 def _check_runs(module: nn.Module, examples: list[torch.Tensor], name: str) -> None:

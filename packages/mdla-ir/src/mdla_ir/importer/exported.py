@@ -16,6 +16,7 @@ import dataclasses
 import os
 import traceback
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -151,28 +152,35 @@ def _convert(c: AtenCtx, node: fx.Node) -> None:
     fn(c, None, tuple(node.args), dict(node.kwargs))
 
 
-def _problem(node: fx.Node, exc: Unsupported) -> str:
+# The way round an ATen op with no mapping, for a program whose Python model is not at hand.
+UNMAPPED_FIX = (
+    "`--import fx` traces the Python model instead (a .pt2 has none: compile the "
+    "model's Python file), or compute that line with ops the importer maps"
+)
+
+
+def _problem(node: fx.Node, exc: Unsupported, unmapped_fix: Callable[[], str]) -> str:
     """One refusal row: the op, the module it ran in (qualified name and class), the model's
-    line, and for an op with no mapping at all, the way round it."""
+    line, and for an op with no mapping at all, the way round it (`unmapped_fix()`)."""
     scope, cls = module_of(node)
     where = f" in `{scope}` ({cls.rsplit('.', 1)[-1]})" if scope else ""
     line = source_line(node) or "unknown line"
     what, op = str(exc), target_name(node)
     called = "" if op in what else f" ({op})"
-    fix = exc.fix or (
-        "`--import fx` traces the Python model instead (a .pt2 has none: compile the "
-        "model's Python file), or compute that line with ops the importer maps"
-        if what.startswith("ATen op ")
-        else ""
-    )
+    fix = exc.fix or (unmapped_fix() if what.startswith("ATen op ") else "")
     return f"`{node.name}`: {what}{called}{where} at {line}" + (f"; fix: {fix}" if fix else "")
 
 
 def import_program(
-    program: ExportedProgram, name: str, module: str = "", layers: frozenset[str] = frozenset()
+    program: ExportedProgram,
+    name: str,
+    module: str = "",
+    layers: frozenset[str] = frozenset(),
+    unmapped_fix: Callable[[], str] = lambda: UNMAPPED_FIX,
 ) -> Graph:
     """The flat IR of an exported program (every unmapped op named at once); `module` is the
-    exported module's class, `layers` its modules that are torch.nn layers (`AtenCtx.layers`)."""
+    exported module's class, `layers` its modules that are torch.nn layers (`AtenCtx.layers`),
+    `unmapped_fix` the way round an ATen op with no mapping (asked only when one is found)."""
     gm = program.graph_module
     c = AtenCtx(gm, {}, layers=layers)
     lifted = _constants(program)
@@ -201,7 +209,7 @@ def import_program(
                 _in_module(c, node, first)
             except Unsupported as exc:
                 if not any(a in failed for a in node.all_input_nodes):
-                    c.unsupported.append(_problem(node, exc))
+                    c.unsupported.append(_problem(node, exc, unmapped_fix))
                 failed.add(node)
                 _stand_in(c, node)
     if c.unsupported:
