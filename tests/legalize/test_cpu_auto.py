@@ -4,6 +4,8 @@ pattern when that gives fewer device switches)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from torch import nn
@@ -14,6 +16,7 @@ from mdla_ir import Graph
 from mdla_ir.partitions import CPU
 from mdla_legalize import AUTO, LegalizeError, place
 from mdla_legalize.suggest import patterns, switches
+from tests.runtime.test_engine_partitions import placed_engine_is_bit_exact
 from tests.workbench.unmappable_models import convnext_block
 
 TARGET = mdla_legalize.load_target("mdla3.5")
@@ -112,3 +115,69 @@ def test_patterns_never_take_more_than_half_the_graph() -> None:
     assert sum(found[1]) <= len(device.ops) // 2
     assert switches(found[1]) < switches(base)
     assert patterns(device, [False] * len(device.ops)) is None
+
+
+class FlatOut(nn.Module):
+    """A model output flattened in NCHW order (the CPU's layout TRANSPOSE, then a RESHAPE that
+    maps) beside a map output whose conv comes after it in the forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 3, 2, 1)
+        self.cls = nn.Conv2d(8, 2, 1)
+        self.box = nn.Conv2d(8, 3, 1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        f = torch.sigmoid(self.a(x))
+        return self.cls(f).flatten(1), self.box(f)
+
+
+def flat_out() -> Graph:
+    return mdla_ir.from_torch(FlatOut().eval(), (torch.zeros(1, 3, 8, 8),), name="flat")
+
+
+def test_auto_moves_a_reshape_to_the_cpu_when_that_spares_a_switch() -> None:
+    placed = place(flat_out(), TARGET, NPU, [AUTO])
+    rows = {o.name: o for o in placed.ops}
+    assert [o.kind for o in placed.ops if o.device == CPU] == ["TRANSPOSE", "RESHAPE"]
+    assert rows["flatten"].why == "--cpu auto, a switch fewer (maps)"
+    assert (len(placed.partitions), placed.switches) == (2, 1)  # 3 and 2 with it on the NPU
+    assert placed.warnings == ()  # nobody asked for it: a note, not a warning
+    i = rows["flatten"].index
+    assert placed.notes[-2:] == (
+        "--cpu auto: moved 1 RESHAPE(s) that map to the CPU, one device switch fewer "
+        "(a RESHAPE costs nothing on either):",
+        f"  op #{i} `flatten` (RESHAPE)",
+    )
+    j = rows["flatten.to_model_0"].index  # every note numbers ops as the table does
+    assert placed.notes[1].startswith(f"  op #{j} `flatten.to_model_0` (TRANSPOSE): ")
+
+
+class FlatScaled(FlatOut):
+    """A softmax over the flattened output, on the NPU after its RESHAPE: moving the RESHAPE to
+    the CPU spares no switch (the SOFTMAX comes back to the NPU)."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        cls, box = super().forward(x)
+        return cls.softmax(1), box
+
+
+def test_a_reshape_moves_only_under_auto_and_only_for_a_switch_fewer() -> None:
+    x = torch.zeros(1, 3, 8, 8)
+    placed = place(mdla_ir.from_torch(FlatScaled().eval(), (x,), name="s"), TARGET, NPU, [AUTO])
+    assert [o.kind for o in placed.ops if o.device == CPU] == ["TRANSPOSE"]
+    assert not any(n.startswith("--cpu auto: moved") for n in placed.notes)
+    placed = place(flat_out(), TARGET, NPU, ["TRANSPOSE"])  # the user's own list, exactly
+    assert [o.kind for o in placed.ops if o.device == CPU] == ["TRANSPOSE"]
+    placed = place(flat_out(), TARGET, NPU, [AUTO, "box"])  # auto mixed with a name: it moves
+    assert sorted(o.kind for o in placed.ops if o.device == CPU) == [
+        "CONV_2D",
+        "RESHAPE",
+        "TRANSPOSE",
+    ]
+    assert placed.switches == 1
+
+
+def test_the_moved_reshape_runs_bit_exact_on_the_engine(tmp_path: Path) -> None:
+    placed = place(flat_out(), TARGET, NPU, [AUTO])
+    placed_engine_is_bit_exact(placed.graph, (1, 3, 8, 8), tmp_path, "flat", seeds=2)

@@ -9,7 +9,10 @@ the CPU, nothing else; `Placement.notes` says which and why).
 token is an fnmatch pattern over op names (`features.7.*`, `classifier.?`). Rules, in order:
 
 - `auto` selects the ops that do not map on `device` (it may select none: a note says so);
-  it mixes with the other tokens (`--cpu auto,'head.*'`);
+  it mixes with the other tokens (`--cpu auto,'head.*'`). It also moves a RESHAPE that maps
+  to the CPU when that removes a device switch (a flatten's RESHAPE after the CPU's layout
+  TRANSPOSE at a model output): a RESHAPE costs nothing on either device and a switch is a
+  round trip through the adapter; a note names each one;
 - any other token that selects no op is a PlacementSpecError (a usage error: exit 2), naming it;
 - a selected op the CPU cannot run (no int8 or float kernel: `mdla_ir.partitions.CPU_KINDS`)
   is a LegalizeError naming it;
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 
 from mdla_ir import Graph, OpKind
 from mdla_ir.partitions import CPU, CPU_KINDS, Partition, partitions, switches
-from mdla_legalize.cluster import cluster
+from mdla_legalize.cluster import cluster, grouped_switches
 from mdla_legalize.errors import LegalizeError
 from mdla_legalize.explain import SupportReport, explain
 from mdla_legalize.legalize import rewrite
@@ -143,23 +146,70 @@ def _explicit(graph: Graph, tokens: Sequence[str]) -> dict[str, str]:
     return chosen
 
 
-def _auto(graph: Graph, report: SupportReport, chosen: dict[str, str], device: str) -> list[str]:
-    """Add to `chosen` every op that does not map on `device` and that the CPU runs; the
-    notes saying what `auto` placed (or that it placed nothing)."""
-    placed = [
-        (op, support)
+def _auto(graph: Graph, report: SupportReport, chosen: dict[str, str]) -> dict[str, str]:
+    """Add to `chosen` every op that does not map and that the CPU runs; those ops' names, each
+    with why it does not map."""
+    placed = {
+        op.name: support.reason
         for op, support in zip(graph.ops, report.ops, strict=True)
         if not support.supported and op.name not in chosen and op.kind in CPU_KINDS
-    ]
+    }
+    for name in placed:
+        chosen[name] = f"--cpu {AUTO}"
+    return placed
+
+
+# Ops that only relabel their input's bytes: free on either device, so `auto` may move one to
+# the CPU to spare a device switch without moving work off the NPU.
+_FREE_ON_CPU = frozenset({OpKind.RESHAPE}) & CPU_KINDS
+_RIDE = f"--cpu {AUTO}, a switch fewer"
+
+
+def _ride_along(graph: Graph, chosen: dict[str, str]) -> list[str]:
+    """Move to the CPU (add to `chosen`) each RESHAPE whose move lowers the device switches of
+    the clustered order; their names."""
+    on_cpu = [op.name in chosen for op in graph.ops]
+    if not any(on_cpu):
+        return []
+    best = grouped_switches(graph, on_cpu)
+    moved: list[str] = []
+    changed = True
+    while changed:
+        changed = False
+        for i, op in enumerate(graph.ops):
+            if on_cpu[i] or op.kind not in _FREE_ON_CPU:
+                continue
+            on_cpu[i] = True
+            n = grouped_switches(graph, on_cpu)
+            if n < best:
+                best, changed = n, True
+                chosen[op.name] = _RIDE
+                moved.append(op.name)
+            else:
+                on_cpu[i] = False
+    return moved
+
+
+def _auto_notes(placed: dict[str, str], moved: list[str], graph: Graph, device: str) -> list[str]:
+    """What `auto` did, each op by its index in the placed (clustered) graph, as the placement
+    table numbers it."""
     if not placed:
         return [f"--cpu {AUTO}: every other op maps on {device}; it placed none on the CPU"]
-    for op, _ in placed:
-        chosen[op.name] = f"--cpu {AUTO}"
-    kinds = Counter(op.kind.name for op, _ in placed)
+    index = {op.name: (i, op.kind.name) for i, op in enumerate(graph.ops)}
+    kinds = Counter(index[name][1] for name in placed)
     summary = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in sorted(kinds.items()))
-    head = f"--cpu {AUTO}: placed {len(placed)} op(s) on the CPU ({summary}), as they do not map"
-    rows = [f"  op #{s.index} `{op.name}` ({op.kind.name}): {s.reason}" for op, s in placed]
-    return [f"{head} on {device}:", *rows]
+    notes = [
+        f"--cpu {AUTO}: placed {len(placed)} op(s) on the CPU ({summary}), as they do not map "
+        f"on {device}:"
+    ]
+    notes += [f"  op #{index[n][0]} `{n}` ({index[n][1]}): {why}" for n, why in placed.items()]
+    if moved:
+        notes.append(
+            f"--cpu {AUTO}: moved {len(moved)} RESHAPE(s) that map to the CPU, one device "
+            "switch fewer (a RESHAPE costs nothing on either):"
+        )
+        notes += [f"  op #{index[n][0]} `{n}` (RESHAPE)" for n in moved]
+    return notes
 
 
 def place(
@@ -172,7 +222,9 @@ def place(
     graph = rewrite(graph, target, device, skip_rules)
     chosen = _explicit(graph, tokens)
     report = explain(graph, target, device)
-    notes = _auto(graph, report, chosen, device) if AUTO in tokens else []
+    auto = AUTO in tokens
+    placed_auto = _auto(graph, report, chosen) if auto else {}
+    moved = _ride_along(graph, chosen) if auto else []
     problems, warnings, rows = [], [], []
     for op, support in zip(graph.ops, report.ops, strict=True):
         if op.name in chosen:
@@ -181,7 +233,7 @@ def place(
                     f"op #{support.index} `{op.name}` ({op.kind.name}): placed on the CPU by "
                     f"{chosen[op.name]}, but the CPU has no kernel for {op.kind.name}"
                 )
-            if support.supported:
+            if support.supported and chosen[op.name] != _RIDE:
                 warnings.append(
                     f"warning: op `{op.name}` ({op.kind.name}) maps on {device}; it runs on the "
                     f"CPU because of {chosen[op.name]}"
@@ -206,6 +258,7 @@ def place(
             problems,
         )
     graph = cluster(graph, {op.name for op, dev, _ in rows if dev == CPU})
+    notes = _auto_notes(placed_auto, moved, graph, device) if auto else []
     placed = {op.name: (dev, why) for op, dev, why in rows}
     rows = [(op, *placed[op.name]) for op in graph.ops]
     cpu_ops = tuple(op.name for op, dev, _ in rows if dev == CPU)
