@@ -101,6 +101,7 @@ CASES: dict[str, Case] = {
     "rotated_box_head": Case(w.RotatedBoxHead),
     "split_attention": Case(w.SplitAttention),
     "selective_kernel": Case(w.SelectiveKernel),
+    "uneven_adaptive_pool": Case(w.UnevenAdaptivePool),
 }
 
 

@@ -175,3 +175,22 @@ class SelectiveKernel(nn.Module):
         gate = self.select(self.reduce(paths.sum(1).mean((2, 3), keepdim=True)))
         gate = torch.softmax(gate.view(x.shape[0], 2, 8, 1, 1), dim=1)
         return (paths * gate).sum(dim=1) + x
+
+
+class UnevenAdaptivePool(nn.Module):
+    """Adaptive average pools whose bins are uneven: VGG's head at a small input (a 2x2 map
+    through AdaptiveAvgPool2d((7, 7)), flatten, Linear) and UPerNet's pyramid (2x2 -> 3x3, a
+    1x1 conv, upsampled back)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.ReLU(), nn.MaxPool2d(8))
+        self.pool = nn.AdaptiveAvgPool2d((7, 7))
+        self.fc = nn.Linear(8 * 49, 10)
+        self.ppm = nn.Sequential(nn.AdaptiveAvgPool2d(3), nn.Conv2d(8, 4, 1), nn.ReLU())
+        self.side = nn.Linear(4 * 16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        f = self.features(x)
+        p = nn.functional.interpolate(self.ppm(f), size=(4, 4), mode="nearest")
+        return self.fc(self.pool(f).flatten(1)) + self.side(p.flatten(1))

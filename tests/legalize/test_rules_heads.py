@@ -6,6 +6,7 @@ from mdla_ir import OpKind
 from mdla_ir.testing import GraphBuilder
 from mdla_legalize.rules.heads import (
     adaptive_pool_to_avgpool,
+    adaptive_pool_uneven_to_bands,
     adaptive_pool_upsample_to_resize,
     avgpool_include_pad_to_pad,
     avgpool_unpadded_count,
@@ -115,3 +116,26 @@ def test_unpadded_include_pad_pool_states_the_exclude_form() -> None:
     y = _pool(b, b.input("x", (1, 4, 8, 8)), 2, 2, 0, True)
     new = check_rule(avgpool_unpadded_count, b.build(y), {})
     assert new.ops[0].attrs.count_include_pad is False
+
+
+def test_adaptive_pool_of_uneven_bins_becomes_band_convs() -> None:
+    """VGG's 2x2 -> 7x7 (bins of one and two pixels, some shared by several outputs), UPerNet's
+    2x2 -> 3x3, a 7x5 -> 3x3 that shrinks and a 5x6 -> 3x3 even along its columns: one depthwise
+    band conv per distinct bin of an uneven axis, an average pool for an even one."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 2, 2))
+    vgg = b.op(OpKind.ADAPTIVE_AVG_POOL_2D, [x], output_size=(7, 7))
+    uper = b.op(OpKind.ADAPTIVE_AVG_POOL_2D, [x], output_size=(3, 3))
+    shrink = b.op(OpKind.ADAPTIVE_AVG_POOL_2D, [b.input("s", (1, 2, 7, 5))], output_size=(3, 3))
+    even = b.op(OpKind.ADAPTIVE_AVG_POOL_2D, [b.input("e", (1, 2, 5, 6))], output_size=(3, 3))
+    new = check_rule(
+        adaptive_pool_uneven_to_bands,
+        b.build(vgg, uper, shrink, even),
+        {
+            "ADAPTIVE_AVG_POOL_2D": -4,
+            "DEPTHWISE_CONV_2D": 3 + 3 + 3 + 3 + 3 + 3 + 3,
+            "CONCATENATION": 7,
+            "AVERAGE_POOL_2D": 1,
+        },
+    )
+    assert not any(op.kind is OpKind.ADAPTIVE_AVG_POOL_2D for op in new.ops)

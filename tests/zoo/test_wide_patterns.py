@@ -18,6 +18,7 @@ EXPECTED = {
     "rotated_box_head": "cpu",  # COS and SIN as int8 tables in a CPU partition
     "split_attention": "npu",
     "selective_kernel": "npu",
+    "uneven_adaptive_pool": "npu",
 }
 
 

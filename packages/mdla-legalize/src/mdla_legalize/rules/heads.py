@@ -89,6 +89,67 @@ def adaptive_pool_upsample_to_resize(op: Op, ctx: Ctx) -> list[Op] | None:
     return [op.with_(kind=OpKind.RESIZE_NEAREST_NEIGHBOR, attrs=ResizeAttrs(size=size))]
 
 
+def adaptive_pool_uneven_to_bands(op: Op, ctx: Ctx) -> list[Op] | None:
+    """Uneven bins (VGG's AdaptiveAvgPool2d((7, 7)) on a 2x2 map, UPerNet's 2x2 -> 3x3): the
+    average over bin rows [a, b) x columns [c, d) is separable, rows first, then columns
+    (`_axis_bins`). Exact: each weight is 1/(b - a) or 0 (the band conv's int8 filter holds it
+    exactly, scale (1/(b - a))/127), the row stage's averages are the column stage's inputs."""
+    x, (y,) = op.inputs[0], op.outputs
+    shape = ctx.shape(x)
+    oh, ow = AdaptivePoolAttrs.of(op).output_size
+    if ctx.layout != "NCHW" or len(shape) != 4 or (shape[2] % oh == 0 and shape[3] % ow == 0):
+        return None
+    n, c, h, w = shape
+    if w == ow:
+        return _axis_bins(op, ctx, x, 2, oh, y)
+    if h == oh:
+        return _axis_bins(op, ctx, x, 3, ow, y)
+    rows = ctx.tensor(f"{y}.rows", (n, c, oh, w))
+    return _axis_bins(op, ctx, x, 2, oh, rows) + _axis_bins(op, ctx, rows, 3, ow, y)
+
+
+def _axis_bins(op: Op, ctx: Ctx, x: str, axis: int, n_out: int, y: str) -> list[Op]:
+    """Adaptive average bins of NCHW `x` along `axis` (2: rows, 3: columns) into `y`: one
+    AVERAGE_POOL_2D when they are even; else one DEPTHWISE_CONV_2D per distinct bin [a, b),
+    its kernel the whole axis with 1/(b - a) at a..b-1 (one output row or column), and a
+    CONCATENATION along the axis in the output's order (a bin shared by outputs read again)."""
+    shape = ctx.shape(x)
+    n_in, c = shape[axis], shape[1]
+    tag = "rows" if axis == 2 else "columns"
+    if n_in % n_out == 0:
+        k = (n_in // n_out, 1) if axis == 2 else (1, n_in // n_out)
+        return [derive(op, tag, OpKind.AVERAGE_POOL_2D, [x], [y], kernel=k, stride=k)]
+    i = np.arange(n_out)
+    bins = list(zip(i * n_in // n_out, -(-(i + 1) * n_in // n_out), strict=True))
+    ops: list[Op] = []
+    made: dict[tuple[int, int], str] = {}
+    one = tuple(1 if d == axis else s for d, s in enumerate(shape))
+    bias = ctx.add_const(f"{op.name}.zero_bias", np.zeros(c, np.float32))
+    for a, b in dict.fromkeys((int(a), int(b)) for a, b in bins):
+        band = np.zeros(n_in, np.float32)
+        band[a:b] = 1.0 / (b - a)
+        kernel = band.reshape(1, 1, n_in, 1) if axis == 2 else band.reshape(1, 1, 1, n_in)
+        filt = ctx.add_const(f"{op.name}.{tag}_{a}_{b}", np.repeat(kernel, c, axis=0))
+        made[a, b] = ctx.tensor(f"{y}.{tag}_{a}_{b}", one)
+        ops.append(
+            derive(
+                op,
+                f"{tag}_{a}_{b}",
+                OpKind.DEPTHWISE_CONV_2D,
+                [x, filt, bias],
+                [made[a, b]],
+                stride=(1, 1),
+                padding=(0, 0, 0, 0),
+                dilation=(1, 1),
+                groups=1,
+                multiplier=1,
+                fuse="NONE",
+            )
+        )
+    pieces = [made[int(a), int(b)] for a, b in bins]
+    return [*ops, derive(op, tag, OpKind.CONCATENATION, pieces, [y], axis=axis)]
+
+
 def _axes(layout: str) -> tuple[int, int]:
     return (2, 3) if layout == "NCHW" else (1, 2)
 
@@ -162,6 +223,7 @@ POOLS: list[Rule] = [
     (pat(OpKind.ADAPTIVE_AVG_POOL_2D), adaptive_pool_to_avgpool),  # ADAPTIVE -> MEAN / AVG_POOL
     (pat(OpKind.ADAPTIVE_AVG_POOL_2D), adaptive_pool_upsample_to_resize),  # 1-pixel bins -> NN
     (pat(OpKind.ADAPTIVE_MAX_POOL_2D), adaptive_pool_upsample_to_resize),
+    (pat(OpKind.ADAPTIVE_AVG_POOL_2D), adaptive_pool_uneven_to_bands),  # -> band convs, concat
     (pat(OpKind.AVERAGE_POOL_2D), global_avgpool_to_mean),  # AVG(whole image) -> MEAN(H, W)
     (pat(OpKind.AVERAGE_POOL_2D), avgpool_include_pad_to_pad),  # AVG(+pad) -> AVG VALID(PAD x)
     (pat(OpKind.AVERAGE_POOL_2D), avgpool_unpadded_count),  # AVG(+pad, no pads) -> AVG(-pad)
