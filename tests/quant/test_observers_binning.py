@@ -138,3 +138,93 @@ def test_c_refuses_a_bin_count_float32_cannot_hold() -> None:
     x = np.zeros(4, np.float32)
     assert binning.c_bin_counts(x, 1.0, 1.0, binning.MAX_BINS + 1) is None
     assert binning.c_bin_counts(x, 1.0, 1.0, 0) is None
+
+
+def _bits(v: float) -> bytes:
+    return np.float64(v).tobytes()  # the sign of a zero, a NaN equal to itself
+
+
+def _state(h: Histogram) -> tuple[object, ...]:
+    """Everything an update leaves, its floats bit for bit."""
+    last = h.last
+    kept = None if last is None else (last.counts.tolist(), last.zeros, last.radius, last.size)
+    ends = None if last is None else (_bits(last.lo), _bits(last.hi), last.finite)
+    return (h.counts.tolist(), _bits(h.lo), _bits(h.hi), h.radius, h.zeros, h.updates, kept, ends)
+
+
+def _batches(rng: np.random.Generator) -> list[np.ndarray]:
+    """A stream through every case of the one-pass update: inside the radius, growing it,
+    ReLU zeros, zeros of both signs at the min or at the max, a lone -0, NaN, infinities,
+    +-R exactly, odd lengths around the kernel's blocks and lanes, a strided view."""
+    relu = np.maximum(rng.standard_normal(1031).astype(np.float32), 0)
+    signed = rng.standard_normal(257).astype(np.float32)
+    return [
+        relu,
+        relu * np.float32(0.25),
+        signed,
+        signed * np.float32(9),  # beyond the radius: it grows
+        np.array([-1.0, -0.0, 0.0, -0.0], np.float32),  # max 0 with both signs
+        np.array([0.0, 2.0, -0.0, 1.0], np.float32),  # min 0 with both signs
+        np.array([-0.0, 3.0], np.float32),  # min -0 alone
+        np.array([-3.0, -0.0], np.float32),  # max -0 alone
+        np.zeros(7, np.float32),
+        np.array([32.0, -32.0, 0.0], np.float32),  # +-R exactly
+        rng.standard_normal(2 * 300).astype(np.float32)[::2],
+        np.array([-2.5], np.float32),
+        np.array([0.5, np.nan, -0.5], np.float32),
+        np.array([1.0, np.inf], np.float32),  # (the radius is infinite from here)
+        np.array([-np.inf, 1.0], np.float32),
+    ]
+
+
+@pytest.mark.parametrize("keep_last", [False, True])
+def test_the_one_pass_update_leaves_what_numpy_s_reductions_do(
+    monkeypatch: pytest.MonkeyPatch, keep_last: bool
+) -> None:
+    """Update by update, a histogram updated by `c_observe`'s one pass holds what one updated
+    by numpy's min and max and the binning holds (the signs of zeros too), and the one pass
+    took every update it could (a silent fallback would pass the equality and lose the
+    speed)."""
+    batches = _batches(np.random.default_rng(7))
+    one, two = Histogram(256, keep_last), Histogram(256, keep_last)
+    taken: list[bool] = []
+    real = Histogram._update_in_one_pass
+
+    def spy(self: Histogram, x: np.ndarray) -> bool:
+        if self is two:
+            return False
+        taken.append(real(self, x))
+        return taken[-1]
+
+    monkeypatch.setattr(Histogram, "_update_in_one_pass", spy)
+    with np.errstate(invalid="ignore"):
+        for x in batches:
+            one.update(x)
+            two.update(x)
+            assert _state(one) == _state(two)
+    # the first (no radius yet), the growing one, both-signed zero extremes, NaN, infinities
+    assert taken == [False, True, True, False, False, False, *[True] * 6, False, False, False]
+
+
+def test_c_observe_finds_numpy_s_min_and_max_or_declines() -> None:
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 7, 8, 9, 255, 256, 257, 4099):
+        x = rng.uniform(-4, 4, n).astype(np.float32)
+        got = binning.c_observe(x, 4.0, 2048 / 8, 2048)
+        assert got is not None
+        assert (got[2], got[3]) == (float(x.min()), float(x.max()))
+        want = binning.c_bin_counts(x, 4.0, 2048 / 8, 2048)
+        assert want is not None
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1]
+    assert binning.c_observe(np.array([1.0, 4.5], np.float32), 4.0, 1.0, 8) is None
+    assert binning.c_observe(np.array([-4.5, 1.0], np.float32), 4.0, 1.0, 8) is None
+    for nan in (np.nan, -np.nan):
+        assert binning.c_observe(np.array([1.0, nan, -1.0], np.float32), 4.0, 1.0, 8) is None
+    assert binning.c_observe(np.array([1.0, -0.0, 0.0], np.float32), 4.0, 1.0, 8) is None
+    assert binning.c_observe(np.zeros(3, np.float32), 0.0, 1.0, 8) is None
+    assert binning.c_observe(np.array([-np.inf, 1.0], np.float32), np.inf, 0.0, 8) is None
+    lone = binning.c_observe(np.array([2.0, -0.0], np.float32), 4.0, 1.0, 8)
+    assert lone is not None
+    assert lone[2] == 0.0
+    assert np.signbit(lone[2])

@@ -37,6 +37,7 @@ _P, _N, _F, _D = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_float, ctypes.c_ssiz
 _I = ctypes.c_int
 SIGNATURES = {
     "mdla_hist_bin": (ctypes.c_int, [_P, _N, _F, _F, _P, _N, ctypes.POINTER(ctypes.c_int64)]),
+    "mdla_hist_observe": (ctypes.c_int, [_P, _N, _F, _F, _P, _N, _P, _P, _P]),
     "mdla_dw_f32": (None, [_P, _N, _N, _N, _N, _P, _N, _N, _N, _N, _N, _N, _P, _P, _N, _N]),
     "mdla_neg_abs_f32": (None, [_P, _N, _P]),
     "mdla_sigmoid_tail_f32": (None, [_P, _P, _N, _P]),

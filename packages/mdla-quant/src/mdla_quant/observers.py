@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from mdla_quant.binning import c_bin_counts
+from mdla_quant.binning import c_bin_counts, c_observe
 from mdla_quant.native import library
 
 Array = np.ndarray[Any, Any]
@@ -59,6 +59,8 @@ class Histogram:
         self.last = None
         if x.size == 0:
             return
+        if self._update_in_one_pass(x):
+            return
         lo, hi = float(x.min()), float(x.max())
         self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
         self._reach(max(abs(lo), abs(hi)))
@@ -68,6 +70,28 @@ class Histogram:
         self.zeros += zeros
         if self.keep_last:
             self.last = _Update(counts, zeros, lo, hi, self.radius, x.size, finite)
+
+    def _update_in_one_pass(self, x: Array) -> bool:
+        """The rest of `update(x)` from one C pass (`binning.c_observe`) that bins x at the
+        radius it already has and finds its min and max: the same counts, range and zeros
+        when x is finite and within that radius (then the radius does not grow), which is
+        every update after a histogram's first but the few that widen it. False, with
+        nothing changed, when it does not apply (then `update` reads x as before)."""
+        scale = self._scale(self.radius) if self.radius else np.inf
+        if not self.use_c or scale > F32_MAX:
+            return False
+        seen = c_observe(x, self.radius, scale, self.bins)
+        if seen is None:
+            return False
+        counts, zeros, lo, hi = seen
+        self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
+        counts[self.bins - 1] += counts[self.bins]
+        counts = counts[: self.bins]
+        self.counts += counts
+        self.zeros += zeros
+        if self.keep_last:
+            self.last = _Update(counts, zeros, lo, hi, self.radius, x.size, True)
+        return True
 
     def update_padded(self, source: Histogram, size: int) -> bool:
         """`update(x)` for x (`size` values) = the values `source` was last updated with plus
