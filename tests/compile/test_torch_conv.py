@@ -256,3 +256,28 @@ def test_the_compile_kernels_follow_the_winograd_flag(monkeypatch: pytest.Monkey
     monkeypatch.setattr(tc, "WINOGRAD", True)
     assert tc.torch_kernels()[OpKind.CONV_2D].winograd  # type: ignore[attr-defined]
     assert not tc.TorchConv().winograd  # bit for bit conv2d's unless asked
+
+
+def test_a_winograd_conv_applies_its_relu_in_the_output_transform(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A RELU-fused Winograd conv has the ReLU applied as its output is written (no pass of
+    `apply_fuse` over it), with the bits of np.maximum over the unfused output; RELU6 keeps
+    its own pass."""
+    fused: list[str] = []
+    real = tc.apply_fuse
+
+    def spy(y: Array, fuse: str, in_place: bool = False) -> Array:
+        fused.append(fuse)
+        return real(y, fuse, in_place)
+
+    monkeypatch.setattr(tc, "apply_fuse", spy)
+    conv = tc.TorchConv(winograd=True)
+    args = [_f32((1, 16, 16, 8)), _f32((5, 3, 3, 8)), _f32((5,))]
+    plain = conv(_op(OpKind.CONV_2D, (1, 1), (1, 1), (1, 1, 1, 1), 1, "NONE"), args, "NHWC")[0]
+    relu = conv(_op(OpKind.CONV_2D, (1, 1), (1, 1), (1, 1, 1, 1), 1, "RELU"), args, "NHWC")[0]
+    six = conv(_op(OpKind.CONV_2D, (1, 1), (1, 1), (1, 1, 1, 1), 1, "RELU6"), args, "NHWC")[0]
+    assert relu.tobytes() == np.maximum(plain, 0).tobytes()
+    assert (plain < 0).any()
+    assert six.tobytes() == np.clip(plain, 0, 6).tobytes()
+    assert fused == ["NONE", "RELU6"]

@@ -136,3 +136,55 @@ def test_on_resnet18s_layers_the_ranges_move_within_the_bound() -> None:
         assert got is not None
         largest, moved = shift(got, want)
         assert max(largest, moved) < BOUND, (op.name, largest, moved)
+
+
+def _bits_equal(a: Array, b: Array) -> bool:
+    return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("case", CASES[:5])
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("poisoned", [False, True])
+def test_the_fused_relu_is_numpys_maximum_bit_for_bit(
+    case: tuple[Any, ...], with_bias: bool, poisoned: bool
+) -> None:
+    """relu=True gives np.maximum(y, 0) of the unfused y bit for bit: odd channel counts (the
+    vector loop's tails), blocks hanging over the edges, a -0 bias, and (poisoned) NaNs of
+    both signs and an infinity in the input (a NaN output stays that NaN)."""
+    x, w, b = layer(case, 11)
+    x = x - np.float32(0.5)  # negative outputs too
+    if poisoned:
+        x[0, 0, 0, 0], x[0, -1, -1, -1], x[0, x.shape[1] // 2, 0, 0] = np.nan, -np.nan, np.inf
+    b[::2] = -0.0
+    bias = b if with_bias else None
+    u = filter_transform(w)
+    with np.errstate(invalid="ignore"):
+        plain = conv3x3(x, u, bias, case[2])
+        fused = conv3x3(x, u, bias, case[2], relu=True)
+        assert plain is not None
+        assert fused is not None
+        assert np.isnan(plain).any() if poisoned else (plain < 0).any()
+        assert _bits_equal(fused, np.maximum(plain, 0))
+
+
+def test_the_fused_relu_on_the_edge_values() -> None:
+    """The output transform alone, on products that make each output one chosen value: -0,
+    +0, NaNs of either sign, the infinities, the smallest subnormals, a float's extremes."""
+    lib = native.library()
+    assert lib is not None
+    values = np.array(
+        [-0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf, 1e-45, -1e-45, 3.0, -3.0, 3.4e38, -3.4e38],
+        np.float32,
+    )
+    k = values.size  # one output channel per value, not a multiple of the vector width
+    m = np.full((36, 1, k), -0.0, np.float32)  # -0 elsewhere: y[0][0] = m[0] exactly
+    m[0, 0] = values
+    for relu in (0, 1):
+        y = np.empty((1, 4, 4, k), np.float32)
+        assert lib.mdla_wino43_output_f32(m.ctypes, 1, 1, 1, k, None, 4, 4, y.ctypes, relu) == 0
+        if not relu:
+            plain = y.copy()
+            assert _bits_equal(plain[0, 0, 0], values)
+    with np.errstate(invalid="ignore"):
+        assert _bits_equal(y, np.maximum(plain, 0))
+    assert not np.signbit(y[0, 0, 0, 0])  # -0 became +0, as numpy's maximum makes it

@@ -113,9 +113,10 @@ class TorchConv:
         x, w = args[0], args[1]
         if self.winograd and by_winograd(a, x.shape, w.shape):
             u = self._winograd_filter(w)
-            y = conv3x3(x, u, _bias(args), a.padding, self._scratch)
+            relu = op.fuse == "RELU"  # in the output transform: no pass of its own
+            y = conv3x3(x, u, _bias(args), a.padding, self._scratch, relu)
             if y is not None:
-                return [apply_fuse(y, op.fuse, in_place=True)]
+                return [y if relu else apply_fuse(y, op.fuse, in_place=True)]
         if tuple(a.padding[::2]) != tuple(a.padding[1::2]):  # asymmetric: torch pads alike
             x = pad_nhwc(x, a.padding)
             padding: Sequence[int] = (0, 0, 0, 0)

@@ -57,7 +57,7 @@ SIGNATURES = {
     "mdla_fit_dy_f32": (None, [_P, _P, _P, _P, _N, _F, _F, _F, _N, _N, _P]),
     "mdla_wino43_filter_f32": (None, [_P, _N, _N, _P]),
     "mdla_wino43_input_f32": (_I, [_P, _N, _N, _N, _N, _N, _N, _P]),
-    "mdla_wino43_output_f32": (_I, [_P, _N, _N, _N, _N, _P, _N, _N, _P]),
+    "mdla_wino43_output_f32": (_I, [_P, _N, _N, _N, _N, _P, _N, _N, _P, _I]),
 }
 
 

@@ -3,6 +3,7 @@ and input channel where the direct form has 9.
 
     u = filter_transform(w)                       # once per filter: (36, C, K) float32
     y = conv3x3(x, u, bias, padding)              # x (N,H,W,C) float32 -> (N,OH,OW,K); or None
+    y = conv3x3(x, u, bias, padding, relu=True)   # np.maximum(that, 0), in the same pass
 
 The input's and the outputs' transforms are C (`csrc/winograd.c`, which writes out the
 matrices); the 36 products between them are numpy's matmul (OpenBLAS's SGEMM). The sum is the
@@ -92,11 +93,14 @@ def conv3x3(
     bias: Array | None,
     padding: Sequence[int],
     scratch: Scratch | None = None,
+    relu: bool = False,
 ) -> Array | None:
     """The stride-1 3x3 convolution of x (N,H,W,C) float32 with the filters `u` transformed
     (`filter_transform`), plus `bias`, zero `padding` (t, b, l, r): (N,OH,OW,K) float32; None
     without the C library (or out of memory in it). `scratch` keeps the working buffers for
-    the next call with the same shapes (a given padding: the border it zeroed stays zero)."""
+    the next call with the same shapes (a given padding: the border it zeroed stays zero).
+    `relu`: np.maximum(y, 0) bit for bit (-0 becomes +0, a NaN stays), applied as the output
+    transform writes y instead of in one more pass over it."""
     lib = library()
     if lib is None:
         return None
@@ -114,7 +118,7 @@ def conv3x3(
     y = np.empty((n, oh, ow, k), np.float32)
     b = None if bias is None else np.ascontiguousarray(bias, dtype=np.float32)
     if lib.mdla_wino43_output_f32(
-        m.ctypes, n, th, tw, k, None if b is None else b.ctypes, oh, ow, y.ctypes
+        m.ctypes, n, th, tw, k, None if b is None else b.ctypes, oh, ow, y.ctypes, int(relu)
     ):
         return None
     return y

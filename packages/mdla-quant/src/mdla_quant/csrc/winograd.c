@@ -4,7 +4,8 @@
    Each 4x4 block of outputs comes from a 6x6 block of the padded input d (blocks 4 apart):
        V = B^T d B        (mdla_wino43_input_f32: 36 values per block and input channel)
        M[xi] = V[xi] U[xi] over the input channels (36 matrix products, numpy's matmul)
-       y = A^T M A + bias (mdla_wino43_output_f32: 16 values per block and output channel)
+       y = A^T M A + bias (mdla_wino43_output_f32: 16 values per block and output channel,
+                           and a fused ReLU when asked)
    with U = G g G^T the filter's transform, and the interpolation points 0, +-1, +-2, inf
    (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2016):
        B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0;
@@ -127,11 +128,19 @@ int mdla_wino43_input_f32(const float *xp, size_t n, size_t hp, size_t wp, size_
     return 0;
 }
 
+/* numpy's np.maximum(v, 0): v above zero, a NaN itself, anything else +0 (-0 too). */
+static inline __attribute__((always_inline)) float relu(float v) {
+    float r = v > 0.0f ? v : 0.0f;
+    return v != v ? v : r;
+}
+
 /* m: (36, n th tw, k) (the products); bias: k values or NULL; y: (n, oh, ow, k), each output
-   block's rows and columns inside oh x ow written. Returns 0, or -2 when out of memory. */
+   block's rows and columns inside oh x ow written; with `fuse_relu` the ReLU applied as each
+   output is written (np.maximum(y, 0)'s values, without another pass over y). Returns 0, or -2
+   when out of memory. */
 MDLA_CLONES
 int mdla_wino43_output_f32(const float *m, size_t n, size_t th, size_t tw, size_t k,
-                           const float *bias, size_t oh, size_t ow, float *y) {
+                           const float *bias, size_t oh, size_t ow, float *y, int fuse_relu) {
     float *u = malloc((24 + 16) * k * sizeof *u);
     if (u == NULL) return -2;
     float *o = u + 24 * k;
@@ -155,8 +164,12 @@ int mdla_wino43_output_f32(const float *m, size_t n, size_t th, size_t tw, size_
                     for (size_t s = 0; s < 4 && 4 * tj + s < ow; s++) {
                         float *dst = y + ((b * oh + 4 * ti + r) * ow + 4 * tj + s) * k;
                         const float *src = o + (r * 4 + s) * k;
-                        if (bias != NULL) {
+                        if (bias != NULL && fuse_relu) {
+                            for (size_t j = 0; j < k; j++) dst[j] = relu(src[j] + bias[j]);
+                        } else if (bias != NULL) {
                             for (size_t j = 0; j < k; j++) dst[j] = src[j] + bias[j];
+                        } else if (fuse_relu) {
+                            for (size_t j = 0; j < k; j++) dst[j] = relu(src[j]);
                         } else {
                             for (size_t j = 0; j < k; j++) dst[j] = src[j];
                         }
