@@ -21,6 +21,7 @@ from mdla_quant.weight_fit import (
     units,
 )
 from mdla_quant.weights import quantize_weights
+from tests.quant.native_symbols import symbol_kinds
 
 from .test_quantize import net, samples
 
@@ -331,3 +332,12 @@ def test_the_c_flips_take_an_infinite_error_first_and_never_flip_it(
     taken = np.empty(4, np.uint8)
     lib.mdla_balance_kernels(e.ctypes, q.ctypes, wants.ctypes, 1, 4, taken.ctypes)
     assert q.tolist() == flipped
+
+
+def test_the_kernel_steps_quotients_are_picked_for_the_cpus_vector_width() -> None:
+    """On x86-64 the kernel step's quotients and codes (mdla_fit_codes_f32) are an ifunc over
+    their AVX2 and baseline builds; the equality tests above hold whichever the CPU runs to
+    numpy's codes, and its rows stay one baseline build (which AVX2 made slower)."""
+    kinds = symbol_kinds()
+    assert kinds["mdla_fit_codes_f32"] == "i"
+    assert kinds["mdla_fit_kernels_f32"] != "i"

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lanes.h"
+
 /* The numpy sum numpy's add.reduce takes along a contiguous row of n float64 (its pairwise
    summation: below 8 one running sum from 0, up to 128 eight running sums added as a tree, the
    rest added one by one, above 128 the two halves at a multiple of 8), so a row's sum here is
@@ -100,6 +102,26 @@ static inline __attribute__((always_inline)) int codes(const float *restrict src
     return bad;
 }
 
+/* One output channel's quotients, codes and errors (the first half of mdla_fit_kernels_f32's
+   loop), an AVX2 clone where the CPU has one: its division, comparisons and truncation in
+   lanes are the scalar ones, so the same values; resnet18's 3x3x512 layer 15.2 -> 6.4 ms
+   without flips (Zen 3). Returns 1 if a quotient is not finite. */
+MDLA_CLONES
+int mdla_fit_codes_f32(const float *w, ptrdiff_t sk, ptrdiff_t sn, size_t kernels, size_t n,
+                         double s, size_t ld, double *restrict e, int16_t *restrict q) {
+    int bad = 0;
+    for (size_t j = 0; j < n; j++) {
+        const float *src = w + (ptrdiff_t)j * sn;
+        double *ej = e + j * ld;
+        int16_t *qj = q + j * ld;
+        if (sk == 1) /* a conv's or a dense layer's kernels: contiguous, in lanes */
+            bad |= codes(src, 1, kernels, s, qj, ej);
+        else
+            bad |= codes(src, sk, kernels, s, qj, ej);
+    }
+    return bad;
+}
+
 /* weight_fit.fit_weights' `kernel` step from the float32 weights in one pass, for what numpy
    does in five (the float64 quotients, the codes, the errors, their sums, the flips): per row
    (output channel o, kernel k) of the units view w[o * so + k * sk + j * sn] (element strides),
@@ -113,8 +135,8 @@ static inline __attribute__((always_inline)) int codes(const float *restrict src
    One output channel at a time: its quotients, codes and errors first, along the kernels (the
    weights' contiguous axis in a conv's (O, KH, KW, I)), in lanes; then each kernel's row, from
    scratch `e` and `q` ((kernels + 8) * n each, laid out j-major) into `row_e`, `row_q` (n
-   each) and `taken` (n bytes). One baseline build: an AVX2 clone (target_clones) was no faster
-   on the quotients and 2.5x slower on the rows (resnet18's 3x3x512 layers, Zen 3). */
+   each) and `taken` (n bytes). The rows are one baseline build: an AVX2 clone made them 1.7x
+   slower (resnet18's 3x3x512 layers, Zen 3); the quotients are cloned (mdla_fit_codes_f32). */
 int mdla_fit_kernels_f32(const float *w, ptrdiff_t so, ptrdiff_t sk, ptrdiff_t sn, size_t outs,
                          size_t kernels, size_t n, const double *scale, ptrdiff_t sscale,
                          int flips, int8_t *out, double *restrict e, int16_t *restrict q,
@@ -123,17 +145,7 @@ int mdla_fit_kernels_f32(const float *w, ptrdiff_t so, ptrdiff_t sk, ptrdiff_t s
                                       all fall in one set of the L1 cache */
     for (size_t o = 0; o < outs; o++) {
         const double s = scale[(ptrdiff_t)o * sscale];
-        int bad = 0;
-        for (size_t j = 0; j < n; j++) {
-            const float *src = w + (ptrdiff_t)o * so + (ptrdiff_t)j * sn;
-            double *ej = e + j * ld;
-            int16_t *qj = q + j * ld;
-            if (sk == 1) /* a conv's or a dense layer's kernels: contiguous, in lanes */
-                bad |= codes(src, 1, kernels, s, qj, ej);
-            else
-                bad |= codes(src, sk, kernels, s, qj, ej);
-        }
-        if (bad) return 1;
+        if (mdla_fit_codes_f32(w + (ptrdiff_t)o * so, sk, sn, kernels, n, s, ld, e, q)) return 1;
         for (size_t k = 0; k < kernels; k++) {
             for (size_t j = 0; j < n; j++) row_e[j] = e[j * ld + k], row_q[j] = q[j * ld + k];
             if (flips) {
