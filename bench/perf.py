@@ -17,7 +17,9 @@ calibration: random crops of the sample photos):
 
 Everything single-threaded (torch, BLAS, LiteRT) unless a column says otherwise; `load` is
 os.getloadavg()[0] when the model's row finished (the machine is shared: ratios, not absolute
-times, are what to read).
+times, are what to read). Each row's notes give `host_loop_us` (a plain Python loop's CPU time)
+before every backend's burst: the AMD machine's vCPU runs in two speeds, and the emulator loses
+more than XNNPACK in the slow one, so a ratio is read with the speeds its two bursts ran at.
 
 With `--targets`, two more measurements and a last table that holds every figure against its
 target: efficientnet_lite0's quantize with CLE + AdaRound (300 iterations, 32 crops) and with
@@ -176,6 +178,29 @@ def ref_ms(qgraph: Any, x: np.ndarray, repeat: int) -> float:
     return min(times)
 
 
+def host_loop_us(steps: int = 20000, tries: int = 3) -> float:
+    """The best of `tries` thread-CPU times of a plain Python loop of `steps` steps, us. The AMD
+    machine's vCPU runs in two speeds, switching every few seconds, and loads and stores (this
+    loop, the emulator) lose ~1.45-1.65x in the slow one where XNNPACK loses ~1.24x (bench/README,
+    "mobilenet_v2's emulator time: the cause"): read before each backend's burst, it says which
+    speed each burst ran at."""
+    best = math.inf
+    for _ in range(tries):
+        t0 = time.thread_time_ns()
+        total = 0
+        for i in range(steps):
+            total += i & 7
+        best = min(best, time.thread_time_ns() - t0)
+    return best / 1e3
+
+
+def host_note(host: dict[str, list[float]]) -> str:
+    """The row's note of host_loop_us per backend, one figure per round."""
+    return "host loop us before each burst, per round (higher = the host's slow speed): " + (
+        ", ".join(f"{k} " + "/".join(f"{v:.0f}" for v in vs) for k, vs in host.items())
+    )
+
+
 @dataclass
 class Row:
     model: str
@@ -184,6 +209,7 @@ class Row:
     times: dict[str, list[float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     load: float = 0.0
+    host: dict[str, list[float]] = field(default_factory=dict)  # host_loop_us before each burst
 
     def value(self, a: str, b: str) -> float:
         """The median over rounds of column a's time over column b's; NaN when either is
@@ -278,6 +304,7 @@ def _bench_model(spec: str, ns: list[int], rounds: int, repeat: int, tmp: Path) 
         backends["torch_int8"] = lambda: torch_ms(fx_int8, x, repeat)
     for _ in range(rounds):
         for name, fn in backends.items():
+            row.host.setdefault(name, []).append(host_loop_us())
             try:
                 row.times.setdefault(name, []).append(fn())
             except Exception as exc:  # a backend refusing the model
@@ -289,6 +316,7 @@ def _bench_model(spec: str, ns: list[int], rounds: int, repeat: int, tmp: Path) 
         + ", ".join(f"{k} {v:.1f}" for k, v in med.items())
         + f"; {len(qgraph.ops)} ops"
     )
+    row.notes.append(host_note(row.host))
     row.load = os.getloadavg()[0]
     return row
 

@@ -180,3 +180,17 @@ def test_the_targets_table_holds_every_figure_against_its_target(perf: ModuleTyp
     assert row("ConvNeXt") == (
         "ConvNeXt-Tiny@224 engine / XNNPACK <= 1.5 met 0.15 (16.8 / 114.3 CPU ms)"
     )
+
+
+def test_the_host_loop_reads_its_own_cpu_time(perf: ModuleType) -> None:
+    # thread CPU, so ten times the steps read several times more even on a loaded machine
+    small, big = perf.host_loop_us(20000), perf.host_loop_us(200000)
+    assert 0 < small < big
+    assert big / small > 4
+
+
+def test_the_host_note_gives_every_round_of_every_backend(perf: ModuleType) -> None:
+    note = perf.host_note({"emu1": [870.4, 1436.0], "xnnpack": [880.0, 1421.7]})
+    assert note.endswith("emu1 870/1436, xnnpack 880/1422")
+    row = perf.Row("m")
+    assert row.host == {}
