@@ -330,3 +330,23 @@ def test_the_weight_error_product_by_blocks_of_channels_is_the_whole_ones(
     got = ws._rows_times(t, q, w, v)
     assert np.abs(whole).max() > 1e-3
     assert np.allclose(got, whole, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_one_block_of_weight_errors_is_dequantizes_bit_for_bit(per_channel: bool) -> None:
+    """Channels that fit one block: (w_int8 - w) @ v equals dequantize's float32 values
+    widened, minus w, times v, bit for bit (the same matrix product), zero points included."""
+    import mdla_quant.weight_stats as ws
+    from mdla_ir.graph import QuantParams, Tensor
+
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((40, 3, 3, 64)).astype(np.float32)
+    scale = rng.uniform(0.01, 0.03, 40) if per_channel else np.array([0.02])
+    zp = rng.integers(-5, 6, scale.size)
+    q = np.clip(np.round(w / scale.reshape(-1, 1, 1, 1)) + zp.reshape(-1, 1, 1, 1), -127, 127)
+    q = q.astype(np.int8)
+    p = QuantParams(tuple(scale), tuple(int(z) for z in zp), 0 if per_channel else None)
+    t = Tensor("w", w.shape, "int8", data=q, quant=p)
+    v = rng.standard_normal(3 * 3 * 64)
+    whole = (dequantize(t, q).astype(np.float64) - w).reshape(40, -1) @ v
+    assert ws._rows_times(t, q, w, v).tobytes() == whole.tobytes()

@@ -112,8 +112,11 @@ def _rows_times(w_int8: Tensor, codes: Array, w: Array, v: Array) -> Array:
     step = max(1, (1 << 16) // max(1, rows.shape[1]))
     for c in range(0, o, step):
         s, z = (scale[c : c + step], zp[c : c + step]) if p.channel_dim is not None else (scale, zp)
-        real = (s * (codes[c : c + step].astype(np.float32) - z)).astype(np.float32)
-        out[c : c + step] = (real.astype(np.float64) - rows[c : c + step]) @ v
+        # float32(code) - z, times s, in float32; widened to float64 minus w: the casts are
+        # exact, so each ufunc's own cast gives the same values with fewer passes
+        real = np.subtract(codes[c : c + step], z, dtype=np.float32)
+        np.multiply(s, real, out=real)
+        out[c : c + step] = np.subtract(real, rows[c : c + step], dtype=np.float64) @ v
     return out
 
 
