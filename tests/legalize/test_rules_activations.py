@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-import numpy as np
+import dataclasses
+from pathlib import Path
 
+import numpy as np
+import pytest
+import torch
+
+import mdla_ir
+import mdla_legalize
 from mdla_ir import OpKind
+from mdla_ir.attrs import WhereAttrs
+from mdla_ir.devices import NPU
 from mdla_ir.testing import GraphBuilder
 from mdla_legalize.rules.activations import (
     batchnorm_to_mul_add,
@@ -15,8 +24,10 @@ from mdla_legalize.rules.activations import (
     hardsigmoid_to_relu6_mul,
     silu_to_logistic_mul,
     sub_const_to_add,
+    where_to_prelu,
 )
 from mdla_legalize.testing import check_rule
+from tests.runtime.test_engine_partitions import placed_engine_is_bit_exact
 
 
 def test_silu_becomes_logistic_times_input() -> None:
@@ -125,3 +136,77 @@ def test_div_by_a_constant_is_left_to_div_const_to_mul() -> None:
     x = b.input("x", (1, 3, 4, 4))
     y = b.op(OpKind.DIV, [x, b.const("d", np.full((1,), 4.0, np.float32))], fuse="NONE")
     check_rule(div_to_reciprocal_mul, b.build(y), {})
+
+
+def _where(attrs: WhereAttrs) -> tuple[GraphBuilder, str]:
+    b = GraphBuilder()
+    return b, b.op(OpKind.WHERE, [b.input("x", (1, 4, 5, 5))], **dataclasses.asdict(attrs))
+
+
+# x on the positive side, a * x on the negative one, in each way torch.where can say it
+LEAKY = [
+    WhereAttrs("gt", 0.0, 1.0, 0.0, 0.1, 0.0),  # where(x > 0, x, 0.1 * x)
+    WhereAttrs("ge", 0.0, 1.0, 0.0, -0.5, 0.0),  # where(x >= 0, x, -0.5 * x)
+    WhereAttrs("lt", 0.0, 2.5, 0.0, 1.0, 0.0),  # where(x < 0, 2.5 * x, x)
+    WhereAttrs("le", 0.0, 0.25, 0.0, 1.0, 0.0),  # where(x <= 0, 0.25 * x, x)
+]
+
+
+@pytest.mark.parametrize("attrs", LEAKY, ids=lambda a: a.compare)
+def test_a_hand_written_leaky_relu_becomes_prelu(attrs: WhereAttrs) -> None:
+    b, y = _where(attrs)
+    x = np.random.default_rng(0).normal(size=(1, 4, 5, 5)).astype(np.float32)
+    x.flat[:3] = [0.0, -0.0, 1e-30]  # the boundary and both zeros
+    new = check_rule(where_to_prelu, b.build(y), {"WHERE": -1, "PRELU": 1}, inputs=[x])
+    (op,) = new.ops
+    alpha = new.tensors[op.inputs[1]].data
+    assert alpha is not None
+    want = attrs.else_scale if attrs.compare in ("gt", "ge") else attrs.then_scale
+    assert alpha.tolist() == [np.float32(want)]
+
+
+def test_masked_fill_below_zero_becomes_relu() -> None:
+    b, y = _where(WhereAttrs("lt", 0.0, 0.0, 0.0, 1.0, 0.0))  # x.masked_fill(x < 0, 0)
+    check_rule(where_to_prelu, b.build(y), {"WHERE": -1, "RELU": 1})
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        WhereAttrs("gt", 0.5, 1.0, 0.0, 0.1, 0.0),  # another threshold
+        WhereAttrs("gt", 0.0, 1.0, 0.0, 0.1, 0.2),  # an offset
+        WhereAttrs("gt", 0.0, 1.0, 0.3, 0.1, 0.0),
+        WhereAttrs("gt", 0.0, 2.0, 0.0, 0.1, 0.0),  # the positive side scaled
+        WhereAttrs("lt", 0.0, 0.1, 0.0, 2.0, 0.0),
+        WhereAttrs("eq", 0.0, 1.0, 0.0, 0.1, 0.0),  # not a side of zero
+        WhereAttrs("ne", 0.0, 1.0, 0.0, 0.1, 0.0),
+    ],
+    ids=["threshold", "else-offset", "then-offset", "scaled", "scaled-lt", "eq", "ne"],
+)
+def test_other_wheres_stay(attrs: WhereAttrs) -> None:
+    b, y = _where(attrs)
+    check_rule(where_to_prelu, b.build(y), {})
+
+
+class HandLeaky(torch.nn.Module):
+    """LeakyReLU and ReLU written as torch.where / masked_fill after convs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.b = torch.nn.Conv2d(8, 8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.a(x)
+        h = self.b(torch.where(y > 0, y, 0.1 * y))
+        h = h.masked_fill(h < 0, 0.0) + 1.0
+        return torch.where(h <= 0, -0.5 * h, h)
+
+
+@pytest.mark.parametrize("path", ["fx", "export"])
+def test_hand_written_leaky_relus_run_on_the_npu_bit_exact(path: str, tmp_path: Path) -> None:
+    graph = mdla_ir.from_torch(HandLeaky().eval(), (torch.zeros(1, 3, 8, 8),), "leaky", path=path)
+    placed = mdla_legalize.place(graph, mdla_legalize.load_target("mdla3.5"), NPU, ["auto"])
+    assert placed.graph.provenance.cpu_ops == ()  # each WHERE was a table on the CPU before
+    assert [op.kind for op in placed.graph.ops].count(OpKind.PRELU) == 2
+    placed_engine_is_bit_exact(placed.graph, (1, 3, 8, 8), tmp_path, "leaky", seeds=2)

@@ -95,9 +95,10 @@ CONSTRUCTS: tuple[Construct, ...] = (
         assumed=("DEPTH_TO_SPACE",),
     ),
     Construct(
-        "`nn.PReLU`, `nn.LeakyReLU`",
+        "`nn.PReLU`, `nn.LeakyReLU`; written by hand: `torch.where(x > 0, x, a * x)`, "
+        "`x.masked_fill(x < 0, 0)`",
         "MTCNN (face detection), YOLO, GANs",
-        "`PRELU` (LeakyReLU: a constant alpha, as LiteRT lowers it)",
+        "`PRELU` (LeakyReLU: a constant alpha, as LiteRT lowers it); `RELU` for a = 0",
         (K.PRELU,),
         Status.ASSUMED,
         assumed=("PRELU",),

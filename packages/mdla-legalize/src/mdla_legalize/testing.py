@@ -8,7 +8,10 @@ delta, honest `changed`, idempotence, float outputs within 1e-5 relative).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
 
 from mdla_ir import Graph
 from mdla_ir.devices import NPU
@@ -41,6 +44,8 @@ def check_rule(
     target: Target | None = None,
     device: str = NPU,
     rtol: float = 1e-5,
+    inputs: Sequence[np.ndarray[Any, Any]] | None = None,
 ) -> Graph:
-    """Apply rule `fn` alone to `graph` and check it with `mdla_ir.testing.check_pass`."""
-    return check_pass(rule_pass(fn, target, device), graph, delta, rtol=rtol)
+    """Apply rule `fn` alone to `graph` and check it with `mdla_ir.testing.check_pass` (on
+    `inputs`, or random ones)."""
+    return check_pass(rule_pass(fn, target, device), graph, delta, rtol=rtol, inputs=inputs)

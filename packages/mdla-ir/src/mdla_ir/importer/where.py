@@ -7,7 +7,9 @@ both import paths:
 A comparison (gt ge lt le eq ne, `t < x` read as `x > t`) emits no op: it is recorded as a
 predicate on x, and a torch.where / masked_fill whose condition it is, and whose branches are
 each x, a number times x, a number, or a constant of one value, is one elementwise function of
-x: WHERE, a 256-entry int8 table on the CPU (exact; mdla_ir.functions). A comparison of two
+x: WHERE, a 256-entry int8 table on the CPU (exact; mdla_ir.functions), unless legalization
+finds a LeakyReLU or ReLU in it (x on one side of 0, a * x on the other: PRELU or RELU, on the
+MDLA). A comparison of two
 tensors, or branches that are other tensors, make SELECT (`select.py`). Anything else that uses
 a comparison (`(x > 0).float()`, logical ops) is refused with a fix.
 """

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from mdla_ir import Op, OpKind
-from mdla_ir.attrs import FuseAttrs, NormAttrs
+from mdla_ir.attrs import FuseAttrs, NormAttrs, WhereAttrs
 from mdla_legalize.rules.base import Ctx, Rule, derive, pat
 
 UNARY = (OpKind.RELU, OpKind.RELU6, OpKind.LOGISTIC, OpKind.TANH, OpKind.HARD_SWISH)
@@ -51,6 +51,29 @@ def hardsigmoid_mul_to_hard_swish(op: Op, ctx: Ctx) -> list[Op] | None:
             ctx.take(b)
             return [derive(op, "", OpKind.HARD_SWISH, [a], op.outputs)]
     return None
+
+
+def where_to_prelu(op: Op, ctx: Ctx) -> list[Op] | None:
+    """A WHERE that is x on one side of 0 and a * x on the other, the LeakyReLU written by hand
+    (`torch.where(x > 0, x, 0.1 * x)`, `x.masked_fill(x < 0, 0)`), -> PRELU(x, a), or RELU when
+    a == 0: the MDLA maps both, where WHERE is a table on the CPU. Exact: both are 0 at x == 0
+    (a * -0.0 is -0.0 on either side), and a NaN stays NaN."""
+    w = WhereAttrs.of(op)
+    if w.threshold != 0.0 or w.then_offset or w.else_offset:
+        return None
+    if w.compare in ("gt", "ge"):
+        positive, negative = w.then_scale, w.else_scale
+    elif w.compare in ("lt", "le"):
+        positive, negative = w.else_scale, w.then_scale
+    else:
+        return None
+    if positive != 1.0 or negative == 1.0:
+        return None
+    x = op.inputs[0]
+    if negative == 0.0:
+        return [derive(op, "", OpKind.RELU, [x], op.outputs)]
+    alpha = ctx.add_const(f"{op.name}.negative_slope", np.array([negative], np.float32))
+    return [derive(op, "", OpKind.PRELU, [x, alpha], op.outputs)]
 
 
 def batchnorm_to_mul_add(op: Op, ctx: Ctx) -> list[Op] | None:
@@ -130,6 +153,7 @@ PATTERNS: list[Rule] = [
 
 ACTIVATIONS: list[Rule] = [
     (pat(OpKind.SILU), silu_to_logistic_mul),  # SILU(x) -> MUL(x, LOGISTIC(x))
+    (pat(OpKind.WHERE), where_to_prelu),  # WHERE(x; x > 0, x, a * x) -> PRELU(x, a) or RELU
     (pat(OpKind.HARD_SIGMOID), hardsigmoid_to_relu6_mul),  # HSIG(x) -> MUL(RELU6(x + 3), 1/6)
     (pat(OpKind.BATCH_NORM), batchnorm_to_mul_add),  # BATCH_NORM(x) -> ADD(MUL(x, s), t)
     (pat(OpKind.SUB), sub_const_to_add),  # SUB(x, c) -> ADD(x, -c)
