@@ -100,6 +100,7 @@ CASES: dict[str, Case] = {
     "coord_channels": Case(w.CoordChannels),
     "rotated_box_head": Case(w.RotatedBoxHead),
     "split_attention": Case(w.SplitAttention),
+    "split_attention_radix4": Case(lambda: w.SplitAttention(4)),
     "selective_kernel": Case(w.SelectiveKernel),
     "uneven_adaptive_pool": Case(w.UnevenAdaptivePool),
 }

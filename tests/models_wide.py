@@ -133,25 +133,28 @@ class RotatedBoxHead(nn.Module):
 
 
 class SplitAttention(nn.Module):
-    """ResNeSt's split attention, radix 2 and cardinality 2: a grouped conv's [N, 2*C, H, W]
-    output viewed as [N, 2, C, H, W], summed over the radix for the gate, the gate's logits
-    through rSoftMax (view(N, K, R, -1).transpose(1, 2), softmax over R), viewed as
-    [N, 2, C, 1, 1], multiplied in and summed over the radix (rank-5 tensors throughout)."""
+    """ResNeSt's split attention, cardinality 2 (radix 2, or 4 as resnest50d_4s2x40d): a
+    grouped conv's [N, R*C, H, W] output viewed as [N, R, C, H, W], summed over the radix for
+    the gate, the gate's logits through rSoftMax (view(N, K, R, -1).transpose(1, 2), softmax
+    over R), viewed as [N, R, C, 1, 1], multiplied in and summed over the radix (rank-5 tensors
+    throughout)."""
 
-    def __init__(self) -> None:
+    def __init__(self, radix: int = 2) -> None:
         super().__init__()
+        self.radix = radix
         self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.ReLU())
-        self.conv = nn.Sequential(nn.Conv2d(16, 32, 3, 1, 1, groups=4), nn.ReLU())
+        self.conv = nn.Sequential(nn.Conv2d(16, 16 * radix, 3, 1, 1, groups=2 * radix), nn.ReLU())
         self.fc1 = nn.Sequential(nn.Conv2d(16, 8, 1), nn.ReLU())
-        self.fc2 = nn.Conv2d(8, 32, 1, groups=2)
+        self.fc2 = nn.Conv2d(8, 16 * radix, 1, groups=2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.conv(self.stem(x))
         n, rc, h, w = x.shape
-        x = x.reshape(n, 2, rc // 2, h, w)
+        r = self.radix
+        x = x.reshape(n, r, rc // r, h, w)
         gap = self.fc1(x.sum(dim=1).mean((2, 3), keepdim=True))
-        attn = self.fc2(gap).view(n, 2, 2, -1).transpose(1, 2)
-        attn = torch.softmax(attn, dim=1).reshape(n, -1).view(n, 2, rc // 2, 1, 1)
+        attn = self.fc2(gap).view(n, 2, r, -1).transpose(1, 2)
+        attn = torch.softmax(attn, dim=1).reshape(n, -1).view(n, r, rc // r, 1, 1)
         return (x * attn).sum(dim=1)
 
 

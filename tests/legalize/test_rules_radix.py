@@ -7,6 +7,7 @@ import numpy as np
 from mdla_ir import OpKind
 from mdla_ir.testing import GraphBuilder
 from mdla_legalize.rules.radix import (
+    group_softmax_to_channels,
     pair_softmax_to_logistic,
     split_elementwise_to_channels,
     split_sum_to_conv,
@@ -76,3 +77,17 @@ def test_what_the_rules_leave_alone() -> None:
     np.testing.assert_equal(
         check_rule(split_sum_to_conv, b.build(y), {}).ops[-1].kind, OpKind.REDUCE_SUM
     )
+
+
+def test_softmax_over_more_branches_runs_over_channels_of_the_groups_as_rows() -> None:
+    b = GraphBuilder()  # rSoftMax at radix 4, cardinality 2; SKNet-style rank 5 with 3 branches
+    v = b.op(OpKind.RESHAPE, [b.input("x", (1, 24, 1, 1))], shape=(1, 2, 4, 3))
+    y = b.op(OpKind.SOFTMAX, [b.op(OpKind.TRANSPOSE, [v], perm=(0, 2, 1, 3))], axis=1, beta=1.0)
+    z = b.op(OpKind.SOFTMAX, [_split(b, b.input("z", (1, 15, 1, 1)), (1, 3, 5, 1, 1))], axis=1)
+    new = check_rule(
+        group_softmax_to_channels,
+        b.build(y, z),
+        {"TRANSPOSE": -1, "TRANSPOSE_CONV_2D": 2, "CONV_2D": 2},
+    )
+    softmax = [op for op in new.ops if op.kind is OpKind.SOFTMAX]
+    assert [new.tensors[op.inputs[0]].shape for op in softmax] == [(1, 4, 6, 1), (1, 3, 5, 1)]

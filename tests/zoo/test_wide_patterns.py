@@ -17,6 +17,7 @@ EXPECTED = {
     "coord_channels": "npu",
     "rotated_box_head": "cpu",  # COS and SIN as int8 tables in a CPU partition
     "split_attention": "npu",
+    "split_attention_radix4": "npu",
     "selective_kernel": "npu",
     "uneven_adaptive_pool": "npu",
 }

@@ -19,13 +19,17 @@ memory: element (r, c) is channel r*C + c. So, on the model-layout graph:
 The softmax rule takes any RESHAPE / TRANSPOSE chain from a rank-4 tensor that only permutes its
 channels (ResNeSt's rSoftMax, `view(N, K, R, -1).transpose(1, 2)` of the [N, R*C, 1, 1] logits, or
 SKNet's `view(N, R, C, 1, 1)`): the conv reads each pair where the chain put it, and its output
-holds the softmax in the chain's order, so a RESHAPE gives the softmax's shape back. A softmax over
-more than two branches is left as it is (it maps where it is rank 4 over channels).
+holds the softmax in the chain's order, so a RESHAPE gives the softmax's shape back. Over R > 2
+branches of a per-sample vector [N, M, 1, 1] (the gate's logits), the groups become rows and
+their R values channels ([N, R, M/R, 1], a one-hot TRANSPOSE_CONV_2D), where the MDLA's SOFTMAX
+runs over channels, and a (M/R, 1) selection CONV_2D gathers the vector back.
 
 Exactness: the filters' nonzero weights are 1, 1/R or +-1 per output channel, so each channel's
 symmetric weight scale is max|w| / 127 and the int8 weights hold them exactly; the conv sums the
 same int8 inputs the elementwise ops would. sigmoid(a - b) equals exp(a) / (exp(a) + exp(b)) up
-to float32 rounding, and LOGISTIC has SOFTMAX's fixed int8 output (1/256, -128).
+to float32 rounding, and LOGISTIC has SOFTMAX's fixed int8 output (1/256, -128). The gather
+back is a selection (the int8 values, bit for bit); the one-hot TRANSPOSE_CONV_2D copies the
+logits in float and requantizes them to its own output scale in int8.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import numpy as np
 
 from mdla_ir import Op, OpKind
 from mdla_ir.attrs import AxisAttrs, MeanAttrs, SoftmaxAttrs, TransposeAttrs
-from mdla_legalize.rules.base import Ctx, Rule, derive, pat, valid_conv
+from mdla_legalize.rules.base import Ctx, Rule, derive, one_hot_conv, pat, valid_conv
 
 Array = np.ndarray[Any, Any]
 Folded = tuple[list[Op], str]
@@ -214,8 +218,63 @@ def pair_softmax_to_logistic(op: Op, ctx: Ctx) -> list[Op] | None:
     ]
 
 
+def group_softmax_to_channels(op: Op, ctx: Ctx) -> list[Op] | None:
+    """SOFTMAX over an axis of size R > 2 of a tensor moved (RESHAPE / TRANSPOSE) from a
+    per-sample vector [N, M, 1, 1]'s channels (ResNeSt's rSoftMax at radix 4) -> the vector's
+    G = M / R groups as rows, each group's R values as channels ([N, R, G, 1], a
+    TRANSPOSE_CONV_2D with one-hot weights and kernel = stride = (G, 1)), SOFTMAX over the
+    channels (which the MDLA maps), and back to the vector in the softmax's order (a (G, 1)
+    selection CONV_2D), RESHAPE to its shape. When the softmax is rank 5 or a TRANSPOSE made
+    its input, as the 2-way rule."""
+    x, (y,) = op.inputs[0], op.outputs
+    shape = ctx.shape(x)
+    a = SoftmaxAttrs.of(op)
+    axis = a.axis % len(shape)
+    r = shape[axis]
+    if ctx.layout != "NCHW" or r <= 2 or axis == 0:
+        return None
+    if len(shape) <= 4 and OpKind.TRANSPOSE not in _chain_kinds(ctx, x):
+        return None
+    found = _channel_source(ctx, x)
+    if found is None or ctx.shape(found[0])[2:] != (1, 1):
+        return None
+    src, order = found
+    n, m = ctx.shape(src)[:2]
+    g = m // r
+    stride = math.prod(shape[axis + 1 :])
+    e = np.arange(m)  # x's flat element (per sample): its branch and its group
+    branch, group = (e // stride) % r, (e // (stride * r)) * stride + e % stride
+    spread = np.zeros((m, r, g, 1), np.float32)  # TRANSPOSE_CONV_2D's (I, O, KH, KW)
+    spread[order, branch, group, 0] = 1.0
+    gather = np.zeros((m, r, g, 1), np.float32)  # CONV_2D's (O, I, KH, KW)
+    gather[e, branch, group, 0] = 1.0
+    rows = ctx.tensor(f"{y}.groups", (n, r, g, 1))
+    soft = ctx.tensor(f"{y}.group_softmax", (n, r, g, 1))
+    vec = ctx.tensor(f"{y}.channels", (n, m, 1, 1))
+    kernel = {"stride": (g, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1}
+    return [
+        derive(
+            op,
+            "groups",
+            OpKind.TRANSPOSE_CONV_2D,
+            [src, ctx.add_const(f"{op.name}.spread", spread), _zeros(op, ctx, r)],
+            [rows],
+            **kernel,
+            fuse="NONE",
+        ),
+        derive(op, "softmax", OpKind.SOFTMAX, [rows], [soft], axis=1, beta=a.beta),
+        one_hot_conv(op, ctx, soft, vec, gather, stride=(1, 1), suffix="gather"),
+        derive(op, "", OpKind.RESHAPE, [vec], [y], shape=ctx.shape(y)),
+    ]
+
+
+def _zeros(op: Op, ctx: Ctx, n: int) -> str:
+    return ctx.add_const(f"{op.name}.zero_bias", np.zeros(n, np.float32))
+
+
 RADIX: list[Rule] = [
     (pat(*_ELEMENTWISE), split_elementwise_to_channels),  # OP(x5, a5) -> RESHAPE(OP(x4, a4))
     (pat(OpKind.REDUCE_SUM, OpKind.MEAN), split_sum_to_conv),  # SUM_R(x5) -> CONV 1x1 (0/1 w)
     (pat(OpKind.SOFTMAX), pair_softmax_to_logistic),  # SOFTMAX_2(x) -> LOGISTIC(CONV(+-1 w))
+    (pat(OpKind.SOFTMAX), group_softmax_to_channels),  # SOFTMAX_R(x) -> TCONV, SOFTMAX, CONV
 ]
