@@ -285,7 +285,7 @@ def _int8_digest(q: Graph) -> str:
     ("stride", "residual", "blocks", "before", "after"),
     [
         (1, True, False, "ee322ccef9eea622", "d10d7e03e7d0c848"),
-        (1, True, True, "ee322ccef9eea622", "d10d7e03e7d0c848"),
+        (1, True, True, "ee322ccef9eea622", "0cd4fff2f40b57d5"),
         (2, False, True, "ee322ccef9eea622", "6d12bdf61c943664"),
     ],
 )
@@ -294,7 +294,9 @@ def test_the_chosen_roundings_are_pinned(
 ) -> None:
     """Every int8 weight AdaRound (and block reconstruction) chooses, bit for bit as the
     straightforward implementation chose them before it was made faster: a speedup that
-    moves a single rounding fails here (the digests were taken from that implementation)."""
+    moves a single rounding fails here (the digests were taken from that implementation; the
+    stride-1 block's since its refinement starts at h = 0.3 and takes 7/10 of the steps, where
+    the refined roundings now beat the per-layer ones it kept before)."""
     g, calib = mbconv(stride=stride, residual=residual, seed=3), samples(8, seed=4)
     q = quantize(g, calib, QuantConfig(method="minmax", weight_rounding="nearest"))
     assert _int8_digest(q) == before
@@ -302,7 +304,7 @@ def test_the_chosen_roundings_are_pinned(
     assert _int8_digest(qa) == after
 
 
-@pytest.mark.parametrize(("stride", "residual", "after"), [(1, True, "d10d7e03e7d0c848")])
+@pytest.mark.parametrize(("stride", "residual", "after"), [(1, True, "0cd4fff2f40b57d5")])
 def test_the_roundings_do_not_depend_on_the_threads(
     stride: int, residual: bool, after: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
