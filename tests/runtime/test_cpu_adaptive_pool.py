@@ -1,8 +1,9 @@
 """ADAPTIVE_AVG_POOL_2D to a size that does not divide (smp PSPNet's 16 -> 3, 16 -> 6): the int8
 kernel (mdla_quant.kernels.adaptive_pool) averages torch's bins, rounded half away from zero as
 AVERAGE_POOL_2D; ADAPTIVE_MAX_POOL_2D takes their maxima (both importers make it where the size
-does not divide); `--cpu auto` places them on the CPU and the engine's C kernel is bit-exact
-with run_int8."""
+does not divide); `--cpu auto` places the max pool on the CPU (the average pool maps on the
+MDLA as band convs, `adaptive_pool_uneven_to_bands`; with that rule skipped it runs on the CPU
+too) and the engine's C kernels are bit-exact with run_int8."""
 
 from __future__ import annotations
 
@@ -70,15 +71,28 @@ class Pyramid(nn.Module):
         return self.c3(self.pool3(y)).mean((2, 3)) + self.c6(self.pool6(y)).mean((2, 3))
 
 
-@pytest.mark.parametrize("path", ["fx", "export"])
-def test_cpu_auto_places_the_pools_and_the_engine_is_bit_exact(tmp_path: Path, path: str) -> None:
+@pytest.mark.parametrize(
+    ("path", "skip", "want"),
+    [
+        ("fx", (), ["ADAPTIVE_MAX_POOL_2D"]),
+        ("export", (), ["ADAPTIVE_MAX_POOL_2D"]),
+        (
+            "fx",
+            ("adaptive_pool_uneven_to_bands",),
+            ["ADAPTIVE_AVG_POOL_2D", "ADAPTIVE_MAX_POOL_2D"],
+        ),
+    ],
+)
+def test_cpu_auto_places_the_pools_and_the_engine_is_bit_exact(
+    tmp_path: Path, path: str, skip: tuple[str, ...], want: list[str]
+) -> None:
     torch.manual_seed(0)
     x = torch.randn(1, 3, 16, 16)
     module = Pyramid().eval()
     graph = mdla_ir.from_torch(module, (x,), name="pyramid", path=path)
     (fp32,) = mdla_ir.run_float(graph, [x.numpy()])
     np.testing.assert_allclose(fp32, module(x).detach().numpy(), rtol=1e-5, atol=1e-5)
-    placed = mdla_legalize.place(graph, TARGET, "mtk-mdla", ["auto"])
+    placed = mdla_legalize.place(graph, TARGET, "mtk-mdla", ["auto"], skip_rules=skip)
     on_cpu = [o.kind for o in placed.ops if o.device == "cpu"]
-    assert on_cpu == ["ADAPTIVE_AVG_POOL_2D", "ADAPTIVE_MAX_POOL_2D"]
+    assert on_cpu == want
     placed_engine_is_bit_exact(placed.graph, (1, 3, 16, 16), tmp_path, "pyramid", seeds=3)

@@ -236,10 +236,8 @@ EXAMPLES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
         lambda: Fn(lambda x: torch.cos(x) * x.sin() + torch.atan(x).tan() + x.expm1() * x.log1p()),
         (1, 4, 8, 8),
     ),
-    "adaptive average and max": (
-        lambda: Fn(lambda x: nn.AdaptiveAvgPool2d(3)(x) + F.adaptive_max_pool2d(x, 3)),
-        (1, 4, 8, 8),
-    ),
+    "adaptive average pools": (lambda: nn.AdaptiveAvgPool2d((3, 5)), (1, 4, 8, 8)),
+    "adaptive max pools": (lambda: Fn(lambda x: F.adaptive_max_pool2d(x, 3)), (1, 4, 8, 8)),
     "torch.maximum": (
         lambda: Fn(lambda x: torch.maximum(x, torch.sigmoid(x)) + x.min(x.mean(1, keepdim=True))),
         (1, 4, 8, 8),

@@ -270,11 +270,19 @@ CONSTRUCTS: tuple[Construct, ...] = (
         why="no such operation on the MDLA; an int8 function of one input is a 256-entry table",
     ),
     Construct(
-        "adaptive average and max pools (`nn.AdaptiveAvgPool2d`, `F.adaptive_max_pool2d`) to "
-        "a size not dividing the input",
-        "classifier heads and SPP on odd input sizes",
+        "adaptive average pools (`nn.AdaptiveAvgPool2d`) to a size not dividing the input",
+        "classifier heads and SPP on odd input sizes (VGG at 64, UPerNet, PSPNet)",
+        "rows, then columns: one `DEPTHWISE_CONV_2D` per distinct bin (the whole axis as its "
+        "kernel, 1/(bin size) inside the bin) and a `CONCATENATION` in the output's order",
+        (K.DEPTHWISE_CONV_2D, K.CONCATENATION),
+        Status.MAPS,
+        "a few small depthwise convs and a concatenation per axis",
+    ),
+    Construct(
+        "adaptive max pools (`F.adaptive_max_pool2d`, its module) to a size not dividing the input",
+        "SPP on odd input sizes",
         "-",
-        (K.ADAPTIVE_AVG_POOL_2D, K.ADAPTIVE_MAX_POOL_2D),
+        (K.ADAPTIVE_MAX_POOL_2D,),
         Status.NEVER,
         "a CPU partition (`--cpu auto`)",
         why="overlapping windows of varying size are no single Neuron pooling op",
