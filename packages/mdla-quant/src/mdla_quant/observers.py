@@ -62,14 +62,21 @@ class Histogram:
         if self._update_in_one_pass(x):
             return
         lo, hi = float(x.min()), float(x.max())
-        self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
         self._reach(max(abs(lo), abs(hi)))
         finite = bool(np.isfinite(lo) and np.isfinite(hi))
         counts, zeros = self._bin_counts(x, finite)
+        self._record(counts, zeros, lo, hi, x.size, finite)
+
+    def _record(
+        self, counts: Array, zeros: int, lo: float, hi: float, size: int, finite: bool
+    ) -> None:
+        """Add one update's counts, zeros and range (binned at the current radius); kept as
+        `last` when `keep_last`."""
+        self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
         self.counts += counts
         self.zeros += zeros
         if self.keep_last:
-            self.last = _Update(counts, zeros, lo, hi, self.radius, x.size, finite)
+            self.last = _Update(counts, zeros, lo, hi, self.radius, size, finite)
 
     def _update_in_one_pass(self, x: Array) -> bool:
         """The rest of `update(x)` from one C pass (`binning.c_observe`) that bins x at the
@@ -84,13 +91,7 @@ class Histogram:
         if seen is None:
             return False
         counts, zeros, lo, hi = seen
-        self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
-        counts[self.bins - 1] += counts[self.bins]
-        counts = counts[: self.bins]
-        self.counts += counts
-        self.zeros += zeros
-        if self.keep_last:
-            self.last = _Update(counts, zeros, lo, hi, self.radius, x.size, True)
+        self._record(self._fold_top(counts), zeros, lo, hi, x.size, True)
         return True
 
     def update_padded(self, source: Histogram, size: int) -> bool:
@@ -158,8 +159,12 @@ class Histogram:
             zeros = int(np.count_nonzero(x == 0))
             fast = np.bincount(t.astype(np.intp), minlength=self.bins + 1), zeros
         counts, zeros = fast
+        return self._fold_top(counts), zeros
+
+    def _fold_top(self, counts: Array) -> Array:
+        """bins + 1 counts with the last (x at R exactly) folded into bin bins - 1: the clip."""
         counts[self.bins - 1] += counts[self.bins]
-        return counts[: self.bins], zeros
+        return counts[: self.bins]
 
     def _grow(self) -> None:
         """Double R: old bin pairs merge into the middle half of the new bins."""
